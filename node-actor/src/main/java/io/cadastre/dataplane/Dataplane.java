@@ -1,0 +1,58 @@
+package io.cadastre.dataplane;
+
+import java.util.List;
+
+/**
+ * The only way Cadastre touches a host's network: wires a pod's network namespace to the host
+ * and unwires it again. The production implementation speaks rtnetlink ({@link NetlinkDataplane});
+ * IPAM tests use a fake behind this same interface.
+ *
+ * <p>Wiring, per DESIGN.md: a veth pair whose host end is named {@link PodAttachment#hostIfname()}
+ * and carries the fixed MAC {@link #HOST_MAC}; the pod end is moved into the netns and renamed to
+ * the CNI ifname; each pod address is configured as a host address (/32 or /128); in the pod,
+ * IPv4 gets a link-scope route to {@link #IPV4_GATEWAY} and a default route via it, IPv6 a default
+ * route via {@link #IPV6_GATEWAY} (the host end's link-local address, derived from {@link #HOST_MAC});
+ * on the host, proxy ARP on the host end and a /32 or /128 route per pod address through it.
+ *
+ * <p>Implementations are thread-safe: the node agent may wire several pods at once.
+ */
+public interface Dataplane {
+
+    /** The MAC of every host-side veth end, so that the pod's IPv6 gateway is always the same. */
+    String HOST_MAC = "ee:ee:ee:ee:ee:ee";
+
+    /** The pod's IPv4 next hop: link-local, answered by proxy ARP on the host end. */
+    String IPV4_GATEWAY = "169.254.1.1";
+
+    /** The pod's IPv6 next hop: the EUI-64 link-local address of {@link #HOST_MAC}. */
+    String IPV6_GATEWAY = "fe80::ecee:eeff:feee:eeee";
+
+    /**
+     * Creates and configures the pod's interface.
+     *
+     * @return what was configured, for the CNI result
+     * @throws DataplaneException if any step fails; everything this call created has been removed
+     *     again by then (no partial state), and {@link DataplaneException#netnsMissing()} tells
+     *     whether the netns did not exist
+     */
+    WiredPod attach(PodAttachment attachment) throws DataplaneException;
+
+    /**
+     * Removes the pod's veth pair (deleting the host end removes the pod end too) and with it the
+     * host routes. Idempotent: a missing link or netns is success (CNI spec 1.1 §DEL).
+     *
+     * @param hostIfname the host end's name, as {@link HostInterfaceName#of} gives it
+     * @throws DataplaneException only when the kernel refuses for another reason
+     */
+    void detach(String hostIfname) throws DataplaneException;
+
+    /**
+     * Compares the netns and the host with what {@link #attach} would have configured
+     * (CNI spec 1.1 §CHECK).
+     *
+     * @return one human-readable line per difference; empty when all is as expected
+     * @throws DataplaneException if the state cannot be read (e.g. the netns is gone:
+     *     {@link DataplaneException#netnsMissing()})
+     */
+    List<String> check(PodAttachment attachment) throws DataplaneException;
+}
