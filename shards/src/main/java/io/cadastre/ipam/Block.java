@@ -1,0 +1,208 @@
+package io.cadastre.ipam;
+
+import com.fasterxml.jackson.annotation.JsonAutoDetect;
+import com.fasterxml.jackson.annotation.JsonAutoDetect.Visibility;
+import com.fasterxml.jackson.annotation.JsonCreator;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.TreeMap;
+
+/**
+ * One CIDR block of a pool: its affinity (the node it serves) and which of its addresses is
+ * allocated to which attachment. The block's addresses are numbered by ordinal, 0 being the block's
+ * network address; every address is allocatable because pods get /32 and /128 routes.
+ *
+ * <p>Reuse order: free ordinals form a queue; a released address goes to its tail, and allocation
+ * takes the head, so the address free the longest is reused first and a just-released address is
+ * not handed straight to the next pod (stale connections, caches).
+ *
+ * <p>Queries are pure. The mutators ({@link #claimAffinity}, {@link #allocate}, {@link #release})
+ * are called only by the entity's event handlers, after the event is persisted (Calico's rule:
+ * never mutate the in-memory block before persisting). {@link #validate()} checks the invariants.
+ */
+@JsonAutoDetect(fieldVisibility = Visibility.NONE, getterVisibility = Visibility.NONE,
+        isGetterVisibility = Visibility.NONE)
+public final class Block {
+    /** Largest block: 2^12 addresses, as Calico (IPv4 /20, IPv6 /116). */
+    public static final int MAX_HOST_BITS = 12;
+
+    private final Cidr cidr;
+    private String affinity;
+    private final Allocation[] allocations;
+    private final LinkedHashSet<Integer> free;
+
+    private Block(Cidr cidr, String affinity, Allocation[] allocations, LinkedHashSet<Integer> free) {
+        this.cidr = cidr;
+        this.affinity = affinity;
+        this.allocations = allocations;
+        this.free = free;
+    }
+
+    /**
+     * @return a block with no affinity and every address free, in address order
+     * @throws IllegalArgumentException when the block holds more than 2^{@link #MAX_HOST_BITS}
+     */
+    public static Block empty(Cidr cidr) {
+        int capacity = capacityOf(cidr);
+        LinkedHashSet<Integer> free = new LinkedHashSet<>();
+        for (int i = 0; i < capacity; i++) {
+            free.add(i);
+        }
+        return new Block(cidr, null, new Allocation[capacity], free);
+    }
+
+    @JsonCreator
+    static Block restore(
+            @JsonProperty("cidr") Cidr cidr,
+            @JsonProperty("affinity") String affinity,
+            @JsonProperty("allocations") Map<Integer, Allocation> allocations,
+            @JsonProperty("freeOrder") List<Integer> freeOrder) {
+        Block block = new Block(cidr, affinity, new Allocation[capacityOf(cidr)], new LinkedHashSet<>(freeOrder));
+        allocations.forEach((ordinal, allocation) -> block.allocations[ordinal] = allocation);
+        block.validate();
+        return block;
+    }
+
+    /** @return an independent copy, e.g. for a snapshot */
+    public Block copy() {
+        return new Block(cidr, affinity, allocations.clone(), new LinkedHashSet<>(free));
+    }
+
+    private static int capacityOf(Cidr cidr) {
+        int hostBits = cidr.family().bits() - cidr.prefixLength();
+        if (hostBits > MAX_HOST_BITS) {
+            throw new IllegalArgumentException("block " + cidr + " is larger than 2^" + MAX_HOST_BITS + " addresses");
+        }
+        return 1 << hostBits;
+    }
+
+    @JsonProperty("cidr")
+    public Cidr cidr() {
+        return cidr;
+    }
+
+    /** @return the affine node's name, or {@code null} before the block is claimed */
+    @JsonProperty("affinity")
+    public String affinity() {
+        return affinity;
+    }
+
+    /** @return allocated ordinals to their allocations, in address order */
+    @JsonProperty("allocations")
+    public Map<Integer, Allocation> allocations() {
+        Map<Integer, Allocation> held = new TreeMap<>();
+        for (int i = 0; i < allocations.length; i++) {
+            if (allocations[i] != null) {
+                held.put(i, allocations[i]);
+            }
+        }
+        return held;
+    }
+
+    /** @return the free ordinals, the one to reuse first at the head */
+    @JsonProperty("freeOrder")
+    public List<Integer> freeOrder() {
+        return new ArrayList<>(free);
+    }
+
+    /** @return the number of addresses in the block */
+    public int capacity() {
+        return allocations.length;
+    }
+
+    public int freeCount() {
+        return free.size();
+    }
+
+    /** @return whether no address is allocated */
+    public boolean isEmpty() {
+        return free.size() == allocations.length;
+    }
+
+    /** @return the ordinal the attachment already holds, if any (ADD retries are idempotent) */
+    public OptionalInt ordinalHeldBy(String handle, String ifname) {
+        for (int i = 0; i < allocations.length; i++) {
+            if (allocations[i] != null && allocations[i].isFor(handle, ifname)) {
+                return OptionalInt.of(i);
+            }
+        }
+        return OptionalInt.empty();
+    }
+
+    /** @return the ordinal {@link #allocate} should take next, if any is free */
+    public OptionalInt nextFreeOrdinal() {
+        Iterator<Integer> head = free.iterator();
+        return head.hasNext() ? OptionalInt.of(head.next()) : OptionalInt.empty();
+    }
+
+    /** @return the allocation at the ordinal, if allocated */
+    public Optional<Allocation> allocationAt(int ordinal) {
+        return Optional.ofNullable(allocations[ordinal]);
+    }
+
+    /** @return the canonical address of the ordinal */
+    public String addressAt(int ordinal) {
+        return cidr.addressAt(ordinal);
+    }
+
+    /**
+     * @return the ordinal of a literal address
+     * @throws IllegalArgumentException when it is malformed or outside the block
+     */
+    public int ordinalOf(String address) {
+        return (int) cidr.offsetOf(address);
+    }
+
+    /** Records the affinity (event handler only). */
+    public void claimAffinity(String node) {
+        affinity = node;
+    }
+
+    /**
+     * Allocates a free ordinal (event handler only).
+     *
+     * @throws IllegalStateException when the ordinal is already allocated
+     */
+    public void allocate(int ordinal, Allocation allocation) {
+        if (!free.remove(ordinal)) {
+            throw new IllegalStateException(addressAt(ordinal) + " in " + cidr + " is already allocated");
+        }
+        allocations[ordinal] = allocation;
+    }
+
+    /** Frees an ordinal, to be reused last (event handler only); freeing a free one is a no-op. */
+    public void release(int ordinal) {
+        if (allocations[ordinal] != null) {
+            allocations[ordinal] = null;
+            free.add(ordinal);
+        }
+    }
+
+    /**
+     * Checks the invariants: every ordinal is either free or allocated, never both, never neither.
+     *
+     * @throws IllegalStateException naming the first broken ordinal
+     */
+    public void validate() {
+        int allocated = 0;
+        for (int i = 0; i < allocations.length; i++) {
+            boolean isFree = free.contains(i);
+            if (isFree == (allocations[i] != null)) {
+                throw new IllegalStateException("ordinal " + i + " of " + cidr
+                        + (isFree ? " is both free and allocated" : " is neither free nor allocated"));
+            }
+            if (!isFree) {
+                allocated++;
+            }
+        }
+        if (allocated + free.size() != allocations.length) {
+            throw new IllegalStateException("free list of " + cidr + " holds ordinals outside the block");
+        }
+    }
+}

@@ -1,0 +1,260 @@
+package io.cadastre.shards;
+
+import io.cadastre.ipam.Allocation;
+import io.cadastre.ipam.Block;
+import io.cadastre.ipam.Cidr;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
+import org.apache.pekko.pattern.StatusReply;
+import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.SnapshotAdapter;
+import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
+import org.apache.pekko.persistence.typed.javadsl.EventHandler;
+import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
+import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
+import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
+
+/**
+ * One CIDR block, sharded by its CIDR ({@code 198.18.0.64-26}): the single writer of which address
+ * of the block is allocated to which attachment. Every allocation is persisted before the reply
+ * (DESIGN.md, invariant 2), so an answered assignment survives any crash.
+ *
+ * <p>The block learns its affinity from {@link ClaimAffinity}, sent after the pool has persisted
+ * the claim; it allocates to other nodes only when the caller says the pool allows borrowing.
+ */
+public final class BlockEntity
+        extends EventSourcedBehaviorWithEnforcedReplies<BlockEntity.Command, BlockEntity.Event, BlockEntity.State> {
+
+    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY = EntityTypeKey.create(Command.class, "Block");
+
+    /** Registers the entity with cluster sharding. */
+    public static void init(ActorSystem<?> system) {
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId())));
+    }
+
+    /** @param entityId the block's CIDR in entity-id form, {@link Cidr#entityId()} */
+    public static Behavior<Command> create(String entityId) {
+        return new BlockEntity(entityId);
+    }
+
+    // ---- commands ----
+
+    public sealed interface Command extends CborSerializable
+            permits ClaimAffinity, AutoAssign, AssignSpecific, Release, GetBlock {}
+
+    /**
+     * Makes the block affine to {@code node}. Idempotent for the same node; refused while the
+     * block holds allocations and is affine to another node.
+     */
+    public record ClaimAffinity(String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /**
+     * Allocates the next address (the one free the longest) to the attachment in
+     * {@code allocation}; if the attachment already holds one here, that one again.
+     *
+     * @param borrow true when the pool allows borrowing and the caller is not the affine node
+     */
+    public record AutoAssign(Allocation allocation, boolean borrow, ActorRef<AssignOutcome> replyTo)
+            implements Command {}
+
+    /** Allocates one specific address (canonical literal) to the attachment. */
+    public record AssignSpecific(String address, Allocation allocation, boolean borrow, ActorRef<AssignOutcome> replyTo)
+            implements Command {}
+
+    /** Releases whatever the attachment holds here; nothing held is success. */
+    public record Release(String handle, String ifname, ActorRef<StatusReply<List<String>>> replyTo)
+            implements Command {}
+
+    public record GetBlock(ActorRef<BlockView> replyTo) implements Command {}
+
+    // ---- replies ----
+
+    public enum AssignStatus { ASSIGNED, FULL, NOT_AFFINE, TAKEN }
+
+    /**
+     * @param status what happened
+     * @param address the assigned address (canonical) when ASSIGNED, else {@code null}
+     * @param detail why not, for FULL, NOT_AFFINE and TAKEN
+     */
+    public record AssignOutcome(AssignStatus status, String address, String detail) implements CborSerializable {}
+
+    /**
+     * A copy of the block's state.
+     *
+     * @param cidr the block
+     * @param affinity the affine node, or {@code null}
+     * @param allocations address (canonical) → allocation
+     * @param free how many addresses are free
+     */
+    public record BlockView(Cidr cidr, String affinity, Map<String, Allocation> allocations, int free)
+            implements CborSerializable {}
+
+    // ---- events ----
+
+    public sealed interface Event extends CborSerializable permits AffinityClaimed, AddressAssigned, AddressesReleased {}
+
+    public record AffinityClaimed(String node) implements Event {}
+
+    public record AddressAssigned(String address, Allocation allocation) implements Event {}
+
+    public record AddressesReleased(List<String> addresses) implements Event {}
+
+    // ---- state ----
+
+    /** The block; mutated only by the event handler, copied for snapshots. */
+    public record State(Block block) implements CborSerializable {}
+
+    private final Cidr cidr;
+
+    private BlockEntity(String entityId) {
+        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), entityId));
+        this.cidr = Cidr.fromEntityId(entityId);
+    }
+
+    @Override
+    public State emptyState() {
+        return new State(Block.empty(cidr));
+    }
+
+    @Override
+    public RetentionCriteria retentionCriteria() {
+        return RetentionCriteria.snapshotEvery(100, 2);
+    }
+
+    @Override
+    public SnapshotAdapter<State> snapshotAdapter() {
+        // The block is mutated in place; the snapshot store serializes later, so hand it a copy.
+        return new SnapshotAdapter<>() {
+            @Override
+            public Object toJournal(State state) {
+                return new State(state.block().copy());
+            }
+
+            @Override
+            public State fromJournal(Object from) {
+                return (State) from;
+            }
+        };
+    }
+
+    @Override
+    public CommandHandlerWithReply<Command, Event, State> commandHandler() {
+        return newCommandHandlerWithReplyBuilder()
+                .forAnyState()
+                .onCommand(ClaimAffinity.class, this::onClaimAffinity)
+                .onCommand(AutoAssign.class, this::onAutoAssign)
+                .onCommand(AssignSpecific.class, this::onAssignSpecific)
+                .onCommand(Release.class, this::onRelease)
+                .onCommand(GetBlock.class, (state, cmd) -> Effect().reply(cmd.replyTo(), view(state.block())))
+                .build();
+    }
+
+    private ReplyEffect<Event, State> onClaimAffinity(State state, ClaimAffinity cmd) {
+        Block block = state.block();
+        if (cmd.node().equals(block.affinity())) {
+            return Effect().reply(cmd.replyTo(), StatusReply.ack());
+        }
+        if (block.affinity() != null && !block.isEmpty()) {
+            return Effect().reply(cmd.replyTo(), StatusReply.error(
+                    "block " + cidr + " is affine to " + block.affinity() + " and holds allocations"));
+        }
+        return Effect().persist(new AffinityClaimed(cmd.node())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+    }
+
+    private ReplyEffect<Event, State> onAutoAssign(State state, AutoAssign cmd) {
+        Block block = state.block();
+        Allocation allocation = cmd.allocation();
+        OptionalInt held = block.ordinalHeldBy(allocation.handle(), allocation.ifname());
+        if (held.isPresent()) {
+            return Effect().reply(cmd.replyTo(), assigned(block.addressAt(held.getAsInt())));
+        }
+        if (!cmd.borrow() && !allocation.node().equals(block.affinity())) {
+            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.NOT_AFFINE, null,
+                    "block " + cidr + " is affine to " + block.affinity() + ", not " + allocation.node()));
+        }
+        OptionalInt next = block.nextFreeOrdinal();
+        if (next.isEmpty()) {
+            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.FULL, null, "block " + cidr + " is full"));
+        }
+        String address = block.addressAt(next.getAsInt());
+        return Effect().persist(new AddressAssigned(address, allocation))
+                .thenReply(cmd.replyTo(), s -> assigned(address));
+    }
+
+    private ReplyEffect<Event, State> onAssignSpecific(State state, AssignSpecific cmd) {
+        Block block = state.block();
+        Allocation allocation = cmd.allocation();
+        if (!cidr.contains(cmd.address())) {
+            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.NOT_AFFINE, null,
+                    cmd.address() + " is not in block " + cidr));
+        }
+        int ordinal = block.ordinalOf(cmd.address());
+        var holder = block.allocationAt(ordinal);
+        if (holder.isPresent()) {
+            if (holder.get().isFor(allocation.handle(), allocation.ifname())) {
+                return Effect().reply(cmd.replyTo(), assigned(cmd.address()));
+            }
+            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.TAKEN, null,
+                    cmd.address() + " is already held by " + holder.get().handle() + " (" + holder.get().ifname() + ")"));
+        }
+        if (!cmd.borrow() && !allocation.node().equals(block.affinity())) {
+            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.NOT_AFFINE, null,
+                    "block " + cidr + " is affine to " + block.affinity() + ", not " + allocation.node()));
+        }
+        return Effect().persist(new AddressAssigned(cmd.address(), allocation))
+                .thenReply(cmd.replyTo(), s -> assigned(cmd.address()));
+    }
+
+    private ReplyEffect<Event, State> onRelease(State state, Release cmd) {
+        Block block = state.block();
+        List<String> addresses = new ArrayList<>();
+        block.allocations().forEach((ordinal, allocation) -> {
+            if (allocation.isFor(cmd.handle(), cmd.ifname())) {
+                addresses.add(block.addressAt(ordinal));
+            }
+        });
+        if (addresses.isEmpty()) {
+            return Effect().reply(cmd.replyTo(), StatusReply.success(List.of()));
+        }
+        return Effect().persist(new AddressesReleased(addresses))
+                .thenReply(cmd.replyTo(), s -> StatusReply.success(addresses));
+    }
+
+    private static AssignOutcome assigned(String address) {
+        return new AssignOutcome(AssignStatus.ASSIGNED, address, null);
+    }
+
+    private static BlockView view(Block block) {
+        Map<String, Allocation> byAddress = new java.util.LinkedHashMap<>();
+        block.allocations().forEach((ordinal, allocation) -> byAddress.put(block.addressAt(ordinal), allocation));
+        return new BlockView(block.cidr(), block.affinity(), byAddress, block.freeCount());
+    }
+
+    @Override
+    public EventHandler<State, Event> eventHandler() {
+        return newEventHandlerBuilder()
+                .forAnyState()
+                .onEvent(AffinityClaimed.class, (state, e) -> {
+                    state.block().claimAffinity(e.node());
+                    return state;
+                })
+                .onEvent(AddressAssigned.class, (state, e) -> {
+                    state.block().allocate(state.block().ordinalOf(e.address()), e.allocation());
+                    return state;
+                })
+                .onEvent(AddressesReleased.class, (state, e) -> {
+                    e.addresses().forEach(a -> state.block().release(state.block().ordinalOf(a)));
+                    return state;
+                })
+                .build();
+    }
+}

@@ -1,0 +1,560 @@
+package io.cadastre.shards;
+
+import io.cadastre.ipam.Allocation;
+import io.cadastre.ipam.Cidr;
+import io.cadastre.ipam.IpAddresses;
+import io.cadastre.ipam.IpFamily;
+import io.cadastre.ipam.PoolSpec;
+import io.cadastre.shards.BlockEntity.AssignOutcome;
+import io.cadastre.shards.BlockEntity.AssignStatus;
+import io.cadastre.shards.PoolEntity.ClaimOutcome;
+import io.cadastre.shards.PoolEntity.PoolView;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
+import org.apache.pekko.pattern.StatusReply;
+
+/**
+ * One node's IP address management over the sharded entities: the ADD and DEL flows of DESIGN.md.
+ * There is one per agent, for the agent's own node, and it is the only caller that allocates for
+ * that node, so it may cache the node's affine blocks.
+ *
+ * <p>ADD for one family: an affine block with room, else a new block claimed for the node (the
+ * pool persists the claim first), else — only when the pool allows borrowing — another node's
+ * block. Pools are tried in the order given. Every step is idempotent per attachment, so a crash
+ * between steps leaves at worst an orphan allocation that a retry reuses or GC releases, never a
+ * duplicate.
+ *
+ * <p>All methods return stages that fail with {@link IpamException}.
+ */
+public final class Ipam {
+    private final ClusterSharding sharding;
+    private final String node;
+    private final Map<String, PoolSpec> poolsByName;
+    private final Map<IpFamily, String> defaultPools;
+    private final Duration askTimeout;
+    private final Clock clock;
+
+    /** pool name → blocks of that pool affine to this node (loaded from the pool on first use). */
+    private final Map<String, CompletableFuture<List<Cidr>>> affineBlocks = new ConcurrentHashMap<>();
+    /** Blocks last seen full; skipped on the fast path until something is released in them. */
+    private final Set<Cidr> fullHint = ConcurrentHashMap.newKeySet();
+    /** Per pool: the tail of the chain that serializes claiming, so concurrent ADDs claim one block. */
+    private final Map<String, CompletableFuture<?>> claimTails = new ConcurrentHashMap<>();
+    /** Attachments with an ADD in flight; GC leaves them alone. */
+    private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
+
+    /**
+     * @param pools every pool this node may use; names must be unique
+     * @param defaultPools the pool used per family when a request names none
+     * @param askTimeout how long to wait for each entity's reply
+     */
+    public Ipam(ActorSystem<?> system, String node, List<PoolSpec> pools, Map<IpFamily, String> defaultPools,
+            Duration askTimeout, Clock clock) {
+        this.sharding = ClusterSharding.get(system);
+        this.node = node;
+        Map<String, PoolSpec> byName = new LinkedHashMap<>();
+        pools.forEach(p -> byName.put(p.name(), p));
+        this.poolsByName = Map.copyOf(byName);
+        this.defaultPools = Map.copyOf(defaultPools);
+        this.askTimeout = askTimeout;
+        this.clock = clock;
+    }
+
+    /** @return this node's name */
+    public String node() {
+        return node;
+    }
+
+    /** Defines (or updates) every configured pool in its entity; fails if a definition is refused. */
+    public CompletionStage<Done> definePools() {
+        List<CompletableFuture<Done>> all = poolsByName.values().stream()
+                .map(spec -> askStatus(pool(spec.name()), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(spec, r))
+                        .toCompletableFuture())
+                .toList();
+        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).thenApply(v -> Done.getInstance());
+    }
+
+    /**
+     * Assigns the attachment's addresses, one per family, all or nothing, and records them on the
+     * node. A repeated request for a known attachment returns the addresses it already holds.
+     */
+    public CompletionStage<AttachmentRecord> assign(AssignRequest request) {
+        String key = AttachmentRecord.key(request.handle(), request.ifname());
+        inFlight.add(key);
+        return lookup(request.handle(), request.ifname())
+                .thenCompose(known -> known.isPresent()
+                        ? CompletableFuture.completedFuture(known.get())
+                        : assignNew(request))
+                .whenComplete((r, e) -> inFlight.remove(key));
+    }
+
+    private CompletionStage<AttachmentRecord> assignNew(AssignRequest request) {
+        Allocation allocation = new Allocation(request.handle(), request.ifname(), request.podNamespace(),
+                request.podName(), node, clock.millis());
+        List<CompletableFuture<HeldAddress>> perFamily = new ArrayList<>();
+        if (!request.requestedIps().isEmpty()) {
+            for (String ip : requestedByFamily(request.requestedIps()).values()) {
+                perFamily.add(assignSpecific(ip, request.pools(), allocation).toCompletableFuture());
+            }
+        } else {
+            for (Map.Entry<IpFamily, List<PoolSpec>> family : poolsByFamily(request.pools()).entrySet()) {
+                perFamily.add(assignFromPools(family.getKey(), family.getValue(), allocation).toCompletableFuture());
+            }
+        }
+        return CompletableFuture.allOf(perFamily.toArray(CompletableFuture[]::new))
+                .handle((v, error) -> {
+                    List<HeldAddress> held = perFamily.stream().filter(f -> !f.isCompletedExceptionally())
+                            .map(CompletableFuture::join).toList();
+                    return new Object[] {held, error};
+                })
+                .thenCompose(pair -> {
+                    @SuppressWarnings("unchecked")
+                    List<HeldAddress> held = (List<HeldAddress>) pair[0];
+                    Throwable error = (Throwable) pair[1];
+                    if (error != null) {
+                        // Dual-stack is all or nothing (DESIGN.md invariant 5): give back what we got.
+                        return releaseFromBlocks(request.handle(), request.ifname(), blocksOf(held))
+                                .handle((r, e) -> { throw asIpam(error); });
+                    }
+                    AttachmentRecord record = new AttachmentRecord(request.handle(), request.ifname(),
+                            request.network(), request.containerId(), request.podNamespace(), request.podName(),
+                            held, clock.millis());
+                    return askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r))
+                            .thenApply(done -> record);
+                });
+    }
+
+    private Map<IpFamily, String> requestedByFamily(List<String> requestedIps) {
+        Map<IpFamily, String> byFamily = new EnumMap<>(IpFamily.class);
+        for (String ip : requestedIps) {
+            String canonical;
+            try {
+                canonical = IpAddresses.canonical(ip);
+            } catch (IllegalArgumentException e) {
+                throw new IpamException(IpamException.Reason.INVALID_REQUEST, e.getMessage(), e);
+            }
+            if (byFamily.put(IpAddresses.familyOf(canonical), canonical) != null) {
+                throw new IpamException(IpamException.Reason.INVALID_REQUEST,
+                        "at most one requested address per family: " + requestedIps);
+            }
+        }
+        return byFamily;
+    }
+
+    /** @return the requested pools (or the defaults) grouped by family, order kept */
+    private Map<IpFamily, List<PoolSpec>> poolsByFamily(List<String> names) {
+        List<String> chosen = names.isEmpty() ? List.copyOf(defaultPools.values()) : names;
+        Map<IpFamily, List<PoolSpec>> byFamily = new EnumMap<>(IpFamily.class);
+        for (String name : chosen) {
+            PoolSpec spec = poolsByName.get(name);
+            if (spec == null) {
+                throw new IpamException(IpamException.Reason.UNKNOWN_POOL, "unknown pool " + name
+                        + " (known: " + String.join(", ", poolsByName.keySet()) + ")");
+            }
+            byFamily.computeIfAbsent(spec.family(), f -> new ArrayList<>()).add(spec);
+        }
+        if (byFamily.isEmpty()) {
+            throw new IpamException(IpamException.Reason.UNKNOWN_POOL, "no pool to allocate from");
+        }
+        return byFamily;
+    }
+
+    private CompletionStage<HeldAddress> assignFromPools(IpFamily family, List<PoolSpec> pools, Allocation allocation) {
+        CompletionStage<Optional<HeldAddress>> chain = CompletableFuture.completedFuture(Optional.empty());
+        List<String> reasons = new CopyOnWriteArrayList<>();
+        for (PoolSpec pool : pools) {
+            chain = chain.thenCompose(found -> found.isPresent()
+                    ? CompletableFuture.completedFuture(found)
+                    : assignInPool(pool, allocation, reasons));
+        }
+        return chain.thenApply(found -> found.orElseThrow(() -> new IpamException(IpamException.Reason.POOL_EXHAUSTED,
+                "no " + family + " address left for node " + node + ": " + String.join("; ", reasons))));
+    }
+
+    /** Fast path without coordination; on a miss, the slow path serialized per pool. */
+    private CompletionStage<Optional<HeldAddress>> assignInPool(PoolSpec pool, Allocation allocation, List<String> reasons) {
+        return affineBlocksOf(pool.name())
+                .thenCompose(blocks -> tryBlocks(pool, blocks.stream().filter(b -> !fullHint.contains(b)).toList(),
+                        allocation, false))
+                .thenCompose(found -> found.isPresent()
+                        ? CompletableFuture.completedFuture(found)
+                        : serializedPerPool(pool.name(), () -> slowPath(pool, allocation, reasons)));
+    }
+
+    private CompletionStage<Optional<HeldAddress>> slowPath(PoolSpec pool, Allocation allocation, List<String> reasons) {
+        // Another ADD may have claimed a block while we waited: try every affine block first.
+        return affineBlocksOf(pool.name())
+                .thenCompose(blocks -> tryBlocks(pool, blocks, allocation, false))
+                .thenCompose(found -> found.isPresent()
+                        ? CompletableFuture.completedFuture(found)
+                        : claimAndAssign(pool, allocation, reasons));
+    }
+
+    private CompletionStage<Optional<HeldAddress>> claimAndAssign(PoolSpec pool, Allocation allocation, List<String> reasons) {
+        return askStatus(pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r))
+                .thenCompose(outcome -> {
+                    if (outcome.status() == PoolEntity.ClaimStatus.CLAIMED) {
+                        return adoptBlock(pool.name(), outcome.block())
+                                .thenCompose(d -> tryBlocks(pool, List.of(outcome.block()), allocation, false));
+                    }
+                    reasons.add(outcome.detail());
+                    if (!pool.borrowingAllowed()) {
+                        reasons.add(pool.strictAffinity()
+                                ? "pool " + pool.name() + " has strict affinity: no borrowing"
+                                : "pool " + pool.name() + " does not allow borrowing");
+                        return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
+                    }
+                    return borrow(pool, allocation, reasons);
+                });
+    }
+
+    private CompletionStage<Optional<HeldAddress>> borrow(PoolSpec pool, Allocation allocation, List<String> reasons) {
+        return ask(pool(pool.name()), PoolEntity.GetPool::new).thenCompose(view -> {
+            List<Cidr> others = view.claims().entrySet().stream()
+                    .filter(e -> !e.getValue().equals(node)).map(Map.Entry::getKey).toList();
+            return tryBlocks(pool, others, allocation, true).thenApply(found -> {
+                if (found.isEmpty()) {
+                    reasons.add("no block of pool " + pool.name() + " has a free address to borrow");
+                }
+                return found;
+            });
+        });
+    }
+
+    /** Tries the blocks in order; the first that assigns wins. */
+    private CompletionStage<Optional<HeldAddress>> tryBlocks(PoolSpec pool, List<Cidr> blocks, Allocation allocation,
+            boolean borrow) {
+        CompletionStage<Optional<HeldAddress>> chain = CompletableFuture.completedFuture(Optional.empty());
+        for (Cidr block : blocks) {
+            chain = chain.thenCompose(found -> found.isPresent()
+                    ? CompletableFuture.completedFuture(found)
+                    : autoAssign(pool, block, allocation, borrow));
+        }
+        return chain;
+    }
+
+    private CompletionStage<Optional<HeldAddress>> autoAssign(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow) {
+        return ask(block(block), (ActorRef<AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, borrow, r))
+                .thenCompose(outcome -> {
+                    if (outcome.status() == AssignStatus.ASSIGNED) {
+                        return CompletableFuture.completedFuture(Optional.of(new HeldAddress(outcome.address(), pool.name(), block)));
+                    }
+                    if (outcome.status() == AssignStatus.FULL) {
+                        fullHint.add(block);
+                    }
+                    if (outcome.status() == AssignStatus.NOT_AFFINE && !borrow) {
+                        // The pool says the block is ours but the block was not told (a crash
+                        // between the two steps): tell it, then try once more.
+                        return tellAffinity(block).thenCompose(d -> ask(block(block),
+                                        (ActorRef<AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, false, r)))
+                                .thenApply(again -> again.status() == AssignStatus.ASSIGNED
+                                        ? Optional.of(new HeldAddress(again.address(), pool.name(), block))
+                                        : Optional.<HeldAddress>empty());
+                    }
+                    return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
+                });
+    }
+
+    private CompletionStage<HeldAddress> assignSpecific(String address, List<String> poolNames, Allocation allocation) {
+        List<String> candidates = poolNames.isEmpty() ? List.copyOf(poolsByName.keySet()) : poolNames;
+        PoolSpec pool = candidates.stream().map(poolsByName::get)
+                .filter(p -> p != null && p.cidr().contains(address)).findFirst()
+                .orElseThrow(() -> new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                        address + " is in none of the pools " + candidates));
+        Cidr block = pool.cidr().subnetContaining(address, pool.blockPrefix());
+        return askStatus(pool(pool.name()),
+                        (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(block, node, r))
+                .thenCompose(outcome -> switch (outcome.status()) {
+                    case CLAIMED -> adoptBlock(pool.name(), block).thenApply(d -> false);
+                    case OWNED_BY_OTHER -> {
+                        if (pool.strictAffinity()) {
+                            throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " lies in block "
+                                    + block + " affine to node " + outcome.detail() + ", and pool " + pool.name()
+                                    + " has strict affinity");
+                        }
+                        yield CompletableFuture.completedFuture(true);
+                    }
+                    default -> throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                            address + " cannot be assigned on node " + node + ": " + outcome.detail());
+                })
+                .thenCompose(borrow -> ask(block(block),
+                        (ActorRef<AssignOutcome> r) -> new BlockEntity.AssignSpecific(address, allocation, borrow, r)))
+                .thenApply(outcome -> switch (outcome.status()) {
+                    case ASSIGNED -> new HeldAddress(address, pool.name(), block);
+                    case TAKEN -> throw new IpamException(IpamException.Reason.ADDRESS_TAKEN, outcome.detail());
+                    default -> throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, outcome.detail());
+                });
+    }
+
+    /** Makes a freshly claimed block ours everywhere: the block entity, the node cache, the local cache. */
+    private CompletionStage<Done> adoptBlock(String poolName, Cidr block) {
+        return tellAffinity(block)
+                .thenCompose(d -> askStatus(nodeRef(),
+                        (ActorRef<StatusReply<Done>> r) -> new NodeEntity.NoteAffineBlock(poolName, block, r)))
+                .thenCompose(d -> affineBlocksOf(poolName))
+                .thenApply(blocks -> {
+                    if (!blocks.contains(block)) {
+                        blocks.add(block);
+                    }
+                    return Done.getInstance();
+                });
+    }
+
+    private CompletionStage<Done> tellAffinity(Cidr block) {
+        return askStatus(block(block), (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, r));
+    }
+
+    private CompletionStage<List<Cidr>> affineBlocksOf(String poolName) {
+        return affineBlocks.computeIfAbsent(poolName, name -> ask(pool(name), PoolEntity.GetPool::new)
+                .thenApply(view -> (List<Cidr>) new CopyOnWriteArrayList<>(blocksOfNode(view)))
+                .toCompletableFuture()
+                .whenComplete((blocks, error) -> {
+                    if (error != null) {
+                        affineBlocks.remove(name);
+                    }
+                }));
+    }
+
+    private List<Cidr> blocksOfNode(PoolView view) {
+        return view.claims().entrySet().stream().filter(e -> e.getValue().equals(node)).map(Map.Entry::getKey).toList();
+    }
+
+    private <T> CompletionStage<T> serializedPerPool(String poolName, Supplier<CompletionStage<T>> work) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        claimTails.compute(poolName, (name, tail) -> {
+            CompletableFuture<?> previous = tail == null ? CompletableFuture.completedFuture(null) : tail;
+            return previous.handle((v, e) -> null)
+                    .thenCompose(v -> work.get())
+                    .whenComplete((v, e) -> {
+                        if (e != null) {
+                            result.completeExceptionally(e);
+                        } else {
+                            result.complete(v);
+                        }
+                    });
+        });
+        return result;
+    }
+
+    // ---- release, lookup, GC ----
+
+    /** @return the attachment as the node knows it, if it does */
+    public CompletionStage<Optional<AttachmentRecord>> lookup(String handle, String ifname) {
+        return ask(nodeRef(), (ActorRef<NodeEntity.AttachmentLookup> r) -> new NodeEntity.GetAttachment(handle, ifname, r))
+                .thenApply(found -> Optional.ofNullable(found.attachment()));
+    }
+
+    /**
+     * Releases everything the attachment holds and forgets it. Idempotent: an unknown attachment
+     * is success. When the node does not know it (an ADD crashed before recording), the node's
+     * affine blocks are swept for it, so the orphan does not wait for GC.
+     *
+     * @return the addresses released
+     */
+    public CompletionStage<List<String>> release(String handle, String ifname) {
+        return lookup(handle, ifname).thenCompose(known -> {
+            CompletionStage<List<Cidr>> blocks = known.isPresent()
+                    ? CompletableFuture.completedFuture(blocksOf(known.get().addresses()))
+                    : allAffineBlocks();
+            return blocks.thenCompose(b -> releaseFromBlocks(handle, ifname, b))
+                    .thenCompose(released -> known.isEmpty()
+                            ? CompletableFuture.completedFuture(released)
+                            : askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
+                                    .thenApply(d -> released));
+        });
+    }
+
+    private CompletionStage<List<Cidr>> allAffineBlocks() {
+        List<CompletableFuture<List<Cidr>>> perPool = poolsByName.keySet().stream()
+                .map(name -> affineBlocksOf(name).toCompletableFuture()).toList();
+        return CompletableFuture.allOf(perPool.toArray(CompletableFuture[]::new))
+                .thenApply(v -> perPool.stream().flatMap(f -> f.join().stream()).distinct().toList());
+    }
+
+    private CompletionStage<List<String>> releaseFromBlocks(String handle, String ifname, List<Cidr> blocks) {
+        List<CompletableFuture<List<String>>> all = blocks.stream()
+                .map(block -> askStatus(block(block),
+                                (ActorRef<StatusReply<List<String>>> r) -> new BlockEntity.Release(handle, ifname, r))
+                        .thenApply(released -> {
+                            if (!released.isEmpty()) {
+                                fullHint.remove(block);
+                            }
+                            return released;
+                        })
+                        .toCompletableFuture())
+                .toList();
+        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new))
+                .thenApply(v -> all.stream().flatMap(f -> f.join().stream()).toList());
+    }
+
+    private static List<Cidr> blocksOf(List<HeldAddress> held) {
+        return held.stream().map(HeldAddress::block).distinct().toList();
+    }
+
+    /** @return every attachment the node knows */
+    public CompletionStage<List<AttachmentRecord>> attachments() {
+        return ask(nodeRef(), NodeEntity.GetNode::new).thenApply(NodeEntity.NodeView::attachments);
+    }
+
+    /**
+     * Releases every allocation of {@code network} on this node whose attachment key
+     * ({@link AttachmentRecord#key}) is not in {@code keep}: attachments the node knows, and
+     * orphans in the node's affine blocks (allocations no attachment record holds). Attachments
+     * with an ADD in flight are kept.
+     *
+     * @return the keys of the attachments released
+     */
+    public CompletionStage<List<String>> collectGarbage(String network, Set<String> keep) {
+        String prefix = network + ".";
+        return ask(nodeRef(), NodeEntity.GetNode::new).thenCompose(view -> {
+            Set<String> known = new HashSet<>();
+            List<AttachmentRecord> stale = new ArrayList<>();
+            for (AttachmentRecord a : view.attachments()) {
+                known.add(a.key());
+                if (a.network().equals(network) && !keep.contains(a.key()) && !inFlight.contains(a.key())) {
+                    stale.add(a);
+                }
+            }
+            return orphansIn(prefix, known, keep).thenCompose(orphans -> {
+                List<CompletableFuture<String>> releases = new ArrayList<>();
+                for (AttachmentRecord a : stale) {
+                    releases.add(release(a.handle(), a.ifname()).thenApply(r -> a.key()).toCompletableFuture());
+                }
+                for (Allocation o : orphans) {
+                    releases.add(releaseFromBlocks(o.handle(), o.ifname(), List.copyOf(affineBlockList()))
+                            .thenApply(r -> AttachmentRecord.key(o.handle(), o.ifname())).toCompletableFuture());
+                }
+                return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new))
+                        .thenApply(v -> releases.stream().map(CompletableFuture::join).distinct().toList());
+            });
+        });
+    }
+
+    private List<Cidr> affineBlockList() {
+        return affineBlocks.values().stream().filter(f -> f.isDone() && !f.isCompletedExceptionally())
+                .flatMap(f -> f.join().stream()).distinct().toList();
+    }
+
+    private CompletionStage<List<Allocation>> orphansIn(String handlePrefix, Set<String> known, Set<String> keep) {
+        return allAffineBlocks().thenCompose(blocks -> {
+            List<CompletableFuture<BlockEntity.BlockView>> views = blocks.stream()
+                    .map(b -> ask(block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
+            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new)).thenApply(v -> views.stream()
+                    .flatMap(f -> f.join().allocations().values().stream())
+                    .filter(a -> a.node().equals(node) && a.handle().startsWith(handlePrefix))
+                    .filter(a -> {
+                        String key = AttachmentRecord.key(a.handle(), a.ifname());
+                        return !known.contains(key) && !keep.contains(key) && !inFlight.contains(key);
+                    })
+                    .toList());
+        });
+    }
+
+    /**
+     * @return whether an ADD for these pools (empty: the defaults) could get an address of every
+     *     family now: for STATUS. A pool qualifies when it is defined, enabled, and has an affine
+     *     block with room, an unclaimed block, or (borrowing allowed) any claimed block.
+     */
+    public CompletionStage<Optional<String>> unavailability(List<String> poolNames) {
+        Map<IpFamily, List<PoolSpec>> byFamily;
+        try {
+            byFamily = poolsByFamily(poolNames);
+        } catch (IpamException e) {
+            return CompletableFuture.completedFuture(Optional.of(e.getMessage()));
+        }
+        List<CompletableFuture<Optional<String>>> checks = new ArrayList<>();
+        byFamily.forEach((family, pools) -> {
+            CompletionStage<Boolean> any = CompletableFuture.completedFuture(false);
+            for (PoolSpec p : pools) {
+                any = any.thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : poolCanServe(p));
+            }
+            checks.add(any.thenApply(ok -> ok ? Optional.<String>empty()
+                    : Optional.of("no " + family + " pool can serve node " + node)).toCompletableFuture());
+        });
+        return CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
+                .thenApply(v -> checks.stream().map(CompletableFuture::join).flatMap(Optional::stream).findFirst());
+    }
+
+    private CompletionStage<Boolean> poolCanServe(PoolSpec spec) {
+        return ask(pool(spec.name()), PoolEntity.GetPool::new).thenCompose(view -> {
+            if (!view.defined()) {
+                return CompletableFuture.completedFuture(false);
+            }
+            io.cadastre.ipam.Pool pool = io.cadastre.ipam.Pool.of(view.spec());
+            view.claims().forEach(pool::claim);
+            if (!view.disabled() && pool.firstUnclaimedBlock().isPresent() && pool.refusalToClaim(node).isEmpty()) {
+                return CompletableFuture.completedFuture(true);
+            }
+            List<Cidr> candidates = spec.borrowingAllowed() ? List.copyOf(view.claims().keySet()) : blocksOfNode(view);
+            List<CompletableFuture<BlockEntity.BlockView>> views = candidates.stream()
+                    .map(b -> ask(block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
+            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
+                    .thenApply(v -> views.stream().anyMatch(f -> f.join().free() > 0));
+        });
+    }
+
+    // ---- entity access ----
+
+    private EntityRef<PoolEntity.Command> pool(String name) {
+        return sharding.entityRefFor(PoolEntity.ENTITY_TYPE_KEY, name);
+    }
+
+    private EntityRef<BlockEntity.Command> block(Cidr block) {
+        return sharding.entityRefFor(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
+    }
+
+    private EntityRef<NodeEntity.Command> nodeRef() {
+        return sharding.entityRefFor(NodeEntity.ENTITY_TYPE_KEY, node);
+    }
+
+    private <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
+        return ref.ask(command::apply, askTimeout).exceptionally(e -> {
+            throw unavailable(ref, e);
+        });
+    }
+
+    private <C, R> CompletionStage<R> askStatus(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
+        return ref.askWithStatus(command::apply, askTimeout).exceptionally(e -> {
+            Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+            if (cause instanceof StatusReply.ErrorMessage) {
+                throw new IpamException(IpamException.Reason.INVALID_REQUEST, cause.getMessage(), cause);
+            }
+            throw unavailable(ref, cause);
+        });
+    }
+
+    private static IpamException unavailable(EntityRef<?> ref, Throwable e) {
+        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+        if (cause instanceof IpamException ipam) {
+            return ipam;
+        }
+        return new IpamException(IpamException.Reason.UNAVAILABLE,
+                ref.getEntityId() + " did not answer: " + cause.getMessage(), cause);
+    }
+
+    private static IpamException asIpam(Throwable e) {
+        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+        return cause instanceof IpamException ipam ? ipam
+                : new IpamException(IpamException.Reason.UNAVAILABLE, String.valueOf(cause.getMessage()), cause);
+    }
+}

@@ -1,0 +1,179 @@
+package io.cadastre.shards;
+
+import io.cadastre.ipam.Cidr;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
+import org.apache.pekko.pattern.StatusReply;
+import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.SnapshotAdapter;
+import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
+import org.apache.pekko.persistence.typed.javadsl.EventHandler;
+import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
+import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
+
+/**
+ * One node, sharded by its name: the node's handle index (attachment → addresses and the blocks
+ * they came from) and a cache of the blocks affine to it (the pools are the source of truth).
+ * ADD answers from here when the attachment is already known, which makes retries idempotent.
+ */
+public final class NodeEntity
+        extends EventSourcedBehaviorWithEnforcedReplies<NodeEntity.Command, NodeEntity.Event, NodeEntity.State> {
+
+    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY = EntityTypeKey.create(Command.class, "Node");
+
+    /** Registers the entity with cluster sharding. */
+    public static void init(ActorSystem<?> system) {
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId())));
+    }
+
+    /** @param nodeName the node's name, the entity id */
+    public static Behavior<Command> create(String nodeName) {
+        return new NodeEntity(nodeName);
+    }
+
+    // ---- commands ----
+
+    public sealed interface Command extends CborSerializable
+            permits GetAttachment, RecordAttachment, ForgetAttachment, NoteAffineBlock, GetNode {}
+
+    public record GetAttachment(String handle, String ifname, ActorRef<AttachmentLookup> replyTo) implements Command {}
+
+    /** Records an attachment's addresses; recording the same again is success. */
+    public record RecordAttachment(AttachmentRecord attachment, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /** Forgets an attachment; an unknown one is success. */
+    public record ForgetAttachment(String handle, String ifname, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /** Notes that a block of a pool is affine to this node; idempotent. */
+    public record NoteAffineBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    public record GetNode(ActorRef<NodeView> replyTo) implements Command {}
+
+    // ---- replies ----
+
+    /** @param attachment the attachment, or {@code null} when unknown */
+    public record AttachmentLookup(AttachmentRecord attachment) implements CborSerializable {}
+
+    /**
+     * @param attachments every known attachment
+     * @param affineBlocks block → pool name, for the blocks affine to this node
+     */
+    public record NodeView(List<AttachmentRecord> attachments, Map<Cidr, String> affineBlocks)
+            implements CborSerializable {}
+
+    // ---- events ----
+
+    public sealed interface Event extends CborSerializable
+            permits AttachmentRecorded, AttachmentForgotten, AffineBlockNoted {}
+
+    public record AttachmentRecorded(AttachmentRecord attachment) implements Event {}
+
+    public record AttachmentForgotten(String handle, String ifname) implements Event {}
+
+    public record AffineBlockNoted(String pool, Cidr block) implements Event {}
+
+    // ---- state ----
+
+    /**
+     * @param attachments {@link AttachmentRecord#key()} → attachment; mutated only by the event handler
+     * @param affineBlocks block → pool name
+     */
+    public record State(Map<String, AttachmentRecord> attachments, Map<Cidr, String> affineBlocks)
+            implements CborSerializable {
+        State copy() {
+            return new State(new LinkedHashMap<>(attachments), new TreeMap<>(affineBlocks));
+        }
+    }
+
+    private NodeEntity(String nodeName) {
+        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), nodeName));
+    }
+
+    @Override
+    public State emptyState() {
+        return new State(new LinkedHashMap<>(), new TreeMap<>());
+    }
+
+    @Override
+    public RetentionCriteria retentionCriteria() {
+        return RetentionCriteria.snapshotEvery(100, 2);
+    }
+
+    @Override
+    public SnapshotAdapter<State> snapshotAdapter() {
+        return new SnapshotAdapter<>() {
+            @Override
+            public Object toJournal(State state) {
+                return state.copy();
+            }
+
+            @Override
+            public State fromJournal(Object from) {
+                State restored = (State) from;
+                // Jackson may hand back immutable or differently ordered maps.
+                return new State(new LinkedHashMap<>(restored.attachments()), new TreeMap<>(restored.affineBlocks()));
+            }
+        };
+    }
+
+    @Override
+    public CommandHandlerWithReply<Command, Event, State> commandHandler() {
+        return newCommandHandlerWithReplyBuilder()
+                .forAnyState()
+                .onCommand(GetAttachment.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
+                        new AttachmentLookup(state.attachments().get(AttachmentRecord.key(cmd.handle(), cmd.ifname())))))
+                .onCommand(RecordAttachment.class, (state, cmd) -> {
+                    AttachmentRecord known = state.attachments().get(cmd.attachment().key());
+                    if (cmd.attachment().equals(known)) {
+                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                    }
+                    return Effect().persist(new AttachmentRecorded(cmd.attachment()))
+                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                })
+                .onCommand(ForgetAttachment.class, (state, cmd) -> {
+                    if (!state.attachments().containsKey(AttachmentRecord.key(cmd.handle(), cmd.ifname()))) {
+                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                    }
+                    return Effect().persist(new AttachmentForgotten(cmd.handle(), cmd.ifname()))
+                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                })
+                .onCommand(NoteAffineBlock.class, (state, cmd) -> {
+                    if (cmd.pool().equals(state.affineBlocks().get(cmd.block()))) {
+                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                    }
+                    return Effect().persist(new AffineBlockNoted(cmd.pool(), cmd.block()))
+                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                })
+                .onCommand(GetNode.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
+                        new NodeView(List.copyOf(state.attachments().values()), new TreeMap<>(state.affineBlocks()))))
+                .build();
+    }
+
+    @Override
+    public EventHandler<State, Event> eventHandler() {
+        return newEventHandlerBuilder()
+                .forAnyState()
+                .onEvent(AttachmentRecorded.class, (state, e) -> {
+                    state.attachments().put(e.attachment().key(), e.attachment());
+                    return state;
+                })
+                .onEvent(AttachmentForgotten.class, (state, e) -> {
+                    state.attachments().remove(AttachmentRecord.key(e.handle(), e.ifname()));
+                    return state;
+                })
+                .onEvent(AffineBlockNoted.class, (state, e) -> {
+                    state.affineBlocks().put(e.block(), e.pool());
+                    return state;
+                })
+                .build();
+    }
+}
