@@ -30,7 +30,7 @@ public final class Cidr implements Comparable<Cidr> {
      * @throws IllegalArgumentException naming the value when it is not CIDR notation, has no
      *     prefix length, or has host bits set ({@code 198.18.0.1/24})
      */
-    @JsonCreator
+    @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
     public static Cidr parse(String text) {
         if (text == null || !text.contains("/")) {
             throw new IllegalArgumentException("not CIDR notation (address/prefix): " + text);

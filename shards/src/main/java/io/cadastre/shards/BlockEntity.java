@@ -71,12 +71,14 @@ public final class BlockEntity
             implements Command {}
 
     /** Releases whatever the attachment holds here; nothing held is success. */
-    public record Release(String handle, String ifname, ActorRef<StatusReply<List<String>>> replyTo)
-            implements Command {}
+    public record Release(String handle, String ifname, ActorRef<Released> replyTo) implements Command {}
 
     public record GetBlock(ActorRef<BlockView> replyTo) implements Command {}
 
     // ---- replies ----
+
+    /** @param addresses the addresses released (canonical); empty when the attachment held none here */
+    public record Released(List<String> addresses) implements CborSerializable {}
 
     public enum AssignStatus { ASSIGNED, FULL, NOT_AFFINE, TAKEN }
 
@@ -223,10 +225,10 @@ public final class BlockEntity
             }
         });
         if (addresses.isEmpty()) {
-            return Effect().reply(cmd.replyTo(), StatusReply.success(List.of()));
+            return Effect().reply(cmd.replyTo(), new Released(List.of()));
         }
         return Effect().persist(new AddressesReleased(addresses))
-                .thenReply(cmd.replyTo(), s -> StatusReply.success(addresses));
+                .thenReply(cmd.replyTo(), s -> new Released(addresses));
     }
 
     private static AssignOutcome assigned(String address) {

@@ -393,8 +393,9 @@ public final class Ipam {
 
     private CompletionStage<List<String>> releaseFromBlocks(String handle, String ifname, List<Cidr> blocks) {
         List<CompletableFuture<List<String>>> all = blocks.stream()
-                .map(block -> askStatus(block(block),
-                                (ActorRef<StatusReply<List<String>>> r) -> new BlockEntity.Release(handle, ifname, r))
+                .map(block -> ask(block(block),
+                                (ActorRef<BlockEntity.Released> r) -> new BlockEntity.Release(handle, ifname, r))
+                        .thenApply(BlockEntity.Released::addresses)
                         .thenApply(released -> {
                             if (!released.isEmpty()) {
                                 fullHint.remove(block);

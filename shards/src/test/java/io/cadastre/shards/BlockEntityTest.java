@@ -1,0 +1,118 @@
+package io.cadastre.shards;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigFactory;
+import io.cadastre.ipam.Allocation;
+import io.cadastre.shards.BlockEntity.AssignOutcome;
+import io.cadastre.shards.BlockEntity.AssignStatus;
+import java.util.List;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.pattern.StatusReply;
+import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+class BlockEntityTest {
+    private static ActorTestKit testKit;
+    private EventSourcedBehaviorTestKit<BlockEntity.Command, BlockEntity.Event, BlockEntity.State> kit;
+
+    @BeforeAll
+    static void start() {
+        testKit = ActorTestKit.create(EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
+    }
+
+    @AfterAll
+    static void stop() {
+        testKit.shutdownTestKit();
+    }
+
+    @BeforeEach
+    void clear() {
+        kit = EventSourcedBehaviorTestKit.create(testKit.system(), BlockEntity.create("198.18.0.64-26"));
+        kit.clear();
+    }
+
+    private static Allocation alloc(String handle, String node) {
+        return new Allocation(handle, "eth0", "default", "pod", node, 1L);
+    }
+
+    private AssignOutcome autoAssign(String handle, String node, boolean borrow) {
+        return kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc(handle, node), borrow, r)).reply();
+    }
+
+    @Test
+    void allocatesOnlyToItsAffineNodeUnlessBorrowing() {
+        assertEquals(AssignStatus.NOT_AFFINE, autoAssign("net.c1", "node-a", false).status());
+        var claim = kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        assertTrue(claim.reply().isSuccess());
+        assertEquals(new BlockEntity.AffinityClaimed("node-a"), claim.event());
+
+        AssignOutcome first = autoAssign("net.c1", "node-a", false);
+        assertEquals(new AssignOutcome(AssignStatus.ASSIGNED, "198.18.0.64", null), first);
+        assertEquals(AssignStatus.NOT_AFFINE, autoAssign("net.c2", "node-b", false).status());
+        assertEquals("198.18.0.65", autoAssign("net.c2", "node-b", true).address());
+    }
+
+    @Test
+    void repeatedAssignReturnsTheSameAddressWithoutPersisting() {
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        autoAssign("net.c1", "node-a", false);
+        var again = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc("net.c1", "node-a"), false, r));
+        assertEquals("198.18.0.64", again.reply().address());
+        assertTrue(again.events().isEmpty());
+    }
+
+    @Test
+    void specificAddressTakenByAnotherIsRefusedAndChangesNothing() {
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        var ok = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AssignSpecific("198.18.0.100", alloc("net.c1", "node-a"), false, r));
+        assertEquals(AssignStatus.ASSIGNED, ok.reply().status());
+        var taken = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AssignSpecific("198.18.0.100", alloc("net.c2", "node-a"), false, r));
+        assertEquals(AssignStatus.TAKEN, taken.reply().status());
+        assertTrue(taken.reply().detail().contains("net.c1"));
+        assertTrue(taken.events().isEmpty());
+    }
+
+    @Test
+    void fullBlockSaysSo() {
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        for (int i = 0; i < 64; i++) {
+            assertEquals(AssignStatus.ASSIGNED, autoAssign("net.c" + i, "node-a", false).status());
+        }
+        assertEquals(AssignStatus.FULL, autoAssign("net.extra", "node-a", false).status());
+    }
+
+    @Test
+    void recoversEveryAllocationAfterRestartAcrossSnapshots() {
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        // 250 events: recovery goes through a snapshot (every 100) and replays the tail.
+        for (int i = 0; i < 125; i++) {
+            String handle = "net.c" + i;
+            autoAssign(handle, "node-a", false);
+            var released = kit.<BlockEntity.Released>runCommand(r -> new BlockEntity.Release(handle, "eth0", r)).reply();
+            assertEquals(1, released.addresses().size());
+        }
+        autoAssign("net.keep", "node-a", false);
+        BlockEntity.BlockView before = kit.<BlockEntity.BlockView>runCommand(BlockEntity.GetBlock::new).reply();
+        List<Integer> freeOrderBefore = kit.getState().block().freeOrder();
+
+        kit.restart();
+
+        BlockEntity.BlockView after = kit.<BlockEntity.BlockView>runCommand(BlockEntity.GetBlock::new).reply();
+        assertEquals(before, after);
+        assertEquals(freeOrderBefore, kit.getState().block().freeOrder());
+        assertEquals(63, after.free());
+    }
+
+    @Test
+    void releaseOfUnknownAttachmentSucceedsWithoutEvent() {
+        var result = kit.<BlockEntity.Released>runCommand(r -> new BlockEntity.Release("net.none", "eth0", r));
+        assertEquals(List.of(), result.reply().addresses());
+        assertTrue(result.events().isEmpty());
+    }
+}

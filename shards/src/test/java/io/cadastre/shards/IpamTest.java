@@ -1,0 +1,288 @@
+package io.cadastre.shards;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.cadastre.ipam.Cidr;
+import io.cadastre.ipam.IpFamily;
+import io.cadastre.ipam.PoolSpec;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The ADD/DEL flows over real sharded entities in a one-member cluster, every message serialized
+ * (serialize-messages = on). Each test uses its own pools and nodes, so tests do not interact.
+ */
+class IpamTest {
+    private static ActorTestKit testKit;
+    private static final AtomicInteger counter = new AtomicInteger();
+
+    @BeforeAll
+    static void startCluster() {
+        Config config = ConfigFactory.parseString("""
+                pekko.actor.provider = cluster
+                pekko.actor.serialize-messages = on
+                pekko.remote.artery.canonical.hostname = 127.0.0.1
+                pekko.remote.artery.canonical.port = 0
+                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+                pekko.cluster.sharding.passivation.strategy = none
+                """)
+                .withFallback(PersistenceTestKitPlugin.getInstance().config())
+                .withFallback(PersistenceTestKitSnapshotPlugin.config())
+                .withFallback(ConfigFactory.load());
+        testKit = ActorTestKit.create("IpamTest", config);
+        ActorSystem<?> system = testKit.system();
+        Cluster cluster = Cluster.get(system);
+        cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        PoolEntity.init(system);
+        BlockEntity.init(system);
+        NodeEntity.init(system);
+        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
+            assertEquals(MemberStatus.up(), cluster.selfMember().status());
+            return null;
+        });
+    }
+
+    @AfterAll
+    static void stop() {
+        testKit.shutdownTestKit();
+    }
+
+    private record Setup(String v4, String v6, String prefix) {}
+
+    /** Unique pool names and a unique /24 (v4) and /120 (v6) range per test. */
+    private static Setup names() {
+        int n = counter.incrementAndGet();
+        return new Setup("v4-" + n, "v6-" + n, "t" + n);
+    }
+
+    private static PoolSpec v4Pool(String name, String cidr, int blockPrefix, boolean strict, boolean borrow) {
+        return new PoolSpec(name, Cidr.parse(cidr), blockPrefix, strict, borrow, 0);
+    }
+
+    private static Ipam ipam(String node, List<PoolSpec> pools) {
+        Map<IpFamily, String> defaults = new java.util.EnumMap<>(IpFamily.class);
+        pools.forEach(p -> defaults.putIfAbsent(p.family(), p.name()));
+        Ipam ipam = new Ipam(testKit.system(), node, pools, defaults, Duration.ofSeconds(10), Clock.systemUTC());
+        await(ipam.definePools());
+        return ipam;
+    }
+
+    private static <T> T await(CompletionStage<T> stage) {
+        try {
+            return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new CompletionException(e.getCause());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static IpamException.Reason failureOf(CompletionStage<?> stage) {
+        CompletionException e = assertThrows(CompletionException.class, () -> await(stage));
+        Throwable cause = e.getCause();
+        while (cause instanceof CompletionException && cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        assertTrue(cause instanceof IpamException, "expected IpamException, got " + cause);
+        return ((IpamException) cause).reason();
+    }
+
+    private static AssignRequest request(String container, List<String> pools, List<String> ips) {
+        return new AssignRequest("net." + container, "eth0", "net", container, "default", container, pools, ips);
+    }
+
+    private static PoolEntity.PoolView poolView(String name) {
+        return await(ClusterSharding.get(testKit.system()).entityRefFor(PoolEntity.ENTITY_TYPE_KEY, name)
+                .ask(PoolEntity.GetPool::new, Duration.ofSeconds(10)));
+    }
+
+    private static BlockEntity.BlockView blockView(String cidr) {
+        return await(ClusterSharding.get(testKit.system())
+                .entityRefFor(BlockEntity.ENTITY_TYPE_KEY, Cidr.parse(cidr).entityId())
+                .ask(BlockEntity.GetBlock::new, Duration.ofSeconds(10)));
+    }
+
+    @Test
+    void firstAddClaimsABlockAffineToTheNodeAndThe65thClaimsASecond() {
+        Setup s = names();
+        Ipam ipam = ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.1.0/24", 26, false, false)));
+        AttachmentRecord first = await(ipam.assign(request(s.prefix + "c0", List.of(), List.of())));
+        assertEquals("198.18.1.0", first.addresses().get(0).address());
+        assertEquals(Map.of(Cidr.parse("198.18.1.0/26"), s.prefix + "-node"), poolView(s.v4).claims());
+        assertEquals(s.prefix + "-node", blockView("198.18.1.0/26").affinity());
+
+        for (int i = 1; i < 64; i++) {
+            await(ipam.assign(request(s.prefix + "c" + i, List.of(), List.of())));
+        }
+        assertEquals(1, poolView(s.v4).claims().size());
+        AttachmentRecord sixtyFifth = await(ipam.assign(request(s.prefix + "c64", List.of(), List.of())));
+        assertEquals(Cidr.parse("198.18.1.64/26"), sixtyFifth.addresses().get(0).block());
+        assertEquals(2, poolView(s.v4).claims().size());
+    }
+
+    @Test
+    void retriedAddReturnsTheSameAddresses() {
+        Setup s = names();
+        Ipam ipam = ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.2.0/24", 26, false, false),
+                new PoolSpec(s.v6, Cidr.parse("fd00:198:2::/120"), 122, false, false, 0)));
+        AttachmentRecord first = await(ipam.assign(request("c", List.of(), List.of())));
+        AttachmentRecord again = await(ipam.assign(request("c", List.of(), List.of())));
+        assertEquals(first, again);
+        assertEquals(2, first.addresses().size());
+        assertEquals(Set.of(IpFamily.V4, IpFamily.V6),
+                Set.of(first.addresses().get(0).family(), first.addresses().get(1).family()));
+        assertEquals(1, blockView("198.18.2.0/26").allocations().size());
+    }
+
+    @Test
+    void dualStackIsAllOrNothing() {
+        Setup s = names();
+        PoolSpec v4 = v4Pool(s.v4, "198.18.3.0/24", 26, false, false);
+        PoolSpec v6 = new PoolSpec(s.v6, Cidr.parse("fd00:198:3::/122"), 122, true, false, 0);
+        // Another node takes the only IPv6 block; strict affinity leaves none for ours.
+        Ipam other = ipam(s.prefix + "-other", List.of(v4, v6));
+        await(other.assign(request("occupant", List.of(s.v6), List.of())));
+        Ipam ipam = ipam(s.prefix + "-node", List.of(v4, v6));
+
+        assertEquals(IpamException.Reason.POOL_EXHAUSTED, failureOf(ipam.assign(request("c", List.of(), List.of()))));
+        // The IPv4 address it got on the way was given back.
+        assertTrue(blockView("198.18.3.0/26").allocations().isEmpty());
+        assertTrue(await(ipam.lookup("net.c", "eth0")).isEmpty());
+    }
+
+    @Test
+    void strictAffinityRefusesWhenNoBlockIsLeft() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.4.0/26", 26, true, true);
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        Ipam b = ipam(s.prefix + "-b", List.of(pool));
+        CompletionException e = assertThrows(CompletionException.class, () -> await(b.assign(request("b1", List.of(), List.of()))));
+        assertTrue(e.getCause().getMessage().contains("strict affinity"), e.getCause().getMessage());
+        assertEquals(1, blockView("198.18.4.0/26").allocations().size());
+    }
+
+    @Test
+    void borrowsFromAnotherNodesBlockWhenAllowedAndNoBlockIsLeft() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.5.0/26", 26, false, true);
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        AttachmentRecord borrowed = await(ipam(s.prefix + "-b", List.of(pool)).assign(request("b1", List.of(), List.of())));
+        assertEquals("198.18.5.1", borrowed.addresses().get(0).address());
+        BlockEntity.BlockView block = blockView("198.18.5.0/26");
+        assertEquals(s.prefix + "-a", block.affinity());
+        assertEquals(s.prefix + "-b", block.allocations().get("198.18.5.1").node());
+    }
+
+    @Test
+    void withoutBorrowingAnExhaustedPoolRefuses() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.6.0/26", 26, false, false);
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        assertEquals(IpamException.Reason.POOL_EXHAUSTED,
+                failureOf(ipam(s.prefix + "-b", List.of(pool)).assign(request("b1", List.of(), List.of()))));
+    }
+
+    @Test
+    void specificAddressesAreGrantedOnlyWhenFreeAndInAPool() {
+        Setup s = names();
+        Ipam ipam = ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.7.0/24", 26, false, false)));
+        AttachmentRecord granted = await(ipam.assign(request("c1", List.of(), List.of("198.18.7.200"))));
+        assertEquals("198.18.7.200", granted.addresses().get(0).address());
+        assertEquals(Cidr.parse("198.18.7.192/26"), granted.addresses().get(0).block());
+
+        assertEquals(IpamException.Reason.ADDRESS_TAKEN, failureOf(ipam.assign(request("c2", List.of(), List.of("198.18.7.200")))));
+        assertEquals(IpamException.Reason.ADDRESS_NOT_IN_POOL, failureOf(ipam.assign(request("c3", List.of(), List.of("198.19.200.1")))));
+        assertEquals(IpamException.Reason.INVALID_REQUEST, failureOf(ipam.assign(request("c4", List.of(), List.of("198.18.7")))));
+        assertEquals(IpamException.Reason.UNKNOWN_POOL, failureOf(ipam.assign(request("c5", List.of("nope"), List.of()))));
+        // Nothing changed by the refusals.
+        assertEquals(Map.of("198.18.7.200", "net.c1"), handlesIn("198.18.7.192/26"));
+        assertTrue(await(ipam.lookup("net.c2", "eth0")).isEmpty());
+    }
+
+    private static Map<String, String> handlesIn(String block) {
+        Map<String, String> handles = new java.util.TreeMap<>();
+        blockView(block).allocations().forEach((address, a) -> handles.put(address, a.handle()));
+        return handles;
+    }
+
+    @Test
+    void releaseIsIdempotentAndAReleasedAddressIsNotReusedAtOnce() {
+        Setup s = names();
+        Ipam ipam = ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.8.0/24", 26, false, false)));
+        String a = await(ipam.assign(request("a", List.of(), List.of()))).addresses().get(0).address();
+        await(ipam.assign(request("b", List.of(), List.of())));
+        assertEquals(List.of(a), await(ipam.release("net.a", "eth0")));
+        assertEquals(List.of(), await(ipam.release("net.a", "eth0")));
+        assertEquals(List.of(), await(ipam.release("net.never", "eth0")));
+        String c = await(ipam.assign(request("c", List.of(), List.of()))).addresses().get(0).address();
+        assertNotEquals(a, c);
+    }
+
+    @Test
+    void garbageCollectionReleasesExactlyTheAttachmentsNotKept() {
+        Setup s = names();
+        Ipam ipam = ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.9.0/24", 26, false, false)));
+        for (String c : List.of("a", "b", "c")) {
+            await(ipam.assign(request(c, List.of(), List.of())));
+        }
+        List<String> released = await(ipam.collectGarbage("net", Set.of(AttachmentRecord.key("net.b", "eth0"))));
+        assertEquals(Set.of("net.a/eth0", "net.c/eth0"), new HashSet<>(released));
+        assertEquals(List.of("net.b"), new ArrayList<>(handlesIn("198.18.9.0/26").values()));
+        assertEquals(1, await(ipam.attachments()).size());
+    }
+
+    @Test
+    void concurrentAddsGetDistinctAddressesAndClaimOnlyTheBlocksNeeded() {
+        Setup s = names();
+        Ipam ipam = ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.10.0/24", 26, false, false)));
+        List<CompletableFuture<AttachmentRecord>> all = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            all.add(ipam.assign(request("p" + i, List.of(), List.of())).toCompletableFuture());
+        }
+        Set<String> addresses = new HashSet<>();
+        for (CompletableFuture<AttachmentRecord> f : all) {
+            assertTrue(addresses.add(await(f).addresses().get(0).address()), "duplicate address");
+        }
+        assertEquals(100, addresses.size());
+        assertEquals(2, poolView(s.v4).claims().size());
+    }
+
+    @Test
+    void statusReportsWhetherAnAddCouldSucceed() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.11.0/26", 26, true, false);
+        Ipam a = ipam(s.prefix + "-a", List.of(pool));
+        Ipam b = ipam(s.prefix + "-b", List.of(pool));
+        assertTrue(await(b.unavailability(List.of())).isEmpty());
+        await(a.assign(request("a1", List.of(), List.of())));
+        assertTrue(await(b.unavailability(List.of())).isPresent());
+        assertTrue(await(a.unavailability(List.of())).isEmpty());
+        assertTrue(await(a.unavailability(List.of("unknown"))).isPresent());
+    }
+}
