@@ -1,0 +1,407 @@
+package io.cadastre.dataplane;
+
+import io.cadastre.dataplane.Rtnetlink.Link;
+import io.cadastre.dataplane.Rtnetlink.Route;
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * The production {@link Dataplane}: rtnetlink over NETLINK_ROUTE sockets, libc through jnr-ffi,
+ * per-interface settings through {@code /proc/sys/net}. No process is ever started.
+ *
+ * <p>"The host" is the network namespace of the threads that call this class, which is the
+ * process's own namespace: nothing here moves a caller's thread (see {@link Netns}). Every call
+ * opens and closes its own sockets and fds and keeps no state, so calls may run concurrently
+ * from any threads, virtual ones included.
+ *
+ * <p>Requires CAP_NET_ADMIN in both namespaces and CAP_SYS_ADMIN for setns (in practice: root).
+ */
+public final class NetlinkDataplane implements Dataplane {
+    private static final Path SYSCTL = Path.of("/proc/sys/net");
+    private static final byte[] HOST_MAC_BYTES = HexFormat.ofDelimiter(":").parseHex(HOST_MAC);
+    private static final InetAddress V4_GATEWAY = literal(IPV4_GATEWAY);
+    private static final InetAddress V6_GATEWAY = literal(IPV6_GATEWAY);
+    private static final InetAddress V4_ANY = literal("0.0.0.0");
+    private static final InetAddress V6_ANY = literal("::");
+
+    /** Creates a dataplane whose host is the calling process's network namespace. */
+    public NetlinkDataplane() {}
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Steps, in order: check that neither name is taken; create the veth pair, the pod end
+     * directly inside the netns under {@code podIfname} (so a same-named link in the host
+     * namespace cannot clash); host end: proxy ARP, forwarding, IPv6 on (and, for an IPv6 pod,
+     * EUI-64 link-local without DAD), up; pod: {@code lo} up, link up, addresses, routes; host
+     * routes; read back the MACs. Any failure after the pair exists deletes the host end, which
+     * removes the pod end and every address, route and per-interface setting with it. {@code lo}
+     * is left up.
+     *
+     * <p>The host end's IPv6 link-local address (the pod's gateway) is added by the kernel when
+     * the pair's carrier comes up, which it reports asynchronously: it may trail the return by a
+     * moment.
+     *
+     * @throws DataplaneException also when the host end already exists (an earlier ADD's: detach
+     *     it first) and for an invalid attachment (a name longer than 15 bytes or with '/', ':'
+     *     or blanks; a prefix other than /32 or /128; two addresses of one family)
+     */
+    @Override
+    public WiredPod attach(PodAttachment attachment) throws DataplaneException {
+        Plan plan = Plan.of(attachment);
+        try (Netns netns = Netns.open(attachment.netnsPath());
+                Rtnetlink pod = netns.rtnetlink();
+                Rtnetlink host = hostRtnetlink()) {
+            try {
+                if (host.link(attachment.hostIfname()).isPresent()) {
+                    throw new DataplaneException("host link " + attachment.hostIfname() + " already exists");
+                }
+                if (pod.link(attachment.podIfname()).isPresent()) {
+                    throw new DataplaneException(
+                            "link " + attachment.podIfname() + " already exists in netns " + netns.path());
+                }
+                host.createVeth(attachment.hostIfname(), HOST_MAC_BYTES, attachment.mtu(),
+                        attachment.podIfname(), netns);
+            } catch (SyscallException e) {
+                throw fail(e);
+            }
+            try {
+                return configure(plan, pod, host);
+            } catch (SyscallException | RuntimeException e) {
+                throw rollBack(e, host, attachment.hostIfname());
+            }
+        }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Refuses (DataplaneException) to delete a link that exists but is not a veth, so that a
+     * wrong name cannot take down a host interface.
+     */
+    @Override
+    public void detach(String hostIfname) throws DataplaneException {
+        String invalid = invalidName(hostIfname);
+        if (invalid != null) {
+            throw new DataplaneException("invalid hostIfname: " + invalid);
+        }
+        try (Rtnetlink host = hostRtnetlink()) {
+            Optional<Link> link = host.link(hostIfname);
+            if (link.isEmpty()) {
+                return;
+            }
+            if (!"veth".equals(link.get().kind())) {
+                throw new DataplaneException("refusing to delete " + hostIfname + ": not a veth (kind '"
+                        + link.get().kind() + "')");
+            }
+            host.deleteLink(link.get());
+        } catch (SyscallException e) {
+            // ENODEV: gone between the look-up and the delete, e.g. with its netns.
+            if (e.errno() != LibC.ENODEV) {
+                throw fail(e);
+            }
+        }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Checks presence, not absence: links, addresses and routes the kernel adds by itself
+     * (IPv6 link-local, fe80::/64) or that someone added later are not reported. A missing link
+     * is one line; its addresses and routes are then not listed separately.
+     */
+    @Override
+    public List<String> check(PodAttachment attachment) throws DataplaneException {
+        Plan plan = Plan.of(attachment);
+        try (Netns netns = Netns.open(attachment.netnsPath());
+                Rtnetlink pod = netns.rtnetlink();
+                Rtnetlink host = hostRtnetlink()) {
+            List<String> differences = new ArrayList<>();
+            Optional<Link> hostLink = host.link(attachment.hostIfname());
+            Optional<Link> podLink = pod.link(attachment.podIfname());
+            String where = " in netns " + netns.path();
+            if (podLink.isEmpty()) {
+                differences.add("link " + attachment.podIfname() + " missing" + where);
+            } else {
+                checkPod(plan, podLink.get(), hostLink, pod, where, differences);
+            }
+            if (hostLink.isEmpty()) {
+                differences.add("host link " + attachment.hostIfname() + " missing");
+            } else {
+                checkHost(plan, hostLink.get(), host, differences);
+            }
+            return differences;
+        } catch (SyscallException e) {
+            throw fail(e);
+        }
+    }
+
+    private static WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host) throws SyscallException {
+        PodAttachment a = plan.attachment();
+        Link hostLink = host.existingLink(a.hostIfname());
+        configureHostInterface(a.hostIfname(), plan);
+        host.setUp(hostLink);
+
+        Optional<Link> lo = pod.link("lo");
+        if (lo.isPresent() && !lo.get().up()) {
+            pod.setUp(lo.get());
+        }
+        Link podLink = pod.existingLink(a.podIfname());
+        // Before routes: the kernel refuses routes through a link that is down (ENETDOWN).
+        pod.setUp(podLink);
+        for (PodAddress address : a.addresses()) {
+            pod.addAddress(podLink, address.address(), address.prefixLength());
+        }
+        for (RouteSpec route : plan.podRoutes()) {
+            pod.addRoute(podLink, route.destination(), route.length(), route.gateway());
+        }
+        for (PodAddress address : a.addresses()) {
+            host.addRoute(hostLink, address.address(), address.prefixLength(), null);
+        }
+        List<PodRoute> routes = plan.podRoutes().stream().map(RouteSpec::toPodRoute).toList();
+        return new WiredPod(a.hostIfname(), host.existingLink(a.hostIfname()).mac(), a.podIfname(),
+                pod.existingLink(a.podIfname()).mac(), a.netnsPath(), a.addresses(), routes);
+    }
+
+    /**
+     * Proxy ARP (without the default 0.8 s random delay) answers the pod's ARP for 169.254.1.1 with
+     * the host end's MAC; it and the routing of pod traffic need forwarding on the input interface.
+     * For IPv6 the gateway is the host end's own link-local address, which exists only with IPv6
+     * on, is fe80::ecee:eeff:feee:eeee only in EUI-64 mode (hosts may default to stable-privacy),
+     * and needs no DAD: every host end has the same one, each on its own link.
+     */
+    private static void configureHostInterface(String ifname, Plan plan) throws SyscallException {
+        writeSysctl(SYSCTL.resolve("ipv4/conf").resolve(ifname).resolve("proxy_arp"), "1");
+        writeSysctl(SYSCTL.resolve("ipv4/neigh").resolve(ifname).resolve("proxy_delay"), "0");
+        writeSysctl(SYSCTL.resolve("ipv4/conf").resolve(ifname).resolve("forwarding"), "1");
+        Path v6 = SYSCTL.resolve("ipv6/conf").resolve(ifname);
+        if (!Files.isDirectory(v6)) {
+            return; // IPv6 not compiled in or disabled at boot; an IPv6 route will say so.
+        }
+        writeSysctl(v6.resolve("disable_ipv6"), "0");
+        if (plan.v6() != null) {
+            writeSysctl(v6.resolve("accept_dad"), "0");
+            Path mode = v6.resolve("addr_gen_mode");
+            if (Files.exists(mode) && !"0".equals(readSysctl(mode))) {
+                writeSysctl(mode, "0");
+            }
+        }
+    }
+
+    private static void checkPod(Plan plan, Link link, Optional<Link> hostLink, Rtnetlink pod, String where,
+            List<String> differences) throws SyscallException {
+        PodAttachment a = plan.attachment();
+        String name = "link " + link.name() + where;
+        if (!link.up()) {
+            differences.add(name + " is down");
+        }
+        if (a.mtu() > 0 && link.mtu() != a.mtu()) {
+            differences.add(name + " has MTU " + link.mtu() + ", expected " + a.mtu());
+        }
+        if (hostLink.isPresent() && (!"veth".equals(link.kind()) || link.peerIndex() != hostLink.get().index())) {
+            differences.add(name + " is not the veth peer of host link " + a.hostIfname());
+        }
+        List<Rtnetlink.Address> addresses = pod.addresses();
+        for (PodAddress expected : a.addresses()) {
+            boolean present = addresses.stream().anyMatch(x -> x.index() == link.index()
+                    && x.address().equals(expected.address()) && x.prefixLength() == expected.prefixLength());
+            if (!present) {
+                differences.add(name + " lacks address " + Rtnetlink.text(expected.address()) + "/"
+                        + expected.prefixLength());
+            }
+        }
+        List<Route> routes = pod.routes();
+        for (RouteSpec expected : plan.podRoutes()) {
+            if (routes.stream().noneMatch(r -> expected.matches(r, link.index()))) {
+                differences.add("route " + expected + " dev " + link.name() + " missing" + where);
+            }
+        }
+    }
+
+    private static void checkHost(Plan plan, Link link, Rtnetlink host, List<String> differences)
+            throws SyscallException {
+        PodAttachment a = plan.attachment();
+        String name = "host link " + link.name();
+        if (!"veth".equals(link.kind())) {
+            differences.add(name + " is not a veth (kind '" + link.kind() + "')");
+        }
+        if (!link.up()) {
+            differences.add(name + " is down");
+        }
+        if (!HOST_MAC.equals(link.mac())) {
+            differences.add(name + " has MAC " + link.mac() + ", expected " + HOST_MAC);
+        }
+        if (a.mtu() > 0 && link.mtu() != a.mtu()) {
+            differences.add(name + " has MTU " + link.mtu() + ", expected " + a.mtu());
+        }
+        List<Route> routes = host.routes();
+        for (PodAddress address : a.addresses()) {
+            RouteSpec expected = new RouteSpec(address.address(), address.prefixLength(), null);
+            if (routes.stream().noneMatch(r -> expected.matches(r, link.index()))) {
+                differences.add("host route " + expected + " dev " + link.name() + " missing");
+            }
+        }
+        String proxyArp = readSysctl(SYSCTL.resolve("ipv4/conf").resolve(link.name()).resolve("proxy_arp"));
+        if (!"1".equals(proxyArp)) {
+            differences.add(name + " has proxy_arp " + proxyArp + ", expected 1");
+        }
+    }
+
+    /** Deletes the host end, which takes everything else this attach created along. */
+    private static DataplaneException rollBack(Exception failure, Rtnetlink host, String hostIfname) {
+        String message = failure instanceof SyscallException ? failure.getMessage() : failure.toString();
+        try {
+            host.deleteLink(hostIfname);
+        } catch (SyscallException e) {
+            if (e.errno() != LibC.ENODEV) {
+                failure.addSuppressed(e);
+                message += "; rollback failed, host link " + hostIfname + " may remain: " + e.getMessage();
+            }
+        }
+        return new DataplaneException(message, false, failure);
+    }
+
+    private static Rtnetlink hostRtnetlink() throws DataplaneException {
+        try {
+            return new Rtnetlink(NetlinkSocket.open(), "");
+        } catch (SyscallException e) {
+            throw fail(e);
+        }
+    }
+
+    private static DataplaneException fail(SyscallException e) {
+        return new DataplaneException(e.getMessage(), false, e);
+    }
+
+    private static void writeSysctl(Path path, String value) throws SyscallException {
+        try {
+            Files.write(path, value.getBytes(StandardCharsets.US_ASCII), StandardOpenOption.WRITE);
+        } catch (IOException e) {
+            throw new SyscallException("write " + value + " to " + path + ": " + ioText(e), e);
+        }
+    }
+
+    private static String readSysctl(Path path) throws SyscallException {
+        try {
+            return Files.readString(path, StandardCharsets.US_ASCII).trim();
+        } catch (IOException e) {
+            throw new SyscallException("read " + path + ": " + ioText(e), e);
+        }
+    }
+
+    private static String ioText(IOException e) {
+        return e instanceof NoSuchFileException ? "no such file" : e.toString();
+    }
+
+    /** @return why {@code name} is not a valid Linux interface name (dev_valid_name), or null if it is */
+    static String invalidName(String name) {
+        if (name == null || name.isEmpty()) {
+            return "empty";
+        }
+        if (name.getBytes(StandardCharsets.UTF_8).length > 15) {
+            return "'" + name + "' is longer than 15 bytes";
+        }
+        if (name.equals(".") || name.equals("..")) {
+            return "'" + name + "' is reserved";
+        }
+        for (char c : name.toCharArray()) {
+            if (c == '/' || c == ':' || c == 0 || Character.isWhitespace(c)) {
+                return "'" + name + "' contains '/', ':', NUL or a blank";
+            }
+        }
+        return null;
+    }
+
+    private static InetAddress literal(String address) {
+        try {
+            return InetAddress.getByName(address); // a literal: no lookup happens
+        } catch (UnknownHostException e) {
+            throw new AssertionError(address, e);
+        }
+    }
+
+    /** A route in the pod or on the host, as attach configures it and check expects it. */
+    private record RouteSpec(InetAddress destination, int length, InetAddress gateway) {
+        boolean matches(Route r, int outputIndex) {
+            boolean sameDestination = length == 0
+                    ? r.destination() == null || r.destination().isAnyLocalAddress()
+                    : destination.equals(r.destination());
+            return sameDestination && r.destinationLength() == length && r.outputIndex() == outputIndex
+                    && Objects.equals(gateway, r.gateway());
+        }
+
+        PodRoute toPodRoute() {
+            return new PodRoute(Rtnetlink.text(destination) + "/" + length,
+                    gateway == null ? null : Rtnetlink.text(gateway));
+        }
+
+        @Override
+        public String toString() {
+            return Rtnetlink.describe(destination, length, gateway);
+        }
+    }
+
+    /** A validated attachment and what follows from it. */
+    private record Plan(PodAttachment attachment, PodAddress v4, PodAddress v6) {
+        static Plan of(PodAttachment a) throws DataplaneException {
+            if (a.netnsPath() == null || a.netnsPath().isEmpty()) {
+                throw invalid("netnsPath is empty");
+            }
+            for (String[] field : new String[][] {{"podIfname", a.podIfname()}, {"hostIfname", a.hostIfname()}}) {
+                String why = invalidName(field[1]);
+                if (why != null) {
+                    throw invalid(field[0] + " " + why);
+                }
+            }
+            if (a.mtu() < 0) {
+                throw invalid("mtu " + a.mtu() + " is negative");
+            }
+            PodAddress v4 = null;
+            PodAddress v6 = null;
+            for (PodAddress p : a.addresses()) {
+                boolean isV4 = p.address() instanceof Inet4Address;
+                if (p.prefixLength() != (isV4 ? 32 : 128)) {
+                    throw invalid(p.cidr() + " is not a host address (/32 or /128)");
+                }
+                if ((isV4 ? v4 : v6) != null) {
+                    throw invalid("more than one " + (isV4 ? "IPv4" : "IPv6") + " address");
+                }
+                if (isV4) {
+                    v4 = p;
+                } else {
+                    v6 = p;
+                }
+            }
+            return new Plan(a, v4, v6);
+        }
+
+        /** IPv4: the gateway on the link, then the default route through it; IPv6: the default route. */
+        List<RouteSpec> podRoutes() {
+            List<RouteSpec> routes = new ArrayList<>();
+            if (v4 != null) {
+                routes.add(new RouteSpec(V4_GATEWAY, 32, null));
+                routes.add(new RouteSpec(V4_ANY, 0, V4_GATEWAY));
+            }
+            if (v6 != null) {
+                routes.add(new RouteSpec(V6_ANY, 0, V6_GATEWAY));
+            }
+            return routes;
+        }
+
+        private static DataplaneException invalid(String why) {
+            return new DataplaneException("invalid attachment: " + why);
+        }
+    }
+}

@@ -1,0 +1,151 @@
+package io.cadastre.dataplane;
+
+import static io.cadastre.dataplane.LibC.C;
+
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * An open network namespace: an fd on its nsfs file (e.g. {@code /var/run/netns/x}), usable as
+ * IFLA_NET_NS_FD, and the way to get a netlink socket that talks to that namespace.
+ *
+ * <p>setns(2) moves only the calling OS thread, so {@link #rtnetlink()} never switches a caller's
+ * thread (which may be a pooled or virtual thread). It starts a new platform thread that enters
+ * the namespace, creates the socket and switches back; a socket keeps the namespace it was created
+ * in, so the caller then uses it from its own thread. A fresh thread per socket means that a
+ * thread whose switch back failed simply ends, and that nothing else can ever run in the wrong
+ * namespace. Threads created meanwhile would inherit it, so the switched thread only calls
+ * setns and socket. Close to release the fd; not shared between threads.
+ */
+final class Netns implements AutoCloseable {
+    private static final AtomicLong THREADS = new AtomicLong();
+    private final String path;
+    private final int fd;
+    private boolean closed;
+
+    private Netns(String path, int fd) {
+        this.path = path;
+        this.fd = fd;
+    }
+
+    /**
+     * Opens the namespace file (not yet checking that it is one: {@link #rtnetlink()} does).
+     *
+     * @throws DataplaneException with {@code netnsMissing()} when the path does not exist
+     */
+    static Netns open(String path) throws DataplaneException {
+        int fd = C.open(path, LibC.O_RDONLY | LibC.O_CLOEXEC);
+        if (fd < 0) {
+            int errno = LibC.errno();
+            boolean missing = errno == LibC.ENOENT || errno == LibC.ENOTDIR;
+            throw new DataplaneException("open netns " + path + ": " + LibC.describe(errno), missing, null);
+        }
+        return new Netns(path, fd);
+    }
+
+    String path() {
+        return path;
+    }
+
+    /** @return the fd for IFLA_NET_NS_FD; valid until {@link #close()} */
+    int fd() {
+        return fd;
+    }
+
+    /**
+     * Opens a netlink socket inside this namespace.
+     *
+     * @throws DataplaneException with {@code netnsMissing()} when the file is not a network
+     *     namespace (e.g. the mount point of a deleted one), or on any socket error
+     */
+    Rtnetlink rtnetlink() throws DataplaneException {
+        FutureTask<Integer> task = new FutureTask<>(this::socketInside);
+        Thread thread = new Thread(task, "cadastre-netns-" + THREADS.incrementAndGet());
+        thread.setDaemon(true);
+        thread.start();
+        int socketFd;
+        try {
+            socketFd = getUninterruptibly(task);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            throw new DataplaneException(cause.getMessage(), cause instanceof NotANetns, cause);
+        }
+        try {
+            return new Rtnetlink(NetlinkSocket.adopt(socketFd), " in netns " + path);
+        } catch (SyscallException e) {
+            throw new DataplaneException(e.getMessage() + " in netns " + path, false, e);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            LibC.closeQuietly(fd);
+        }
+    }
+
+    /** Runs on its own short-lived thread: enter, socket(), leave. */
+    private int socketInside() throws SyscallException, NotANetns {
+        int own = C.open("/proc/thread-self/ns/net", LibC.O_RDONLY | LibC.O_CLOEXEC);
+        if (own < 0) {
+            throw new SyscallException("open /proc/thread-self/ns/net", LibC.errno());
+        }
+        try {
+            if (C.setns(fd, LibC.CLONE_NEWNET) != 0) {
+                int errno = LibC.errno();
+                if (errno == LibC.EINVAL) {
+                    throw new NotANetns("setns " + path + ": not a network namespace (" + LibC.describe(errno) + ")");
+                }
+                throw new SyscallException("setns " + path, errno);
+            }
+            int socketFd = -1;
+            SyscallException failure = null;
+            try {
+                socketFd = NetlinkSocket.createFd();
+            } catch (SyscallException e) {
+                failure = e;
+            }
+            if (C.setns(own, LibC.CLONE_NEWNET) != 0) {
+                // Harmless: this thread ends with the task. Still fail, something is very wrong.
+                int errno = LibC.errno();
+                LibC.closeQuietly(socketFd);
+                throw new SyscallException("setns back from " + path, errno);
+            }
+            if (failure != null) {
+                throw failure;
+            }
+            return socketFd;
+        } finally {
+            LibC.closeQuietly(own);
+        }
+    }
+
+    private static int getUninterruptibly(FutureTask<Integer> task) throws ExecutionException {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return task.get();
+                } catch (InterruptedException e) {
+                    // The thread is about to hand over an fd; leaving now would leak it.
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** setns refused the fd: the path exists but is no (longer a) network namespace. */
+    private static final class NotANetns extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        NotANetns(String message) {
+            super(message);
+        }
+    }
+}

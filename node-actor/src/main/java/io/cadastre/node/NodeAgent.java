@@ -1,0 +1,251 @@
+package io.cadastre.node;
+
+import io.cadastre.dataplane.Dataplane;
+import io.cadastre.dataplane.DataplaneException;
+import io.cadastre.dataplane.PodAddress;
+import io.cadastre.dataplane.PodAttachment;
+import io.cadastre.ipam.IpAddresses;
+import io.cadastre.ipam.IpFamily;
+import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.Ipam;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import java.util.function.Supplier;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+
+/**
+ * The node agent: one per agent process, local (not sharded), the only actor that touches this
+ * host's network. For an ADD it gets the addresses from IPAM, then wires the pod through the
+ * {@link Dataplane}; if wiring fails it releases the addresses again (no partial state, DESIGN.md
+ * invariant 5). DEL unwires, then releases.
+ *
+ * <p>Operations on the same attachment run one after another in arrival order (an ADD and the DEL
+ * that a runtime sends after a timed-out ADD must not overlap); different attachments run
+ * concurrently. Dataplane calls block, so they run on {@code dataplaneExecutor}, never on the
+ * actor's dispatcher.
+ */
+public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
+
+    /** Messages; local only, never serialized. */
+    public sealed interface Command permits Attach, Detach, Inspect, CollectGarbage, Status, Finished {}
+
+    /** The result of an operation: a value, or the failure (IpamException, DataplaneException). */
+    public record Outcome<T>(T value, Throwable failure) {
+        static <T> Outcome<T> of(T value, Throwable failure) {
+            Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                    ? failure.getCause() : failure;
+            return new Outcome<>(cause == null ? value : null, cause);
+        }
+    }
+
+    /** ADD (CNI spec 1.1 §ADD): idempotent; a retry for a known attachment gets the same addresses. */
+    public record Attach(AttachmentId id, PodRequest request, ActorRef<Outcome<Wired>> replyTo) implements Command {}
+
+    /** DEL (CNI spec 1.1 §DEL): idempotent; releases the addresses it had (the list). */
+    public record Detach(AttachmentId id, boolean ipamOnly, ActorRef<Outcome<List<String>>> replyTo) implements Command {}
+
+    /** CHECK (CNI spec 1.1 §CHECK): what IPAM holds for the attachment, and the dataplane's differences. */
+    public record Inspect(AttachmentId id, String netnsPath, boolean ipamOnly, int mtu,
+            ActorRef<Outcome<Inspection>> replyTo) implements Command {}
+
+    /**
+     * GC (CNI spec 1.1 §GC): releases every allocation of {@code network} on this node that is not
+     * in {@code keep} (attachment keys, {@link AttachmentId#key()}), and unwires what it released.
+     */
+    public record CollectGarbage(String network, Set<String> keep, boolean ipamOnly,
+            ActorRef<Outcome<List<String>>> replyTo) implements Command {}
+
+    /** STATUS (CNI spec 1.1 §STATUS): empty when ADD can be served, else why not. */
+    public record Status(List<String> pools, ActorRef<Outcome<Optional<String>>> replyTo) implements Command {}
+
+    private record Finished(String key) implements Command {}
+
+    /**
+     * @param attachment the IPAM record, or {@code null} when IPAM does not know the attachment
+     * @param differences the dataplane's differences from what ADD configures (empty for IPAM-only)
+     */
+    public record Inspection(AttachmentRecord attachment, List<String> differences) {}
+
+    /** Creates the node agent. */
+    public static Behavior<Command> create(Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor) {
+        return Behaviors.setup(ctx -> new NodeAgent(ctx, ipam, dataplane, dataplaneExecutor));
+    }
+
+    private final Ipam ipam;
+    private final Dataplane dataplane;
+    private final Executor dataplaneExecutor;
+    /** attachment key → operations waiting for the one in flight to finish. */
+    private final Map<String, Queue<Supplier<CompletionStage<?>>>> queues = new HashMap<>();
+
+    private NodeAgent(ActorContext<Command> ctx, Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor) {
+        super(ctx);
+        this.ipam = ipam;
+        this.dataplane = dataplane;
+        this.dataplaneExecutor = dataplaneExecutor;
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(Attach.class, cmd -> enqueue(cmd.id().key(), () -> reply(attach(cmd.id(), cmd.request()), cmd.replyTo())))
+                .onMessage(Detach.class, cmd -> enqueue(cmd.id().key(), () -> reply(detach(cmd.id(), cmd.ipamOnly()), cmd.replyTo())))
+                .onMessage(Inspect.class, cmd -> enqueue(cmd.id().key(), () -> reply(inspect(cmd), cmd.replyTo())))
+                .onMessage(CollectGarbage.class, cmd -> {
+                    reply(collectGarbage(cmd), cmd.replyTo());
+                    return this;
+                })
+                .onMessage(Status.class, cmd -> {
+                    reply(ipam.unavailability(cmd.pools()), cmd.replyTo());
+                    return this;
+                })
+                .onMessage(Finished.class, this::onFinished)
+                .build();
+    }
+
+    private Behavior<Command> enqueue(String key, Supplier<CompletionStage<?>> operation) {
+        Queue<Supplier<CompletionStage<?>>> queue = queues.get(key);
+        if (queue != null) {
+            queue.add(operation);
+        } else {
+            queues.put(key, new ArrayDeque<>());
+            run(key, operation);
+        }
+        return this;
+    }
+
+    private void run(String key, Supplier<CompletionStage<?>> operation) {
+        ActorRef<Command> self = getContext().getSelf();
+        CompletionStage<?> stage;
+        try {
+            stage = operation.get();
+        } catch (RuntimeException e) {
+            stage = CompletableFuture.failedFuture(e);
+        }
+        stage.whenComplete((v, e) -> self.tell(new Finished(key)));
+    }
+
+    private Behavior<Command> onFinished(Finished finished) {
+        Queue<Supplier<CompletionStage<?>>> queue = queues.get(finished.key());
+        if (queue == null) {
+            return this;
+        }
+        Supplier<CompletionStage<?>> next = queue.poll();
+        if (next == null) {
+            queues.remove(finished.key());
+        } else {
+            run(finished.key(), next);
+        }
+        return this;
+    }
+
+    private static <T> CompletionStage<T> reply(CompletionStage<T> stage, ActorRef<Outcome<T>> replyTo) {
+        return stage.whenComplete((value, failure) -> replyTo.tell(Outcome.of(value, failure)));
+    }
+
+    // ---- the flows ----
+
+    private CompletionStage<Wired> attach(AttachmentId id, PodRequest request) {
+        return ipam.lookup(id.handle(), id.ifname()).thenCompose(before -> ipam.assign(request.ipam())
+                .thenCompose(record -> {
+                    if (request.ipamOnly()) {
+                        return CompletableFuture.completedFuture(new Wired(record, null));
+                    }
+                    PodAttachment pod = podAttachment(id, request.netnsPath(), request.mtu(), record);
+                    return onDataplane(() -> {
+                        if (before.isPresent()) {
+                            // A retried ADD: wire afresh rather than trust a half-made earlier attempt.
+                            dataplane.detach(id.hostIfname());
+                        }
+                        return dataplane.attach(pod);
+                    }).thenApply(wired -> new Wired(record, wired))
+                            // No partial state: give the addresses back, then report the wiring failure.
+                            .exceptionallyCompose(failure -> ipam.release(id.handle(), id.ifname())
+                                    .handle((released, releaseFailure) -> {
+                                        throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
+                                    }));
+                }));
+    }
+
+    private CompletionStage<List<String>> detach(AttachmentId id, boolean ipamOnly) {
+        CompletionStage<Void> unwired = ipamOnly
+                ? CompletableFuture.completedFuture(null)
+                : onDataplane(() -> {
+                    dataplane.detach(id.hostIfname());
+                    return null;
+                });
+        return unwired.thenCompose(v -> ipam.release(id.handle(), id.ifname()));
+    }
+
+    private CompletionStage<Inspection> inspect(Inspect cmd) {
+        return ipam.lookup(cmd.id().handle(), cmd.id().ifname()).thenCompose(found -> {
+            if (found.isEmpty() || cmd.ipamOnly()) {
+                return CompletableFuture.completedFuture(new Inspection(found.orElse(null), List.of()));
+            }
+            PodAttachment pod = podAttachment(cmd.id(), cmd.netnsPath(), cmd.mtu(), found.get());
+            return onDataplane(() -> dataplane.check(pod)).thenApply(diffs -> new Inspection(found.get(), diffs));
+        });
+    }
+
+    private CompletionStage<List<String>> collectGarbage(CollectGarbage cmd) {
+        return ipam.collectGarbage(cmd.network(), cmd.keep()).thenCompose(releasedKeys -> {
+            if (cmd.ipamOnly() || releasedKeys.isEmpty()) {
+                return CompletableFuture.completedFuture(releasedKeys);
+            }
+            return onDataplane(() -> {
+                for (String key : releasedKeys) {
+                    AttachmentId id = fromKey(cmd.network(), key);
+                    if (id != null) {
+                        dataplane.detach(id.hostIfname());
+                    }
+                }
+                return releasedKeys;
+            });
+        });
+    }
+
+    /** @return the attachment behind a key {@code <network>.<containerId>/<ifname>}, or null if malformed */
+    private static AttachmentId fromKey(String network, String key) {
+        int slash = key.lastIndexOf('/');
+        String prefix = network + ".";
+        if (slash < 0 || !key.startsWith(prefix)) {
+            return null;
+        }
+        return new AttachmentId(network, key.substring(prefix.length(), slash), key.substring(slash + 1));
+    }
+
+    private static PodAttachment podAttachment(AttachmentId id, String netnsPath, int mtu, AttachmentRecord record) {
+        List<PodAddress> addresses = record.addresses().stream()
+                .map(a -> new PodAddress(IpAddresses.toInet(a.address()), a.family() == IpFamily.V4 ? 32 : 128))
+                .toList();
+        return new PodAttachment(netnsPath, id.ifname(), id.hostIfname(), mtu, addresses);
+    }
+
+    @FunctionalInterface
+    private interface DataplaneCall<T> {
+        T call() throws DataplaneException;
+    }
+
+    private <T> CompletionStage<T> onDataplane(DataplaneCall<T> call) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return call.call();
+            } catch (DataplaneException e) {
+                throw new CompletionException(e);
+            }
+        }, dataplaneExecutor);
+    }
+}
