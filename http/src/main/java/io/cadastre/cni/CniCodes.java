@@ -21,6 +21,12 @@ public final class CniCodes {
     public static final int ADDRESS_NOT_IN_POOL = 102;
     /** The kernel refused a dataplane step (veth, address, route). */
     public static final int DATAPLANE_FAILURE = 103;
+    /**
+     * CHECK found the attachment differing from its {@code prevResult}; {@code details} lists the
+     * differences, one per line (added by the {@code http} module: CniBackend#check reports
+     * differences as data, and the spec defines no code for them).
+     */
+    public static final int CHECK_FAILED = 104;
 
     private CniCodes() {}
 }

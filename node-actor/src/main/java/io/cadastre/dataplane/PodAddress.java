@@ -1,5 +1,6 @@
 package io.cadastre.dataplane;
 
+import io.cadastre.ipam.IpAddresses;
 import java.net.InetAddress;
 
 /**
@@ -9,6 +10,6 @@ import java.net.InetAddress;
 public record PodAddress(InetAddress address, int prefixLength) {
     /** @return CIDR notation, e.g. {@code 198.18.0.5/32} or {@code fd00:198::5/128} */
     public String cidr() {
-        return address.getHostAddress() + "/" + prefixLength;
+        return IpAddresses.canonical(address.getHostAddress()) + "/" + prefixLength;
     }
 }

@@ -1,0 +1,60 @@
+package io.cadastre.agent;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.cadastre.dataplane.NetlinkDataplane;
+import java.io.File;
+import java.util.concurrent.Callable;
+import org.apache.pekko.actor.CoordinatedShutdown;
+import org.apache.pekko.actor.typed.ActorSystem;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code cadastre-agent}: runs the agent (the default), or installs the CNI plugin and network
+ * configuration ({@code install}). Exit codes: 0 after a clean shutdown, 1 when start-up failed,
+ * 2 for bad command-line or configuration.
+ */
+@Command(name = "cadastre-agent", mixinStandardHelpOptions = true, version = "cadastre-agent 0.1.0",
+        description = "Cadastre's per-host agent: cluster member, IPAM and CNI endpoint.",
+        subcommands = {InstallCommand.class})
+public final class AgentMain implements Callable<Integer> {
+
+    @Option(names = {"-c", "--config"}, paramLabel = "FILE",
+            description = "A HOCON file whose settings override the built-in application.conf.")
+    File configFile;
+
+    /** Loads the configuration: system properties, then {@code --config}, then application.conf. */
+    static Config loadConfig(File overrides) {
+        Config app = ConfigFactory.parseResourcesAnySyntax("application");
+        Config base = overrides == null ? app : ConfigFactory.parseFile(overrides).withFallback(app);
+        return ConfigFactory.load(base);
+    }
+
+    @Override
+    public Integer call() {
+        Config config;
+        AgentSettings settings;
+        try {
+            if (configFile != null && !configFile.isFile()) {
+                throw new IllegalArgumentException("--config " + configFile + " is not a readable file");
+            }
+            config = loadConfig(configFile);
+            settings = AgentSettings.from(config);
+        } catch (RuntimeException e) {
+            System.err.println("cadastre-agent: configuration error: " + e.getMessage());
+            return 2;
+        }
+        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, new NetlinkDataplane()), "cadastre", config);
+        system.getWhenTerminated().toCompletableFuture().join();
+        boolean failed = CoordinatedShutdown.get(system).getShutdownReason()
+                .filter(reason -> reason instanceof Guardian.StartFailure).isPresent();
+        return failed ? 1 : 0;
+    }
+
+    public static void main(String[] args) {
+        int code = new CommandLine(new AgentMain()).execute(args);
+        System.exit(code);
+    }
+}

@@ -1,0 +1,188 @@
+package io.cadastre.agent;
+
+import io.cadastre.cni.CniBackend;
+import io.cadastre.cni.CniCodes;
+import io.cadastre.cni.CniException;
+import io.cadastre.dataplane.Dataplane;
+import io.cadastre.dataplane.DataplaneException;
+import io.cadastre.dataplane.WiredPod;
+import io.cadastre.ipam.IpAddresses;
+import io.cadastre.ipam.PoolSpec;
+import io.cadastre.node.AttachmentId;
+import io.cadastre.node.NodeAgent;
+import io.cadastre.node.PodRequest;
+import io.cadastre.node.Wired;
+import io.cadastre.shards.AssignRequest;
+import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.HeldAddress;
+import io.cadastre.shards.IpamException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+
+/**
+ * The CNI layer's backend over the {@link NodeAgent}: turns validated CNI calls into node agent
+ * commands and the outcomes into CNI results or errors.
+ *
+ * <p>Error mapping (CNI spec 1.1 §Error; Cadastre's own codes in {@link CniCodes}): unknown pool or
+ * a malformed request → 7; no address left → 100; requested address taken → 101; requested
+ * address outside the usable pools → 102; netns missing → 3 on ADD; any other dataplane failure →
+ * 103; an entity or the node agent not answering in time → 11.
+ */
+public final class NodeAgentCniBackend implements CniBackend {
+    private final ActorRef<NodeAgent.Command> nodeAgent;
+    private final Scheduler scheduler;
+    private final Duration timeout;
+    private final Map<String, PoolSpec> pools;
+
+    /**
+     * @param timeout how long one CNI operation may take end to end (several entity round trips
+     *     and the dataplane)
+     * @param pools the configured pools, for the prefix lengths of IPAM-only results
+     */
+    public NodeAgentCniBackend(ActorRef<NodeAgent.Command> nodeAgent, Scheduler scheduler, Duration timeout,
+            List<PoolSpec> pools) {
+        this.nodeAgent = nodeAgent;
+        this.scheduler = scheduler;
+        this.timeout = timeout;
+        this.pools = pools.stream().collect(Collectors.toMap(PoolSpec::name, p -> p));
+    }
+
+    @Override
+    public CompletionStage<AddResult> add(AddRequest request) {
+        Attachment a = request.attachment();
+        AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
+        AssignRequest ipam = new AssignRequest(id.handle(), id.ifname(), a.network(), a.containerId(),
+                request.pod().namespace(), request.pod().name(), request.pools(), request.requestedIps());
+        PodRequest pod = new PodRequest(ipam, a.netns(), request.ipamOnly(), request.mtu());
+        return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))
+                .thenApply(wired -> wired.pod() == null ? ipamOnlyResult(wired.attachment()) : podResult(wired.pod()));
+    }
+
+    /** IPAM-only (CNI spec 1.1 §Delegated plugins): addresses with their pool's prefix, no interfaces. */
+    private AddResult ipamOnlyResult(AttachmentRecord record) {
+        List<IpConfig> ips = record.addresses().stream()
+                .map(h -> new IpConfig(h.address() + "/" + prefixOf(h), null, null)).toList();
+        return new AddResult(List.of(), ips, List.of());
+    }
+
+    private int prefixOf(HeldAddress held) {
+        PoolSpec spec = pools.get(held.pool());
+        return spec != null ? spec.cidr().prefixLength() : held.block().prefixLength();
+    }
+
+    private static AddResult podResult(WiredPod pod) {
+        List<Interface> interfaces = List.of(
+                new Interface(pod.hostIfname(), pod.hostMac(), null),
+                new Interface(pod.podIfname(), pod.podMac(), pod.netnsPath()));
+        List<IpConfig> ips = pod.addresses().stream()
+                .map(address -> new IpConfig(address.cidr(),
+                        address.prefixLength() == 32 ? Dataplane.IPV4_GATEWAY : Dataplane.IPV6_GATEWAY, 1))
+                .toList();
+        List<Route> routes = pod.routes().stream().map(r -> new Route(r.destination(), r.gateway())).toList();
+        return new AddResult(interfaces, ips, routes);
+    }
+
+    @Override
+    public CompletionStage<Void> del(Attachment a, boolean ipamOnly) {
+        AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
+        return this.<List<String>>ask(r -> new NodeAgent.Detach(id, ipamOnly, r)).thenApply(released -> null);
+    }
+
+    @Override
+    public CompletionStage<List<String>> check(Attachment a, boolean ipamOnly, AddResult prevResult) {
+        AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
+        int mtu = 0;
+        return this.<NodeAgent.Inspection>ask(r -> new NodeAgent.Inspect(id, a.netns(), ipamOnly, mtu, r))
+                .thenApply(inspection -> {
+                    if (inspection.attachment() == null) {
+                        throw new CniException(CniCodes.UNKNOWN_CONTAINER,
+                                "no addresses are allocated for attachment " + id.key());
+                    }
+                    List<String> differences = new ArrayList<>(inspection.differences());
+                    Set<String> held = new TreeSet<>();
+                    inspection.attachment().addresses().forEach(h -> held.add(h.address()));
+                    Set<String> expected = new TreeSet<>();
+                    prevResult.ips().forEach(ip -> expected.add(IpAddresses.canonical(ip.address().split("/")[0])));
+                    if (!held.equals(expected)) {
+                        differences.add("IPAM holds " + held + " for the attachment, prevResult says " + expected);
+                    }
+                    return differences;
+                });
+    }
+
+    @Override
+    public CompletionStage<Void> gc(String network, Set<AttachmentRef> validAttachments) {
+        Set<String> keep = validAttachments.stream()
+                .map(v -> new AttachmentId(network, v.containerId(), v.ifname()).key())
+                .collect(Collectors.toSet());
+        // Whether the network is IPAM-only is not known to GC; unwiring a link that does not exist is a no-op.
+        return this.<List<String>>ask(r -> new NodeAgent.CollectGarbage(network, keep, false, r)).thenApply(k -> null);
+    }
+
+    @Override
+    public CompletionStage<Void> status(List<String> pools) {
+        return this.<java.util.Optional<String>>ask(r -> new NodeAgent.Status(pools, r)).thenApply(problem -> {
+            if (problem.isPresent()) {
+                throw new CniException(CniCodes.NOT_AVAILABLE, "cannot allocate", problem.get());
+            }
+            return null;
+        });
+    }
+
+    private <T> CompletionStage<T> ask(Function<ActorRef<NodeAgent.Outcome<T>>, NodeAgent.Command> command) {
+        return AskPattern.<NodeAgent.Command, NodeAgent.Outcome<T>>ask(nodeAgent, command::apply, timeout, scheduler)
+                .handle((outcome, error) -> {
+                    if (error != null) {
+                        throw new CniException(CniCodes.TRY_AGAIN_LATER, "the node agent did not answer in time",
+                                String.valueOf(unwrap(error).getMessage()));
+                    }
+                    if (outcome.failure() != null) {
+                        throw toCni(outcome.failure());
+                    }
+                    return outcome.value();
+                });
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    }
+
+    /** @return the CNI error for a node agent failure (see the class comment for the mapping) */
+    static CniException toCni(Throwable failure) {
+        Throwable e = unwrap(failure);
+        if (e instanceof CniException cni) {
+            return cni;
+        }
+        if (e instanceof IpamException ipam) {
+            return switch (ipam.reason()) {
+                case UNKNOWN_POOL -> new CniException(CniCodes.INVALID_NETWORK_CONFIG, "unknown pool", ipam.getMessage());
+                case INVALID_REQUEST -> new CniException(CniCodes.INVALID_NETWORK_CONFIG, "invalid IPAM request", ipam.getMessage());
+                case POOL_EXHAUSTED -> new CniException(CniCodes.POOL_EXHAUSTED, "no address left", ipam.getMessage());
+                case ADDRESS_TAKEN -> new CniException(CniCodes.ADDRESS_TAKEN, "requested address is taken", ipam.getMessage());
+                case ADDRESS_NOT_IN_POOL -> new CniException(CniCodes.ADDRESS_NOT_IN_POOL, "requested address is not available here", ipam.getMessage());
+                case UNAVAILABLE -> new CniException(CniCodes.TRY_AGAIN_LATER, "IPAM is not available", ipam.getMessage());
+            };
+        }
+        if (e instanceof DataplaneException dp) {
+            return dp.netnsMissing()
+                    ? new CniException(CniCodes.UNKNOWN_CONTAINER, "the network namespace does not exist", dp.getMessage())
+                    : new CniException(CniCodes.DATAPLANE_FAILURE, "configuring the pod's network failed", dp.getMessage());
+        }
+        if (e instanceof TimeoutException) {
+            return new CniException(CniCodes.TRY_AGAIN_LATER, "timed out", e.getMessage());
+        }
+        return new CniException(CniCodes.TRY_AGAIN_LATER, "internal error", String.valueOf(e.getMessage()));
+    }
+}

@@ -1,0 +1,114 @@
+package io.cadastre.agent;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A real cadastre-agent as a child process (the same main and class path the launcher uses), on
+ * the embedded journal in a directory of the test's. Stopped by PID: SIGTERM, or SIGKILL for crash
+ * tests; {@link #close()} makes sure it is gone.
+ */
+final class AgentProcess implements AutoCloseable {
+    /** Test pools: the benchmarking range and ULA only. */
+    static final String TEST_POOLS = """
+            cadastre.pools = [
+              { name = "test-ipv4", cidr = "198.18.0.0/20", block-size = 26 }
+              { name = "test-ipv6", cidr = "fd00:198:1::/112", block-size = 122 }
+              { name = "tiny-ipv4", cidr = "198.19.0.0/26", block-size = 26, strict-affinity = true }
+            ]
+            cadastre.default-pools = ["test-ipv4", "test-ipv6"]
+            """;
+
+    private final Path dir;
+    private final String nodeName;
+    private final String config;
+    private Process process;
+
+    AgentProcess(Path dir, String nodeName, String config) {
+        this.dir = dir;
+        this.nodeName = nodeName;
+        this.config = config;
+    }
+
+    Path socket() {
+        return dir.resolve("cni.sock");
+    }
+
+    Path log() {
+        return dir.resolve("agent.log");
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    /** Starts the agent and waits until its CNI socket accepts calls (or fails with its log). */
+    AgentProcess start() throws IOException {
+        Path conf = dir.resolve("agent.conf");
+        Files.writeString(conf, config + "\ncadastre.node-name = \"" + nodeName + "\"\n"
+                + "cadastre.data-dir = \"" + dir.resolve("data") + "\"\n"
+                + "cadastre.cni-socket = \"" + socket() + "\"\n"
+                + "cadastre.cluster.port = 0\n");
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dlogback.configurationFile=logback-text.xml",
+                "-cp", System.getProperty("java.class.path"),
+                AgentMain.class.getName(), "--config", conf.toString()));
+        // A killed agent leaves its socket file behind; readiness is the new one appearing.
+        Files.deleteIfExists(socket());
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
+        process = builder.start();
+        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+        while (!Files.exists(socket())) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("agent exited with " + process.exitValue() + ":\n" + tail());
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("agent did not open its socket in 90 s:\n" + tail());
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        }
+        return this;
+    }
+
+    /** SIGKILL, as a crash: no shutdown hook runs. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    /** SIGTERM, and waits for the clean exit. @return the exit code */
+    int stop() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            throw new IllegalStateException("agent did not stop on SIGTERM within 60 s");
+        }
+        return process.exitValue();
+    }
+
+    String tail() {
+        try {
+            List<String> lines = Files.readAllLines(log());
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process != null && process.isAlive()) {
+            process.destroyForcibly();
+            process.waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+}

@@ -1,0 +1,302 @@
+package io.cadastre.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.cadastre.agent.CniExec.Result;
+import io.cadastre.dataplane.HostInterfaceName;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The CNI protocol end to end, as a runtime drives it: one real agent process on the embedded
+ * journal, the real plugin executable, real network namespaces (root).
+ */
+class CniEndToEndTest {
+    private static Path dir;
+    private static AgentProcess agent;
+
+    @BeforeAll
+    static void startAgent() throws Exception {
+        dir = Files.createTempDirectory("cad-e2e");
+        agent = new AgentProcess(dir, "e2e-node", AgentProcess.TEST_POOLS).start();
+    }
+
+    @AfterAll
+    static void stopAgent() throws Exception {
+        try {
+            // 143 = 128 + SIGTERM: the JVM's exit status after its shutdown hooks (Pekko's
+            // coordinated shutdown) have run; the removed socket shows they did.
+            assertEquals(143, agent.stop(), "agent exit code on SIGTERM");
+            assertFalse(Files.exists(agent.socket()), "socket removed on shutdown");
+        } finally {
+            agent.close();
+            deleteTree(dir);
+        }
+    }
+
+    static void deleteTree(Path root) throws java.io.IOException {
+        if (root != null && Files.exists(root)) {
+            try (var paths = Files.walk(root)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    static String netconf(String version, String extra) {
+        return "{\"cniVersion\":\"" + version + "\",\"name\":\"e2e\",\"type\":\"cadastre\",\"agentSocket\":\""
+                + agent.socket() + "\"" + (extra.isEmpty() ? "" : "," + extra) + "}";
+    }
+
+    static String container() {
+        return "c" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    }
+
+    static Result cni(String command, String container, TestNetns ns, String stdin) throws Exception {
+        return CniExec.run(CniExec.env(command, container, ns == null ? null : ns.path(), "eth0"), stdin);
+    }
+
+    private static List<String> ipsOf(JsonNode result) {
+        List<String> ips = new ArrayList<>();
+        result.path("ips").forEach(ip -> ips.add(ip.path("address").asText()));
+        return ips;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"})
+    void addCheckDelInEverySupportedVersion(String version) throws Exception {
+        String id = container();
+        try (TestNetns ns = TestNetns.create()) {
+            String conf = netconf(version, "\"ipam\":{}");
+            Result add = cni("ADD", id, ns, conf);
+            assertEquals(0, add.exit(), add.toString());
+            JsonNode result = add.json();
+            assertEquals(version, result.path("cniVersion").asText());
+            List<String> ips = ipsOf(result);
+            assertEquals(2, ips.size(), add.toString());
+            assertTrue(ips.get(0).startsWith("198.18.") && ips.get(0).endsWith("/32"), ips.toString());
+            assertTrue(ips.get(1).startsWith("fd00:198:1::") && ips.get(1).endsWith("/128"), ips.toString());
+            boolean oldShape = version.startsWith("0.");
+            result.path("ips").forEach(ip -> assertEquals(oldShape, ip.has("version"), ip.toString()));
+            assertEquals(2, result.path("interfaces").size());
+            assertEquals(ns.path(), result.path("interfaces").get(1).path("sandbox").asText());
+
+            // The namespace really has them.
+            assertEquals(Set.copyOf(ips), Set.copyOf(ns.addresses("eth0")));
+            assertTrue(ns.routes(4).contains("default via 169.254.1.1"), ns.routes(4).toString());
+            assertTrue(ns.routes(6).contains("default via fe80::ecee:eeff:feee:eeee"), ns.routes(6).toString());
+            String hostIf = HostInterfaceName.of("e2e", id, "eth0");
+            assertTrue(TestNetns.hostHasLink(hostIf));
+
+            if (!version.equals("0.3.0") && !version.equals("0.3.1")) {
+                String withPrev = netconf(version, "\"ipam\":{},\"prevResult\":" + add.stdout());
+                Result check = cni("CHECK", id, ns, withPrev);
+                assertEquals(0, check.exit(), check.toString());
+            }
+
+            Result del = cni("DEL", id, ns, conf);
+            assertEquals(0, del.exit(), del.toString());
+            assertFalse(ns.hasLink("eth0"));
+            assertFalse(TestNetns.hostHasLink(hostIf));
+        }
+    }
+
+    @Test
+    void retriedAddReturnsTheSameAddressesAndDelIsIdempotent() throws Exception {
+        String id = container();
+        try (TestNetns ns = TestNetns.create()) {
+            String conf = netconf("1.1.0", "\"ipam\":{}");
+            Result first = cni("ADD", id, ns, conf);
+            Result again = cni("ADD", id, ns, conf);
+            assertEquals(0, again.exit(), again.toString());
+            assertEquals(ipsOf(first.json()), ipsOf(again.json()));
+            assertEquals(Set.copyOf(ipsOf(first.json())), Set.copyOf(ns.addresses("eth0")));
+            assertEquals(0, cni("DEL", id, ns, conf).exit());
+            assertEquals(0, cni("DEL", id, ns, conf).exit());
+            assertEquals(0, cni("DEL", container(), null, conf).exit(), "DEL of an unknown container");
+        }
+    }
+
+    @Test
+    void checkFailsWhenTheNamespaceNoLongerMatches() throws Exception {
+        String id = container();
+        try (TestNetns ns = TestNetns.create()) {
+            String conf = netconf("1.1.0", "\"ipam\":{}");
+            Result add = cni("ADD", id, ns, conf);
+            String v4 = ipsOf(add.json()).get(0);
+            TestNetns.ip("-n", ns.name, "addr", "del", v4, "dev", "eth0");
+            Result check = cni("CHECK", id, ns, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + add.stdout()));
+            assertNotEquals(0, check.exit());
+            assertTrue(check.json().path("details").asText().contains(v4.split("/")[0]), check.toString());
+            cni("DEL", id, ns, conf);
+        }
+    }
+
+    @Test
+    void specificAddressesAreGrantedOnlyWhenFreeAndInAPool() throws Exception {
+        String conf = netconf("1.1.0", "\"ipam\":{\"pools\":[\"test-ipv4\"]}");
+        String a = container();
+        try (TestNetns ns = TestNetns.create(); TestNetns other = TestNetns.create()) {
+            Map<String, String> env = CniExec.env("ADD", a, ns.path(), "eth0");
+            env.put("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web;IP=198.18.9.77");
+            Result granted = CniExec.run(env, conf);
+            assertEquals(0, granted.exit(), granted.toString());
+            assertEquals(List.of("198.18.9.77/32"), ipsOf(granted.json()));
+
+            for (String[] bad : new String[][] {{"198.18.9.77", "101"}, {"198.19.200.1", "102"}, {"198.18.9", "7"}}) {
+                String b = container();
+                Map<String, String> env2 = CniExec.env("ADD", b, other.path(), "eth0");
+                env2.put("CNI_ARGS", "IP=" + bad[0]);
+                Result refused = CniExec.run(env2, conf);
+                assertNotEquals(0, refused.exit());
+                assertEquals(Integer.parseInt(bad[1]), refused.code(), refused.toString());
+                assertFalse(other.hasLink("eth0"), "a refused ADD leaves no interface");
+                assertFalse(TestNetns.hostHasLink(HostInterfaceName.of("e2e", b, "eth0")));
+            }
+            // runtimeConfig.ips (the "ips" capability) takes the same path.
+            String c = container();
+            Result viaRuntimeConfig = cni("ADD", c, other, netconf("1.1.0",
+                    "\"ipam\":{\"pools\":[\"test-ipv4\"]},\"runtimeConfig\":{\"ips\":[\"198.18.9.78/24\"]}"));
+            assertEquals(List.of("198.18.9.78/32"), ipsOf(viaRuntimeConfig.json()), viaRuntimeConfig.toString());
+            cni("DEL", c, other, conf);
+            cni("DEL", a, ns, conf);
+        }
+    }
+
+    @Test
+    void badInputGetsTheRightErrorCode() throws Exception {
+        String id = container();
+        try (TestNetns ns = TestNetns.create()) {
+            // The plugin finds the socket by a plain scan; the agent then refuses the JSON.
+            assertEquals(6, cni("ADD", id, ns, "{\"agentSocket\":\"" + agent.socket() + "\", not json").code());
+            assertEquals(1, cni("ADD", id, ns, netconf("9.9.9", "\"ipam\":{}")).code());
+            assertEquals(7, cni("ADD", id, ns, netconf("1.1.0", "\"ipam\":{\"pools\":[\"no-such-pool\"]}")).code());
+            Map<String, String> noNetns = CniExec.env("ADD", id, null, "eth0");
+            Result missingEnv = CniExec.run(noNetns, netconf("1.1.0", "\"ipam\":{}"));
+            assertEquals(4, missingEnv.code());
+            assertTrue(missingEnv.json().path("msg").asText().contains("CNI_NETNS")
+                    || missingEnv.json().path("details").asText().contains("CNI_NETNS"), missingEnv.toString());
+            Result unknownNetns = CniExec.run(CniExec.env("ADD", id, "/var/run/netns/cadtest-absent", "eth0"),
+                    netconf("1.1.0", "\"ipam\":{}"));
+            assertNotEquals(0, unknownNetns.exit());
+            assertEquals(3, unknownNetns.code(), unknownNetns.toString());
+            assertFalse(ns.hasLink("eth0"));
+        }
+        // A refused ADD released what it had taken: the attachment holds nothing.
+        Result check = cni("CHECK", id, null, netconf("1.1.0", "\"ipam\":{},\"prevResult\":{\"cniVersion\":\"1.1.0\",\"ips\":[]}"));
+        assertNotEquals(0, check.exit());
+    }
+
+    @Test
+    void versionIsAnsweredAndStatusReportsReadiness() throws Exception {
+        Result version = CniExec.run(CniExec.env("VERSION", null, null, null), "{\"cniVersion\":\"1.0.0\"}");
+        assertEquals(0, version.exit());
+        assertEquals(5, version.json().path("supportedVersions").size());
+        Result status = CniExec.run(CniExec.env("STATUS", null, null, null), netconf("1.1.0", "\"ipam\":{}"));
+        assertEquals(0, status.exit(), status.toString());
+    }
+
+    @Test
+    void statusSays50WhenAPoolCanServeNoMore() throws Exception {
+        String conf = netconf("1.1.0", "\"ipam\":{\"pools\":[\"tiny-ipv4\"]}");
+        String ipamOnly = "{\"cniVersion\":\"1.1.0\",\"name\":\"e2e-ipam\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
+                + "\"agentSocket\":\"" + agent.socket() + "\",\"pools\":[\"tiny-ipv4\"]}}";
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            String id = container();
+            ids.add(id);
+            assertEquals(0, CniExec.run(CniExec.env("ADD", id, "/var/run/netns/unused", "eth0"), ipamOnly).exit());
+        }
+        Result status = CniExec.run(CniExec.env("STATUS", null, null, null), conf);
+        assertEquals(50, status.code(), status.toString());
+        Result exhausted = CniExec.run(CniExec.env("ADD", container(), "/var/run/netns/unused", "eth0"), ipamOnly);
+        assertEquals(100, exhausted.code(), exhausted.toString());
+        for (String id : ids) {
+            assertEquals(0, CniExec.run(CniExec.env("DEL", id, null, "eth0"), ipamOnly).exit());
+        }
+        assertEquals(0, CniExec.run(CniExec.env("STATUS", null, null, null), conf).exit());
+    }
+
+    @Test
+    void garbageCollectionReleasesEveryAttachmentNotListedAsValid() throws Exception {
+        String conf = netconf("1.1.0", "\"ipam\":{}");
+        String keep = container();
+        String drop = container();
+        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create()) {
+            Result kept = cni("ADD", keep, a, conf);
+            Result dropped = cni("ADD", drop, b, conf);
+            assertEquals(0, kept.exit());
+            assertEquals(0, dropped.exit());
+            String gc = netconf("1.1.0", "\"ipam\":{},\"cni.dev/valid-attachments\":[{\"containerID\":\"" + keep
+                    + "\",\"ifname\":\"eth0\"}]");
+            Result collected = CniExec.run(CniExec.env("GC", null, null, null), gc);
+            assertEquals(0, collected.exit(), collected.toString());
+            assertFalse(TestNetns.hostHasLink(HostInterfaceName.of("e2e", drop, "eth0")), "GC unwired the dropped one");
+            assertTrue(TestNetns.hostHasLink(HostInterfaceName.of("e2e", keep, "eth0")));
+            assertEquals(0, cni("CHECK", keep, a, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + kept.stdout())).exit());
+            assertNotEquals(0, cni("CHECK", drop, b, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + dropped.stdout())).exit());
+            cni("DEL", keep, a, conf);
+        }
+    }
+
+    /**
+     * 200 attachments in a row, each ADD then DEL with a real netns, through a pool of 64 addresses
+     * with strict affinity: afterwards all 64 must be free again (64 concurrent ADDs succeed and a
+     * 65th finds none), so not a single address leaked.
+     */
+    @Test
+    void twoHundredAttachmentsInARowLeakNothing() throws Exception {
+        String conf = netconf("1.1.0", "\"ipam\":{\"pools\":[\"tiny-ipv4\"]}");
+        Set<String> seen = new HashSet<>();
+        for (int i = 0; i < 200; i++) {
+            String id = container();
+            try (TestNetns ns = TestNetns.create()) {
+                Result add = cni("ADD", id, ns, conf);
+                assertEquals(0, add.exit(), "ADD " + i + ": " + add);
+                seen.addAll(ipsOf(add.json()));
+                assertEquals(0, cni("DEL", id, ns, conf).exit(), "DEL " + i);
+            }
+        }
+        assertEquals(64, seen.size(), "the reuse order cycles through the whole block");
+        String ipamOnly = "{\"cniVersion\":\"1.1.0\",\"name\":\"e2e-leak\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
+                + "\"agentSocket\":\"" + agent.socket() + "\",\"pools\":[\"tiny-ipv4\"]}}";
+        List<CompletableFuture<Result>> adds = new ArrayList<>();
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            String id = container();
+            ids.add(id);
+            adds.add(CompletableFuture.supplyAsync(() -> {
+                try {
+                    return CniExec.run(CniExec.env("ADD", id, "/var/run/netns/unused", "eth0"), ipamOnly);
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }));
+        }
+        Set<String> addresses = new HashSet<>();
+        for (CompletableFuture<Result> add : adds) {
+            Result r = add.join();
+            assertEquals(0, r.exit(), r.toString());
+            assertTrue(addresses.add(ipsOf(r.json()).get(0)), "duplicate " + r);
+        }
+        assertEquals(100, CniExec.run(CniExec.env("ADD", container(), "/var/run/netns/unused", "eth0"), ipamOnly).code());
+        for (String id : ids) {
+            CniExec.run(CniExec.env("DEL", id, null, "eth0"), ipamOnly);
+        }
+    }
+}

@@ -1,0 +1,91 @@
+package io.cadastre.agent;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A network namespace made for one test (with {@code ip netns}, which tests may use) and removed
+ * by {@link #close()}, also when the test fails. Reads what the namespace holds with {@code ip -j}.
+ */
+final class TestNetns implements AutoCloseable {
+    final String name;
+
+    private TestNetns(String name) {
+        this.name = name;
+    }
+
+    static TestNetns create() throws IOException, InterruptedException {
+        TestNetns ns = new TestNetns("cadtest-" + UUID.randomUUID().toString().substring(0, 8));
+        ip("netns", "add", ns.name);
+        return ns;
+    }
+
+    String path() {
+        return "/var/run/netns/" + name;
+    }
+
+    /** @return the addresses on {@code ifname} in CIDR notation (link-local IPv6 excluded) */
+    List<String> addresses(String ifname) throws IOException, InterruptedException {
+        List<String> addresses = new ArrayList<>();
+        JsonNode links = CniExec.JSON.readTree(ip("-n", name, "-j", "addr", "show"));
+        for (JsonNode link : links) {
+            if (!link.path("ifname").asText().equals(ifname)) {
+                continue;
+            }
+            for (JsonNode a : link.path("addr_info")) {
+                if (!"link".equals(a.path("scope").asText())) {
+                    addresses.add(a.path("local").asText() + "/" + a.path("prefixlen").asInt());
+                }
+            }
+        }
+        return addresses;
+    }
+
+    boolean hasLink(String ifname) throws IOException, InterruptedException {
+        for (JsonNode link : CniExec.JSON.readTree(ip("-n", name, "-j", "link", "show"))) {
+            if (link.path("ifname").asText().equals(ifname)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** @return "dst via gw" lines of the family's main routing table in the namespace */
+    List<String> routes(int family) throws IOException, InterruptedException {
+        List<String> routes = new ArrayList<>();
+        for (JsonNode r : CniExec.JSON.readTree(ip("-n", name, "-" + family, "-j", "route", "show"))) {
+            routes.add(r.path("dst").asText() + (r.has("gateway") ? " via " + r.path("gateway").asText() : ""));
+        }
+        return routes;
+    }
+
+    static boolean hostHasLink(String ifname) throws IOException, InterruptedException {
+        for (JsonNode link : CniExec.JSON.readTree(ip("-j", "link", "show"))) {
+            if (link.path("ifname").asText().equals(ifname)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static String ip(String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("ip"));
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException(String.join(" ", command) + " failed: " + out);
+        }
+        return out;
+    }
+
+    @Override
+    public void close() throws IOException, InterruptedException {
+        ip("netns", "del", name);
+    }
+}

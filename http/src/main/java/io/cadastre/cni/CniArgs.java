@@ -1,0 +1,112 @@
+package io.cadastre.cni;
+
+import io.cadastre.cni.CniBackend.PodRef;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * {@code CNI_ARGS} (CNI spec 1.1 §Parameters: "key-value pairs separated by semicolons"), parsed as
+ * libcni's {@code types.LoadArgs} does for the reference plugins.
+ *
+ * <ul>
+ *   <li>Syntax: {@code K=V;K=V}; each pair has exactly one {@code =} and a non-empty key; an empty
+ *       or absent {@code CNI_ARGS} has no pairs. A malformed pair is code 4 (the variable is
+ *       invalid, §Error).
+ *   <li>Known keys (case-sensitive): {@code K8S_POD_NAMESPACE}, {@code K8S_POD_NAME},
+ *       {@code K8S_POD_INFRA_CONTAINER_ID}, {@code K8S_POD_UID}, {@code IgnoreUnknown}, {@code IP}.
+ *       A repeated key: the last value wins.
+ *   <li>{@code IgnoreUnknown}: {@code 1}/{@code true} or {@code 0}/{@code false}, case-insensitive;
+ *       anything else is code 4.
+ *   <li>Unknown keys are code 2 (unsupported field; the message names each key and value) unless
+ *       {@code IgnoreUnknown} is true, as the reference plugins refuse them.
+ *   <li>{@code IP}: comma-separated literal addresses (no prefix), spaces around each trimmed, as
+ *       host-local reads it; an invalid one is code 7 naming the value.
+ * </ul>
+ *
+ * @param podNamespace {@code K8S_POD_NAMESPACE}, or null when absent or empty
+ * @param podName {@code K8S_POD_NAME}, or null when absent or empty
+ * @param podInfraContainerId {@code K8S_POD_INFRA_CONTAINER_ID}, or null
+ * @param podUid {@code K8S_POD_UID}, or null
+ * @param ignoreUnknown {@code IgnoreUnknown}
+ * @param ips {@code IP}, canonical addresses in the order given
+ */
+public record CniArgs(
+        String podNamespace,
+        String podName,
+        String podInfraContainerId,
+        String podUid,
+        boolean ignoreUnknown,
+        List<String> ips) {
+
+    public static final CniArgs NONE = new CniArgs(null, null, null, null, false, List.of());
+
+    public CniArgs {
+        ips = List.copyOf(ips);
+    }
+
+    /** @return the pod, {@code PodRef(null, null)} outside Kubernetes */
+    public PodRef pod() {
+        return new PodRef(podNamespace, podName);
+    }
+
+    /**
+     * @param raw the decoded {@code CNI_ARGS}, or null when absent
+     * @throws CniException code 4, 2 or 7 as described on the class
+     */
+    public static CniArgs parse(String raw) {
+        if (raw == null || raw.isEmpty()) {
+            return NONE;
+        }
+        String ns = null;
+        String pod = null;
+        String infra = null;
+        String uid = null;
+        String ignore = null;
+        String ip = null;
+        List<String> unknown = new ArrayList<>();
+        for (String pair : raw.split(";", -1)) {
+            String[] kv = pair.split("=", -1);
+            if (kv.length != 2 || kv[0].isEmpty()) {
+                throw new CniException(CniCodes.INVALID_ENVIRONMENT,
+                        "CNI_ARGS: invalid pair \"" + pair + "\" (expected KEY=VALUE pairs separated by ';')");
+            }
+            String v = kv[1];
+            switch (kv[0]) {
+                case "K8S_POD_NAMESPACE" -> ns = v;
+                case "K8S_POD_NAME" -> pod = v;
+                case "K8S_POD_INFRA_CONTAINER_ID" -> infra = v;
+                case "K8S_POD_UID" -> uid = v;
+                case "IgnoreUnknown" -> ignore = v;
+                case "IP" -> ip = v;
+                default -> unknown.add(pair);
+            }
+        }
+        boolean ignoreUnknown = false;
+        if (ignore != null) {
+            switch (ignore.toLowerCase(Locale.ROOT)) {
+                case "1", "true" -> ignoreUnknown = true;
+                case "0", "false" -> ignoreUnknown = false;
+                default -> throw new CniException(CniCodes.INVALID_ENVIRONMENT,
+                        "CNI_ARGS: IgnoreUnknown=\"" + ignore + "\" is not 1, 0, true or false");
+            }
+        }
+        if (!unknown.isEmpty() && !ignoreUnknown) {
+            throw new CniException(CniCodes.UNSUPPORTED_FIELD,
+                    "CNI_ARGS: unknown " + String.join(", ", unknown) + " (add IgnoreUnknown=1 to ignore unknown keys)");
+        }
+        List<String> ips = new ArrayList<>();
+        if (ip != null && !ip.isEmpty()) {
+            for (String item : ip.split(",", -1)) {
+                String s = item.strip();
+                ips.add(IpLiterals.canonicalAddress(s).orElseThrow(() -> new CniException(
+                        CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: IP \"" + s + "\" is not an IP address")));
+            }
+        }
+        return new CniArgs(emptyToNull(ns), emptyToNull(pod), emptyToNull(infra), emptyToNull(uid), ignoreUnknown, ips);
+    }
+
+    private static String emptyToNull(String s) {
+        return s == null || s.isEmpty() ? null : s;
+    }
+}

@@ -1,0 +1,186 @@
+package io.cadastre.cni;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.cadastre.cni.CniBackend.AddRequest;
+import io.cadastre.cni.CniBackend.AddResult;
+import io.cadastre.cni.CniBackend.IpConfig;
+import io.cadastre.cni.CniBackend.Route;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The CNI protocol, agent side: one {@link CniRequest} in, one {@link CniResponse} out. Stateless
+ * and thread-safe; the transport ({@code io.cadastre.http.CniSocketServer}) calls it per request.
+ *
+ * <p>Flow: VERSION is answered at once, exactly as the C plugin answers it itself. Everything else
+ * is validated completely ({@link CniCall#validate}) before the {@link CniBackend} is called, so bad
+ * input changes nothing. Then:
+ *
+ * <ul>
+ *   <li>ADD: {@link CniBackend#add}; 200 with the result rendered for the request's cniVersion
+ *       ({@link CniResults#renderAdd}). IPAM-only: without interfaces and interface indices (§Delegated
+ *       plugins), with {@code ipam.routes} appended to the backend's routes. Full plugin with a
+ *       {@code prevResult}: chained onto it ({@link CniResults#chain}).
+ *   <li>DEL: {@link CniBackend#del}; 200, empty body.
+ *   <li>CHECK: {@link CniBackend#check}; 200, empty body, when it reports no difference; else code
+ *       {@link CniCodes#CHECK_FAILED} with one difference per line in {@code details}.
+ *   <li>GC: {@link CniBackend#gc} with {@code cni.dev/valid-attachments}; STATUS: {@link
+ *       CniBackend#status} with {@code ipam.pools}; 200, empty body.
+ * </ul>
+ *
+ * <p>Failures: a {@link CniException} (from validation or the backend) becomes an error object with
+ * its code; any other exception, or a backend that answers null, code 11 (try again later) with
+ * the stack trace logged. Logs name the command, container ID, ifname and network only, never the
+ * netconf (it may hold credentials). Error objects carry the request's cniVersion when it is made
+ * of digits and dots, else {@value CniVersions#LATEST}.
+ */
+public final class CniHandler {
+    private static final Logger log = LoggerFactory.getLogger(CniHandler.class);
+
+    private final CniBackend backend;
+
+    public CniHandler(CniBackend backend) {
+        this.backend = backend;
+    }
+
+    /**
+     * Decodes the request from HTTP headers and body ({@link CniRequest#fromHeaders}) and handles it;
+     * a header that cannot be decoded is answered with code 4.
+     */
+    public CompletionStage<CniResponse> handle(Function<String, Optional<String>> header, byte[] body) {
+        CniRequest request;
+        try {
+            request = CniRequest.fromHeaders(header, body);
+        } catch (CniException e) {
+            log.info("CNI request refused: code {}: {}", e.code(), e.getMessage());
+            return CompletableFuture.completedFuture(errorResponse(body, e));
+        }
+        return handle(request);
+    }
+
+    /**
+     * Handles one request. The stage always completes normally: every failure is an error
+     * response.
+     */
+    public CompletionStage<CniResponse> handle(CniRequest request) {
+        if (CniCommand.VERSION.name().equals(request.command())) {
+            return CompletableFuture.completedFuture(CniResponse.ok(CniVersions.versionReply(request.netconf())));
+        }
+        CniCall call;
+        try {
+            call = CniCall.validate(request);
+        } catch (CniException e) {
+            log.info("CNI {} refused (container {}, ifname {}): code {}: {}",
+                    request.command(), request.containerId(), request.ifname(), e.code(), e.getMessage());
+            return CompletableFuture.completedFuture(errorResponse(request.netconf(), e));
+        } catch (RuntimeException e) {
+            log.error("CNI {} failed in validation (container {}, ifname {})",
+                    request.command(), request.containerId(), request.ifname(), e);
+            return CompletableFuture.completedFuture(internalError(request.netconf(), e));
+        }
+        CompletionStage<CniResponse> stage;
+        try {
+            stage = dispatch(call);
+        } catch (RuntimeException e) { // a backend that throws instead of failing its stage
+            stage = CompletableFuture.failedFuture(e);
+        }
+        return stage.handle((response, failure) -> {
+            if (failure == null && response != null) {
+                log.debug("CNI {} done: {}", call.command(), describe(call));
+                return response;
+            }
+            Throwable cause = unwrap(failure == null ? new IllegalStateException("backend answered null") : failure);
+            String version = CniVersions.echoVersion(call.netConf().cniVersion());
+            if (cause instanceof CniException e) {
+                log.warn("CNI {} failed ({}): code {}: {}", call.command(), describe(call), e.code(), e.getMessage());
+                return error(version, e.code(), e.getMessage(), e.details());
+            }
+            log.error("CNI {} failed ({})", call.command(), describe(call), cause);
+            return error(version, CniCodes.TRY_AGAIN_LATER, "internal error: " + cause, null);
+        });
+    }
+
+    private CompletionStage<CniResponse> dispatch(CniCall call) {
+        NetConf conf = call.netConf();
+        boolean ipamOnly = conf.ipamOnly();
+        return switch (call.command()) {
+            case ADD -> backend.add(new AddRequest(call.attachment(), call.pod(), ipamOnly, conf.ipam().pools(),
+                            call.requestedIps(), conf.mtu()))
+                    .thenApply(result -> CniResponse.ok(CniResults.toBytes(renderAdd(call, result))));
+            case DEL -> backend.del(call.attachment(), ipamOnly).thenApply(v -> CniResponse.empty());
+            case CHECK -> backend.check(call.attachment(), ipamOnly, call.prevResult()).thenApply(diffs -> {
+                if (diffs == null || diffs.isEmpty()) {
+                    return CniResponse.empty();
+                }
+                throw new CniException(CniCodes.CHECK_FAILED,
+                        "CHECK found " + diffs.size() + (diffs.size() == 1 ? " difference" : " differences"),
+                        String.join("\n", diffs));
+            });
+            case GC -> backend.gc(conf.name(), new HashSet<>(conf.validAttachments()))
+                    .thenApply(v -> CniResponse.empty());
+            case STATUS -> backend.status(conf.ipam().pools()).thenApply(v -> CniResponse.empty());
+            case VERSION -> throw new IllegalStateException("VERSION is answered before dispatch");
+        };
+    }
+
+    private static ObjectNode renderAdd(CniCall call, AddResult result) {
+        if (result == null) {
+            throw new IllegalStateException("backend answered ADD with null");
+        }
+        NetConf conf = call.netConf();
+        if (conf.ipamOnly()) {
+            List<IpConfig> ips = new ArrayList<>();
+            for (IpConfig ip : result.ips()) {
+                ips.add(new IpConfig(ip.address(), ip.gateway(), null));
+            }
+            List<Route> routes = new ArrayList<>(result.routes());
+            for (Route r : conf.ipam().routes()) {
+                if (!routes.contains(r)) {
+                    routes.add(r);
+                }
+            }
+            return CniResults.renderAdd(new AddResult(List.of(), ips, routes), conf.cniVersion());
+        }
+        ObjectNode rendered = CniResults.renderAdd(result, conf.cniVersion());
+        return conf.prevResult() == null ? rendered : CniResults.chain(rendered, conf.prevResult());
+    }
+
+    /**
+     * An error response for a request whose netconf may not parse: the error object's cniVersion
+     * is the netconf's when readable and made of digits and dots, else {@value CniVersions#LATEST}.
+     */
+    public static CniResponse errorResponse(byte[] netconf, CniException e) {
+        return error(CniVersions.echoVersion(CniVersions.peekVersion(netconf)), e.code(), e.getMessage(), e.details());
+    }
+
+    private static CniResponse internalError(byte[] netconf, Throwable e) {
+        return errorResponse(netconf, new CniException(CniCodes.TRY_AGAIN_LATER, "internal error: " + e));
+    }
+
+    private static CniResponse error(String version, int code, String msg, String details) {
+        return new CniResponse(CniResponse.statusFor(code), CniResults.toBytes(CniResults.error(version, code, msg, details)));
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private static String describe(CniCall call) {
+        var a = call.attachment();
+        return a == null
+                ? "network " + call.netConf().name()
+                : "network " + a.network() + ", container " + a.containerId() + ", ifname " + a.ifname();
+    }
+}

@@ -1,0 +1,267 @@
+package io.cadastre.cni;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.cadastre.cni.CniBackend.AttachmentRef;
+import io.cadastre.cni.CniBackend.Route;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+
+/**
+ * The parts of a request configuration (the plugin's stdin, CNI spec 1.1 §Section 1 and §Deriving
+ * request configuration) that Cadastre reads, validated. Unknown fields are ignored, as the spec
+ * allows (§Plugin configuration objects, "Other keys").
+ *
+ * <p>Two roles share one binary (cni-bridge/DESIGN.md): top-level {@code type} {@value #PLUGIN_TYPE}
+ * is the full plugin ({@link Mode#PLUGIN}); otherwise {@code ipam.type} {@value #IPAM_TYPE} is the
+ * delegated IPAM plugin ({@link Mode#IPAM_ONLY}, §Section 4); otherwise code 7.
+ *
+ * <p>Error codes from {@link #parse}: 6 for malformed JSON or a value of the wrong JSON type
+ * (including duplicate keys); 1 for an unsupported {@code cniVersion}; 2 for {@code ipam.routes}
+ * given to the full plugin (which installs its own routes); 7 for a missing required field or an
+ * invalid value (name, type, mtu, pool names, addresses, routes, valid attachments).
+ *
+ * @param cniVersion the request's version, one of {@link CniVersions#SUPPORTED}
+ * @param name the network name (§Configuration format: alphanumeric start, then alphanumerics and
+ *     {@code _ . -})
+ * @param type the top-level {@code type}
+ * @param mode which role is called
+ * @param mtu the MTU in bytes, 68..65535, or 0 when not given; always 0 for IPAM-only (the
+ *     top-level {@code mtu} then belongs to the calling plugin)
+ * @param agentSocket the role's {@code agentSocket} (top level for the plugin, {@code ipam} for
+ *     IPAM-only), or null; the C plugin uses it, the agent only checks its type
+ * @param ipam the {@code ipam} section (an empty one when absent)
+ * @param runtimeConfigIps {@code runtimeConfig.ips}, canonical addresses (a {@code /prefix} dropped)
+ * @param argsCniIps {@code args.cni.ips}, canonical addresses (a {@code /prefix} dropped)
+ * @param prevResult {@code prevResult} as given (an object), or null; see {@link CniResults}
+ * @param validAttachments {@code cni.dev/valid-attachments} (GC, §GC), or null when absent
+ */
+public record NetConf(
+        String cniVersion,
+        String name,
+        String type,
+        Mode mode,
+        int mtu,
+        String agentSocket,
+        Ipam ipam,
+        List<String> runtimeConfigIps,
+        List<String> argsCniIps,
+        JsonNode prevResult,
+        List<AttachmentRef> validAttachments) {
+
+    /** The top-level {@code type} of the full plugin. */
+    public static final String PLUGIN_TYPE = "cadastre";
+    /** The {@code ipam.type} of the IPAM-only role. */
+    public static final String IPAM_TYPE = "cadastre-ipam";
+    /** The GC key holding the attachments to keep (§GC). */
+    public static final String VALID_ATTACHMENTS = "cni.dev/valid-attachments";
+
+    public static final int MIN_MTU = 68;
+    public static final int MAX_MTU = 65535;
+
+    public NetConf {
+        runtimeConfigIps = List.copyOf(runtimeConfigIps);
+        argsCniIps = List.copyOf(argsCniIps);
+        validAttachments = validAttachments == null ? null : List.copyOf(validAttachments);
+    }
+
+    /** Which role the binary plays for this request. */
+    public enum Mode {
+        /** {@code type: cadastre}: creates the pod's interface and allocates its addresses. */
+        PLUGIN,
+        /** {@code ipam.type: cadastre-ipam}: allocates addresses for another plugin. */
+        IPAM_ONLY
+    }
+
+    /**
+     * The {@code ipam} section.
+     *
+     * @param type {@code ipam.type}, or null
+     * @param pools {@code ipam.pools}: pool names in order of preference, de-duplicated; empty for
+     *     the agent's defaults
+     * @param routes {@code ipam.routes} (IPAM-only): routes to report in the ADD result, as
+     *     host-local does; {@code dst} CIDR, {@code gw} an address or null
+     * @param agentSocket {@code ipam.agentSocket}, or null
+     */
+    public record Ipam(String type, List<String> pools, List<Route> routes, String agentSocket) {
+        public Ipam {
+            pools = List.copyOf(pools);
+            routes = List.copyOf(routes);
+        }
+
+        static final Ipam EMPTY = new Ipam(null, List.of(), List.of(), null);
+    }
+
+    /** @return true for the IPAM-only role */
+    public boolean ipamOnly() {
+        return mode == Mode.IPAM_ONLY;
+    }
+
+    /**
+     * Parses and validates stdin. Checks run in this order, so the first problem is reported:
+     * JSON syntax, {@code cniVersion}, {@code name}, role ({@code type} / {@code ipam.type}), the
+     * rest.
+     *
+     * @throws CniException with code 1, 2, 6 or 7 as described on the class
+     */
+    public static NetConf parse(byte[] stdin) {
+        ObjectNode root = Json.parseObject(stdin, "netconf");
+
+        String cniVersion = Json.reqString(root, "cniVersion", "");
+        if (!CniVersions.isSupported(cniVersion)) {
+            CniVersions.requireAllows(cniVersion, CniCommand.ADD); // throws code 1
+        }
+
+        String name = Json.reqString(root, "name", "");
+        if (!CniNames.isValidName(name)) {
+            throw invalid("network name \"" + name + "\" is invalid: it must start with a letter or digit,"
+                    + " followed by letters, digits, '_', '.' or '-'");
+        }
+
+        String type = Json.reqString(root, "type", "");
+        ObjectNode ipamNode = Json.optObject(root, "ipam", "");
+        String ipamType = ipamNode == null ? null : Json.optString(ipamNode, "type", "ipam");
+        Mode mode;
+        if (PLUGIN_TYPE.equals(type)) {
+            mode = Mode.PLUGIN;
+            if (ipamType != null && !IPAM_TYPE.equals(ipamType)) {
+                throw invalid("the " + PLUGIN_TYPE + " plugin does its own address management: ipam.type must be"
+                        + " absent or \"" + IPAM_TYPE + "\", not \"" + ipamType + "\"");
+            }
+        } else if (IPAM_TYPE.equals(ipamType)) {
+            mode = Mode.IPAM_ONLY;
+        } else {
+            throw invalid("netconf is for neither " + PLUGIN_TYPE + " (type) nor " + IPAM_TYPE
+                    + " (ipam.type): type is \"" + type + "\", ipam.type is "
+                    + (ipamType == null ? "absent" : "\"" + ipamType + "\""));
+        }
+
+        int mtu = 0;
+        String agentSocket;
+        if (mode == Mode.PLUGIN) {
+            Integer m = Json.optInt(root, "mtu", "");
+            if (m != null) {
+                if (m < MIN_MTU || m > MAX_MTU) {
+                    throw invalid("mtu " + m + " is out of range " + MIN_MTU + ".." + MAX_MTU);
+                }
+                mtu = m;
+            }
+            agentSocket = Json.optString(root, "agentSocket", "");
+        } else {
+            agentSocket = Json.optString(ipamNode, "agentSocket", "ipam");
+        }
+
+        Ipam ipam = ipamNode == null ? Ipam.EMPTY : parseIpam(ipamNode, ipamType, mode);
+
+        List<String> runtimeConfigIps = List.of();
+        ObjectNode runtimeConfig = Json.optObject(root, "runtimeConfig", "");
+        if (runtimeConfig != null) {
+            runtimeConfigIps = addressList(runtimeConfig, "ips", "runtimeConfig");
+        }
+        List<String> argsCniIps = List.of();
+        ObjectNode args = Json.optObject(root, "args", "");
+        ObjectNode argsCni = args == null ? null : Json.optObject(args, "cni", "args");
+        if (argsCni != null) {
+            argsCniIps = addressList(argsCni, "ips", "args.cni");
+        }
+
+        JsonNode prevResult = Json.optObject(root, "prevResult", "");
+
+        List<AttachmentRef> valid = null;
+        ArrayNode validNode = Json.optArray(root, VALID_ATTACHMENTS, "");
+        if (validNode != null) {
+            valid = parseValidAttachments(validNode);
+        }
+
+        return new NetConf(cniVersion, name, type, mode, mtu, agentSocket, ipam, runtimeConfigIps, argsCniIps,
+                prevResult, valid);
+    }
+
+    private static Ipam parseIpam(ObjectNode ipam, String ipamType, Mode mode) {
+        List<String> pools = List.of();
+        ArrayNode poolsNode = Json.optArray(ipam, "pools", "ipam");
+        if (poolsNode != null) {
+            List<String> raw = Json.stringList(poolsNode, "ipam.pools");
+            for (int i = 0; i < raw.size(); i++) {
+                if (raw.get(i).isBlank()) {
+                    throw invalid("ipam.pools[" + i + "] is empty");
+                }
+            }
+            pools = new ArrayList<>(new LinkedHashSet<>(raw));
+        }
+        List<Route> routes = new ArrayList<>();
+        ArrayNode routesNode = Json.optArray(ipam, "routes", "ipam");
+        if (routesNode != null) {
+            if (mode == Mode.PLUGIN) {
+                throw new CniException(CniCodes.UNSUPPORTED_FIELD,
+                        "unsupported field ipam.routes=" + routesNode + ": the " + PLUGIN_TYPE
+                                + " plugin installs its own routes (ipam.routes is for " + IPAM_TYPE + ")");
+            }
+            for (int i = 0; i < routesNode.size(); i++) {
+                String p = "ipam.routes[" + i + "]";
+                JsonNode r = routesNode.get(i);
+                if (!r.isObject()) {
+                    throw Json.wrongType(p, "an object");
+                }
+                String dst = Json.reqString(r, "dst", p);
+                if (!IpLiterals.isCidr(dst)) {
+                    throw invalid(p + ".dst \"" + dst + "\" is not in CIDR notation");
+                }
+                String gw = Json.optString(r, "gw", p);
+                if (gw != null && IpLiterals.canonicalAddress(gw).isEmpty()) {
+                    throw invalid(p + ".gw \"" + gw + "\" is not an IP address");
+                }
+                Route route = new Route(dst, gw);
+                if (!routes.contains(route)) {
+                    routes.add(route);
+                }
+            }
+        }
+        return new Ipam(ipamType, pools, routes, Json.optString(ipam, "agentSocket", "ipam"));
+    }
+
+    /** {@code <parent>.<field>}: a list of addresses, each optionally with a /prefix (dropped). */
+    private static List<String> addressList(ObjectNode parent, String field, String parentPath) {
+        String p = Json.path(parentPath, field);
+        ArrayNode node = Json.optArray(parent, field, parentPath);
+        if (node == null) {
+            return List.of();
+        }
+        List<String> out = new ArrayList<>();
+        List<String> raw = Json.stringList(node, p);
+        for (String s : raw) {
+            String a = IpLiterals.addressDroppingPrefix(s)
+                    .orElseThrow(() -> invalid(p + ": \"" + s + "\" is not an IP address"));
+            out.add(a);
+        }
+        return out;
+    }
+
+    private static List<AttachmentRef> parseValidAttachments(ArrayNode node) {
+        List<AttachmentRef> out = new ArrayList<>(node.size());
+        for (int i = 0; i < node.size(); i++) {
+            String p = VALID_ATTACHMENTS + "[" + i + "]";
+            JsonNode e = node.get(i);
+            if (!e.isObject()) {
+                throw Json.wrongType(p, "an object");
+            }
+            String containerId = Json.reqString(e, "containerID", p);
+            String ifname = Json.reqString(e, "ifname", p);
+            if (!CniNames.isValidName(containerId)) {
+                throw invalid(p + ".containerID \"" + containerId + "\" is not a valid container ID");
+            }
+            String problem = CniNames.ifnameProblem(ifname);
+            if (problem != null) {
+                throw invalid(p + ".ifname \"" + ifname + "\" " + problem);
+            }
+            out.add(new AttachmentRef(containerId, ifname));
+        }
+        return out;
+    }
+
+    private static CniException invalid(String msg) {
+        return new CniException(CniCodes.INVALID_NETWORK_CONFIG, msg);
+    }
+}

@@ -1,0 +1,150 @@
+package io.cadastre.cni;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cadastre.cni.CniBackend.AttachmentRef;
+import io.cadastre.cni.CniBackend.Route;
+import io.cadastre.cni.NetConf.Mode;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class NetConfTest {
+
+    /** JSON with ' for " so that the tables stay readable. */
+    static byte[] j(String singleQuoted) {
+        return singleQuoted.replace('\'', '"').getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void fullPluginConfig() {
+        NetConf c = NetConf.parse(j("{'cniVersion':'1.1.0','name':'k8s-pod-network','type':'cadastre','mtu':1450,"
+                + "'agentSocket':'/run/cadastre/cni.sock','ipam':{'pools':['v4','v6','v4']},"
+                + "'runtimeConfig':{'ips':['198.18.0.9/24'],'portMappings':[]},'args':{'cni':{'ips':['fd00:198::9']}},"
+                + "'unknown':{'kept':'ignored'}}"));
+
+        assertEquals("1.1.0", c.cniVersion());
+        assertEquals("k8s-pod-network", c.name());
+        assertEquals(Mode.PLUGIN, c.mode());
+        assertEquals(1450, c.mtu());
+        assertEquals("/run/cadastre/cni.sock", c.agentSocket());
+        assertEquals(List.of("v4", "v6"), c.ipam().pools());
+        assertEquals(List.of("198.18.0.9"), c.runtimeConfigIps());
+        assertEquals(List.of("fd00:198::9"), c.argsCniIps());
+        assertNull(c.prevResult());
+        assertNull(c.validAttachments());
+    }
+
+    @Test
+    void ipamOnlyConfig() {
+        NetConf c = NetConf.parse(j("{'cniVersion':'0.4.0','name':'macvlan-net','type':'macvlan','mtu':9000,"
+                + "'ipam':{'type':'cadastre-ipam','pools':['blue'],'agentSocket':'/x.sock',"
+                + "'routes':[{'dst':'0.0.0.0/0'},{'dst':'fd00::/8','gw':'fd00::1'},{'dst':'0.0.0.0/0'}]}}"));
+
+        assertEquals(Mode.IPAM_ONLY, c.mode());
+        assertTrue(c.ipamOnly());
+        assertEquals(0, c.mtu(), "the top-level mtu is the calling plugin's");
+        assertEquals("/x.sock", c.agentSocket());
+        assertEquals(List.of(new Route("0.0.0.0/0", null), new Route("fd00::/8", "fd00::1")), c.ipam().routes());
+    }
+
+    @Test
+    void gcValidAttachments() {
+        NetConf c = NetConf.parse(j("{'cniVersion':'1.1.0','name':'n','type':'cadastre',"
+                + "'cni.dev/valid-attachments':[{'containerID':'abc','ifname':'eth0'},{'containerID':'d.e-f_1','ifname':'net1'}]}"));
+        assertEquals(List.of(new AttachmentRef("abc", "eth0"), new AttachmentRef("d.e-f_1", "net1")), c.validAttachments());
+    }
+
+    static Stream<Arguments> invalid() {
+        String base = "'cniVersion':'1.1.0','name':'n','type':'cadastre'";
+        return Stream.of(
+                // code 6: not JSON, not an object, wrong JSON types, duplicate keys
+                Arguments.of("empty", "", 6),
+                Arguments.of("not JSON", "{'cniVersion':", 6),
+                Arguments.of("trailing garbage", "{" + base + "} x", 6),
+                Arguments.of("array", "[1]", 6),
+                Arguments.of("string", "'x'", 6),
+                Arguments.of("duplicate key", "{" + base + ",'name':'m'}", 6),
+                Arguments.of("cniVersion not a string", "{'cniVersion':1.1,'name':'n','type':'cadastre'}", 6),
+                Arguments.of("name not a string", "{'cniVersion':'1.1.0','name':7,'type':'cadastre'}", 6),
+                Arguments.of("type not a string", "{'cniVersion':'1.1.0','name':'n','type':['cadastre']}", 6),
+                Arguments.of("mtu a string", "{" + base + ",'mtu':'1500'}", 6),
+                Arguments.of("mtu fractional", "{" + base + ",'mtu':1500.5}", 6),
+                Arguments.of("ipam not an object", "{" + base + ",'ipam':'cadastre-ipam'}", 6),
+                Arguments.of("pools not a list", "{" + base + ",'ipam':{'pools':'v4'}}", 6),
+                Arguments.of("pool not a string", "{" + base + ",'ipam':{'pools':[1]}}", 6),
+                Arguments.of("agentSocket not a string", "{" + base + ",'agentSocket':true}", 6),
+                Arguments.of("runtimeConfig not an object", "{" + base + ",'runtimeConfig':[]}", 6),
+                Arguments.of("runtimeConfig.ips not a list", "{" + base + ",'runtimeConfig':{'ips':'1.2.3.4'}}", 6),
+                Arguments.of("args.cni.ips element not a string", "{" + base + ",'args':{'cni':{'ips':[1]}}}", 6),
+                Arguments.of("prevResult not an object", "{" + base + ",'prevResult':[]}", 6),
+                Arguments.of("valid-attachments not a list", "{" + base + ",'cni.dev/valid-attachments':{}}", 6),
+                Arguments.of("valid attachment not an object", "{" + base + ",'cni.dev/valid-attachments':['abc']}", 6),
+                // code 1: versions
+                Arguments.of("old version", "{'cniVersion':'0.2.0','name':'n','type':'cadastre'}", 1),
+                Arguments.of("future version", "{'cniVersion':'2.0.0','name':'n','type':'cadastre'}", 1),
+                Arguments.of("not a version", "{'cniVersion':'latest','name':'n','type':'cadastre'}", 1),
+                // code 2: a field the full plugin does not support
+                Arguments.of("ipam.routes for the full plugin", "{" + base + ",'ipam':{'routes':[{'dst':'0.0.0.0/0'}]}}", 2),
+                // code 7: missing or invalid values
+                Arguments.of("no cniVersion", "{'name':'n','type':'cadastre'}", 7),
+                Arguments.of("null cniVersion", "{'cniVersion':null,'name':'n','type':'cadastre'}", 7),
+                Arguments.of("no name", "{'cniVersion':'1.1.0','type':'cadastre'}", 7),
+                Arguments.of("no type", "{'cniVersion':'1.1.0','name':'n'}", 7),
+                Arguments.of("empty name", "{'cniVersion':'1.1.0','name':'','type':'cadastre'}", 7),
+                Arguments.of("name starts with -", "{'cniVersion':'1.1.0','name':'-n','type':'cadastre'}", 7),
+                Arguments.of("name with /", "{'cniVersion':'1.1.0','name':'a/b','type':'cadastre'}", 7),
+                Arguments.of("name with space", "{'cniVersion':'1.1.0','name':'a b','type':'cadastre'}", 7),
+                Arguments.of("other plugin", "{'cniVersion':'1.1.0','name':'n','type':'bridge','ipam':{'type':'host-local'}}", 7),
+                Arguments.of("other plugin, no ipam", "{'cniVersion':'1.1.0','name':'n','type':'bridge'}", 7),
+                Arguments.of("cadastre with another ipam", "{" + base + ",'ipam':{'type':'host-local'}}", 7),
+                Arguments.of("mtu too small", "{" + base + ",'mtu':67}", 7),
+                Arguments.of("mtu too large", "{" + base + ",'mtu':65536}", 7),
+                Arguments.of("mtu zero", "{" + base + ",'mtu':0}", 7),
+                Arguments.of("mtu beyond 32 bits", "{" + base + ",'mtu':99999999999}", 7),
+                Arguments.of("empty pool name", "{" + base + ",'ipam':{'pools':['v4','']}}", 7),
+                Arguments.of("runtimeConfig ip a name", "{" + base + ",'runtimeConfig':{'ips':['host.example']}}", 7),
+                Arguments.of("runtimeConfig ip bad prefix", "{" + base + ",'runtimeConfig':{'ips':['198.18.0.1/40']}}", 7),
+                Arguments.of("args.cni ip invalid", "{" + base + ",'args':{'cni':{'ips':['1.2.3.256']}}}", 7),
+                Arguments.of("ipam route dst not CIDR", "{'cniVersion':'1.1.0','name':'n','type':'bridge',"
+                        + "'ipam':{'type':'cadastre-ipam','routes':[{'dst':'0.0.0.0'}]}}", 7),
+                Arguments.of("ipam route gw invalid", "{'cniVersion':'1.1.0','name':'n','type':'bridge',"
+                        + "'ipam':{'type':'cadastre-ipam','routes':[{'dst':'0.0.0.0/0','gw':'gw'}]}}", 7),
+                Arguments.of("ipam route without dst", "{'cniVersion':'1.1.0','name':'n','type':'bridge',"
+                        + "'ipam':{'type':'cadastre-ipam','routes':[{'gw':'10.0.0.1'}]}}", 7),
+                Arguments.of("valid attachment without ifname", "{" + base + ",'cni.dev/valid-attachments':[{'containerID':'a'}]}", 7),
+                Arguments.of("valid attachment bad container ID", "{" + base
+                        + ",'cni.dev/valid-attachments':[{'containerID':'_a','ifname':'eth0'}]}", 7),
+                Arguments.of("valid attachment bad ifname", "{" + base
+                        + ",'cni.dev/valid-attachments':[{'containerID':'a','ifname':'eth0:1'}]}", 7));
+    }
+
+    @ParameterizedTest(name = "{0} -> code {2}")
+    @MethodSource("invalid")
+    void invalidConfigIsRefusedWithItsCode(String what, String json, int code) {
+        CniException e = assertThrows(CniException.class, () -> NetConf.parse(j(json)));
+        assertEquals(code, e.code(), e.getMessage());
+    }
+
+    @Test
+    void parseErrorsDoNotQuoteTheDocument() {
+        CniException e = assertThrows(CniException.class,
+                () -> NetConf.parse(j("{'cniVersion':'1.1.0','name':'n','password':s3cr3t}")));
+        assertEquals(6, e.code());
+        assertTrue(!e.getMessage().contains("s3cr3t"), e.getMessage());
+    }
+
+    @Test
+    void badAddressIsNamedInTheMessage() {
+        CniException e = assertThrows(CniException.class, () -> NetConf.parse(
+                j("{'cniVersion':'1.1.0','name':'n','type':'cadastre','runtimeConfig':{'ips':['10.0.0.300']}}")));
+        assertTrue(e.getMessage().contains("10.0.0.300"), e.getMessage());
+    }
+}

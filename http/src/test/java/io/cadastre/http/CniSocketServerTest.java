@@ -1,0 +1,401 @@
+package io.cadastre.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.cadastre.cni.CniBackend.AddRequest;
+import io.cadastre.cni.CniBackend.AddResult;
+import io.cadastre.cni.CniHandler;
+import io.cadastre.cni.FakeBackend;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The CNI endpoint end to end over a real Unix socket, spoken to by a raw HTTP/1.1 client that
+ * sends what cni-bridge/DESIGN.md's request shows and reads the reply to EOF, as the C plugin does.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class CniSocketServerTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static ActorTestKit testKit;
+
+    @TempDir
+    Path dir;
+
+    private FakeBackend backend;
+    private CniSocketServer server;
+    private Path socket;
+
+    @BeforeAll
+    static void startSystem() {
+        testKit = ActorTestKit.create();
+    }
+
+    @AfterAll
+    static void stopSystem() {
+        testKit.shutdownTestKit();
+    }
+
+    @BeforeEach
+    void startServer() throws IOException {
+        backend = new FakeBackend();
+        socket = dir.resolve("run/cadastre/cni.sock");
+        server = newServer(socket, 32);
+        server.start();
+    }
+
+    @AfterEach
+    void stopServer() {
+        server.stop().toCompletableFuture().join();
+    }
+
+    private CniSocketServer newServer(Path path, int maxConnections) {
+        return new CniSocketServer(testKit.system(), new CniHandler(backend),
+                new CniSocketServer.Settings(path, Duration.ofSeconds(30), maxConnections));
+    }
+
+    private static final String NETCONF = "{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"cadastre\","
+            + "\"ipam\":{\"pools\":[\"default-ipv4\"]}}";
+
+    private static Map<String, String> addHeaders() {
+        Map<String, String> h = new LinkedHashMap<>();
+        h.put("CNI-Command", "ADD");
+        h.put("CNI-ContainerID", "abc123");
+        h.put("CNI-Netns", "/var/run/netns/pod%201"); // "pod 1", percent-encoded as the plugin does
+        h.put("CNI-Ifname", "eth0");
+        h.put("CNI-Args", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0");
+        h.put("CNI-Path", "/opt/cni/bin");
+        return h;
+    }
+
+    @Test
+    void addAnsweredWithResultAndConnectionClosed() throws Exception {
+        Reply reply = send(request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals("HTTP/1.1 200 OK", reply.statusLine);
+        JsonNode body = JSON.readTree(reply.body);
+        assertEquals("1.0.0", body.get("cniVersion").asText());
+        assertEquals("198.18.0.5/32", body.at("/ips/0/address").asText());
+        assertTrue(reply.closedByServer, "the server closes the connection");
+
+        assertEquals(1, backend.calls.size());
+        AddRequest add = (AddRequest) backend.calls.get(0).args().get(0);
+        assertEquals("/var/run/netns/pod 1", add.attachment().netns());
+        assertEquals("k8s-pod-network.abc123", add.attachment().handle());
+        assertEquals("web-0", add.pod().name());
+        assertEquals(List.of("default-ipv4"), add.pools());
+    }
+
+    @Test
+    void delAnsweredWithEmptyBody() throws Exception {
+        Map<String, String> h = addHeaders();
+        h.put("CNI-Command", "DEL");
+        h.remove("CNI-Netns");
+        Reply reply = send(request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals("HTTP/1.1 200 OK", reply.statusLine);
+        assertEquals(0, reply.body.length);
+        assertTrue(reply.closedByServer);
+    }
+
+    @Test
+    void invalidRequestAnsweredWithErrorObject() throws Exception {
+        Map<String, String> h = addHeaders();
+        h.remove("CNI-Ifname");
+        Reply reply = send(request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals("HTTP/1.1 400 Bad Request", reply.statusLine);
+        JsonNode body = JSON.readTree(reply.body);
+        assertEquals(4, body.get("code").asInt());
+        assertTrue(body.get("msg").asText().contains("CNI_IFNAME"));
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void versionAnsweredLikeThePlugin() throws Exception {
+        Map<String, String> h = new LinkedHashMap<>();
+        h.put("CNI-Command", "VERSION");
+        Reply reply = send(request("POST", "/v1/cni", h, "{\"cniVersion\":\"0.4.0\"}".getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals("HTTP/1.1 200 OK", reply.statusLine);
+        assertEquals("{\"cniVersion\":\"0.4.0\",\"supportedVersions\":[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}",
+                new String(reply.body, StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void socketFileIsOwnerOnlyAndRemovedOnStop() throws Exception {
+        assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)));
+        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socket.getParent())));
+
+        server.stop().toCompletableFuture().join();
+
+        assertFalse(Files.exists(socket));
+    }
+
+    @Test
+    void wrongPathIs404AndWrongMethodIs405() throws Exception {
+        Reply notFound = send(request("POST", "/v1/other", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply badMethod = send(request("GET", "/v1/cni", Map.of(), new byte[0]));
+
+        assertEquals("HTTP/1.1 404 Not Found", notFound.statusLine);
+        assertTrue(notFound.closedByServer);
+        assertEquals("HTTP/1.1 405 Method Not Allowed", badMethod.statusLine);
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void oversizeBodyIs413() throws Exception {
+        byte[] big = new byte[(int) CniSocketServer.MAX_REQUEST_BYTES + 1];
+        java.util.Arrays.fill(big, (byte) ' ');
+        Reply reply = send(request("POST", "/v1/cni", addHeaders(), big));
+
+        assertTrue(reply.statusLine.startsWith("HTTP/1.1 413 "), reply.statusLine);
+        assertEquals(5, JSON.readTree(reply.body).get("code").asInt());
+        // the connection ends (cleanly, or reset when the server closed with request bytes unread)
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void bodyOfExactlyTheLimitIsRead() throws Exception {
+        byte[] netconf = NETCONF.getBytes(StandardCharsets.UTF_8);
+        byte[] body = new byte[(int) CniSocketServer.MAX_REQUEST_BYTES];
+        java.util.Arrays.fill(body, (byte) ' ');
+        System.arraycopy(netconf, 0, body, 0, netconf.length);
+        Reply reply = send(request("POST", "/v1/cni", addHeaders(), body));
+
+        assertEquals("HTTP/1.1 200 OK", reply.statusLine);
+        assertEquals(1, backend.calls.size());
+    }
+
+    @Test
+    void concurrentRequestsAreServedTogether() throws Exception {
+        int n = 24; // more than Pekko's default blocking-I/O pool of 16 threads
+        AtomicInteger arrived = new AtomicInteger();
+        CompletableFuture<AddResult> allArrived = new CompletableFuture<>();
+        backend.onAdd = r -> {
+            if (arrived.incrementAndGet() == n) {
+                allArrived.complete(FakeBackend.DEFAULT_RESULT);
+            }
+            return allArrived; // nobody is answered before all n requests are in
+        };
+        ExecutorService clients = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<Reply>> replies = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                Map<String, String> h = addHeaders();
+                h.put("CNI-ContainerID", "c" + i);
+                byte[] req = request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8));
+                replies.add(clients.submit(() -> send(req)));
+            }
+            for (Future<Reply> f : replies) {
+                assertEquals("HTTP/1.1 200 OK", f.get().statusLine);
+            }
+        } finally {
+            clients.shutdownNow();
+        }
+    }
+
+    @Test
+    void clientThatHalfClosesStillGetsTheReply() throws Exception {
+        byte[] req = request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8));
+        try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+            writeFully(ch, req);
+            ch.shutdownOutput();
+            Reply reply = readReply(ch);
+            assertEquals("HTTP/1.1 200 OK", reply.statusLine);
+        }
+    }
+
+    @Test
+    void staleSocketFileIsReplaced() throws Exception {
+        Path stale = dir.resolve("stale.sock");
+        try (ServerSocketChannel old = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            old.bind(UnixDomainSocketAddress.of(stale));
+        } // closed: the file stays behind, nobody listens
+        assertTrue(Files.exists(stale));
+
+        CniSocketServer second = newServer(stale, 4);
+        second.start();
+        try {
+            Map<String, String> h = new LinkedHashMap<>();
+            h.put("CNI-Command", "VERSION");
+            assertEquals("HTTP/1.1 200 OK", send(stale, request("POST", "/v1/cni", h, new byte[0])).statusLine);
+        } finally {
+            second.stop().toCompletableFuture().join();
+        }
+    }
+
+    @Test
+    void refusesToStartOverALiveServerOrAnOrdinaryFile() throws Exception {
+        CniSocketServer second = newServer(socket, 4);
+        IOException live = assertThrows(IOException.class, second::start);
+        assertTrue(live.getMessage().contains("another process"), live.getMessage());
+
+        Path file = dir.resolve("plain-file");
+        Files.writeString(file, "not a socket");
+        IOException plain = assertThrows(IOException.class, newServer(file, 4)::start);
+        assertTrue(plain.getMessage().contains("not a socket"), plain.getMessage());
+
+        // the failed attempts left the running server alone
+        Map<String, String> h = new LinkedHashMap<>();
+        h.put("CNI-Command", "VERSION");
+        assertEquals("HTTP/1.1 200 OK", send(request("POST", "/v1/cni", h, new byte[0])).statusLine);
+    }
+
+    @Test
+    void requestThatTakesTooLongIsTryAgainLater() throws Exception {
+        backend.onAdd = r -> new CompletableFuture<>(); // never answers
+        Path path = dir.resolve("slow.sock");
+        CniSocketServer slow = new CniSocketServer(testKit.system(), new CniHandler(backend),
+                new CniSocketServer.Settings(path, Duration.ofMillis(300), 4));
+        slow.start();
+        try {
+            Reply reply = send(path, request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+            assertEquals("HTTP/1.1 503 Service Unavailable", reply.statusLine);
+            JsonNode error = JSON.readTree(reply.body);
+            assertEquals(11, error.get("code").asInt());
+            assertEquals("1.0.0", error.get("cniVersion").asText());
+            assertTrue(reply.closedByServer);
+        } finally {
+            slow.stop().toCompletableFuture().join();
+        }
+    }
+
+    @Test
+    void stopAbortsARequestThatDoesNotFinish() throws Exception {
+        CompletableFuture<AddResult> never = new CompletableFuture<>();
+        CompletableFuture<Void> called = new CompletableFuture<>();
+        backend.onAdd = r -> {
+            called.complete(null);
+            return never;
+        };
+        try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+            writeFully(ch, request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+            called.get();
+
+            CompletionStage<?> stopped = server.stop(Duration.ZERO);
+            stopped.toCompletableFuture().get(10, TimeUnit.SECONDS);
+
+            ByteBuffer b = ByteBuffer.allocate(1024);
+            while (readOrEof(ch, b) >= 0) {
+                // drain whatever the server sent before closing
+            }
+            assertFalse(Files.exists(socket));
+        }
+    }
+
+    // --- a tiny HTTP/1.1 client ---
+
+    /** @param closedByServer the reply ended in a clean EOF (not a reset) */
+    private record Reply(String statusLine, Map<String, String> headers, byte[] body, boolean closedByServer) {}
+
+    private static byte[] request(String method, String path, Map<String, String> cniHeaders, byte[] body) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(method).append(' ').append(path).append(" HTTP/1.1\r\n");
+        sb.append("Host: cadastre\r\n");
+        sb.append("Content-Type: application/json\r\n");
+        sb.append("Content-Length: ").append(body.length).append("\r\n");
+        sb.append("Connection: close\r\n");
+        cniHeaders.forEach((k, v) -> sb.append(k).append(": ").append(v).append("\r\n"));
+        sb.append("\r\n");
+        byte[] head = sb.toString().getBytes(StandardCharsets.US_ASCII);
+        byte[] all = new byte[head.length + body.length];
+        System.arraycopy(head, 0, all, 0, head.length);
+        System.arraycopy(body, 0, all, head.length, body.length);
+        return all;
+    }
+
+    private Reply send(byte[] request) throws IOException {
+        return send(socket, request);
+    }
+
+    private static Reply send(Path socket, byte[] request) throws IOException {
+        try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+            try {
+                writeFully(ch, request);
+            } catch (IOException e) {
+                // the server may answer and close before reading everything (413): read the reply anyway
+            }
+            return readReply(ch);
+        }
+    }
+
+    private static void writeFully(SocketChannel ch, byte[] bytes) throws IOException {
+        ByteBuffer b = ByteBuffer.wrap(bytes);
+        while (b.hasRemaining()) {
+            ch.write(b);
+        }
+    }
+
+    /** @return bytes read, -1 at EOF, -2 when the server reset the connection */
+    private static int readOrEof(SocketChannel ch, ByteBuffer b) {
+        b.clear();
+        try {
+            return ch.read(b);
+        } catch (IOException e) {
+            return -2;
+        }
+    }
+
+    /** Reads to EOF, then splits status line, headers and body (Content-Length or to EOF). */
+    private static Reply readReply(SocketChannel ch) throws IOException {
+        ByteArrayOutputStream all = new ByteArrayOutputStream();
+        ByteBuffer b = ByteBuffer.allocate(8192);
+        int n;
+        while ((n = readOrEof(ch, b)) >= 0) {
+            all.write(b.array(), 0, n);
+        }
+        boolean cleanEof = n == -1;
+        byte[] bytes = all.toByteArray();
+        String text = new String(bytes, StandardCharsets.ISO_8859_1);
+        int end = text.indexOf("\r\n\r\n");
+        if (end < 0) {
+            throw new IOException("no complete reply: " + text);
+        }
+        String[] lines = text.substring(0, end).split("\r\n");
+        Map<String, String> headers = new LinkedHashMap<>();
+        for (int i = 1; i < lines.length; i++) {
+            int colon = lines[i].indexOf(':');
+            headers.put(lines[i].substring(0, colon).trim().toLowerCase(), lines[i].substring(colon + 1).trim());
+        }
+        byte[] body = java.util.Arrays.copyOfRange(bytes, end + 4, bytes.length);
+        if (headers.containsKey("content-length")) {
+            assertEquals(Integer.parseInt(headers.get("content-length")), body.length, "body length");
+        }
+        return new Reply(lines[0], headers, body, cleanEof);
+    }
+}
