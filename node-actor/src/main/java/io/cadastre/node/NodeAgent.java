@@ -159,25 +159,23 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     // ---- the flows ----
 
     private CompletionStage<Wired> attach(AttachmentId id, PodRequest request) {
-        return ipam.lookup(id.handle(), id.ifname()).thenCompose(before -> ipam.assign(request.ipam())
-                .thenCompose(record -> {
-                    if (request.ipamOnly()) {
-                        return CompletableFuture.completedFuture(new Wired(record, null));
-                    }
-                    PodAttachment pod = podAttachment(id, request.netnsPath(), request.mtu(), record);
-                    return onDataplane(() -> {
-                        if (before.isPresent()) {
-                            // A retried ADD: wire afresh rather than trust a half-made earlier attempt.
-                            dataplane.detach(id.hostIfname());
-                        }
-                        return dataplane.attach(pod);
-                    }).thenApply(wired -> new Wired(record, wired))
-                            // No partial state: give the addresses back, then report the wiring failure.
-                            .exceptionallyCompose(failure -> ipam.release(id.handle(), id.ifname())
-                                    .handle((released, releaseFailure) -> {
-                                        throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
-                                    }));
-                }));
+        return ipam.assign(request.ipam()).thenCompose(record -> {
+            if (request.ipamOnly()) {
+                return CompletableFuture.completedFuture(new Wired(record, null));
+            }
+            PodAttachment pod = podAttachment(id, request.netnsPath(), request.mtu(), record);
+            return onDataplane(() -> {
+                // The host end's name is a hash of the attachment, so a link of that name can only
+                // be left from an earlier attempt at this same ADD: wire afresh rather than trust it.
+                dataplane.detach(id.hostIfname());
+                return dataplane.attach(pod);
+            }).thenApply(wired -> new Wired(record, wired))
+                    // No partial state: give the addresses back, then report the wiring failure.
+                    .exceptionallyCompose(failure -> ipam.release(id.handle(), id.ifname())
+                            .handle((released, releaseFailure) -> {
+                                throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
+                            }));
+        });
     }
 
     private CompletionStage<List<String>> detach(AttachmentId id, boolean ipamOnly) {
