@@ -369,18 +369,20 @@ public final class Ipam {
      * is success. When the node does not know it (an ADD crashed before recording), the node's
      * affine blocks are swept for it, so the orphan does not wait for GC.
      *
+     * <p>Order matters: the node forgets the attachment <em>before</em> the blocks free its
+     * addresses. A crash in between then leaves an orphan allocation (found by a retried DEL's
+     * sweep, or by GC), never a record whose address is free — which a retried ADD would hand
+     * back while another pod holds it.
+     *
      * @return the addresses released
      */
     public CompletionStage<List<String>> release(String handle, String ifname) {
         return lookup(handle, ifname).thenCompose(known -> {
-            CompletionStage<List<Cidr>> blocks = known.isPresent()
-                    ? CompletableFuture.completedFuture(blocksOf(known.get().addresses()))
-                    : allAffineBlocks();
-            return blocks.thenCompose(b -> releaseFromBlocks(handle, ifname, b))
-                    .thenCompose(released -> known.isEmpty()
-                            ? CompletableFuture.completedFuture(released)
-                            : askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
-                                    .thenApply(d -> released));
+            if (known.isEmpty()) {
+                return allAffineBlocks().thenCompose(blocks -> releaseFromBlocks(handle, ifname, blocks));
+            }
+            return askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
+                    .thenCompose(d -> releaseFromBlocks(handle, ifname, blocksOf(known.get().addresses())));
         });
     }
 

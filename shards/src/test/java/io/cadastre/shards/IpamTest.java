@@ -30,6 +30,7 @@ import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
+import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -242,6 +243,29 @@ class IpamTest {
         assertEquals(List.of(), await(ipam.release("net.never", "eth0")));
         String c = await(ipam.assign(request("c", List.of(), List.of()))).addresses().get(0).address();
         assertNotEquals(a, c);
+    }
+
+    /**
+     * A crash half-way through DEL (here: the block's journal write fails) must leave an orphan
+     * allocation, never a node record pointing at a freed address that a retried ADD would hand
+     * back while another pod holds it. A retried DEL then sweeps the orphan.
+     */
+    @Test
+    void aDelInterruptedAfterTheNodeForgotLeavesAnOrphanNotAFreedRecordedAddress() {
+        Setup s = names();
+        Ipam ipam = ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.12.0/24", 26, false, false)));
+        String address = await(ipam.assign(request("x", List.of(), List.of()))).addresses().get(0).address();
+        PersistenceTestKit journal = PersistenceTestKit.create(testKit.system());
+        journal.failNextPersisted("Block|" + Cidr.parse("198.18.12.0/26").entityId());
+
+        assertEquals(IpamException.Reason.UNAVAILABLE, failureOf(ipam.release("net.x", "eth0")));
+        assertTrue(await(ipam.lookup("net.x", "eth0")).isEmpty(), "the node forgot the attachment first");
+        assertEquals(Map.of(address, "net.x"), handlesIn("198.18.12.0/26"), "the address is still held: an orphan");
+        // Nothing can take the orphaned address meanwhile.
+        assertNotEquals(address, await(ipam.assign(request("y", List.of(), List.of()))).addresses().get(0).address());
+
+        assertEquals(List.of(address), await(ipam.release("net.x", "eth0")), "a retried DEL sweeps the orphan");
+        assertEquals(List.of("net.y"), new ArrayList<>(handlesIn("198.18.12.0/26").values()));
     }
 
     @Test
