@@ -120,8 +120,9 @@ class CniEndToEndTest {
     void retriedAddReturnsTheSameAddressesAndDelIsIdempotent() throws Exception {
         String id = container();
         try (TestNetns ns = TestNetns.create()) {
-            String conf = netconf("1.1.0", "\"ipam\":{}");
+            String conf = netconf("1.1.0", "\"mtu\":1400,\"ipam\":{}");
             Result first = cni("ADD", id, ns, conf);
+            assertEquals(1400, ns.mtu("eth0"));
             Result again = cni("ADD", id, ns, conf);
             assertEquals(0, again.exit(), again.toString());
             assertEquals(ipsOf(first.json()), ipsOf(again.json()));

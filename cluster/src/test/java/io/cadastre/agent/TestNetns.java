@@ -46,6 +46,11 @@ final class TestNetns implements AutoCloseable {
         return addresses;
     }
 
+    /** @return the MTU of {@code ifname} in the namespace, in bytes */
+    int mtu(String ifname) throws IOException, InterruptedException {
+        return CniExec.JSON.readTree(ip("-n", name, "-j", "link", "show", ifname)).get(0).path("mtu").asInt();
+    }
+
     boolean hasLink(String ifname) throws IOException, InterruptedException {
         for (JsonNode link : CniExec.JSON.readTree(ip("-n", name, "-j", "link", "show"))) {
             if (link.path("ifname").asText().equals(ifname)) {

@@ -178,6 +178,12 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         });
     }
 
+    /**
+     * Unwiring (the kernel's veth teardown is the slow part of DEL) and the node forgetting the
+     * attachment run at once; the blocks free the addresses only after both, so an address is
+     * never free while a host route to it still exists. If unwiring fails, the addresses stay
+     * held as orphans and DEL reports the failure; the runtime's retried DEL sweeps them.
+     */
     private CompletionStage<List<String>> detach(AttachmentId id, boolean ipamOnly) {
         CompletionStage<Void> unwired = ipamOnly
                 ? CompletableFuture.completedFuture(null)
@@ -185,7 +191,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                     dataplane.detach(id.hostIfname());
                     return null;
                 });
-        return unwired.thenCompose(v -> ipam.release(id.handle(), id.ifname()));
+        return ipam.forget(id.handle(), id.ifname())
+                .thenCombine(unwired, (blocks, done) -> blocks)
+                .thenCompose(blocks -> ipam.free(id.handle(), id.ifname(), blocks));
     }
 
     private CompletionStage<Inspection> inspect(Inspect cmd) {

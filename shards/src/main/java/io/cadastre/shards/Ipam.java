@@ -377,13 +377,30 @@ public final class Ipam {
      * @return the addresses released
      */
     public CompletionStage<List<String>> release(String handle, String ifname) {
-        return lookup(handle, ifname).thenCompose(known -> {
-            if (known.isEmpty()) {
-                return allAffineBlocks().thenCompose(blocks -> releaseFromBlocks(handle, ifname, blocks));
-            }
-            return askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
-                    .thenCompose(d -> releaseFromBlocks(handle, ifname, blocksOf(known.get().addresses())));
-        });
+        return forget(handle, ifname).thenCompose(blocks -> free(handle, ifname, blocks));
+    }
+
+    /**
+     * The first half of {@link #release}: the node forgets the attachment (persisted).
+     *
+     * @return the blocks that may hold its addresses, for {@link #free}: the recorded ones, or
+     *     every block affine to this node when the node did not know the attachment
+     */
+    public CompletionStage<List<Cidr>> forget(String handle, String ifname) {
+        return lookup(handle, ifname).thenCompose(known -> known.isEmpty()
+                ? allAffineBlocks()
+                : askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
+                        .thenApply(d -> blocksOf(known.get().addresses())));
+    }
+
+    /**
+     * The second half of {@link #release}: the blocks free whatever the attachment holds in them.
+     * Call it only after {@link #forget} completed, and after the pod's interface is gone.
+     *
+     * @return the addresses released
+     */
+    public CompletionStage<List<String>> free(String handle, String ifname, List<Cidr> blocks) {
+        return releaseFromBlocks(handle, ifname, blocks);
     }
 
     private CompletionStage<List<Cidr>> allAffineBlocks() {
