@@ -1,13 +1,47 @@
 package io.cadastre.http;
 
+import io.cadastre.cni.CniCodes;
+import io.cadastre.cni.CniException;
 import io.cadastre.cni.CniHandler;
+import io.cadastre.cni.CniResponse;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollEventLoopGroup;
+import io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.unix.DomainSocketAddress;
+import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpDecoderConfig;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMessage;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.FastThreadLocalThread;
+import io.netty.util.concurrent.Future;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.ClosedChannelException;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -17,68 +51,63 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Semaphore;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 import org.apache.pekko.Done;
-import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.http.javadsl.Http;
-import org.apache.pekko.http.javadsl.model.HttpRequest;
-import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.settings.ServerSettings;
-import org.apache.pekko.japi.Pair;
-import org.apache.pekko.stream.IOResult;
-import org.apache.pekko.stream.KillSwitches;
-import org.apache.pekko.stream.Materializer;
-import org.apache.pekko.stream.SharedKillSwitch;
-import org.apache.pekko.stream.TLSProtocol.SessionBytes;
-import org.apache.pekko.stream.TLSProtocol.SslTlsInbound;
-import org.apache.pekko.stream.TLSProtocol.SslTlsOutbound;
-import org.apache.pekko.stream.javadsl.BidiFlow;
-import org.apache.pekko.stream.javadsl.Flow;
-import org.apache.pekko.stream.javadsl.Keep;
-import org.apache.pekko.stream.javadsl.StreamConverters;
-import org.apache.pekko.stream.javadsl.TLSPlacebo;
-import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Serves the CNI endpoint ({@link CniRoutes}: {@code POST /v1/cni}) on a Unix domain socket, with
- * Pekko HTTP's server layer doing the HTTP/1.1.
+ * Serves the CNI endpoint on a Unix domain socket: {@code POST /v1/cni}, the CNI variables in
+ * {@code CNI-*} headers and stdin as the body (cni-bridge/DESIGN.md, "Request" and "Reply"),
+ * answered by {@link CniHandler}.
  *
- * <p>Pekko has no Unix-socket transport, so the JDK provides it: a dedicated platform thread
- * accepts from a {@link ServerSocketChannel} ({@link StandardProtocolFamily#UNIX}); each connection
- * runs {@code Http.serverLayer()} atop a plain-text TLS placebo and an idle timeout, joined to a
- * byte flow over the channel and to the route. The byte flow:
+ * <p>Transport: Netty's native epoll Unix-domain-socket channels with its HTTP/1.1 codec. Every
+ * CNI call is one short connection from the C plugin, so the per-connection cost is what matters:
+ * a connection is accepted on one thread ({@code cadastre-cni-accept}) and then lives entirely on
+ * one of two I/O threads ({@code cadastre-cni-io-N}), which read and decode the request, call the
+ * handler and, once its stage completes (usually on an actor thread), write the reply from the
+ * same I/O thread. No thread is held per connection; three threads serve any number. The handler
+ * is therefore called on an I/O thread and must not block: {@link CniHandler} decodes and
+ * validates, then hands the work to its backend asynchronously. The native library ships for
+ * Linux x86_64 only and is unpacked to {@code java.io.tmpdir} (override: {@code
+ * -Dio.netty.native.workdir}); where it cannot load, {@link #start()} fails with the reason.
+ *
+ * <p>Requests (one per connection; further bytes are ignored):
  *
  * <ul>
- *   <li>inbound: a reader thread of this server reads the channel and writes into
- *       {@link StreamConverters#asOutputStream}, which back-pressures it;
- *   <li>outbound: {@link StreamConverters#fromOutputStream} writing to the channel (blocking writes
- *       on Pekko's blocking-I/O dispatcher, a thread held only while writing).
+ *   <li>{@code POST /v1/cni}: {@link CniHandler#handle(java.util.function.Function, byte[])} with a
+ *       case-insensitive header lookup and the body. Other paths get 404, other methods on this
+ *       path 405 (with {@code Allow: POST}); both carry a CNI error object (code 4), as does a
+ *       request the HTTP codec rejects (400; 414 for a request line over 4 KiB, 431 for headers
+ *       over 256 KiB), since the plugin prints any non-200 body as the CNI error.
+ *   <li>A body over {@link #MAX_REQUEST_BYTES} gets 413 with a CNI error object of code 5 (I/O
+ *       failure, as the C plugin reports an oversize stdin), as soon as the declared length (or
+ *       the bytes so far) exceed it; the rest of the body is not read.
+ *   <li>A handler that does not answer within {@link Settings#requestTimeout()} gets 503 with code
+ *       11 (try again later). The backend work is not cancelled (ADD and DEL are idempotent, the
+ *       runtime retries).
+ *   <li>The whole request must arrive within 30 s of the connection being accepted, else the
+ *       connection is closed without a reply (a client that sends nothing, or stalls, must not
+ *       hold one of the {@link Settings#maxConnections()} slots).
  * </ul>
  *
- * Not {@code StreamConverters.fromInputStream} over {@code Channels.newInputStream}: on JDK 17 that
- * stream holds the channel's blocking lock during a read, so the reply could not be written while
- * the reader waits for more request bytes, and each idle reader would pin a thread of the shared,
- * bounded blocking-I/O pool that the writers need too.
- *
- * <p>A connection ends when the reply has been written and the route asks to close (the C plugin
- * sends {@code Connection: close} and reads to EOF), on an I/O error, or after the idle timeout
- * (request timeout + 30 s). A client may half-close after its request and still get the reply. At most {@link Settings#maxConnections()} at once; further clients
- * wait in the listen backlog.
+ * <p>The reply has a {@code Content-Length} and {@code Connection: close}; the connection is closed
+ * once it is written (the C plugin reads to EOF). A client may half-close after its request and
+ * still gets the reply. At most {@link Settings#maxConnections()} connections are open at once;
+ * further clients wait in the listen backlog until one closes. Request bodies are never logged:
+ * the netconf may carry credentials.
  *
  * <p>Socket file: the parent directory is created (mode 0700) if missing; a stale socket at the
  * path is removed, but start fails if the path is another kind of file or a live server answers
@@ -86,12 +115,15 @@ import org.slf4j.LoggerFactory;
  * it is never reachable with a wider mode. {@link #stop} removes it (if it is still ours).
  *
  * <p>Lifecycle: {@link #start()} once, {@link #stop()} once (further calls return the same stage);
- * stop fits {@code CoordinatedShutdown}:
+ * the threads exist from start to stop. Stop fits {@code CoordinatedShutdown}:
  *
  * <pre>{@code
  * CoordinatedShutdown.get(system).addTask(
  *     CoordinatedShutdown.PhaseServiceUnbind(), "cni-socket", server::stop);
  * }</pre>
+ *
+ * The server also stops (without grace) when the actor system terminates: the handler's backend
+ * lives there.
  */
 public final class CniSocketServer {
     private static final Logger log = LoggerFactory.getLogger(CniSocketServer.class);
@@ -103,10 +135,20 @@ public final class CniSocketServer {
     /** sun_path holds 108 bytes including the terminating NUL. */
     private static final int MAX_SUN_PATH_BYTES = 107;
 
-    private static final int READ_BUFFER_BYTES = 64 * 1024;
-    private static final Duration BODY_TIMEOUT = Duration.ofSeconds(30);
-    private static final Duration INBOUND_WRITE_TIMEOUT = Duration.ofSeconds(30);
+    private static final String CNI_PATH = "/v1/cni";
+    private static final int MAX_REQUEST_LINE_BYTES = 4 * 1024;
+    /** All header lines together: six percent-encoded CNI variables (up to 3 bytes per byte). */
+    private static final int MAX_HEADER_BYTES = 256 * 1024;
+    private static final int MAX_CHUNK_BYTES = 64 * 1024;
+    /** One accept thread and two I/O threads: this runs on every node and serves short calls. */
+    private static final int IO_THREADS = 2;
+    static final Duration DEFAULT_READ_TIMEOUT = Duration.ofSeconds(30);
+    /** A reply is a few KiB and fits the socket buffer; this only bounds a client that never reads. */
+    private static final Duration WRITE_TIMEOUT = Duration.ofSeconds(30);
     private static final Duration DEFAULT_STOP_GRACE = Duration.ofSeconds(3);
+    /** After the grace, how long closing the remaining connections may take before stop gives up waiting. */
+    private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+    private static final long THREAD_SHUTDOWN_TIMEOUT_MS = 5_000;
 
     /**
      * @param socketPath the socket file; its path, plus one byte for the temporary name, must fit
@@ -134,43 +176,35 @@ public final class CniSocketServer {
     private enum State { NEW, RUNNING, STOPPING, STOPPED }
 
     private final ActorSystem<?> system;
+    private final CniHandler handler;
     private final Settings settings;
-    private final Duration idleTimeout;
+    private final Duration readTimeout;
     private final Path socketPath;
-    private final Materializer materializer;
-    private final ServerSettings serverSettings;
-    private final Flow<HttpRequest, HttpResponse, NotUsed> routeFlow;
-    private final SharedKillSwitch killSwitch = KillSwitches.shared("cadastre-cni-socket");
-    private final Semaphore permits;
-    private final Map<SocketChannel, CompletableFuture<Void>> connections = new ConcurrentHashMap<>();
+    /** Open connections; added on the accept thread as each is accepted, removed when it closes. */
+    private final Set<Channel> connections = ConcurrentHashMap.newKeySet();
     private final CompletableFuture<Done> stopped = new CompletableFuture<>();
-    private final AtomicInteger threadCount = new AtomicInteger();
+    /** What every stop() returns: callers can neither complete nor cancel it. */
+    private final CompletionStage<Done> stoppedStage = stopped.minimalCompletionStage();
     private final Object lock = new Object();
 
     private State state = State.NEW; // guarded by lock
-    private ServerSocketChannel listener;
-    private Thread acceptThread;
-    private ExecutorService readers;
+    // Set in start(), under lock, before state becomes RUNNING; read after that.
+    private EventLoopGroup acceptGroup;
+    private EventLoopGroup ioGroup;
+    private Channel listener;
     private Object socketFileKey;
 
     public CniSocketServer(ActorSystem<?> system, CniHandler handler, Settings settings) {
-        this.system = system;
-        this.settings = settings;
+        this(system, handler, settings, DEFAULT_READ_TIMEOUT);
+    }
+
+    /** @param readTimeout how long a client has to send its whole request (tests shorten it) */
+    CniSocketServer(ActorSystem<?> system, CniHandler handler, Settings settings, Duration readTimeout) {
+        this.system = Objects.requireNonNull(system, "system");
+        this.handler = Objects.requireNonNull(handler, "handler");
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.readTimeout = readTimeout;
         this.socketPath = settings.socketPath().toAbsolutePath();
-        this.materializer = Materializer.matFromSystem(system);
-        this.permits = new Semaphore(settings.maxConnections());
-        this.idleTimeout = settings.requestTimeout().plusSeconds(30);
-        ServerSettings base = ServerSettings.create(system.classicSystem());
-        // Pekko's own request timeout only backs up CniRoutes' (which answers with a CNI error object).
-        this.serverSettings = base
-                .withTimeouts(base.getTimeouts()
-                        .withRequestTimeout(scala(settings.requestTimeout().plusSeconds(5)))
-                        .withIdleTimeout(scala(idleTimeout)))
-                .withParserSettings(base.getParserSettings().withMaxHeaderValueLength(64 * 1024))
-                .withMaxConnections(settings.maxConnections());
-        this.routeFlow = new CniRoutes(handler, materializer, settings.requestTimeout(), BODY_TIMEOUT)
-                .route()
-                .flow(system);
     }
 
     /** @return the socket file, absolute */
@@ -183,7 +217,7 @@ public final class CniSocketServer {
      *
      * @throws IOException when the socket cannot be created: the path is too long, exists as
      *     something other than a socket, is served by a live process, or the directory is not
-     *     writable
+     *     writable; or Netty's native epoll transport cannot be loaded
      * @throws IllegalStateException when called twice
      */
     public void start() throws IOException {
@@ -197,35 +231,67 @@ public final class CniSocketServer {
                 throw new IOException("socket path " + socketPath + " is too long: at most "
                         + (MAX_SUN_PATH_BYTES - 1) + " bytes");
             }
+            if (!Epoll.isAvailable()) {
+                throw new IOException("Netty's native epoll transport is not available", Epoll.unavailabilityCause());
+            }
             if (!Files.isDirectory(dir)) {
                 Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
                         PosixFilePermissions.fromString("rwx------")));
             }
             removeStale(socketPath);
             Files.deleteIfExists(tmp);
-            ServerSocketChannel channel = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+            EventLoopGroup accept = new EpollEventLoopGroup(1, threads("cadastre-cni-accept", false));
+            EventLoopGroup io = new EpollEventLoopGroup(IO_THREADS, threads("cadastre-cni-io-", true));
+            Channel channel = null;
             try {
-                channel.bind(UnixDomainSocketAddress.of(tmp), settings.maxConnections());
+                ServerBootstrap bootstrap = new ServerBootstrap()
+                        .group(accept, io)
+                        .channel(EpollServerDomainSocketChannel.class)
+                        // Clients beyond maxConnections wait here (the plugin's connect has a 30 s timeout).
+                        .option(ChannelOption.SO_BACKLOG, settings.maxConnections())
+                        .handler(new Admission())
+                        // Without this Netty closes a connection as soon as it reads the client's EOF,
+                        // so a client that shuts down its sending side after the request could lose the reply.
+                        .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                        .childHandler(new ChannelInitializer<Channel>() {
+                            @Override
+                            protected void initChannel(Channel ch) {
+                                ch.pipeline().addLast("http", new HttpServerCodec(new HttpDecoderConfig()
+                                                .setMaxInitialLineLength(MAX_REQUEST_LINE_BYTES)
+                                                .setMaxHeaderSize(MAX_HEADER_BYTES)
+                                                .setMaxChunkSize(MAX_CHUNK_BYTES)))
+                                        .addLast("aggregate", new BodyAggregator())
+                                        .addLast("cni", new Exchange());
+                            }
+                        });
+                // Netty deletes the bound path when the listener closes; that is the temporary name,
+                // gone by then (renamed), so the socket file itself is left to deleteSocketFile().
+                ChannelFuture bound = bootstrap.bind(new DomainSocketAddress(tmp.toString())).awaitUninterruptibly();
+                if (!bound.isSuccess()) {
+                    Throwable cause = bound.cause();
+                    throw cause instanceof IOException ioe ? ioe : new IOException("cannot bind " + tmp, cause);
+                }
+                channel = bound.channel();
                 Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-------"));
                 Files.move(tmp, socketPath, StandardCopyOption.ATOMIC_MOVE);
                 socketFileKey = Files.readAttributes(socketPath, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
                         .fileKey();
             } catch (IOException | RuntimeException e) {
-                channel.close();
+                if (channel != null) {
+                    channel.close().awaitUninterruptibly();
+                }
                 Files.deleteIfExists(tmp);
+                accept.shutdownGracefully(0, THREAD_SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+                io.shutdownGracefully(0, THREAD_SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
                 throw e;
             }
+            acceptGroup = accept;
+            ioGroup = io;
             listener = channel;
-            readers = Executors.newCachedThreadPool(r -> {
-                Thread t = new Thread(r, "cadastre-cni-conn-" + threadCount.incrementAndGet());
-                t.setDaemon(true);
-                return t;
-            });
-            acceptThread = new Thread(this::acceptLoop, "cadastre-cni-accept");
-            acceptThread.setDaemon(true);
             state = State.RUNNING;
-            acceptThread.start();
         }
+        // The backend answers through the actor system: once it is gone there is nothing to serve.
+        system.getWhenTerminated().thenRun(() -> stop(Duration.ZERO));
         log.info("CNI endpoint listening on {}", socketPath);
     }
 
@@ -236,158 +302,311 @@ public final class CniSocketServer {
 
     /**
      * Stops accepting and removes the socket file at once, lets requests in flight finish within
-     * {@code grace}, then aborts the rest. Idempotent; never fails.
+     * {@code grace}, then closes the remaining connections and stops the threads. Idempotent;
+     * never fails.
      *
-     * @return completes when every connection is closed
+     * @return completes when every connection is closed and the threads have stopped
      */
     public CompletionStage<Done> stop(Duration grace) {
-        List<CompletableFuture<Void>> inFlight;
         synchronized (lock) {
             if (state == State.STOPPING || state == State.STOPPED) {
-                return stopped.minimalCompletionStage();
+                return stoppedStage;
             }
             if (state == State.NEW) {
                 state = State.STOPPED;
                 stopped.complete(Done.getInstance());
-                return stopped.minimalCompletionStage();
+                return stoppedStage;
             }
             state = State.STOPPING;
-            inFlight = new ArrayList<>(connections.values());
         }
-        closeQuietly(listener);
-        acceptThread.interrupt();
-        deleteSocketFile();
-        CompletableFuture.allOf(inFlight.toArray(CompletableFuture[]::new))
-                .completeOnTimeout(null, grace.toMillis(), TimeUnit.MILLISECONDS)
-                .thenCompose(v -> {
-                    List<CompletableFuture<Void>> rest = new ArrayList<>(connections.values());
-                    if (!rest.isEmpty()) {
-                        log.warn("CNI endpoint stopping: aborting {} connection(s) still open", rest.size());
-                        killSwitch.abort(new IOException("CNI endpoint stopped"));
-                        connections.keySet().forEach(CniSocketServer::closeQuietly);
-                    }
-                    return CompletableFuture.allOf(rest.toArray(CompletableFuture[]::new))
-                            .completeOnTimeout(null, 5, TimeUnit.SECONDS);
-                })
-                .whenComplete((v, e) -> {
-                    readers.shutdownNow();
-                    synchronized (lock) {
-                        state = State.STOPPED;
-                    }
-                    log.info("CNI endpoint on {} stopped", socketPath);
-                    stopped.complete(Done.getInstance());
-                });
-        return stopped.minimalCompletionStage();
-    }
-
-    private void acceptLoop() {
-        while (true) {
-            try {
-                permits.acquire();
-            } catch (InterruptedException e) {
-                return; // stop()
-            }
-            SocketChannel channel;
-            try {
-                channel = listener.accept();
-            } catch (ClosedChannelException e) { // stop(): closed, or interrupted
-                permits.release();
-                return;
-            } catch (IOException e) {
-                permits.release();
-                log.warn("CNI endpoint: accept failed", e);
-                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100)); // e.g. out of file descriptors
-                continue;
-            }
-            try {
-                serve(channel);
-            } catch (RuntimeException e) { // e.g. the ActorSystem is terminating
-                log.error("CNI endpoint: could not serve a connection", e);
-            }
-        }
-    }
-
-    /** Runs the HTTP stack for one connection; the permit is released when it ends. */
-    private void serve(SocketChannel channel) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        synchronized (lock) {
-            if (state != State.RUNNING) {
-                closeQuietly(channel);
-                permits.release();
-                return;
-            }
-            connections.put(channel, done);
-        }
-        var outbound = StreamConverters.fromOutputStream(() -> new ChannelOutputStream(channel), true);
-        var inbound = StreamConverters.asOutputStream(INBOUND_WRITE_TIMEOUT).via(killSwitch.flow());
-        Flow<ByteString, ByteString, Pair<CompletionStage<IOResult>, OutputStream>> transport =
-                Flow.fromSinkAndSourceCoupledMat(outbound, inbound, Keep.both());
-        Pair<CompletionStage<IOResult>, OutputStream> mat;
         try {
-            mat = httpStack().join(transport, Keep.right()).join(routeFlow).run(materializer);
-        } catch (RuntimeException e) {
-            closeQuietly(channel);
-            connections.remove(channel);
-            permits.release();
-            done.complete(null);
-            throw e;
+            // Closing runs on the accept thread; once closed, `connections` holds every connection
+            // that was accepted and is still open, and no more will come.
+            listener.close().addListener(closed -> drain(grace));
+            deleteSocketFile();
+        } catch (RuntimeException e) { // e.g. the accept thread is gone already
+            log.warn("CNI endpoint: stopping failed", e);
+            terminateThreads();
         }
-        mat.first().whenComplete((result, failure) -> {
-            closeQuietly(channel);
-            closeQuietly(mat.second());
-            if (connections.remove(channel) != null) {
-                permits.release();
+        return stoppedStage;
+    }
+
+    /** On the accept thread, the listener closed: waits for the connections, then stops the threads. */
+    private void drain(Duration grace) {
+        try {
+            List<Channel> inFlight = List.copyOf(connections);
+            if (inFlight.isEmpty()) {
+                terminateThreads();
+                return;
             }
-            done.complete(null);
-        });
-        readers.execute(() -> pump(channel, mat.second()));
+            CompletableFuture<Void> allClosed = new CompletableFuture<>();
+            AtomicInteger open = new AtomicInteger(inFlight.size());
+            for (Channel ch : inFlight) {
+                ch.closeFuture().addListener(f -> {
+                    if (open.decrementAndGet() == 0) {
+                        allClosed.complete(null);
+                    }
+                });
+            }
+            var abort = acceptGroup.schedule(() -> {
+                if (!allClosed.isDone()) {
+                    log.warn("CNI endpoint stopping: aborting {} connection(s) still open", open.get());
+                    inFlight.forEach(Channel::close);
+                }
+            }, grace.toNanos(), TimeUnit.NANOSECONDS);
+            // Backstop: a close that never completes must not keep stop() from completing.
+            var giveUp = acceptGroup.schedule(() -> allClosed.complete(null),
+                    grace.plus(CLOSE_WAIT).toNanos(), TimeUnit.NANOSECONDS);
+            allClosed.whenComplete((v, e) -> {
+                abort.cancel(false);
+                giveUp.cancel(false);
+                terminateThreads();
+            });
+        } catch (RuntimeException e) {
+            log.warn("CNI endpoint: stopping failed", e);
+            terminateThreads();
+        }
+    }
+
+    private void terminateThreads() {
+        Future<?> accept = acceptGroup.shutdownGracefully(0, THREAD_SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        Future<?> io = ioGroup.shutdownGracefully(0, THREAD_SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        accept.addListener(a -> io.addListener(i -> {
+            synchronized (lock) {
+                state = State.STOPPED;
+            }
+            log.info("CNI endpoint on {} stopped", socketPath);
+            stopped.complete(Done.getInstance());
+        }));
     }
 
     /**
-     * Copies request bytes from the channel into the stream until EOF, a read error (the
-     * connection is dropped), or the stream wanting no more input (the HTTP layer is answering and
-     * closing; the writer closes the channel once the reply is out). EOF before any byte completes
-     * the stream's input: there is nothing to answer. EOF after a request (a client that
-     * half-closes) leaves the input open, because Pekko HTTP would close the connection without a
-     * reply when its input completes; the reply, an error, or the idle timeout then ends the
-     * connection.
+     * On the listening channel, ahead of Netty's acceptor: tracks the connections and enforces
+     * {@link Settings#maxConnections()} by not accepting (auto-read off) while at the limit, so
+     * further clients wait in the kernel's listen backlog instead of being accepted and dropped.
+     * Only the accept thread switches auto-read, so a close racing an accept cannot leave it off.
      */
-    private static void pump(SocketChannel channel, OutputStream into) {
-        ByteBuffer buffer = ByteBuffer.allocate(READ_BUFFER_BYTES);
-        long total = 0;
-        while (true) {
-            buffer.clear();
-            int n;
-            try {
-                n = channel.read(buffer);
-            } catch (IOException e) { // closed after the reply or on stop, or reset by the client
-                closeQuietly(channel);
-                closeQuietly(into);
-                return;
-            }
-            if (n < 0) {
-                if (total == 0) {
-                    closeQuietly(into);
+    private final class Admission extends ChannelInboundHandlerAdapter {
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            Channel child = (Channel) msg;
+            Channel server = ctx.channel();
+            connections.add(child);
+            child.closeFuture().addListener(f -> {
+                connections.remove(child);
+                try {
+                    ctx.executor().execute(() -> {
+                        if (connections.size() < settings.maxConnections() && server.isOpen()) {
+                            server.config().setAutoRead(true);
+                        }
+                    });
+                } catch (RejectedExecutionException e) {
+                    // stopping: nothing is accepted any more
                 }
+            });
+            if (connections.size() >= settings.maxConnections()) {
+                server.config().setAutoRead(false);
+            }
+            ctx.fireChannelRead(child);
+        }
+    }
+
+    /** Hands an oversized request to {@link Exchange} instead of Netty's bare 413, for a CNI error object. */
+    private static final class BodyAggregator extends HttpObjectAggregator {
+        BodyAggregator() {
+            super((int) MAX_REQUEST_BYTES, true);
+        }
+
+        @Override
+        protected void handleOversizedMessage(ChannelHandlerContext ctx, HttpMessage oversized) {
+            ctx.fireChannelRead(TooLarge.INSTANCE); // the aggregator releases `oversized` and skips the rest
+        }
+    }
+
+    /** The request was over {@link #MAX_REQUEST_BYTES}. */
+    private enum TooLarge { INSTANCE }
+
+    /**
+     * One connection's request and reply, all on its I/O thread (hence no synchronization): a
+     * single timer covers the phase the connection is in (reading: close; handling: answer 503;
+     * writing: close).
+     */
+    private final class Exchange extends ChannelInboundHandlerAdapter {
+        private boolean requestSeen;
+        private boolean answered;
+        private io.netty.util.concurrent.ScheduledFuture<?> timer;
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            timer = ctx.executor().schedule(() -> {
+                if (!requestSeen) {
+                    log.debug("CNI connection closed: no whole request within {} ms", readTimeout.toMillis());
+                    ctx.close();
+                }
+            }, readTimeout.toNanos(), TimeUnit.NANOSECONDS);
+            ctx.fireChannelActive();
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (requestSeen) { // one request per connection: the reply closes it
+                ReferenceCountUtil.release(msg);
                 return;
             }
-            total += n;
-            try {
-                into.write(buffer.array(), 0, n);
-            } catch (IOException e) { // the HTTP layer takes no more input
+            requestSeen = true;
+            cancelTimer();
+            // Nothing more will be read; stopping also spares reading the rest of an oversized body.
+            ctx.channel().config().setAutoRead(false);
+            if (msg == TooLarge.INSTANCE) {
+                CniResponse error = CniHandler.errorResponse(new byte[0], new CniException(CniCodes.IO_FAILURE,
+                        "request body over " + MAX_REQUEST_BYTES + " bytes"));
+                answer(ctx, new CniResponse(413, error.body()));
                 return;
+            }
+            if (!(msg instanceof FullHttpRequest request)) {
+                ReferenceCountUtil.release(msg);
+                ctx.close();
+                return;
+            }
+            try {
+                serve(ctx, request);
+            } finally {
+                request.release();
+            }
+        }
+
+        private void serve(ChannelHandlerContext ctx, FullHttpRequest request) {
+            if (request.decoderResult().isFailure()) {
+                Throwable cause = request.decoderResult().cause();
+                log.debug("CNI request malformed: {}", cause.toString());
+                int status = cause instanceof TooLongHttpLineException ? 414
+                        : cause instanceof TooLongHttpHeaderException ? 431
+                        : 400;
+                String msg = cause instanceof TooLongFrameException
+                        ? "request line or headers too long (at most " + MAX_REQUEST_LINE_BYTES + " and "
+                                + MAX_HEADER_BYTES + " bytes)"
+                        : "malformed HTTP request";
+                answer(ctx, errorWithStatus(status, msg));
+                return;
+            }
+            String path = new QueryStringDecoder(request.uri()).path();
+            if (!CNI_PATH.equals(path)) {
+                answer(ctx, errorWithStatus(404, "no such endpoint: " + path + " (the CNI endpoint is POST " + CNI_PATH + ")"));
+                return;
+            }
+            if (!HttpMethod.POST.equals(request.method())) {
+                answer(ctx, errorWithStatus(405, "method " + request.method() + " not allowed on " + CNI_PATH + ": use POST"));
+                return;
+            }
+            HttpHeaders headers = request.headers();
+            byte[] body = ByteBufUtil.getBytes(request.content());
+            CompletionStage<CniResponse> stage;
+            try {
+                stage = handler.handle(name -> Optional.ofNullable(headers.get(name)), body);
+            } catch (RuntimeException e) { // the handler answers failures itself; this is a bug
+                stage = CompletableFuture.failedFuture(e);
+            }
+            stage.whenComplete((response, failure) -> {
+                CniResponse reply = failure == null && response != null ? response : internalError(body, failure);
+                if (ctx.executor().inEventLoop()) { // answered at once, e.g. refused in validation
+                    answer(ctx, reply);
+                    return;
+                }
+                try {
+                    ctx.executor().execute(() -> answer(ctx, reply));
+                } catch (RejectedExecutionException e) {
+                    // stopped: the connection is closed already
+                }
+            });
+            if (!answered) {
+                timer = ctx.executor().schedule(() -> answer(ctx, CniHandler.errorResponse(body,
+                        new CniException(CniCodes.TRY_AGAIN_LATER,
+                                "the agent did not answer within " + settings.requestTimeout().toMillis() + " ms"))),
+                        settings.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
+            }
+        }
+
+        /** Writes the reply (only the first one: the handler's or the timeout's) and then closes. */
+        private void answer(ChannelHandlerContext ctx, CniResponse reply) {
+            if (answered) {
+                return;
+            }
+            answered = true;
+            cancelTimer();
+            FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+                    HttpResponseStatus.valueOf(reply.httpStatus()), Unpooled.wrappedBuffer(reply.body()));
+            HttpHeaders h = response.headers();
+            h.setInt(HttpHeaderNames.CONTENT_LENGTH, reply.body().length);
+            if (reply.body().length > 0) {
+                h.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+            }
+            if (reply.httpStatus() == 405) {
+                h.set(HttpHeaderNames.ALLOW, HttpMethod.POST.name());
+            }
+            h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            // The plugin reads to EOF: close once the reply is out (or could not be written).
+            ChannelFuture written = ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+            if (!written.isDone()) {
+                timer = ctx.executor().schedule(() -> ctx.close(), WRITE_TIMEOUT.toNanos(), TimeUnit.NANOSECONDS);
+            }
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            // The client shut down its sending side. After a whole request (or a truncated header,
+            // which the codec turned into a 400) the reply is still owed; before one, nothing
+            // more can come.
+            if (evt instanceof ChannelInputShutdownEvent && !requestSeen) {
+                ctx.close();
+            }
+            ctx.fireUserEventTriggered(evt);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            answered = true; // a late handler answer has nowhere to go
+            cancelTimer();
+            ctx.fireChannelInactive();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            // Typically the client went away (reset); nothing to answer.
+            log.debug("CNI connection failed: {}", cause.toString());
+            ctx.close();
+        }
+
+        private void cancelTimer() {
+            if (timer != null) {
+                timer.cancel(false);
+                timer = null;
             }
         }
     }
 
-    private BidiFlow<HttpResponse, ByteString, ByteString, HttpRequest, NotUsed> httpStack() {
-        BidiFlow<HttpResponse, SslTlsOutbound, SslTlsInbound, HttpRequest, NotUsed> http =
-                Http.get(system).serverLayer(serverSettings);
-        BidiFlow<SslTlsOutbound, SslTlsOutbound, SessionBytes, SslTlsInbound, NotUsed> widen = BidiFlow.fromFlows(
-                Flow.<SslTlsOutbound>create(), Flow.<SessionBytes>create().map(bytes -> (SslTlsInbound) bytes));
-        BidiFlow<SslTlsOutbound, ByteString, ByteString, SslTlsInbound, NotUsed> plainText =
-                widen.atop(TLSPlacebo.getInstance());
-        return http.atop(plainText).atop(BidiFlow.<ByteString, ByteString>bidirectionalIdleTimeout(idleTimeout));
+    private static CniResponse errorWithStatus(int status, String msg) {
+        CniResponse error = CniHandler.errorResponse(new byte[0], new CniException(CniCodes.INVALID_ENVIRONMENT, msg));
+        return new CniResponse(status, error.body());
+    }
+
+    private static CniResponse internalError(byte[] body, Throwable failure) {
+        Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                ? failure.getCause()
+                : failure;
+        log.error("CNI handler failed", cause);
+        return CniHandler.errorResponse(body, new CniException(CniCodes.TRY_AGAIN_LATER,
+                "internal error: " + (cause == null ? "no response" : cause.toString())));
+    }
+
+    /** Daemon threads, as the JDK's were: an agent that forgot stop() still exits. */
+    private static ThreadFactory threads(String name, boolean numbered) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            // FastThreadLocalThread: Netty's buffer pools use its fast thread-locals.
+            Thread t = new FastThreadLocalThread(r, numbered ? name + n.incrementAndGet() : name);
+            t.setDaemon(true);
+            return t;
+        };
     }
 
     private static void removeStale(Path path) throws IOException {
@@ -421,48 +640,6 @@ public final class CniSocketServer {
             }
         } catch (IOException e) {
             // gone already, or replaced by someone else's: leave it
-        }
-    }
-
-    private static scala.concurrent.duration.FiniteDuration scala(Duration d) {
-        return scala.concurrent.duration.FiniteDuration.create(d.toMillis(), TimeUnit.MILLISECONDS);
-    }
-
-    private static void closeQuietly(AutoCloseable c) {
-        if (c == null) {
-            return;
-        }
-        try {
-            c.close();
-        } catch (Exception e) {
-            // nothing left to do
-        }
-    }
-
-    /** Writes to the channel; closing it closes the connection (the reply is complete). */
-    private static final class ChannelOutputStream extends OutputStream {
-        private final SocketChannel channel;
-
-        ChannelOutputStream(SocketChannel channel) {
-            this.channel = channel;
-        }
-
-        @Override
-        public void write(int b) throws IOException {
-            write(new byte[] {(byte) b}, 0, 1);
-        }
-
-        @Override
-        public void write(byte[] b, int off, int len) throws IOException {
-            ByteBuffer buffer = ByteBuffer.wrap(b, off, len);
-            while (buffer.hasRemaining()) {
-                channel.write(buffer);
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            channel.close();
         }
     }
 }

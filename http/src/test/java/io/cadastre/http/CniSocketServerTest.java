@@ -318,6 +318,134 @@ class CniSocketServerTest {
         }
     }
 
+    @Test
+    void clientThatSendsNoWholeRequestIsClosedWithoutReply() throws Exception {
+        Path path = dir.resolve("impatient.sock");
+        CniSocketServer impatient = new CniSocketServer(testKit.system(), new CniHandler(backend),
+                new CniSocketServer.Settings(path, Duration.ofSeconds(30), 4), Duration.ofMillis(200));
+        impatient.start();
+        try (SocketChannel silent = SocketChannel.open(UnixDomainSocketAddress.of(path));
+                SocketChannel partial = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
+            byte[] req = request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8));
+            writeFully(partial, java.util.Arrays.copyOf(req, req.length - 10)); // the body stops short
+
+            ByteBuffer b = ByteBuffer.allocate(1024);
+            assertTrue(readOrEof(silent, b) < 0, "closed, and nothing was sent");
+            assertTrue(readOrEof(partial, b) < 0, "closed, and nothing was sent");
+        } finally {
+            impatient.stop().toCompletableFuture().join();
+        }
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void clientThatHalfClosesBeforeSendingIsClosed() throws Exception {
+        try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+            ch.shutdownOutput();
+            assertTrue(readOrEof(ch, ByteBuffer.allocate(1024)) < 0);
+        }
+    }
+
+    @Test
+    void wrongPathAndMethodGetCniErrorObjects() throws Exception {
+        Reply notFound = send(request("POST", "/v1/cni/extra", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply badMethod = send(request("PUT", "/v1/cni?x=1", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals("HTTP/1.1 404 Not Found", notFound.statusLine);
+        assertEquals(4, JSON.readTree(notFound.body).get("code").asInt());
+        assertEquals("HTTP/1.1 405 Method Not Allowed", badMethod.statusLine);
+        assertEquals("POST", badMethod.headers.get("allow"));
+        assertEquals(4, JSON.readTree(badMethod.body).get("code").asInt());
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void oversizeHeadersGetAnErrorObject() throws Exception {
+        Map<String, String> h = addHeaders();
+        h.put("CNI-Args", "K8S_POD_NAME=" + "x".repeat(300 * 1024));
+        Reply reply = send(request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals("HTTP/1.1 431 Request Header Fields Too Large", reply.statusLine);
+        assertEquals(4, JSON.readTree(reply.body).get("code").asInt());
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void replyHasContentLengthAndConnectionClose() throws Exception {
+        Reply reply = send(request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals(String.valueOf(reply.body.length), reply.headers.get("content-length"));
+        assertEquals("close", reply.headers.get("connection"));
+        assertEquals("application/json", reply.headers.get("content-type"));
+    }
+
+    @Test
+    void handlerIsCalledOnTheEndpointsOwnThreads() throws Exception {
+        CompletableFuture<String> thread = new CompletableFuture<>();
+        backend.onAdd = r -> {
+            thread.complete(Thread.currentThread().getName());
+            return CompletableFuture.completedFuture(FakeBackend.DEFAULT_RESULT);
+        };
+        send(request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertTrue(thread.get().startsWith("cadastre-cni-io-"), thread.get());
+    }
+
+    @Test
+    void connectionsBeyondTheLimitWaitForAFreeSlot() throws Exception {
+        CompletableFuture<AddResult> release = new CompletableFuture<>();
+        CompletableFuture<Void> called = new CompletableFuture<>();
+        backend.onAdd = r -> {
+            called.complete(null);
+            return release;
+        };
+        Path path = dir.resolve("narrow.sock");
+        CniSocketServer narrow = newServer(path, 1);
+        narrow.start();
+        ExecutorService clients = Executors.newSingleThreadExecutor();
+        try (SocketChannel first = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
+            writeFully(first, request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+            called.get();
+            Map<String, String> h = new LinkedHashMap<>();
+            h.put("CNI-Command", "VERSION"); // answered without the backend, so only the limit can hold it up
+            Future<Reply> second = clients.submit(() -> send(path, request("POST", "/v1/cni", h, new byte[0])));
+
+            // Not a timing assumption: a correct server never answers here, however long one waits;
+            // a server without the limit answers a VERSION in about a millisecond.
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> second.get(300, TimeUnit.MILLISECONDS));
+            release.complete(FakeBackend.DEFAULT_RESULT);
+            assertEquals("HTTP/1.1 200 OK", readReply(first).statusLine);
+            assertEquals("HTTP/1.1 200 OK", second.get().statusLine);
+        } finally {
+            clients.shutdownNow();
+            narrow.stop().toCompletableFuture().join();
+        }
+    }
+
+    @Test
+    void stopRemovesTheSocketAtOnceAndLetsARequestInFlightFinish() throws Exception {
+        CompletableFuture<AddResult> release = new CompletableFuture<>();
+        CompletableFuture<Void> called = new CompletableFuture<>();
+        backend.onAdd = r -> {
+            called.complete(null);
+            return release;
+        };
+        try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+            writeFully(ch, request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+            called.get();
+
+            CompletableFuture<?> stopped = server.stop(Duration.ofSeconds(30)).toCompletableFuture();
+            assertFalse(Files.exists(socket));
+            assertThrows(IOException.class, () -> SocketChannel.open(UnixDomainSocketAddress.of(socket)));
+            assertFalse(stopped.isDone(), "a request is still in flight");
+            assertTrue(server.stop() == server.stop(), "stop is idempotent");
+
+            release.complete(FakeBackend.DEFAULT_RESULT);
+            assertEquals("HTTP/1.1 200 OK", readReply(ch).statusLine);
+            stopped.get(10, TimeUnit.SECONDS);
+        }
+    }
+
     // --- a tiny HTTP/1.1 client ---
 
     /** @param closedByServer the reply ended in a clean EOF (not a reset) */
