@@ -134,18 +134,7 @@ public final class BlockEntity
 
     @Override
     public SnapshotAdapter<State> snapshotAdapter() {
-        // The block is mutated in place; the snapshot store serializes later, so hand it a copy.
-        return new SnapshotAdapter<>() {
-            @Override
-            public Object toJournal(State state) {
-                return new State(state.block().copy());
-            }
-
-            @Override
-            public State fromJournal(Object from) {
-                return (State) from;
-            }
-        };
+        return new CopyingSnapshotAdapter<>(state -> new State(state.block().copy()));
     }
 
     @Override

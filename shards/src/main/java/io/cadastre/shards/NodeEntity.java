@@ -110,19 +110,8 @@ public final class NodeEntity
 
     @Override
     public SnapshotAdapter<State> snapshotAdapter() {
-        return new SnapshotAdapter<>() {
-            @Override
-            public Object toJournal(State state) {
-                return state.copy();
-            }
-
-            @Override
-            public State fromJournal(Object from) {
-                State restored = (State) from;
-                // Jackson may hand back immutable or differently ordered maps.
-                return new State(new LinkedHashMap<>(restored.attachments()), new TreeMap<>(restored.affineBlocks()));
-            }
-        };
+        // The copy also turns the maps Jackson restores into the mutable ones the handler needs.
+        return new CopyingSnapshotAdapter<>(State::copy);
     }
 
     @Override

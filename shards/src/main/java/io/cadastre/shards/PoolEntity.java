@@ -117,17 +117,7 @@ public final class PoolEntity
 
     @Override
     public SnapshotAdapter<State> snapshotAdapter() {
-        return new SnapshotAdapter<>() {
-            @Override
-            public Object toJournal(State state) {
-                return state.pool() == null ? state : new State(state.pool().copy());
-            }
-
-            @Override
-            public State fromJournal(Object from) {
-                return (State) from;
-            }
-        };
+        return new CopyingSnapshotAdapter<>(state -> state.pool() == null ? state : new State(state.pool().copy()));
     }
 
     @Override
