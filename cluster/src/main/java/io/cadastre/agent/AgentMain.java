@@ -18,18 +18,24 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "cadastre-agent", mixinStandardHelpOptions = true, version = "cadastre-agent 0.1.0",
         description = "Cadastre's per-host agent: cluster member, IPAM and CNI endpoint.",
-        subcommands = {InstallCommand.class})
+        subcommands = {InstallCommand.class, SchemaCommand.class})
 public final class AgentMain implements Callable<Integer> {
 
     @Option(names = {"-c", "--config"}, paramLabel = "FILE",
             description = "A HOCON file whose settings override the built-in application.conf.")
     File configFile;
 
-    /** Loads the configuration: system properties, then {@code --config}, then application.conf. */
+    /**
+     * Loads the configuration: system properties, then {@code --config}, then application.conf,
+     * with the journal plugins that {@code cadastre.persistence} selects ({@link Persistence}).
+     *
+     * @throws IllegalArgumentException or a {@code ConfigException} for an invalid configuration
+     */
     static Config loadConfig(File overrides) {
         Config app = ConfigFactory.parseResourcesAnySyntax("application");
         Config base = overrides == null ? app : ConfigFactory.parseFile(overrides).withFallback(app);
-        return ConfigFactory.load(base);
+        Config resolved = ConfigFactory.load(base);
+        return ConfigFactory.load(Persistence.of(resolved).selection(resolved).withFallback(base));
     }
 
     @Override

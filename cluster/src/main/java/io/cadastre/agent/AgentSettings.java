@@ -19,6 +19,7 @@ import java.util.Map;
  * ({@code application.conf} documents each key and its environment override).
  *
  * @param nodeName this host's node name
+ * @param persistence which journal the entities use
  * @param dataDir where the embedded journal lives
  * @param cniSocket the CNI endpoint's Unix socket path
  * @param askTimeout how long to wait for an entity
@@ -28,6 +29,7 @@ import java.util.Map;
  */
 public record AgentSettings(
         String nodeName,
+        Persistence persistence,
         Path dataDir,
         Path cniSocket,
         Duration askTimeout,
@@ -65,7 +67,7 @@ public record AgentSettings(
                 throw new IllegalArgumentException("cadastre.default-pools: two pools for " + spec.family());
             }
         }
-        return new AgentSettings(node, Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
+        return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
                 c.getDuration("ask-timeout"), c.getInt("dataplane-threads"), List.copyOf(pools), Map.copyOf(defaultPools));
     }
 

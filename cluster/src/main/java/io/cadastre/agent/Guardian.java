@@ -22,11 +22,10 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
-import org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils;
 
 /**
  * The agent's root actor. Start-up, in order: join the cluster (alone when no seed nodes are
- * configured), create the embedded journal's schema if missing, register the sharded entities,
+ * configured), prepare the journal ({@link Persistence#prepare}), register the sharded entities,
  * define the configured pools, spawn the {@link NodeAgent}, and only then open the CNI socket, so
  * that a plugin that can connect is served. Shutdown (SIGTERM runs Pekko's coordinated shutdown):
  * the socket closes first, in-flight requests finish, then the dataplane threads stop.
@@ -69,7 +68,7 @@ public final class Guardian {
                 return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
             });
 
-            CompletionStage<Done> ready = SchemaUtils.createIfNotExists(ctx.getSystem())
+            CompletionStage<Done> ready = settings.persistence().prepare(ctx.getSystem())
                     .thenCompose(done -> ipam.definePools());
             ctx.pipeToSelf(ready, (done, failure) -> failure == null ? new Started(server) : new StartFailed(failure));
             return starting(ctx, settings);

@@ -1,0 +1,83 @@
+package io.cadastre.agent;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import java.io.File;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.persistence.cassandra.KeyspaceAndTableStatements;
+import org.apache.pekko.persistence.cassandra.PluginSettings;
+import org.apache.pekko.stream.connectors.cassandra.javadsl.CassandraSession;
+import org.apache.pekko.stream.connectors.cassandra.javadsl.CassandraSessionRegistry;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code cadastre-agent schema}: the Cassandra keyspaces and tables the journal needs, with the
+ * configured keyspace name and replication factor, printed as CQL, or with {@code --execute}
+ * created in the configured Cassandra (idempotent: {@code IF NOT EXISTS}). Production runs this
+ * once, ahead of the members, instead of letting every member create the schema at start.
+ * Exit code 0, or 1 with a message on stderr.
+ */
+@Command(name = "schema", mixinStandardHelpOptions = true,
+        description = "Print (or --execute) the CQL that creates Cadastre's Cassandra keyspaces and tables.")
+public final class SchemaCommand implements Callable<Integer> {
+
+    @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "A HOCON file overriding application.conf.")
+    File configFile;
+
+    @Option(names = "--execute", description = "Run the statements against cadastre.cassandra.contact-points.")
+    boolean execute;
+
+    @Option(names = "--timeout-seconds", defaultValue = "60", description = "Per statement (default: ${DEFAULT-VALUE}).")
+    int timeoutSeconds;
+
+    @Override
+    public Integer call() {
+        Config overrides = ConfigFactory.parseString("cadastre.persistence = cassandra\npekko.actor.provider = local\n"
+                + "pekko.loglevel = WARNING\npekko.coordinated-shutdown.exit-jvm = off");
+        ActorSystem<Void> system;
+        try {
+            File file = configFile;
+            Config base = file == null ? overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application"))
+                    : overrides.withFallback(ConfigFactory.parseFile(file)).withFallback(ConfigFactory.parseResourcesAnySyntax("application"));
+            Config resolved = ConfigFactory.load(base);
+            Config config = ConfigFactory.load(Persistence.CASSANDRA.selection(resolved).withFallback(base));
+            system = ActorSystem.create(Behaviors.empty(), "cadastre-schema", config);
+        } catch (RuntimeException e) {
+            System.err.println("cadastre-agent schema: configuration error: " + e.getMessage());
+            return 1;
+        }
+        try {
+            KeyspaceAndTableStatements cql = new KeyspaceAndTableStatements(system, "pekko.persistence.cassandra",
+                    PluginSettings.apply(org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(system)));
+            List<String> statements = new ArrayList<>();
+            statements.add(cql.createJournalKeyspaceStatement());
+            statements.addAll(cql.getCreateJournalTablesStatements());
+            statements.add(cql.createSnapshotKeyspaceStatement());
+            statements.addAll(cql.getCreateSnapshotTablesStatements());
+            if (!execute) {
+                statements.forEach(s -> System.out.println(s.strip() + ";\n"));
+                return 0;
+            }
+            CassandraSession session = CassandraSessionRegistry.get(system).sessionFor("pekko.persistence.cassandra");
+            for (String statement : statements) {
+                session.executeDDL(statement).toCompletableFuture().get(timeoutSeconds, TimeUnit.SECONDS);
+            }
+            System.out.println("created " + statements.size() + " keyspaces and tables (or found them)");
+            return 0;
+        } catch (Exception e) {
+            System.err.println("cadastre-agent schema: " + (e.getCause() != null ? e.getCause() : e));
+            return 1;
+        } finally {
+            system.terminate();
+            system.getWhenTerminated().toCompletableFuture().completeOnTimeout(null, Duration.ofSeconds(10).toMillis(),
+                    TimeUnit.MILLISECONDS).join();
+        }
+    }
+}
