@@ -35,7 +35,13 @@ public final class AgentMain implements Callable<Integer> {
         Config app = ConfigFactory.parseResourcesAnySyntax("application");
         Config base = overrides == null ? app : ConfigFactory.parseFile(overrides).withFallback(app);
         Config resolved = ConfigFactory.load(base);
-        return ConfigFactory.load(Persistence.of(resolved).selection(resolved).withFallback(base));
+        Config selected = Persistence.of(resolved).selection(resolved);
+        String seeds = resolved.getString("cadastre.cluster.seed-nodes-env");
+        if (!seeds.isBlank()) {
+            selected = selected.withValue("cadastre.cluster.seed-nodes", com.typesafe.config.ConfigValueFactory.fromIterable(
+                    java.util.Arrays.stream(seeds.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList()));
+        }
+        return ConfigFactory.load(selected.withFallback(base));
     }
 
     @Override
