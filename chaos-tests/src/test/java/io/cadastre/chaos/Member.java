@@ -1,0 +1,126 @@
+package io.cadastre.chaos;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One cadastre-agent, the real main on this module's class path, running inside a host namespace
+ * of the topology as a cluster member on Cassandra. Its node name is the host's name; it joins
+ * through the seed nodes given. Killed (SIGKILL), paused (SIGSTOP/SIGCONT), stopped (SIGTERM) by
+ * PID only.
+ */
+final class Member implements AutoCloseable {
+    static final int PORT = 2552;
+
+    private final Topology topology;
+    final Topology.Host host;
+    private final Path dir;
+    private final String contactPoint;
+    private final List<String> seeds;
+    private final String extraConfig;
+    private Process process;
+
+    Member(Topology topology, Topology.Host host, Path dir, String contactPoint, List<String> seeds, String extraConfig) {
+        this.topology = topology;
+        this.host = host;
+        this.dir = dir;
+        this.contactPoint = contactPoint;
+        this.seeds = seeds;
+        this.extraConfig = extraConfig;
+    }
+
+    static String address(Topology.Host host) {
+        return "pekko://cadastre@" + host.address() + ":" + PORT;
+    }
+
+    String name() {
+        return host.name();
+    }
+
+    Path socket() {
+        return dir.resolve("cni.sock");
+    }
+
+    Path log() {
+        return dir.resolve("agent.log");
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    boolean alive() {
+        return process != null && process.isAlive();
+    }
+
+    /** Starts the member and waits until its CNI socket is open (it has joined and defined its pools). */
+    Member start() throws IOException {
+        Files.createDirectories(dir);
+        Files.deleteIfExists(socket());
+        Path conf = dir.resolve("agent.conf");
+        Files.writeString(conf, extraConfig + "\n"
+                + "cadastre.node-name = \"" + host.name() + "\"\n"
+                + "cadastre.cni-socket = \"" + socket() + "\"\n"
+                + "cadastre.data-dir = \"" + dir.resolve("data") + "\"\n");
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dlogback.configurationFile=logback-text.xml",
+                "-cp", System.getProperty("java.class.path"),
+                "io.cadastre.agent.AgentMain", "--config", conf.toString()));
+        process = startIn(command);
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (!Files.exists(socket())) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException(name() + " exited with " + process.exitValue() + ":\n" + tail());
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(name() + " did not open its socket in 120 s:\n" + tail());
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        }
+        return this;
+    }
+
+    private Process startIn(List<String> command) {
+        return topology.exec(host, command, pb -> {
+            pb.environment().put("CADASTRE_PERSISTENCE", "cassandra");
+            pb.environment().put("CADASTRE_CASSANDRA_CONTACT_POINTS", contactPoint);
+            pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", host.address());
+            pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(PORT));
+            pb.environment().put("CADASTRE_SEED_NODES", String.join(",", seeds));
+            pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
+        });
+    }
+
+    /** SIGKILL: a crash, no shutdown hook runs. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    String tail() {
+        try {
+            List<String> lines = Files.readAllLines(log());
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (alive()) {
+            process.destroy();
+            if (!process.waitFor(30, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+}
