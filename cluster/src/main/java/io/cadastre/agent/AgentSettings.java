@@ -23,6 +23,7 @@ import java.util.Map;
  * @param dataDir where the embedded journal lives
  * @param cniSocket the CNI endpoint's Unix socket path
  * @param askTimeout how long to wait for an entity
+ * @param confirmRepliesSlowerThan state-changing replies slower than this are read back first
  * @param dataplaneThreads platform threads for netlink work
  * @param pools every configured pool
  * @param defaultPools the pool per family used when a netconf names none
@@ -33,6 +34,7 @@ public record AgentSettings(
         Path dataDir,
         Path cniSocket,
         Duration askTimeout,
+        Duration confirmRepliesSlowerThan,
         int dataplaneThreads,
         List<PoolSpec> pools,
         Map<IpFamily, String> defaultPools) {
@@ -68,7 +70,7 @@ public record AgentSettings(
             }
         }
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
-                c.getDuration("ask-timeout"), c.getInt("dataplane-threads"), List.copyOf(pools), Map.copyOf(defaultPools));
+                c.getDuration("ask-timeout"), c.getDuration("confirm-replies-slower-than"), c.getInt("dataplane-threads"), List.copyOf(pools), Map.copyOf(defaultPools));
     }
 
     private static void validatePools(List<PoolSpec> pools) {

@@ -52,7 +52,7 @@ public final class Guardian {
 
             ExecutorService dataplaneThreads = Executors.newFixedThreadPool(settings.dataplaneThreads(), platformThreads());
             Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.pools(), settings.defaultPools(),
-                    settings.askTimeout(), Clock.systemUTC());
+                    settings.askTimeout(), settings.confirmRepliesSlowerThan(), Clock.systemUTC());
             ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads), "node-agent");
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),

@@ -44,6 +44,14 @@ import org.apache.pekko.pattern.StatusReply;
  * between steps leaves at worst an orphan allocation that a retry reuses or GC releases, never a
  * duplicate.
  *
+ * <p><b>Slow replies are confirmed.</b> A reply to a command that changes state and that arrives
+ * later than {@code confirmSlowerThan} is checked by reading the same fact back from the entity
+ * before it counts. The case it guards: a member paused (GC, SIGSTOP) longer than failover resumes
+ * and completes a write in its stale incarnation of the entity after the entity has moved; the
+ * read is routed to the live incarnation, which does not have that write, so the ADD fails with a
+ * retryable error instead of acknowledging an allocation the cluster does not hold. Normal
+ * replies take milliseconds and skip the read.
+ *
  * <p>All methods return stages that fail with {@link IpamException}.
  */
 public final class Ipam {
@@ -52,6 +60,7 @@ public final class Ipam {
     private final Map<String, PoolSpec> poolsByName;
     private final Map<IpFamily, String> defaultPools;
     private final Duration askTimeout;
+    private final long confirmSlowerThanNanos;
     private final Clock clock;
 
     /** pool name → blocks of that pool affine to this node (loaded from the pool on first use). */
@@ -67,9 +76,11 @@ public final class Ipam {
      * @param pools every pool this node may use; names must be unique
      * @param defaultPools the pool used per family when a request names none
      * @param askTimeout how long to wait for each entity's reply
+     * @param confirmSlowerThan replies to state-changing commands slower than this are confirmed
+     *     by a read (see the class comment); zero confirms every one
      */
     public Ipam(ActorSystem<?> system, String node, List<PoolSpec> pools, Map<IpFamily, String> defaultPools,
-            Duration askTimeout, Clock clock) {
+            Duration askTimeout, Duration confirmSlowerThan, Clock clock) {
         this.sharding = ClusterSharding.get(system);
         this.node = node;
         Map<String, PoolSpec> byName = new LinkedHashMap<>();
@@ -77,6 +88,7 @@ public final class Ipam {
         this.poolsByName = Map.copyOf(byName);
         this.defaultPools = Map.copyOf(defaultPools);
         this.askTimeout = askTimeout;
+        this.confirmSlowerThanNanos = confirmSlowerThan.toNanos();
         this.clock = clock;
     }
 
@@ -139,7 +151,9 @@ public final class Ipam {
                     AttachmentRecord record = new AttachmentRecord(request.handle(), request.ifname(),
                             request.network(), request.containerId(), request.podNamespace(), request.podName(),
                             held, clock.millis());
-                    return askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r))
+                    return confirmedIfSlow(
+                            askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r)),
+                            nodeRef(), done -> lookup(record.handle(), record.ifname()).thenApply(found -> found.equals(Optional.of(record))))
                             .thenApply(done -> record);
                 });
     }
@@ -211,7 +225,9 @@ public final class Ipam {
     }
 
     private CompletionStage<Optional<HeldAddress>> claimAndAssign(PoolSpec pool, Allocation allocation, List<String> reasons) {
-        return askStatus(pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r))
+        return confirmedIfSlow(
+                        askStatus(pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r)),
+                        pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(outcome -> {
                     if (outcome.status() == PoolEntity.ClaimStatus.CLAIMED) {
                         return adoptBlock(pool.name(), outcome.block())
@@ -254,7 +270,7 @@ public final class Ipam {
     }
 
     private CompletionStage<Optional<HeldAddress>> autoAssign(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow) {
-        return ask(block(block), (ActorRef<AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, borrow, r))
+        return assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, borrow, r))
                 .thenCompose(outcome -> {
                     if (outcome.status() == AssignStatus.ASSIGNED) {
                         return CompletableFuture.completedFuture(Optional.of(new HeldAddress(outcome.address(), pool.name(), block)));
@@ -265,8 +281,8 @@ public final class Ipam {
                     if (outcome.status() == AssignStatus.NOT_AFFINE && !borrow) {
                         // The pool says the block is ours but the block was not told (a crash
                         // between the two steps): tell it, then try once more.
-                        return tellAffinity(block).thenCompose(d -> ask(block(block),
-                                        (ActorRef<AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, false, r)))
+                        return tellAffinity(block).thenCompose(d -> assignConfirmed(block, allocation,
+                                        r -> new BlockEntity.AutoAssign(allocation, false, r)))
                                 .thenApply(again -> again.status() == AssignStatus.ASSIGNED
                                         ? Optional.of(new HeldAddress(again.address(), pool.name(), block))
                                         : Optional.<HeldAddress>empty());
@@ -282,8 +298,9 @@ public final class Ipam {
                 .orElseThrow(() -> new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
                         address + " is in none of the pools " + candidates));
         Cidr block = pool.cidr().subnetContaining(address, pool.blockPrefix());
-        return askStatus(pool(pool.name()),
-                        (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(block, node, r))
+        return confirmedIfSlow(askStatus(pool(pool.name()),
+                                (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(block, node, r)),
+                        pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(outcome -> switch (outcome.status()) {
                     case CLAIMED -> adoptBlock(pool.name(), block).thenApply(d -> false);
                     case OWNED_BY_OTHER -> {
@@ -297,8 +314,8 @@ public final class Ipam {
                     default -> throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
                             address + " cannot be assigned on node " + node + ": " + outcome.detail());
                 })
-                .thenCompose(borrow -> ask(block(block),
-                        (ActorRef<AssignOutcome> r) -> new BlockEntity.AssignSpecific(address, allocation, borrow, r)))
+                .thenCompose(borrow -> assignConfirmed(block, allocation,
+                        r -> new BlockEntity.AssignSpecific(address, allocation, borrow, r)))
                 .thenApply(outcome -> switch (outcome.status()) {
                     case ASSIGNED -> new HeldAddress(address, pool.name(), block);
                     case TAKEN -> throw new IpamException(IpamException.Reason.ADDRESS_TAKEN, outcome.detail());
@@ -530,6 +547,46 @@ public final class Ipam {
                     .map(b -> ask(block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
             return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
                     .thenApply(v -> views.stream().anyMatch(f -> f.join().free() > 0));
+        });
+    }
+
+    // ---- confirmation of slow replies ----
+
+    /** An assignment whose reply, if slow, is confirmed against the block's live incarnation. */
+    private CompletionStage<AssignOutcome> assignConfirmed(Cidr block, Allocation allocation,
+            Function<ActorRef<AssignOutcome>, BlockEntity.Command> command) {
+        return confirmedIfSlow(ask(block(block), command), block(block), outcome -> outcome.status() != AssignStatus.ASSIGNED
+                ? CompletableFuture.completedFuture(true)
+                : ask(block(block), BlockEntity.GetBlock::new).thenApply(view -> {
+                    Allocation held = view.allocations().get(outcome.address());
+                    return held != null && held.isFor(allocation.handle(), allocation.ifname());
+                }));
+    }
+
+    private CompletionStage<Boolean> claimConfirmed(String poolName, ClaimOutcome outcome) {
+        return outcome.status() != PoolEntity.ClaimStatus.CLAIMED
+                ? CompletableFuture.completedFuture(true)
+                : ask(pool(poolName), PoolEntity.GetPool::new).thenApply(view -> node.equals(view.claims().get(outcome.block())));
+    }
+
+    /**
+     * @return the reply, once confirmed when it took longer than {@code confirmSlowerThan};
+     *     fails with UNAVAILABLE when the entity's live incarnation does not hold what it said
+     */
+    private <R> CompletionStage<R> confirmedIfSlow(CompletionStage<R> reply, EntityRef<?> ref,
+            Function<R, CompletionStage<Boolean>> confirm) {
+        long started = System.nanoTime();
+        return reply.thenCompose(value -> {
+            if (System.nanoTime() - started < confirmSlowerThanNanos) {
+                return CompletableFuture.completedFuture(value);
+            }
+            return confirm.apply(value).thenApply(confirmed -> {
+                if (!confirmed) {
+                    throw new IpamException(IpamException.Reason.UNAVAILABLE, "a slow reply from " + ref.getEntityId()
+                            + " is not confirmed by the entity's live incarnation (a member paused past failover?)");
+                }
+                return value;
+            });
         });
     }
 

@@ -89,7 +89,8 @@ class IpamTest {
     private static Ipam ipam(String node, List<PoolSpec> pools) {
         Map<IpFamily, String> defaults = new java.util.EnumMap<>(IpFamily.class);
         pools.forEach(p -> defaults.putIfAbsent(p.family(), p.name()));
-        Ipam ipam = new Ipam(testKit.system(), node, pools, defaults, Duration.ofSeconds(10), Clock.systemUTC());
+        // Zero: every state-changing reply is confirmed by a read, so these tests cover that path too.
+        Ipam ipam = new Ipam(testKit.system(), node, pools, defaults, Duration.ofSeconds(10), Duration.ZERO, Clock.systemUTC());
         await(ipam.definePools());
         return ipam;
     }

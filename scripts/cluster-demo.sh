@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# A 3-host Cadastre cluster on one machine: three host network namespaces on a test fabric
+# (scripts/topology.sh), a real Cassandra in its own namespace (scripts/cassandra.sh), one
+# cadastre-agent per host (a Pekko cluster on Cassandra), and pods attached on each host.
+#
+#   scripts/cluster-demo.sh            up, attach one pod per host, show them, tear everything down
+#   scripts/cluster-demo.sh up         start the cluster and leave it running
+#   scripts/cluster-demo.sh attach H P attach pod P on host H (1-3) and print the CNI result
+#   scripts/cluster-demo.sh detach H P
+#   scripts/cluster-demo.sh down       stop everything it started (by PID) and remove the namespaces
+#
+# Needs root, a build (mvn -B -DskipTests package, which also fetches Cassandra for test-cassandra),
+# iproute2. Addresses: hosts 198.19.255.11-13, Cassandra 198.19.255.9, pods from 198.18.0.0/16.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+name=cademo
+state=/tmp/cadastre-cluster-demo
+hosts=3
+java_bin="${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}/bin/java"
+[[ -x "$java_bin" ]] || java_bin=java
+classpath() { echo "$(ls "$root"/cluster/target/cadastre-cluster-*.jar | head -1):$root/cluster/target/lib/*"; }
+
+agent() { # agent HOST ARGS...: runs cadastre-agent inside host HOST's namespace with the cluster's env
+  local h=$1; shift
+  ip netns exec "$name-h$h" env CADASTRE_PERSISTENCE=cassandra CADASTRE_CASSANDRA_CONTACT_POINTS=198.19.255.9:9042 \
+    CADASTRE_NODE_NAME="host$h" CADASTRE_CLUSTER_HOSTNAME="198.19.255.$((10 + h))" CADASTRE_CLUSTER_PORT=2552 \
+    CADASTRE_SEED_NODES="pekko://cadastre@198.19.255.11:2552" CADASTRE_DATA_DIR="$state/h$h/data" \
+    CADASTRE_CNI_SOCKET="$state/h$h/cni.sock" \
+    "$java_bin" -Xmx256m -Dlogback.configurationFile=logback-text.xml -cp "$(classpath)" io.cadastre.agent.AgentMain "$@"
+}
+
+cni() { # cni VERB HOST POD
+  echo '{"cniVersion":"1.1.0","name":"cadastre","type":"cadastre","agentSocket":"'"$state/h$2/cni.sock"'"}' |
+    env -i CNI_COMMAND="$1" CNI_CONTAINERID="$3" CNI_NETNS="/var/run/netns/$name-pod-$3" CNI_IFNAME=eth0 \
+      CNI_PATH="$root/cni-bridge/target" "$root/cni-bridge/target/cadastre"
+}
+
+up() {
+  [[ $EUID -eq 0 ]] || { echo "run as root" >&2; exit 1; }
+  [[ -f "$root/test-cassandra/target/cassandra.classpath" && -d "$root/cluster/target/lib" ]] ||
+    { echo "build first: mvn -B -DskipTests package" >&2; exit 1; }
+  mkdir -p "$state"
+  "$root/scripts/topology.sh" up "$name" "$hosts"
+  echo "== Cassandra in $name-db (198.19.255.9)"
+  ip netns exec "$name-db" "$root/scripts/cassandra.sh" start "$state/cassandra" 198.19.255.9
+  echo "== schema (cadastre-agent schema --execute)"
+  agent 1 schema --execute 2>/dev/null
+  for h in $(seq 1 $hosts); do
+    mkdir -p "$state/h$h"
+    agent "$h" >"$state/h$h/agent.log" 2>&1 &
+    echo $! >"$state/h$h/agent.pid"
+    [[ $h == 1 ]] && wait_socket 1
+  done
+  for h in $(seq 2 $hosts); do wait_socket "$h"; done
+  echo "== cluster up: agents on host1..host$hosts; logs in $state/h*/agent.log"
+}
+
+wait_socket() {
+  for _ in $(seq 1 480); do
+    [[ -S "$state/h$1/cni.sock" ]] && return 0
+    kill -0 "$(cat "$state/h$1/agent.pid")" 2>/dev/null || { tail -20 "$state/h$1/agent.log"; return 1; }
+    sleep 0.25
+  done
+  echo "host$1: no socket after 120 s" >&2; tail -20 "$state/h$1/agent.log"; return 1
+}
+
+attach() {
+  ip netns add "$name-pod-$2"
+  echo "== ADD pod $2 on host$1"
+  cni ADD "$1" "$2"; echo
+  ip -n "$name-pod-$2" -br addr show eth0
+}
+
+detach() {
+  cni DEL "$1" "$2" && ip netns del "$name-pod-$2" && echo "pod $2 detached from host$1"
+}
+
+down() {
+  set +e
+  for pod in $(ip netns list | awk '{print $1}' | grep "^$name-pod-"); do ip netns del "$pod"; done
+  for h in $(seq 1 $hosts); do
+    pid=$(cat "$state/h$h/agent.pid" 2>/dev/null) && kill -TERM "$pid" 2>/dev/null
+  done
+  for h in $(seq 1 $hosts); do
+    pid=$(cat "$state/h$h/agent.pid" 2>/dev/null) && for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  done
+  [[ -d "$state/cassandra" ]] && "$root/scripts/cassandra.sh" stop "$state/cassandra"
+  "$root/scripts/topology.sh" down "$name"
+  rm -rf "$state"
+  echo "== down"
+}
+
+case "${1:-demo}" in
+  up) up ;;
+  attach) attach "$2" "$3" ;;
+  detach) detach "$2" "$3" ;;
+  down) down ;;
+  demo)
+    trap down EXIT
+    up
+    for h in $(seq 1 $hosts); do attach "$h" "pod$h"; done
+    echo "== each host end lives in its own host namespace:"
+    for h in $(seq 1 $hosts); do echo "host$h: $(ip -n "$name-h$h" -br link | grep -c '^cad') pod veth(s)"; done
+    for h in $(seq 1 $hosts); do detach "$h" "pod$h"; done
+    ;;
+  *) echo "usage: $0 [up|attach HOST POD|detach HOST POD|down]" >&2; exit 2 ;;
+esac
