@@ -20,7 +20,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -30,7 +29,6 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.pattern.StatusReply;
 
 /**
@@ -55,12 +53,10 @@ import org.apache.pekko.pattern.StatusReply;
  * <p>All methods return stages that fail with {@link IpamException}.
  */
 public final class Ipam {
-    private final ClusterSharding sharding;
+    private final EntityAsks asks;
     private final String node;
     private final Map<String, PoolSpec> poolsByName;
     private final Map<IpFamily, String> defaultPools;
-    private final Duration askTimeout;
-    private final long confirmSlowerThanNanos;
     private final Clock clock;
 
     /** pool name → blocks of that pool affine to this node (loaded from the pool on first use). */
@@ -81,14 +77,12 @@ public final class Ipam {
      */
     public Ipam(ActorSystem<?> system, String node, List<PoolSpec> pools, Map<IpFamily, String> defaultPools,
             Duration askTimeout, Duration confirmSlowerThan, Clock clock) {
-        this.sharding = ClusterSharding.get(system);
+        this.asks = new EntityAsks(ClusterSharding.get(system), askTimeout, confirmSlowerThan);
         this.node = node;
         Map<String, PoolSpec> byName = new LinkedHashMap<>();
         pools.forEach(p -> byName.put(p.name(), p));
         this.poolsByName = Map.copyOf(byName);
         this.defaultPools = Map.copyOf(defaultPools);
-        this.askTimeout = askTimeout;
-        this.confirmSlowerThanNanos = confirmSlowerThan.toNanos();
         this.clock = clock;
     }
 
@@ -100,7 +94,7 @@ public final class Ipam {
     /** Defines (or updates) every configured pool in its entity; fails if a definition is refused. */
     public CompletionStage<Done> definePools() {
         List<CompletableFuture<Done>> all = poolsByName.values().stream()
-                .map(spec -> askStatus(pool(spec.name()), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(spec, r))
+                .map(spec -> asks.askStatus(asks.pool(spec.name()), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(spec, r))
                         .toCompletableFuture())
                 .toList();
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).thenApply(v -> Done.getInstance());
@@ -146,14 +140,14 @@ public final class Ipam {
                     if (error != null) {
                         // Dual-stack is all or nothing (DESIGN.md invariant 5): give back what we got.
                         return releaseFromBlocks(request.handle(), request.ifname(), blocksOf(held))
-                                .handle((r, e) -> { throw asIpam(error); });
+                                .handle((r, e) -> { throw EntityAsks.asIpam(error); });
                     }
                     AttachmentRecord record = new AttachmentRecord(request.handle(), request.ifname(),
                             request.network(), request.containerId(), request.podNamespace(), request.podName(),
                             held, clock.millis());
-                    return confirmedIfSlow(
-                            askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r)),
-                            nodeRef(), done -> lookup(record.handle(), record.ifname()).thenApply(found -> found.equals(Optional.of(record))))
+                    return asks.confirmedIfSlow(
+                            asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r)),
+                            asks.node(node), done -> lookup(record.handle(), record.ifname()).thenApply(found -> found.equals(Optional.of(record))))
                             .thenApply(done -> record);
                 });
     }
@@ -225,9 +219,9 @@ public final class Ipam {
     }
 
     private CompletionStage<Optional<HeldAddress>> claimAndAssign(PoolSpec pool, Allocation allocation, List<String> reasons) {
-        return confirmedIfSlow(
-                        askStatus(pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r)),
-                        pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
+        return asks.confirmedIfSlow(
+                        asks.askStatus(asks.pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r)),
+                        asks.pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(outcome -> {
                     if (outcome.status() == PoolEntity.ClaimStatus.CLAIMED) {
                         return adoptBlock(pool.name(), outcome.block())
@@ -245,7 +239,7 @@ public final class Ipam {
     }
 
     private CompletionStage<Optional<HeldAddress>> borrow(PoolSpec pool, Allocation allocation, List<String> reasons) {
-        return ask(pool(pool.name()), PoolEntity.GetPool::new).thenCompose(view -> {
+        return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new).thenCompose(view -> {
             List<Cidr> others = view.claims().entrySet().stream()
                     .filter(e -> !e.getValue().equals(node)).map(Map.Entry::getKey).toList();
             return tryBlocks(pool, others, allocation, true).thenApply(found -> {
@@ -298,9 +292,9 @@ public final class Ipam {
                 .orElseThrow(() -> new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
                         address + " is in none of the pools " + candidates));
         Cidr block = pool.cidr().subnetContaining(address, pool.blockPrefix());
-        return confirmedIfSlow(askStatus(pool(pool.name()),
+        return asks.confirmedIfSlow(asks.askStatus(asks.pool(pool.name()),
                                 (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(block, node, r)),
-                        pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
+                        asks.pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(outcome -> switch (outcome.status()) {
                     case CLAIMED -> adoptBlock(pool.name(), block).thenApply(d -> false);
                     case OWNED_BY_OTHER -> {
@@ -326,7 +320,7 @@ public final class Ipam {
     /** Makes a freshly claimed block ours everywhere: the block entity, the node cache, the local cache. */
     private CompletionStage<Done> adoptBlock(String poolName, Cidr block) {
         return tellAffinity(block)
-                .thenCompose(d -> askStatus(nodeRef(),
+                .thenCompose(d -> asks.askStatus(asks.node(node),
                         (ActorRef<StatusReply<Done>> r) -> new NodeEntity.NoteAffineBlock(poolName, block, r)))
                 .thenCompose(d -> affineBlocksOf(poolName))
                 .thenApply(blocks -> {
@@ -338,11 +332,11 @@ public final class Ipam {
     }
 
     private CompletionStage<Done> tellAffinity(Cidr block) {
-        return askStatus(block(block), (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, r));
+        return asks.askStatus(asks.block(block), (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, r));
     }
 
     private CompletionStage<List<Cidr>> affineBlocksOf(String poolName) {
-        return affineBlocks.computeIfAbsent(poolName, name -> ask(pool(name), PoolEntity.GetPool::new)
+        return affineBlocks.computeIfAbsent(poolName, name -> asks.ask(asks.pool(name), PoolEntity.GetPool::new)
                 .thenApply(view -> (List<Cidr>) new CopyOnWriteArrayList<>(blocksOfNode(view)))
                 .toCompletableFuture()
                 .whenComplete((blocks, error) -> {
@@ -377,7 +371,7 @@ public final class Ipam {
 
     /** @return the attachment as the node knows it, if it does */
     public CompletionStage<Optional<AttachmentRecord>> lookup(String handle, String ifname) {
-        return ask(nodeRef(), (ActorRef<NodeEntity.AttachmentLookup> r) -> new NodeEntity.GetAttachment(handle, ifname, r))
+        return asks.ask(asks.node(node), (ActorRef<NodeEntity.AttachmentLookup> r) -> new NodeEntity.GetAttachment(handle, ifname, r))
                 .thenApply(found -> Optional.ofNullable(found.attachment()));
     }
 
@@ -406,7 +400,7 @@ public final class Ipam {
     public CompletionStage<List<Cidr>> forget(String handle, String ifname) {
         return lookup(handle, ifname).thenCompose(known -> known.isEmpty()
                 ? allAffineBlocks()
-                : askStatus(nodeRef(), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
+                : asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
                         .thenApply(d -> blocksOf(known.get().addresses())));
     }
 
@@ -429,7 +423,7 @@ public final class Ipam {
 
     private CompletionStage<List<String>> releaseFromBlocks(String handle, String ifname, List<Cidr> blocks) {
         List<CompletableFuture<List<String>>> all = blocks.stream()
-                .map(block -> ask(block(block),
+                .map(block -> asks.ask(asks.block(block),
                                 (ActorRef<BlockEntity.Released> r) -> new BlockEntity.Release(handle, ifname, r))
                         .thenApply(BlockEntity.Released::addresses)
                         .thenApply(released -> {
@@ -450,7 +444,7 @@ public final class Ipam {
 
     /** @return every attachment the node knows */
     public CompletionStage<List<AttachmentRecord>> attachments() {
-        return ask(nodeRef(), NodeEntity.GetNode::new).thenApply(NodeEntity.NodeView::attachments);
+        return asks.ask(asks.node(node), NodeEntity.GetNode::new).thenApply(NodeEntity.NodeView::attachments);
     }
 
     /**
@@ -463,7 +457,7 @@ public final class Ipam {
      */
     public CompletionStage<List<String>> collectGarbage(String network, Set<String> keep) {
         String prefix = network + ".";
-        return ask(nodeRef(), NodeEntity.GetNode::new).thenCompose(view -> {
+        return asks.ask(asks.node(node), NodeEntity.GetNode::new).thenCompose(view -> {
             Set<String> known = new HashSet<>();
             List<AttachmentRecord> stale = new ArrayList<>();
             for (AttachmentRecord a : view.attachments()) {
@@ -495,7 +489,7 @@ public final class Ipam {
     private CompletionStage<List<Allocation>> orphansIn(String handlePrefix, Set<String> known, Set<String> keep) {
         return allAffineBlocks().thenCompose(blocks -> {
             List<CompletableFuture<BlockEntity.BlockView>> views = blocks.stream()
-                    .map(b -> ask(block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
+                    .map(b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
             return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new)).thenApply(v -> views.stream()
                     .flatMap(f -> f.join().allocations().values().stream())
                     .filter(a -> a.node().equals(node) && a.handle().startsWith(handlePrefix))
@@ -533,7 +527,7 @@ public final class Ipam {
     }
 
     private CompletionStage<Boolean> poolCanServe(PoolSpec spec) {
-        return ask(pool(spec.name()), PoolEntity.GetPool::new).thenCompose(view -> {
+        return asks.ask(asks.pool(spec.name()), PoolEntity.GetPool::new).thenCompose(view -> {
             if (!view.defined()) {
                 return CompletableFuture.completedFuture(false);
             }
@@ -544,7 +538,7 @@ public final class Ipam {
             }
             List<Cidr> candidates = spec.borrowingAllowed() ? List.copyOf(view.claims().keySet()) : blocksOfNode(view);
             List<CompletableFuture<BlockEntity.BlockView>> views = candidates.stream()
-                    .map(b -> ask(block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
+                    .map(b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
             return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
                     .thenApply(v -> views.stream().anyMatch(f -> f.join().free() > 0));
         });
@@ -555,9 +549,9 @@ public final class Ipam {
     /** An assignment whose reply, if slow, is confirmed against the block's live incarnation. */
     private CompletionStage<AssignOutcome> assignConfirmed(Cidr block, Allocation allocation,
             Function<ActorRef<AssignOutcome>, BlockEntity.Command> command) {
-        return confirmedIfSlow(ask(block(block), command), block(block), outcome -> outcome.status() != AssignStatus.ASSIGNED
+        return asks.confirmedIfSlow(asks.ask(asks.block(block), command), asks.block(block), outcome -> outcome.status() != AssignStatus.ASSIGNED
                 ? CompletableFuture.completedFuture(true)
-                : ask(block(block), BlockEntity.GetBlock::new).thenApply(view -> {
+                : asks.ask(asks.block(block), BlockEntity.GetBlock::new).thenApply(view -> {
                     Allocation held = view.allocations().get(outcome.address());
                     return held != null && held.isFor(allocation.handle(), allocation.ifname());
                 }));
@@ -566,72 +560,7 @@ public final class Ipam {
     private CompletionStage<Boolean> claimConfirmed(String poolName, ClaimOutcome outcome) {
         return outcome.status() != PoolEntity.ClaimStatus.CLAIMED
                 ? CompletableFuture.completedFuture(true)
-                : ask(pool(poolName), PoolEntity.GetPool::new).thenApply(view -> node.equals(view.claims().get(outcome.block())));
+                : asks.ask(asks.pool(poolName), PoolEntity.GetPool::new).thenApply(view -> node.equals(view.claims().get(outcome.block())));
     }
 
-    /**
-     * @return the reply, once confirmed when it took longer than {@code confirmSlowerThan};
-     *     fails with UNAVAILABLE when the entity's live incarnation does not hold what it said
-     */
-    private <R> CompletionStage<R> confirmedIfSlow(CompletionStage<R> reply, EntityRef<?> ref,
-            Function<R, CompletionStage<Boolean>> confirm) {
-        long started = System.nanoTime();
-        return reply.thenCompose(value -> {
-            if (System.nanoTime() - started < confirmSlowerThanNanos) {
-                return CompletableFuture.completedFuture(value);
-            }
-            return confirm.apply(value).thenApply(confirmed -> {
-                if (!confirmed) {
-                    throw new IpamException(IpamException.Reason.UNAVAILABLE, "a slow reply from " + ref.getEntityId()
-                            + " is not confirmed by the entity's live incarnation (a member paused past failover?)");
-                }
-                return value;
-            });
-        });
-    }
-
-    // ---- entity access ----
-
-    private EntityRef<PoolEntity.Command> pool(String name) {
-        return sharding.entityRefFor(PoolEntity.ENTITY_TYPE_KEY, name);
-    }
-
-    private EntityRef<BlockEntity.Command> block(Cidr block) {
-        return sharding.entityRefFor(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
-    }
-
-    private EntityRef<NodeEntity.Command> nodeRef() {
-        return sharding.entityRefFor(NodeEntity.ENTITY_TYPE_KEY, node);
-    }
-
-    private <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
-        return ref.ask(command::apply, askTimeout).exceptionally(e -> {
-            throw unavailable(ref, e);
-        });
-    }
-
-    private <C, R> CompletionStage<R> askStatus(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
-        return ref.askWithStatus(command::apply, askTimeout).exceptionally(e -> {
-            Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-            if (cause instanceof StatusReply.ErrorMessage) {
-                throw new IpamException(IpamException.Reason.INVALID_REQUEST, cause.getMessage(), cause);
-            }
-            throw unavailable(ref, cause);
-        });
-    }
-
-    private static IpamException unavailable(EntityRef<?> ref, Throwable e) {
-        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-        if (cause instanceof IpamException ipam) {
-            return ipam;
-        }
-        return new IpamException(IpamException.Reason.UNAVAILABLE,
-                ref.getEntityId() + " did not answer: " + cause.getMessage(), cause);
-    }
-
-    private static IpamException asIpam(Throwable e) {
-        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-        return cause instanceof IpamException ipam ? ipam
-                : new IpamException(IpamException.Reason.UNAVAILABLE, String.valueOf(cause.getMessage()), cause);
-    }
 }
