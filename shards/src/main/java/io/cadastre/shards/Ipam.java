@@ -450,8 +450,9 @@ public final class Ipam {
     /**
      * Releases every allocation of {@code network} on this node whose attachment key
      * ({@link AttachmentRecord#key}) is not in {@code keep}: attachments the node knows, and
-     * orphans in the node's affine blocks (allocations no attachment record holds). Attachments
-     * with an ADD in flight are kept.
+     * orphans (allocations made for this node that no attachment record holds) in every claimed
+     * block of every pool — borrowed blocks included, since an ADD whose outcome was unknown can
+     * leave its allocation in another node's block. Attachments with an ADD in flight are kept.
      *
      * @return the keys of the attachments released
      */
@@ -471,9 +472,10 @@ public final class Ipam {
                 for (AttachmentRecord a : stale) {
                     releases.add(release(a.handle(), a.ifname()).thenApply(r -> a.key()).toCompletableFuture());
                 }
-                for (Allocation o : orphans) {
-                    releases.add(releaseFromBlocks(o.handle(), o.ifname(), List.copyOf(affineBlockList()))
-                            .thenApply(r -> AttachmentRecord.key(o.handle(), o.ifname())).toCompletableFuture());
+                for (Map.Entry<Cidr, Allocation> o : orphans) {
+                    Allocation a = o.getValue();
+                    releases.add(releaseFromBlocks(a.handle(), a.ifname(), List.of(o.getKey()))
+                            .thenApply(r -> AttachmentRecord.key(a.handle(), a.ifname())).toCompletableFuture());
                 }
                 return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new))
                         .thenApply(v -> releases.stream().map(CompletableFuture::join).distinct().toList());
@@ -481,24 +483,34 @@ public final class Ipam {
         });
     }
 
-    private List<Cidr> affineBlockList() {
-        return affineBlocks.values().stream().filter(f -> f.isDone() && !f.isCompletedExceptionally())
-                .flatMap(f -> f.join().stream()).distinct().toList();
-    }
-
-    private CompletionStage<List<Allocation>> orphansIn(String handlePrefix, Set<String> known, Set<String> keep) {
-        return allAffineBlocks().thenCompose(blocks -> {
+    /** @return orphan allocations of this node for handles with the prefix, by the block holding them */
+    private CompletionStage<List<Map.Entry<Cidr, Allocation>>> orphansIn(String handlePrefix, Set<String> known, Set<String> keep) {
+        return allClaimedBlocks().thenCompose(blocks -> {
             List<CompletableFuture<BlockEntity.BlockView>> views = blocks.stream()
                     .map(b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
-            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new)).thenApply(v -> views.stream()
-                    .flatMap(f -> f.join().allocations().values().stream())
-                    .filter(a -> a.node().equals(node) && a.handle().startsWith(handlePrefix))
-                    .filter(a -> {
+            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new)).thenApply(v -> {
+                List<Map.Entry<Cidr, Allocation>> orphans = new ArrayList<>();
+                for (CompletableFuture<BlockEntity.BlockView> f : views) {
+                    BlockEntity.BlockView view = f.join();
+                    for (Allocation a : view.allocations().values()) {
                         String key = AttachmentRecord.key(a.handle(), a.ifname());
-                        return !known.contains(key) && !keep.contains(key) && !inFlight.contains(key);
-                    })
-                    .toList());
+                        if (a.node().equals(node) && a.handle().startsWith(handlePrefix)
+                                && !known.contains(key) && !keep.contains(key) && !inFlight.contains(key)) {
+                            orphans.add(Map.entry(view.cidr(), a));
+                        }
+                    }
+                }
+                return orphans;
+            });
         });
+    }
+
+    /** @return every claimed block of every configured pool, whichever node it is affine to */
+    private CompletionStage<List<Cidr>> allClaimedBlocks() {
+        List<CompletableFuture<PoolView>> views = poolsByName.keySet().stream()
+                .map(name -> asks.ask(asks.pool(name), PoolEntity.GetPool::new).toCompletableFuture()).toList();
+        return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
+                .thenApply(v -> views.stream().flatMap(f -> f.join().claims().keySet().stream()).toList());
     }
 
     /**

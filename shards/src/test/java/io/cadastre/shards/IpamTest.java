@@ -282,6 +282,28 @@ class IpamTest {
         assertEquals(1, await(ipam.attachments()).size());
     }
 
+    /**
+     * An ADD whose outcome was unknown can leave an allocation that no record holds in a block
+     * the node borrowed from; GC must find it there too, not only in the node's own blocks.
+     */
+    @Test
+    void garbageCollectionReleasesOrphansInBorrowedBlocks() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.13.0/26", 26, false, true);
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        Ipam b = ipam(s.prefix + "-b", List.of(pool));
+        // The block allocated for node b, then the node's record was never written (a crash).
+        io.cadastre.ipam.Allocation orphan =
+                new io.cadastre.ipam.Allocation("net.orphan", "eth0", "default", "orphan", s.prefix + "-b", 1L);
+        BlockEntity.AssignOutcome outcome = await(ClusterSharding.get(testKit.system())
+                .entityRefFor(BlockEntity.ENTITY_TYPE_KEY, Cidr.parse("198.18.13.0/26").entityId())
+                .ask(r -> new BlockEntity.AutoAssign(orphan, true, r), Duration.ofSeconds(10)));
+        assertEquals(BlockEntity.AssignStatus.ASSIGNED, outcome.status());
+
+        assertEquals(List.of("net.orphan/eth0"), await(b.collectGarbage("net", Set.of())));
+        assertEquals(List.of("net.a1"), new ArrayList<>(handlesIn("198.18.13.0/26").values()));
+    }
+
     @Test
     void concurrentAddsGetDistinctAddressesAndClaimOnlyTheBlocksNeeded() {
         Setup s = names();
