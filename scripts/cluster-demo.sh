@@ -24,7 +24,7 @@ agent() { # agent HOST ARGS...: runs cadastre-agent inside host HOST's namespace
   local h=$1; shift
   ip netns exec "$name-h$h" env CADASTRE_PERSISTENCE=cassandra CADASTRE_CASSANDRA_CONTACT_POINTS=198.19.255.9:9042 \
     CADASTRE_NODE_NAME="host$h" CADASTRE_CLUSTER_HOSTNAME="198.19.255.$((10 + h))" CADASTRE_CLUSTER_PORT=2552 \
-    CADASTRE_SEED_NODES="pekko://cadastre@198.19.255.11:2552" CADASTRE_DATA_DIR="$state/h$h/data" \
+    CADASTRE_SEED_NODES="pekko://cadastre@198.19.255.11:2552,pekko://cadastre@198.19.255.12:2552,pekko://cadastre@198.19.255.13:2552" CADASTRE_DATA_DIR="$state/h$h/data" \
     CADASTRE_CNI_SOCKET="$state/h$h/cni.sock" \
     "$java_bin" -Xmx256m -Dlogback.configurationFile=logback-text.xml -cp "$(classpath)" io.cadastre.agent.AgentMain "$@"
 }

@@ -22,9 +22,9 @@ final class Member implements AutoCloseable {
     final Topology.Host host;
     private final Path dir;
     private final String contactPoint;
-    private final List<String> seeds;
+    private volatile List<String> seeds;
     private final String extraConfig;
-    private Process process;
+    private volatile Process process;
 
     Member(Topology topology, Topology.Host host, Path dir, String contactPoint, List<String> seeds, String extraConfig) {
         this.topology = topology;
@@ -55,8 +55,24 @@ final class Member implements AutoCloseable {
         return process.pid();
     }
 
+    /**
+     * Replaces the seed nodes used by the next {@link #start()}. A restarted member should not
+     * list itself first: a first seed node that reaches no other seed forms a cluster of its own.
+     */
+    Member seeds(List<String> seeds) {
+        this.seeds = List.copyOf(seeds);
+        return this;
+    }
+
+    /** @return the exit code of the last process, if it has exited */
+    java.util.OptionalInt exitValue() {
+        Process p = process;
+        return p == null || p.isAlive() ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(p.exitValue());
+    }
+
     boolean alive() {
-        return process != null && process.isAlive();
+        Process p = process;
+        return p != null && p.isAlive();
     }
 
     /** Starts the member and waits until its CNI socket is open (it has joined and defined its pools). */
@@ -74,11 +90,12 @@ final class Member implements AutoCloseable {
                 "-Dlogback.configurationFile=logback-text.xml",
                 "-cp", System.getProperty("java.class.path"),
                 "io.cadastre.agent.AgentMain", "--config", conf.toString()));
-        process = startIn(command);
+        Process started = startIn(command);
+        process = started;
         long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
         while (!Files.exists(socket())) {
-            if (!process.isAlive()) {
-                throw new IllegalStateException(name() + " exited with " + process.exitValue() + ":\n" + tail());
+            if (!started.isAlive()) {
+                throw new IllegalStateException(name() + " exited with " + started.exitValue() + ":\n" + tail());
             }
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException(name() + " did not open its socket in 120 s:\n" + tail());
@@ -101,8 +118,9 @@ final class Member implements AutoCloseable {
 
     /** SIGKILL: a crash, no shutdown hook runs. */
     void kill() throws InterruptedException {
-        process.destroyForcibly();
-        process.waitFor(30, TimeUnit.SECONDS);
+        Process p = process;
+        p.destroyForcibly();
+        p.waitFor(30, TimeUnit.SECONDS);
     }
 
     String tail() {
@@ -116,10 +134,11 @@ final class Member implements AutoCloseable {
 
     @Override
     public void close() throws InterruptedException {
-        if (alive()) {
-            process.destroy();
-            if (!process.waitFor(30, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        Process p = process;
+        if (p != null && p.isAlive()) {
+            p.destroy();
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             }
         }
     }
