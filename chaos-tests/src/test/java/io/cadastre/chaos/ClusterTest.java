@@ -50,7 +50,7 @@ class ClusterTest {
         dir = Files.createTempDirectory("cad-cluster");
         topology = Topology.up(Topology.randomName(), 3);
         cassandra = CassandraNode.start(topology, dir.resolve("cassandra"));
-        createSchema();
+        Schema.create(topology, cassandra);
         List<String> seeds = List.of(Member.address(topology.host(1)));
         for (Topology.Host host : topology.hosts()) {
             members.add(new Member(topology, host, dir.resolve(host.name()), cassandra.contactPoint(), seeds, POOLS));
@@ -66,18 +66,6 @@ class ClusterTest {
                     }
                 }, runtime)).toList();
         rest.forEach(CompletableFuture::join);
-    }
-
-    private static void createSchema() throws Exception {
-        Process p = topology.exec(topology.host(1), List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "schema", "--execute"),
-                pb -> {
-                    pb.environment().put("CADASTRE_CASSANDRA_CONTACT_POINTS", cassandra.contactPoint());
-                    pb.redirectErrorStream(true);
-                });
-        String out = new String(p.getInputStream().readAllBytes());
-        assertEquals(0, p.waitFor(), "schema --execute: " + out);
     }
 
     @AfterAll

@@ -32,8 +32,13 @@ public final class AgentMain implements Callable<Integer> {
      * @throws IllegalArgumentException or a {@code ConfigException} for an invalid configuration
      */
     static Config loadConfig(File overrides) {
+        return loadConfig(overrides, ConfigFactory.empty());
+    }
+
+    /** As {@link #loadConfig(File)}, with {@code forced} settings above the file and application.conf. */
+    static Config loadConfig(File overrides, Config forced) {
         Config app = ConfigFactory.parseResourcesAnySyntax("application");
-        Config base = overrides == null ? app : ConfigFactory.parseFile(overrides).withFallback(app);
+        Config base = forced.withFallback(overrides == null ? app : ConfigFactory.parseFile(overrides).withFallback(app));
         Config resolved = ConfigFactory.load(base);
         Config selected = Persistence.of(resolved).selection(resolved);
         String seeds = resolved.getString("cadastre.cluster.seed-nodes-env");

@@ -43,11 +43,7 @@ public final class SchemaCommand implements Callable<Integer> {
                 + "pekko.loglevel = WARNING\npekko.coordinated-shutdown.exit-jvm = off");
         ActorSystem<Void> system;
         try {
-            File file = configFile;
-            Config base = file == null ? overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application"))
-                    : overrides.withFallback(ConfigFactory.parseFile(file)).withFallback(ConfigFactory.parseResourcesAnySyntax("application"));
-            Config resolved = ConfigFactory.load(base);
-            Config config = ConfigFactory.load(Persistence.CASSANDRA.selection(resolved).withFallback(base));
+            Config config = AgentMain.loadConfig(configFile, overrides);
             system = ActorSystem.create(Behaviors.empty(), "cadastre-schema", config);
         } catch (RuntimeException e) {
             System.err.println("cadastre-agent schema: configuration error: " + e.getMessage());
