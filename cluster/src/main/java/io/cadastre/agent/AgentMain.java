@@ -13,8 +13,10 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code cadastre-agent}: runs the agent (the default), or installs the CNI plugin and network
- * configuration ({@code install}). Exit codes: 0 after a clean shutdown, 1 when start-up failed,
- * 2 for bad command-line or configuration.
+ * configuration ({@code install}). Exit codes: 0 after a clean shutdown (SIGTERM), 1 when start-up
+ * failed, 2 for bad command-line or configuration, 3 when the cluster downed this member (after a
+ * crash-like pause or on the minority side of a partition): its supervisor restarts it, and it
+ * joins again as a new incarnation.
  */
 @Command(name = "cadastre-agent", mixinStandardHelpOptions = true, version = "cadastre-agent 0.1.0",
         description = "Cadastre's per-host agent: cluster member, IPAM and CNI endpoint.",
@@ -65,9 +67,18 @@ public final class AgentMain implements Callable<Integer> {
         }
         ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, new NetlinkDataplane()), "cadastre", config);
         system.getWhenTerminated().toCompletableFuture().join();
-        boolean failed = CoordinatedShutdown.get(system).getShutdownReason()
-                .filter(reason -> reason instanceof Guardian.StartFailure).isPresent();
-        return failed ? 1 : 0;
+        return exitCode(CoordinatedShutdown.get(system).getShutdownReason());
+    }
+
+    /** @return the process's exit code for the reason the actor system shut down (see the class comment) */
+    static int exitCode(java.util.Optional<CoordinatedShutdown.Reason> reason) {
+        if (reason.filter(r -> r instanceof Guardian.StartFailure).isPresent()) {
+            return 1;
+        }
+        if (reason.filter(r -> r == CoordinatedShutdown.clusterDowningReason()).isPresent()) {
+            return 3;
+        }
+        return 0;
     }
 
     public static void main(String[] args) {

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.PoolSpec;
+import io.cadastre.shards.AskTimeouts;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
@@ -22,8 +23,8 @@ import java.util.Map;
  * @param persistence which journal the entities use
  * @param dataDir where the embedded journal lives
  * @param cniSocket the CNI endpoint's Unix socket path
- * @param askTimeout how long to wait for an entity
- * @param confirmRepliesSlowerThan state-changing replies slower than this are read back first
+ * @param askTimeouts how long to wait for an entity, in all and per attempt, and which
+ *     state-changing replies are read back first
  * @param dataplaneThreads platform threads for netlink work
  * @param pools every configured pool
  * @param defaultPools the pool per family used when a netconf names none
@@ -33,8 +34,7 @@ public record AgentSettings(
         Persistence persistence,
         Path dataDir,
         Path cniSocket,
-        Duration askTimeout,
-        Duration confirmRepliesSlowerThan,
+        AskTimeouts askTimeouts,
         int dataplaneThreads,
         List<PoolSpec> pools,
         Map<IpFamily, String> defaultPools) {
@@ -70,7 +70,17 @@ public record AgentSettings(
             }
         }
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
-                c.getDuration("ask-timeout"), c.getDuration("confirm-replies-slower-than"), c.getInt("dataplane-threads"), List.copyOf(pools), Map.copyOf(defaultPools));
+                askTimeouts(c), c.getInt("dataplane-threads"), List.copyOf(pools), Map.copyOf(defaultPools));
+    }
+
+    private static AskTimeouts askTimeouts(Config c) {
+        try {
+            return new AskTimeouts(c.getDuration("ask-timeout"), c.getDuration("ask-attempt-timeout"),
+                    c.getDuration("confirm-replies-slower-than"));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("cadastre.ask-timeout, ask-attempt-timeout, confirm-replies-slower-than: "
+                    + e.getMessage(), e);
+        }
     }
 
     private static void validatePools(List<PoolSpec> pools) {

@@ -6,9 +6,11 @@ import io.cadastre.http.CniSocketServer;
 import io.cadastre.node.NodeAgent;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.Ipam;
+import io.cadastre.shards.IpamException;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolEntity;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -22,21 +24,43 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.cluster.typed.SelfUp;
+import org.apache.pekko.cluster.typed.Subscribe;
 
 /**
  * The agent's root actor. Start-up, in order: join the cluster (alone when no seed nodes are
- * configured), prepare the journal ({@link Persistence#prepare}), register the sharded entities,
- * define the configured pools, spawn the {@link NodeAgent}, and only then open the CNI socket, so
- * that a plugin that can connect is served. Shutdown (SIGTERM runs Pekko's coordinated shutdown):
- * the socket closes first, in-flight requests finish, then the dataplane threads stop.
+ * configured) and wait until this member is Up, prepare the journal ({@link Persistence#prepare}),
+ * define the configured pools, and only then open the CNI socket, so that a plugin that can
+ * connect is served. Shutdown (SIGTERM runs Pekko's coordinated shutdown): the socket closes
+ * first, in-flight requests finish, then the dataplane threads stop.
  *
- * <p>A failed start-up logs the cause and terminates the actor system (the process exits non-zero).
+ * <p>Defining the pools is retried every second while the entities are unavailable: a member
+ * restarted after a crash is Up only once the cluster has removed its old incarnation, and the
+ * pool entities may be moving at that moment. A refused definition (a pool that conflicts with
+ * the journal's) fails at once. A failed start-up, or one not done within {@link #START_TIMEOUT},
+ * logs the cause and terminates the actor system; the process exits 1 ({@link AgentMain}).
  */
 public final class Guardian {
+    /** How long start-up may take, from the actor system's start to the socket open. */
+    static final Duration START_TIMEOUT = Duration.ofMinutes(3);
+    private static final Duration DEFINE_RETRY = Duration.ofSeconds(1);
+
     private Guardian() {}
 
     /** Start-up finished; carries the running server for the shutdown hook. */
     private record Started(CniSocketServer server) {}
+
+    /** This member is Up. */
+    private record MemberUp() {}
+
+    /** The journal is ready: define the pools. */
+    private record DefinePools() {}
+
+    /** One attempt to define the pools failed with this. */
+    private record DefineFailed(Throwable cause) {}
+
+    /** Start-up took longer than {@link #START_TIMEOUT}. */
+    private record StartTimedOut() {}
 
     private record StartFailed(Throwable cause) {}
 
@@ -52,11 +76,11 @@ public final class Guardian {
 
             ExecutorService dataplaneThreads = Executors.newFixedThreadPool(settings.dataplaneThreads(), platformThreads());
             Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.pools(), settings.defaultPools(),
-                    settings.askTimeout(), settings.confirmRepliesSlowerThan(), Clock.systemUTC());
+                    settings.askTimeouts(), Clock.systemUTC());
             ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads), "node-agent");
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
-                    settings.askTimeout().multipliedBy(3), settings.pools());
+                    settings.askTimeouts().total().multipliedBy(3), settings.pools());
             CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend),
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
 
@@ -68,15 +92,41 @@ public final class Guardian {
                 return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
             });
 
-            CompletionStage<Done> ready = settings.persistence().prepare(ctx.getSystem())
-                    .thenCompose(done -> ipam.definePools());
-            ctx.pipeToSelf(ready, (done, failure) -> failure == null ? new Started(server) : new StartFailed(failure));
-            return starting(ctx, settings);
+            cluster.subscriptions().tell(Subscribe.create(
+                    ctx.messageAdapter(SelfUp.class, up -> new MemberUp()), SelfUp.class));
+            return Behaviors.withTimers(timers -> {
+                timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
+                return starting(ctx, settings, ipam, server);
+            });
         });
     }
 
-    private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings) {
+    private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Ipam ipam,
+            CniSocketServer server) {
         return Behaviors.receive(Object.class)
+                .onMessage(MemberUp.class, up -> {
+                    ctx.getLog().info("cluster member up; preparing the journal and defining the pools");
+                    ctx.pipeToSelf(settings.persistence().prepare(ctx.getSystem()),
+                            (done, failure) -> failure == null ? new DefinePools() : new StartFailed(failure));
+                    return Behaviors.same();
+                })
+                .onMessage(DefinePools.class, define -> {
+                    ctx.pipeToSelf(ipam.definePools(),
+                            (done, failure) -> failure == null ? new Started(server) : new DefineFailed(failure));
+                    return Behaviors.same();
+                })
+                .onMessage(DefineFailed.class, failed -> {
+                    Throwable cause = failed.cause() instanceof java.util.concurrent.CompletionException c && c.getCause() != null
+                            ? c.getCause() : failed.cause();
+                    if (cause instanceof IpamException e && e.reason() == IpamException.Reason.UNAVAILABLE) {
+                        ctx.getLog().info("pools not defined yet, trying again in {}: {}", DEFINE_RETRY, e.getMessage());
+                        ctx.scheduleOnce(DEFINE_RETRY, ctx.getSelf(), new DefinePools());
+                        return Behaviors.same();
+                    }
+                    return fail(ctx, cause);
+                })
+                .onMessage(StartTimedOut.class, timedOut -> fail(ctx,
+                        new IllegalStateException("start-up did not finish within " + START_TIMEOUT)))
                 .onMessage(Started.class, started -> {
                     try {
                         started.server().start();
@@ -85,7 +135,7 @@ public final class Guardian {
                     }
                     ctx.getLog().info("cadastre-agent ready: node {}, CNI socket {}, pools {}", settings.nodeName(),
                             settings.cniSocket(), settings.pools().stream().map(p -> p.name() + "=" + p.cidr()).toList());
-                    return Behaviors.empty();
+                    return Behaviors.ignore();
                 })
                 .onMessage(StartFailed.class, failed -> fail(ctx, failed.cause()))
                 .build();

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
@@ -12,18 +13,19 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.pattern.StatusReply;
 
 /**
- * How {@link Ipam} talks to the sharded entities: references by id, asks with a timeout whose
- * failures become {@link IpamException}s, and the confirmation of slow replies (see {@link Ipam}).
+ * How {@link Ipam} talks to the sharded entities: references by id, asks that are sent again
+ * after each attempt's timeout until the total has passed ({@link AskTimeouts}), failures turned
+ * into {@link IpamException}s, and the confirmation of slow replies (see {@link Ipam}).
  */
 final class EntityAsks {
     private final ClusterSharding sharding;
-    private final Duration askTimeout;
+    private final AskTimeouts timeouts;
     private final long confirmSlowerThanNanos;
 
-    EntityAsks(ClusterSharding sharding, Duration askTimeout, Duration confirmSlowerThan) {
+    EntityAsks(ClusterSharding sharding, AskTimeouts timeouts) {
         this.sharding = sharding;
-        this.askTimeout = askTimeout;
-        this.confirmSlowerThanNanos = confirmSlowerThan.toNanos();
+        this.timeouts = timeouts;
+        this.confirmSlowerThanNanos = timeouts.confirmSlowerThan().toNanos();
     }
 
     EntityRef<PoolEntity.Command> pool(String name) {
@@ -38,25 +40,62 @@ final class EntityAsks {
         return sharding.entityRefFor(NodeEntity.ENTITY_TYPE_KEY, name);
     }
 
-    /** @return the reply; fails with UNAVAILABLE when none comes within the ask timeout */
+    /**
+     * Asks an idempotent command, again after each attempt's timeout.
+     *
+     * @return the reply; fails with UNAVAILABLE when none comes within the total timeout
+     */
     <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
-        return ref.ask(command::apply, askTimeout).exceptionally(e -> {
-            throw unavailable(ref, e);
-        });
+        return retrying(timeout -> ref.ask(command::apply, timeout), System.nanoTime() + timeouts.total().toNanos())
+                .exceptionally(e -> {
+                    throw unavailable(ref, e);
+                });
     }
 
     /**
+     * Asks an idempotent command that answers with a status, again after each attempt's timeout.
+     *
      * @return the success value; fails with INVALID_REQUEST for an error reply (the entity refused)
-     *     and UNAVAILABLE when no reply comes in time
+     *     and UNAVAILABLE when no reply comes within the total timeout
      */
     <C, R> CompletionStage<R> askStatus(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
-        return ref.askWithStatus(command::apply, askTimeout).exceptionally(e -> {
+        return statusFailures(ref, retrying(timeout -> ref.askWithStatus(command::apply, timeout),
+                System.nanoTime() + timeouts.total().toNanos()));
+    }
+
+    /**
+     * Asks a command that must not be repeated (each one changes state anew), once, waiting the
+     * total timeout.
+     *
+     * @return as {@link #askStatus}
+     */
+    <C, R> CompletionStage<R> askStatusOnce(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
+        return statusFailures(ref, ref.askWithStatus(command::apply, timeouts.total()));
+    }
+
+    private static <R> CompletionStage<R> statusFailures(EntityRef<?> ref, CompletionStage<R> reply) {
+        return reply.exceptionally(e -> {
             Throwable cause = unwrap(e);
             if (cause instanceof StatusReply.ErrorMessage) {
                 throw new IpamException(IpamException.Reason.INVALID_REQUEST, cause.getMessage(), cause);
             }
             throw unavailable(ref, cause);
         });
+    }
+
+    /** Runs one attempt with the per-attempt timeout (less if the deadline is nearer); again on a timeout. */
+    private <R> CompletionStage<R> retrying(Function<Duration, CompletionStage<R>> attempt, long deadlineNanos) {
+        long remaining = deadlineNanos - System.nanoTime();
+        Duration timeout = Duration.ofNanos(Math.max(1, Math.min(remaining, timeouts.perAttempt().toNanos())));
+        return attempt.apply(timeout).handle((reply, error) -> {
+            if (error == null) {
+                return CompletableFuture.completedFuture(reply);
+            }
+            if (unwrap(error) instanceof TimeoutException && deadlineNanos - System.nanoTime() > 0) {
+                return retrying(attempt, deadlineNanos);
+            }
+            return CompletableFuture.<R>failedFuture(error);
+        }).thenCompose(Function.identity());
     }
 
     /**

@@ -10,7 +10,6 @@ import io.cadastre.shards.BlockEntity.AssignStatus;
 import io.cadastre.shards.PoolEntity.ClaimOutcome;
 import io.cadastre.shards.PoolEntity.PoolView;
 import java.time.Clock;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashSet;
@@ -71,13 +70,11 @@ public final class Ipam {
     /**
      * @param pools every pool this node may use; names must be unique
      * @param defaultPools the pool used per family when a request names none
-     * @param askTimeout how long to wait for each entity's reply
-     * @param confirmSlowerThan replies to state-changing commands slower than this are confirmed
-     *     by a read (see the class comment); zero confirms every one
+     * @param timeouts how long to wait for the entities' replies, and which replies to confirm
      */
     public Ipam(ActorSystem<?> system, String node, List<PoolSpec> pools, Map<IpFamily, String> defaultPools,
-            Duration askTimeout, Duration confirmSlowerThan, Clock clock) {
-        this.asks = new EntityAsks(ClusterSharding.get(system), askTimeout, confirmSlowerThan);
+            AskTimeouts timeouts, Clock clock) {
+        this.asks = new EntityAsks(ClusterSharding.get(system), timeouts);
         this.node = node;
         Map<String, PoolSpec> byName = new LinkedHashMap<>();
         pools.forEach(p -> byName.put(p.name(), p));
@@ -220,7 +217,7 @@ public final class Ipam {
 
     private CompletionStage<Optional<HeldAddress>> claimAndAssign(PoolSpec pool, Allocation allocation, List<String> reasons) {
         return asks.confirmedIfSlow(
-                        asks.askStatus(asks.pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r)),
+                        asks.askStatusOnce(asks.pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r)),
                         asks.pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(outcome -> {
                     if (outcome.status() == PoolEntity.ClaimStatus.CLAIMED) {

@@ -14,11 +14,15 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.RecoveryCompleted;
 import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
 import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
+import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One node, sharded by its name: the node's handle index (attachment → addresses and the blocks
@@ -29,6 +33,7 @@ public final class NodeEntity
         extends EventSourcedBehaviorWithEnforcedReplies<NodeEntity.Command, NodeEntity.Event, NodeEntity.State> {
 
     public static final EntityTypeKey<Command> ENTITY_TYPE_KEY = EntityTypeKey.create(Command.class, "Node");
+    private static final Logger LOG = LoggerFactory.getLogger(NodeEntity.class);
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
@@ -94,8 +99,23 @@ public final class NodeEntity
         }
     }
 
+    private final String nodeName;
+
     private NodeEntity(String nodeName) {
         super(PersistenceId.of(ENTITY_TYPE_KEY.name(), nodeName));
+        this.nodeName = nodeName;
+    }
+
+    /**
+     * Logs where and when a node's entity came back: the chaos harness reads this line from each
+     * member's log to time failover (kill → the entity recovered on a survivor).
+     */
+    @Override
+    public SignalHandler<State> signalHandler() {
+        return newSignalHandlerBuilder()
+                .onSignal(RecoveryCompleted.instance(), state -> LOG.info("recovered node entity {}: {} attachments, {} affine blocks",
+                        nodeName, state.attachments().size(), state.affineBlocks().size()))
+                .build();
     }
 
     @Override

@@ -90,7 +90,7 @@ class IpamTest {
         Map<IpFamily, String> defaults = new java.util.EnumMap<>(IpFamily.class);
         pools.forEach(p -> defaults.putIfAbsent(p.family(), p.name()));
         // Zero: every state-changing reply is confirmed by a read, so these tests cover that path too.
-        Ipam ipam = new Ipam(testKit.system(), node, pools, defaults, Duration.ofSeconds(10), Duration.ZERO, Clock.systemUTC());
+        Ipam ipam = new Ipam(testKit.system(), node, pools, defaults, AskTimeouts.single(Duration.ofSeconds(10), Duration.ZERO), Clock.systemUTC());
         await(ipam.definePools());
         return ipam;
     }
