@@ -123,6 +123,21 @@ final class Member implements AutoCloseable {
         p.waitFor(30, TimeUnit.SECONDS);
     }
 
+    /** @return the log's lines stamped at or after {@code from} (this machine's local time, HH:mm:ss.SSS), for diagnostics */
+    List<String> logLines(java.time.LocalTime from) {
+        try {
+            return Files.readAllLines(log()).stream().filter(l -> {
+                try {
+                    return l.length() >= 12 && !java.time.LocalTime.parse(l.substring(0, 12)).isBefore(from);
+                } catch (java.time.format.DateTimeParseException e) {
+                    return false;
+                }
+            }).toList();
+        } catch (IOException e) {
+            return List.of("(no log: " + e + ")");
+        }
+    }
+
     String tail() {
         try {
             List<String> lines = Files.readAllLines(log());
