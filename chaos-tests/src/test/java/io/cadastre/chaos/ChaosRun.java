@@ -410,10 +410,24 @@ final class ChaosRun implements AutoCloseable {
         Summary.Span span = new Summary.Span(workloadFrom, workloadTo == 0 ? history.now() : workloadTo, faultsFrom,
                 faultsTo == 0 ? history.now() : faultsTo);
         String summary = Summary.render(settings, ops, faults, violations, anomalies, List.copyOf(problems), span,
-                System.nanoTime() - startedAt, historyFile().toString());
+                System.nanoTime() - startedAt, agentLogs(), historyFile().toString());
         List<Checker.Violation> all = new ArrayList<>(violations);
         all.addAll(anomalies);
         return new Result(summary, Summary.timelines(all, ops, faults), violations, anomalies, List.copyOf(problems));
+    }
+
+    /**
+     * The NodeEntity recoveries in every member's log, for the summary's failover section. Never
+     * fails the run: what cannot be read is reported in the section instead.
+     */
+    private AgentLogs.Read agentLogs() {
+        Map<String, Path> logs = new LinkedHashMap<>();
+        members.forEach(m -> logs.put(m.name(), m.log()));
+        try {
+            return AgentLogs.read(logs, history.originEpochMillis(), java.time.ZoneId.systemDefault());
+        } catch (RuntimeException e) {
+            return new AgentLogs.Read(List.of(), List.of("reading the agents' logs failed: " + e));
+        }
     }
 
     /**

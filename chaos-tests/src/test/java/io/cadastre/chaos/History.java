@@ -43,6 +43,14 @@ final class History implements AutoCloseable {
         return file;
     }
 
+    /**
+     * @return the wall-clock time of the origin, in milliseconds since the epoch: a wall-clock
+     *     time {@code w} (ms) is history time {@code (w - originEpochMillis()) * 1_000_000} (ns)
+     */
+    long originEpochMillis() {
+        return originEpochMillis;
+    }
+
     /** @return nanoseconds since the history's origin */
     long now() {
         return System.nanoTime() - origin;

@@ -14,8 +14,10 @@ import java.util.TreeMap;
 
 /**
  * The run's summary (seed, durations, operations per kind and outcome, faults, violations, the
- * longest unavailability per host, ADD throughput) and, for each violation, a timeline of the
- * calls of the attachments involved and of the faults around it. Pure: computed from the history.
+ * longest unavailability per host, ADD throughput, what the kills cost: {@link Failover}) and,
+ * for each violation, a timeline of the calls of the attachments involved and of the faults
+ * around it. Pure: computed from the history and the NodeEntity recoveries read from the agents'
+ * logs.
  */
 final class Summary {
     private static final int TIMELINE_VIOLATIONS = 8;
@@ -32,9 +34,10 @@ final class Summary {
 
     private Summary() {}
 
+    /** @param agentLogs the NodeEntity recoveries the members logged, for {@link Failover#section} */
     static String render(ChaosSettings settings, List<Operation> ops, List<FaultRecord> faults,
             List<Violation> violations, List<Violation> anomalies, List<String> problems, Span span, long totalNanos,
-            String historyFile) {
+            AgentLogs.Read agentLogs, String historyFile) {
         StringBuilder b = new StringBuilder();
         b.append("==== chaos summary ====\n");
         b.append("seed: ").append(settings.seed()).append("   (reproduce: mvn -B -o -q -pl chaos-tests verify ")
@@ -75,6 +78,11 @@ final class Summary {
         double seconds = (span.workloadTo() - span.workloadFrom()) / 1e9;
         b.append(String.format(Locale.ROOT, "ADD throughput (workload): %.1f ok ADDs/s (%d in %.0f s)%n",
                 seconds > 0 ? okAdds / seconds : 0, okAdds, seconds));
+        try {
+            b.append(Failover.section(faults, agentLogs, ops));
+        } catch (RuntimeException e) { // a report, not a check: it must not cost the rest of the summary
+            b.append("failover after kills: not computed: ").append(e).append('\n');
+        }
         b.append("history: ").append(historyFile).append('\n');
         return b.toString();
     }

@@ -1,0 +1,138 @@
+package io.cadastre.chaos;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.DateTimeException;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalTime;
+import java.time.ZoneId;
+import java.time.ZonedDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Reads the NodeEntity recoveries out of the members' agent logs ({@link Member#log()}, one file
+ * per host, appended across restarts) for {@link Failover}. The agents log with logback's
+ * {@code %d{HH:mm:ss.SSS} %-5level %logger{30} - %msg%n} (logback-text.xml), and a NodeEntity
+ * logs {@code recovered node entity <node>: <n> attachments, <m> affine blocks} each time it
+ * recovers. Every other line, and any garbage, is skipped.
+ *
+ * <p>The log's times are this machine's local wall-clock time of day, without a date; the agents
+ * run on this machine, in this JVM's time zone. A time of day is put on the day that brings it
+ * nearest the previous time read from the same file (for the first one, the history's origin):
+ * lines are appended in time order and far less than 12 hours apart, so this follows a run across
+ * midnight however long it lasts, and takes a line stamped a little before the origin (the two
+ * clocks are read at slightly different moments) as just before it, not a day later.
+ */
+final class AgentLogs {
+    private static final String MESSAGE = "recovered node entity ";
+    private static final String TIME = "(\\d{2}):(\\d{2}):(\\d{2})\\.(\\d{3})";
+    /** Where the time starts: a line's first characters, before level, logger and message. */
+    private static final Pattern LINE_TIME = Pattern.compile("^" + TIME + " ");
+    /**
+     * Not anchored at the line's start: a member killed in the middle of a line leaves it
+     * unterminated, and its next incarnation's first line continues it.
+     */
+    private static final Pattern RECOVERED = Pattern.compile(TIME
+            + " +[A-Z]+ +\\S+ - " + MESSAGE + "(\\S+): \\d+ attachments, \\d+ affine blocks\\s*$");
+
+    /**
+     * @param recoveries every recovery found, per file in the file's order
+     * @param problems the files that could not be read, and why
+     */
+    record Read(List<Failover.Recovery> recoveries, List<String> problems) {
+        Read {
+            recoveries = List.copyOf(recoveries);
+            problems = List.copyOf(problems);
+        }
+    }
+
+    private AgentLogs() {}
+
+    /**
+     * Reads every member's log. A file that is missing or cannot be read adds a problem and no
+     * recovery; the others are still read.
+     *
+     * @param logs each member's host name and the path of its agent log
+     * @param originEpochMillis the history's origin on the wall clock (ms since the epoch)
+     * @param zone the time zone the agents log in
+     */
+    static Read read(Map<String, Path> logs, long originEpochMillis, ZoneId zone) {
+        List<Failover.Recovery> recoveries = new ArrayList<>();
+        List<String> problems = new ArrayList<>();
+        logs.forEach((member, file) -> {
+            // The decoder replaces bytes that are not UTF-8 (a line cut by SIGKILL, binary noise)
+            // rather than failing the whole file, which Files.newBufferedReader would.
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(Files.newInputStream(file),
+                    StandardCharsets.UTF_8))) {
+                recoveries.addAll(parse(member, in.lines()::iterator, originEpochMillis, zone));
+            } catch (NoSuchFileException e) {
+                problems.add(member + ": no " + file);
+            } catch (IOException | UncheckedIOException e) {
+                problems.add(member + ": " + e);
+            }
+        });
+        return new Read(recoveries, problems);
+    }
+
+    /**
+     * The recoveries among one member's log lines (read once, in order), in history time.
+     *
+     * @param member the host name whose log it is
+     * @param originEpochMillis the history's origin on the wall clock (ms since the epoch)
+     */
+    static List<Failover.Recovery> parse(String member, Iterable<String> lines, long originEpochMillis, ZoneId zone) {
+        List<Failover.Recovery> found = new ArrayList<>();
+        long anchor = originEpochMillis;
+        for (String line : lines) {
+            Matcher recovered = RECOVERED.matcher(line);
+            Matcher stamped = LINE_TIME.matcher(line);
+            boolean recovery = line.contains(MESSAGE) && recovered.find();
+            Matcher time = recovery ? recovered : stamped.find() ? stamped : null;
+            if (time == null) {
+                continue;
+            }
+            LocalTime of;
+            try {
+                of = LocalTime.of(Integer.parseInt(time.group(1)), Integer.parseInt(time.group(2)),
+                        Integer.parseInt(time.group(3)), Integer.parseInt(time.group(4)) * 1_000_000);
+            } catch (DateTimeException e) {
+                continue; // 25:61:00.000 and the like: not a log line's time
+            }
+            anchor = nearest(of, anchor, zone);
+            if (recovery) {
+                found.add(new Failover.Recovery((anchor - originEpochMillis) * 1_000_000L, recovered.group(5), member));
+            }
+        }
+        return found;
+    }
+
+    /**
+     * @return the wall-clock time (ms since the epoch) with that time of day, in the zone, that is
+     *     nearest {@code anchorEpochMillis}: on the anchor's day, the day before or the day after
+     */
+    static long nearest(LocalTime time, long anchorEpochMillis, ZoneId zone) {
+        LocalDate day = Instant.ofEpochMilli(anchorEpochMillis).atZone(zone).toLocalDate();
+        long best = 0;
+        long bestDistance = Long.MAX_VALUE;
+        for (int d = -1; d <= 1; d++) {
+            long candidate = ZonedDateTime.of(day.plusDays(d), time, zone).toInstant().toEpochMilli();
+            long distance = Math.abs(candidate - anchorEpochMillis);
+            if (distance < bestDistance) {
+                best = candidate;
+                bestDistance = distance;
+            }
+        }
+        return best;
+    }
+}
