@@ -79,8 +79,10 @@ public final class Guardian {
                     settings.askTimeouts(), Clock.systemUTC());
             ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads), "node-agent");
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
+            ServingGuard guard = ServingGuard.start(() -> cluster.state(), settings.pauseThreshold(),
+                    settings.holdAfterPause());
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
-                    settings.askTimeouts().total().multipliedBy(3), settings.pools());
+                    settings.askTimeouts().total().multipliedBy(3), settings.pools(), guard);
             CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend),
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
 
@@ -89,6 +91,7 @@ public final class Guardian {
                     (java.util.function.Supplier<CompletionStage<Done>>) server::stop);
             shutdown.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "stop-dataplane-threads", (java.util.function.Supplier<CompletionStage<Done>>) () -> {
                 dataplaneThreads.shutdown();
+                guard.close();
                 return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
             });
 

@@ -38,25 +38,29 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
  * <p>Error mapping (CNI spec 1.1 §Error; Cadastre's own codes in {@link CniCodes}): unknown pool or
  * a malformed request → 7; no address left → 100; requested address taken → 101; requested
  * address outside the usable pools → 102; netns missing → 3 on ADD; any other dataplane failure →
- * 103; an entity or the node agent not answering in time → 11.
+ * 103; an entity or the node agent not answering in time → 11; this member refused by its
+ * {@link ServingGuard} → 11 (STATUS: 50).
  */
 public final class NodeAgentCniBackend implements CniBackend {
     private final ActorRef<NodeAgent.Command> nodeAgent;
     private final Scheduler scheduler;
     private final Duration timeout;
     private final Map<String, PoolSpec> pools;
+    private final ServingGuard guard;
 
     /**
      * @param timeout how long one CNI operation may take end to end (several entity round trips
      *     and the dataplane)
      * @param pools the configured pools, for the prefix lengths of IPAM-only results
+     * @param guard says when this member must not serve
      */
     public NodeAgentCniBackend(ActorRef<NodeAgent.Command> nodeAgent, Scheduler scheduler, Duration timeout,
-            List<PoolSpec> pools) {
+            List<PoolSpec> pools, ServingGuard guard) {
         this.nodeAgent = nodeAgent;
         this.scheduler = scheduler;
         this.timeout = timeout;
         this.pools = pools.stream().collect(Collectors.toMap(PoolSpec::name, p -> p));
+        this.guard = guard;
     }
 
     @Override
@@ -133,6 +137,11 @@ public final class NodeAgentCniBackend implements CniBackend {
 
     @Override
     public CompletionStage<Void> status(List<String> pools) {
+        var refusal = guard.refusal();
+        if (refusal.isPresent()) {
+            return java.util.concurrent.CompletableFuture.failedFuture(
+                    new CniException(CniCodes.NOT_AVAILABLE, "this member cannot serve now", refusal.get()));
+        }
         return this.<java.util.Optional<String>>ask(r -> new NodeAgent.Status(pools, r)).thenApply(problem -> {
             if (problem.isPresent()) {
                 throw new CniException(CniCodes.NOT_AVAILABLE, "cannot allocate", problem.get());
@@ -142,6 +151,11 @@ public final class NodeAgentCniBackend implements CniBackend {
     }
 
     private <T> CompletionStage<T> ask(Function<ActorRef<NodeAgent.Outcome<T>>, NodeAgent.Command> command) {
+        var refusal = guard.refusal();
+        if (refusal.isPresent()) {
+            return java.util.concurrent.CompletableFuture.failedFuture(
+                    new CniException(CniCodes.TRY_AGAIN_LATER, "this member cannot serve now", refusal.get()));
+        }
         return AskPattern.<NodeAgent.Command, NodeAgent.Outcome<T>>ask(nodeAgent, command::apply, timeout, scheduler)
                 .handle((outcome, error) -> {
                     if (error != null) {

@@ -1,0 +1,148 @@
+package io.cadastre.agent;
+
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+import org.apache.pekko.cluster.ClusterEvent.CurrentClusterState;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
+
+/**
+ * Says when this member must not serve CNI requests, because the entities it hosts may be stale
+ * incarnations that the rest of the cluster has already replaced:
+ *
+ * <ul>
+ *   <li><b>No majority in sight.</b> This member sees half or fewer of the cluster's members as
+ *       reachable: it is on the minority side of a partition (keep-majority will down it) or the
+ *       cluster is losing members. From the moment the failure detector marks the others
+ *       unreachable, well before the majority downs this member and restarts its entities after
+ *       the removal margin, the host's own pods get "try again later" rather than allocations
+ *       from entities about to be replaced.
+ *   <li><b>A scheduling gap.</b> The JVM did not run for longer than {@code gapThreshold} (a stop
+ *       signal, a long GC pause, a starved host): the others may have downed this member in the
+ *       meantime, and the gossip that says so has not arrived yet. Requests are refused while the
+ *       gap lasts (a request handled just after resuming sees the ticker's last tick as old) and
+ *       for {@code holdAfterGap} after it, which covers a few gossip rounds; a downed member
+ *       shuts down in that time.
+ * </ul>
+ *
+ * A ticker thread stamps the time every {@link #TICK}; {@link #tick()} and the clock are exposed
+ * for tests.
+ */
+public final class ServingGuard implements AutoCloseable {
+    /** How often the ticker stamps the time. */
+    static final Duration TICK = Duration.ofMillis(100);
+
+    /**
+     * How much of the cluster this member reaches.
+     *
+     * @param considered members that count for a majority (not down, exiting or removed)
+     * @param reachable those of them this member's failure detector finds reachable, itself included
+     */
+    record Reach(int considered, int reachable) {
+        /** @return the reach in this member's view of the cluster */
+        static Reach of(CurrentClusterState state) {
+            int considered = 0;
+            int unreachable = 0;
+            for (Member m : state.getMembers()) {
+                if (m.status() == MemberStatus.down() || m.status() == MemberStatus.removed()
+                        || m.status() == MemberStatus.exiting()) {
+                    continue;
+                }
+                considered++;
+                if (state.getUnreachable().contains(m)) {
+                    unreachable++;
+                }
+            }
+            return new Reach(considered, considered - unreachable);
+        }
+
+        boolean majority() {
+            return considered == 0 || reachable * 2 > considered;
+        }
+    }
+
+    private final Supplier<Reach> reach;
+    private final LongSupplier nanoClock;
+    private final long gapNanos;
+    private final long holdNanos;
+    private volatile long lastTick;
+    private volatile long refuseUntil;
+    private volatile long lastGapNanos;
+    private volatile boolean closed;
+    private final Thread ticker;
+
+    /**
+     * @param reach how much of the cluster this member reaches now
+     * @param gapThreshold a pause longer than this counts as a scheduling gap
+     * @param holdAfterGap how long requests stay refused after a gap ended
+     * @param nanoClock a monotonic clock in nanoseconds ({@code System::nanoTime})
+     * @param startTicker whether to start the ticker thread (tests call {@link #tick()})
+     */
+    ServingGuard(Supplier<Reach> reach, Duration gapThreshold, Duration holdAfterGap,
+            LongSupplier nanoClock, boolean startTicker) {
+        this.reach = reach;
+        this.nanoClock = nanoClock;
+        this.gapNanos = gapThreshold.toNanos();
+        this.holdNanos = holdAfterGap.toNanos();
+        this.lastTick = nanoClock.getAsLong();
+        this.ticker = new Thread(this::tickUntilClosed, "cadastre-serving-guard");
+        this.ticker.setDaemon(true);
+        if (startTicker) {
+            ticker.start();
+        }
+    }
+
+    /** A guard over the member's cluster view with the system clock and its own ticker thread. */
+    public static ServingGuard start(Supplier<CurrentClusterState> clusterState, Duration gapThreshold,
+            Duration holdAfterGap) {
+        return new ServingGuard(() -> Reach.of(clusterState.get()), gapThreshold, holdAfterGap, System::nanoTime, true);
+    }
+
+    /** Stamps the time; a stamp later than the gap threshold after the previous one records a gap. */
+    void tick() {
+        long now = nanoClock.getAsLong();
+        noteGap(now);
+        lastTick = now;
+    }
+
+    private void noteGap(long now) {
+        long since = now - lastTick;
+        if (since > gapNanos) {
+            lastGapNanos = since;
+            refuseUntil = Math.max(refuseUntil, now + holdNanos);
+        }
+    }
+
+    /** @return why this member must not serve now, or empty when it may */
+    public Optional<String> refusal() {
+        long now = nanoClock.getAsLong();
+        noteGap(now);
+        if (now - refuseUntil < 0) {
+            return Optional.of(String.format(Locale.ROOT,
+                    "this member did not run for %.1f s (paused?); serving again once the cluster has confirmed it",
+                    lastGapNanos / 1e9));
+        }
+        Reach seen = reach.get();
+        if (!seen.majority()) {
+            return Optional.of("this member reaches " + seen.reachable() + " of " + seen.considered()
+                    + " cluster members, not a majority: its entities may be replaced on the other side");
+        }
+        return Optional.empty();
+    }
+
+    private void tickUntilClosed() {
+        while (!closed) {
+            tick();
+            LockSupport.parkNanos(TICK.toNanos());
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+    }
+}
