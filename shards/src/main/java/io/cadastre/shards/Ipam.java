@@ -24,6 +24,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import java.util.stream.Stream;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -39,7 +40,8 @@ import org.apache.pekko.pattern.StatusReply;
  * pool persists the claim first), else — only when the pool allows borrowing — another node's
  * block. Pools are tried in the order given. Every step is idempotent per attachment, so a crash
  * between steps leaves at worst an orphan allocation that a retry reuses or GC releases, never a
- * duplicate.
+ * duplicate. Before it borrows from a block, the node entity lists the block ({@link BorrowedBlocks}),
+ * so that a DEL the node cannot match to an attachment sweeps that block too.
  *
  * <p><b>Slow replies are confirmed.</b> A reply to a command that changes state and that arrives
  * later than {@code confirmSlowerThan} is checked by reading the same fact back from the entity
@@ -66,6 +68,8 @@ public final class Ipam {
     private final Map<String, CompletableFuture<?>> claimTails = new ConcurrentHashMap<>();
     /** Attachments with an ADD in flight; GC leaves them alone. */
     private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
+    /** The blocks of other nodes this node has borrowed from. */
+    private final BorrowedBlocks borrowed;
 
     /**
      * @param pools every pool this node may use; names must be unique
@@ -76,6 +80,7 @@ public final class Ipam {
             AskTimeouts timeouts, Clock clock) {
         this.asks = new EntityAsks(ClusterSharding.get(system), timeouts);
         this.node = node;
+        this.borrowed = new BorrowedBlocks(asks, node);
         Map<String, PoolSpec> byName = new LinkedHashMap<>();
         pools.forEach(p -> byName.put(p.name(), p));
         this.poolsByName = Map.copyOf(byName);
@@ -248,7 +253,7 @@ public final class Ipam {
         });
     }
 
-    /** Tries the blocks in order; the first that assigns wins. */
+    /** Tries the blocks in order; the first that assigns wins. Borrowing runs in the pool's claim chain. */
     private CompletionStage<Optional<HeldAddress>> tryBlocks(PoolSpec pool, List<Cidr> blocks, Allocation allocation,
             boolean borrow) {
         CompletionStage<Optional<HeldAddress>> chain = CompletableFuture.completedFuture(Optional.empty());
@@ -261,6 +266,15 @@ public final class Ipam {
     }
 
     private CompletionStage<Optional<HeldAddress>> autoAssign(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow) {
+        if (!borrow) {
+            return assignIn(pool, block, allocation, false);
+        }
+        return borrowed.worthTrying(block, allocation).thenCompose(worth -> worth
+                ? borrowed.note(pool.name(), block).thenCompose(d -> assignIn(pool, block, allocation, true))
+                : CompletableFuture.completedFuture(Optional.<HeldAddress>empty()));
+    }
+
+    private CompletionStage<Optional<HeldAddress>> assignIn(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow) {
         return assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, borrow, r))
                 .thenCompose(outcome -> {
                     if (outcome.status() == AssignStatus.ASSIGNED) {
@@ -305,8 +319,10 @@ public final class Ipam {
                     default -> throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
                             address + " cannot be assigned on node " + node + ": " + outcome.detail());
                 })
-                .thenCompose(borrow -> assignConfirmed(block, allocation,
-                        r -> new BlockEntity.AssignSpecific(address, allocation, borrow, r)))
+                .thenCompose(borrow -> !borrow
+                        ? assignConfirmed(block, allocation, r -> new BlockEntity.AssignSpecific(address, allocation, false, r))
+                        : serializedPerPool(pool.name(), () -> borrowed.note(pool.name(), block).thenCompose(d ->
+                                assignConfirmed(block, allocation, r -> new BlockEntity.AssignSpecific(address, allocation, true, r)))))
                 .thenApply(outcome -> switch (outcome.status()) {
                     case ASSIGNED -> new HeldAddress(address, pool.name(), block);
                     case TAKEN -> throw new IpamException(IpamException.Reason.ADDRESS_TAKEN, outcome.detail());
@@ -374,8 +390,9 @@ public final class Ipam {
 
     /**
      * Releases everything the attachment holds and forgets it. Idempotent: an unknown attachment
-     * is success. When the node does not know it (an ADD crashed before recording), the node's
-     * affine blocks are swept for it, so the orphan does not wait for GC.
+     * is success. When the node does not know it (an ADD crashed before recording, or a DEL failed
+     * after the node forgot it), the node's affine blocks and the blocks it borrowed from are swept
+     * for it, so the orphan does not wait for GC.
      *
      * <p>Order matters: the node forgets the attachment <em>before</em> the blocks free its
      * addresses. A crash in between then leaves an orphan allocation (found by a retried DEL's
@@ -392,11 +409,12 @@ public final class Ipam {
      * The first half of {@link #release}: the node forgets the attachment (persisted).
      *
      * @return the blocks that may hold its addresses, for {@link #free}: the recorded ones, or
-     *     every block affine to this node when the node did not know the attachment
+     *     every block affine to this node and every block it borrowed from when the node did not
+     *     know the attachment
      */
     public CompletionStage<List<Cidr>> forget(String handle, String ifname) {
         return lookup(handle, ifname).thenCompose(known -> known.isEmpty()
-                ? allAffineBlocks()
+                ? blocksToSweep()
                 : asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
                         .thenApply(d -> blocksOf(known.get().addresses())));
     }
@@ -409,6 +427,11 @@ public final class Ipam {
      */
     public CompletionStage<List<String>> free(String handle, String ifname, List<Cidr> blocks) {
         return releaseFromBlocks(handle, ifname, blocks);
+    }
+
+    private CompletionStage<List<Cidr>> blocksToSweep() {
+        return allAffineBlocks().thenCombine(borrowed.all(), (affine, borrowedFrom) ->
+                Stream.concat(affine.stream(), borrowedFrom.keySet().stream()).distinct().toList());
     }
 
     private CompletionStage<List<Cidr>> allAffineBlocks() {
@@ -450,6 +473,8 @@ public final class Ipam {
      * orphans (allocations made for this node that no attachment record holds) in every claimed
      * block of every pool — borrowed blocks included, since an ADD whose outcome was unknown can
      * leave its allocation in another node's block. Attachments with an ADD in flight are kept.
+     * Then the blocks borrowed from that hold no allocation of this node any more are no longer
+     * listed as borrowed from ({@link BorrowedBlocks#forgetIdle}; best effort).
      *
      * @return the keys of the attachments released
      */
@@ -477,7 +502,7 @@ public final class Ipam {
                 return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new))
                         .thenApply(v -> releases.stream().map(CompletableFuture::join).distinct().toList());
             });
-        });
+        }).thenCompose(released -> borrowed.forgetIdle(this::serializedPerPool).thenApply(d -> released));
     }
 
     /** @return orphan allocations of this node for handles with the prefix, by the block holding them */

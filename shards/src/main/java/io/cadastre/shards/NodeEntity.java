@@ -26,8 +26,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One node, sharded by its name: the node's handle index (attachment → addresses and the blocks
- * they came from) and a cache of the blocks affine to it (the pools are the source of truth).
- * ADD answers from here when the attachment is already known, which makes retries idempotent.
+ * they came from), a cache of the blocks affine to it (the pools are the source of truth), and the
+ * blocks of other nodes it has borrowed from. ADD answers from here when the attachment is already
+ * known, which makes retries idempotent; a DEL of an attachment it does not know sweeps the affine
+ * and the borrowed blocks.
  */
 public final class NodeEntity
         extends EventSourcedBehaviorWithEnforcedReplies<NodeEntity.Command, NodeEntity.Event, NodeEntity.State> {
@@ -48,7 +50,8 @@ public final class NodeEntity
     // ---- commands ----
 
     public sealed interface Command extends CborSerializable
-            permits GetAttachment, RecordAttachment, ForgetAttachment, NoteAffineBlock, GetNode {}
+            permits GetAttachment, RecordAttachment, ForgetAttachment, NoteAffineBlock, NoteBorrowedBlock,
+                    ForgetBorrowedBlock, GetBorrowedBlocks, GetNode {}
 
     public record GetAttachment(String handle, String ifname, ActorRef<AttachmentLookup> replyTo) implements Command {}
 
@@ -61,6 +64,17 @@ public final class NodeEntity
     /** Notes that a block of a pool is affine to this node; idempotent. */
     public record NoteAffineBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
+    /**
+     * Notes that this node may hold addresses in a block of a pool affine to another node; sent
+     * before the block is asked to assign a borrowed address. Idempotent.
+     */
+    public record NoteBorrowedBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /** Stops listing a block as borrowed from (it holds no allocation of this node); an unlisted one is success. */
+    public record ForgetBorrowedBlock(Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    public record GetBorrowedBlocks(ActorRef<BorrowedBlocks> replyTo) implements Command {}
+
     public record GetNode(ActorRef<NodeView> replyTo) implements Command {}
 
     // ---- replies ----
@@ -68,17 +82,21 @@ public final class NodeEntity
     /** @param attachment the attachment, or {@code null} when unknown */
     public record AttachmentLookup(AttachmentRecord attachment) implements CborSerializable {}
 
+    /** @param blocks block → pool name, for the blocks of other nodes this node has borrowed from */
+    public record BorrowedBlocks(Map<Cidr, String> blocks) implements CborSerializable {}
+
     /**
      * @param attachments every known attachment
      * @param affineBlocks block → pool name, for the blocks affine to this node
+     * @param borrowedBlocks block → pool name, for the blocks of other nodes this node has borrowed from
      */
-    public record NodeView(List<AttachmentRecord> attachments, Map<Cidr, String> affineBlocks)
-            implements CborSerializable {}
+    public record NodeView(List<AttachmentRecord> attachments, Map<Cidr, String> affineBlocks,
+            Map<Cidr, String> borrowedBlocks) implements CborSerializable {}
 
     // ---- events ----
 
     public sealed interface Event extends CborSerializable
-            permits AttachmentRecorded, AttachmentForgotten, AffineBlockNoted {}
+            permits AttachmentRecorded, AttachmentForgotten, AffineBlockNoted, BorrowedBlockNoted, BorrowedBlockForgotten {}
 
     public record AttachmentRecorded(AttachmentRecord attachment) implements Event {}
 
@@ -86,16 +104,30 @@ public final class NodeEntity
 
     public record AffineBlockNoted(String pool, Cidr block) implements Event {}
 
+    public record BorrowedBlockNoted(String pool, Cidr block) implements Event {}
+
+    public record BorrowedBlockForgotten(Cidr block) implements Event {}
+
     // ---- state ----
 
     /**
-     * @param attachments {@link AttachmentRecord#key()} → attachment; mutated only by the event handler
+     * The maps are mutated only by the event handler.
+     *
+     * @param attachments {@link AttachmentRecord#key()} → attachment
      * @param affineBlocks block → pool name
+     * @param borrowedBlocks block → pool name; {@code null} (a snapshot taken before borrowed blocks
+     *     were recorded) becomes empty
      */
-    public record State(Map<String, AttachmentRecord> attachments, Map<Cidr, String> affineBlocks)
-            implements CborSerializable {
+    public record State(Map<String, AttachmentRecord> attachments, Map<Cidr, String> affineBlocks,
+            Map<Cidr, String> borrowedBlocks) implements CborSerializable {
+        public State {
+            if (borrowedBlocks == null) {
+                borrowedBlocks = new TreeMap<>();
+            }
+        }
+
         State copy() {
-            return new State(new LinkedHashMap<>(attachments), new TreeMap<>(affineBlocks));
+            return new State(new LinkedHashMap<>(attachments), new TreeMap<>(affineBlocks), new TreeMap<>(borrowedBlocks));
         }
     }
 
@@ -113,14 +145,14 @@ public final class NodeEntity
     @Override
     public SignalHandler<State> signalHandler() {
         return newSignalHandlerBuilder()
-                .onSignal(RecoveryCompleted.instance(), state -> LOG.info("recovered node entity {}: {} attachments, {} affine blocks",
-                        nodeName, state.attachments().size(), state.affineBlocks().size()))
+                .onSignal(RecoveryCompleted.instance(), state -> LOG.info("recovered node entity {}: {} attachments, {} affine blocks, {} borrowed blocks",
+                        nodeName, state.attachments().size(), state.affineBlocks().size(), state.borrowedBlocks().size()))
                 .build();
     }
 
     @Override
     public State emptyState() {
-        return new State(new LinkedHashMap<>(), new TreeMap<>());
+        return new State(new LinkedHashMap<>(), new TreeMap<>(), new TreeMap<>());
     }
 
     @Override
@@ -162,8 +194,25 @@ public final class NodeEntity
                     return Effect().persist(new AffineBlockNoted(cmd.pool(), cmd.block()))
                             .thenReply(cmd.replyTo(), s -> StatusReply.ack());
                 })
+                .onCommand(NoteBorrowedBlock.class, (state, cmd) -> {
+                    if (cmd.pool().equals(state.borrowedBlocks().get(cmd.block()))) {
+                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                    }
+                    return Effect().persist(new BorrowedBlockNoted(cmd.pool(), cmd.block()))
+                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                })
+                .onCommand(ForgetBorrowedBlock.class, (state, cmd) -> {
+                    if (!state.borrowedBlocks().containsKey(cmd.block())) {
+                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                    }
+                    return Effect().persist(new BorrowedBlockForgotten(cmd.block()))
+                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                })
+                .onCommand(GetBorrowedBlocks.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
+                        new BorrowedBlocks(new TreeMap<>(state.borrowedBlocks()))))
                 .onCommand(GetNode.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
-                        new NodeView(List.copyOf(state.attachments().values()), new TreeMap<>(state.affineBlocks()))))
+                        new NodeView(List.copyOf(state.attachments().values()), new TreeMap<>(state.affineBlocks()),
+                                new TreeMap<>(state.borrowedBlocks()))))
                 .build();
     }
 
@@ -181,6 +230,14 @@ public final class NodeEntity
                 })
                 .onEvent(AffineBlockNoted.class, (state, e) -> {
                     state.affineBlocks().put(e.block(), e.pool());
+                    return state;
+                })
+                .onEvent(BorrowedBlockNoted.class, (state, e) -> {
+                    state.borrowedBlocks().put(e.block(), e.pool());
+                    return state;
+                })
+                .onEvent(BorrowedBlockForgotten.class, (state, e) -> {
+                    state.borrowedBlocks().remove(e.block());
                     return state;
                 })
                 .build();

@@ -304,6 +304,116 @@ class IpamTest {
         assertEquals(List.of("net.a1"), new ArrayList<>(handlesIn("198.18.13.0/26").values()));
     }
 
+    private static NodeEntity.NodeView nodeView(String node) {
+        return await(ClusterSharding.get(testKit.system()).entityRefFor(NodeEntity.ENTITY_TYPE_KEY, node)
+                .ask(NodeEntity.GetNode::new, Duration.ofSeconds(10)));
+    }
+
+    /**
+     * A DEL whose second half failed (the node forgot the attachment, the block it borrowed from
+     * did not free the address) is retried: the node no longer knows the attachment, and the sweep
+     * must reach the borrowed block, not only the node's own (here it has none).
+     */
+    @Test
+    void aRetriedDelSweepsTheBlocksTheNodeBorrowedFrom() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.14.0/26", 26, false, true);
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        Ipam b = ipam(s.prefix + "-b", List.of(pool));
+        String address = await(b.assign(request("b1", List.of(), List.of()))).addresses().get(0).address();
+        assertEquals(Map.of(Cidr.parse("198.18.14.0/26"), s.v4), nodeView(s.prefix + "-b").borrowedBlocks());
+
+        await(b.forget("net.b1", "eth0"));
+        assertEquals(Map.of("198.18.14.0", "net.a1", address, "net.b1"), handlesIn("198.18.14.0/26"), "an orphan");
+
+        assertEquals(List.of(address), await(b.release("net.b1", "eth0")), "the retried DEL sweeps the borrowed block");
+        assertTrue(blockView("198.18.14.0/26").allocations().values().stream().noneMatch(a -> a.handle().equals("net.b1")));
+        assertEquals(Map.of("198.18.14.0", "net.a1"), handlesIn("198.18.14.0/26"));
+    }
+
+    /**
+     * The node entity's list of borrowed blocks is persisted: after the entity restarts (a failed
+     * journal write stops it; the next message starts it again from the journal) and the agent
+     * restarts (a new Ipam, nothing cached), a retried DEL still sweeps the borrowed block.
+     */
+    @Test
+    void theBorrowedBlocksSurviveTheNodeEntitysRestart() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.15.0/26", 26, false, true);
+        String nodeB = s.prefix + "-b";
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        String address = await(ipam(nodeB, List.of(pool)).assign(request("b1", List.of(), List.of()))).addresses().get(0).address();
+
+        // One attempt per second, so the ask that the failed write left unanswered is sent again
+        // to the restarted entity.
+        Ipam restarted = new Ipam(testKit.system(), nodeB, List.of(pool), Map.of(IpFamily.V4, s.v4),
+                new AskTimeouts(Duration.ofSeconds(10), Duration.ofSeconds(1), Duration.ZERO), Clock.systemUTC());
+        PersistenceTestKit.create(testKit.system()).failNextPersisted("Node|" + nodeB);
+        // The node forgets the attachment (after its restart); the blocks never free it.
+        await(restarted.forget("net.b1", "eth0"));
+        assertTrue(await(restarted.lookup("net.b1", "eth0")).isEmpty());
+        assertEquals(Map.of(Cidr.parse("198.18.15.0/26"), s.v4), nodeView(nodeB).borrowedBlocks());
+
+        assertEquals(List.of(address), await(restarted.release("net.b1", "eth0")));
+        assertEquals(Map.of("198.18.15.0", "net.a1"), handlesIn("198.18.15.0/26"));
+    }
+
+    /** When the node cannot list the block, the block is never asked to assign: nothing unlisted is left. */
+    @Test
+    void aBorrowedAddressIsAssignedOnlyAfterTheNodeListedTheBlock() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.18.0/26", 26, false, true);
+        String nodeB = s.prefix + "-b";
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        Ipam b = ipam(nodeB, List.of(pool));
+        Ipam impatient = new Ipam(testKit.system(), nodeB, List.of(pool), Map.of(IpFamily.V4, s.v4),
+                AskTimeouts.single(Duration.ofSeconds(1), Duration.ZERO), Clock.systemUTC());
+        PersistenceTestKit.create(testKit.system()).failNextPersisted("Node|" + nodeB);
+
+        assertEquals(IpamException.Reason.UNAVAILABLE, failureOf(impatient.assign(request("b1", List.of(), List.of()))));
+        assertEquals(Map.of("198.18.18.0", "net.a1"), handlesIn("198.18.18.0/26"));
+        assertEquals(Map.of(), nodeView(nodeB).borrowedBlocks());
+
+        await(b.assign(request("b1", List.of(), List.of())));
+        assertEquals(Map.of(Cidr.parse("198.18.18.0/26"), s.v4), nodeView(nodeB).borrowedBlocks());
+    }
+
+    /** A specific address granted in another node's block is borrowed too, and swept the same way. */
+    @Test
+    void aRetriedDelSweepsTheBlockOfASpecificAddressBorrowed() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.16.0/24", 26, false, false);
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        Ipam b = ipam(s.prefix + "-b", List.of(pool));
+        await(b.assign(request("b1", List.of(), List.of("198.18.16.10"))));
+        assertEquals(Map.of(Cidr.parse("198.18.16.0/26"), s.v4), nodeView(s.prefix + "-b").borrowedBlocks());
+
+        await(b.forget("net.b1", "eth0"));
+        assertEquals(List.of("198.18.16.10"), await(b.release("net.b1", "eth0")));
+        assertEquals(Map.of("198.18.16.0", "net.a1"), handlesIn("198.18.16.0/26"));
+    }
+
+    @Test
+    void garbageCollectionStopsListingABorrowedBlockThatHoldsNothingOfTheNode() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.17.0/26", 26, false, true);
+        Map<Cidr, String> listed = Map.of(Cidr.parse("198.18.17.0/26"), s.v4);
+        await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
+        Ipam b = ipam(s.prefix + "-b", List.of(pool));
+        await(b.assign(request("b1", List.of(), List.of())));
+
+        assertEquals(List.of(), await(b.collectGarbage("net", Set.of("net.b1/eth0"))));
+        assertEquals(listed, nodeView(s.prefix + "-b").borrowedBlocks(), "b1 is still held there");
+
+        await(b.release("net.b1", "eth0"));
+        assertEquals(List.of(), await(b.collectGarbage("net", Set.of())));
+        assertEquals(Map.of(), nodeView(s.prefix + "-b").borrowedBlocks());
+
+        // Borrowing from it again lists it again (the local cache forgot it too).
+        await(b.assign(request("b2", List.of(), List.of())));
+        assertEquals(listed, nodeView(s.prefix + "-b").borrowedBlocks());
+    }
+
     @Test
     void concurrentAddsGetDistinctAddressesAndClaimOnlyTheBlocksNeeded() {
         Setup s = names();
