@@ -24,7 +24,7 @@ import java.util.regex.Pattern;
  * Reads the NodeEntity recoveries out of the members' agent logs ({@link Member#log()}, one file
  * per host, appended across restarts) for {@link Failover}. The agents log with logback's
  * {@code %d{HH:mm:ss.SSS} %-5level %logger{30} - %msg%n} (logback-text.xml), and a NodeEntity
- * logs {@code recovered node entity <node>: <n> attachments, <m> affine blocks} each time it
+ * logs {@code recovered node entity <node>: <n> attachments, <m> affine blocks, <b> borrowed blocks} each time it
  * recovers. Every other line, and any garbage, is skipped.
  *
  * <p>The log's times are this machine's local wall-clock time of day, without a date; the agents
@@ -44,7 +44,7 @@ final class AgentLogs {
      * unterminated, and its next incarnation's first line continues it.
      */
     private static final Pattern RECOVERED = Pattern.compile(TIME
-            + " +[A-Z]+ +\\S+ - " + MESSAGE + "(\\S+): \\d+ attachments, \\d+ affine blocks\\s*$");
+            + " +[A-Z]+ +\\S+ - " + MESSAGE + "(\\S+): \\d+ attachments, \\d+ affine blocks(, \\d+ borrowed blocks)?\\s*$");
 
     /**
      * @param recoveries every recovery found, per file in the file's order

@@ -40,7 +40,11 @@ class ChaosTest {
                     + settings.seed() + ", reproduce with -Dchaos.seed=" + settings.seed() + "); history: " + history
                     + ", agent logs and Cassandra in " + dir + "\n" + result.summary() + "\n" + result.timelines());
         }
-        deleteRecursively(dir);
+        if (Boolean.getBoolean("chaos.keepFiles")) {
+            System.out.println("chaos: kept " + dir + " (-Dchaos.keepFiles)");
+        } else {
+            deleteRecursively(dir);
+        }
     }
 
     private static void deleteRecursively(Path dir) throws IOException {

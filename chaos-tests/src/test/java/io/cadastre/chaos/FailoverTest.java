@@ -249,10 +249,11 @@ class FailoverTest {
                 "14:03:07.600" + NODE_ENTITY + "recovered node entity host2: 1 attachments, 0 affine blocks and more",
                 // a member killed in the middle of a line; its next incarnation's first line continues it
                 "14:03:07.41214:03:09.000 INFO  i.c.s.NodeEntity - recovered node entity host5: 2 attachments, 1 affine blocks",
-                "14:03:10.000 ERROR i.c.s.NodeEntity - recovered node entity host1: 0 attachments, 0 affine blocks  "),
+                "14:03:10.000 ERROR i.c.s.NodeEntity - recovered node entity host1: 0 attachments, 0 affine blocks  ",
+                "14:03:11.000 INFO  i.c.s.NodeEntity - recovered node entity host3: 4 attachments, 1 affine blocks, 2 borrowed blocks"),
                 origin, ZONE);
         assertEquals(List.of(new Recovery(189_000_000_000L, "host5", "host2"),
-                new Recovery(190_000_000_000L, "host1", "host2")), found);
+                new Recovery(190_000_000_000L, "host1", "host2"), new Recovery(191_000_000_000L, "host3", "host2")), found);
     }
 
     @Test

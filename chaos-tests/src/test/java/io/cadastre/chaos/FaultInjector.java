@@ -35,7 +35,7 @@ import java.util.function.BooleanSupplier;
 final class FaultInjector {
     private static final long KILL_RESTART_TIMEOUT_S = 150;
     private static final long RECOVERY_TIMEOUT_S = 180;
-    /** Failure detection (3 s) + stable-after (4 s) + margin: a downed member has exited by then. */
+    /** Failure detection (~3.5 s) + stable-after (3 s) + removal + margin: a downed member has exited by then. */
     private static final long SETTLE_AFTER_DOWNING_MS = 9_000;
     private static final long SETTLE_AFTER_CASSANDRA_MS = 2_000;
 

@@ -65,7 +65,7 @@ final class FaultPlan {
         int host = kind == Kind.CASSANDRA_RESTART ? 0 : 1 + random.nextInt(hosts);
         long millis = switch (kind) {
             case KILL -> 500 + random.nextInt(3_500);         // restart after 0.5-4 s
-            case PAUSE -> 8_000 + random.nextInt(4_001);      // 8-12 s: beyond detection (3 s) + stable-after (4 s)
+            case PAUSE -> 8_000 + random.nextInt(4_001);      // 8-12 s: beyond detection (~3.5 s) + stable-after (3 s)
             case PARTITION -> 10_000 + random.nextInt(5_001); // 10-15 s
             case CASSANDRA_RESTART -> 0;
         };
