@@ -16,12 +16,16 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.RecoveryCompleted;
 import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
 import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
+import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One CIDR block, sharded by its CIDR ({@code 198.18.0.64-26}): the single writer of which address
@@ -115,6 +119,8 @@ public final class BlockEntity
     /** The block; mutated only by the event handler, copied for snapshots. */
     public record State(Block block) implements CborSerializable {}
 
+    private static final Logger LOG = LoggerFactory.getLogger(BlockEntity.class);
+
     private final Cidr cidr;
 
     private BlockEntity(String entityId) {
@@ -125,6 +131,18 @@ public final class BlockEntity
     @Override
     public State emptyState() {
         return new State(Block.empty(cidr));
+    }
+
+    /**
+     * Logs where and when a block came back (operators follow an entity's moves; the chaos harness
+     * times failover from these lines).
+     */
+    @Override
+    public SignalHandler<State> signalHandler() {
+        return newSignalHandlerBuilder()
+                .onSignal(RecoveryCompleted.instance(), state -> LOG.info("recovered block {}: {} allocations, affine to {}",
+                        cidr, state.block().allocations().size(), state.block().affinity()))
+                .build();
     }
 
     @Override
