@@ -21,11 +21,18 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Reads the NodeEntity recoveries out of the members' agent logs ({@link Member#log()}, one file
- * per host, appended across restarts) for {@link Failover}. The agents log with logback's
- * {@code %d{HH:mm:ss.SSS} %-5level %logger{30} - %msg%n} (logback-text.xml), and a NodeEntity
- * logs {@code recovered node entity <node>: <n> attachments, <m> affine blocks, <b> borrowed blocks} each time it
- * recovers. Every other line, and any garbage, is skipped.
+ * Reads the entity recoveries out of the members' agent logs ({@link Member#log()}, one file per
+ * host, appended across restarts) for {@link Failover}. The agents log with logback's
+ * {@code %d{HH:mm:ss.SSS} %-5level %logger{30} - %msg%n} (logback-text.xml); each time an entity
+ * recovers on a member, that member logs
+ * <ul>
+ *   <li>a NodeEntity: {@code recovered node entity <node>: <n> attachments, <m> affine blocks, <b> borrowed blocks}
+ *       (older agents: without the borrowed blocks);
+ *   <li>a BlockEntity: {@code recovered block <cidr>: <n> allocations, affine to <node>} ({@code null}
+ *       when unclaimed), the CIDR in CIDR notation ({@code 198.18.0.64/26}, {@code fd00:198:3::1c0/122}).
+ * </ul>
+ * The message is what is matched, whatever the logger name's abbreviation. Every other line, and
+ * any garbage, is skipped.
  *
  * <p>The log's times are this machine's local wall-clock time of day, without a date; the agents
  * run on this machine, in this JVM's time zone. A time of day is put on the day that brings it
@@ -35,16 +42,30 @@ import java.util.regex.Pattern;
  * clocks are read at slightly different moments) as just before it, not a day later.
  */
 final class AgentLogs {
-    private static final String MESSAGE = "recovered node entity ";
     private static final String TIME = "(\\d{2}):(\\d{2}):(\\d{2})\\.(\\d{3})";
     /** Where the time starts: a line's first characters, before level, logger and message. */
     private static final Pattern LINE_TIME = Pattern.compile("^" + TIME + " ");
+    /** Time, level and logger before a recovery message; the entity's id is then group 5. */
+    private static final String BEFORE_MESSAGE = TIME + " +[A-Z]+ +\\S+ - ";
+
     /**
-     * Not anchored at the line's start: a member killed in the middle of a line leaves it
-     * unterminated, and its next incarnation's first line continues it.
+     * A recovery line's shape. The patterns are not anchored at the line's start: a member killed
+     * in the middle of a line leaves it unterminated, and its next incarnation's first line
+     * continues it.
+     *
+     * @param message the message's fixed start, to skip most lines before running the pattern
      */
-    private static final Pattern RECOVERED = Pattern.compile(TIME
-            + " +[A-Z]+ +\\S+ - " + MESSAGE + "(\\S+): \\d+ attachments, \\d+ affine blocks(, \\d+ borrowed blocks)?\\s*$");
+    private record Shape(Failover.EntityKind kind, String message, Pattern pattern) {
+        Shape(Failover.EntityKind kind, String message, String rest) {
+            this(kind, message, Pattern.compile(BEFORE_MESSAGE + message + rest));
+        }
+    }
+
+    private static final List<Shape> SHAPES = List.of(
+            new Shape(Failover.EntityKind.NODE, "recovered node entity ",
+                    "(\\S+): \\d+ attachments, \\d+ affine blocks(, \\d+ borrowed blocks)?\\s*$"),
+            new Shape(Failover.EntityKind.BLOCK, "recovered block ",
+                    "([0-9A-Fa-f.:]+/\\d{1,3}): \\d+ allocations, affine to \\S+\\s*$"));
 
     /**
      * @param recoveries every recovery found, per file in the file's order
@@ -95,10 +116,20 @@ final class AgentLogs {
         List<Failover.Recovery> found = new ArrayList<>();
         long anchor = originEpochMillis;
         for (String line : lines) {
-            Matcher recovered = RECOVERED.matcher(line);
+            Shape shape = null;
+            Matcher recovered = null;
+            for (Shape s : SHAPES) {
+                if (line.contains(s.message())) {
+                    Matcher m = s.pattern().matcher(line);
+                    if (m.find()) {
+                        shape = s;
+                        recovered = m;
+                        break;
+                    }
+                }
+            }
             Matcher stamped = LINE_TIME.matcher(line);
-            boolean recovery = line.contains(MESSAGE) && recovered.find();
-            Matcher time = recovery ? recovered : stamped.find() ? stamped : null;
+            Matcher time = recovered != null ? recovered : stamped.find() ? stamped : null;
             if (time == null) {
                 continue;
             }
@@ -110,8 +141,9 @@ final class AgentLogs {
                 continue; // 25:61:00.000 and the like: not a log line's time
             }
             anchor = nearest(of, anchor, zone);
-            if (recovery) {
-                found.add(new Failover.Recovery((anchor - originEpochMillis) * 1_000_000L, recovered.group(5), member));
+            if (recovered != null) {
+                found.add(new Failover.Recovery((anchor - originEpochMillis) * 1_000_000L,
+                        new Failover.Entity(shape.kind(), recovered.group(5)), member));
             }
         }
         return found;

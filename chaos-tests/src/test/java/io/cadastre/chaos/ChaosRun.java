@@ -417,7 +417,7 @@ final class ChaosRun implements AutoCloseable {
     }
 
     /**
-     * The NodeEntity recoveries in every member's log, for the summary's failover section. Never
+     * The entity recoveries in every member's log, for the summary's failover section. Never
      * fails the run: what cannot be read is reported in the section instead.
      */
     private AgentLogs.Read agentLogs() {

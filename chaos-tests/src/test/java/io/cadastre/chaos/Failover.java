@@ -6,22 +6,26 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
  * What the run's kills cost (issue 3), for the summary: for each kill of a member, which surviving
  * hosts had their NodeEntity on it, how long until that NodeEntity was recovered on another
- * member, and how long until an ADD on the host succeeded again. Pure: computed from the
- * history's kills and operations and from the NodeEntity recoveries the agents logged (read by
- * {@link AgentLogs}); unit-tested on hand-made histories ({@code FailoverTest}). Every time here is
- * in nanoseconds of history time ({@link History#now()}).
+ * member, and how long until an ADD on the host succeeded again; and which entities (NodeEntities
+ * and BlockEntities) lived on the killed member and how long until each recovered on a survivor.
+ * Pure: computed from the history's kills and operations and from the entity recoveries the agents
+ * logged (read by {@link AgentLogs}); unit-tested on hand-made histories ({@code FailoverTest}).
+ * Every time here is in nanoseconds of history time ({@link History#now()}).
  *
- * <p>A host's NodeEntity lives, at a given time, on the member that logged the host's latest
- * recovery before then: an entity is started (and its journal replayed) on exactly one member,
- * and it logs one recovery line each time. A host is <em>affected</em> by the kill of member M
- * when its NodeEntity lived on M at the SIGKILL; the killed member's own host is not counted (its
- * clients lose their agent whatever the shards do).
+ * <p>An entity lives, at a given time, on the member that logged its latest recovery before then:
+ * an entity is started (and its journal replayed) on exactly one member, and it logs one recovery
+ * line each time. A host is <em>affected</em> by the kill of member M when its NodeEntity lived on
+ * M at the SIGKILL; the killed member's own host is not counted (its clients lose their agent
+ * whatever the shards do). The entities that lived on M are all counted, the killed member's own
+ * NodeEntity included.
  */
 final class Failover {
     /** A duration or a time that never came (within what was looked at). */
@@ -31,13 +35,48 @@ final class Failover {
     static final String KILL = "kill";
 
     /**
-     * A host's NodeEntity recovered (started, journal replayed), as a member logged it.
+     * A surviving host whose ADD window ({@link HostAfterKill#addAfterNanos()}) is longer than this
+     * had to wait for an ADD; a shorter one is the ADD's own latency.
+     */
+    static final long WAITED_NANOS = 1_000_000_000L;
+
+    /** host2 before host10 (CIDRs get a fixed order, not the addresses' one). */
+    private static final Comparator<String> NAME_ORDER = Comparator.comparingInt(String::length)
+            .thenComparing(Comparator.naturalOrder());
+
+    /** Nodes first, then blocks, each in {@link #NAME_ORDER}. */
+    private static final Comparator<Entity> ENTITY_ORDER = Comparator.comparing(Entity::kind)
+            .thenComparing(Entity::id, NAME_ORDER);
+
+    /** The sharded entities whose recoveries the agents log. */
+    enum EntityKind {
+        NODE,
+        BLOCK
+    }
+
+    /**
+     * One sharded entity.
+     *
+     * @param id a NodeEntity's node name (its host's name), or a BlockEntity's CIDR as the agents
+     *     print it ({@code 198.18.0.64/26}, {@code fd00:198:3::1c0/122})
+     */
+    record Entity(EntityKind kind, String id) {
+        static Entity node(String name) {
+            return new Entity(EntityKind.NODE, name);
+        }
+
+        static Entity block(String cidr) {
+            return new Entity(EntityKind.BLOCK, cidr);
+        }
+    }
+
+    /**
+     * An entity recovered (started, journal replayed), as a member logged it.
      *
      * @param atNanos when the line was logged, in history time (millisecond precision: the log's)
-     * @param node the NodeEntity's node name, which is its host's name
      * @param member the member (host name) whose log holds the line: where the entity now lives
      */
-    record Recovery(long atNanos, String node, String member) {}
+    record Recovery(long atNanos, Entity entity, String member) {}
 
     /** Where a surviving host's NodeEntity lived at the kill. */
     enum Place {
@@ -64,6 +103,41 @@ final class Failover {
         boolean affected() {
             return place == Place.KILLED_MEMBER;
         }
+
+        /** @return whether the ADD window is over {@link #WAITED_NANOS} (no ok ADD at all included) */
+        boolean waited() {
+            return addAfterNanos > WAITED_NANOS;
+        }
+    }
+
+    /** What became of an entity that lived on the killed member, up to the next injected fault. */
+    enum Fate {
+        /**
+         * Its first recovery after the kill was on another member, before the next fault started:
+         * a failover recovery.
+         */
+        RECOVERED_ELSEWHERE,
+        /** Its first recovery after the kill was on the killed member itself, restarted, before the next fault. */
+        BACK_ON_KILLED_MEMBER,
+        /**
+         * No recovery between the kill and the next fault's start. Entities start only when used,
+         * so an idle one may never come back in that window; one that came back only after the
+         * next fault started may owe its time to that fault, and is not counted either.
+         */
+        NOT_RECOVERED
+    }
+
+    /**
+     * An entity that lived on the killed member at the kill.
+     *
+     * @param recoveredAfterNanos from the SIGKILL to its first recovery at or after it (on any
+     *     member, until the end of the logs), or {@link #NEVER}
+     * @param recoveredOn the member of that recovery, or {@code null}
+     */
+    record EntityAfterKill(Entity entity, Fate fate, long recoveredAfterNanos, String recoveredOn) {
+        boolean recoveredElsewhere() {
+            return fate == Fate.RECOVERED_ELSEWHERE;
+        }
     }
 
     /**
@@ -74,8 +148,11 @@ final class Failover {
      * @param nextFaultNanos the start of the next injected fault of any kind, or {@link #NEVER}: a
      *     time measured past it may owe part of its length to that fault
      * @param hosts every other host of the run, in name order
+     * @param entities every entity that lived on the killed member at the SIGKILL, nodes first,
+     *     then blocks, in name order
      */
-    record Kill(long atNanos, String member, long nextFaultNanos, List<HostAfterKill> hosts) {}
+    record Kill(long atNanos, String member, long nextFaultNanos, List<HostAfterKill> hosts,
+            List<EntityAfterKill> entities) {}
 
     /**
      * A sample's median and worst.
@@ -90,22 +167,23 @@ final class Failover {
     private Failover() {}
 
     /**
-     * Every injected kill and every other host's outcome. The hosts are those with a WORKLOAD
-     * operation or a logged recovery. Recoveries and operations may come in any order.
+     * Every injected kill, every other host's outcome and the fate of every entity that lived on
+     * the killed member. The hosts are those with a WORKLOAD operation or a logged NodeEntity
+     * recovery. Recoveries and operations may come in any order.
      *
      * @param faults the history's faults and events; only injected faults of kind {@link #KILL}
      *     are kills, the others only bound them ({@link Kill#nextFaultNanos()})
      */
     static List<Kill> analyze(List<FaultRecord> faults, List<Recovery> recoveries, List<Operation> ops) {
-        List<Recovery> byTime = new ArrayList<>(recoveries);
-        byTime.sort(Comparator.comparingLong(Recovery::atNanos));
+        // Each entity's recoveries in time order (a stable sort: equal times keep the logs' order).
+        Map<Entity, List<Recovery>> timelines = new TreeMap<>(ENTITY_ORDER);
+        recoveries.stream().sorted(Comparator.comparingLong(Recovery::atNanos))
+                .forEach(r -> timelines.computeIfAbsent(r.entity(), e -> new ArrayList<>()).add(r));
         List<Operation> okAdds = ops.stream()
                 .filter(op -> op.phase() == Phase.WORKLOAD && op.kind() == Kind.ADD && op.ok()).toList();
-        // host2 before host10
-        Set<String> hosts = new TreeSet<>(Comparator.comparingInt(String::length)
-                .thenComparing(Comparator.naturalOrder()));
+        Set<String> hosts = new TreeSet<>(NAME_ORDER);
         ops.stream().filter(op -> op.phase() == Phase.WORKLOAD).forEach(op -> hosts.add(op.host()));
-        byTime.forEach(r -> hosts.add(r.node()));
+        timelines.keySet().stream().filter(e -> e.kind() == EntityKind.NODE).forEach(e -> hosts.add(e.id()));
         List<FaultRecord> injected = faults.stream().filter(FaultRecord::injected)
                 .sorted(Comparator.comparingLong(FaultRecord::startNanos)).toList();
         List<Kill> kills = new ArrayList<>();
@@ -119,29 +197,43 @@ final class Failover {
             List<HostAfterKill> outcomes = new ArrayList<>();
             for (String host : hosts) {
                 if (!host.equals(f.target())) {
-                    outcomes.add(outcome(host, f.target(), t0, byTime, okAdds));
+                    outcomes.add(outcome(host, f.target(), t0,
+                            around(timelines.getOrDefault(Entity.node(host), List.of()), t0), okAdds));
                 }
             }
-            kills.add(new Kill(t0, f.target(), next, List.copyOf(outcomes)));
+            List<EntityAfterKill> entities = new ArrayList<>();
+            timelines.forEach((entity, timeline) -> {
+                Around at = around(timeline, t0);
+                if (at.before() != null && at.before().member().equals(f.target())) {
+                    entities.add(fate(entity, f.target(), t0, next, at.after()));
+                }
+            });
+            kills.add(new Kill(t0, f.target(), next, List.copyOf(outcomes), List.copyOf(entities)));
         }
         return kills;
     }
 
-    private static HostAfterKill outcome(String host, String killed, long t0, List<Recovery> byTime,
-            List<Operation> okAdds) {
+    /**
+     * @param before an entity's latest recovery before a time, or {@code null}
+     * @param after its first recovery at or after it, or {@code null}
+     */
+    private record Around(Recovery before, Recovery after) {}
+
+    /** @param timeline one entity's recoveries in time order */
+    private static Around around(List<Recovery> timeline, long t0) {
         Recovery before = null;
-        Recovery after = null;
-        for (Recovery r : byTime) {
-            if (!r.node().equals(host)) {
-                continue;
+        for (Recovery r : timeline) {
+            if (r.atNanos() >= t0) {
+                return new Around(before, r);
             }
-            if (r.atNanos() < t0) {
-                before = r;
-            } else {
-                after = r;
-                break;
-            }
+            before = r;
         }
+        return new Around(before, null);
+    }
+
+    private static HostAfterKill outcome(String host, String killed, long t0, Around node, List<Operation> okAdds) {
+        Recovery before = node.before();
+        Recovery after = node.after();
         Place place = before == null ? Place.UNKNOWN
                 : before.member().equals(killed) ? Place.KILLED_MEMBER : Place.ELSEWHERE;
         long add = okAdds.stream().filter(op -> op.host().equals(host) && op.invokedNanos() >= t0)
@@ -149,6 +241,16 @@ final class Failover {
         return new HostAfterKill(host, place, before == null ? null : before.member(),
                 after == null ? NEVER : after.atNanos() - t0, after == null ? null : after.member(),
                 add == NEVER ? NEVER : add - t0);
+    }
+
+    /** @param after the entity's first recovery at or after the kill, or {@code null} */
+    private static EntityAfterKill fate(Entity entity, String killed, long t0, long nextFaultNanos, Recovery after) {
+        if (after == null) {
+            return new EntityAfterKill(entity, Fate.NOT_RECOVERED, NEVER, null);
+        }
+        Fate fate = after.atNanos() >= nextFaultNanos ? Fate.NOT_RECOVERED
+                : after.member().equals(killed) ? Fate.BACK_ON_KILLED_MEMBER : Fate.RECOVERED_ELSEWHERE;
+        return new EntityAfterKill(entity, fate, after.atNanos() - t0, after.member());
     }
 
     /**
@@ -172,8 +274,9 @@ final class Failover {
     }
 
     /**
-     * The summary's section: one line over the run, then one line per kill. Without kills, or
-     * without any recovery line to tell where the NodeEntities lived, one line saying so.
+     * The summary's section: a line over the run for the hosts, one for the entities that moved
+     * ({@link #moves}), then one line per kill. Without kills, or without any recovery line to
+     * tell where the entities lived, one line saying so.
      *
      * @param logs the recoveries read from the agents' logs, with what could not be read
      */
@@ -187,8 +290,8 @@ final class Failover {
         }
         String count = kills.size() + (kills.size() == 1 ? " kill" : " kills");
         if (logs.recoveries().isEmpty()) {
-            return title + count + ", but no \"" + "recovered node entity\" line in the agents' logs: cannot tell "
-                    + "which hosts it affected" + unread + "\n";
+            return title + count + ", but no \"recovered node entity\" or \"recovered block\" line in the agents' "
+                    + "logs: cannot tell which hosts and entities it affected" + unread + "\n";
         }
         List<HostAfterKill> affected = new ArrayList<>();
         List<HostAfterKill> others = new ArrayList<>();
@@ -216,6 +319,7 @@ final class Failover {
                     .append(" host-kills with the NodeEntity's member unknown (no recovery line before the kill)");
         }
         b.append(unread).append('\n');
+        b.append(moves(kills)).append('\n');
         boolean marked = false;
         for (Kill k : kills) {
             b.append("  kill ").append(k.member()).append(" at ").append(Times.seconds(k.atNanos())).append(':')
@@ -227,10 +331,67 @@ final class Failover {
                 marked |= pastNextFault(h.addAfterNanos(), k)
                         || (h.affected() && pastNextFault(h.recoveredAfterNanos(), k));
             }
-            b.append('\n');
+            b.append("; ").append(describeEntities(k)).append('\n');
         }
         if (marked) {
             b.append("  (* ended after the next fault had started)\n");
+        }
+        return b.toString();
+    }
+
+    /**
+     * @return e.g. {@code entities moved by kills: 23 lived on killed members, 19 recovered on a
+     *     survivor: median 8.9 s, worst 10.4 s after the kill; surviving hosts that waited for an
+     *     ADD: 9 host-kills, median 9.8 s, worst 11.0 s}
+     */
+    private static String moves(List<Kill> kills) {
+        int lived = 0;
+        List<Long> recovered = new ArrayList<>();
+        List<HostAfterKill> waited = new ArrayList<>();
+        for (Kill k : kills) {
+            lived += k.entities().size();
+            k.entities().stream().filter(EntityAfterKill::recoveredElsewhere)
+                    .forEach(e -> recovered.add(e.recoveredAfterNanos()));
+            k.hosts().stream().filter(HostAfterKill::waited).forEach(waited::add);
+        }
+        StringBuilder b = new StringBuilder("entities moved by kills: ").append(lived)
+                .append(" lived on killed members, ").append(recovered.size()).append(" recovered on a survivor");
+        Stats r = stats(recovered);
+        if (r != null) {
+            b.append(": median ").append(seconds(r.medianNanos())).append(", worst ").append(seconds(r.worstNanos()))
+                    .append(" after the kill");
+        }
+        b.append("; surviving hosts that waited for an ADD: ");
+        Stats w = stats(addWindows(waited));
+        if (w == null) {
+            return b.append("none").toString();
+        }
+        return b.append(w.count()).append(" host-kills, median ").append(seconds(w.medianNanos())).append(", worst ")
+                .append(seconds(w.worstNanos()))
+                .append(w.never() == 0 ? "" : " (" + w.never() + " of " + w.count() + " without an ok ADD in the workload)")
+                .toString();
+    }
+
+    /** @return e.g. {@code entities on h2: 1 node, 5 blocks, 4 recovered elsewhere 8.7-9.9 s, 1 back on h2} */
+    private static String describeEntities(Kill k) {
+        StringBuilder b = new StringBuilder("entities on ").append(k.member()).append(": ");
+        if (k.entities().isEmpty()) {
+            return b.append("none").toString();
+        }
+        long nodes = k.entities().stream().filter(e -> e.entity().kind() == EntityKind.NODE).count();
+        long blocks = k.entities().size() - nodes;
+        List<Long> times = k.entities().stream().filter(EntityAfterKill::recoveredElsewhere)
+                .map(EntityAfterKill::recoveredAfterNanos).sorted().toList();
+        long back = k.entities().stream().filter(e -> e.fate() == Fate.BACK_ON_KILLED_MEMBER).count();
+        b.append(nodes).append(nodes == 1 ? " node, " : " nodes, ").append(blocks).append(blocks == 1 ? " block, " : " blocks, ")
+                .append(times.size()).append(" recovered elsewhere");
+        if (!times.isEmpty()) {
+            String first = seconds(times.get(0));
+            String last = seconds(times.get(times.size() - 1));
+            b.append(' ').append(first.equals(last) ? first : first.replace(" s", "") + "-" + last);
+        }
+        if (back > 0) {
+            b.append(", ").append(back).append(" back on ").append(k.member());
         }
         return b.toString();
     }

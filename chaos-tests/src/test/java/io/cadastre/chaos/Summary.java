@@ -16,8 +16,8 @@ import java.util.TreeMap;
  * The run's summary (seed, durations, operations per kind and outcome, faults, violations, the
  * longest unavailability per host, ADD throughput, what the kills cost: {@link Failover}) and,
  * for each violation, a timeline of the calls of the attachments involved and of the faults
- * around it. Pure: computed from the history and the NodeEntity recoveries read from the agents'
- * logs.
+ * around it. Pure: computed from the history and the entity recoveries (NodeEntity, BlockEntity)
+ * read from the agents' logs.
  */
 final class Summary {
     private static final int TIMELINE_VIOLATIONS = 8;
@@ -34,7 +34,7 @@ final class Summary {
 
     private Summary() {}
 
-    /** @param agentLogs the NodeEntity recoveries the members logged, for {@link Failover#section} */
+    /** @param agentLogs the entity recoveries the members logged, for {@link Failover#section} */
     static String render(ChaosSettings settings, List<Operation> ops, List<FaultRecord> faults,
             List<Violation> violations, List<Violation> anomalies, List<String> problems, Span span, long totalNanos,
             AgentLogs.Read agentLogs, String historyFile) {
