@@ -26,6 +26,7 @@ import java.util.Map;
  * @param askTimeouts how long to wait for an entity, in all and per attempt, and which
  *     state-changing replies are read back first
  * @param dataplaneThreads platform threads for netlink work
+ * @param reclaim when attachments whose netns is gone are released
  * @param pools every configured pool
  * @param defaultPools the pool per family used when a netconf names none
  */
@@ -36,12 +37,14 @@ public record AgentSettings(
         Path cniSocket,
         AskTimeouts askTimeouts,
         int dataplaneThreads,
+        Reclaim reclaim,
         List<PoolSpec> pools,
         Map<IpFamily, String> defaultPools) {
 
     /**
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
-     *     pool, overlapping pools, a duplicate name, a default pool that is not defined
+     *     pool, overlapping pools, a duplicate name, a default pool that is not defined, a reclaim
+     *     duration that is not positive
      */
     public static AgentSettings from(Config root) {
         Config c = root.getConfig("cadastre");
@@ -70,7 +73,8 @@ public record AgentSettings(
             }
         }
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
-                askTimeouts(c), c.getInt("dataplane-threads"), List.copyOf(pools), Map.copyOf(defaultPools));
+                askTimeouts(c), c.getInt("dataplane-threads"), Reclaim.from(c), List.copyOf(pools),
+                Map.copyOf(defaultPools));
     }
 
     private static AskTimeouts askTimeouts(Config c) {
@@ -105,6 +109,28 @@ public record AgentSettings(
             return InetAddress.getLocalHost().getHostName();
         } catch (UnknownHostException e) {
             throw new IllegalArgumentException("cadastre.node-name is empty and the hostname cannot be read", e);
+        }
+    }
+
+    /**
+     * {@code cadastre.reclaim}: an attachment whose netns is gone is released once it has been
+     * gone for {@code grace}; the node's attachments are looked at every {@code interval}.
+     *
+     * @param interval positive
+     * @param grace positive
+     */
+    public record Reclaim(Duration interval, Duration grace) {
+        /** @throws IllegalArgumentException naming the key when a duration is not positive */
+        static Reclaim from(Config c) {
+            return new Reclaim(positive(c, "reclaim.interval"), positive(c, "reclaim.grace"));
+        }
+
+        private static Duration positive(Config c, String key) {
+            Duration d = c.getDuration(key);
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException("cadastre." + key + " must be positive, not " + d);
+            }
+            return d;
         }
     }
 }

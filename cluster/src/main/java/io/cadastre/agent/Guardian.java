@@ -4,6 +4,7 @@ import io.cadastre.cni.CniHandler;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.http.CniSocketServer;
 import io.cadastre.node.NodeAgent;
+import io.cadastre.node.Reclaimer;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.IpamException;
@@ -78,7 +79,9 @@ public final class Guardian {
             ExecutorService dataplaneThreads = Executors.newFixedThreadPool(settings.dataplaneThreads(), platformThreads());
             Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.pools(), settings.defaultPools(),
                     settings.askTimeouts(), Clock.systemUTC());
-            ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads), "node-agent");
+            Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace());
+            ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer),
+                    "node-agent");
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
             MemberFence fence = MemberFence.get(ctx.getSystem());
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),

@@ -68,7 +68,7 @@ public final class NodeAgentCniBackend implements CniBackend {
     public CompletionStage<AddResult> add(AddRequest request) {
         Attachment a = request.attachment();
         AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
-        AssignRequest ipam = new AssignRequest(id.handle(), id.ifname(), a.network(), a.containerId(),
+        AssignRequest ipam = new AssignRequest(id.handle(), id.ifname(), a.network(), a.containerId(), a.netns(),
                 request.pod().namespace(), request.pod().name(), request.pools(), request.requestedIps());
         PodRequest pod = new PodRequest(ipam, a.netns(), request.ipamOnly(), request.mtu());
         return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))

@@ -233,25 +233,65 @@ class CniEndToEndTest {
         assertEquals(0, CniExec.run(CniExec.env("STATUS", null, null, null), conf).exit());
     }
 
+    /** The IPAM-only plugin on network {@code name}: CHECK looks at IPAM alone. */
+    static String ipamOnlyNetconf(String name, String extra) {
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\"" + name + "\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
+                + "\"agentSocket\":\"" + agent.socket() + "\"}" + extra + "}";
+    }
+
+    /** @return IPAM's view of an attachment through CHECK: exit 0 when it holds the ADD's addresses, code 3 when none */
+    static Result ipamCheck(String network, String container, String netnsPath, Result add) throws Exception {
+        return CniExec.run(CniExec.env("CHECK", container, netnsPath, "eth0"),
+                ipamOnlyNetconf(network, ",\"prevResult\":" + add.stdout()));
+    }
+
+    /**
+     * GC with {@code cni.dev/valid-attachments} releases exactly the network's attachments not
+     * listed: an entry is a (container ID, ifname) pair, so the right container with another
+     * ifname does not keep it; another network's attachments are not touched.
+     */
     @Test
     void garbageCollectionReleasesEveryAttachmentNotListedAsValid() throws Exception {
         String conf = netconf("1.1.0", "\"ipam\":{}");
-        String keep = container();
-        String drop = container();
-        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create()) {
-            Result kept = cni("ADD", keep, a, conf);
-            Result dropped = cni("ADD", drop, b, conf);
-            assertEquals(0, kept.exit());
-            assertEquals(0, dropped.exit());
-            String gc = netconf("1.1.0", "\"ipam\":{},\"cni.dev/valid-attachments\":[{\"containerID\":\"" + keep
-                    + "\",\"ifname\":\"eth0\"}]");
+        String keep1 = container();
+        String keep2 = container();
+        String drop1 = container();
+        String drop2 = container();
+        String otherNetwork = container();
+        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create(); TestNetns c = TestNetns.create();
+                TestNetns d = TestNetns.create()) {
+            Result kept1 = cni("ADD", keep1, a, conf);
+            Result kept2 = cni("ADD", keep2, b, conf);
+            Result dropped1 = cni("ADD", drop1, c, conf);
+            Result dropped2 = cni("ADD", drop2, d, conf);
+            Result other = CniExec.run(CniExec.env("ADD", otherNetwork, "/var/run/netns/unused", "eth0"),
+                    ipamOnlyNetconf("e2e-other", ""));
+            for (Result r : List.of(kept1, kept2, dropped1, dropped2, other)) {
+                assertEquals(0, r.exit(), r.toString());
+            }
+            String gc = netconf("1.1.0", "\"ipam\":{},\"cni.dev/valid-attachments\":["
+                    + "{\"containerID\":\"" + keep1 + "\",\"ifname\":\"eth0\"},"
+                    + "{\"containerID\":\"" + keep2 + "\",\"ifname\":\"eth0\"},"
+                    + "{\"containerID\":\"" + drop2 + "\",\"ifname\":\"net1\"}]");
             Result collected = CniExec.run(CniExec.env("GC", null, null, null), gc);
             assertEquals(0, collected.exit(), collected.toString());
-            assertFalse(TestNetns.hostHasLink(HostInterfaceName.of("e2e", drop, "eth0")), "GC unwired the dropped one");
-            assertTrue(TestNetns.hostHasLink(HostInterfaceName.of("e2e", keep, "eth0")));
-            assertEquals(0, cni("CHECK", keep, a, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + kept.stdout())).exit());
-            assertNotEquals(0, cni("CHECK", drop, b, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + dropped.stdout())).exit());
-            cni("DEL", keep, a, conf);
+
+            for (String dropped : List.of(drop1, drop2)) {
+                assertFalse(TestNetns.hostHasLink(HostInterfaceName.of("e2e", dropped, "eth0")), "GC unwired " + dropped);
+            }
+            assertEquals(3, ipamCheck("e2e", drop1, c.path(), dropped1).code(), "IPAM holds nothing for drop1");
+            assertEquals(3, ipamCheck("e2e", drop2, d.path(), dropped2).code(), "listed with another ifname: released");
+            assertNotEquals(0, cni("CHECK", drop1, c, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + dropped1.stdout())).exit());
+            for (String kept : List.of(keep1, keep2)) {
+                assertTrue(TestNetns.hostHasLink(HostInterfaceName.of("e2e", kept, "eth0")));
+            }
+            assertEquals(0, cni("CHECK", keep1, a, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + kept1.stdout())).exit());
+            assertEquals(0, cni("CHECK", keep2, b, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + kept2.stdout())).exit());
+            assertEquals(0, ipamCheck("e2e-other", otherNetwork, "/var/run/netns/unused", other).exit(),
+                    "another network's attachment is not touched");
+            cni("DEL", keep1, a, conf);
+            cni("DEL", keep2, b, conf);
+            CniExec.run(CniExec.env("DEL", otherNetwork, null, "eth0"), ipamOnlyNetconf("e2e-other", ""));
         }
     }
 

@@ -11,9 +11,12 @@ import java.util.concurrent.TimeUnit;
 /**
  * A network namespace made for one test (with {@code ip netns}, which tests may use) and removed
  * by {@link #close()}, also when the test fails. Reads what the namespace holds with {@code ip -j}.
+ * A test may remove it early with {@link #close()} (a namespace vanishing under a pod); closing
+ * again does nothing.
  */
 final class TestNetns implements AutoCloseable {
     final String name;
+    private boolean deleted;
 
     private TestNetns(String name) {
         this.name = name;
@@ -91,6 +94,9 @@ final class TestNetns implements AutoCloseable {
 
     @Override
     public void close() throws IOException, InterruptedException {
-        ip("netns", "del", name);
+        if (!deleted) {
+            ip("netns", "del", name);
+            deleted = true;
+        }
     }
 }

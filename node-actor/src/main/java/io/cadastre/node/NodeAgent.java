@@ -6,9 +6,11 @@ import io.cadastre.dataplane.PodAddress;
 import io.cadastre.dataplane.PodAttachment;
 import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.IpFamily;
+import io.cadastre.shards.AssignRequest;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.Ipam;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +28,8 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The node agent: one per agent process, local (not sharded), the only actor that touches this
@@ -37,11 +41,19 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * that a runtime sends after a timed-out ADD must not overlap); different attachments run
  * concurrently. Dataplane calls block, so they run on {@code dataplaneExecutor}, never on the
  * actor's dispatcher.
+ *
+ * <p>Reconciliation ({@link Reclaimer}): every {@link Reclaimer#interval()} the node agent lists
+ * the node's attachments and releases, through the DEL path, those whose netns has been gone for
+ * the grace period. Each release runs in the attachment's own slot of the per-attachment queue,
+ * so it never overlaps an ADD, DEL or CHECK of that attachment; attachments with an operation in
+ * flight are skipped in that round. One round runs at a time.
  */
 public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
+    private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
 
     /** Messages; local only, never serialized. */
-    public sealed interface Command permits Attach, Detach, Inspect, CollectGarbage, Status, Finished {}
+    public sealed interface Command
+            permits Attach, Detach, Inspect, CollectGarbage, Status, Reconcile, Finished, Tick, Probed, SweepFinished {}
 
     /** The result of an operation: a value, or the failure (IpamException, DataplaneException). */
     public record Outcome<T>(T value, Throwable failure) {
@@ -72,7 +84,24 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     /** STATUS (CNI spec 1.1 §STATUS): empty when ADD can be served, else why not. */
     public record Status(List<String> pools, ActorRef<Outcome<Optional<String>>> replyTo) implements Command {}
 
+    /**
+     * One reconciliation round now, as the timer starts every {@link Reclaimer#interval()}; if a
+     * round is running, the next one (started when it ends) answers. Replies with the keys
+     * ({@link AttachmentId#key()}) of the attachments released in the round; fails only when the
+     * node's attachments could not be listed. A release that fails is logged and tried again in
+     * the next round.
+     */
+    public record Reconcile(ActorRef<Outcome<List<String>>> replyTo) implements Command {}
+
     private record Finished(String key) implements Command {}
+
+    /** The reconciliation timer. */
+    private enum Tick implements Command { INSTANCE }
+
+    private record Probed(List<Reclaimer.Observation> observations, Throwable failure,
+            List<ActorRef<Outcome<List<String>>>> replyTo) implements Command {}
+
+    private record SweepFinished(List<String> reclaimed, List<ActorRef<Outcome<List<String>>>> replyTo) implements Command {}
 
     /**
      * @param attachment the IPAM record, or {@code null} when IPAM does not know the attachment
@@ -80,29 +109,49 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      */
     public record Inspection(AttachmentRecord attachment, List<String> differences) {}
 
-    /** Creates the node agent. */
-    public static Behavior<Command> create(Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor) {
-        return Behaviors.setup(ctx -> new NodeAgent(ctx, ipam, dataplane, dataplaneExecutor));
+    /**
+     * Creates the node agent; its first reconciliation round runs one interval after start.
+     *
+     * @param reclaimer releases attachments whose netns is gone; also read by the metrics
+     */
+    public static Behavior<Command> create(Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor, Reclaimer reclaimer) {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+            timers.startTimerWithFixedDelay(Tick.INSTANCE, reclaimer.interval());
+            return new NodeAgent(ctx, ipam, dataplane, dataplaneExecutor, reclaimer);
+        }));
     }
 
     private final Ipam ipam;
     private final Dataplane dataplane;
     private final Executor dataplaneExecutor;
+    private final Reclaimer reclaimer;
     /** attachment key → operations waiting for the one in flight to finish. */
     private final Map<String, Queue<Supplier<CompletionStage<?>>>> queues = new HashMap<>();
+    /** Whether a reconciliation round is running. */
+    private boolean sweeping;
+    /** Callers waiting for the next reconciliation round. */
+    private final List<ActorRef<Outcome<List<String>>>> nextSweepReplies = new ArrayList<>();
 
-    private NodeAgent(ActorContext<Command> ctx, Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor) {
+    private NodeAgent(ActorContext<Command> ctx, Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor,
+            Reclaimer reclaimer) {
         super(ctx);
         this.ipam = ipam;
         this.dataplane = dataplane;
         this.dataplaneExecutor = dataplaneExecutor;
+        this.reclaimer = reclaimer;
     }
 
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
-                .onMessage(Attach.class, cmd -> enqueue(cmd.id().key(), () -> reply(attach(cmd.id(), cmd.request()), cmd.replyTo())))
-                .onMessage(Detach.class, cmd -> enqueue(cmd.id().key(), () -> reply(detach(cmd.id(), cmd.ipamOnly()), cmd.replyTo())))
+                .onMessage(Attach.class, cmd -> {
+                    reclaimer.forget(cmd.id().key());
+                    return enqueue(cmd.id().key(), () -> reply(attach(cmd.id(), cmd.request()), cmd.replyTo()));
+                })
+                .onMessage(Detach.class, cmd -> {
+                    reclaimer.forget(cmd.id().key());
+                    return enqueue(cmd.id().key(), () -> reply(detach(cmd.id(), cmd.ipamOnly()), cmd.replyTo()));
+                })
                 .onMessage(Inspect.class, cmd -> enqueue(cmd.id().key(), () -> reply(inspect(cmd), cmd.replyTo())))
                 .onMessage(CollectGarbage.class, cmd -> {
                     reply(collectGarbage(cmd), cmd.replyTo());
@@ -113,6 +162,13 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                     return this;
                 })
                 .onMessage(Finished.class, this::onFinished)
+                .onMessage(Reconcile.class, cmd -> {
+                    nextSweepReplies.add(cmd.replyTo());
+                    return sweepUnlessRunning();
+                })
+                .onMessage(Tick.class, tick -> sweepUnlessRunning())
+                .onMessage(Probed.class, this::onProbed)
+                .onMessage(SweepFinished.class, this::onSweepFinished)
                 .build();
     }
 
@@ -156,10 +212,113 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         return stage.whenComplete((value, failure) -> replyTo.tell(Outcome.of(value, failure)));
     }
 
+    // ---- reconciliation ----
+
+    private Behavior<Command> sweepUnlessRunning() {
+        if (sweeping) {
+            return this;
+        }
+        sweeping = true;
+        List<ActorRef<Outcome<List<String>>>> replyTo = List.copyOf(nextSweepReplies);
+        nextSweepReplies.clear();
+        CompletionStage<List<Reclaimer.Observation>> probed;
+        try {
+            // The file checks block: a dataplane thread makes them, not the actor's dispatcher.
+            probed = ipam.attachments().thenApplyAsync(reclaimer::probe, dataplaneExecutor);
+        } catch (RuntimeException e) { // the executor refuses work during shutdown
+            probed = CompletableFuture.failedFuture(e);
+        }
+        getContext().pipeToSelf(probed, (observations, failure) -> new Probed(observations, failure, replyTo));
+        return this;
+    }
+
+    private Behavior<Command> onProbed(Probed probed) {
+        if (probed.failure() != null) {
+            Outcome<List<String>> failed = Outcome.of(null, probed.failure());
+            LOG.warn("reconciliation could not list the node's attachments: {}", failed.failure().toString());
+            probed.replyTo().forEach(r -> r.tell(failed));
+            return sweepDone();
+        }
+        List<Reclaimer.Due> due = reclaimer.observe(probed.observations(), queues.keySet());
+        List<CompletableFuture<Optional<String>>> releases = new ArrayList<>();
+        for (Reclaimer.Due d : due) {
+            CompletableFuture<Optional<String>> released = new CompletableFuture<>();
+            releases.add(released);
+            enqueue(d.attachment().key(), () -> {
+                CompletionStage<Optional<String>> stage;
+                try {
+                    stage = reclaim(d);
+                } catch (RuntimeException e) {
+                    stage = CompletableFuture.failedFuture(e);
+                }
+                return stage.whenComplete((key, failure) -> {
+                    if (failure != null) {
+                        LOG.warn("reclaiming attachment {} failed, trying again next round: {}", d.attachment().key(),
+                                Outcome.of(null, failure).failure().toString());
+                    }
+                    released.complete(failure == null ? key : Optional.empty());
+                });
+            });
+        }
+        getContext().pipeToSelf(CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)),
+                (v, failure) -> new SweepFinished(releases.stream().map(CompletableFuture::join).flatMap(Optional::stream).toList(),
+                        probed.replyTo()));
+        return this;
+    }
+
+    private Behavior<Command> onSweepFinished(SweepFinished finished) {
+        finished.reclaimed().forEach(reclaimer::forget);
+        finished.replyTo().forEach(r -> r.tell(Outcome.of(finished.reclaimed(), null)));
+        return sweepDone();
+    }
+
+    private Behavior<Command> sweepDone() {
+        sweeping = false;
+        return nextSweepReplies.isEmpty() ? this : sweepUnlessRunning();
+    }
+
+    /**
+     * Releases one attachment whose netns has been gone for the grace, as DEL does; runs in the
+     * attachment's slot of the queue. Checks again first, since the listing is a round old: the
+     * node must still hold the same record and the netns must still be gone.
+     *
+     * @return the attachment's key when it was released, empty when there was nothing to do
+     */
+    private CompletionStage<Optional<String>> reclaim(Reclaimer.Due due) {
+        AttachmentRecord listed = due.attachment();
+        AttachmentId id = new AttachmentId(listed.network(), listed.containerId(), listed.ifname());
+        if (!id.handle().equals(listed.handle())) {
+            // Not made by this agent's ADD (the handle is always <network>.<containerId>): leave it to GC.
+            LOG.warn("attachment {} has a handle that does not match its network and container: not reclaimed", listed.key());
+            return CompletableFuture.completedFuture(Optional.empty());
+        }
+        return ipam.lookup(listed.handle(), listed.ifname()).thenCompose(current -> {
+            if (!current.equals(Optional.of(listed))) { // released meanwhile (a DEL, GC), or recorded anew
+                return CompletableFuture.completedFuture(Optional.<String>empty());
+            }
+            return onDataplane(() -> reclaimer.isGone(listed.netnsPath())).thenCompose(gone -> !gone
+                    ? CompletableFuture.completedFuture(Optional.<String>empty())
+                    : detach(id, false).thenApply(released -> {
+                        reclaimer.countReclaim(due, released);
+                        return Optional.of(listed.key());
+                    }));
+        });
+    }
+
     // ---- the flows ----
 
+    /**
+     * The netns path is recorded with the attachment only when the agent can see it now: a path
+     * it cannot see (an IPAM-only ADD from a runtime whose namespaces live elsewhere, or a missing
+     * netns, which fails a full ADD anyway) would look gone at once and lose a live pod its
+     * addresses.
+     */
     private CompletionStage<Wired> attach(AttachmentId id, PodRequest request) {
-        return ipam.assign(request.ipam()).thenCompose(record -> {
+        String netns = request.ipam().netnsPath();
+        CompletionStage<AssignRequest> assignRequest = netns == null
+                ? CompletableFuture.completedFuture(request.ipam())
+                : onDataplane(() -> reclaimer.isGone(netns) ? request.ipam().withNetnsPath(null) : request.ipam());
+        return assignRequest.thenCompose(ipam::assign).thenCompose(record -> {
             if (request.ipamOnly()) {
                 return CompletableFuture.completedFuture(new Wired(record, null));
             }

@@ -9,6 +9,8 @@ import java.util.List;
  * @param ifname CNI_IFNAME
  * @param network the network name
  * @param containerId CNI_CONTAINERID
+ * @param netnsPath CNI_NETNS as the runtime gave it, recorded with the attachment
+ *     ({@link AttachmentRecord#netnsPath()}); {@code null} when unknown
  * @param podNamespace Kubernetes namespace, or {@code null}
  * @param podName Kubernetes pod name, or {@code null}
  * @param pools pool names in order of preference; empty for the default pools (one per family).
@@ -21,6 +23,7 @@ public record AssignRequest(
         String ifname,
         String network,
         String containerId,
+        String netnsPath,
         String podNamespace,
         String podName,
         List<String> pools,
@@ -28,5 +31,10 @@ public record AssignRequest(
     public AssignRequest {
         pools = List.copyOf(pools);
         requestedIps = List.copyOf(requestedIps);
+    }
+
+    /** @return this request with another netns path ({@code null}: unknown) */
+    public AssignRequest withNetnsPath(String path) {
+        return new AssignRequest(handle, ifname, network, containerId, path, podNamespace, podName, pools, requestedIps);
     }
 }

@@ -9,6 +9,10 @@ import java.util.List;
  * @param ifname CNI_IFNAME
  * @param network the netconf's network name
  * @param containerId CNI_CONTAINERID
+ * @param netnsPath CNI_NETNS as the runtime gave it at ADD (a path such as {@code /var/run/netns/x}
+ *     or {@code /proc/<pid>/ns/net}); {@code null} when unknown: recorded before this field existed
+ *     (old events and snapshots restore it as null), or not visible to the agent at ADD. An
+ *     attachment without it is never reclaimed for a vanished netns; DEL and GC still release it
  * @param podNamespace the Kubernetes namespace, or {@code null}
  * @param podName the Kubernetes pod name, or {@code null}
  * @param addresses the addresses held, at most one per family
@@ -19,6 +23,7 @@ public record AttachmentRecord(
         String ifname,
         String network,
         String containerId,
+        String netnsPath,
         String podNamespace,
         String podName,
         List<HeldAddress> addresses,

@@ -145,8 +145,8 @@ public final class Ipam {
                                 .handle((r, e) -> { throw EntityAsks.asIpam(error); });
                     }
                     AttachmentRecord record = new AttachmentRecord(request.handle(), request.ifname(),
-                            request.network(), request.containerId(), request.podNamespace(), request.podName(),
-                            held, clock.millis());
+                            request.network(), request.containerId(), request.netnsPath(), request.podNamespace(),
+                            request.podName(), held, clock.millis());
                     return asks.confirmedIfSlow(
                             asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r)),
                             asks.node(node), done -> lookup(record.handle(), record.ifname()).thenApply(found -> found.equals(Optional.of(record))))

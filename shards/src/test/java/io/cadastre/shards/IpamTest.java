@@ -116,7 +116,8 @@ class IpamTest {
     }
 
     private static AssignRequest request(String container, List<String> pools, List<String> ips) {
-        return new AssignRequest("net." + container, "eth0", "net", container, "default", container, pools, ips);
+        return new AssignRequest("net." + container, "eth0", "net", container, "/var/run/netns/" + container, "default",
+                container, pools, ips);
     }
 
     private static PoolEntity.PoolView poolView(String name) {
@@ -156,6 +157,7 @@ class IpamTest {
         AttachmentRecord first = await(ipam.assign(request("c", List.of(), List.of())));
         AttachmentRecord again = await(ipam.assign(request("c", List.of(), List.of())));
         assertEquals(first, again);
+        assertEquals("/var/run/netns/c", first.netnsPath(), "CNI_NETNS is recorded with the attachment");
         assertEquals(2, first.addresses().size());
         assertEquals(Set.of(IpFamily.V4, IpFamily.V6),
                 Set.of(first.addresses().get(0).family(), first.addresses().get(1).family()));

@@ -1,6 +1,7 @@
 package io.cadastre.shards;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
@@ -122,5 +123,52 @@ class NodeEntityTest {
         NodeEntity.State copy = restored.copy();
         copy.borrowedBlocks().put(block(8), "pool");
         assertEquals(List.of(block(8)), List.copyOf(copy.borrowedBlocks().keySet()));
+    }
+
+    /** An attachment as recorded before the netns path was. */
+    private record AttachmentRecordBeforeNetns(String handle, String ifname, String network, String containerId,
+            String podNamespace, String podName, List<HeldAddress> addresses, long createdAtMillis)
+            implements CborSerializable {}
+
+    private record AttachmentRecordedBeforeNetns(AttachmentRecordBeforeNetns attachment) implements CborSerializable {}
+
+    private record StateBeforeNetns(Map<String, AttachmentRecordBeforeNetns> attachments, Map<Cidr, String> affineBlocks,
+            Map<Cidr, String> borrowedBlocks) implements CborSerializable {}
+
+    /** Serializes {@code old} as Pekko would have, and reads it back as {@code now} (the class that replaced it). */
+    private static Object readAs(Object old, Class<?> now) {
+        Serialization serialization = SerializationExtension.get(testKit.system());
+        byte[] bytes = serialization.serialize(old).get();
+        int serializerId = serialization.findSerializerFor(old).identifier();
+        String manifest = Serializers.manifestFor(serialization.findSerializerFor(old), old);
+        return serialization.deserialize(bytes, serializerId, manifest.replace(old.getClass().getName(), now.getName())).get();
+    }
+
+    @Test
+    void eventsAndSnapshotsFromBeforeNetnsPathsRecoverWithAnUnknownNetns() {
+        List<HeldAddress> held = List.of(new HeldAddress("198.18.7.5", "pool", block(7)));
+        AttachmentRecordBeforeNetns old = new AttachmentRecordBeforeNetns("net.c1", "eth0", "net", "c1", "default", "web",
+                held, 1234L);
+        AttachmentRecord expected = new AttachmentRecord("net.c1", "eth0", "net", "c1", null, "default", "web", held, 1234L);
+
+        NodeEntity.AttachmentRecorded event = (NodeEntity.AttachmentRecorded) readAs(
+                new AttachmentRecordedBeforeNetns(old), NodeEntity.AttachmentRecorded.class);
+        assertEquals(expected, event.attachment());
+        assertNull(event.attachment().netnsPath());
+
+        NodeEntity.State state = (NodeEntity.State) readAs(new StateBeforeNetns(Map.of(expected.key(), old),
+                Map.of(block(7), "pool"), Map.of()), NodeEntity.State.class);
+        assertEquals(Map.of(expected.key(), expected), state.attachments());
+    }
+
+    @Test
+    void theNetnsPathIsRecordedAndSurvivesARestart() {
+        AttachmentRecord record = new AttachmentRecord("net.c2", "eth0", "net", "c2", "/var/run/netns/cni-1", null, null,
+                List.of(new HeldAddress("198.18.7.6", "pool", block(7))), 1L);
+        assertTrue(kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.RecordAttachment(record, r)).reply().isSuccess());
+        kit.restart();
+        NodeEntity.AttachmentLookup found = kit.<NodeEntity.AttachmentLookup>runCommand(
+                r -> new NodeEntity.GetAttachment("net.c2", "eth0", r)).reply();
+        assertEquals("/var/run/netns/cni-1", found.attachment().netnsPath());
     }
 }

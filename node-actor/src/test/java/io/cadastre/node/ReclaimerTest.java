@@ -1,0 +1,365 @@
+package io.cadastre.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.cadastre.dataplane.Dataplane;
+import io.cadastre.dataplane.PodAttachment;
+import io.cadastre.dataplane.WiredPod;
+import io.cadastre.ipam.Cidr;
+import io.cadastre.ipam.IpFamily;
+import io.cadastre.ipam.PoolSpec;
+import io.cadastre.shards.AskTimeouts;
+import io.cadastre.shards.AssignRequest;
+import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.BlockEntity;
+import io.cadastre.shards.Ipam;
+import io.cadastre.shards.NodeEntity;
+import io.cadastre.shards.PoolEntity;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Reconciliation in the node agent: the real {@link NodeAgent} over real sharded entities in a
+ * one-member cluster, with a fake dataplane, a fake netns check ({@link NetnsPresence}) and a
+ * clock the test moves. Rounds are started by {@link NodeAgent.Reconcile} (the timer's interval is
+ * an hour), so nothing depends on real time. Each test has its own node, pool and addresses.
+ */
+class ReclaimerTest {
+    private static final Duration GRACE = Duration.ofMinutes(5);
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static final AtomicInteger counter = new AtomicInteger();
+    private static ActorTestKit testKit;
+
+    /** netns paths the fake check reports gone. */
+    private final Set<String> gone = ConcurrentHashMap.newKeySet();
+    /** netns paths the fake check reports gone once more, then present. */
+    private final Set<String> goneOnce = ConcurrentHashMap.newKeySet();
+    private final AtomicLong nanos = new AtomicLong(1_000_000_000L);
+    private final FakeDataplane dataplane = new FakeDataplane();
+    private final ExecutorService dataplaneThreads = Executors.newFixedThreadPool(2);
+    private Reclaimer reclaimer;
+    private Ipam ipam;
+    private ActorRef<NodeAgent.Command> agent;
+
+    @BeforeAll
+    static void startCluster() {
+        Config config = ConfigFactory.parseString("""
+                pekko.actor.provider = cluster
+                pekko.actor.serialize-messages = off
+                pekko.remote.artery.canonical.hostname = 127.0.0.1
+                pekko.remote.artery.canonical.port = 0
+                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+                pekko.cluster.sharding.passivation.strategy = none
+                """)
+                .withFallback(PersistenceTestKitPlugin.getInstance().config())
+                .withFallback(PersistenceTestKitSnapshotPlugin.config())
+                .withFallback(ConfigFactory.load());
+        testKit = ActorTestKit.create("ReclaimerTest", config);
+        ActorSystem<?> system = testKit.system();
+        Cluster cluster = Cluster.get(system);
+        cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        PoolEntity.init(system);
+        BlockEntity.init(system);
+        NodeEntity.init(system);
+        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
+            assertEquals(MemberStatus.up(), cluster.selfMember().status());
+            return null;
+        });
+    }
+
+    @AfterAll
+    static void stopCluster() {
+        testKit.shutdownTestKit();
+    }
+
+    @BeforeEach
+    void startAgent() {
+        int n = counter.incrementAndGet();
+        PoolSpec pool = new PoolSpec("reclaim-v4-" + n, Cidr.parse("198.18." + n + ".0/26"), 26, true, false, 0);
+        ipam = new Ipam(testKit.system(), "reclaim-node-" + n, List.of(pool), Map.of(IpFamily.V4, pool.name()),
+                AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(10)), Clock.systemUTC());
+        await(ipam.definePools());
+        reclaimer = new Reclaimer(Duration.ofHours(1), GRACE, path -> gone.contains(path) || goneOnce.remove(path), nanos::get);
+        agent = testKit.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer));
+    }
+
+    @AfterEach
+    void stopAgent() {
+        testKit.stop(agent);
+        dataplane.releaseAll();
+        dataplaneThreads.shutdownNow();
+    }
+
+    // ---- helpers ----
+
+    private static String netns(String container) {
+        return "/var/run/netns/" + container;
+    }
+
+    private static AttachmentId id(String container) {
+        return new AttachmentId("net", container, "eth0");
+    }
+
+    private void send(String container, boolean ipamOnly, ActorRef<NodeAgent.Outcome<Wired>> replyTo) {
+        AttachmentId id = id(container);
+        AssignRequest request = new AssignRequest(id.handle(), id.ifname(), id.network(), container, netns(container),
+                "default", container, List.of(), List.of());
+        agent.tell(new NodeAgent.Attach(id, new PodRequest(request, netns(container), ipamOnly, 0), replyTo));
+    }
+
+    private AttachmentRecord add(String container) {
+        return add(container, false);
+    }
+
+    private AttachmentRecord add(String container, boolean ipamOnly) {
+        TestProbe<NodeAgent.Outcome<Wired>> probe = testKit.createTestProbe();
+        send(container, ipamOnly, probe.ref());
+        NodeAgent.Outcome<Wired> outcome = probe.receiveMessage(WAIT);
+        assertNull(outcome.failure(), () -> "ADD " + container + ": " + outcome.failure());
+        return outcome.value().attachment();
+    }
+
+    private void del(String container) {
+        TestProbe<NodeAgent.Outcome<List<String>>> probe = testKit.createTestProbe();
+        agent.tell(new NodeAgent.Detach(id(container), false, probe.ref()));
+        assertNull(probe.receiveMessage(WAIT).failure());
+    }
+
+    /** Runs one reconciliation round. @return the keys of the attachments it released */
+    private List<String> reconcile() {
+        TestProbe<NodeAgent.Outcome<List<String>>> probe = testKit.createTestProbe();
+        agent.tell(new NodeAgent.Reconcile(probe.ref()));
+        NodeAgent.Outcome<List<String>> outcome = probe.receiveMessage(WAIT);
+        assertNull(outcome.failure());
+        return outcome.value();
+    }
+
+    private void advance(Duration d) {
+        nanos.addAndGet(d.toNanos());
+    }
+
+    private Optional<AttachmentRecord> lookup(String container) {
+        return await(ipam.lookup(id(container).handle(), "eth0"));
+    }
+
+    private static <T> T await(CompletionStage<T> stage) {
+        try {
+            return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // ---- the rules ----
+
+    @Test
+    void aVanishedNetnsIsReclaimedOnlyAfterTheGraceAndTheCountersCount() {
+        AttachmentRecord a = add("a");
+        AttachmentRecord b = add("b");
+        AttachmentRecord c = add("c");
+        assertEquals(netns("a"), a.netnsPath(), "CNI_NETNS is recorded at ADD");
+        dataplane.detached.clear(); // each ADD unwires leftovers of an earlier attempt first
+        gone.add(netns("a"));
+        gone.add(netns("b"));
+
+        assertEquals(List.of(), reconcile(), "first seen gone: the grace starts");
+        assertEquals(2, reclaimer.candidates());
+        advance(GRACE.minusNanos(1));
+        assertEquals(List.of(), reconcile(), "not before the grace has passed");
+        assertTrue(lookup("a").isPresent());
+        assertEquals(0, reclaimer.reclaimed());
+
+        advance(Duration.ofNanos(1));
+        assertEquals(Set.of(a.key(), b.key()), Set.copyOf(reconcile()));
+        assertEquals(2, reclaimer.reclaimed());
+        assertEquals(0, reclaimer.candidates());
+
+        // Released as DEL releases: the host end unwired, the node forgot it, the blocks freed it.
+        assertTrue(dataplane.detached.containsAll(List.of(id("a").hostIfname(), id("b").hostIfname())));
+        assertFalse(dataplane.detached.contains(id("c").hostIfname()));
+        assertTrue(lookup("a").isEmpty());
+        assertTrue(lookup("b").isEmpty());
+        assertEquals(Optional.of(c), lookup("c"));
+        assertEquals(List.of(c.key()), await(ipam.attachments()).stream().map(AttachmentRecord::key).toList());
+        // The addresses are free again: a DEL now finds nothing more to release.
+        assertEquals(List.of(), await(ipam.release(id("a").handle(), "eth0")));
+
+        advance(GRACE);
+        assertEquals(List.of(), reconcile(), "a later round finds nothing more");
+        assertEquals(2, reclaimer.reclaimed());
+    }
+
+    @Test
+    void aNetnsThatReappearsIsNotReclaimedAndItsGraceStartsOver() {
+        AttachmentRecord a = add("a");
+        gone.add(netns("a"));
+        assertEquals(List.of(), reconcile());
+        assertEquals(1, reclaimer.candidates());
+
+        advance(Duration.ofMinutes(4));
+        gone.remove(netns("a"));
+        assertEquals(List.of(), reconcile());
+        assertEquals(0, reclaimer.candidates(), "back: no longer a candidate");
+
+        advance(Duration.ofMinutes(4));
+        gone.add(netns("a"));
+        assertEquals(List.of(), reconcile(), "gone again: a new grace, not the old one's remainder");
+        advance(GRACE.minusSeconds(1));
+        assertEquals(List.of(), reconcile());
+        assertEquals(Optional.of(a), lookup("a"));
+        assertEquals(0, reclaimer.reclaimed());
+
+        advance(Duration.ofSeconds(1));
+        assertEquals(List.of(a.key()), reconcile());
+        assertEquals(1, reclaimer.reclaimed());
+    }
+
+    @Test
+    void aNetnsThatReappearsBeforeTheReleaseRunsKeepsItsAttachment() {
+        AttachmentRecord a = add("a");
+        gone.add(netns("a"));
+        reconcile();
+        advance(GRACE);
+        // The round's look still sees it gone, so it is due; the release looks once more, in the
+        // attachment's slot, and finds it back.
+        gone.remove(netns("a"));
+        goneOnce.add(netns("a"));
+        assertEquals(List.of(), reconcile());
+        assertEquals(Optional.of(a), lookup("a"));
+        assertEquals(0, reclaimer.reclaimed());
+        assertEquals(List.of(), reconcile());
+        assertEquals(0, reclaimer.candidates());
+    }
+
+    @Test
+    void anAttachmentWithAnAddInFlightIsNotTouched() {
+        dataplane.blockAttach(netns("a"));
+        TestProbe<NodeAgent.Outcome<Wired>> addA = testKit.createTestProbe();
+        send("a", false, addA.ref());
+        // IPAM records the attachment before the dataplane wires it: the ADD is now in flight.
+        testKit.createTestProbe().awaitAssert(WAIT, () -> {
+            assertTrue(lookup("a").isPresent());
+            return null;
+        });
+        gone.add(netns("a"));
+
+        assertEquals(List.of(), reconcile());
+        assertEquals(0, reclaimer.candidates(), "skipped, not even noted");
+        advance(GRACE.multipliedBy(2));
+        assertEquals(List.of(), reconcile());
+        assertTrue(lookup("a").isPresent());
+
+        dataplane.releaseAll();
+        assertNull(addA.receiveMessage(WAIT).failure());
+        assertEquals(List.of(id("a").hostIfname()), dataplane.detached, "only the ADD's own clean-up: nothing reclaimed");
+        // Once the ADD is done the rule applies, with a grace of its own.
+        assertEquals(List.of(), reconcile());
+        assertEquals(1, reclaimer.candidates());
+        advance(GRACE);
+        assertEquals(List.of(id("a").key()), reconcile());
+    }
+
+    @Test
+    void aDelWhileTheNetnsIsGoneEndsTheCandidacyAndIsNotCounted() {
+        add("a");
+        gone.add(netns("a"));
+        reconcile();
+        assertEquals(1, reclaimer.candidates());
+        del("a");
+        assertEquals(0, reclaimer.candidates());
+        advance(GRACE);
+        assertEquals(List.of(), reconcile());
+        assertEquals(0, reclaimer.reclaimed());
+    }
+
+    @Test
+    void anAttachmentWithoutAVisibleNetnsAtAddIsNeverReclaimedByThisRule() {
+        // IPAM-only, from a runtime whose namespaces this agent cannot see: no path is recorded.
+        gone.add(netns("a"));
+        AttachmentRecord a = add("a", true);
+        assertNull(a.netnsPath());
+        assertEquals(List.of(), reconcile());
+        advance(GRACE.multipliedBy(10));
+        assertEquals(List.of(), reconcile());
+        assertEquals(0, reclaimer.candidates());
+        assertEquals(Optional.of(a), lookup("a"));
+    }
+
+    @Test
+    void durationsMustBePositive() {
+        assertThrows(IllegalArgumentException.class, () -> new Reclaimer(Duration.ZERO, GRACE, p -> false, System::nanoTime));
+        assertThrows(IllegalArgumentException.class,
+                () -> new Reclaimer(Duration.ofSeconds(1), Duration.ofSeconds(-1), p -> false, System::nanoTime));
+    }
+
+    /** Wires nothing; can hold an attach until released, and records what was detached. */
+    private static final class FakeDataplane implements Dataplane {
+        final List<String> detached = new CopyOnWriteArrayList<>();
+        private final Map<String, CountDownLatch> held = new ConcurrentHashMap<>();
+
+        void blockAttach(String netnsPath) {
+            held.put(netnsPath, new CountDownLatch(1));
+        }
+
+        void releaseAll() {
+            held.values().forEach(CountDownLatch::countDown);
+        }
+
+        @Override
+        public WiredPod attach(PodAttachment a) {
+            CountDownLatch latch = held.get(a.netnsPath());
+            if (latch != null) {
+                try {
+                    latch.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return new WiredPod(a.hostIfname(), HOST_MAC, a.podIfname(), "02:00:00:00:00:01", a.netnsPath(),
+                    a.addresses(), List.of());
+        }
+
+        @Override
+        public void detach(String hostIfname) {
+            detached.add(hostIfname);
+        }
+
+        @Override
+        public List<String> check(PodAttachment attachment) {
+            return List.of();
+        }
+    }
+}
