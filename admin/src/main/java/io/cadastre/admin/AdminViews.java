@@ -1,16 +1,19 @@
 package io.cadastre.admin;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.HeldAddress;
 import java.math.BigInteger;
+import java.util.Collection;
 import java.util.List;
 
 /**
  * The admin API's JSON shapes (contract v1; {@code openapi.yaml} documents the same), as records
  * that Jackson writes field by field in declaration order. Addresses and CIDRs are canonical
  * strings; times are milliseconds since the epoch; absent values are {@code null}, never omitted,
- * so that every key of the contract is always present.
+ * so that every key of the contract is always present (the one exception: {@code /readyz} gives a
+ * {@code reason} only when not ready, as the contract shows).
  */
 public final class AdminViews {
     private AdminViews() {}
@@ -19,8 +22,7 @@ public final class AdminViews {
     public record ErrorReply(String error) {}
 
     /** {@code /healthz} and {@code /readyz}; {@code reason} only when not ready. */
-    public record Status(String status, @com.fasterxml.jackson.annotation.JsonInclude(
-            com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL) String reason) {}
+    public record Status(String status, @JsonInclude(JsonInclude.Include.NON_NULL) String reason) {}
 
     /**
      * One pool with its utilisation.
@@ -106,7 +108,7 @@ public final class AdminViews {
     /** A block affine to a node that is not a member and records no attachment. */
     public record BlockOfUnknownNode(String block, String pool, String affinity) {}
 
-    static List<String> cidrs(java.util.Collection<Cidr> blocks) {
+    static List<String> cidrs(Collection<Cidr> blocks) {
         return blocks.stream().sorted().map(Cidr::toString).toList();
     }
 }
