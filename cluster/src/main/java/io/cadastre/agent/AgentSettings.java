@@ -26,8 +26,6 @@ import java.util.Map;
  * @param askTimeouts how long to wait for an entity, in all and per attempt, and which
  *     state-changing replies are read back first
  * @param dataplaneThreads platform threads for netlink work
- * @param pauseThreshold a scheduling gap longer than this stops CNI service ({@link ServingGuard})
- * @param holdAfterPause how long service stays stopped after such a gap
  * @param pools every configured pool
  * @param defaultPools the pool per family used when a netconf names none
  */
@@ -38,8 +36,6 @@ public record AgentSettings(
         Path cniSocket,
         AskTimeouts askTimeouts,
         int dataplaneThreads,
-        Duration pauseThreshold,
-        Duration holdAfterPause,
         List<PoolSpec> pools,
         Map<IpFamily, String> defaultPools) {
 
@@ -74,8 +70,7 @@ public record AgentSettings(
             }
         }
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
-                askTimeouts(c), c.getInt("dataplane-threads"), c.getDuration("serving-guard.pause-threshold"),
-                c.getDuration("serving-guard.hold-after-pause"), List.copyOf(pools), Map.copyOf(defaultPools));
+                askTimeouts(c), c.getInt("dataplane-threads"), List.copyOf(pools), Map.copyOf(defaultPools));
     }
 
     private static AskTimeouts askTimeouts(Config c) {

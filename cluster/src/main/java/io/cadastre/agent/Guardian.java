@@ -9,6 +9,7 @@ import io.cadastre.node.NodeAgent;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.IpamException;
+import io.cadastre.shards.MemberFence;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolEntity;
 import java.time.Clock;
@@ -88,10 +89,9 @@ public final class Guardian {
                     settings.askTimeouts(), Clock.systemUTC());
             ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads), "node-agent");
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
-            ServingGuard guard = ServingGuard.start(() -> cluster.state(), settings.pauseThreshold(),
-                    settings.holdAfterPause());
+            MemberFence fence = MemberFence.get(ctx.getSystem());
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
-                    settings.askTimeouts().total().multipliedBy(3), settings.pools(), guard);
+                    settings.askTimeouts().total().multipliedBy(3), settings.pools(), fence);
             CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend),
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
 
@@ -110,7 +110,6 @@ public final class Guardian {
                     (java.util.function.Supplier<CompletionStage<Done>>) admin::stop);
             shutdown.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "stop-dataplane-threads", (java.util.function.Supplier<CompletionStage<Done>>) () -> {
                 dataplaneThreads.shutdown();
-                guard.close();
                 return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
             });
 

@@ -16,6 +16,7 @@ import io.cadastre.shards.AssignRequest;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.IpamException;
+import io.cadastre.shards.MemberFence;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,28 +40,28 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
  * a malformed request → 7; no address left → 100; requested address taken → 101; requested
  * address outside the usable pools → 102; netns missing → 3 on ADD; any other dataplane failure →
  * 103; an entity or the node agent not answering in time → 11; this member refused by its
- * {@link ServingGuard} → 11 (STATUS: 50).
+ * {@link MemberFence} → 11 (STATUS: 50).
  */
 public final class NodeAgentCniBackend implements CniBackend {
     private final ActorRef<NodeAgent.Command> nodeAgent;
     private final Scheduler scheduler;
     private final Duration timeout;
     private final Map<String, PoolSpec> pools;
-    private final ServingGuard guard;
+    private final MemberFence fence;
 
     /**
      * @param timeout how long one CNI operation may take end to end (several entity round trips
      *     and the dataplane)
      * @param pools the configured pools, for the prefix lengths of IPAM-only results
-     * @param guard says when this member must not serve
+     * @param fence says when this member must not serve
      */
     public NodeAgentCniBackend(ActorRef<NodeAgent.Command> nodeAgent, Scheduler scheduler, Duration timeout,
-            List<PoolSpec> pools, ServingGuard guard) {
+            List<PoolSpec> pools, MemberFence fence) {
         this.nodeAgent = nodeAgent;
         this.scheduler = scheduler;
         this.timeout = timeout;
         this.pools = pools.stream().collect(Collectors.toMap(PoolSpec::name, p -> p));
-        this.guard = guard;
+        this.fence = fence;
     }
 
     @Override
@@ -137,7 +138,7 @@ public final class NodeAgentCniBackend implements CniBackend {
 
     @Override
     public CompletionStage<Void> status(List<String> pools) {
-        var refusal = guard.refusal();
+        var refusal = fence.refusal();
         if (refusal.isPresent()) {
             return java.util.concurrent.CompletableFuture.failedFuture(
                     new CniException(CniCodes.NOT_AVAILABLE, "this member cannot serve now", refusal.get()));
@@ -151,7 +152,7 @@ public final class NodeAgentCniBackend implements CniBackend {
     }
 
     private <T> CompletionStage<T> ask(Function<ActorRef<NodeAgent.Outcome<T>>, NodeAgent.Command> command) {
-        var refusal = guard.refusal();
+        var refusal = fence.refusal();
         if (refusal.isPresent()) {
             return java.util.concurrent.CompletableFuture.failedFuture(
                     new CniException(CniCodes.TRY_AGAIN_LATER, "this member cannot serve now", refusal.get()));

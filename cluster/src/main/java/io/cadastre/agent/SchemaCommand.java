@@ -39,8 +39,11 @@ public final class SchemaCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        // DDL waits for schema agreement and is slow on a busy node: the driver's 2 s default
+        // request timeout is for the journal's reads and writes, not for this.
         Config overrides = ConfigFactory.parseString("cadastre.persistence = cassandra\npekko.actor.provider = local\n"
-                + "pekko.loglevel = WARNING\npekko.coordinated-shutdown.exit-jvm = off");
+                + "pekko.loglevel = WARNING\npekko.coordinated-shutdown.exit-jvm = off\n"
+                + "datastax-java-driver.basic.request.timeout = " + timeoutSeconds + " seconds");
         ActorSystem<Void> system;
         try {
             Config config = AgentMain.loadConfig(configFile, overrides);

@@ -42,12 +42,18 @@ public final class BlockEntity
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId())));
+        MemberFence fence = MemberFence.get(system);
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence)));
     }
 
     /** @param entityId the block's CIDR in entity-id form, {@link Cidr#entityId()} */
     public static Behavior<Command> create(String entityId) {
-        return new BlockEntity(entityId);
+        return create(entityId, MemberFence.NEVER_CLOSED);
+    }
+
+    /** @param fence closes this entity to commands while its member may have been replaced */
+    public static Behavior<Command> create(String entityId, MemberFence fence) {
+        return new BlockEntity(entityId, fence);
     }
 
     // ---- commands ----
@@ -123,8 +129,11 @@ public final class BlockEntity
 
     private final Cidr cidr;
 
-    private BlockEntity(String entityId) {
+    private final MemberFence fence;
+
+    private BlockEntity(String entityId, MemberFence fence) {
         super(PersistenceId.of(ENTITY_TYPE_KEY.name(), entityId));
+        this.fence = fence;
         this.cidr = Cidr.fromEntityId(entityId);
     }
 
@@ -157,6 +166,10 @@ public final class BlockEntity
 
     @Override
     public CommandHandlerWithReply<Command, Event, State> commandHandler() {
+        return fence.fenced(persistenceId().id(), handlers(), () -> Effect().noReply());
+    }
+
+    private CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(ClaimAffinity.class, this::onClaimAffinity)

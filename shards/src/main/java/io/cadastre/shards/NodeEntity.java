@@ -39,12 +39,18 @@ public final class NodeEntity
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId())));
+        MemberFence fence = MemberFence.get(system);
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence)));
     }
 
     /** @param nodeName the node's name, the entity id */
     public static Behavior<Command> create(String nodeName) {
-        return new NodeEntity(nodeName);
+        return create(nodeName, MemberFence.NEVER_CLOSED);
+    }
+
+    /** @param fence closes this entity to commands while its member may have been replaced */
+    public static Behavior<Command> create(String nodeName, MemberFence fence) {
+        return new NodeEntity(nodeName, fence);
     }
 
     // ---- commands ----
@@ -133,8 +139,11 @@ public final class NodeEntity
 
     private final String nodeName;
 
-    private NodeEntity(String nodeName) {
+    private final MemberFence fence;
+
+    private NodeEntity(String nodeName, MemberFence fence) {
         super(PersistenceId.of(ENTITY_TYPE_KEY.name(), nodeName));
+        this.fence = fence;
         this.nodeName = nodeName;
     }
 
@@ -168,6 +177,10 @@ public final class NodeEntity
 
     @Override
     public CommandHandlerWithReply<Command, Event, State> commandHandler() {
+        return fence.fenced(persistenceId().id(), handlers(), () -> Effect().noReply());
+    }
+
+    private CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(GetAttachment.class, (state, cmd) -> Effect().reply(cmd.replyTo(),

@@ -33,12 +33,18 @@ public final class PoolEntity
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId())));
+        MemberFence fence = MemberFence.get(system);
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence)));
     }
 
     /** @param poolName the pool's name, the entity id */
     public static Behavior<Command> create(String poolName) {
-        return new PoolEntity(poolName);
+        return create(poolName, MemberFence.NEVER_CLOSED);
+    }
+
+    /** @param fence closes this entity to commands while its member may have been replaced */
+    public static Behavior<Command> create(String poolName, MemberFence fence) {
+        return new PoolEntity(poolName, fence);
     }
 
     // ---- commands ----
@@ -100,8 +106,11 @@ public final class PoolEntity
 
     private final String poolName;
 
-    private PoolEntity(String poolName) {
+    private final MemberFence fence;
+
+    private PoolEntity(String poolName, MemberFence fence) {
         super(PersistenceId.of(ENTITY_TYPE_KEY.name(), poolName));
+        this.fence = fence;
         this.poolName = poolName;
     }
 
@@ -122,6 +131,10 @@ public final class PoolEntity
 
     @Override
     public CommandHandlerWithReply<Command, Event, State> commandHandler() {
+        return fence.fenced(persistenceId().id(), handlers(), () -> Effect().noReply());
+    }
+
+    private CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(DefinePool.class, this::onDefine)

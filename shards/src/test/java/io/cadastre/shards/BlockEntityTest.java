@@ -115,4 +115,23 @@ class BlockEntityTest {
         assertEquals(List.of(), result.reply().addresses());
         assertTrue(result.events().isEmpty());
     }
+
+    @Test
+    void aClosedFenceDropsCommandsWithoutReplyOrEvent() {
+        var reach = new java.util.concurrent.atomic.AtomicReference<>(new MemberFence.Reach(3, 1));
+        MemberFence fence = new MemberFence(reach::get, java.time.Duration.ofSeconds(1), java.time.Duration.ofSeconds(3),
+                System::nanoTime, false);
+        var fenced = EventSourcedBehaviorTestKit.<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
+                testKit.system(), BlockEntity.create("198.18.1.0-26", fence));
+        fenced.clear();
+        var probe = testKit.<StatusReply<Done>>createTestProbe();
+        var dropped = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", probe.getRef()));
+        assertTrue(dropped.events().isEmpty(), "no event while this member sees no majority");
+        probe.expectNoMessage(java.time.Duration.ofMillis(200));
+
+        reach.set(new MemberFence.Reach(3, 2));
+        var served = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", probe.getRef()));
+        assertEquals(List.of(new BlockEntity.AffinityClaimed("node-a")), served.events());
+        assertTrue(probe.receiveMessage().isSuccess());
+    }
 }

@@ -1,0 +1,223 @@
+package io.cadastre.ctl;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ScopeType;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.UnmatchedArgumentException;
+
+/**
+ * {@code cadastrectl}: the operator's command line over an agent's admin API (contract v1). It
+ * holds the global options, which every subcommand accepts before or after its own, builds the
+ * {@link AdminClient} from them, and maps outcomes to exit codes: 0 done, 1 {@code ipam check}
+ * found problems, 2 anything that kept the command from giving its answer (usage, the token file,
+ * connection, an error status from the agent, an answer not of the contract's shape).
+ * Lifecycle: one instance per invocation, built by {@link #commandLine(Map)}.
+ */
+@Command(name = "cadastrectl", scope = ScopeType.INHERIT, mixinStandardHelpOptions = true,
+        version = "cadastrectl 0.1.0",
+        description = "Inspects and repairs Cadastre's IPAM through an agent's admin API.",
+        subcommands = {IpamCommand.class, NodeCommand.class, PoolCommand.class},
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {"0:done", "1:ipam check: not clean",
+                "2:usage, connection, or an error answered by the agent (message on stderr)"})
+public final class Cadastrectl implements Callable<Integer> {
+    static final String DEFAULT_SERVER = "http://127.0.0.1:9467";
+    static final String ENV_SERVER = "CADASTRE_ADMIN_URL";
+    static final String ENV_TOKEN_FILE = "CADASTRE_ADMIN_TOKEN_FILE";
+    static final int EXIT_OK = 0;
+    static final int EXIT_NOT_CLEAN = 1;
+    static final int EXIT_ERROR = 2;
+    static final int DEFAULT_TIMEOUT_SECONDS = 30;
+    static final int MAX_CONNECT_TIMEOUT_SECONDS = 5;
+
+    /** Lower case: picocli lists and matches the constants as written. */
+    enum Output { table, json }
+
+    // Global options: null when not given, so that the environment and defaults apply in one place.
+    @Option(names = "--server", paramLabel = "URL", scope = ScopeType.INHERIT,
+            description = "The agent's admin API (default: $" + ENV_SERVER + ", else " + DEFAULT_SERVER + ").")
+    String server;
+
+    @Option(names = "--token-file", paramLabel = "FILE", scope = ScopeType.INHERIT,
+            description = "A file whose trimmed content is the bearer token (default: $" + ENV_TOKEN_FILE
+                    + "; none needed on loopback).")
+    Path tokenFile;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", scope = ScopeType.INHERIT,
+            description = "table (default) or json (the agent's JSON, pretty-printed).")
+    Output output;
+
+    @Option(names = "--timeout", paramLabel = "SECONDS", scope = ScopeType.INHERIT,
+            description = "Seconds to wait for an answer (default " + DEFAULT_TIMEOUT_SECONDS
+                    + "); connecting waits at most " + MAX_CONNECT_TIMEOUT_SECONDS + " of them.")
+    Integer timeoutSeconds;
+
+    @Spec
+    CommandSpec spec;
+
+    private final Map<String, String> env;
+
+    /** @param env the environment to read {@code CADASTRE_ADMIN_*} from ({@code System.getenv()}) */
+    Cadastrectl(Map<String, String> env) {
+        this.env = Map.copyOf(env);
+    }
+
+    /**
+     * @param env the environment ({@code System.getenv()}; tests pass their own)
+     * @return the command line, ready for {@code execute(args)}, which returns the exit code; set
+     *     its out and err writers first to capture the output
+     */
+    static CommandLine commandLine(Map<String, String> env) {
+        return new CommandLine(new Cadastrectl(env))
+                .setCaseInsensitiveEnumValuesAllowed(true)
+                .setParameterExceptionHandler(Cadastrectl::usageError)
+                .setExecutionExceptionHandler((e, cmd, parsed) -> failure(e, cmd));
+    }
+
+    /** Runs cadastrectl and exits with its code (see the class comment). */
+    public static void main(String[] args) {
+        System.exit(commandLine(System.getenv()).execute(args));
+    }
+
+    @Override
+    public Integer call() {
+        throw missingCommand(spec);
+    }
+
+    /** @return the usage error for a command that only groups subcommands and was given none */
+    static ParameterException missingCommand(CommandSpec spec) {
+        return new ParameterException(spec.commandLine(),
+                "missing command: one of " + String.join(", ", spec.subcommands().keySet()));
+    }
+
+    /** @return the root command (holding the global options) of the command that {@code spec} describes */
+    static Cadastrectl of(CommandSpec spec) {
+        return (Cadastrectl) spec.root().userObject();
+    }
+
+    boolean json() {
+        return output == Output.json;
+    }
+
+    /** Prints {@code text} as it is (tables end with their own newline). */
+    void print(String text) {
+        PrintWriter out = spec.commandLine().getOut();
+        out.print(text);
+        out.flush();
+    }
+
+    /** Prints the agent's JSON, pretty-printed, and a newline. */
+    void printJson(JsonNode answer) {
+        print(Json.pretty(answer) + "\n");
+    }
+
+    /**
+     * @return a client for the server and token that the options or the environment name
+     * @throws ParameterException for a malformed server URL or timeout (exit 2)
+     * @throws CtlException when the token file cannot be read or holds no usable token (exit 2)
+     */
+    AdminClient client() {
+        int timeout = timeoutSeconds == null ? DEFAULT_TIMEOUT_SECONDS : timeoutSeconds;
+        if (timeout < 1) {
+            throw new ParameterException(spec.commandLine(), "--timeout must be 1 second or more, not " + timeout);
+        }
+        return new AdminClient(serverUri(), token(),
+                Duration.ofSeconds(Math.min(timeout, MAX_CONNECT_TIMEOUT_SECONDS)), Duration.ofSeconds(timeout));
+    }
+
+    private URI serverUri() {
+        String text = server != null ? server : envOr(ENV_SERVER, DEFAULT_SERVER);
+        String source = server != null ? "--server" : env(ENV_SERVER) != null ? ENV_SERVER : "the default server";
+        try {
+            URI uri = new URI(text);
+            if (!("http".equalsIgnoreCase(uri.getScheme()) || "https".equalsIgnoreCase(uri.getScheme()))
+                    || uri.getHost() == null || uri.getRawQuery() != null || uri.getRawFragment() != null
+                    || uri.getRawUserInfo() != null) {
+                throw new URISyntaxException(text, "not http(s)://host[:port][/path]");
+            }
+            return uri;
+        } catch (URISyntaxException e) {
+            throw new ParameterException(spec.commandLine(), source + ": '" + text + "' is not an http(s)://HOST[:PORT] URL");
+        }
+    }
+
+    /** @return the trimmed content of the token file, or {@code null} when none is configured */
+    private String token() {
+        Path file = tokenFile;
+        if (file == null) {
+            String fromEnv = env(ENV_TOKEN_FILE);
+            if (fromEnv == null) {
+                return null;
+            }
+            file = Path.of(fromEnv);
+        }
+        String token;
+        try {
+            token = Files.readString(file, StandardCharsets.UTF_8).strip();
+        } catch (IOException e) {
+            throw new CtlException("cannot read the token file " + file + ": " + e, e);
+        }
+        if (token.isEmpty()) {
+            throw new CtlException("the token file " + file + " is empty");
+        }
+        // A header value cannot hold line breaks; other blanks would split the bearer credential.
+        if (token.chars().anyMatch(c -> c <= ' ' || c == 0x7f)) {
+            throw new CtlException("the token file " + file + " holds more than one word (blanks or line breaks inside the token)");
+        }
+        return token;
+    }
+
+    private String env(String name) {
+        String value = env.get(name);
+        return value == null || value.isBlank() ? null : value.strip();
+    }
+
+    private String envOr(String name, String fallback) {
+        String value = env(name);
+        return value == null ? fallback : value;
+    }
+
+    /** One line on stderr and a hint, instead of picocli's full usage text after every typo. */
+    private static int usageError(ParameterException e, String[] args) {
+        CommandLine cmd = e.getCommandLine();
+        PrintWriter err = cmd.getErr();
+        // Some of picocli's messages start with "Error: ", which the prefix already says.
+        err.println("cadastrectl: " + Table.clean(e.getMessage().replaceFirst("^Error: ", "")));
+        if (!UnmatchedArgumentException.printSuggestions(e, err)) {
+            err.println("Run '" + cmd.getCommandSpec().qualifiedName() + " --help' for usage.");
+        }
+        err.flush();
+        return EXIT_ERROR;
+    }
+
+    /**
+     * Exit 2 for failures too: exit 1 must keep meaning "check found problems" for scripts, even
+     * when the cause is a bug here (then with the stack trace).
+     */
+    private static int failure(Exception e, CommandLine cmd) {
+        PrintWriter err = cmd.getErr();
+        if (e instanceof CtlException) {
+            err.println("cadastrectl: " + Table.clean(e.getMessage()));
+        } else {
+            err.println("cadastrectl: internal error: " + e);
+            e.printStackTrace(err);
+        }
+        err.flush();
+        return EXIT_ERROR;
+    }
+}

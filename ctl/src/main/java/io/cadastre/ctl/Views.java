@@ -1,0 +1,330 @@
+package io.cadastre.ctl;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.math.RoundingMode;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The table views of the admin API's answers (pure: JSON tree in, text out). Shapes are those of
+ * the admin contract v1. A missing or null field prints as {@code -} so that a server slightly
+ * ahead of or behind this tool still shows what it has; a missing top-level list is an error,
+ * since then the answer is not the one asked for.
+ */
+final class Views {
+    private Views() {
+    }
+
+    /**
+     * {@code ipam show}: one row per pool from {@code GET /v1/pools}, with utilisation.
+     *
+     * @throws CtlException when the answer has no {@code pools} array
+     */
+    static String poolUsage(JsonNode answer) {
+        Table table = new Table("POOL", "CIDR", "BLOCK-SIZE", "BLOCKS(claimed/total)", "ALLOCATED", "SIZE", "UTIL%", "FLAGS");
+        for (JsonNode pool : list(answer, "pools")) {
+            JsonNode blocks = pool.path("blocks");
+            table.row(text(pool, "name"), text(pool, "cidr"), prefix(pool.path("blockSize")),
+                    text(blocks, "claimed") + "/" + quantity(blocks.path("total")),
+                    text(pool, "allocated"), quantity(pool.path("size")),
+                    percent(pool.path("allocated"), pool.path("size")), flags(pool));
+        }
+        return table.render();
+    }
+
+    /**
+     * {@code pool list}: one row per pool from {@code GET /v1/pools}, its configuration.
+     *
+     * @throws CtlException when the answer has no {@code pools} array
+     */
+    static String poolSettings(JsonNode answer) {
+        Table table = new Table("NAME", "CIDR", "BLOCK-SIZE", "STRICT-AFFINITY", "ALLOW-BORROWING", "MAX-BLOCKS-PER-NODE", "DISABLED");
+        for (JsonNode pool : list(answer, "pools")) {
+            JsonNode max = pool.path("maxBlocksPerNode");
+            table.row(text(pool, "name"), text(pool, "cidr"), prefix(pool.path("blockSize")),
+                    text(pool, "strictAffinity"), text(pool, "allowBorrowing"),
+                    isZero(max) ? "no limit" : text(max), text(pool, "disabled"));
+        }
+        return table.render();
+    }
+
+    /**
+     * {@code ipam show --show-blocks}: one row per claimed block from {@code GET /v1/blocks}.
+     *
+     * @throws CtlException when the answer has no {@code blocks} array
+     */
+    static String blocks(JsonNode answer) {
+        Table table = new Table("BLOCK", "POOL", "AFFINITY", "ALLOCATED", "FREE", "BORROWED-BY");
+        for (JsonNode block : list(answer, "blocks")) {
+            table.row(text(block, "cidr"), text(block, "pool"), text(block, "affinity"),
+                    text(block, "allocated"), text(block, "free"), joined(block.path("borrowedBy")));
+        }
+        return table.render();
+    }
+
+    /**
+     * {@code node list}: one row per node from {@code GET /v1/nodes}, block lists as counts.
+     *
+     * @throws CtlException when the answer has no {@code nodes} array
+     */
+    static String nodes(JsonNode answer) {
+        Table table = nodeTable();
+        for (JsonNode node : list(answer, "nodes")) {
+            nodeRow(table, node);
+        }
+        return table.render();
+    }
+
+    /**
+     * {@code node show}: the node's summary row, its blocks (affine, borrowed), and its
+     * attachments from {@code GET /v1/nodes/{name}}.
+     */
+    static String node(JsonNode node) {
+        Table blocks = new Table("BLOCK", "ROLE");
+        node.path("affineBlocks").forEach(b -> blocks.row(b.asText(), "affine"));
+        node.path("borrowedBlocks").forEach(b -> blocks.row(b.asText(), "borrowed"));
+        Table attachments = new Table("HANDLE", "IFNAME", "NETWORK", "CONTAINER", "POD", "ADDRESSES", "CREATED");
+        for (JsonNode a : node.path("attachmentList")) {
+            attachments.row(text(a, "handle"), text(a, "ifname"), text(a, "network"), shortId(text(a, "containerId")),
+                    pod(a), joined(a.path("addresses")), time(a.path("createdAtMillis")));
+        }
+        return nodeRow(nodeTable(), node).render() + "\n" + blocks.render() + "\n" + attachments.render();
+    }
+
+    /** {@code ipam address}: where the address lies and who holds it, from {@code GET /v1/addresses/{ip}}. */
+    static String address(JsonNode answer) {
+        JsonNode a = answer.path("allocation");
+        boolean held = a.isObject();
+        return new Table("ADDRESS", "POOL", "BLOCK", "STATE", "NODE", "HANDLE", "IFNAME", "POD", "ALLOCATED")
+                .row(text(answer, "address"), text(answer, "pool"), text(answer, "block"),
+                        held ? "allocated" : "free", text(a, "node"), text(a, "handle"), text(a, "ifname"),
+                        held ? pod(a) : null, time(a.path("allocatedAtMillis")))
+                .render();
+    }
+
+    /**
+     * {@code ipam release}: one line per released address, or a line saying nothing was held.
+     *
+     * @throws CtlException when the answer has no {@code released} array
+     */
+    static String released(JsonNode answer) {
+        List<JsonNode> released = list(answer, "released");
+        if (released.isEmpty()) {
+            return "nothing released: no allocation held\n";
+        }
+        StringBuilder out = new StringBuilder();
+        released.forEach(r -> out.append("released ").append(Table.clean(r.asText())).append('\n'));
+        return out.toString();
+    }
+
+    /**
+     * {@code ipam check}: a verdict line, the three counts, then a table per kind of finding that
+     * has any, and a reminder that in-flight ADDs look like leaks for a moment.
+     *
+     * @throws CtlException when the report has no boolean {@code clean}
+     */
+    static String check(JsonNode report) {
+        boolean clean = clean(report);
+        // The verdict is 'clean'; a list left out (rather than empty) is shown as empty.
+        List<JsonNode> allocations = listOrEmpty(report, "allocationsWithoutAttachment");
+        List<JsonNode> attachments = listOrEmpty(report, "attachmentsWithoutAllocation");
+        List<JsonNode> blocks = listOrEmpty(report, "blocksAffineToUnknownNodes");
+        StringBuilder out = new StringBuilder();
+        out.append(clean ? "clean" : "NOT CLEAN").append(": checked ")
+                .append(text(report, "checkedAllocations")).append(" allocations and ")
+                .append(text(report, "checkedAttachments")).append(" attachments in ")
+                .append(text(report, "tookMillis")).append(" ms\n");
+        out.append(new Table("FINDING", "COUNT")
+                .row("allocations without attachment", allocations.size())
+                .row("attachments without allocation", attachments.size())
+                .row("blocks affine to unknown nodes", blocks.size())
+                .render());
+        if (!allocations.isEmpty()) {
+            Table table = new Table("ADDRESS", "BLOCK", "NODE", "HANDLE", "IFNAME", "POD", "ALLOCATED");
+            for (JsonNode f : allocations) {
+                JsonNode a = f.path("allocation");
+                table.row(text(f, "address"), text(f, "block"), text(a, "node"), text(a, "handle"),
+                        text(a, "ifname"), pod(a), time(a.path("allocatedAtMillis")));
+            }
+            out.append("\nAllocations without attachment (an address held for an interface its node does not know):\n")
+                    .append(table.render());
+        }
+        if (!attachments.isEmpty()) {
+            Table table = new Table("NODE", "HANDLE", "IFNAME", "POD", "CONTAINER", "MISSING");
+            for (JsonNode f : attachments) {
+                JsonNode a = f.path("attachment");
+                table.row(text(f, "node"), text(a, "handle"), text(a, "ifname"), pod(a),
+                        shortId(text(a, "containerId")), joined(f.path("missing")));
+            }
+            out.append("\nAttachments without allocation (an interface whose addresses no block holds for it):\n")
+                    .append(table.render());
+        }
+        if (!blocks.isEmpty()) {
+            Table table = new Table("BLOCK", "POOL", "AFFINITY");
+            for (JsonNode f : blocks) {
+                table.row(text(f, "block"), text(f, "pool"), text(f, "affinity"));
+            }
+            out.append("\nBlocks affine to unknown nodes (neither a member nor holding an attachment):\n")
+                    .append(table.render());
+        }
+        if (!allocations.isEmpty()) {
+            out.append("\nAn ADD in flight shows as an allocation without attachment for a moment:"
+                    + " run the check again before releasing.\n");
+        }
+        return out.toString();
+    }
+
+    /**
+     * @return the report's verdict
+     * @throws CtlException when {@code clean} is missing or not a boolean (exit 1 must mean "not clean")
+     */
+    static boolean clean(JsonNode report) {
+        JsonNode clean = report.path("clean");
+        if (!clean.isBoolean()) {
+            throw new CtlException("unexpected answer: the check report has no boolean 'clean'");
+        }
+        return clean.booleanValue();
+    }
+
+    private static Table nodeTable() {
+        return new Table("NAME", "MEMBER", "AFFINE-BLOCKS", "BORROWED-BLOCKS", "ATTACHMENTS");
+    }
+
+    private static Table nodeRow(Table table, JsonNode node) {
+        return table.row(text(node, "name"), text(node, "member"), count(node.path("affineBlocks")),
+                count(node.path("borrowedBlocks")), text(node, "attachments"));
+    }
+
+    /** @throws CtlException when {@code answer.field} is not an array */
+    private static List<JsonNode> list(JsonNode answer, String field) {
+        JsonNode array = answer.path(field);
+        if (!array.isArray()) {
+            throw new CtlException("unexpected answer: no '" + field + "' list");
+        }
+        List<JsonNode> items = new ArrayList<>(array.size());
+        array.forEach(items::add);
+        return items;
+    }
+
+    private static List<JsonNode> listOrEmpty(JsonNode answer, String field) {
+        return answer.path(field).isArray() ? list(answer, field) : List.of();
+    }
+
+    private static String text(JsonNode parent, String field) {
+        return text(parent.path(field));
+    }
+
+    /** Numbers print as the server wrote them (integers of any size), null and missing as {@code -}. */
+    private static String text(JsonNode value) {
+        if (value.isMissingNode() || value.isNull() || value.isContainerNode()) {
+            return "-";
+        }
+        if (value.isBigDecimal()) {
+            return value.decimalValue().toPlainString();
+        }
+        return value.asText();
+    }
+
+    /**
+     * A count that may be a power of two beyond 2^32 (an IPv6 pool's addresses or blocks) prints
+     * as {@code 2^N}: 25 digits say less to a reader and widen the table. Others as {@link #text}.
+     */
+    static String quantity(JsonNode value) {
+        BigInteger n = integer(value);
+        if (n != null && n.bitLength() > 33 && n.bitCount() == 1) {
+            return "2^" + (n.bitLength() - 1);
+        }
+        return text(value);
+    }
+
+    private static String prefix(JsonNode blockSize) {
+        return blockSize.isIntegralNumber() ? "/" + blockSize.asText() : text(blockSize);
+    }
+
+    private static String count(JsonNode array) {
+        return array.isArray() ? Integer.toString(array.size()) : "-";
+    }
+
+    private static String joined(JsonNode array) {
+        List<String> items = new ArrayList<>();
+        array.forEach(item -> items.add(item.asText()));
+        return items.isEmpty() ? "-" : String.join(",", items);
+    }
+
+    private static String pod(JsonNode holder) {
+        String ns = holder.path("podNamespace").asText("");
+        String name = holder.path("podName").asText("");
+        if (ns.isEmpty() && name.isEmpty()) {
+            return "-";
+        }
+        return ns.isEmpty() ? name : ns + "/" + name;
+    }
+
+    /** Container ids are 64 hex digits; 12 identify them as docker and crictl print them ({@code -o json} has all). */
+    private static String shortId(String id) {
+        return id.length() > 12 ? id.substring(0, 12) : id;
+    }
+
+    /** @return UTC time to the second; {@code -} for a missing or non-positive value (unknown) */
+    private static String time(JsonNode millis) {
+        if (!millis.canConvertToLong() || !millis.isIntegralNumber() || millis.longValue() <= 0) {
+            return "-";
+        }
+        return Instant.ofEpochMilli(millis.longValue()).truncatedTo(ChronoUnit.SECONDS).toString();
+    }
+
+    /**
+     * @return {@code 100 * part / whole} to one decimal, {@code <0.1} when positive but smaller (an
+     *     IPv6 pool of 2^80 addresses), {@code -} when either is not an integer or whole is 0
+     */
+    static String percent(JsonNode part, JsonNode whole) {
+        BigInteger p = integer(part);
+        BigInteger w = integer(whole);
+        if (p == null || w == null || w.signum() == 0) {
+            return "-";
+        }
+        BigDecimal pct = new BigDecimal(p.multiply(BigInteger.valueOf(100))).divide(new BigDecimal(w), 1, RoundingMode.HALF_UP);
+        if (pct.signum() == 0 && p.signum() > 0) {
+            return "<0.1";
+        }
+        return pct.toPlainString();
+    }
+
+    private static BigInteger integer(JsonNode n) {
+        if (n.isIntegralNumber()) {
+            return n.bigIntegerValue();
+        }
+        if (n.isTextual() && n.asText().matches("[0-9]{1,60}")) {
+            return new BigInteger(n.asText());
+        }
+        return null;
+    }
+
+    private static boolean isZero(JsonNode n) {
+        BigInteger i = integer(n);
+        return i != null && i.signum() == 0;
+    }
+
+    /** Deviations from a pool's defaults (affinity not strict, borrowing allowed, no block limit, enabled). */
+    private static String flags(JsonNode pool) {
+        List<String> flags = new ArrayList<>();
+        if (pool.path("disabled").asBoolean(false)) {
+            flags.add("disabled");
+        }
+        if (pool.path("strictAffinity").asBoolean(false)) {
+            flags.add("strict-affinity");
+        }
+        if (!pool.path("allowBorrowing").asBoolean(true)) {
+            flags.add("no-borrowing");
+        }
+        BigInteger max = integer(pool.path("maxBlocksPerNode"));
+        if (max != null && max.signum() > 0) {
+            flags.add("max-blocks-per-node=" + max);
+        }
+        return flags.isEmpty() ? "-" : String.join(",", flags);
+    }
+}

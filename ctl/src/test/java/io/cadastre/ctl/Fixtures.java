@@ -1,0 +1,96 @@
+package io.cadastre.ctl;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.Map;
+import picocli.CommandLine;
+
+/**
+ * Answers in the admin contract v1's shapes (what the fake agent serves), and a way to run the
+ * real command line in-process with its output captured.
+ */
+final class Fixtures {
+    private Fixtures() {
+    }
+
+    /** One run of cadastrectl: its exit code and what it printed. */
+    record Run(int code, String out, String err) {
+    }
+
+    /** Runs {@code cadastrectl args} with the environment {@code env}. */
+    static Run run(Map<String, String> env, String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cmd = Cadastrectl.commandLine(env);
+        cmd.setOut(new PrintWriter(out, true));
+        cmd.setErr(new PrintWriter(err, true));
+        int code = cmd.execute(args);
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    /** An IPv4 pool with defaults, and an IPv6 pool whose size and block count exceed a long. */
+    static final String POOLS = """
+            {"pools":[
+              {"name":"default-ipv4","cidr":"198.18.0.0/16","blockSize":26,"strictAffinity":false,
+               "allowBorrowing":true,"maxBlocksPerNode":0,"disabled":false,"size":65536,
+               "blocks":{"claimed":3,"total":1024},"allocated":130},
+              {"name":"default-ipv6","cidr":"fd00:198::/48","blockSize":122,"strictAffinity":true,
+               "allowBorrowing":false,"maxBlocksPerNode":4,"disabled":false,"size":1208925819614629174706176,
+               "blocks":{"claimed":1,"total":18889465931478580854784},"allocated":2}]}
+            """;
+
+    static final String BLOCKS = """
+            {"blocks":[
+              {"cidr":"198.18.0.0/26","pool":"default-ipv4","affinity":"node-a","size":64,"allocated":12,
+               "free":52,"borrowedBy":["node-b"]},
+              {"cidr":"198.18.0.64/26","pool":"default-ipv4","affinity":"node-b","size":64,"allocated":64,
+               "free":0,"borrowedBy":[]},
+              {"cidr":"fd00:198::/122","pool":"default-ipv6","affinity":"node-a","size":64,"allocated":2,
+               "free":62,"borrowedBy":["node-b","node-c"]}]}
+            """;
+
+    static final String NODES = """
+            {"nodes":[
+              {"name":"node-a","member":"up","affineBlocks":["198.18.0.0/26","fd00:198::/122"],
+               "borrowedBlocks":[],"attachments":12},
+              {"name":"node-b","member":"absent","affineBlocks":["198.18.0.64/26"],
+               "borrowedBlocks":["198.18.0.0/26"],"attachments":65}]}
+            """;
+
+    static final String NODE_A = """
+            {"name":"node-a","member":"up","affineBlocks":["198.18.0.0/26"],"borrowedBlocks":["198.18.0.64/26"],
+             "attachments":2,"attachmentList":[
+              {"handle":"cadastre.0123456789abcdef0123","ifname":"eth0","network":"cadastre",
+               "containerId":"0123456789abcdef0123","podNamespace":"ns","podName":"p",
+               "addresses":["198.18.0.3","fd00:198::3"],"createdAtMillis":1795338734951},
+              {"handle":"macvlan.c2","ifname":"net1","network":"macvlan","containerId":"c2",
+               "podNamespace":"","podName":"","addresses":["198.18.0.4"],"createdAtMillis":0}]}
+            """;
+
+    static final String ADDRESS_HELD = """
+            {"address":"198.18.0.3","pool":"default-ipv4","block":"198.18.0.0/26",
+             "allocation":{"handle":"cadastre.c1","ifname":"eth0","node":"node-a","podNamespace":"ns",
+              "podName":"p","allocatedAtMillis":1795338734951}}
+            """;
+
+    static final String ADDRESS_FREE = """
+            {"address":"fd00:198::9","pool":"default-ipv6","block":"fd00:198::/122","allocation":null}
+            """;
+
+    static final String CHECK_CLEAN = """
+            {"clean":true,"checkedAllocations":130,"checkedAttachments":65,"tookMillis":42,
+             "allocationsWithoutAttachment":[],"attachmentsWithoutAllocation":[],"blocksAffineToUnknownNodes":[]}
+            """;
+
+    static final String CHECK_DIRTY = """
+            {"clean":false,"checkedAllocations":130,"checkedAttachments":65,"tookMillis":42,
+             "allocationsWithoutAttachment":[{"address":"198.18.0.9","block":"198.18.0.0/26",
+               "allocation":{"handle":"cadastre.c9","ifname":"eth0","node":"node-a","podNamespace":"ns",
+                "podName":"p9","allocatedAtMillis":1795338734951}}],
+             "attachmentsWithoutAllocation":[{"node":"node-b","attachment":{"handle":"cadastre.c3","ifname":"eth0",
+               "network":"cadastre","containerId":"c3","podNamespace":"ns","podName":"p3",
+               "addresses":["198.18.0.70","fd00:198::46"],"createdAtMillis":1795338734951},
+               "missing":["198.18.0.70"]}],
+             "blocksAffineToUnknownNodes":[{"block":"198.18.1.0/26","pool":"default-ipv4","affinity":"node-x"}]}
+            """;
+}
