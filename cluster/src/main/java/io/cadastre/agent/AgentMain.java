@@ -2,8 +2,13 @@ package io.cadastre.agent;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigValueFactory;
+import io.cadastre.admin.AdminServer;
+import io.cadastre.admin.Members;
 import io.cadastre.dataplane.NetlinkDataplane;
 import java.io.File;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -51,21 +56,35 @@ public final class AgentMain implements Callable<Integer> {
         return ConfigFactory.load(selected.withFallback(base));
     }
 
+    /**
+     * @return the configuration with the role {@code cadastre-node:<node>} added to this member's
+     *     {@code pekko.cluster.roles}: how the admin API of any member names the nodes of all
+     *     ({@link Members})
+     */
+    static Config withNodeRole(Config config, String node) {
+        List<String> roles = new ArrayList<>(config.getStringList("pekko.cluster.roles"));
+        roles.add(Members.role(node));
+        return config.withValue("pekko.cluster.roles", ConfigValueFactory.fromIterable(roles));
+    }
+
     @Override
     public Integer call() {
         Config config;
         AgentSettings settings;
+        AdminServer.Settings admin;
         try {
             if (configFile != null && !configFile.isFile()) {
                 throw new IllegalArgumentException("--config " + configFile + " is not a readable file");
             }
             config = loadConfig(configFile);
             settings = AgentSettings.from(config);
+            admin = AdminConfig.from(config);
+            config = withNodeRole(config, settings.nodeName());
         } catch (RuntimeException e) {
             System.err.println("cadastre-agent: configuration error: " + e.getMessage());
             return 2;
         }
-        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, new NetlinkDataplane()), "cadastre", config);
+        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin, new NetlinkDataplane()), "cadastre", config);
         system.getWhenTerminated().toCompletableFuture().join();
         return exitCode(CoordinatedShutdown.get(system).getShutdownReason());
     }

@@ -1,5 +1,7 @@
 package io.cadastre.agent;
 
+import io.cadastre.admin.AdminServer;
+import io.cadastre.admin.Inventory;
 import io.cadastre.cni.CniHandler;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.http.CniSocketServer;
@@ -13,10 +15,12 @@ import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolEntity;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.CoordinatedShutdown;
@@ -24,6 +28,7 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.cluster.typed.SelfUp;
@@ -33,8 +38,9 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * The agent's root actor. Start-up, in order: join the cluster (alone when no seed nodes are
  * configured) and wait until this member is Up, prepare the journal ({@link Persistence#prepare}),
  * define the configured pools, and only then open the CNI socket, so that a plugin that can
- * connect is served. Shutdown (SIGTERM runs Pekko's coordinated shutdown): the socket closes
- * first, in-flight requests finish, then the dataplane threads stop.
+ * connect is served; then bind the admin API (its {@code /readyz} says ready while the member is
+ * Up and the socket open). Shutdown (SIGTERM runs Pekko's coordinated shutdown): the socket and
+ * the admin API close first, in-flight requests finish, then the dataplane threads stop.
  *
  * <p>Defining the pools is retried every second while the entities are unavailable: a member
  * restarted after a crash is Up only once the cluster has removed its old incarnation, and the
@@ -66,7 +72,10 @@ public final class Guardian {
 
     private record StartFailed(Throwable cause) {}
 
-    public static Behavior<Object> create(AgentSettings settings, Dataplane dataplane) {
+    /** The admin API could not bind: a start-up failure like any other. */
+    private record AdminFailed(Throwable cause) {}
+
+    public static Behavior<Object> create(AgentSettings settings, AdminServer.Settings adminSettings, Dataplane dataplane) {
         return Behaviors.setup(ctx -> {
             Cluster cluster = Cluster.get(ctx.getSystem());
             if (ctx.getSystem().settings().config().getStringList("pekko.cluster.seed-nodes").isEmpty()) {
@@ -89,9 +98,19 @@ public final class Guardian {
             CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend),
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
 
+            AtomicBoolean socketOpen = new AtomicBoolean();
+            AdminServer admin = new AdminServer(ctx.getSystem(),
+                    new Inventory(ctx.getSystem(), settings.pools(), settings.askTimeouts()), ipam,
+                    () -> unreadiness(cluster, socketOpen), adminSettings);
+
             CoordinatedShutdown shutdown = CoordinatedShutdown.get(ctx.getSystem());
             shutdown.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "close-cni-socket",
-                    (java.util.function.Supplier<CompletionStage<Done>>) server::stop);
+                    (java.util.function.Supplier<CompletionStage<Done>>) () -> {
+                        socketOpen.set(false);
+                        return server.stop();
+                    });
+            shutdown.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "stop-admin-api",
+                    (java.util.function.Supplier<CompletionStage<Done>>) admin::stop);
             shutdown.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "stop-dataplane-threads", (java.util.function.Supplier<CompletionStage<Done>>) () -> {
                 dataplaneThreads.shutdown();
                 return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
@@ -101,13 +120,13 @@ public final class Guardian {
                     ctx.messageAdapter(SelfUp.class, up -> new MemberUp()), SelfUp.class));
             return Behaviors.withTimers(timers -> {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
-                return starting(ctx, settings, ipam, server);
+                return starting(ctx, settings, ipam, server, admin, socketOpen);
             });
         });
     }
 
     private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Ipam ipam,
-            CniSocketServer server) {
+            CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen) {
         return Behaviors.receive(Object.class)
                 .onMessage(MemberUp.class, up -> {
                     ctx.getLog().info("cluster member up; preparing the journal and defining the pools");
@@ -138,12 +157,32 @@ public final class Guardian {
                     } catch (Exception e) {
                         return fail(ctx, e);
                     }
+                    socketOpen.set(true);
                     ctx.getLog().info("cadastre-agent ready: node {}, CNI socket {}, pools {}", settings.nodeName(),
                             settings.cniSocket(), settings.pools().stream().map(p -> p.name() + "=" + p.cidr()).toList());
-                    return Behaviors.ignore();
+                    ctx.pipeToSelf(admin.start(), (bound, failure) -> {
+                        if (failure == null) {
+                            ctx.getLog().info("admin API on http://{}:{}", bound.getHostString(), bound.getPort());
+                            return Done.getInstance();
+                        }
+                        return new AdminFailed(failure);
+                    });
+                    return Behaviors.receive(Object.class)
+                            .onMessage(AdminFailed.class, failed -> fail(ctx, failed.cause()))
+                            .onAnyMessage(other -> Behaviors.same())
+                            .build();
                 })
                 .onMessage(StartFailed.class, failed -> fail(ctx, failed.cause()))
                 .build();
+    }
+
+    /** @return why the agent is not ready: the member is not Up, or the CNI socket is not open */
+    private static Optional<String> unreadiness(Cluster cluster, AtomicBoolean socketOpen) {
+        MemberStatus status = cluster.selfMember().status();
+        if (status != MemberStatus.up()) {
+            return Optional.of("cluster member is " + status);
+        }
+        return socketOpen.get() ? Optional.empty() : Optional.of("CNI socket is not open");
     }
 
     private static Behavior<Object> fail(ActorContext<Object> ctx, Throwable cause) {

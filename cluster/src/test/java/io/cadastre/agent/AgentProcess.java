@@ -54,7 +54,8 @@ final class AgentProcess implements AutoCloseable {
         Files.writeString(conf, config + "\ncadastre.node-name = \"" + nodeName + "\"\n"
                 + "cadastre.data-dir = \"" + dir.resolve("data") + "\"\n"
                 + "cadastre.cni-socket = \"" + socket() + "\"\n"
-                + "cadastre.cluster.port = 0\n");
+                + "cadastre.cluster.port = 0\n"
+                + "cadastre.admin.bind = \"127.0.0.1:0\"\n");
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",

@@ -1,0 +1,311 @@
+package io.cadastre.admin;
+
+import static org.apache.pekko.http.javadsl.server.Directives.complete;
+import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
+import static org.apache.pekko.http.javadsl.server.Directives.concat;
+import static org.apache.pekko.http.javadsl.server.Directives.entity;
+import static org.apache.pekko.http.javadsl.server.Directives.get;
+import static org.apache.pekko.http.javadsl.server.Directives.handleExceptions;
+import static org.apache.pekko.http.javadsl.server.Directives.handleRejections;
+import static org.apache.pekko.http.javadsl.server.Directives.optionalHeaderValueByName;
+import static org.apache.pekko.http.javadsl.server.Directives.parameterOptional;
+import static org.apache.pekko.http.javadsl.server.Directives.path;
+import static org.apache.pekko.http.javadsl.server.Directives.pathEnd;
+import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
+import static org.apache.pekko.http.javadsl.server.Directives.post;
+import static org.apache.pekko.http.javadsl.server.PathMatchers.segment;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.Ipam;
+import io.cadastre.shards.IpamException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.apache.pekko.http.javadsl.model.ContentType;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpCharsets;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.MediaTypes;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.http.javadsl.server.ExceptionHandler;
+import org.apache.pekko.http.javadsl.server.RejectionHandler;
+import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The admin API's routes (contract v1; {@code openapi.yaml} beside this class documents them).
+ * Only parses, validates and delegates: to {@link Inventory} for reads and releases, to
+ * {@link ConsistencyCheck}, and to this agent's {@link Ipam} for GC.
+ *
+ * <p>Every error is {@code {"error": "..."}}: 400 for malformed input (checked before anything is
+ * asked, so nothing changes), 401 for a missing or wrong bearer token, 404 for an unknown pool,
+ * node, path or an address in no pool, 405 for a wrong method, 503 when an entity did not answer
+ * in time, 500 for a bug (logged). Request bodies must be JSON objects with only the documented
+ * fields: a misspelt field is refused rather than ignored, since ignoring it could turn a release
+ * of one attachment into a different request.
+ */
+final class AdminRoutes {
+    private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
+    private static final ContentType YAML = MediaTypes.applicationWithOpenCharset("yaml", "yaml").toContentType(HttpCharsets.UTF_8);
+    /** The interface name a release by handle means when it names none, as for the CLI and CNI. */
+    static final String DEFAULT_IFNAME = "eth0";
+
+    private final ObjectMapper json = new ObjectMapper();
+    private final Inventory inventory;
+    private final ConsistencyCheck check;
+    private final Ipam ipam;
+    private final Supplier<Optional<String>> unreadiness;
+    private final Optional<byte[]> token;
+    private final byte[] openApi;
+
+    /**
+     * @param ipam this agent's IPAM: GC runs for its node only
+     * @param unreadiness why the agent is not ready, or empty when it is
+     * @param token the bearer token every /v1 request must carry, or empty when none is required
+     */
+    AdminRoutes(Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness, Optional<String> token) {
+        this.inventory = inventory;
+        this.check = new ConsistencyCheck(inventory);
+        this.ipam = ipam;
+        this.unreadiness = unreadiness;
+        this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
+        this.openApi = openApiDocument();
+    }
+
+    /** @return the OpenAPI document served at {@code /openapi.yaml} */
+    static byte[] openApiDocument() {
+        try (InputStream in = AdminRoutes.class.getResourceAsStream("openapi.yaml")) {
+            if (in == null) {
+                throw new IllegalStateException("openapi.yaml is missing from the class path");
+            }
+            return in.readAllBytes();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    Route route() {
+        return handleExceptions(exceptions(), () -> handleRejections(rejections(), () -> concat(
+                path("healthz", () -> get(() -> complete(response(200, new AdminViews.Status("ok", null))))),
+                path("readyz", () -> get(() -> complete(readiness()))),
+                path("openapi.yaml", () -> get(() -> complete(HttpResponse.create().withEntity(YAML, openApi)))),
+                pathPrefix("v1", () -> authorized(this::v1)))));
+    }
+
+    private Route v1() {
+        return concat(
+                path("pools", () -> get(() -> answer(inventory.pools()))),
+                path("blocks", () -> get(() -> parameterOptional("pool", pool -> parameterOptional("node", node ->
+                        answer(Inventory.guard(() -> inventory.blocks(nonEmpty("pool", pool), nonEmpty("node", node)))))))),
+                pathPrefix("nodes", () -> concat(
+                        pathEnd(() -> get(() -> answer(inventory.nodes()))),
+                        path(segment(), name -> get(() -> answer(inventory.node(name)))))),
+                pathPrefix("addresses", () -> path(segment(), address -> get(() -> answer(inventory.address(address))))),
+                path("release", () -> post(() -> body(this::release))),
+                path("check", () -> get(() -> answer(check.run()))),
+                path("gc", () -> post(() -> body(this::gc))));
+    }
+
+    private HttpResponse readiness() {
+        return unreadiness.get()
+                .map(reason -> response(503, new AdminViews.Status("not ready", reason)))
+                .orElseGet(() -> response(200, new AdminViews.Status("ready", null)));
+    }
+
+    // ---- authentication ----
+
+    private Route authorized(Supplier<Route> inner) {
+        if (token.isEmpty()) {
+            return inner.get();
+        }
+        return optionalHeaderValueByName("Authorization", header -> {
+            Optional<String> presented = header.filter(h -> h.regionMatches(true, 0, "Bearer ", 0, 7))
+                    .map(h -> h.substring(7).trim());
+            if (presented.isEmpty()) {
+                return complete(unauthorized("missing bearer token (Authorization: Bearer <token>)"));
+            }
+            // Constant time: the comparison must not tell how much of a guess was right.
+            if (!MessageDigest.isEqual(presented.get().getBytes(StandardCharsets.UTF_8), token.get())) {
+                return complete(unauthorized("wrong bearer token"));
+            }
+            return inner.get();
+        });
+    }
+
+    private HttpResponse unauthorized(String message) {
+        return response(401, new AdminViews.ErrorReply(message))
+                .addHeader(RawHeader.create("WWW-Authenticate", "Bearer realm=\"cadastre-admin\""));
+    }
+
+    // ---- request bodies ----
+
+    private Route body(Function<JsonNode, CompletionStage<?>> handler) {
+        return entity(Unmarshaller.entityToString(), text -> answer(Inventory.guard(() -> handler.apply(parseObject(text)))));
+    }
+
+    private JsonNode parseObject(String text) {
+        JsonNode node;
+        try {
+            node = json.readTree(text);
+        } catch (JsonProcessingException e) {
+            throw AdminException.badRequest("malformed JSON: " + e.getOriginalMessage());
+        }
+        if (node == null || !node.isObject()) {
+            throw AdminException.badRequest("the body must be a JSON object");
+        }
+        return node;
+    }
+
+    /** {@code {"address": ...}} or {@code {"node": ..., "handle": ..., "ifname": ...}}. */
+    private CompletionStage<AdminViews.Released> release(JsonNode body) {
+        onlyFields(body, "address", "node", "handle", "ifname");
+        boolean byAddress = body.has("address");
+        boolean byHandle = body.has("node") || body.has("handle") || body.has("ifname");
+        if (byAddress == byHandle) {
+            throw AdminException.badRequest("give either \"address\" or \"node\" and \"handle\" (with \"ifname\", default "
+                    + DEFAULT_IFNAME + "), " + (byAddress ? "not both" : "none was given"));
+        }
+        if (byAddress) {
+            return inventory.releaseAddress(requiredText(body, "address"));
+        }
+        String ifname = body.has("ifname") ? requiredText(body, "ifname") : DEFAULT_IFNAME;
+        return inventory.releaseAttachment(requiredText(body, "node"), requiredText(body, "handle"), ifname);
+    }
+
+    /** {@code {"node": ..., "network": ..., "validAttachments": [{"containerId": ..., "ifname": ...}]}}. */
+    private CompletionStage<AdminViews.Released> gc(JsonNode body) {
+        onlyFields(body, "node", "network", "validAttachments");
+        String node = requiredText(body, "node");
+        String network = requiredText(body, "network");
+        JsonNode valid = body.get("validAttachments");
+        // Required even when empty: a forgotten list must not mean "nothing is valid, release all".
+        if (valid == null || !valid.isArray()) {
+            throw AdminException.badRequest("\"validAttachments\" must be an array (empty to keep nothing)");
+        }
+        Set<String> keep = new HashSet<>();
+        for (JsonNode attachment : valid) {
+            if (!attachment.isObject()) {
+                throw AdminException.badRequest("each of \"validAttachments\" must be an object with containerId and ifname");
+            }
+            onlyFields(attachment, "containerId", "ifname");
+            keep.add(AttachmentRecord.key(network + "." + requiredText(attachment, "containerId"),
+                    requiredText(attachment, "ifname")));
+        }
+        if (!node.equals(ipam.node())) {
+            throw AdminException.badRequest("GC runs on the node's own agent: this agent is node " + ipam.node()
+                    + ", not " + node);
+        }
+        return ipam.collectGarbage(network, keep).handle((released, error) -> {
+            if (error != null) {
+                throw asAdmin(error);
+            }
+            return new AdminViews.Released(released);
+        });
+    }
+
+    private static void onlyFields(JsonNode object, String... allowed) {
+        List<String> unknown = new ArrayList<>();
+        for (Iterator<String> names = object.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!List.of(allowed).contains(name)) {
+                unknown.add(name);
+            }
+        }
+        if (!unknown.isEmpty()) {
+            throw AdminException.badRequest("unknown field" + (unknown.size() > 1 ? "s " : " ") + String.join(", ", unknown)
+                    + " (expected " + String.join(", ", allowed) + ")");
+        }
+    }
+
+    private static String requiredText(JsonNode object, String field) {
+        JsonNode value = object.get(field);
+        if (value == null || value.isNull()) {
+            throw AdminException.badRequest("\"" + field + "\" is required");
+        }
+        if (!value.isTextual() || value.asText().isBlank()) {
+            throw AdminException.badRequest("\"" + field + "\" must be a non-empty string");
+        }
+        return value.asText().trim();
+    }
+
+    private static Optional<String> nonEmpty(String parameter, Optional<String> value) {
+        if (value.isPresent() && value.get().isBlank()) {
+            throw AdminException.badRequest("query parameter " + parameter + " is empty");
+        }
+        return value;
+    }
+
+    // ---- responses ----
+
+    private Route answer(CompletionStage<?> result) {
+        return completeWithFuture(result.handle((value, error) -> error == null ? response(200, value) : failure(error)));
+    }
+
+    private HttpResponse response(int status, Object body) {
+        return HttpResponse.create().withStatus(StatusCodes.get(status))
+                .withEntity(ContentTypes.APPLICATION_JSON, jsonBytes(body));
+    }
+
+    private HttpResponse failure(Throwable error) {
+        AdminException admin = asAdmin(error);
+        if (admin.kind() == AdminException.Kind.UNAVAILABLE) {
+            log.warn("admin request unavailable: {}", admin.getMessage());
+        }
+        return response(admin.kind().status(), new AdminViews.ErrorReply(admin.getMessage()));
+    }
+
+    /** @return the failure as the AdminException to answer with; anything unexpected is a logged 500 */
+    private static AdminException asAdmin(Throwable error) {
+        Throwable cause = EntityReads.unwrap(error);
+        if (cause instanceof AdminException admin) {
+            return admin;
+        }
+        if (cause instanceof IpamException ipam) {
+            return new AdminException(ipam.reason() == IpamException.Reason.UNAVAILABLE
+                    ? AdminException.Kind.UNAVAILABLE : AdminException.Kind.BAD_REQUEST, ipam.getMessage(), ipam);
+        }
+        log.error("admin request failed", cause);
+        return new AdminException(AdminException.Kind.INTERNAL, "internal error: " + cause, cause);
+    }
+
+    private ExceptionHandler exceptions() {
+        return ExceptionHandler.newBuilder().match(Throwable.class, e -> complete(failure(e))).build();
+    }
+
+    /** Pekko's own rejection answers (404, 405, 400 for a malformed request), their text as {"error": ...}. */
+    private RejectionHandler rejections() {
+        return RejectionHandler.defaultHandler().mapRejectionResponse(r -> {
+            if (r.entity().isStrict() && !r.entity().getContentType().equals(ContentTypes.APPLICATION_JSON)) {
+                String text = ((HttpEntity.Strict) r.entity()).getData().utf8String();
+                return r.withEntity(ContentTypes.APPLICATION_JSON, jsonBytes(new AdminViews.ErrorReply(text)));
+            }
+            return r;
+        });
+    }
+
+    private byte[] jsonBytes(Object body) {
+        try {
+            return json.writeValueAsBytes(body);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot write " + body.getClass().getSimpleName() + " as JSON", e);
+        }
+    }
+}

@@ -1,0 +1,164 @@
+package io.cadastre.admin;
+
+import io.cadastre.shards.Ipam;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.ServerBinding;
+
+/**
+ * The admin API's HTTP server (pekko-http on TCP): {@code /healthz}, {@code /readyz},
+ * {@code /openapi.yaml} and the {@code /v1} routes of {@link AdminRoutes}.
+ *
+ * <p>Lifecycle: {@link #start()} once, then {@link #stop()} once (it fits {@code
+ * CoordinatedShutdown}'s service-unbind phase); both return stages. Requests in flight when stop is
+ * called get {@link #STOP_GRACE} to finish.
+ */
+public final class AdminServer {
+    /** How long requests in flight may take to finish once {@link #stop()} is called. */
+    public static final Duration STOP_GRACE = Duration.ofSeconds(3);
+
+    /**
+     * Where and how the server listens.
+     *
+     * @param host the address to bind: a literal or a name that resolves
+     * @param port the TCP port, 0 for any free one
+     * @param token the bearer token /v1 requests must carry; required unless the bind address is
+     *     loopback
+     * @param tokenOnLoopback require the token on a loopback address too (where anyone on the host
+     *     can connect; tests use it to exercise the check)
+     * @throws IllegalArgumentException for a port outside 0-65535, a host that does not resolve, or
+     *     a token required and missing or blank
+     */
+    public record Settings(String host, int port, Optional<String> token, boolean tokenOnLoopback) {
+        public Settings {
+            Objects.requireNonNull(host, "host");
+            Objects.requireNonNull(token, "token");
+            if (port < 0 || port > 65_535) {
+                throw new IllegalArgumentException("port " + port + " is outside 0-65535");
+            }
+            if (token.isPresent() && token.get().isBlank()) {
+                throw new IllegalArgumentException("the admin token is empty");
+            }
+            if (token.isEmpty() && (tokenOnLoopback || !isLoopback(host))) {
+                throw new IllegalArgumentException("the admin API bound to " + host
+                        + " needs a bearer token: only a loopback address may serve without one");
+            }
+        }
+
+        /** @return whether /v1 requests must carry the token */
+        public boolean requiresToken() {
+            return tokenOnLoopback || !isLoopback(host);
+        }
+
+        /**
+         * Parses {@code host:port}: {@code 127.0.0.1:9467}, {@code [::1]:9467}, {@code 0.0.0.0:9467}.
+         *
+         * @param tokenFile a file whose trimmed content is the token, or empty for none
+         * @throws IllegalArgumentException for a malformed bind address, an unreadable or empty token
+         *     file, or a non-loopback address without a token file
+         */
+        public static Settings parse(String bind, Optional<Path> tokenFile) {
+            String text = bind.trim();
+            int colon = text.lastIndexOf(':');
+            if (colon <= 0 || colon == text.length() - 1) {
+                throw new IllegalArgumentException("bind address '" + bind + "' is not host:port");
+            }
+            String host = text.substring(0, colon);
+            if (host.startsWith("[") && host.endsWith("]")) {
+                host = host.substring(1, host.length() - 1);
+            } else if (host.contains(":")) {
+                throw new IllegalArgumentException("bind address '" + bind + "': write an IPv6 address in brackets, [::1]:9467");
+            }
+            int port;
+            try {
+                port = Integer.parseInt(text.substring(colon + 1));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("bind address '" + bind + "' has no numeric port");
+            }
+            return new Settings(host, port, tokenFile.map(Settings::readToken), false);
+        }
+
+        private static String readToken(Path file) {
+            String token;
+            try {
+                token = Files.readString(file).trim();
+            } catch (IOException e) {
+                throw new IllegalArgumentException("cannot read the admin token file " + file + ": " + e, e);
+            }
+            if (token.isEmpty()) {
+                throw new IllegalArgumentException("the admin token file " + file + " is empty");
+            }
+            return token;
+        }
+
+        /** @throws IllegalArgumentException when the host does not resolve */
+        static boolean isLoopback(String host) {
+            try {
+                return InetAddress.getByName(host).isLoopbackAddress();
+            } catch (UnknownHostException e) {
+                throw new IllegalArgumentException("bind address " + host + " does not resolve", e);
+            }
+        }
+    }
+
+    private final ActorSystem<?> system;
+    private final Settings settings;
+    private final AdminRoutes routes;
+    private final Object lock = new Object();
+    private CompletableFuture<ServerBinding> binding; // guarded by lock
+    private CompletionStage<Done> stopped; // guarded by lock
+
+    /**
+     * @param ipam this agent's IPAM, for GC of its own node
+     * @param unreadiness why the agent is not ready (for {@code /readyz}), or empty when it is
+     */
+    public AdminServer(ActorSystem<?> system, Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness,
+            Settings settings) {
+        this.system = system;
+        this.settings = settings;
+        this.routes = new AdminRoutes(inventory, ipam, unreadiness,
+                settings.requiresToken() ? settings.token() : Optional.empty());
+    }
+
+    /**
+     * Binds the port.
+     *
+     * @return the address bound (the port chosen when the settings say 0); fails when the port
+     *     cannot be bound
+     * @throws IllegalStateException when called twice
+     */
+    public CompletionStage<InetSocketAddress> start() {
+        synchronized (lock) {
+            if (binding != null) {
+                throw new IllegalStateException("the admin server was started already");
+            }
+            binding = Http.get(system).newServerAt(settings.host(), settings.port()).bind(routes.route()).toCompletableFuture();
+            return binding.thenApply(ServerBinding::localAddress);
+        }
+    }
+
+    /** Unbinds, lets requests in flight finish for {@link #STOP_GRACE}; done also when never started. */
+    public CompletionStage<Done> stop() {
+        synchronized (lock) {
+            if (stopped == null) {
+                stopped = binding == null
+                        ? CompletableFuture.completedFuture(Done.getInstance())
+                        : binding.thenCompose(b -> b.terminate(STOP_GRACE)).handle((t, e) -> Done.getInstance());
+            }
+            return stopped;
+        }
+    }
+}

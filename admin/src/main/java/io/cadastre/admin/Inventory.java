@@ -1,0 +1,345 @@
+package io.cadastre.admin;
+
+import io.cadastre.admin.AdminViews.AddressHolder;
+import io.cadastre.admin.AdminViews.Attachment;
+import io.cadastre.admin.AdminViews.BlockCount;
+import io.cadastre.admin.AdminViews.NodeDetail;
+import io.cadastre.admin.AdminViews.NodeSummary;
+import io.cadastre.ipam.Allocation;
+import io.cadastre.ipam.Cidr;
+import io.cadastre.ipam.IpAddresses;
+import io.cadastre.ipam.PoolSpec;
+import io.cadastre.shards.AskTimeouts;
+import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.BlockEntity.BlockView;
+import io.cadastre.shards.HeldAddress;
+import io.cadastre.shards.NodeEntity.NodeView;
+import io.cadastre.shards.PoolEntity.PoolView;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+import org.apache.pekko.actor.typed.ActorSystem;
+
+/**
+ * What the admin API reads and repairs, over the sharded entities: pools with their utilisation,
+ * claimed blocks, nodes, who holds an address, and releases. Stateless: every call reads the
+ * entities afresh, in parallel where it reads many, so an answer is a snapshot of the moment.
+ *
+ * <p>The pools are the ones this agent is configured with (every member runs with the same
+ * list); the blocks are those the pools say are claimed (the pools are the source of truth for
+ * affinity); the nodes are the cluster's members ({@link Members}), the nodes blocks are affine
+ * to, and the nodes that hold allocations; a node none of whose entities records anything and
+ * that is not a member is unknown (404).
+ *
+ * <p>All methods return stages that fail with {@link AdminException}: BAD_REQUEST for malformed
+ * input (nothing changed), NOT_FOUND for an unknown pool, node or an address in no pool,
+ * UNAVAILABLE when an entity did not answer within the ask timeouts.
+ */
+public final class Inventory {
+    private final ActorSystem<?> system;
+    private final EntityReads reads;
+    private final Map<String, PoolSpec> pools;
+
+    /**
+     * @param pools the configured pools; names must be unique
+     * @param timeouts how long to wait for each entity, in all and per attempt (asks are repeated)
+     */
+    public Inventory(ActorSystem<?> system, List<PoolSpec> pools, AskTimeouts timeouts) {
+        this.system = system;
+        this.reads = new EntityReads(system, timeouts);
+        Map<String, PoolSpec> byName = new LinkedHashMap<>();
+        pools.forEach(p -> byName.put(p.name(), p));
+        this.pools = java.util.Collections.unmodifiableMap(byName);
+    }
+
+    EntityReads reads() {
+        return reads;
+    }
+
+    Collection<String> poolNames() {
+        return pools.keySet();
+    }
+
+    Map<String, Members.Standing> members() {
+        return Members.of(system);
+    }
+
+    // ---- pools and blocks ----
+
+    /** One claimed block: its pool and the node the pool gave it to. */
+    record Claim(String pool, String node) {}
+
+    /** @return the defined pools' views, in configuration order */
+    CompletionStage<Map<String, PoolView>> poolViews(Collection<String> names) {
+        return reads.pools(names).thenApply(views -> {
+            Map<String, PoolView> defined = new LinkedHashMap<>();
+            views.forEach((name, view) -> {
+                if (view.defined()) {
+                    defined.put(name, view);
+                }
+            });
+            return defined;
+        });
+    }
+
+    /** @return every claimed block of the pools, in address order */
+    static Map<Cidr, Claim> claims(Map<String, PoolView> views) {
+        Map<Cidr, Claim> claims = new TreeMap<>();
+        views.forEach((name, view) -> view.claims().forEach((block, node) -> claims.put(block, new Claim(name, node))));
+        return claims;
+    }
+
+    /** @return every pool with its utilisation: claimed blocks and the addresses they hold */
+    public CompletionStage<AdminViews.Pools> pools() {
+        return poolViews(pools.keySet()).thenCompose(views -> {
+            Map<Cidr, Claim> claims = claims(views);
+            return reads.blocks(claims.keySet()).thenApply(blocks -> new AdminViews.Pools(views.values().stream()
+                    .map(view -> {
+                        PoolSpec spec = view.spec();
+                        long allocated = view.claims().keySet().stream().mapToLong(b -> blocks.get(b).allocations().size()).sum();
+                        return new AdminViews.Pool(spec.name(), spec.cidr().toString(), spec.blockPrefix(),
+                                spec.strictAffinity(), spec.allowBorrowing(), spec.maxBlocksPerNode(), view.disabled(),
+                                spec.cidr().size(), new BlockCount(view.claims().size(), spec.cidr().subnetCount(spec.blockPrefix())),
+                                allocated);
+                    })
+                    .toList()));
+        });
+    }
+
+    /**
+     * @param pool only this pool's blocks; NOT_FOUND when it is not a configured pool
+     * @param node only the blocks affine to this node or holding its addresses; NOT_FOUND when
+     *     the node is unknown
+     * @return the claimed blocks, in address order
+     */
+    public CompletionStage<AdminViews.Blocks> blocks(Optional<String> pool, Optional<String> node) {
+        return guard(() -> {
+            pool.ifPresent(this::requirePool);
+            CompletionStage<Boolean> known = node.isPresent() ? nodeKnown(node.get()) : CompletableFuture.completedFuture(true);
+            return known.thenCompose(isKnown -> {
+                if (!isKnown) {
+                    throw AdminException.notFound("unknown node " + node.get());
+                }
+                return poolViews(pool.map(List::of).orElse(List.copyOf(pools.keySet())));
+            }).thenCompose(views -> {
+                Map<Cidr, Claim> claims = claims(views);
+                return reads.blocks(claims.keySet()).thenApply(blocks -> new AdminViews.Blocks(claims.entrySet().stream()
+                        .map(e -> block(e.getKey(), e.getValue(), blocks.get(e.getKey())))
+                        .filter(b -> node.isEmpty() || node.get().equals(b.affinity()) || b.borrowedBy().contains(node.get()))
+                        .toList()));
+            });
+        });
+    }
+
+    private static AdminViews.Block block(Cidr cidr, Claim claim, BlockView view) {
+        List<String> borrowedBy = view.allocations().values().stream().map(Allocation::node)
+                .filter(n -> !n.equals(claim.node())).distinct().sorted().toList();
+        int allocated = view.allocations().size();
+        return new AdminViews.Block(cidr.toString(), claim.pool(), claim.node(), allocated + view.free(), allocated,
+                view.free(), borrowedBy);
+    }
+
+    private void requirePool(String name) {
+        if (!pools.containsKey(name)) {
+            throw AdminException.notFound("unknown pool " + name + " (known: " + String.join(", ", pools.keySet()) + ")");
+        }
+    }
+
+    // ---- nodes ----
+
+    /** @return every known node: the members, the nodes blocks are affine to, the nodes holding allocations */
+    public CompletionStage<AdminViews.Nodes> nodes() {
+        Map<String, Members.Standing> members = members();
+        return poolViews(pools.keySet()).thenCompose(views -> {
+            Map<Cidr, Claim> claims = claims(views);
+            return reads.blocks(claims.keySet()).thenCompose(blocks -> {
+                Set<String> names = new TreeSet<>(members.keySet());
+                claims.values().forEach(c -> names.add(c.node()));
+                blocks.values().forEach(b -> b.allocations().values().forEach(a -> names.add(a.node())));
+                return reads.nodes(names).thenApply(nodes -> new AdminViews.Nodes(names.stream().map(name -> {
+                    List<Cidr> affine = claims.entrySet().stream().filter(e -> e.getValue().node().equals(name))
+                            .map(Map.Entry::getKey).toList();
+                    List<Cidr> borrowed = claims.entrySet().stream()
+                            .filter(e -> !e.getValue().node().equals(name) && holdsFor(blocks.get(e.getKey()), name))
+                            .map(Map.Entry::getKey).toList();
+                    return summary(name, members, affine, borrowed, nodes.get(name));
+                }).toList()));
+            });
+        });
+    }
+
+    /** @return the node with its attachments; NOT_FOUND when the node is unknown */
+    public CompletionStage<NodeDetail> node(String name) {
+        Map<String, Members.Standing> members = members();
+        return reads.node(name).thenCombine(poolViews(pools.keySet()), (view, views) -> {
+            Map<Cidr, Claim> claims = claims(views);
+            List<Cidr> affine = claims.entrySet().stream().filter(e -> e.getValue().node().equals(name))
+                    .map(Map.Entry::getKey).toList();
+            if (!members.containsKey(name) && affine.isEmpty() && view.attachments().isEmpty()
+                    && view.borrowedBlocks().isEmpty() && view.affineBlocks().isEmpty()) {
+                throw AdminException.notFound("unknown node " + name);
+            }
+            // The node lists a block before it borrows from it, and its records name the blocks
+            // its addresses came from: between them they cover every block it may borrow from.
+            Set<Cidr> candidates = new TreeSet<>(view.borrowedBlocks().keySet());
+            view.attachments().forEach(a -> a.addresses().forEach(h -> candidates.add(h.block())));
+            candidates.removeAll(affine);
+            return Map.entry(view, Map.entry(affine, candidates));
+        }).thenCompose(found -> reads.blocks(found.getValue().getValue()).thenApply(blocks -> {
+            NodeView view = found.getKey();
+            List<Cidr> borrowed = blocks.entrySet().stream().filter(e -> holdsFor(e.getValue(), name))
+                    .map(Map.Entry::getKey).toList();
+            NodeSummary s = summary(name, members, found.getValue().getKey(), borrowed, view);
+            List<Attachment> attachments = view.attachments().stream()
+                    .sorted(java.util.Comparator.comparing((AttachmentRecord a) -> a.key())).map(Attachment::of).toList();
+            return new NodeDetail(s.name(), s.member(), s.affineBlocks(), s.borrowedBlocks(), s.attachments(), attachments);
+        }));
+    }
+
+    /** @return whether the node is a member, owns a block, or its entity records anything */
+    CompletionStage<Boolean> nodeKnown(String name) {
+        if (members().containsKey(name)) {
+            return CompletableFuture.completedFuture(true);
+        }
+        return reads.node(name).thenCombine(poolViews(pools.keySet()), (view, views) ->
+                !view.attachments().isEmpty() || !view.affineBlocks().isEmpty() || !view.borrowedBlocks().isEmpty()
+                        || views.values().stream().anyMatch(v -> v.claims().containsValue(name)));
+    }
+
+    private static boolean holdsFor(BlockView view, String node) {
+        return view != null && view.allocations().values().stream().anyMatch(a -> a.node().equals(node));
+    }
+
+    private static NodeSummary summary(String name, Map<String, Members.Standing> members, Collection<Cidr> affine,
+            Collection<Cidr> borrowed, NodeView view) {
+        Members.Standing standing = members.get(name);
+        return new NodeSummary(name, standing == null ? "absent" : Members.spelling(standing), AdminViews.cidrs(affine),
+                AdminViews.cidrs(borrowed), view.attachments().size());
+    }
+
+    // ---- addresses ----
+
+    /** Where an address lies: its pool and block, and whether the pool has claimed the block. */
+    private record Location(String address, PoolSpec pool, Cidr block) {}
+
+    /** @throws AdminException BAD_REQUEST for a malformed address, NOT_FOUND for one in no pool */
+    private Location locate(String literal) {
+        String address;
+        try {
+            address = IpAddresses.canonical(literal);
+        } catch (IllegalArgumentException e) {
+            throw AdminException.badRequest(e.getMessage());
+        }
+        PoolSpec pool = pools.values().stream().filter(p -> p.cidr().contains(address)).findFirst()
+                .orElseThrow(() -> AdminException.notFound(address + " is in none of the pools "
+                        + String.join(", ", pools.keySet())));
+        return new Location(address, pool, pool.cidr().subnetContaining(address, pool.blockPrefix()));
+    }
+
+    /**
+     * @param literal an address, IPv4 or IPv6, in any valid spelling
+     * @return its pool, block and holder (null when free or when the block is not claimed)
+     */
+    public CompletionStage<AddressHolder> address(String literal) {
+        return guard(() -> {
+            Location where = locate(literal);
+            return allocationAt(where).thenApply(allocation -> new AddressHolder(where.address(), where.pool().name(),
+                    where.block().toString(), allocation.map(AdminViews.Allocation::of).orElse(null)));
+        });
+    }
+
+    /** @return who holds the address; the block is asked only when its pool has claimed it */
+    private CompletionStage<Optional<Allocation>> allocationAt(Location where) {
+        return reads.pool(where.pool().name()).thenCompose(view -> !view.claims().containsKey(where.block())
+                ? CompletableFuture.completedFuture(Optional.<Allocation>empty())
+                : reads.block(where.block()).thenApply(b -> Optional.ofNullable(b.allocations().get(where.address()))));
+    }
+
+    // ---- release ----
+
+    /**
+     * Releases the attachment that holds the address: its node forgets the attachment, then its
+     * blocks free every address it holds (the other family's too: once the node has forgotten the
+     * attachment, an address left held would be an orphan). An orphan (the node does not record the
+     * attachment) is freed in its block. A free address releases nothing.
+     *
+     * @return the addresses freed, empty when the address was free
+     */
+    public CompletionStage<AdminViews.Released> releaseAddress(String literal) {
+        return guard(() -> {
+            Location where = locate(literal);
+            return allocationAt(where).thenCompose(holder -> {
+                if (holder.isEmpty()) {
+                    return CompletableFuture.completedFuture(new AdminViews.Released(List.of()));
+                }
+                Allocation a = holder.get();
+                return release(a.node(), a.handle(), a.ifname(), () -> CompletableFuture.completedFuture(List.of(where.block())),
+                        List.of(where.block()));
+            });
+        });
+    }
+
+    /**
+     * Releases an attachment as DEL does: the node forgets it (persisted), then the blocks free
+     * its addresses. When the node does not record it, the blocks affine to the node and those it
+     * borrowed from are swept for it. Idempotent: an unknown attachment releases nothing.
+     *
+     * @return the addresses freed
+     */
+    public CompletionStage<AdminViews.Released> releaseAttachment(String node, String handle, String ifname) {
+        return guard(() -> release(node, handle, ifname, () -> blocksToSweep(node), List.of()));
+    }
+
+    /**
+     * Node first, then blocks (shards/DESIGN.md): a crash between the two leaves an orphan
+     * allocation, which the check reports and a retry frees, never a record whose address is free.
+     *
+     * @param unknown the blocks to free in when the node does not record the attachment
+     * @param also blocks to free in besides the recorded ones
+     */
+    private CompletionStage<AdminViews.Released> release(String node, String handle, String ifname,
+            Supplier<CompletionStage<List<Cidr>>> unknown, List<Cidr> also) {
+        return reads.attachment(node, handle, ifname).thenCompose(known -> known.isEmpty()
+                ? unknown.get()
+                : reads.forget(node, handle, ifname).thenApply(done -> Stream.concat(
+                        known.get().addresses().stream().map(HeldAddress::block), also.stream()).distinct().toList()))
+                .thenCompose(blocks -> {
+                    List<CompletableFuture<List<String>>> each = blocks.stream()
+                            .map(b -> reads.release(b, handle, ifname).toCompletableFuture()).toList();
+                    return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new))
+                            .thenApply(v -> new AdminViews.Released(each.stream().flatMap(f -> f.join().stream()).toList()));
+                });
+    }
+
+    private CompletionStage<List<Cidr>> blocksToSweep(String node) {
+        return reads.node(node).thenCombine(poolViews(pools.keySet()), (view, views) -> {
+            Set<Cidr> blocks = new LinkedHashSet<>();
+            claims(views).forEach((block, claim) -> {
+                if (claim.node().equals(node)) {
+                    blocks.add(block);
+                }
+            });
+            blocks.addAll(view.borrowedBlocks().keySet());
+            return List.copyOf(blocks);
+        });
+    }
+
+    /** Runs {@code work}, turning what it throws before its stage exists into a failed stage. */
+    static <T> CompletionStage<T> guard(Supplier<CompletionStage<T>> work) {
+        try {
+            return work.get();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+}

@@ -1,0 +1,221 @@
+package io.cadastre.admin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.cadastre.ipam.Cidr;
+import io.cadastre.ipam.IpFamily;
+import io.cadastre.ipam.PoolSpec;
+import io.cadastre.shards.AskTimeouts;
+import io.cadastre.shards.AssignRequest;
+import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.BlockEntity;
+import io.cadastre.shards.Ipam;
+import io.cadastre.shards.NodeEntity;
+import io.cadastre.shards.PoolEntity;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
+
+/**
+ * For the admin tests: a one-member cluster with the real sharded entities (in-memory journal,
+ * every message serialized), and per test its own pools, node, {@link Ipam} and admin server on
+ * 127.0.0.1 with a free port, so that tests do not see each other's blocks and nodes. The member
+ * itself carries the node role {@value #MEMBER_NODE} and never holds an allocation.
+ */
+final class AdminCluster implements AutoCloseable {
+    static final String MEMBER_NODE = "admin-member";
+    static final String TOKEN = "s3cret-token";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final ActorTestKit testKit;
+    private final AtomicInteger counter = new AtomicInteger();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+
+    AdminCluster(String name) {
+        Config config = ConfigFactory.parseString("""
+                pekko.actor.provider = cluster
+                pekko.actor.serialize-messages = on
+                pekko.remote.artery.canonical.hostname = 127.0.0.1
+                pekko.remote.artery.canonical.port = 0
+                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+                pekko.cluster.sharding.passivation.strategy = none
+                pekko.cluster.roles = ["%s"]
+                pekko.loglevel = WARNING
+                """.formatted(Members.role(MEMBER_NODE)))
+                .withFallback(PersistenceTestKitPlugin.getInstance().config())
+                .withFallback(PersistenceTestKitSnapshotPlugin.config())
+                .withFallback(ConfigFactory.load());
+        testKit = ActorTestKit.create(name, config);
+        ActorSystem<?> system = testKit.system();
+        Cluster cluster = Cluster.get(system);
+        cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        PoolEntity.init(system);
+        BlockEntity.init(system);
+        NodeEntity.init(system);
+        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
+            assertEquals(MemberStatus.up(), cluster.selfMember().status());
+            return null;
+        });
+    }
+
+    ActorSystem<?> system() {
+        return testKit.system();
+    }
+
+    @Override
+    public void close() {
+        testKit.shutdownTestKit();
+    }
+
+    /**
+     * One test's world: an IPv4 pool {@code 198.18.<n>.0/24} in /26 blocks and an IPv6 pool
+     * {@code fd00:198:0:<n>::/120} in /122 blocks, this agent's node, its IPAM, and the server.
+     */
+    final class Env implements AutoCloseable {
+        final int n;
+        final PoolSpec v4;
+        final PoolSpec v6;
+        final String node;
+        final Ipam ipam;
+        final Inventory inventory;
+        final AdminServer server;
+        final URI base;
+        final AtomicReference<Optional<String>> unreadiness = new AtomicReference<>(Optional.empty());
+        final Optional<String> token;
+
+        Env(boolean withToken) {
+            n = counter.incrementAndGet();
+            v4 = new PoolSpec("v4-" + n, Cidr.parse("198.18." + n + ".0/24"), 26, false, true, 0);
+            v6 = new PoolSpec("v6-" + n, Cidr.parse("fd00:198:0:" + n + "::/120"), 122, false, true, 0);
+            node = "t" + n + "-node";
+            AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
+            Map<IpFamily, String> defaults = new EnumMap<>(IpFamily.class);
+            defaults.put(IpFamily.V4, v4.name());
+            defaults.put(IpFamily.V6, v6.name());
+            ipam = new Ipam(system(), node, List.of(v4, v6), defaults, timeouts, Clock.systemUTC());
+            await(ipam.definePools());
+            inventory = new Inventory(system(), List.of(v4, v6), timeouts);
+            token = withToken ? Optional.of(TOKEN) : Optional.empty();
+            server = new AdminServer(system(), inventory, ipam, unreadiness::get,
+                    new AdminServer.Settings("127.0.0.1", 0, token, withToken));
+            InetSocketAddress bound = await(server.start());
+            base = URI.create("http://127.0.0.1:" + bound.getPort());
+        }
+
+        /** ADD of one attachment (container {@code c}, eth0, network "net") on this env's node, both families. */
+        AttachmentRecord add(String container) {
+            return add(ipam, container);
+        }
+
+        AttachmentRecord add(Ipam on, String container) {
+            return await(on.assign(new AssignRequest("net." + container, "eth0", "net", container, "ns", "pod-" + container,
+                    List.of(), List.of())));
+        }
+
+        Reply get(String path) {
+            return send(HttpRequest.newBuilder(base.resolve(path)).GET(), token);
+        }
+
+        Reply post(String path, String body) {
+            return send(HttpRequest.newBuilder(base.resolve(path)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(body)), token);
+        }
+
+        Reply send(HttpRequest.Builder request, Optional<String> bearer) {
+            bearer.ifPresent(t -> request.header("Authorization", "Bearer " + t));
+            try {
+                HttpResponse<String> response = http.send(request.timeout(Duration.ofSeconds(30)).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                return new Reply(response.statusCode(), response.body(), response.headers().firstValue("Content-Type").orElse(""),
+                        response.headers().firstValue("WWW-Authenticate"));
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        }
+
+        @Override
+        public void close() {
+            await(server.stop());
+        }
+    }
+
+    Env env() {
+        return new Env(false);
+    }
+
+    Env envWithToken() {
+        return new Env(true);
+    }
+
+    /** One HTTP reply. */
+    record Reply(int status, String body, String contentType, Optional<String> wwwAuthenticate) {
+        JsonNode json() {
+            try {
+                return JSON.readTree(body);
+            } catch (IOException e) {
+                throw new AssertionError("not JSON: " + body, e);
+            }
+        }
+
+        /** @return the error message, asserting the status and that the body is exactly {"error": ...} */
+        String error(int expectedStatus) {
+            assertEquals(expectedStatus, status, body);
+            JsonNode json = json();
+            assertEquals(1, json.size(), body);
+            assertEquals(true, json.get("error").isTextual(), body);
+            return json.get("error").asText();
+        }
+
+        JsonNode ok() {
+            assertEquals(200, status, body);
+            return json();
+        }
+    }
+
+    static <T> T await(CompletionStage<T> stage) {
+        try {
+            return stage.toCompletableFuture().get(60, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            throw new CompletionException(e.getCause());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // ---- the entities directly, to build states the ADD/DEL flows never leave ----
+
+    <M> org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef<M> ref(
+            org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey<M> key, String id) {
+        return ClusterSharding.get(system()).entityRefFor(key, id);
+    }
+}

@@ -1,0 +1,38 @@
+package io.cadastre.admin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+
+/** The hand-written OpenAPI document describes the served API: an OpenAPI 3.0 document with exactly its paths. */
+class AdminOpenApiTest {
+    @Test
+    void theDocumentListsExactlyTheServedPathsAndMethods() {
+        assertEquals("3.0.3", OpenApi.DOCUMENT.get("openapi").asText());
+        Set<String> documented = new TreeSet<>();
+        OpenApi.DOCUMENT.get("paths").properties().forEach(path ->
+                path.getValue().fieldNames().forEachRemaining(method -> documented.add(method.toUpperCase() + " " + path.getKey())));
+        assertEquals(new TreeSet<>(Set.of(
+                "GET /healthz", "GET /readyz", "GET /openapi.yaml",
+                "GET /v1/pools", "GET /v1/blocks", "GET /v1/nodes", "GET /v1/nodes/{name}", "GET /v1/addresses/{address}",
+                "POST /v1/release", "GET /v1/check", "POST /v1/gc")), documented);
+    }
+
+    @Test
+    void everySchemaReferenceResolves() {
+        Set<String> refs = new TreeSet<>();
+        collect(OpenApi.DOCUMENT, refs);
+        for (String ref : refs) {
+            assertEquals(false, OpenApi.DOCUMENT.at(ref.substring(1)).isMissingNode(), ref);
+        }
+    }
+
+    private static void collect(com.fasterxml.jackson.databind.JsonNode node, Set<String> refs) {
+        if (node.has("$ref")) {
+            refs.add(node.get("$ref").asText());
+        }
+        node.forEach(child -> collect(child, refs));
+    }
+}
