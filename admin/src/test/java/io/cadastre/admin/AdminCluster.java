@@ -135,7 +135,7 @@ final class AdminCluster implements AutoCloseable {
         }
 
         AttachmentRecord add(Ipam on, String container) {
-            return await(on.assign(new AssignRequest("net." + container, "eth0", "net", container, "ns", "pod-" + container,
+            return await(on.assign(new AssignRequest("net." + container, "eth0", "net", container, null, "ns", "pod-" + container,
                     List.of(), List.of())));
         }
 

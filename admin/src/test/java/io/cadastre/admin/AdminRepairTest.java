@@ -222,7 +222,7 @@ class AdminRepairTest {
             AttachmentRecord c1 = env.add("c1");
             // A record naming an address its block does not hold for it (what the ADD/DEL order rules out).
             HeldAddress ghost = new HeldAddress("198.18." + env.n + ".9", env.v4.name(), Cidr.parse("198.18." + env.n + ".0/26"));
-            AttachmentRecord record = new AttachmentRecord("net.ghost", "eth0", "net", "ghost", "ns", "pod-ghost",
+            AttachmentRecord record = new AttachmentRecord("net.ghost", "eth0", "net", "ghost", null, "ns", "pod-ghost",
                     List.of(ghost), 1_000L);
             AdminCluster.await(cluster.ref(NodeEntity.ENTITY_TYPE_KEY, env.node).askWithStatus(
                     (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r), ASK));
