@@ -4,6 +4,7 @@ import io.cadastre.chaos.Operation.Kind;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -36,6 +37,7 @@ import java.util.function.Supplier;
  *       attachment runs on every host.
  *   <li>EXHAUST: every host ADDs fresh IPAM-only attachments until told the pool is exhausted
  *       (code 100); EXHAUST_CLEANUP DELs them and runs GC again.
+ *   <li>IPAM_CHECK: {@code cadastrectl ipam check} on the first host must report a clean cluster.
  * </ol>
  * When a phase cannot finish in time, the rest is skipped and the run reports a liveness problem.
  */
@@ -45,6 +47,7 @@ final class ChaosRun implements AutoCloseable {
     private static final long QUIET_MS = 5_000;
     private static final long CLIENT_STOP_TIMEOUT_S = 240;
     private static final int HARNESS_CLIENT = -1;
+    private static final long IPAM_CHECK_TIMEOUT_S = 60;
     /** CNI code for "no address left" (Cadastre's code 100). */
     private static final int POOL_EXHAUSTED = 100;
 
@@ -238,8 +241,35 @@ final class ChaosRun implements AutoCloseable {
         }
         Map<Attachment, Boolean> fills = new HashMap<>();
         filled.values().forEach(list -> list.forEach(a -> fills.put(a, false)));
-        perHost(host -> release(Phase.EXHAUST_CLEANUP, host, fills) && sweep(Phase.EXHAUST_CLEANUP, host),
-                "EXHAUST_CLEANUP: a DEL or GC did not succeed");
+        if (!perHost(host -> release(Phase.EXHAUST_CLEANUP, host, fills) && sweep(Phase.EXHAUST_CLEANUP, host),
+                "EXHAUST_CLEANUP: a DEL or GC did not succeed")) {
+            return;
+        }
+        ipamCheck();
+    }
+
+    /**
+     * The operator's view at the end: {@code cadastrectl ipam check} against the first host's
+     * agent (its admin API listens on loopback inside the host's namespace) must report a clean
+     * cluster — no allocation without an attachment, no attachment without its allocation, no
+     * block affine to an unknown node. A report that is not clean is a problem of the run.
+     */
+    private void ipamCheck() throws IOException, InterruptedException {
+        Topology.Host host = topology.hosts().get(0);
+        List<String> command = List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl", "ipam", "check");
+        Process check = topology.exec(host, command, pb -> pb.redirectErrorStream(true));
+        String output = new String(check.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (!check.waitFor(IPAM_CHECK_TIMEOUT_S, TimeUnit.SECONDS)) {
+            check.destroyForcibly();
+            problems.add("IPAM_CHECK: cadastrectl ipam check did not finish in " + IPAM_CHECK_TIMEOUT_S + " s");
+            return;
+        }
+        String firstLine = output.lines().findFirst().orElse("");
+        history.event("ipam-check", host.name(), "cadastrectl ipam check exit " + check.exitValue() + ": " + firstLine);
+        if (check.exitValue() != 0) {
+            problems.add("IPAM_CHECK: cadastrectl ipam check exit " + check.exitValue() + ":\n" + output);
+        }
     }
 
     /** Runs the step for every host at once; false (and a problem recorded) when one fails. */
