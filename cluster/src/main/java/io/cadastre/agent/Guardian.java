@@ -16,6 +16,7 @@ import io.cadastre.shards.PoolEntity;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -23,6 +24,8 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.Done;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.AddressFromURIString;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -31,13 +34,14 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.cluster.typed.JoinSeedNodes;
 import org.apache.pekko.cluster.typed.SelfUp;
 import org.apache.pekko.cluster.typed.Subscribe;
 
 /**
- * The agent's root actor. Start-up, in order: join the cluster (alone when no seed nodes are
- * configured) and wait until this member is Up, prepare the journal ({@link Persistence#prepare}),
- * define the configured pools, and only then open the CNI socket, so that a plugin that can
+ * The agent's root actor. Start-up, in order: prepare the journal ({@link Persistence#prepare}:
+ * connected, tables there), join the cluster (alone when no seed nodes are configured) and wait
+ * until this member is Up, define the configured pools, and only then open the CNI socket, so that a plugin that can
  * connect is served; then bind the admin API (its {@code /readyz} says ready while the member is
  * Up and the socket open). Shutdown (SIGTERM runs Pekko's coordinated shutdown): the socket and
  * the admin API close first, in-flight requests finish, then the dataplane threads stop.
@@ -57,6 +61,9 @@ public final class Guardian {
 
     /** Start-up finished; carries the running server for the shutdown hook. */
     private record Started(CniSocketServer server) {}
+
+    /** The journal is connected and ready: join the cluster. */
+    private record JournalReady() {}
 
     /** This member is Up. */
     private record MemberUp() {}
@@ -78,9 +85,10 @@ public final class Guardian {
     public static Behavior<Object> create(AgentSettings settings, AdminServer.Settings adminSettings, Dataplane dataplane) {
         return Behaviors.setup(ctx -> {
             Cluster cluster = Cluster.get(ctx.getSystem());
-            if (ctx.getSystem().settings().config().getStringList("pekko.cluster.seed-nodes").isEmpty()) {
-                cluster.manager().tell(Join.create(cluster.selfMember().address()));
-            }
+            // The journal first, the cluster second: once this member is Up, shards are allocated
+            // to it, and an entity here must not wait for a journal still connecting.
+            ctx.pipeToSelf(settings.persistence().prepare(ctx.getSystem()),
+                    (done, failure) -> failure == null ? new JournalReady() : new StartFailed(failure));
             PoolEntity.init(ctx.getSystem());
             BlockEntity.init(ctx.getSystem());
             NodeEntity.init(ctx.getSystem());
@@ -128,10 +136,13 @@ public final class Guardian {
     private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Ipam ipam,
             CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen) {
         return Behaviors.receive(Object.class)
+                .onMessage(JournalReady.class, ready -> {
+                    join(ctx);
+                    return Behaviors.same();
+                })
                 .onMessage(MemberUp.class, up -> {
-                    ctx.getLog().info("cluster member up; preparing the journal and defining the pools");
-                    ctx.pipeToSelf(settings.persistence().prepare(ctx.getSystem()),
-                            (done, failure) -> failure == null ? new DefinePools() : new StartFailed(failure));
+                    ctx.getLog().info("cluster member up; defining the pools");
+                    ctx.getSelf().tell(new DefinePools());
                     return Behaviors.same();
                 })
                 .onMessage(DefinePools.class, define -> {
@@ -183,6 +194,19 @@ public final class Guardian {
             return Optional.of("cluster member is " + status);
         }
         return socketOpen.get() ? Optional.empty() : Optional.of("CNI socket is not open");
+    }
+
+    /** Joins through cadastre.cluster.seed-nodes, or forms a cluster of one when there are none. */
+    private static void join(ActorContext<Object> ctx) {
+        Cluster cluster = Cluster.get(ctx.getSystem());
+        List<Address> seeds = ctx.getSystem().settings().config().getStringList("cadastre.cluster.seed-nodes").stream()
+                .map(AddressFromURIString::parse).toList();
+        ctx.getLog().info("journal ready; joining the cluster through {}", seeds.isEmpty() ? "this member alone" : seeds);
+        if (seeds.isEmpty()) {
+            cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        } else {
+            cluster.manager().tell(new JoinSeedNodes(seeds));
+        }
     }
 
     private static Behavior<Object> fail(ActorContext<Object> ctx, Throwable cause) {

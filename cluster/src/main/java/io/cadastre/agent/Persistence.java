@@ -6,8 +6,8 @@ import com.typesafe.config.ConfigValueFactory;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import org.apache.pekko.stream.connectors.cassandra.javadsl.CassandraSessionRegistry;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils;
@@ -68,10 +68,14 @@ public enum Persistence {
     }
 
     /**
-     * Prepares the journal before any entity runs: the embedded journal's tables are created if
-     * missing; Cassandra's schema is created ahead ({@link SchemaCommand}) or by the plugin.
+     * Prepares the journal before the member joins the cluster (and entities may start here): the
+     * embedded journal's tables are created if missing; for Cassandra the journal's session is
+     * connected (it waits while Cassandra is down; the schema is created ahead by
+     * {@link SchemaCommand} or by the plugin).
      */
     public CompletionStage<Done> prepare(ActorSystem<?> system) {
-        return this == EMBEDDED ? SchemaUtils.createIfNotExists(system) : CompletableFuture.completedFuture(Done.getInstance());
+        return this == EMBEDDED ? SchemaUtils.createIfNotExists(system)
+                : CassandraSessionRegistry.get(system).sessionFor("pekko.persistence.cassandra").underlying()
+                        .thenApply(session -> Done.getInstance());
     }
 }
