@@ -258,13 +258,16 @@ final class ChaosRun implements AutoCloseable {
         Topology.Host host = topology.hosts().get(0);
         List<String> command = List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl", "ipam", "check");
-        Process check = topology.exec(host, command, pb -> pb.redirectErrorStream(true));
-        String output = new String(check.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        // To a file, not a pipe: reading a pipe would block past the timeout if the tool hung.
+        Path out = dir.resolve("ipam-check.txt");
+        Process check = topology.exec(host, command,
+                pb -> pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.to(out.toFile())));
         if (!check.waitFor(IPAM_CHECK_TIMEOUT_S, TimeUnit.SECONDS)) {
             check.destroyForcibly();
             problems.add("IPAM_CHECK: cadastrectl ipam check did not finish in " + IPAM_CHECK_TIMEOUT_S + " s");
             return;
         }
+        String output = java.nio.file.Files.readString(out);
         String firstLine = output.lines().findFirst().orElse("");
         history.event("ipam-check", host.name(), "cadastrectl ipam check exit " + check.exitValue() + ": " + firstLine);
         if (check.exitValue() != 0) {

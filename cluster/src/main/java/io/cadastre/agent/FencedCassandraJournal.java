@@ -3,6 +3,7 @@ package io.cadastre.agent;
 import com.typesafe.config.Config;
 import io.cadastre.shards.MemberFence;
 import java.util.Optional;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.dispatch.Futures;
 import org.apache.pekko.persistence.AtomicWrite;
@@ -35,15 +36,18 @@ public final class FencedCassandraJournal extends CassandraJournal {
 
     @Override
     public Future<Seq<Try<BoxedUnit>>> asyncWriteMessages(Seq<AtomicWrite> messages) {
-        Optional<String> refusal = fence.refusal();
-        return refusal.isPresent() ? Futures.failed(new FencedException(refusal.get())) : super.asyncWriteMessages(messages);
+        return unlessFenced(fence, () -> super.asyncWriteMessages(messages));
     }
 
     @Override
     public Future<BoxedUnit> asyncDeleteMessagesTo(String persistenceId, long toSequenceNr) {
+        return unlessFenced(fence, () -> super.asyncDeleteMessagesTo(persistenceId, toSequenceNr));
+    }
+
+    /** @return the write's future, or a failed one ({@link FencedException}) while the fence is closed */
+    static <T> Future<T> unlessFenced(MemberFence fence, Supplier<Future<T>> write) {
         Optional<String> refusal = fence.refusal();
-        return refusal.isPresent() ? Futures.failed(new FencedException(refusal.get()))
-                : super.asyncDeleteMessagesTo(persistenceId, toSequenceNr);
+        return refusal.isPresent() ? Futures.failed(new FencedException(refusal.get())) : write.get();
     }
 
     /** A journal or snapshot write refused because the member's fence is closed. */

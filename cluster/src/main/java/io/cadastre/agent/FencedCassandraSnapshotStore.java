@@ -2,9 +2,7 @@ package io.cadastre.agent;
 
 import com.typesafe.config.Config;
 import io.cadastre.shards.MemberFence;
-import java.util.Optional;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
-import org.apache.pekko.dispatch.Futures;
 import org.apache.pekko.persistence.SnapshotMetadata;
 import org.apache.pekko.persistence.SnapshotSelectionCriteria;
 import org.apache.pekko.persistence.cassandra.snapshot.CassandraSnapshotStore;
@@ -29,22 +27,16 @@ public final class FencedCassandraSnapshotStore extends CassandraSnapshotStore {
 
     @Override
     public Future<BoxedUnit> saveAsync(SnapshotMetadata metadata, Object snapshot) {
-        Optional<String> refusal = fence.refusal();
-        return refusal.isPresent() ? Futures.failed(new FencedCassandraJournal.FencedException(refusal.get()))
-                : super.saveAsync(metadata, snapshot);
+        return FencedCassandraJournal.unlessFenced(fence, () -> super.saveAsync(metadata, snapshot));
     }
 
     @Override
     public Future<BoxedUnit> deleteAsync(SnapshotMetadata metadata) {
-        Optional<String> refusal = fence.refusal();
-        return refusal.isPresent() ? Futures.failed(new FencedCassandraJournal.FencedException(refusal.get()))
-                : super.deleteAsync(metadata);
+        return FencedCassandraJournal.unlessFenced(fence, () -> super.deleteAsync(metadata));
     }
 
     @Override
     public Future<BoxedUnit> deleteAsync(String persistenceId, SnapshotSelectionCriteria criteria) {
-        Optional<String> refusal = fence.refusal();
-        return refusal.isPresent() ? Futures.failed(new FencedCassandraJournal.FencedException(refusal.get()))
-                : super.deleteAsync(persistenceId, criteria);
+        return FencedCassandraJournal.unlessFenced(fence, () -> super.deleteAsync(persistenceId, criteria));
     }
 }

@@ -104,7 +104,8 @@ public final class MemberFence implements Extension, AutoCloseable {
         @Override
         public MemberFence createExtension(ActorSystem<?> system) {
             var config = system.settings().config().getConfig("cadastre.fence");
-            MemberFence fence = start(() -> Cluster.get(system).state(), config.getDuration("pause-threshold"),
+            Cluster cluster = Cluster.get(system);
+            MemberFence fence = start(cluster::state, config.getDuration("pause-threshold"),
                     config.getDuration("hold-after-pause"));
             system.getWhenTerminated().thenRun(fence::close);
             return fence;
