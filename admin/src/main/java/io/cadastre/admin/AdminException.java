@@ -15,6 +15,11 @@ public final class AdminException extends RuntimeException {
         UNAUTHORIZED(401),
         /** An unknown pool, node, or an address in no pool: 404. */
         NOT_FOUND(404),
+        /**
+         * The state forbids the change: a pool name or range taken, a pool or node that still holds
+         * allocations, a node whose agent is a member: 409, nothing changed unless the message says so.
+         */
+        CONFLICT(409),
         /** An entity did not answer in time: 503; the caller may retry (reads and releases are idempotent). */
         UNAVAILABLE(503),
         /** A bug in the server (logged): 500. */
@@ -49,6 +54,10 @@ public final class AdminException extends RuntimeException {
 
     static AdminException badRequest(String message) {
         return new AdminException(Kind.BAD_REQUEST, message);
+    }
+
+    static AdminException conflict(String message) {
+        return new AdminException(Kind.CONFLICT, message);
     }
 
     static AdminException notFound(String message) {

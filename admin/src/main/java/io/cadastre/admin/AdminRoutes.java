@@ -3,6 +3,7 @@ package io.cadastre.admin;
 import static org.apache.pekko.http.javadsl.server.Directives.complete;
 import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
 import static org.apache.pekko.http.javadsl.server.Directives.concat;
+import static org.apache.pekko.http.javadsl.server.Directives.delete;
 import static org.apache.pekko.http.javadsl.server.Directives.entity;
 import static org.apache.pekko.http.javadsl.server.Directives.get;
 import static org.apache.pekko.http.javadsl.server.Directives.handleExceptions;
@@ -71,6 +72,7 @@ final class AdminRoutes {
     private final ObjectMapper json = new ObjectMapper();
     private final Inventory inventory;
     private final ConsistencyCheck check;
+    private final PoolAdmin poolAdmin;
     private final Ipam ipam;
     private final Supplier<Optional<String>> unreadiness;
     private final Optional<byte[]> token;
@@ -84,6 +86,7 @@ final class AdminRoutes {
     AdminRoutes(Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness, Optional<String> token) {
         this.inventory = inventory;
         this.check = new ConsistencyCheck(inventory);
+        this.poolAdmin = new PoolAdmin(inventory);
         this.ipam = ipam;
         this.unreadiness = unreadiness;
         this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
@@ -112,7 +115,14 @@ final class AdminRoutes {
 
     private Route v1() {
         return concat(
-                path("pools", () -> get(() -> answer(inventory.pools()))),
+                pathPrefix("pools", () -> concat(
+                        pathEnd(() -> concat(
+                                get(() -> answer(inventory.pools())),
+                                post(() -> entity(Unmarshaller.entityToString(), text -> createPool(text))))),
+                        pathPrefix(segment(), name -> concat(
+                                pathEnd(() -> delete(() -> answer(poolAdmin.delete(name)))),
+                                path("disable", () -> post(() -> answer(poolAdmin.setDisabled(name, true)))),
+                                path("enable", () -> post(() -> answer(poolAdmin.setDisabled(name, false)))))))),
                 path("blocks", () -> get(() -> parameterOptional("pool", pool -> parameterOptional("node", node ->
                         answer(Inventory.guard(() -> inventory.blocks(nonEmpty("pool", pool), nonEmpty("node", node)))))))),
                 pathPrefix("nodes", () -> concat(
@@ -122,6 +132,13 @@ final class AdminRoutes {
                 path("release", () -> post(() -> body(this::release))),
                 path("check", () -> get(() -> answer(check.run()))),
                 path("gc", () -> post(() -> body(this::gc))));
+    }
+
+    /** 201 when the pool was created, 200 when an identical one existed. */
+    private Route createPool(String text) {
+        CompletionStage<PoolAdmin.Created> created = Inventory.guard(() -> poolAdmin.create(PoolAdmin.specOf(parseObject(text))));
+        return completeWithFuture(created.handle((value, error) -> error == null
+                ? response(value.created() ? 201 : 200, value.pool()) : failure(error)));
     }
 
     private HttpResponse readiness() {
@@ -221,7 +238,7 @@ final class AdminRoutes {
         });
     }
 
-    private static void onlyFields(JsonNode object, String... allowed) {
+    static void onlyFields(JsonNode object, String... allowed) {
         List<String> unknown = new ArrayList<>();
         for (Iterator<String> names = object.fieldNames(); names.hasNext(); ) {
             String name = names.next();
@@ -235,7 +252,7 @@ final class AdminRoutes {
         }
     }
 
-    private static String requiredText(JsonNode object, String field) {
+    static String requiredText(JsonNode object, String field) {
         JsonNode value = object.get(field);
         if (value == null || value.isNull()) {
             throw AdminException.badRequest("\"" + field + "\" is required");
@@ -279,8 +296,13 @@ final class AdminRoutes {
             return admin;
         }
         if (cause instanceof IpamException ipam) {
-            return new AdminException(ipam.reason() == IpamException.Reason.UNAVAILABLE
-                    ? AdminException.Kind.UNAVAILABLE : AdminException.Kind.BAD_REQUEST, ipam.getMessage(), ipam);
+            AdminException.Kind kind = switch (ipam.reason()) {
+                case UNAVAILABLE -> AdminException.Kind.UNAVAILABLE;
+                case CONFLICT -> AdminException.Kind.CONFLICT;
+                case UNKNOWN_POOL -> AdminException.Kind.NOT_FOUND;
+                default -> AdminException.Kind.BAD_REQUEST;
+            };
+            return new AdminException(kind, ipam.getMessage(), ipam);
         }
         log.error("admin request failed", cause);
         return new AdminException(AdminException.Kind.INTERNAL, "internal error: " + cause, cause);

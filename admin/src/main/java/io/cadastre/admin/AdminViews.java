@@ -7,6 +7,7 @@ import io.cadastre.shards.HeldAddress;
 import java.math.BigInteger;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The admin API's JSON shapes (contract v1; {@code openapi.yaml} documents the same), as records
@@ -31,9 +32,12 @@ public final class AdminViews {
      * @param size addresses in the pool (an IPv6 pool's count exceeds 64 bits)
      * @param blocks claimed and total blocks
      * @param allocated addresses held, summed over the pool's claimed blocks
+     * @param nodeSelector the nodes the pool serves (a Kubernetes label selector), {@code ""} for every node
+     * @param excluded the ranges never assigned, CIDRs in address order
      */
     public record Pool(String name, String cidr, int blockSize, boolean strictAffinity, boolean allowBorrowing,
-            int maxBlocksPerNode, boolean disabled, BigInteger size, BlockCount blocks, long allocated) {}
+            int maxBlocksPerNode, boolean disabled, BigInteger size, BlockCount blocks, long allocated,
+            String nodeSelector, List<String> excluded) {}
 
     /** @param total how many blocks the pool splits into */
     public record BlockCount(long claimed, BigInteger total) {}
@@ -77,13 +81,15 @@ public final class AdminViews {
      * @param affineBlocks the blocks the pools gave to the node, sorted
      * @param borrowedBlocks the blocks of other nodes in which the node holds addresses, sorted
      * @param attachments how many attachments the node records
+     * @param labels the labels the node's agent registered, by key
+     * @param removed whether an operator removed the node (DELETE /v1/nodes/{name}) and its agent has not started since
      */
     public record NodeSummary(String name, String member, List<String> affineBlocks, List<String> borrowedBlocks,
-            int attachments) {}
+            int attachments, Map<String, String> labels, boolean removed) {}
 
     /** A {@link NodeSummary} with the node's attachments. */
     public record NodeDetail(String name, String member, List<String> affineBlocks, List<String> borrowedBlocks,
-            int attachments, List<Attachment> attachmentList) {}
+            int attachments, Map<String, String> labels, boolean removed, List<Attachment> attachmentList) {}
 
     public record Nodes(List<NodeSummary> nodes) {}
 

@@ -86,7 +86,7 @@ public final class ConsistencyCheck {
         long started = System.nanoTime();
         Map<String, Members.Standing> members = inventory.members();
         EntityReads reads = inventory.reads();
-        return inventory.poolViews(inventory.poolNames()).thenCompose(views -> {
+        return inventory.poolViews().thenCompose(views -> {
             Map<Cidr, Claim> claims = Inventory.claims(views);
             Set<String> names = new TreeSet<>(members.keySet());
             claims.values().forEach(c -> names.add(c.node()));

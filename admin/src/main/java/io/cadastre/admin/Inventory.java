@@ -15,6 +15,8 @@ import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.NodeEntity.NodeView;
 import io.cadastre.shards.PoolEntity.PoolView;
+import io.cadastre.shards.PoolRegistry.Catalog;
+import io.cadastre.shards.Pools;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -35,8 +37,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
  * claimed blocks, nodes, who holds an address, and releases. Stateless: every call reads the
  * entities afresh, in parallel where it reads many, so an answer is a snapshot of the moment.
  *
- * <p>The pools are the ones this agent is configured with (every member runs with the same
- * list); the blocks are those the pools say are claimed (the pools are the source of truth for
+ * <p>The pools are the cluster's ({@link Pools}: its catalogue, read afresh); the blocks are those the pools say are claimed (the pools are the source of truth for
  * affinity); the nodes are the cluster's members ({@link Members}), the nodes blocks are affine
  * to, and the nodes that hold allocations; a node none of whose entities records anything and
  * that is not a member is unknown (404).
@@ -48,26 +49,29 @@ import org.apache.pekko.actor.typed.ActorSystem;
 public final class Inventory {
     private final ActorSystem<?> system;
     private final EntityReads reads;
-    private final Map<String, PoolSpec> pools;
+    private final Pools pools;
 
     /**
-     * @param pools the configured pools; names must be unique
+     * @param pools the cluster's pools
      * @param timeouts how long to wait for each entity, in all and per attempt (asks are repeated)
      */
-    public Inventory(ActorSystem<?> system, List<PoolSpec> pools, AskTimeouts timeouts) {
+    public Inventory(ActorSystem<?> system, Pools pools, AskTimeouts timeouts) {
         this.system = system;
         this.reads = new EntityReads(system, timeouts);
-        Map<String, PoolSpec> byName = new LinkedHashMap<>();
-        pools.forEach(p -> byName.put(p.name(), p));
-        this.pools = java.util.Collections.unmodifiableMap(byName);
+        this.pools = pools;
     }
 
     EntityReads reads() {
         return reads;
     }
 
-    Collection<String> poolNames() {
-        return pools.keySet();
+    Pools poolOperations() {
+        return pools;
+    }
+
+    /** @return the cluster's pool catalogue, read now */
+    CompletionStage<Catalog> catalog() {
+        return pools.catalog().fresh();
     }
 
     Map<String, Members.Standing> members() {
@@ -79,7 +83,12 @@ public final class Inventory {
     /** One claimed block: its pool and the node the pool gave it to. */
     record Claim(String pool, String node) {}
 
-    /** @return the defined pools' views, in configuration order */
+    /** @return every pool's view, by name */
+    CompletionStage<Map<String, PoolView>> poolViews() {
+        return catalog().thenCompose(c -> poolViews(c.pools().keySet()));
+    }
+
+    /** @return the defined pools' views, in the order given */
     CompletionStage<Map<String, PoolView>> poolViews(Collection<String> names) {
         return reads.pools(names).thenApply(views -> {
             Map<String, PoolView> defined = new LinkedHashMap<>();
@@ -101,19 +110,31 @@ public final class Inventory {
 
     /** @return every pool with its utilisation: claimed blocks and the addresses they hold */
     public CompletionStage<AdminViews.Pools> pools() {
-        return poolViews(pools.keySet()).thenCompose(views -> {
-            Map<Cidr, Claim> claims = claims(views);
-            return reads.blocks(claims.keySet()).thenApply(blocks -> new AdminViews.Pools(views.values().stream()
-                    .map(view -> {
-                        PoolSpec spec = view.spec();
-                        long allocated = view.claims().keySet().stream().mapToLong(b -> blocks.get(b).allocations().size()).sum();
-                        return new AdminViews.Pool(spec.name(), spec.cidr().toString(), spec.blockPrefix(),
-                                spec.strictAffinity(), spec.allowBorrowing(), spec.maxBlocksPerNode(), view.disabled(),
-                                spec.cidr().size(), new BlockCount(view.claims().size(), spec.cidr().subnetCount(spec.blockPrefix())),
-                                allocated);
-                    })
-                    .toList()));
+        return poolViews().thenCompose(this::poolsOf);
+    }
+
+    /** @return one pool with its utilisation; NOT_FOUND when it is not defined */
+    public CompletionStage<AdminViews.Pool> pool(String name) {
+        return reads.pool(name).thenCompose(view -> {
+            if (!view.defined()) {
+                throw AdminException.notFound("unknown pool " + name);
+            }
+            return poolsOf(Map.of(name, view)).thenApply(p -> p.pools().get(0));
         });
+    }
+
+    private CompletionStage<AdminViews.Pools> poolsOf(Map<String, PoolView> views) {
+        Map<Cidr, Claim> claims = claims(views);
+        return reads.blocks(claims.keySet()).thenApply(blocks -> new AdminViews.Pools(views.values().stream()
+                .map(view -> {
+                    PoolSpec spec = view.spec();
+                    long allocated = view.claims().keySet().stream().mapToLong(b -> blocks.get(b).allocations().size()).sum();
+                    return new AdminViews.Pool(spec.name(), spec.cidr().toString(), spec.blockPrefix(),
+                            spec.strictAffinity(), spec.allowBorrowing(), spec.maxBlocksPerNode(), view.disabled(),
+                            spec.cidr().size(), new BlockCount(view.claims().size(), spec.cidr().subnetCount(spec.blockPrefix())),
+                            allocated, spec.nodeSelector(), AdminViews.cidrs(spec.excluded()));
+                })
+                .toList()));
     }
 
     /**
@@ -124,13 +145,15 @@ public final class Inventory {
      */
     public CompletionStage<AdminViews.Blocks> blocks(Optional<String> pool, Optional<String> node) {
         return guard(() -> {
-            pool.ifPresent(this::requirePool);
             CompletionStage<Boolean> known = node.isPresent() ? nodeKnown(node.get()) : CompletableFuture.completedFuture(true);
             return known.thenCompose(isKnown -> {
                 if (!isKnown) {
                     throw AdminException.notFound("unknown node " + node.get());
                 }
-                return poolViews(pool.map(List::of).orElse(List.copyOf(pools.keySet())));
+                return catalog();
+            }).thenCompose(catalog -> {
+                pool.ifPresent(name -> requirePool(catalog, name));
+                return poolViews(pool.map(List::of).orElse(List.copyOf(catalog.pools().keySet())));
             }).thenCompose(views -> {
                 Map<Cidr, Claim> claims = claims(views);
                 return reads.blocks(claims.keySet()).thenApply(blocks -> new AdminViews.Blocks(claims.entrySet().stream()
@@ -145,13 +168,13 @@ public final class Inventory {
         List<String> borrowedBy = view.allocations().values().stream().map(Allocation::node)
                 .filter(n -> !n.equals(claim.node())).distinct().sorted().toList();
         int allocated = view.allocations().size();
-        return new AdminViews.Block(cidr.toString(), claim.pool(), claim.node(), allocated + view.free(), allocated,
+        return new AdminViews.Block(cidr.toString(), claim.pool(), claim.node(), view.size(), allocated,
                 view.free(), borrowedBy);
     }
 
-    private void requirePool(String name) {
-        if (!pools.containsKey(name)) {
-            throw AdminException.notFound("unknown pool " + name + " (known: " + String.join(", ", pools.keySet()) + ")");
+    private static void requirePool(Catalog catalog, String name) {
+        if (catalog.spec(name).isEmpty()) {
+            throw AdminException.notFound("unknown pool " + name + " (known: " + String.join(", ", catalog.pools().keySet()) + ")");
         }
     }
 
@@ -160,7 +183,7 @@ public final class Inventory {
     /** @return every known node: the members, the nodes blocks are affine to, the nodes holding allocations */
     public CompletionStage<AdminViews.Nodes> nodes() {
         Map<String, Members.Standing> members = members();
-        return poolViews(pools.keySet()).thenCompose(views -> {
+        return poolViews().thenCompose(views -> {
             Map<Cidr, Claim> claims = claims(views);
             return reads.blocks(claims.keySet()).thenCompose(blocks -> {
                 Set<String> names = new TreeSet<>(members.keySet());
@@ -181,7 +204,7 @@ public final class Inventory {
     /** @return the node with its attachments; NOT_FOUND when the node is unknown */
     public CompletionStage<NodeDetail> node(String name) {
         Map<String, Members.Standing> members = members();
-        return reads.node(name).thenCombine(poolViews(pools.keySet()), (view, views) -> {
+        return reads.node(name).thenCombine(poolViews(), (view, views) -> {
             Map<Cidr, Claim> claims = claims(views);
             List<Cidr> affine = claims.entrySet().stream().filter(e -> e.getValue().node().equals(name))
                     .map(Map.Entry::getKey).toList();
@@ -202,7 +225,8 @@ public final class Inventory {
             NodeSummary s = summary(name, members, found.getValue().getKey(), borrowed, view);
             List<Attachment> attachments = view.attachments().stream()
                     .sorted(java.util.Comparator.comparing((AttachmentRecord a) -> a.key())).map(Attachment::of).toList();
-            return new NodeDetail(s.name(), s.member(), s.affineBlocks(), s.borrowedBlocks(), s.attachments(), attachments);
+            return new NodeDetail(s.name(), s.member(), s.affineBlocks(), s.borrowedBlocks(), s.attachments(), s.labels(),
+                    s.removed(), attachments);
         }));
     }
 
@@ -211,7 +235,7 @@ public final class Inventory {
         if (members().containsKey(name)) {
             return CompletableFuture.completedFuture(true);
         }
-        return reads.node(name).thenCombine(poolViews(pools.keySet()), (view, views) ->
+        return reads.node(name).thenCombine(poolViews(), (view, views) ->
                 !view.attachments().isEmpty() || !view.affineBlocks().isEmpty() || !view.borrowedBlocks().isEmpty()
                         || views.values().stream().anyMatch(v -> v.claims().containsValue(name)));
     }
@@ -224,7 +248,7 @@ public final class Inventory {
             Collection<Cidr> borrowed, NodeView view) {
         Members.Standing standing = members.get(name);
         return new NodeSummary(name, standing == null ? "absent" : Members.spelling(standing), AdminViews.cidrs(affine),
-                AdminViews.cidrs(borrowed), view.attachments().size());
+                AdminViews.cidrs(borrowed), view.attachments().size(), view.labels(), view.removed());
     }
 
     // ---- addresses ----
@@ -232,18 +256,19 @@ public final class Inventory {
     /** Where an address lies: its pool and block, and whether the pool has claimed the block. */
     private record Location(String address, PoolSpec pool, Cidr block) {}
 
-    /** @throws AdminException BAD_REQUEST for a malformed address, NOT_FOUND for one in no pool */
-    private Location locate(String literal) {
+    /** @return where the address lies; fails with BAD_REQUEST for a malformed address, NOT_FOUND for one in no pool */
+    private CompletionStage<Location> locate(String literal) {
         String address;
         try {
             address = IpAddresses.canonical(literal);
         } catch (IllegalArgumentException e) {
             throw AdminException.badRequest(e.getMessage());
         }
-        PoolSpec pool = pools.values().stream().filter(p -> p.cidr().contains(address)).findFirst()
-                .orElseThrow(() -> AdminException.notFound(address + " is in none of the pools "
-                        + String.join(", ", pools.keySet())));
-        return new Location(address, pool, pool.cidr().subnetContaining(address, pool.blockPrefix()));
+        return catalog().thenApply(catalog -> {
+            PoolSpec pool = catalog.containing(address).orElseThrow(() -> AdminException.notFound(address
+                    + " is in none of the pools " + String.join(", ", catalog.pools().keySet())));
+            return new Location(address, pool, pool.cidr().subnetContaining(address, pool.blockPrefix()));
+        });
     }
 
     /**
@@ -251,11 +276,9 @@ public final class Inventory {
      * @return its pool, block and holder (null when free or when the block is not claimed)
      */
     public CompletionStage<AddressHolder> address(String literal) {
-        return guard(() -> {
-            Location where = locate(literal);
-            return allocationAt(where).thenApply(allocation -> new AddressHolder(where.address(), where.pool().name(),
-                    where.block().toString(), allocation.map(AdminViews.Allocation::of).orElse(null)));
-        });
+        return guard(() -> locate(literal).thenCompose(where -> allocationAt(where).thenApply(allocation ->
+                new AddressHolder(where.address(), where.pool().name(), where.block().toString(),
+                        allocation.map(AdminViews.Allocation::of).orElse(null)))));
     }
 
     /** @return who holds the address; the block is asked only when its pool has claimed it */
@@ -276,17 +299,14 @@ public final class Inventory {
      * @return the addresses freed, empty when the address was free
      */
     public CompletionStage<AdminViews.Released> releaseAddress(String literal) {
-        return guard(() -> {
-            Location where = locate(literal);
-            return allocationAt(where).thenCompose(holder -> {
+        return guard(() -> locate(literal).thenCompose(where -> allocationAt(where).thenCompose(holder -> {
                 if (holder.isEmpty()) {
                     return CompletableFuture.completedFuture(new AdminViews.Released(List.of()));
                 }
                 Allocation a = holder.get();
                 return release(a.node(), a.handle(), a.ifname(), () -> CompletableFuture.completedFuture(List.of(where.block())),
                         List.of(where.block()));
-            });
-        });
+            })));
     }
 
     /**
@@ -322,7 +342,7 @@ public final class Inventory {
     }
 
     private CompletionStage<List<Cidr>> blocksToSweep(String node) {
-        return reads.node(node).thenCombine(poolViews(pools.keySet()), (view, views) -> {
+        return reads.node(node).thenCombine(poolViews(), (view, views) -> {
             Set<Cidr> blocks = new LinkedHashSet<>();
             claims(views).forEach((block, claim) -> {
                 if (claim.node().equals(node)) {

@@ -13,7 +13,10 @@ import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.Ipam;
+import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
+import io.cadastre.shards.PoolRegistry;
+import io.cadastre.shards.Pools;
 import java.net.http.HttpRequest;
 import java.time.Clock;
 import java.time.Duration;
@@ -23,6 +26,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
@@ -169,8 +173,7 @@ class AdminApiTest {
                         (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(env.node, r),
                         Duration.ofSeconds(10)));
             }
-            Ipam other = new Ipam(cluster.system(), "t" + env.n + "-other", List.of(env.v4), Map.of(IpFamily.V4, env.v4.name()),
-                    AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2)), Clock.systemUTC());
+            Ipam other = env.ipam("t" + env.n + "-other", List.of(env.v4.name()));
             AttachmentRecord borrowed = env.add(other, "b1");
             String block = borrowed.addresses().get(0).block().toString();
 
@@ -269,21 +272,28 @@ class AdminApiTest {
 
     @Test
     void anEntityThatDoesNotAnswerIs503() {
-        // A pool whose entity cannot recover (its journal reads fail) never answers.
+        // A pool registered in the catalogue whose entity cannot recover (its journal reads fail) never answers.
         PoolSpec stuck = new PoolSpec("stuck", Cidr.parse("198.18.250.0/24"), 26, false, false, 0);
         PersistenceTestKit.create(cluster.system()).failNextNReads("Pool|stuck", 1_000);
         AskTimeouts timeouts = new AskTimeouts(Duration.ofSeconds(1), Duration.ofMillis(300), Duration.ofSeconds(2));
-        Ipam ipam = new Ipam(cluster.system(), "stuck-node", List.of(stuck), Map.of(IpFamily.V4, "stuck"), timeouts,
-                Clock.systemUTC());
-        AdminServer server = new AdminServer(cluster.system(), new Inventory(cluster.system(), List.of(stuck), timeouts), ipam,
-                Optional::empty, new AdminServer.Settings("127.0.0.1", 0, Optional.empty(), false));
-        int port = AdminCluster.await(server.start()).getPort();
+        var registry = cluster.ref(PoolRegistry.ENTITY_TYPE_KEY, PoolRegistry.ID);
+        AdminCluster.await(registry.askWithStatus((ActorRef<StatusReply<PoolRegistry.Registration>> r) ->
+                new PoolRegistry.Register(stuck, false, r), Duration.ofSeconds(10)));
         try (Env env = cluster.env()) {
-            Reply reply = env.send(HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/v1/pools")).GET(),
-                    Optional.empty());
-            assertEquals("Pool stuck did not answer within 1000 ms", reply.error(503));
+            Pools pools = new Pools(cluster.system(), timeouts, new PoolCatalog(cluster.system(), timeouts, Duration.ofMillis(100)));
+            AdminServer server = new AdminServer(cluster.system(), new Inventory(cluster.system(), pools, timeouts), env.ipam,
+                    Optional::empty, new AdminServer.Settings("127.0.0.1", 0, Optional.empty(), false));
+            int port = AdminCluster.await(server.start()).getPort();
+            try {
+                Reply reply = env.send(HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/v1/pools")).GET(),
+                        Optional.empty());
+                assertEquals("Pool stuck did not answer within 1000 ms", reply.error(503));
+            } finally {
+                AdminCluster.await(server.stop());
+            }
         } finally {
-            AdminCluster.await(server.stop());
+            AdminCluster.await(registry.askWithStatus((ActorRef<StatusReply<Done>> r) -> new PoolRegistry.Unregister("stuck", r),
+                    Duration.ofSeconds(10)));
         }
     }
 
@@ -292,7 +302,7 @@ class AdminApiTest {
         try (Env env = cluster.env()) {
             env.get("/v1/nothing-here").error(404);
             env.get("/elsewhere").error(404);
-            assertTrue(env.post("/v1/pools", "{}").error(405).contains("GET"));
+            assertTrue(env.post("/v1/check", "{}").error(405).contains("GET"));
             assertTrue(env.get("/v1/release").error(405).contains("POST"));
         }
     }

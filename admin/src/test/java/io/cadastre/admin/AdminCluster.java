@@ -15,7 +15,10 @@ import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.NodeEntity;
+import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
+import io.cadastre.shards.PoolRegistry;
+import io.cadastre.shards.Pools;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -35,6 +38,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
@@ -76,6 +80,7 @@ final class AdminCluster implements AutoCloseable {
         ActorSystem<?> system = testKit.system();
         Cluster cluster = Cluster.get(system);
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        PoolRegistry.init(system);
         PoolEntity.init(system);
         BlockEntity.init(system);
         NodeEntity.init(system);
@@ -103,6 +108,7 @@ final class AdminCluster implements AutoCloseable {
         final PoolSpec v4;
         final PoolSpec v6;
         final String node;
+        final Pools pools;
         final Ipam ipam;
         final Inventory inventory;
         final AdminServer server;
@@ -116,17 +122,21 @@ final class AdminCluster implements AutoCloseable {
             v6 = new PoolSpec("v6-" + n, Cidr.parse("fd00:198:0:" + n + "::/120"), 122, false, true, 0);
             node = "t" + n + "-node";
             AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
-            Map<IpFamily, String> defaults = new EnumMap<>(IpFamily.class);
-            defaults.put(IpFamily.V4, v4.name());
-            defaults.put(IpFamily.V6, v6.name());
-            ipam = new Ipam(system(), node, List.of(v4, v6), defaults, timeouts, Clock.systemUTC());
-            await(ipam.definePools());
-            inventory = new Inventory(system(), List.of(v4, v6), timeouts);
+            pools = new Pools(system(), timeouts, new PoolCatalog(system(), timeouts, Duration.ofMillis(100)));
+            await(pools.defineConfigured(List.of(v4, v6)));
+            ipam = ipam(node, List.of(v4.name(), v6.name()));
+            inventory = new Inventory(system(), pools, timeouts);
             token = withToken ? Optional.of(TOKEN) : Optional.empty();
             server = new AdminServer(system(), inventory, ipam, unreadiness::get,
                     new AdminServer.Settings("127.0.0.1", 0, token, withToken));
             InetSocketAddress bound = await(server.start());
             base = URI.create("http://127.0.0.1:" + bound.getPort());
+        }
+
+        /** @return an IPAM for another node, allocating from these pools by default */
+        Ipam ipam(String nodeName, List<String> defaultPools) {
+            AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
+            return new Ipam(system(), nodeName, Map.of(), pools.catalog(), defaultPools, timeouts, Clock.systemUTC());
         }
 
         /** ADD of one attachment (container {@code c}, eth0, network "net") on this env's node, both families. */
@@ -165,7 +175,31 @@ final class AdminCluster implements AutoCloseable {
 
         @Override
         public void close() {
-            await(server.stop());
+            try {
+                removePools();
+            } finally {
+                await(server.stop());
+            }
+        }
+
+        /**
+         * The cluster's pools are shared by every env: each test leaves none behind, so the next
+         * one sees only its own. Every allocation in the pools' blocks is freed, then the pools are
+         * deleted (which checks that nothing is left).
+         */
+        private void removePools() {
+            for (PoolSpec pool : List.of(v4, v6)) {
+                PoolEntity.PoolView view = await(ref(PoolEntity.ENTITY_TYPE_KEY, pool.name()).ask(PoolEntity.GetPool::new,
+                        Duration.ofSeconds(10)));
+                for (Cidr block : view.claims().keySet()) {
+                    var blockRef = ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
+                    BlockEntity.BlockView held = await(blockRef.ask(BlockEntity.GetBlock::new, Duration.ofSeconds(10)));
+                    held.allocations().values().forEach(a -> await(blockRef.ask(
+                            (ActorRef<BlockEntity.Released> r) -> new BlockEntity.Release(a.handle(), a.ifname(), r),
+                            Duration.ofSeconds(10))));
+                }
+                await(pools.delete(pool.name()));
+            }
         }
     }
 

@@ -3,6 +3,7 @@ package io.cadastre.agent;
 import com.typesafe.config.Config;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
+import io.cadastre.ipam.NodeSelector;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AskTimeouts;
 import java.net.InetAddress;
@@ -14,6 +15,7 @@ import java.util.EnumMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The agent's settings, read from the {@code cadastre} section of the HOCON configuration
@@ -27,8 +29,11 @@ import java.util.Map;
  *     state-changing replies are read back first
  * @param dataplaneThreads platform threads for netlink work
  * @param reclaim when attachments whose netns is gone are released
- * @param pools every configured pool
- * @param defaultPools the pool per family used when a netconf names none
+ * @param pools the configured pools, defined in the cluster at start (more can be created at run time)
+ * @param defaultPools the pools used, in order, when a request names none; empty for every enabled
+ *     pool whose node selector matches this node
+ * @param nodeLabels this node's labels, for the pools' node selectors
+ * @param poolCatalogMaxAge how long this agent uses its copy of the cluster's pool catalogue
  */
 public record AgentSettings(
         String nodeName,
@@ -39,7 +44,9 @@ public record AgentSettings(
         int dataplaneThreads,
         Reclaim reclaim,
         List<PoolSpec> pools,
-        Map<IpFamily, String> defaultPools) {
+        List<String> defaultPools,
+        Map<String, String> nodeLabels,
+        Duration poolCatalogMaxAge) {
 
     /**
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
@@ -60,21 +67,62 @@ public record AgentSettings(
                 throw new IllegalArgumentException("cadastre.pools: " + e.getMessage(), e);
             }
             int blockSize = merged.hasPath("block-size") ? merged.getInt("block-size") : PoolSpec.defaultBlockPrefix(cidr.family());
-            pools.add(new PoolSpec(merged.getString("name"), cidr, blockSize, merged.getBoolean("strict-affinity"),
-                    merged.getBoolean("allow-borrowing"), merged.getInt("max-blocks-per-node")));
+            try {
+                List<Cidr> excluded = merged.getStringList("excluded").stream().map(Cidr::parse).toList();
+                pools.add(new PoolSpec(merged.getString("name"), cidr, blockSize, merged.getBoolean("strict-affinity"),
+                        merged.getBoolean("allow-borrowing"), merged.getInt("max-blocks-per-node"),
+                        merged.getString("node-selector"), excluded));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("cadastre.pools: " + e.getMessage(), e);
+            }
         }
         validatePools(pools);
-        Map<IpFamily, String> defaultPools = new EnumMap<>(IpFamily.class);
+        Map<IpFamily, String> perFamily = new EnumMap<>(IpFamily.class);
         for (String name : c.getStringList("default-pools")) {
-            PoolSpec spec = pools.stream().filter(p -> p.name().equals(name)).findFirst().orElseThrow(() ->
-                    new IllegalArgumentException("cadastre.default-pools names " + name + ", which is not in cadastre.pools"));
-            if (defaultPools.put(spec.family(), name) != null) {
-                throw new IllegalArgumentException("cadastre.default-pools: two pools for " + spec.family());
-            }
+            // A default pool may be one created at run time; a configured one is checked here.
+            pools.stream().filter(p -> p.name().equals(name)).findFirst().ifPresent(spec -> {
+                if (perFamily.put(spec.family(), name) != null) {
+                    throw new IllegalArgumentException("cadastre.default-pools: two pools for " + spec.family());
+                }
+            });
+        }
+        Duration catalogMaxAge = c.getDuration("pool-catalog-max-age");
+        if (catalogMaxAge.isNegative() || catalogMaxAge.isZero()) {
+            throw new IllegalArgumentException("cadastre.pool-catalog-max-age must be positive, not " + catalogMaxAge);
         }
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
                 askTimeouts(c), c.getInt("dataplane-threads"), Reclaim.from(c), List.copyOf(pools),
-                Map.copyOf(defaultPools));
+                List.copyOf(c.getStringList("default-pools")), nodeLabels(c), catalogMaxAge);
+    }
+
+    /**
+     * @return {@code cadastre.node-labels} (an object), then the pairs of {@code node-labels-env}
+     *     ({@code key=value,key=value}), which win
+     * @throws IllegalArgumentException for a malformed key, value or pair
+     */
+    static Map<String, String> nodeLabels(Config c) {
+        Map<String, String> labels = new TreeMap<>();
+        Config fromConfig = c.getConfig("node-labels");
+        fromConfig.root().keySet().forEach(key -> labels.put(key, fromConfig.getString("\"" + key + "\"")));
+        String env = c.getString("node-labels-env").trim();
+        if (!env.isEmpty()) {
+            for (String pair : env.split(",")) {
+                int eq = pair.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("cadastre.node-labels-env: '" + pair.trim() + "' is not key=value");
+                }
+                labels.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
+            }
+        }
+        labels.forEach((key, value) -> {
+            if (!NodeSelector.isLabelKey(key)) {
+                throw new IllegalArgumentException("cadastre.node-labels: '" + key + "' is not a label key");
+            }
+            if (!NodeSelector.isLabelValue(value)) {
+                throw new IllegalArgumentException("cadastre.node-labels: '" + value + "' (of " + key + ") is not a label value");
+            }
+        });
+        return Map.copyOf(labels);
     }
 
     private static AskTimeouts askTimeouts(Config c) {

@@ -12,7 +12,10 @@ import io.cadastre.shards.Ipam;
 import io.cadastre.shards.IpamException;
 import io.cadastre.shards.MemberFence;
 import io.cadastre.shards.NodeEntity;
+import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
+import io.cadastre.shards.PoolRegistry;
+import io.cadastre.shards.Pools;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
@@ -89,12 +92,15 @@ public final class Guardian {
             // to it, and an entity here must not wait for a journal still connecting.
             ctx.pipeToSelf(settings.persistence().prepare(ctx.getSystem()),
                     (done, failure) -> failure == null ? new JournalReady() : new StartFailed(failure));
+            PoolRegistry.init(ctx.getSystem());
             PoolEntity.init(ctx.getSystem());
             BlockEntity.init(ctx.getSystem());
             NodeEntity.init(ctx.getSystem());
 
             ExecutorService dataplaneThreads = Executors.newFixedThreadPool(settings.dataplaneThreads(), platformThreads());
-            Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.pools(), settings.defaultPools(),
+            PoolCatalog catalog = new PoolCatalog(ctx.getSystem(), settings.askTimeouts(), settings.poolCatalogMaxAge());
+            Pools pools = new Pools(ctx.getSystem(), settings.askTimeouts(), catalog);
+            Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.nodeLabels(), catalog, settings.defaultPools(),
                     settings.askTimeouts(), Clock.systemUTC());
             Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace());
             ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer),
@@ -102,13 +108,13 @@ public final class Guardian {
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
             MemberFence fence = MemberFence.get(ctx.getSystem());
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
-                    settings.askTimeouts().total().multipliedBy(3), settings.pools(), fence);
+                    settings.askTimeouts().total().multipliedBy(3), ipam::poolSpec, fence);
             CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend),
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
 
             AtomicBoolean socketOpen = new AtomicBoolean();
             AdminServer admin = new AdminServer(ctx.getSystem(),
-                    new Inventory(ctx.getSystem(), settings.pools(), settings.askTimeouts()), ipam,
+                    new Inventory(ctx.getSystem(), pools, settings.askTimeouts()), ipam,
                     () -> unreadiness(cluster, socketOpen), adminSettings);
 
             CoordinatedShutdown shutdown = CoordinatedShutdown.get(ctx.getSystem());
@@ -128,12 +134,12 @@ public final class Guardian {
                     ctx.messageAdapter(SelfUp.class, up -> new MemberUp()), SelfUp.class));
             return Behaviors.withTimers(timers -> {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
-                return starting(ctx, settings, ipam, server, admin, socketOpen);
+                return starting(ctx, settings, pools, ipam, server, admin, socketOpen);
             });
         });
     }
 
-    private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Ipam ipam,
+    private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Pools pools, Ipam ipam,
             CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen) {
         return Behaviors.receive(Object.class)
                 .onMessage(JournalReady.class, ready -> {
@@ -146,7 +152,7 @@ public final class Guardian {
                     return Behaviors.same();
                 })
                 .onMessage(DefinePools.class, define -> {
-                    ctx.pipeToSelf(ipam.definePools(),
+                    ctx.pipeToSelf(pools.defineConfigured(settings.pools()).thenCompose(d -> ipam.registerNode()),
                             (done, failure) -> failure == null ? new Started(server) : new DefineFailed(failure));
                     return Behaviors.same();
                 })
@@ -169,8 +175,9 @@ public final class Guardian {
                         return fail(ctx, e);
                     }
                     socketOpen.set(true);
-                    ctx.getLog().info("cadastre-agent ready: node {}, CNI socket {}, pools {}", settings.nodeName(),
-                            settings.cniSocket(), settings.pools().stream().map(p -> p.name() + "=" + p.cidr()).toList());
+                    ctx.getLog().info("cadastre-agent ready: node {} (labels {}), CNI socket {}, pools {}", settings.nodeName(),
+                            settings.nodeLabels(), settings.cniSocket(), pools.catalog().last().map(c -> c.pools().values().stream()
+                                    .map(p -> p.name() + "=" + p.cidr()).toList()).orElse(List.of()));
                     ctx.pipeToSelf(admin.start(), (bound, failure) -> {
                         if (failure == null) {
                             ctx.getLog().info("admin API on http://{}:{}", bound.getHostString(), bound.getPort());

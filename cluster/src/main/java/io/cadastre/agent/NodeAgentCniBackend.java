@@ -21,6 +21,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletionException;
@@ -46,21 +48,21 @@ public final class NodeAgentCniBackend implements CniBackend {
     private final ActorRef<NodeAgent.Command> nodeAgent;
     private final Scheduler scheduler;
     private final Duration timeout;
-    private final Map<String, PoolSpec> pools;
+    private final Function<String, Optional<PoolSpec>> pools;
     private final MemberFence fence;
 
     /**
      * @param timeout how long one CNI operation may take end to end (several entity round trips
      *     and the dataplane)
-     * @param pools the configured pools, for the prefix lengths of IPAM-only results
+     * @param pools a pool's definition by name, for the prefix lengths of IPAM-only results
      * @param fence says when this member must not serve
      */
     public NodeAgentCniBackend(ActorRef<NodeAgent.Command> nodeAgent, Scheduler scheduler, Duration timeout,
-            List<PoolSpec> pools, MemberFence fence) {
+            Function<String, Optional<PoolSpec>> pools, MemberFence fence) {
         this.nodeAgent = nodeAgent;
         this.scheduler = scheduler;
         this.timeout = timeout;
-        this.pools = pools.stream().collect(Collectors.toMap(PoolSpec::name, p -> p));
+        this.pools = pools;
         this.fence = fence;
     }
 
@@ -83,8 +85,7 @@ public final class NodeAgentCniBackend implements CniBackend {
     }
 
     private int prefixOf(HeldAddress held) {
-        PoolSpec spec = pools.get(held.pool());
-        return spec != null ? spec.cidr().prefixLength() : held.block().prefixLength();
+        return pools.apply(held.pool()).map(spec -> spec.cidr().prefixLength()).orElse(held.block().prefixLength());
     }
 
     private static AddResult podResult(WiredPod pod) {
@@ -187,7 +188,7 @@ public final class NodeAgentCniBackend implements CniBackend {
                 case POOL_EXHAUSTED -> new CniException(CniCodes.POOL_EXHAUSTED, "no address left", ipam.getMessage());
                 case ADDRESS_TAKEN -> new CniException(CniCodes.ADDRESS_TAKEN, "requested address is taken", ipam.getMessage());
                 case ADDRESS_NOT_IN_POOL -> new CniException(CniCodes.ADDRESS_NOT_IN_POOL, "requested address is not available here", ipam.getMessage());
-                case UNAVAILABLE -> new CniException(CniCodes.TRY_AGAIN_LATER, "IPAM is not available", ipam.getMessage());
+                case CONFLICT, UNAVAILABLE -> new CniException(CniCodes.TRY_AGAIN_LATER, "IPAM is not available", ipam.getMessage());
             };
         }
         if (e instanceof DataplaneException dp) {

@@ -20,7 +20,10 @@ import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.NodeEntity;
+import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
+import io.cadastre.shards.PoolRegistry;
+import io.cadastre.shards.Pools;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -91,6 +94,7 @@ class ReclaimerTest {
         ActorSystem<?> system = testKit.system();
         Cluster cluster = Cluster.get(system);
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        PoolRegistry.init(system);
         PoolEntity.init(system);
         BlockEntity.init(system);
         NodeEntity.init(system);
@@ -109,9 +113,10 @@ class ReclaimerTest {
     void startAgent() {
         int n = counter.incrementAndGet();
         PoolSpec pool = new PoolSpec("reclaim-v4-" + n, Cidr.parse("198.18." + n + ".0/26"), 26, true, false, 0);
-        ipam = new Ipam(testKit.system(), "reclaim-node-" + n, List.of(pool), Map.of(IpFamily.V4, pool.name()),
-                AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(10)), Clock.systemUTC());
-        await(ipam.definePools());
+        AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(10));
+        PoolCatalog catalog = new PoolCatalog(testKit.system(), timeouts, Duration.ofSeconds(1));
+        await(new Pools(testKit.system(), timeouts, catalog).defineConfigured(List.of(pool)));
+        ipam = new Ipam(testKit.system(), "reclaim-node-" + n, Map.of(), catalog, List.of(pool.name()), timeouts, Clock.systemUTC());
         reclaimer = new Reclaimer(Duration.ofHours(1), GRACE, path -> gone.contains(path) || goneOnce.remove(path), nanos::get);
         agent = testKit.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer));
     }

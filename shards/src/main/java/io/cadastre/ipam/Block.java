@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * One CIDR block of a pool: its affinity (the node it serves) and which of its addresses is
@@ -36,12 +37,16 @@ public final class Block {
     private String affinity;
     private final Allocation[] allocations;
     private final LinkedHashSet<Integer> free;
+    /** Ordinals in the pool's excluded ranges: neither free nor allocatable. */
+    private final TreeSet<Integer> reserved;
 
-    private Block(Cidr cidr, String affinity, Allocation[] allocations, LinkedHashSet<Integer> free) {
+    private Block(Cidr cidr, String affinity, Allocation[] allocations, LinkedHashSet<Integer> free,
+            TreeSet<Integer> reserved) {
         this.cidr = cidr;
         this.affinity = affinity;
         this.allocations = allocations;
         this.free = free;
+        this.reserved = reserved;
     }
 
     /**
@@ -54,16 +59,19 @@ public final class Block {
         for (int i = 0; i < capacity; i++) {
             free.add(i);
         }
-        return new Block(cidr, null, new Allocation[capacity], free);
+        return new Block(cidr, null, new Allocation[capacity], free, new TreeSet<>());
     }
 
+    /** @param reserved {@code null} (a snapshot from before excluded ranges) for none */
     @JsonCreator
     static Block restore(
             @JsonProperty("cidr") Cidr cidr,
             @JsonProperty("affinity") String affinity,
             @JsonProperty("allocations") Map<Integer, Allocation> allocations,
-            @JsonProperty("freeOrder") List<Integer> freeOrder) {
-        Block block = new Block(cidr, affinity, new Allocation[capacityOf(cidr)], new LinkedHashSet<>(freeOrder));
+            @JsonProperty("freeOrder") List<Integer> freeOrder,
+            @JsonProperty("reserved") List<Integer> reserved) {
+        Block block = new Block(cidr, affinity, new Allocation[capacityOf(cidr)], new LinkedHashSet<>(freeOrder),
+                reserved == null ? new TreeSet<>() : new TreeSet<>(reserved));
         allocations.forEach((ordinal, allocation) -> block.allocations[ordinal] = allocation);
         block.validate();
         return block;
@@ -71,7 +79,7 @@ public final class Block {
 
     /** @return an independent copy, e.g. for a snapshot */
     public Block copy() {
-        return new Block(cidr, affinity, allocations.clone(), new LinkedHashSet<>(free));
+        return new Block(cidr, affinity, allocations.clone(), new LinkedHashSet<>(free), new TreeSet<>(reserved));
     }
 
     private static int capacityOf(Cidr cidr) {
@@ -111,6 +119,17 @@ public final class Block {
         return new ArrayList<>(free);
     }
 
+    /** @return the ordinals in the pool's excluded ranges, in address order */
+    @JsonProperty("reserved")
+    public List<Integer> reserved() {
+        return new ArrayList<>(reserved);
+    }
+
+    /** @return whether the ordinal lies in an excluded range of the pool */
+    public boolean isReserved(int ordinal) {
+        return reserved.contains(ordinal);
+    }
+
     /** @return the number of addresses in the block */
     public int capacity() {
         return allocations.length;
@@ -122,7 +141,12 @@ public final class Block {
 
     /** @return whether no address is allocated */
     public boolean isEmpty() {
-        return free.size() == allocations.length;
+        return free.size() + reserved.size() == allocations.length;
+    }
+
+    /** @return how many addresses are allocated */
+    public int allocatedCount() {
+        return allocations.length - free.size() - reserved.size();
     }
 
     /** @return the ordinal the attachment already holds, if any (ADD retries are idempotent) */
@@ -159,9 +183,29 @@ public final class Block {
         return (int) cidr.offsetOf(address);
     }
 
-    /** Records the affinity (event handler only). */
+    /** Records the affinity (event handler only); {@code null} releases it. */
     public void claimAffinity(String node) {
         affinity = node;
+    }
+
+    /**
+     * Makes the addresses of the ranges (inside this block) unallocatable, replacing the previous
+     * reservation, whose addresses go to the free queue's tail (event handler only). An address
+     * already allocated stays allocated.
+     */
+    public void reserve(List<Cidr> ranges) {
+        free.addAll(reserved);
+        reserved.clear();
+        for (Cidr range : ranges) {
+            int first = ordinalOf(range.networkAddress());
+            int count = range.size().intValueExact();
+            for (int ordinal = first; ordinal < first + count; ordinal++) {
+                if (allocations[ordinal] == null) {
+                    free.remove(ordinal);
+                    reserved.add(ordinal);
+                }
+            }
+        }
     }
 
     /**
@@ -185,23 +229,23 @@ public final class Block {
     }
 
     /**
-     * Checks the invariants: every ordinal is either free or allocated, never both, never neither.
+     * Checks the invariants: every ordinal is exactly one of free, allocated and reserved.
      *
      * @throws IllegalStateException naming the first broken ordinal
      */
     public void validate() {
         int allocated = 0;
         for (int i = 0; i < allocations.length; i++) {
-            boolean isFree = free.contains(i);
-            if (isFree == (allocations[i] != null)) {
-                throw new IllegalStateException("ordinal " + i + " of " + cidr
-                        + (isFree ? " is both free and allocated" : " is neither free nor allocated"));
+            int states = (free.contains(i) ? 1 : 0) + (allocations[i] != null ? 1 : 0) + (reserved.contains(i) ? 1 : 0);
+            if (states != 1) {
+                throw new IllegalStateException("ordinal " + i + " of " + cidr + " is " + (states == 0
+                        ? "neither free, allocated nor reserved" : "in two of free, allocated and reserved"));
             }
-            if (!isFree) {
+            if (allocations[i] != null) {
                 allocated++;
             }
         }
-        if (allocated + free.size() != allocations.length) {
+        if (allocated + free.size() + reserved.size() != allocations.length) {
             throw new IllegalStateException("free list of " + cidr + " holds ordinals outside the block");
         }
     }

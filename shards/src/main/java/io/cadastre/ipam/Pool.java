@@ -6,9 +6,12 @@ import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import java.math.BigInteger;
 import java.util.List;
+import java.util.Iterator;
 import java.util.Map;
+import java.util.Set;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * A pool and its block affinities: which block of the pool is claimed by which node. The pool is
@@ -23,19 +26,23 @@ public final class Pool {
     private PoolSpec spec;
     private boolean disabled;
     private final TreeMap<Cidr, String> claims;
+    private final TreeSet<Cidr> releasing;
 
+    /** @param releasing {@code null} (a snapshot from before blocks could be released) for none */
     @JsonCreator
     Pool(@JsonProperty("spec") PoolSpec spec,
             @JsonProperty("disabled") boolean disabled,
-            @JsonProperty("claims") Map<Cidr, String> claims) {
+            @JsonProperty("claims") Map<Cidr, String> claims,
+            @JsonProperty("releasing") Set<Cidr> releasing) {
         this.spec = spec;
         this.disabled = disabled;
         this.claims = new TreeMap<>(claims);
+        this.releasing = releasing == null ? new TreeSet<>() : new TreeSet<>(releasing);
     }
 
     /** @return a pool with no claimed block */
     public static Pool of(PoolSpec spec) {
-        return new Pool(spec, false, Map.of());
+        return new Pool(spec, false, Map.of(), Set.of());
     }
 
     @JsonProperty("spec")
@@ -55,9 +62,18 @@ public final class Pool {
         return new TreeMap<>(claims);
     }
 
+    /**
+     * @return the claimed blocks whose release has begun ({@link #beginRelease}): still affine to
+     *     their node, but the node must not use them again
+     */
+    @JsonProperty("releasing")
+    public Set<Cidr> releasing() {
+        return new TreeSet<>(releasing);
+    }
+
     /** @return an independent copy, e.g. for a snapshot */
     public Pool copy() {
-        return new Pool(spec, disabled, claims);
+        return new Pool(spec, disabled, claims, releasing);
     }
 
     /** @return the node that a block is affine to, if claimed */
@@ -72,17 +88,31 @@ public final class Pool {
 
     /** @return the lowest block of the pool that no node has claimed, if any is left */
     public Optional<Cidr> firstUnclaimedBlock() {
-        BigInteger count = spec.cidr().subnetCount(spec.blockPrefix());
+        Cidr range = spec.cidr();
+        int prefix = spec.blockPrefix();
+        BigInteger count = range.subnetCount(prefix);
         BigInteger index = BigInteger.ZERO;
-        // Claims are sorted by address, so walking them in order finds the first gap.
-        for (Cidr claimed : claims.keySet()) {
-            BigInteger claimedIndex = spec.cidr().subnetIndex(claimed);
-            if (claimedIndex.compareTo(index) > 0) {
-                break;
+        // Claims are sorted by address, so walking them in order finds the first gap; a block
+        // wholly inside an excluded range is skipped with the whole range.
+        Iterator<Cidr> claimed = claims.keySet().iterator();
+        Cidr nextClaim = claimed.hasNext() ? claimed.next() : null;
+        while (index.compareTo(count) < 0) {
+            Cidr candidate = range.subnet(prefix, index);
+            while (nextClaim != null && nextClaim.compareTo(candidate) < 0) {
+                nextClaim = claimed.hasNext() ? claimed.next() : null;
             }
-            index = claimedIndex.add(BigInteger.ONE);
+            Optional<Cidr> excludedRange = spec.excluded().stream().filter(r -> r.contains(candidate)).findFirst();
+            if (excludedRange.isPresent()) {
+                Cidr r = excludedRange.get();
+                index = range.subnetIndex(r.prefixLength() >= prefix ? candidate : r.subnet(prefix, BigInteger.ZERO))
+                        .add(r.prefixLength() >= prefix ? BigInteger.ONE : r.subnetCount(prefix));
+            } else if (candidate.equals(nextClaim)) {
+                index = index.add(BigInteger.ONE);
+            } else {
+                return Optional.of(candidate);
+            }
         }
-        return index.compareTo(count) < 0 ? Optional.of(spec.cidr().subnet(spec.blockPrefix(), index)) : Optional.empty();
+        return Optional.empty();
     }
 
     /**
@@ -118,9 +148,22 @@ public final class Pool {
         }
     }
 
-    /** Drops a claim (event handler only). */
+    /** Drops a claim, and its release mark (event handler only). */
     public void release(Cidr block) {
         claims.remove(block);
+        releasing.remove(block);
+    }
+
+    /** Marks a claimed block as being released (event handler only). */
+    public void beginRelease(Cidr block) {
+        if (claims.containsKey(block)) {
+            releasing.add(block);
+        }
+    }
+
+    /** Unmarks a block whose release was given up: it holds allocations (event handler only). */
+    public void cancelRelease(Cidr block) {
+        releasing.remove(block);
     }
 
     /** Replaces the flags of the definition, keeping range and block size (event handler only). */

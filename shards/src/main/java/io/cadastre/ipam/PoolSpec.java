@@ -1,5 +1,7 @@
 package io.cadastre.ipam;
 
+import java.util.List;
+import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
@@ -13,6 +15,10 @@ import java.util.regex.Pattern;
  * @param allowBorrowing true: when the pool has no free block left, a node may allocate from
  *     another node's block (ignored under strict affinity)
  * @param maxBlocksPerNode how many blocks one node may claim; 0 for no limit
+ * @param nodeSelector which nodes the pool serves when a request names no pool: a Kubernetes
+ *     label selector ({@link NodeSelector}); {@code ""} (or {@code null}) for every node
+ * @param excluded ranges of the pool whose addresses are never assigned (like Calico's IP
+ *     reservations), each inside {@code cidr}; kept sorted, {@code null} for none
  */
 public record PoolSpec(
         String name,
@@ -20,7 +26,9 @@ public record PoolSpec(
         int blockPrefix,
         boolean strictAffinity,
         boolean allowBorrowing,
-        int maxBlocksPerNode) {
+        int maxBlocksPerNode,
+        String nodeSelector,
+        List<Cidr> excluded) {
 
     private static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?");
 
@@ -45,6 +53,23 @@ public record PoolSpec(
         if (maxBlocksPerNode < 0) {
             throw new IllegalArgumentException("pool " + name + ": maxBlocksPerNode must be 0 (no limit) or more");
         }
+        try {
+            nodeSelector = NodeSelector.parse(nodeSelector).expression();
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("pool " + name + ": " + e.getMessage(), e);
+        }
+        excluded = excluded == null ? List.of() : excluded.stream().distinct().sorted().toList();
+        for (Cidr range : excluded) {
+            if (!cidr.contains(range)) {
+                throw new IllegalArgumentException("pool " + name + ": excluded range " + range + " is not inside " + cidr);
+            }
+        }
+    }
+
+    /** A pool that serves every node and excludes nothing. */
+    public PoolSpec(String name, Cidr cidr, int blockPrefix, boolean strictAffinity, boolean allowBorrowing,
+            int maxBlocksPerNode) {
+        this(name, cidr, blockPrefix, strictAffinity, allowBorrowing, maxBlocksPerNode, "", List.of());
     }
 
     /** @return the default block prefix length: /26 for IPv4, /122 for IPv6 (Calico's defaults) */
@@ -59,5 +84,34 @@ public record PoolSpec(
     /** @return whether a node may allocate from another node's block when no free block is left */
     public boolean borrowingAllowed() {
         return allowBorrowing && !strictAffinity;
+    }
+
+    /** @return whether the pool serves a node with these labels (its node selector matches) */
+    public boolean selects(Map<String, String> nodeLabels) {
+        return NodeSelector.parse(nodeSelector).matches(nodeLabels);
+    }
+
+    /** @return whether a canonical address lies in an excluded range */
+    public boolean isExcluded(String address) {
+        return excluded.stream().anyMatch(range -> range.contains(address));
+    }
+
+    /**
+     * @return the part of the excluded ranges inside one block of the pool, as CIDRs (CIDRs nest or
+     *     are disjoint, so each is the range itself or, when the range holds the block, the block)
+     */
+    public List<Cidr> excludedWithin(Cidr block) {
+        return excluded.stream().filter(range -> range.overlaps(block))
+                .map(range -> range.contains(block) ? block : range).distinct().toList();
+    }
+
+    /** @return whether every address of the block is excluded: such a block is never claimed */
+    public boolean isWhollyExcluded(Cidr block) {
+        return excluded.stream().anyMatch(range -> range.contains(block));
+    }
+
+    /** @return whether the two definitions differ only in what may change after creation */
+    public boolean sameRangeAs(PoolSpec other) {
+        return cidr.equals(other.cidr) && blockPrefix == other.blockPrefix && excluded.equals(other.excluded);
     }
 }

@@ -59,13 +59,26 @@ public final class BlockEntity
     // ---- commands ----
 
     public sealed interface Command extends CborSerializable
-            permits ClaimAffinity, AutoAssign, AssignSpecific, Release, GetBlock {}
+            permits ClaimAffinity, ReleaseAffinity, AutoAssign, AssignSpecific, Release, GetBlock {}
 
     /**
      * Makes the block affine to {@code node}. Idempotent for the same node; refused while the
      * block holds allocations and is affine to another node.
+     *
+     * @param excluded the pool's excluded ranges inside this block ({@link
+     *     io.cadastre.ipam.PoolSpec#excludedWithin}): never allocated; {@code null} keeps the
+     *     block's current reservation
      */
-    public record ClaimAffinity(String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record ClaimAffinity(String node, List<Cidr> excluded, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /**
+     * Gives up the block's affinity to {@code node}, so that its pool can release the claim: the
+     * second step of {@link BlockReleases}. Refused while the block holds any allocation (checked
+     * here, by the block's single writer, so no ADD can slip in between) or is affine to another
+     * node; success when the block has no affinity. Afterwards the block allocates to nobody
+     * until it is claimed again.
+     */
+    public record ReleaseAffinity(String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     /**
      * Allocates the next address (the one free the longest) to the attachment in
@@ -106,15 +119,25 @@ public final class BlockEntity
      * @param affinity the affine node, or {@code null}
      * @param allocations address (canonical) → allocation
      * @param free how many addresses are free
+     * @param reserved how many addresses lie in the pool's excluded ranges (never allocated)
      */
-    public record BlockView(Cidr cidr, String affinity, Map<String, Allocation> allocations, int free)
-            implements CborSerializable {}
+    public record BlockView(Cidr cidr, String affinity, Map<String, Allocation> allocations, int free, int reserved)
+            implements CborSerializable {
+        /** @return the number of addresses in the block */
+        public int size() {
+            return allocations.size() + free + reserved;
+        }
+    }
 
     // ---- events ----
 
-    public sealed interface Event extends CborSerializable permits AffinityClaimed, AddressAssigned, AddressesReleased {}
+    public sealed interface Event extends CborSerializable
+            permits AffinityClaimed, AffinityReleased, AddressAssigned, AddressesReleased {}
 
-    public record AffinityClaimed(String node) implements Event {}
+    /** @param excluded the reservation to apply; {@code null} (and in events from before excluded ranges): keep */
+    public record AffinityClaimed(String node, List<Cidr> excluded) implements Event {}
+
+    public record AffinityReleased(String node) implements Event {}
 
     public record AddressAssigned(String address, Allocation allocation) implements Event {}
 
@@ -173,6 +196,7 @@ public final class BlockEntity
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(ClaimAffinity.class, this::onClaimAffinity)
+                .onCommand(ReleaseAffinity.class, this::onReleaseAffinity)
                 .onCommand(AutoAssign.class, this::onAutoAssign)
                 .onCommand(AssignSpecific.class, this::onAssignSpecific)
                 .onCommand(Release.class, this::onRelease)
@@ -182,14 +206,37 @@ public final class BlockEntity
 
     private ReplyEffect<Event, State> onClaimAffinity(State state, ClaimAffinity cmd) {
         Block block = state.block();
-        if (cmd.node().equals(block.affinity())) {
+        if (cmd.node().equals(block.affinity()) && (cmd.excluded() == null || reservationOf(cmd.excluded()).equals(block.reserved()))) {
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
-        if (block.affinity() != null && !block.isEmpty()) {
+        if (block.affinity() != null && !block.isEmpty() && !cmd.node().equals(block.affinity())) {
             return Effect().reply(cmd.replyTo(), StatusReply.error(
                     "block " + cidr + " is affine to " + block.affinity() + " and holds allocations"));
         }
-        return Effect().persist(new AffinityClaimed(cmd.node())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return Effect().persist(new AffinityClaimed(cmd.node(), cmd.excluded())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+    }
+
+    /** @return the ordinals a reservation of these ranges covers, as {@link Block#reserved()} lists them */
+    private List<Integer> reservationOf(List<Cidr> ranges) {
+        Block probe = Block.empty(cidr);
+        probe.reserve(ranges);
+        return probe.reserved();
+    }
+
+    private ReplyEffect<Event, State> onReleaseAffinity(State state, ReleaseAffinity cmd) {
+        Block block = state.block();
+        if (block.affinity() == null) {
+            return Effect().reply(cmd.replyTo(), StatusReply.ack());
+        }
+        if (!block.affinity().equals(cmd.node())) {
+            return Effect().reply(cmd.replyTo(), StatusReply.error("block " + cidr + " is affine to " + block.affinity()
+                    + ", not " + cmd.node()));
+        }
+        if (!block.isEmpty()) {
+            return Effect().reply(cmd.replyTo(), StatusReply.error("block " + cidr + " holds " + block.allocatedCount()
+                    + " allocations"));
+        }
+        return Effect().persist(new AffinityReleased(cmd.node())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }
 
     private ReplyEffect<Event, State> onAutoAssign(State state, AutoAssign cmd) {
@@ -199,9 +246,8 @@ public final class BlockEntity
         if (held.isPresent()) {
             return Effect().reply(cmd.replyTo(), assigned(block.addressAt(held.getAsInt())));
         }
-        if (!cmd.borrow() && !allocation.node().equals(block.affinity())) {
-            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.NOT_AFFINE, null,
-                    "block " + cidr + " is affine to " + block.affinity() + ", not " + allocation.node()));
+        if (refusesAffinity(block, allocation, cmd.borrow())) {
+            return Effect().reply(cmd.replyTo(), notAffine(block, allocation));
         }
         OptionalInt next = block.nextFreeOrdinal();
         if (next.isEmpty()) {
@@ -220,6 +266,10 @@ public final class BlockEntity
                     cmd.address() + " is not in block " + cidr));
         }
         int ordinal = block.ordinalOf(cmd.address());
+        if (block.isReserved(ordinal)) {
+            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.TAKEN, null,
+                    cmd.address() + " lies in an excluded range of its pool"));
+        }
         var holder = block.allocationAt(ordinal);
         if (holder.isPresent()) {
             if (holder.get().isFor(allocation.handle(), allocation.ifname())) {
@@ -228,9 +278,8 @@ public final class BlockEntity
             return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.TAKEN, null,
                     cmd.address() + " is already held by " + holder.get().handle() + " (" + holder.get().ifname() + ")"));
         }
-        if (!cmd.borrow() && !allocation.node().equals(block.affinity())) {
-            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.NOT_AFFINE, null,
-                    "block " + cidr + " is affine to " + block.affinity() + ", not " + allocation.node()));
+        if (refusesAffinity(block, allocation, cmd.borrow())) {
+            return Effect().reply(cmd.replyTo(), notAffine(block, allocation));
         }
         return Effect().persist(new AddressAssigned(cmd.address(), allocation))
                 .thenReply(cmd.replyTo(), s -> assigned(cmd.address()));
@@ -251,6 +300,21 @@ public final class BlockEntity
                 .thenReply(cmd.replyTo(), s -> new Released(addresses));
     }
 
+    /**
+     * A block allocates to its affine node, and to others only when they borrow; a block with no
+     * affinity (never claimed, or released) allocates to nobody, borrowers included: its pool is
+     * releasing or has released it.
+     */
+    private static boolean refusesAffinity(Block block, Allocation allocation, boolean borrow) {
+        return block.affinity() == null || (!borrow && !allocation.node().equals(block.affinity()));
+    }
+
+    private AssignOutcome notAffine(Block block, Allocation allocation) {
+        return new AssignOutcome(AssignStatus.NOT_AFFINE, null, block.affinity() == null
+                ? "block " + cidr + " is not claimed by any node"
+                : "block " + cidr + " is affine to " + block.affinity() + ", not " + allocation.node());
+    }
+
     private static AssignOutcome assigned(String address) {
         return new AssignOutcome(AssignStatus.ASSIGNED, address, null);
     }
@@ -258,7 +322,7 @@ public final class BlockEntity
     private static BlockView view(Block block) {
         Map<String, Allocation> byAddress = new java.util.LinkedHashMap<>();
         block.allocations().forEach((ordinal, allocation) -> byAddress.put(block.addressAt(ordinal), allocation));
-        return new BlockView(block.cidr(), block.affinity(), byAddress, block.freeCount());
+        return new BlockView(block.cidr(), block.affinity(), byAddress, block.freeCount(), block.reserved().size());
     }
 
     @Override
@@ -267,6 +331,13 @@ public final class BlockEntity
                 .forAnyState()
                 .onEvent(AffinityClaimed.class, (state, e) -> {
                     state.block().claimAffinity(e.node());
+                    if (e.excluded() != null) {
+                        state.block().reserve(e.excluded());
+                    }
+                    return state;
+                })
+                .onEvent(AffinityReleased.class, (state, e) -> {
+                    state.block().claimAffinity(null);
                     return state;
                 })
                 .onEvent(AddressAssigned.class, (state, e) -> {

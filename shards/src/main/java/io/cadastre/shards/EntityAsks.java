@@ -32,6 +32,10 @@ final class EntityAsks {
         return sharding.entityRefFor(PoolEntity.ENTITY_TYPE_KEY, name);
     }
 
+    EntityRef<PoolRegistry.Command> registry() {
+        return sharding.entityRefFor(PoolRegistry.ENTITY_TYPE_KEY, PoolRegistry.ID);
+    }
+
     EntityRef<BlockEntity.Command> block(Cidr block) {
         return sharding.entityRefFor(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
     }

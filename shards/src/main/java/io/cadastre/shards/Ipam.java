@@ -36,6 +36,13 @@ import org.apache.pekko.pattern.StatusReply;
  * There is one per agent, for the agent's own node, and it is the only caller that allocates for
  * that node, so it may cache the node's affine blocks.
  *
+ * <p>Which pools: those the request names, in its order; when it names none, the agent's default
+ * pools, and when there are none, every enabled pool whose node selector matches this node's
+ * labels, by name (Calico's order: the pod's choice, the namespace's, the netconf's, then the
+ * pools that select the node — the first three are resolved at the CNI edge). A disabled pool, or
+ * one whose selector does not match the node, serves nothing new to it, even when named. Pools
+ * come from the cluster's {@link PoolCatalog}.
+ *
  * <p>ADD for one family: an affine block with room, else a new block claimed for the node (the
  * pool persists the claim first), else — only when the pool allows borrowing — another node's
  * block. Pools are tried in the order given. Every step is idempotent per attachment, so a crash
@@ -56,8 +63,9 @@ import org.apache.pekko.pattern.StatusReply;
 public final class Ipam {
     private final EntityAsks asks;
     private final String node;
-    private final Map<String, PoolSpec> poolsByName;
-    private final Map<IpFamily, String> defaultPools;
+    private final Map<String, String> labels;
+    private final PoolCatalog catalog;
+    private final List<String> defaultPools;
     private final Clock clock;
 
     /** pool name → blocks of that pool affine to this node (loaded from the pool on first use). */
@@ -72,19 +80,20 @@ public final class Ipam {
     private final BorrowedBlocks borrowed;
 
     /**
-     * @param pools every pool this node may use; names must be unique
-     * @param defaultPools the pool used per family when a request names none
+     * @param labels this node's labels, for the pools' node selectors
+     * @param catalog the cluster's pools as this agent sees them
+     * @param defaultPools the pools used, in this order, when a request names none; empty to use
+     *     every enabled pool that selects this node
      * @param timeouts how long to wait for the entities' replies, and which replies to confirm
      */
-    public Ipam(ActorSystem<?> system, String node, List<PoolSpec> pools, Map<IpFamily, String> defaultPools,
-            AskTimeouts timeouts, Clock clock) {
+    public Ipam(ActorSystem<?> system, String node, Map<String, String> labels, PoolCatalog catalog,
+            List<String> defaultPools, AskTimeouts timeouts, Clock clock) {
         this.asks = new EntityAsks(ClusterSharding.get(system), timeouts);
         this.node = node;
+        this.labels = Map.copyOf(labels);
+        this.catalog = catalog;
         this.borrowed = new BorrowedBlocks(asks, node);
-        Map<String, PoolSpec> byName = new LinkedHashMap<>();
-        pools.forEach(p -> byName.put(p.name(), p));
-        this.poolsByName = Map.copyOf(byName);
-        this.defaultPools = Map.copyOf(defaultPools);
+        this.defaultPools = List.copyOf(defaultPools);
         this.clock = clock;
     }
 
@@ -93,13 +102,19 @@ public final class Ipam {
         return node;
     }
 
-    /** Defines (or updates) every configured pool in its entity; fails if a definition is refused. */
-    public CompletionStage<Done> definePools() {
-        List<CompletableFuture<Done>> all = poolsByName.values().stream()
-                .map(spec -> asks.askStatus(asks.pool(spec.name()), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(spec, r))
-                        .toCompletableFuture())
-                .toList();
-        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).thenApply(v -> Done.getInstance());
+    /** @return this node's labels */
+    public Map<String, String> labels() {
+        return labels;
+    }
+
+    /** @return the pool's definition as this agent last read the catalogue, if it knows the pool */
+    public Optional<PoolSpec> poolSpec(String name) {
+        return catalog.last().flatMap(c -> c.spec(name));
+    }
+
+    /** Records this node's labels on its entity and clears an operator's removal; idempotent. */
+    public CompletionStage<Done> registerNode() {
+        return asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.Register(labels, r));
     }
 
     /**
@@ -119,16 +134,18 @@ public final class Ipam {
     private CompletionStage<AttachmentRecord> assignNew(AssignRequest request) {
         Allocation allocation = new Allocation(request.handle(), request.ifname(), request.podNamespace(),
                 request.podName(), node, clock.millis());
-        List<CompletableFuture<HeldAddress>> perFamily = new ArrayList<>();
         if (!request.requestedIps().isEmpty()) {
-            for (String ip : requestedByFamily(request.requestedIps()).values()) {
-                perFamily.add(assignSpecific(ip, request.pools(), allocation).toCompletableFuture());
-            }
-        } else {
-            for (Map.Entry<IpFamily, List<PoolSpec>> family : poolsByFamily(request.pools()).entrySet()) {
-                perFamily.add(assignFromPools(family.getKey(), family.getValue(), allocation).toCompletableFuture());
-            }
+            Map<IpFamily, String> requested = requestedByFamily(request.requestedIps());
+            return catalog.current().thenCompose(pools -> assignAll(request, requested.values().stream()
+                    .map(ip -> assignSpecific(ip, pools, request.pools(), allocation).toCompletableFuture()).toList()));
         }
+        return choosePools(request.pools()).thenCompose(chosen -> assignAll(request, chosen.entrySet().stream()
+                .map(family -> assignFromPools(family.getKey(), family.getValue(), allocation).toCompletableFuture())
+                .toList()));
+    }
+
+    /** Waits for every family; all or nothing. */
+    private CompletionStage<AttachmentRecord> assignAll(AssignRequest request, List<CompletableFuture<HeldAddress>> perFamily) {
         return CompletableFuture.allOf(perFamily.toArray(CompletableFuture[]::new))
                 .handle((v, error) -> {
                     List<HeldAddress> held = perFamily.stream().filter(f -> !f.isCompletedExceptionally())
@@ -171,22 +188,19 @@ public final class Ipam {
         return byFamily;
     }
 
-    /** @return the requested pools (or the defaults) grouped by family, order kept */
-    private Map<IpFamily, List<PoolSpec>> poolsByFamily(List<String> names) {
-        List<String> chosen = names.isEmpty() ? List.copyOf(defaultPools.values()) : names;
-        Map<IpFamily, List<PoolSpec>> byFamily = new EnumMap<>(IpFamily.class);
-        for (String name : chosen) {
-            PoolSpec spec = poolsByName.get(name);
-            if (spec == null) {
-                throw new IpamException(IpamException.Reason.UNKNOWN_POOL, "unknown pool " + name
-                        + " (known: " + String.join(", ", poolsByName.keySet()) + ")");
-            }
-            byFamily.computeIfAbsent(spec.family(), f -> new ArrayList<>()).add(spec);
-        }
-        if (byFamily.isEmpty()) {
-            throw new IpamException(IpamException.Reason.UNKNOWN_POOL, "no pool to allocate from");
-        }
-        return byFamily;
+    /**
+     * @return the pools to allocate from, grouped by family, order kept: the named ones (or the
+     *     defaults, or every enabled pool selecting this node); fails with UNKNOWN_POOL for a name
+     *     the catalogue does not hold (read again first: the pool may be new), or when no pool is
+     *     left, and with POOL_EXHAUSTED when every named pool of a family is disabled or does not
+     *     select this node
+     */
+    private CompletionStage<Map<IpFamily, List<PoolSpec>>> choosePools(List<String> names) {
+        List<String> chosen = names.isEmpty() ? defaultPools : names;
+        return catalog.current()
+                .thenCompose(pools -> chosen.stream().allMatch(n -> pools.spec(n).isPresent())
+                        ? CompletableFuture.completedFuture(pools) : catalog.fresh())
+                .thenApply(pools -> PoolChoice.choose(pools, node, labels, chosen));
     }
 
     private CompletionStage<HeldAddress> assignFromPools(IpFamily family, List<PoolSpec> pools, Allocation allocation) {
@@ -226,10 +240,13 @@ public final class Ipam {
                         asks.pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(outcome -> {
                     if (outcome.status() == PoolEntity.ClaimStatus.CLAIMED) {
-                        return adoptBlock(pool.name(), outcome.block())
+                        return adoptBlock(pool, outcome.block())
                                 .thenCompose(d -> tryBlocks(pool, List.of(outcome.block()), allocation, false));
                     }
                     reasons.add(outcome.detail());
+                    if (outcome.status() == PoolEntity.ClaimStatus.DISABLED) {
+                        return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
+                    }
                     if (!pool.borrowingAllowed()) {
                         reasons.add(pool.strictAffinity()
                                 ? "pool " + pool.name() + " has strict affinity: no borrowing"
@@ -243,7 +260,8 @@ public final class Ipam {
     private CompletionStage<Optional<HeldAddress>> borrow(PoolSpec pool, Allocation allocation, List<String> reasons) {
         return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new).thenCompose(view -> {
             List<Cidr> others = view.claims().entrySet().stream()
-                    .filter(e -> !e.getValue().equals(node)).map(Map.Entry::getKey).toList();
+                    .filter(e -> !e.getValue().equals(node) && !view.releasing().contains(e.getKey()))
+                    .map(Map.Entry::getKey).toList();
             return tryBlocks(pool, others, allocation, true).thenApply(found -> {
                 if (found.isEmpty()) {
                     reasons.add("no block of pool " + pool.name() + " has a free address to borrow");
@@ -284,30 +302,56 @@ public final class Ipam {
                         fullHint.add(block);
                     }
                     if (outcome.status() == AssignStatus.NOT_AFFINE && !borrow) {
-                        // The pool says the block is ours but the block was not told (a crash
-                        // between the two steps): tell it, then try once more.
-                        return tellAffinity(block).thenCompose(d -> assignConfirmed(block, allocation,
-                                        r -> new BlockEntity.AutoAssign(allocation, false, r)))
-                                .thenApply(again -> again.status() == AssignStatus.ASSIGNED
-                                        ? Optional.of(new HeldAddress(again.address(), pool.name(), block))
-                                        : Optional.<HeldAddress>empty());
+                        return repairAffinity(pool, block).thenCompose(repaired -> !repaired
+                                ? CompletableFuture.completedFuture(Optional.<HeldAddress>empty())
+                                : assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, false, r))
+                                        .thenApply(again -> again.status() == AssignStatus.ASSIGNED
+                                                ? Optional.of(new HeldAddress(again.address(), pool.name(), block))
+                                                : Optional.<HeldAddress>empty()));
                     }
                     return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
                 });
     }
 
-    private CompletionStage<HeldAddress> assignSpecific(String address, List<String> poolNames, Allocation allocation) {
-        List<String> candidates = poolNames.isEmpty() ? List.copyOf(poolsByName.keySet()) : poolNames;
-        PoolSpec pool = candidates.stream().map(poolsByName::get)
+    /**
+     * A block the node's cache holds refused as not affine: the pool says it is ours but the block
+     * was not told (a crash between the two steps), or the block is being released or was
+     * released. The pool decides: tell the block when the pool still gives it to this node and
+     * is not releasing it; otherwise forget it here.
+     *
+     * @return whether the block was told and may be tried again
+     */
+    private CompletionStage<Boolean> repairAffinity(PoolSpec pool, Cidr block) {
+        return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new).thenCompose(view -> {
+            if (view.usableBlocksOf(node).contains(block)) {
+                return tellAffinity(pool, block).thenApply(d -> true);
+            }
+            affineBlocksOf(pool.name()).thenAccept(blocks -> blocks.remove(block));
+            return CompletableFuture.completedFuture(false);
+        });
+    }
+
+    private CompletionStage<HeldAddress> assignSpecific(String address, PoolRegistry.Catalog pools, List<String> poolNames,
+            Allocation allocation) {
+        List<String> candidates = poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
+        PoolSpec pool = candidates.stream().map(n -> pools.spec(n).orElse(null))
                 .filter(p -> p != null && p.cidr().contains(address)).findFirst()
                 .orElseThrow(() -> new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
                         address + " is in none of the pools " + candidates));
+        Optional<String> refusal = PoolChoice.refusal(pools, pool, node, labels);
+        if (refusal.isPresent()) {
+            throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " cannot be assigned: " + refusal.get());
+        }
+        if (pool.isExcluded(address)) {
+            throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " lies in an excluded range of pool "
+                    + pool.name() + " " + pool.excluded());
+        }
         Cidr block = pool.cidr().subnetContaining(address, pool.blockPrefix());
         return asks.confirmedIfSlow(asks.askStatus(asks.pool(pool.name()),
                                 (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(block, node, r)),
                         asks.pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(outcome -> switch (outcome.status()) {
-                    case CLAIMED -> adoptBlock(pool.name(), block).thenApply(d -> false);
+                    case CLAIMED -> adoptBlock(pool, block).thenApply(d -> false);
                     case OWNED_BY_OTHER -> {
                         if (pool.strictAffinity()) {
                             throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " lies in block "
@@ -331,8 +375,9 @@ public final class Ipam {
     }
 
     /** Makes a freshly claimed block ours everywhere: the block entity, the node cache, the local cache. */
-    private CompletionStage<Done> adoptBlock(String poolName, Cidr block) {
-        return tellAffinity(block)
+    private CompletionStage<Done> adoptBlock(PoolSpec pool, Cidr block) {
+        String poolName = pool.name();
+        return tellAffinity(pool, block)
                 .thenCompose(d -> asks.askStatus(asks.node(node),
                         (ActorRef<StatusReply<Done>> r) -> new NodeEntity.NoteAffineBlock(poolName, block, r)))
                 .thenCompose(d -> affineBlocksOf(poolName))
@@ -344,23 +389,20 @@ public final class Ipam {
                 });
     }
 
-    private CompletionStage<Done> tellAffinity(Cidr block) {
-        return asks.askStatus(asks.block(block), (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, r));
+    private CompletionStage<Done> tellAffinity(PoolSpec pool, Cidr block) {
+        return asks.askStatus(asks.block(block),
+                (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, pool.excludedWithin(block), r));
     }
 
     private CompletionStage<List<Cidr>> affineBlocksOf(String poolName) {
         return affineBlocks.computeIfAbsent(poolName, name -> asks.ask(asks.pool(name), PoolEntity.GetPool::new)
-                .thenApply(view -> (List<Cidr>) new CopyOnWriteArrayList<>(blocksOfNode(view)))
+                .thenApply(view -> (List<Cidr>) new CopyOnWriteArrayList<>(view.usableBlocksOf(node)))
                 .toCompletableFuture()
                 .whenComplete((blocks, error) -> {
                     if (error != null) {
                         affineBlocks.remove(name);
                     }
                 }));
-    }
-
-    private List<Cidr> blocksOfNode(PoolView view) {
-        return view.claims().entrySet().stream().filter(e -> e.getValue().equals(node)).map(Map.Entry::getKey).toList();
     }
 
     private <T> CompletionStage<T> serializedPerPool(String poolName, Supplier<CompletionStage<T>> work) {
@@ -434,11 +476,22 @@ public final class Ipam {
                 Stream.concat(affine.stream(), borrowedFrom.keySet().stream()).distinct().toList());
     }
 
+    /**
+     * @return every block affine to this node per the pools, releasing ones included (a DEL must
+     *     still find its address there), read afresh
+     */
     private CompletionStage<List<Cidr>> allAffineBlocks() {
-        List<CompletableFuture<List<Cidr>>> perPool = poolsByName.keySet().stream()
-                .map(name -> affineBlocksOf(name).toCompletableFuture()).toList();
-        return CompletableFuture.allOf(perPool.toArray(CompletableFuture[]::new))
-                .thenApply(v -> perPool.stream().flatMap(f -> f.join().stream()).distinct().toList());
+        return allPoolViews().thenApply(views -> views.stream().flatMap(v -> v.claims().entrySet().stream())
+                .filter(e -> e.getValue().equals(node)).map(Map.Entry::getKey).distinct().toList());
+    }
+
+    private CompletionStage<List<PoolView>> allPoolViews() {
+        return catalog.current().thenCompose(pools -> {
+            List<CompletableFuture<PoolView>> views = pools.pools().keySet().stream()
+                    .map(name -> asks.ask(asks.pool(name), PoolEntity.GetPool::new).toCompletableFuture()).toList();
+            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
+                    .thenApply(v -> views.stream().map(CompletableFuture::join).toList());
+        });
     }
 
     private CompletionStage<List<String>> releaseFromBlocks(String handle, String ifname, List<Cidr> blocks) {
@@ -527,12 +580,9 @@ public final class Ipam {
         });
     }
 
-    /** @return every claimed block of every configured pool, whichever node it is affine to */
+    /** @return every claimed block of every pool, whichever node it is affine to */
     private CompletionStage<List<Cidr>> allClaimedBlocks() {
-        List<CompletableFuture<PoolView>> views = poolsByName.keySet().stream()
-                .map(name -> asks.ask(asks.pool(name), PoolEntity.GetPool::new).toCompletableFuture()).toList();
-        return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
-                .thenApply(v -> views.stream().flatMap(f -> f.join().claims().keySet().stream()).toList());
+        return allPoolViews().thenApply(views -> views.stream().flatMap(v -> v.claims().keySet().stream()).toList());
     }
 
     /**
@@ -541,12 +591,19 @@ public final class Ipam {
      *     block with room, an unclaimed block, or (borrowing allowed) any claimed block.
      */
     public CompletionStage<Optional<String>> unavailability(List<String> poolNames) {
-        Map<IpFamily, List<PoolSpec>> byFamily;
-        try {
-            byFamily = poolsByFamily(poolNames);
-        } catch (IpamException e) {
-            return CompletableFuture.completedFuture(Optional.of(e.getMessage()));
-        }
+        return choosePools(poolNames).handle((byFamily, error) -> {
+            if (error != null) {
+                IpamException e = EntityAsks.asIpam(error);
+                if (e.reason() == IpamException.Reason.UNAVAILABLE) {
+                    throw e;
+                }
+                return CompletableFuture.completedFuture(Optional.of(e.getMessage()));
+            }
+            return unavailability(byFamily);
+        }).thenCompose(stage -> stage);
+    }
+
+    private CompletionStage<Optional<String>> unavailability(Map<IpFamily, List<PoolSpec>> byFamily) {
         List<CompletableFuture<Optional<String>>> checks = new ArrayList<>();
         byFamily.forEach((family, pools) -> {
             CompletionStage<Boolean> any = CompletableFuture.completedFuture(false);
@@ -570,7 +627,7 @@ public final class Ipam {
             if (!view.disabled() && pool.firstUnclaimedBlock().isPresent() && pool.refusalToClaim(node).isEmpty()) {
                 return CompletableFuture.completedFuture(true);
             }
-            List<Cidr> candidates = spec.borrowingAllowed() ? List.copyOf(view.claims().keySet()) : blocksOfNode(view);
+            List<Cidr> candidates = spec.borrowingAllowed() ? List.copyOf(view.claims().keySet()) : view.usableBlocksOf(node);
             List<CompletableFuture<BlockEntity.BlockView>> views = candidates.stream()
                     .map(b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
             return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))

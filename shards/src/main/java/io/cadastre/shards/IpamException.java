@@ -16,6 +16,11 @@ public class IpamException extends RuntimeException {
         ADDRESS_TAKEN,
         /** A requested specific address is in no pool, or in a block this node may not use. */
         ADDRESS_NOT_IN_POOL,
+        /**
+         * The state forbids a change: a pool with that name or an overlapping range exists, or a
+         * pool or node still holds allocations. Nothing changed unless the message says so.
+         */
+        CONFLICT,
         /** An entity did not answer in time or failed; the caller may retry. */
         UNAVAILABLE
     }

@@ -56,8 +56,19 @@ public final class NodeEntity
     // ---- commands ----
 
     public sealed interface Command extends CborSerializable
-            permits GetAttachment, RecordAttachment, ForgetAttachment, NoteAffineBlock, NoteBorrowedBlock,
-                    ForgetBorrowedBlock, GetBorrowedBlocks, GetNode {}
+            permits Register, MarkRemoved, GetAttachment, RecordAttachment, ForgetAttachment, NoteAffineBlock,
+                    ForgetAffineBlock, NoteBorrowedBlock, ForgetBorrowedBlock, GetBorrowedBlocks, GetNode {}
+
+    /**
+     * Sent by the node's agent at start: records the node's labels (for pools' node selectors)
+     * and clears a removal. Idempotent.
+     *
+     * @param labels label key → value
+     */
+    public record Register(Map<String, String> labels, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /** Marks the node removed by an operator (its agent has left the cluster); idempotent. */
+    public record MarkRemoved(ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     public record GetAttachment(String handle, String ifname, ActorRef<AttachmentLookup> replyTo) implements Command {}
 
@@ -69,6 +80,9 @@ public final class NodeEntity
 
     /** Notes that a block of a pool is affine to this node; idempotent. */
     public record NoteAffineBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /** Forgets a block the pool no longer gives this node ({@link BlockReleases}); idempotent. */
+    public record ForgetAffineBlock(Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     /**
      * Notes that this node may hold addresses in a block of a pool affine to another node; sent
@@ -95,14 +109,23 @@ public final class NodeEntity
      * @param attachments every known attachment
      * @param affineBlocks block → pool name, for the blocks affine to this node
      * @param borrowedBlocks block → pool name, for the blocks of other nodes this node has borrowed from
+     * @param labels the labels its agent registered, sorted by key
+     * @param removed whether an operator removed the node (and its agent has not started since)
      */
     public record NodeView(List<AttachmentRecord> attachments, Map<Cidr, String> affineBlocks,
-            Map<Cidr, String> borrowedBlocks) implements CborSerializable {}
+            Map<Cidr, String> borrowedBlocks, Map<String, String> labels, boolean removed) implements CborSerializable {}
 
     // ---- events ----
 
     public sealed interface Event extends CborSerializable
-            permits AttachmentRecorded, AttachmentForgotten, AffineBlockNoted, BorrowedBlockNoted, BorrowedBlockForgotten {}
+            permits NodeRegistered, NodeRemoved, AttachmentRecorded, AttachmentForgotten, AffineBlockNoted,
+                    AffineBlockForgotten, BorrowedBlockNoted, BorrowedBlockForgotten {}
+
+    public record NodeRegistered(Map<String, String> labels) implements Event {}
+
+    public record NodeRemoved() implements Event {}
+
+    public record AffineBlockForgotten(Cidr block) implements Event {}
 
     public record AttachmentRecorded(AttachmentRecord attachment) implements Event {}
 
@@ -123,17 +146,27 @@ public final class NodeEntity
      * @param affineBlocks block → pool name
      * @param borrowedBlocks block → pool name; {@code null} (a snapshot taken before borrowed blocks
      *     were recorded) becomes empty
+     * @param labels label key → value; {@code null} (an older snapshot) becomes empty
+     * @param removed whether an operator removed the node
      */
     public record State(Map<String, AttachmentRecord> attachments, Map<Cidr, String> affineBlocks,
-            Map<Cidr, String> borrowedBlocks) implements CborSerializable {
+            Map<Cidr, String> borrowedBlocks, Map<String, String> labels, boolean removed) implements CborSerializable {
         public State {
             if (borrowedBlocks == null) {
                 borrowedBlocks = new TreeMap<>();
             }
+            if (labels == null) {
+                labels = new TreeMap<>();
+            }
         }
 
         State copy() {
-            return new State(new LinkedHashMap<>(attachments), new TreeMap<>(affineBlocks), new TreeMap<>(borrowedBlocks));
+            return new State(new LinkedHashMap<>(attachments), new TreeMap<>(affineBlocks), new TreeMap<>(borrowedBlocks),
+                    new TreeMap<>(labels), removed);
+        }
+
+        State withRegistration(Map<String, String> newLabels, boolean isRemoved) {
+            return new State(attachments, affineBlocks, borrowedBlocks, new TreeMap<>(newLabels), isRemoved);
         }
     }
 
@@ -161,7 +194,7 @@ public final class NodeEntity
 
     @Override
     public State emptyState() {
-        return new State(new LinkedHashMap<>(), new TreeMap<>(), new TreeMap<>());
+        return new State(new LinkedHashMap<>(), new TreeMap<>(), new TreeMap<>(), new TreeMap<>(), false);
     }
 
     @Override
@@ -183,6 +216,15 @@ public final class NodeEntity
     private CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
+                .onCommand(Register.class, (state, cmd) -> !state.removed() && state.labels().equals(cmd.labels())
+                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                        : Effect().persist(new NodeRegistered(new TreeMap<>(cmd.labels()))).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(MarkRemoved.class, (state, cmd) -> state.removed()
+                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                        : Effect().persist(new NodeRemoved()).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(ForgetAffineBlock.class, (state, cmd) -> !state.affineBlocks().containsKey(cmd.block())
+                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                        : Effect().persist(new AffineBlockForgotten(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
                 .onCommand(GetAttachment.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
                         new AttachmentLookup(state.attachments().get(AttachmentRecord.key(cmd.handle(), cmd.ifname())))))
                 .onCommand(RecordAttachment.class, (state, cmd) -> {
@@ -225,7 +267,7 @@ public final class NodeEntity
                         new BorrowedBlocks(new TreeMap<>(state.borrowedBlocks()))))
                 .onCommand(GetNode.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
                         new NodeView(List.copyOf(state.attachments().values()), new TreeMap<>(state.affineBlocks()),
-                                new TreeMap<>(state.borrowedBlocks()))))
+                                new TreeMap<>(state.borrowedBlocks()), new TreeMap<>(state.labels()), state.removed())))
                 .build();
     }
 
@@ -233,6 +275,12 @@ public final class NodeEntity
     public EventHandler<State, Event> eventHandler() {
         return newEventHandlerBuilder()
                 .forAnyState()
+                .onEvent(NodeRegistered.class, (state, e) -> state.withRegistration(e.labels(), false))
+                .onEvent(NodeRemoved.class, (state, e) -> state.withRegistration(state.labels(), true))
+                .onEvent(AffineBlockForgotten.class, (state, e) -> {
+                    state.affineBlocks().remove(e.block());
+                    return state;
+                })
                 .onEvent(AttachmentRecorded.class, (state, e) -> {
                     state.attachments().put(e.attachment().key(), e.attachment());
                     return state;

@@ -3,8 +3,10 @@ package io.cadastre.shards;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.Pool;
 import io.cadastre.ipam.PoolSpec;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -50,13 +52,27 @@ public final class PoolEntity
     // ---- commands ----
 
     public sealed interface Command extends CborSerializable
-            permits DefinePool, ClaimBlock, ClaimSpecificBlock, GetPool {}
+            permits DefinePool, SetDisabled, DeletePool, ClaimBlock, ClaimSpecificBlock, BeginBlockRelease,
+                    FinishBlockRelease, CancelBlockRelease, GetPool {}
 
     /**
      * Creates the pool, or updates its flags. Refused (error reply) when the pool exists with
      * another CIDR or block size, or the name does not match the entity.
      */
     public record DefinePool(PoolSpec spec, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /**
+     * Disables the pool (no block is claimed any more; existing claims and allocations stay) or
+     * enables it again. Idempotent; an error reply when the pool is not defined.
+     */
+    public record SetDisabled(boolean disabled, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /**
+     * Deletes the pool, so that its name and range can be defined anew. Refused (error reply)
+     * while any block is claimed: release them first ({@link BlockReleases}). Deleting a pool
+     * that is not defined is success.
+     */
+    public record DeletePool(ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     /** Claims the lowest unclaimed block for {@code node}. */
     public record ClaimBlock(String node, ActorRef<StatusReply<ClaimOutcome>> replyTo) implements Command {}
@@ -65,11 +81,26 @@ public final class PoolEntity
     public record ClaimSpecificBlock(Cidr block, String node, ActorRef<StatusReply<ClaimOutcome>> replyTo)
             implements Command {}
 
+    /**
+     * The first step of releasing a block ({@link BlockReleases}): marks it as being released, so
+     * that its node stops using it (the view lists it in {@code releasing}) while the block is
+     * asked to give up its affinity. Success when the block is not claimed (already released);
+     * an error reply when another node holds the claim.
+     */
+    public record BeginBlockRelease(Cidr block, String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /** The last step: drops the claim; success when it is already gone. */
+    public record FinishBlockRelease(Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
+    /** Gives up a release (the block holds allocations): its node may use the block again. */
+    public record CancelBlockRelease(Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
     public record GetPool(ActorRef<PoolView> replyTo) implements Command {}
 
     // ---- replies ----
 
-    public enum ClaimStatus { CLAIMED, EXHAUSTED, REFUSED, OWNED_BY_OTHER }
+    /** DISABLED: the pool is disabled, and nothing new may come from it (no borrowing either). */
+    public enum ClaimStatus { CLAIMED, EXHAUSTED, REFUSED, DISABLED, OWNED_BY_OTHER }
 
     /**
      * @param status what happened
@@ -82,22 +113,44 @@ public final class PoolEntity
      * @param spec the definition, or {@code null} when the pool is not defined
      * @param disabled whether new blocks are refused
      * @param claims block → affine node
+     * @param releasing claimed blocks being released: their node must not use them
      */
-    public record PoolView(PoolSpec spec, boolean disabled, Map<Cidr, String> claims) implements CborSerializable {
+    public record PoolView(PoolSpec spec, boolean disabled, Map<Cidr, String> claims, Set<Cidr> releasing)
+            implements CborSerializable {
         public boolean defined() {
             return spec != null;
+        }
+
+        /** @return the blocks affine to the node that it may use (claimed, not being released), in address order */
+        public List<Cidr> usableBlocksOf(String node) {
+            return claims.entrySet().stream().filter(e -> e.getValue().equals(node) && !releasing.contains(e.getKey()))
+                    .map(Map.Entry::getKey).toList();
         }
     }
 
     // ---- events ----
 
-    public sealed interface Event extends CborSerializable permits PoolDefined, PoolRedefined, BlockClaimed {}
+    public sealed interface Event extends CborSerializable
+            permits PoolDefined, PoolRedefined, PoolDisabled, PoolEnabled, PoolDeleted, BlockClaimed,
+                    BlockReleaseBegun, BlockReleaseCancelled, BlockReleased {}
 
     public record PoolDefined(PoolSpec spec) implements Event {}
 
     public record PoolRedefined(PoolSpec spec) implements Event {}
 
+    public record PoolDisabled() implements Event {}
+
+    public record PoolEnabled() implements Event {}
+
+    public record PoolDeleted() implements Event {}
+
     public record BlockClaimed(Cidr block, String node) implements Event {}
+
+    public record BlockReleaseBegun(Cidr block) implements Event {}
+
+    public record BlockReleaseCancelled(Cidr block) implements Event {}
+
+    public record BlockReleased(Cidr block) implements Event {}
 
     // ---- state ----
 
@@ -138,6 +191,15 @@ public final class PoolEntity
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(DefinePool.class, this::onDefine)
+                .onCommand(SetDisabled.class, this::onSetDisabled)
+                .onCommand(DeletePool.class, this::onDelete)
+                .onCommand(BeginBlockRelease.class, this::onBeginBlockRelease)
+                .onCommand(FinishBlockRelease.class, (state, cmd) -> state.pool() == null || state.pool().ownerOf(cmd.block()).isEmpty()
+                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                        : Effect().persist(new BlockReleased(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(CancelBlockRelease.class, (state, cmd) -> state.pool() == null || !state.pool().releasing().contains(cmd.block())
+                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                        : Effect().persist(new BlockReleaseCancelled(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
                 .onCommand(ClaimBlock.class, this::onClaimBlock)
                 .onCommand(ClaimSpecificBlock.class, this::onClaimSpecificBlock)
                 .onCommand(GetPool.class, (state, cmd) -> Effect().reply(cmd.replyTo(), view(state)))
@@ -153,9 +215,10 @@ public final class PoolEntity
             return Effect().persist(new PoolDefined(spec)).thenReply(cmd.replyTo(), s -> StatusReply.ack());
         }
         PoolSpec current = state.pool().spec();
-        if (!current.cidr().equals(spec.cidr()) || current.blockPrefix() != spec.blockPrefix()) {
+        if (!current.sameRangeAs(spec)) {
             return Effect().reply(cmd.replyTo(), StatusReply.error("pool " + poolName + " exists as " + current.cidr()
-                    + " with /" + current.blockPrefix() + " blocks; its CIDR and block size cannot change"));
+                    + " with /" + current.blockPrefix() + " blocks" + (current.excluded().isEmpty() ? "" : " excluding "
+                    + current.excluded()) + "; its CIDR, block size and excluded ranges cannot change"));
         }
         if (current.equals(spec)) {
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
@@ -163,10 +226,48 @@ public final class PoolEntity
         return Effect().persist(new PoolRedefined(spec)).thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }
 
+    private ReplyEffect<Event, State> onSetDisabled(State state, SetDisabled cmd) {
+        if (state.pool() == null) {
+            return Effect().reply(cmd.replyTo(), StatusReply.error("unknown pool " + poolName));
+        }
+        if (state.pool().disabled() == cmd.disabled()) {
+            return Effect().reply(cmd.replyTo(), StatusReply.ack());
+        }
+        return Effect().persist(cmd.disabled() ? new PoolDisabled() : new PoolEnabled())
+                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+    }
+
+    private ReplyEffect<Event, State> onDelete(State state, DeletePool cmd) {
+        if (state.pool() == null) {
+            return Effect().reply(cmd.replyTo(), StatusReply.ack());
+        }
+        if (!state.pool().claims().isEmpty()) {
+            return Effect().reply(cmd.replyTo(), StatusReply.error("pool " + poolName + " still has "
+                    + state.pool().claims().size() + " claimed blocks"));
+        }
+        return Effect().persist(new PoolDeleted()).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+    }
+
+    private ReplyEffect<Event, State> onBeginBlockRelease(State state, BeginBlockRelease cmd) {
+        Optional<String> owner = state.pool() == null ? Optional.empty() : state.pool().ownerOf(cmd.block());
+        if (owner.isEmpty() || state.pool().releasing().contains(cmd.block())) {
+            return Effect().reply(cmd.replyTo(), StatusReply.ack());
+        }
+        if (!owner.get().equals(cmd.node())) {
+            return Effect().reply(cmd.replyTo(), StatusReply.error("block " + cmd.block() + " is affine to "
+                    + owner.get() + ", not " + cmd.node()));
+        }
+        return Effect().persist(new BlockReleaseBegun(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+    }
+
     private ReplyEffect<Event, State> onClaimBlock(State state, ClaimBlock cmd) {
         Pool pool = state.pool();
         if (pool == null) {
             return Effect().reply(cmd.replyTo(), StatusReply.error("unknown pool " + poolName));
+        }
+        if (pool.disabled()) {
+            return Effect().reply(cmd.replyTo(), StatusReply.success(
+                    new ClaimOutcome(ClaimStatus.DISABLED, null, "pool " + poolName + " is disabled")));
         }
         Optional<String> refusal = pool.refusalToClaim(cmd.node());
         if (refusal.isPresent()) {
@@ -190,7 +291,14 @@ public final class PoolEntity
         if (!pool.spec().cidr().contains(cmd.block()) || cmd.block().prefixLength() != pool.spec().blockPrefix()) {
             return Effect().reply(cmd.replyTo(), StatusReply.error(cmd.block() + " is not a block of pool " + poolName));
         }
+        if (pool.spec().isWhollyExcluded(cmd.block())) {
+            return Effect().reply(cmd.replyTo(), StatusReply.error(cmd.block() + " lies in an excluded range of pool " + poolName));
+        }
         Optional<String> owner = pool.ownerOf(cmd.block());
+        if (owner.isPresent() && pool.releasing().contains(cmd.block())) {
+            return Effect().reply(cmd.replyTo(), StatusReply.success(new ClaimOutcome(ClaimStatus.REFUSED, cmd.block(),
+                    "block " + cmd.block() + " is being released")));
+        }
         if (owner.isPresent()) {
             ClaimStatus status = owner.get().equals(cmd.node()) ? ClaimStatus.CLAIMED : ClaimStatus.OWNED_BY_OTHER;
             return Effect().reply(cmd.replyTo(), StatusReply.success(new ClaimOutcome(status, cmd.block(), owner.get())));
@@ -206,7 +314,8 @@ public final class PoolEntity
 
     private static PoolView view(State state) {
         Pool pool = state.pool();
-        return pool == null ? new PoolView(null, false, Map.of()) : new PoolView(pool.spec(), pool.disabled(), pool.claims());
+        return pool == null ? new PoolView(null, false, Map.of(), Set.of())
+                : new PoolView(pool.spec(), pool.disabled(), pool.claims(), pool.releasing());
     }
 
     @Override
@@ -218,8 +327,29 @@ public final class PoolEntity
                     state.pool().redefine(e.spec());
                     return state;
                 })
+                .onEvent(PoolDisabled.class, (state, e) -> {
+                    state.pool().setDisabled(true);
+                    return state;
+                })
+                .onEvent(PoolEnabled.class, (state, e) -> {
+                    state.pool().setDisabled(false);
+                    return state;
+                })
+                .onEvent(PoolDeleted.class, (state, e) -> new State(null))
                 .onEvent(BlockClaimed.class, (state, e) -> {
                     state.pool().claim(e.block(), e.node());
+                    return state;
+                })
+                .onEvent(BlockReleaseBegun.class, (state, e) -> {
+                    state.pool().beginRelease(e.block());
+                    return state;
+                })
+                .onEvent(BlockReleaseCancelled.class, (state, e) -> {
+                    state.pool().cancelRelease(e.block());
+                    return state;
+                })
+                .onEvent(BlockReleased.class, (state, e) -> {
+                    state.pool().release(e.block());
                     return state;
                 })
                 .build();

@@ -129,4 +129,27 @@ class BlockTest {
         assertEquals(block.freeOrder(), replayed.freeOrder(), "seed " + seed);
         assertEquals(block.allocations(), replayed.allocations(), "seed " + seed);
     }
+
+    @Test
+    void reservedAddressesAreNeverAllocatedAndSurviveASnapshot() throws Exception {
+        Block block = Block.empty(Cidr.parse("198.18.0.0/29"));
+        block.reserve(List.of(Cidr.parse("198.18.0.0/30")));
+        block.validate();
+        assertEquals(4, block.freeCount());
+        assertTrue(block.isEmpty());
+        assertTrue(block.isReserved(0) && block.isReserved(3) && !block.isReserved(4));
+        assertEquals(4, block.nextFreeOrdinal().getAsInt());
+        block.allocate(4, alloc("h1"));
+        assertEquals(1, block.allocatedCount());
+
+        ObjectMapper json = new ObjectMapper();
+        Block restored = json.readValue(json.writeValueAsString(block), Block.class);
+        assertEquals(block.reserved(), restored.reserved());
+        assertEquals(block.freeOrder(), restored.freeOrder());
+
+        // A new reservation replaces the old: its addresses go back to the free queue's tail.
+        block.reserve(List.of(Cidr.parse("198.18.0.7/32")));
+        block.validate();
+        assertEquals(List.of(5, 6, 0, 1, 2, 3), block.freeOrder());
+    }
 }

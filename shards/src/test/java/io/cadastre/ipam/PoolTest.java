@@ -81,4 +81,42 @@ class PoolTest {
         assertFalse(new PoolSpec("p", Cidr.parse("198.18.0.0/16"), 26, true, true, 0).borrowingAllowed());
         assertTrue(new PoolSpec("p", Cidr.parse("198.18.0.0/16"), 26, false, true, 0).borrowingAllowed());
     }
+
+    @Test
+    void blocksWhollyInsideAnExcludedRangeAreNeverHandedOut() {
+        PoolSpec spec = new PoolSpec("p", Cidr.parse("198.18.0.0/24"), 28, false, false, 0, "",
+                List.of(Cidr.parse("198.18.0.0/27"), Cidr.parse("198.18.0.50/32")));
+        Pool pool = Pool.of(spec);
+        // The first two /28s are excluded; the third holds one excluded address and is claimable.
+        assertEquals(Optional.of(Cidr.parse("198.18.0.32/28")), pool.firstUnclaimedBlock());
+        pool.claim(Cidr.parse("198.18.0.32/28"), "a");
+        assertEquals(Optional.of(Cidr.parse("198.18.0.48/28")), pool.firstUnclaimedBlock());
+        assertEquals(List.of(Cidr.parse("198.18.0.50/32")), spec.excludedWithin(Cidr.parse("198.18.0.48/28")));
+        assertEquals(List.of(Cidr.parse("198.18.0.16/28")), spec.excludedWithin(Cidr.parse("198.18.0.16/28")));
+        assertTrue(spec.isExcluded("198.18.0.50"));
+        assertFalse(spec.isExcluded("198.18.0.51"));
+    }
+
+    @Test
+    void anExcludedRangeMustLieInsideThePool() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new PoolSpec("p",
+                Cidr.parse("198.18.0.0/24"), 26, false, false, 0, "", List.of(Cidr.parse("198.18.1.0/30"))));
+        assertTrue(e.getMessage().contains("not inside"), e.getMessage());
+    }
+
+    @Test
+    void aReleasingBlockStaysClaimedUntilReleased() {
+        Pool pool = Pool.of(spec("198.18.0.0/25", 26));
+        Cidr first = Cidr.parse("198.18.0.0/26");
+        pool.claim(first, "a");
+        pool.beginRelease(first);
+        assertEquals(java.util.Set.of(first), pool.releasing());
+        assertEquals(Optional.of(Cidr.parse("198.18.0.64/26")), pool.firstUnclaimedBlock());
+        pool.cancelRelease(first);
+        assertTrue(pool.releasing().isEmpty());
+        pool.beginRelease(first);
+        pool.release(first);
+        assertTrue(pool.releasing().isEmpty());
+        assertEquals(Optional.of(first), pool.firstUnclaimedBlock());
+    }
 }

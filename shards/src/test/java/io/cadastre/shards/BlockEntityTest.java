@@ -48,9 +48,9 @@ class BlockEntityTest {
     @Test
     void allocatesOnlyToItsAffineNodeUnlessBorrowing() {
         assertEquals(AssignStatus.NOT_AFFINE, autoAssign("net.c1", "node-a", false).status());
-        var claim = kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        var claim = kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         assertTrue(claim.reply().isSuccess());
-        assertEquals(new BlockEntity.AffinityClaimed("node-a"), claim.event());
+        assertEquals(new BlockEntity.AffinityClaimed("node-a", List.of()), claim.event());
 
         AssignOutcome first = autoAssign("net.c1", "node-a", false);
         assertEquals(new AssignOutcome(AssignStatus.ASSIGNED, "198.18.0.64", null), first);
@@ -60,7 +60,7 @@ class BlockEntityTest {
 
     @Test
     void repeatedAssignReturnsTheSameAddressWithoutPersisting() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         autoAssign("net.c1", "node-a", false);
         var again = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc("net.c1", "node-a"), false, r));
         assertEquals("198.18.0.64", again.reply().address());
@@ -69,7 +69,7 @@ class BlockEntityTest {
 
     @Test
     void specificAddressTakenByAnotherIsRefusedAndChangesNothing() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         var ok = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AssignSpecific("198.18.0.100", alloc("net.c1", "node-a"), false, r));
         assertEquals(AssignStatus.ASSIGNED, ok.reply().status());
         var taken = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AssignSpecific("198.18.0.100", alloc("net.c2", "node-a"), false, r));
@@ -80,7 +80,7 @@ class BlockEntityTest {
 
     @Test
     void fullBlockSaysSo() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         for (int i = 0; i < 64; i++) {
             assertEquals(AssignStatus.ASSIGNED, autoAssign("net.c" + i, "node-a", false).status());
         }
@@ -89,7 +89,7 @@ class BlockEntityTest {
 
     @Test
     void recoversEveryAllocationAfterRestartAcrossSnapshots() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", r));
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         // 250 events: recovery goes through a snapshot (every 100) and replays the tail.
         for (int i = 0; i < 125; i++) {
             String handle = "net.c" + i;
@@ -125,13 +125,13 @@ class BlockEntityTest {
                 testKit.system(), BlockEntity.create("198.18.1.0-26", fence));
         fenced.clear();
         var probe = testKit.<StatusReply<Done>>createTestProbe();
-        var dropped = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", probe.getRef()));
+        var dropped = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
         assertTrue(dropped.events().isEmpty(), "no event while this member sees no majority");
         probe.expectNoMessage(java.time.Duration.ofMillis(200));
 
         reach.set(new MemberFence.Reach(3, 2));
-        var served = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", probe.getRef()));
-        assertEquals(List.of(new BlockEntity.AffinityClaimed("node-a")), served.events());
+        var served = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
+        assertEquals(List.of(new BlockEntity.AffinityClaimed("node-a", List.of())), served.events());
         assertTrue(probe.receiveMessage().isSuccess());
     }
 }

@@ -1,6 +1,8 @@
 package io.cadastre.shards;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -60,6 +62,7 @@ class IpamTest {
         ActorSystem<?> system = testKit.system();
         Cluster cluster = Cluster.get(system);
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        PoolRegistry.init(system);
         PoolEntity.init(system);
         BlockEntity.init(system);
         NodeEntity.init(system);
@@ -87,12 +90,17 @@ class IpamTest {
     }
 
     private static Ipam ipam(String node, List<PoolSpec> pools) {
+        // Zero: every state-changing reply is confirmed by a read, so these tests cover that path too.
+        return ipam(node, pools, AskTimeouts.single(Duration.ofSeconds(10), Duration.ZERO));
+    }
+
+    /** An IPAM for the node whose default pools are the first pool of each family given; the pools are defined. */
+    private static Ipam ipam(String node, List<PoolSpec> pools, AskTimeouts timeouts) {
         Map<IpFamily, String> defaults = new java.util.EnumMap<>(IpFamily.class);
         pools.forEach(p -> defaults.putIfAbsent(p.family(), p.name()));
-        // Zero: every state-changing reply is confirmed by a read, so these tests cover that path too.
-        Ipam ipam = new Ipam(testKit.system(), node, pools, defaults, AskTimeouts.single(Duration.ofSeconds(10), Duration.ZERO), Clock.systemUTC());
-        await(ipam.definePools());
-        return ipam;
+        PoolCatalog catalog = new PoolCatalog(testKit.system(), timeouts, Duration.ofMillis(100));
+        await(new Pools(testKit.system(), timeouts, catalog).defineConfigured(pools));
+        return new Ipam(testKit.system(), node, Map.of(), catalog, List.copyOf(defaults.values()), timeouts, Clock.systemUTC());
     }
 
     private static <T> T await(CompletionStage<T> stage) {
@@ -348,8 +356,7 @@ class IpamTest {
 
         // One attempt per second, so the ask that the failed write left unanswered is sent again
         // to the restarted entity.
-        Ipam restarted = new Ipam(testKit.system(), nodeB, List.of(pool), Map.of(IpFamily.V4, s.v4),
-                new AskTimeouts(Duration.ofSeconds(10), Duration.ofSeconds(1), Duration.ZERO), Clock.systemUTC());
+        Ipam restarted = ipam(nodeB, List.of(pool), new AskTimeouts(Duration.ofSeconds(10), Duration.ofSeconds(1), Duration.ZERO));
         PersistenceTestKit.create(testKit.system()).failNextPersisted("Node|" + nodeB);
         // The node forgets the attachment (after its restart); the blocks never free it.
         await(restarted.forget("net.b1", "eth0"));
@@ -368,8 +375,7 @@ class IpamTest {
         String nodeB = s.prefix + "-b";
         await(ipam(s.prefix + "-a", List.of(pool)).assign(request("a1", List.of(), List.of())));
         Ipam b = ipam(nodeB, List.of(pool));
-        Ipam impatient = new Ipam(testKit.system(), nodeB, List.of(pool), Map.of(IpFamily.V4, s.v4),
-                AskTimeouts.single(Duration.ofSeconds(1), Duration.ZERO), Clock.systemUTC());
+        Ipam impatient = ipam(nodeB, List.of(pool), AskTimeouts.single(Duration.ofSeconds(1), Duration.ZERO));
         PersistenceTestKit.create(testKit.system()).failNextPersisted("Node|" + nodeB);
 
         assertEquals(IpamException.Reason.UNAVAILABLE, failureOf(impatient.assign(request("b1", List.of(), List.of()))));
@@ -443,5 +449,53 @@ class IpamTest {
         assertTrue(await(b.unavailability(List.of())).isPresent());
         assertTrue(await(a.unavailability(List.of())).isEmpty());
         assertTrue(await(a.unavailability(List.of("unknown"))).isPresent());
+    }
+
+    @Test
+    void excludedAddressesAreNeverAssigned() {
+        Setup s = names();
+        PoolSpec pool = new PoolSpec(s.v4, Cidr.parse("198.18.41.0/29"), 29, true, false, 0, "",
+                List.of(Cidr.parse("198.18.41.0/30"), Cidr.parse("198.18.41.6/32")));
+        Ipam ipam = ipam(s.prefix + "-a", List.of(pool));
+        List<String> assigned = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            assigned.add(await(ipam.assign(request("x" + i, List.of(), List.of()))).addresses().get(0).address());
+        }
+        assertEquals(List.of("198.18.41.4", "198.18.41.5", "198.18.41.7"), assigned);
+        assertEquals(IpamException.Reason.POOL_EXHAUSTED, failureOf(ipam.assign(request("x3", List.of(), List.of()))));
+        assertEquals(IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                failureOf(ipam.assign(request("x4", List.of(), List.of("198.18.41.1")))));
+    }
+
+    /** A block is given back to its pool only when empty; once given back, nobody allocates from it, borrowers included. */
+    @Test
+    void aBlockIsReleasedOnlyWhenEmpty() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.18.42.0/28", 28, false, true);
+        String nodeA = s.prefix + "-a";
+        Ipam a = ipam(nodeA, List.of(pool));
+        await(a.assign(request("r1", List.of(), List.of())));
+        Cidr block = Cidr.parse("198.18.42.0/28");
+        BlockReleases releases = new BlockReleases(testKit.system(), AskTimeouts.single(Duration.ofSeconds(10), Duration.ZERO));
+
+        assertFalse(await(releases.releaseIfEmpty(s.v4, block, nodeA)));
+        assertEquals(Map.of(block, nodeA), poolView(s.v4).claims());
+        assertTrue(poolView(s.v4).releasing().isEmpty());
+        // Still the node's: it allocates there again.
+        await(a.assign(request("r2", List.of(), List.of())));
+
+        await(a.release("net.r1", "eth0"));
+        await(a.release("net.r2", "eth0"));
+        assertTrue(await(releases.releaseIfEmpty(s.v4, block, nodeA)));
+        assertEquals(Map.of(), poolView(s.v4).claims());
+        assertNull(blockView("198.18.42.0/28").affinity());
+        assertFalse(nodeView(nodeA).affineBlocks().containsKey(block));
+        // Released twice is still released.
+        assertTrue(await(releases.releaseIfEmpty(s.v4, block, nodeA)));
+
+        // Another node claims it afresh (the address free the longest comes first).
+        Ipam b = ipam(s.prefix + "-b", List.of(pool));
+        assertEquals("198.18.42.2", await(b.assign(request("b1", List.of(), List.of()))).addresses().get(0).address());
+        assertEquals(s.prefix + "-b", blockView("198.18.42.0/28").affinity());
     }
 }
