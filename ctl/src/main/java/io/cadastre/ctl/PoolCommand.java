@@ -133,31 +133,19 @@ final class PoolCommand implements Callable<Integer> {
     @Command(name = "disable", description = {
             "Stops a pool from giving out blocks and addresses; what it gave out",
             "stays, and can be released. Idempotent."})
-    static final class Disable implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
-
-        @Parameters(paramLabel = "NAME", description = "The pool's name.")
-        String name;
-
+    static final class Disable extends OnePool {
         @Override
         public Integer call() {
-            return act(spec, name, "disable", "disabled pool ");
+            return act("disable", "disabled pool ");
         }
     }
 
     /** {@code POST /v1/pools/{name}/enable}. */
     @Command(name = "enable", description = "Lets a disabled pool give out blocks and addresses again. Idempotent.")
-    static final class Enable implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
-
-        @Parameters(paramLabel = "NAME", description = "The pool's name.")
-        String name;
-
+    static final class Enable extends OnePool {
         @Override
         public Integer call() {
-            return act(spec, name, "enable", "enabled pool ");
+            return act("enable", "enabled pool ");
         }
     }
 
@@ -166,28 +154,35 @@ final class PoolCommand implements Callable<Integer> {
             "Deletes a pool that holds no allocation, releasing its blocks; the name",
             "and range can be reused. A pool still holding allocations is refused",
             "(409) and left disabled: release them first."})
-    static final class Delete implements Callable<Integer> {
+    static final class Delete extends OnePool {
+        @Override
+        public Integer call() {
+            Cadastrectl ctl = Cadastrectl.of(spec);
+            ctl.printAnswer(ctl.client().delete(path()), Views::poolDeleted);
+            return Cadastrectl.EXIT_OK;
+        }
+    }
+
+    /** A command on one existing pool, named by its one parameter (picocli reads inherited fields). */
+    abstract static class OnePool implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 
         @Parameters(paramLabel = "NAME", description = "The pool's name.")
         String name;
 
-        @Override
-        public Integer call() {
+        /** @return {@code /v1/pools/{name}}, the name encoded; a usage error when it is blank */
+        String path() {
+            return "/v1/pools/" + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name));
+        }
+
+        /** {@code POST /v1/pools/{name}/{action}} without a body; prints a line and the pool the agent answers. */
+        int act(String action, String done) {
             Cadastrectl ctl = Cadastrectl.of(spec);
-            String path = "/v1/pools/" + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name));
-            ctl.printAnswer(ctl.client().delete(path), Views::poolDeleted);
+            String path = path() + "/" + action;
+            ctl.printAnswer(ctl.client().post(path), pool -> done + Table.clean(name) + "\n" + Views.pool(pool));
             return Cadastrectl.EXIT_OK;
         }
-    }
-
-    /** {@code POST /v1/pools/{name}/{action}} without a body; prints the pool the agent answers. */
-    private static int act(CommandSpec spec, String name, String action, String done) {
-        Cadastrectl ctl = Cadastrectl.of(spec);
-        String path = "/v1/pools/" + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name)) + "/" + action;
-        ctl.printAnswer(ctl.client().post(path), pool -> done + Table.clean(name) + "\n" + Views.pool(pool));
-        return Cadastrectl.EXIT_OK;
     }
 
     /**
