@@ -1,6 +1,7 @@
 package io.cadastre.agent;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -8,6 +9,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A real cadastre-agent as a child process (the same main and class path the launcher uses), on
@@ -29,6 +32,8 @@ final class AgentProcess implements AutoCloseable {
     private final String nodeName;
     private final String config;
     private Process process;
+    /** The log's length when this run of the agent started. */
+    private long logStart;
 
     AgentProcess(Path dir, String nodeName, String config) {
         this.dir = dir;
@@ -64,6 +69,7 @@ final class AgentProcess implements AutoCloseable {
                 AgentMain.class.getName(), "--config", conf.toString()));
         // A killed agent leaves its socket file behind; readiness is the new one appearing.
         Files.deleteIfExists(socket());
+        logStart = Files.exists(log()) ? Files.size(log()) : 0;
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
         process = builder.start();
@@ -78,6 +84,35 @@ final class AgentProcess implements AutoCloseable {
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
         }
         return this;
+    }
+
+    /**
+     * Waits for the admin API, which the agent binds after its CNI socket, on the port it chose
+     * ({@code cadastre.admin.bind} is {@code 127.0.0.1:0}): the "admin API on URL" line this
+     * run of the agent logs (the log is appended to across restarts).
+     *
+     * @return the admin API's base URL, {@code http://127.0.0.1:PORT}
+     * @throws IllegalStateException when the agent exits or does not log the line within 60 s
+     */
+    String adminUrl() throws IOException {
+        // Up to the line's end: a line being written could end mid-port.
+        Pattern line = Pattern.compile("admin API on (http://\\S+)\\R");
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (true) {
+            byte[] log = Files.readAllBytes(log());
+            int from = (int) Math.min(logStart, log.length);
+            Matcher m = line.matcher(new String(log, from, log.length - from, StandardCharsets.UTF_8));
+            if (m.find()) {
+                return m.group(1);
+            }
+            if (!process.isAlive()) {
+                throw new IllegalStateException("agent exited with " + process.exitValue() + ":\n" + tail());
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("agent did not start its admin API in 60 s:\n" + tail());
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        }
     }
 
     /** SIGKILL, as a crash: no shutdown hook runs. */

@@ -29,6 +29,10 @@ final class AdminClient {
     private final Duration requestTimeout;
     private final HttpClient http;
 
+    /** A 2xx answer: its status and its JSON object. */
+    record Answer(int status, JsonNode body) {
+    }
+
     /**
      * @param base the server, {@code http[s]://host:port[/prefix]}; request paths are appended to it
      * @param token the bearer token, or {@code null} to send none (the agent on loopback needs none)
@@ -64,7 +68,7 @@ final class AdminClient {
      *     answers something other than a JSON object
      */
     JsonNode get(String path) {
-        return send(HttpRequest.newBuilder(uri(path)).GET(), "GET", path);
+        return send(HttpRequest.newBuilder(uri(path)).GET(), "GET", path).body();
     }
 
     /**
@@ -75,17 +79,49 @@ final class AdminClient {
      *     answer timed out or the connection broke after sending
      */
     JsonNode post(String path, JsonNode body) {
+        return postForStatus(path, body).body();
+    }
+
+    /**
+     * {@code POST base + path} with no body (an action on the resource the path names).
+     *
+     * @return the answer's JSON object
+     * @throws CtlException as {@link #post(String, JsonNode)}
+     */
+    JsonNode post(String path) {
+        return send(HttpRequest.newBuilder(uri(path)).POST(HttpRequest.BodyPublishers.noBody()), "POST", path).body();
+    }
+
+    /**
+     * {@code POST base + path} with a JSON body, for the callers that tell 2xx statuses apart
+     * (201 created, 200 already there).
+     *
+     * @return the answer's status and JSON object
+     * @throws CtlException as {@link #post(String, JsonNode)}
+     */
+    Answer postForStatus(String path, JsonNode body) {
         HttpRequest.Builder request = HttpRequest.newBuilder(uri(path))
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(Json.compact(body), StandardCharsets.UTF_8));
         return send(request, "POST", path);
     }
 
+    /**
+     * {@code DELETE base + path}.
+     *
+     * @return the answer's JSON object
+     * @throws CtlException as {@link #get}; the request may have taken effect on the agent when the
+     *     answer timed out or the connection broke after sending
+     */
+    JsonNode delete(String path) {
+        return send(HttpRequest.newBuilder(uri(path)).DELETE(), "DELETE", path).body();
+    }
+
     private URI uri(String path) {
         return URI.create(base + path);
     }
 
-    private JsonNode send(HttpRequest.Builder request, String method, String path) {
+    private Answer send(HttpRequest.Builder request, String method, String path) {
         String target = method + " " + base + path;
         request.timeout(requestTimeout)
                 .header("Accept", "application/json")
@@ -123,12 +159,19 @@ final class AdminClient {
         if (answer == null || !answer.isObject()) {
             throw new CtlException("unexpected answer to " + target + ": not a JSON object");
         }
-        return answer;
+        return new Answer(status, answer);
     }
 
-    /** A POST whose answer was lost may have been applied; the admin API's POSTs are idempotent. */
+    /**
+     * A POST or DELETE whose answer was lost may have been applied. The admin API's POSTs are
+     * idempotent; a DELETE is not always (a pool deleted is unknown the second time: 404).
+     */
     private static String mayHaveTakenEffect(String method) {
-        return "POST".equals(method) ? "; it may have taken effect on the agent, and is safe to repeat" : "";
+        return switch (method) {
+            case "POST" -> "; it may have taken effect on the agent, and is safe to repeat";
+            case "DELETE" -> "; it may have taken effect on the agent";
+            default -> "";
+        };
     }
 
     private String hint(int status) {

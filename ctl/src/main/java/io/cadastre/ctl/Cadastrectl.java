@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -94,6 +95,22 @@ public final class Cadastrectl implements Callable<Integer> {
         System.exit(commandLine(System.getenv()).execute(args));
     }
 
+    /**
+     * Runs cadastrectl in this process, as {@link #main} would but without exiting: for tests
+     * (this module's, and the agent's end-to-end tests against a real agent).
+     *
+     * @param env the environment to read {@code CADASTRE_ADMIN_*} from
+     * @param out where the answer goes (stdout)
+     * @param err where errors and usage messages go (stderr)
+     * @return the exit code (see the class comment)
+     */
+    public static int execute(Map<String, String> env, PrintWriter out, PrintWriter err, String... args) {
+        CommandLine cmd = commandLine(env);
+        cmd.setOut(out);
+        cmd.setErr(err);
+        return cmd.execute(args);
+    }
+
     @Override
     public Integer call() {
         throw missingCommand(spec);
@@ -124,6 +141,27 @@ public final class Cadastrectl implements Callable<Integer> {
     /** Prints the agent's JSON, pretty-printed, and a newline. */
     void printJson(JsonNode answer) {
         print(Json.pretty(answer) + "\n");
+    }
+
+    /** Prints the agent's JSON with {@code -o json}, else {@code table}'s view of it. */
+    void printAnswer(JsonNode answer, Function<JsonNode, String> table) {
+        if (json()) {
+            printJson(answer);
+        } else {
+            print(table.apply(answer));
+        }
+    }
+
+    /**
+     * @return {@code value}, checked to be more than blanks: an empty name would change the
+     *     request's path, or ask the agent about nothing
+     * @throws ParameterException when it is blank (a usage error of the command {@code spec} describes)
+     */
+    static String nonBlank(CommandSpec spec, String what, String value) {
+        if (value.isBlank()) {
+            throw new ParameterException(spec.commandLine(), what + " must not be empty");
+        }
+        return value;
     }
 
     /**

@@ -4,7 +4,7 @@ import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 
 /**
- * Checks that a text is an IPv4 or IPv6 address literal, before any request is sent. Written out
+ * Checks that a text is an IPv4 or IPv6 address literal (or a CIDR), before any request is sent. Written out
  * here rather than with {@code InetAddress.getByName}, which resolves whatever is not a literal
  * as a host name (a DNS query for a typo). The agent canonicalises what it receives; this only
  * turns away what can never be an address.
@@ -20,6 +20,24 @@ final class IpLiteral {
      */
     static boolean isValid(String text) {
         return text != null && text.length() <= 45 && (isIpv4(text) || isIpv6(text));
+    }
+
+    /**
+     * @return whether {@code text} is {@code ADDRESS/LENGTH}: an address as {@link #isValid} takes
+     *     it and a decimal prefix length within its family's (0-32, 0-128; no leading zeros).
+     *     Host bits set after the prefix are the agent's to judge.
+     */
+    static boolean isCidr(String text) {
+        int slash = text == null ? -1 : text.indexOf('/');
+        if (slash < 0) {
+            return false;
+        }
+        String address = text.substring(0, slash);
+        String length = text.substring(slash + 1);
+        if (!isValid(address) || !length.matches("0|[1-9][0-9]{0,2}")) {
+            return false;
+        }
+        return Integer.parseInt(length) <= (isIpv4(address) ? 32 : 128);
     }
 
     static boolean isIpv4(String text) {
@@ -102,6 +120,17 @@ final class IpLiteral {
         public String convert(String value) {
             if (!isValid(value)) {
                 throw new TypeConversionException("'" + value + "' is not an IPv4 or IPv6 address");
+            }
+            return value;
+        }
+    }
+
+    /** picocli converter: the text unchanged when it is a CIDR ({@link #isCidr}), else a usage error (exit 2). */
+    static final class CidrConverter implements ITypeConverter<String> {
+        @Override
+        public String convert(String value) {
+            if (!isCidr(value)) {
+                throw new TypeConversionException("'" + value + "' is not a CIDR (ADDRESS/PREFIX-LENGTH)");
             }
             return value;
         }

@@ -7,7 +7,6 @@ import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -73,7 +72,7 @@ final class IpamCommand implements Callable<Integer> {
             JsonNode report = ctl.client().get("/v1/check");
             // Decide before printing: a report without a verdict is an error (exit 2), not output.
             boolean clean = Views.clean(report);
-            ctl.print(ctl.json() ? Json.pretty(report) + "\n" : Views.check(report));
+            ctl.printAnswer(report, Views::check);
             return clean ? Cadastrectl.EXIT_OK : Cadastrectl.EXIT_NOT_CLEAN;
         }
     }
@@ -119,20 +118,13 @@ final class IpamCommand implements Callable<Integer> {
                 body.put("address", target.address);
             } else {
                 Attachment a = target.attachment;
-                requireNonBlank("--node", a.node);
-                requireNonBlank("--handle", a.handle);
-                requireNonBlank("--ifname", a.ifname);
-                body.put("node", a.node).put("handle", a.handle).put("ifname", a.ifname);
+                body.put("node", Cadastrectl.nonBlank(spec, "--node", a.node))
+                        .put("handle", Cadastrectl.nonBlank(spec, "--handle", a.handle))
+                        .put("ifname", Cadastrectl.nonBlank(spec, "--ifname", a.ifname));
             }
             JsonNode answer = ctl.client().post("/v1/release", body);
-            ctl.print(ctl.json() ? Json.pretty(answer) + "\n" : Views.released(answer));
+            ctl.printAnswer(answer, Views::released);
             return Cadastrectl.EXIT_OK;
-        }
-
-        private void requireNonBlank(String option, String value) {
-            if (value.isBlank()) {
-                throw new ParameterException(spec.commandLine(), option + " must not be empty");
-            }
         }
     }
 
@@ -149,7 +141,7 @@ final class IpamCommand implements Callable<Integer> {
         public Integer call() {
             Cadastrectl ctl = Cadastrectl.of(spec);
             JsonNode answer = ctl.client().get("/v1/addresses/" + AdminClient.segment(address));
-            ctl.print(ctl.json() ? Json.pretty(answer) + "\n" : Views.address(answer));
+            ctl.printAnswer(answer, Views::address);
             return Cadastrectl.EXIT_OK;
         }
     }

@@ -1,18 +1,19 @@
 package io.cadastre.ctl;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
  * {@code cadastrectl node ...}: the nodes the IPAM knows (cluster members, block owners, holders of
- * allocations) and one node's blocks and attachments.
+ * allocations) with their labels, one node's blocks and attachments, and removing a node that has
+ * left the cluster.
  */
-@Command(name = "node", description = "Nodes: membership, blocks, attachments.",
-        subcommands = {NodeCommand.ListNodes.class, NodeCommand.Show.class})
+@Command(name = "node", description = "Nodes: membership, labels, blocks, attachments; removing a node gone for good.",
+        subcommands = {NodeCommand.ListNodes.class, NodeCommand.Show.class, NodeCommand.Remove.class})
 final class NodeCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -23,7 +24,7 @@ final class NodeCommand implements Callable<Integer> {
     }
 
     /** {@code GET /v1/nodes}. */
-    @Command(name = "list", description = "Every node with its membership, block counts and attachment count.")
+    @Command(name = "list", description = "Every node with its membership, block counts, attachment count and labels.")
     static final class ListNodes implements Callable<Integer> {
         @Spec
         CommandSpec spec;
@@ -31,8 +32,7 @@ final class NodeCommand implements Callable<Integer> {
         @Override
         public Integer call() {
             Cadastrectl ctl = Cadastrectl.of(spec);
-            JsonNode answer = ctl.client().get("/v1/nodes");
-            ctl.print(ctl.json() ? Json.pretty(answer) + "\n" : Views.nodes(answer));
+            ctl.printAnswer(ctl.client().get("/v1/nodes"), Views::nodes);
             return Cadastrectl.EXIT_OK;
         }
     }
@@ -49,8 +49,35 @@ final class NodeCommand implements Callable<Integer> {
         @Override
         public Integer call() {
             Cadastrectl ctl = Cadastrectl.of(spec);
-            JsonNode answer = ctl.client().get("/v1/nodes/" + AdminClient.segment(name));
-            ctl.print(ctl.json() ? Json.pretty(answer) + "\n" : Views.node(answer));
+            ctl.printAnswer(ctl.client().get("/v1/nodes/" + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name))),
+                    Views::node);
+            return Cadastrectl.EXIT_OK;
+        }
+    }
+
+    /** {@code DELETE /v1/nodes/{name}[?releaseAddresses=true]}. */
+    @Command(name = "remove", description = {
+            "Removes a node that has left the cluster: marks it removed and releases",
+            "its empty blocks. A member is refused (409): stop its agent first. Its",
+            "agent starting again under the name un-removes the node."})
+    static final class Remove implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Parameters(paramLabel = "NAME", description = "The node's name.")
+        String name;
+
+        @Option(names = "--release-addresses", description = "First release every address held for the node (its"
+                + " attachments, its allocations in its blocks and in those it borrowed from), as DEL would;"
+                + " then the blocks that became empty.")
+        boolean releaseAddresses;
+
+        @Override
+        public Integer call() {
+            Cadastrectl ctl = Cadastrectl.of(spec);
+            String path = "/v1/nodes/" + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name))
+                    + (releaseAddresses ? "?releaseAddresses=true" : "");
+            ctl.printAnswer(ctl.client().delete(path), Views::nodeRemoved);
             return Cadastrectl.EXIT_OK;
         }
     }

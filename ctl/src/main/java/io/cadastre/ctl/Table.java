@@ -38,6 +38,11 @@ final class Table {
         return this;
     }
 
+    /** @return whether no row was added */
+    boolean isEmpty() {
+        return rows.isEmpty();
+    }
+
     /** @return the header and the rows, each line ending with a newline */
     String render() {
         int[] widths = new int[header.size()];

@@ -37,19 +37,71 @@ final class Views {
     }
 
     /**
-     * {@code pool list}: one row per pool from {@code GET /v1/pools}, its configuration.
+     * {@code pool list}: one row per pool from {@code GET /v1/pools}, its configuration; then,
+     * when any pool has excluded ranges, one row per range.
      *
      * @throws CtlException when the answer has no {@code pools} array
      */
     static String poolSettings(JsonNode answer) {
-        Table table = new Table("NAME", "CIDR", "BLOCK-SIZE", "STRICT-AFFINITY", "ALLOW-BORROWING", "MAX-BLOCKS-PER-NODE", "DISABLED");
-        for (JsonNode pool : list(answer, "pools")) {
+        return poolSettings(list(answer, "pools"));
+    }
+
+    /**
+     * {@code pool create|disable|enable}: the pool the agent answered with, as {@code pool list}
+     * prints it.
+     */
+    static String pool(JsonNode pool) {
+        return poolSettings(List.of(pool));
+    }
+
+    /**
+     * The node selector as the last column (it may be long; the others keep their places), and
+     * the excluded ranges in a table of their own, since a pool may have many.
+     */
+    private static String poolSettings(List<JsonNode> pools) {
+        Table table = new Table("NAME", "CIDR", "BLOCK-SIZE", "STRICT-AFFINITY", "ALLOW-BORROWING", "MAX-BLOCKS-PER-NODE",
+                "DISABLED", "NODE-SELECTOR");
+        Table excluded = new Table("POOL", "EXCLUDED");
+        for (JsonNode pool : pools) {
             JsonNode max = pool.path("maxBlocksPerNode");
             table.row(text(pool, "name"), text(pool, "cidr"), prefix(pool.path("blockSize")),
                     text(pool, "strictAffinity"), text(pool, "allowBorrowing"),
-                    isZero(max) ? "no limit" : text(max), text(pool, "disabled"));
+                    isZero(max) ? "no limit" : text(max), text(pool, "disabled"), selector(pool.path("nodeSelector")));
+            pool.path("excluded").forEach(range -> excluded.row(text(pool, "name"), text(range)));
         }
-        return table.render();
+        return table.render() + (excluded.isEmpty() ? "" : "\n" + excluded.render());
+    }
+
+    /** {@code pool delete}: one line saying so, from {@code DELETE /v1/pools/{name}}. */
+    static String poolDeleted(JsonNode answer) {
+        return "deleted pool " + Table.clean(text(answer, "deleted")) + " (released "
+                + counted(count(answer.path("releasedBlocks")), "block") + ")\n";
+    }
+
+    /**
+     * {@code node remove}: what was released and what remains, from {@code DELETE /v1/nodes/{name}};
+     * the blocks one per row, and how to release allocations left behind.
+     */
+    static String nodeRemoved(JsonNode answer) {
+        JsonNode remaining = answer.path("remainingAllocations");
+        StringBuilder out = new StringBuilder()
+                .append("removed node ").append(Table.clean(text(answer, "node")))
+                .append(": released ").append(counted(count(answer.path("releasedBlocks")), "block"))
+                .append(" and ").append(counted(count(answer.path("releasedAddresses")), "address"))
+                .append("; remaining ").append(counted(count(answer.path("remainingBlocks")), "block"))
+                .append(" and ").append(counted(text(remaining), "allocation"))
+                .append('\n');
+        Table blocks = new Table("BLOCK", "STATE");
+        answer.path("releasedBlocks").forEach(b -> blocks.row(text(b), "released"));
+        answer.path("remainingBlocks").forEach(b -> blocks.row(text(b), "remaining"));
+        if (!blocks.isEmpty()) {
+            out.append(blocks.render());
+        }
+        if (remaining.asLong(0) > 0) {
+            out.append("\nThe remaining allocations show in 'cadastrectl ipam check';"
+                    + " free them with 'cadastrectl ipam release --address IP'.\n");
+        }
+        return out.toString();
     }
 
     /**
@@ -190,13 +242,35 @@ final class Views {
         return clean.booleanValue();
     }
 
+    /** Labels last: they may be long, and the other columns keep their places. */
     private static Table nodeTable() {
-        return new Table("NAME", "MEMBER", "AFFINE-BLOCKS", "BORROWED-BLOCKS", "ATTACHMENTS");
+        return new Table("NAME", "MEMBER", "AFFINE-BLOCKS", "BORROWED-BLOCKS", "ATTACHMENTS", "REMOVED", "LABELS");
     }
 
     private static Table nodeRow(Table table, JsonNode node) {
         return table.row(text(node, "name"), text(node, "member"), count(node.path("affineBlocks")),
-                count(node.path("borrowedBlocks")), text(node, "attachments"));
+                count(node.path("borrowedBlocks")), text(node, "attachments"), text(node, "removed"),
+                labels(node.path("labels")));
+    }
+
+    /** @return {@code key=value} pairs in the agent's order, comma-separated (as {@code kubectl --show-labels}) */
+    private static String labels(JsonNode labels) {
+        List<String> pairs = new ArrayList<>();
+        labels.fields().forEachRemaining(e -> pairs.add(e.getKey() + "=" + text(e.getValue())));
+        return pairs.isEmpty() ? "-" : String.join(",", pairs);
+    }
+
+    /**
+     * @return the selector as the agent wrote it; the empty one, which selects every node, as
+     *     {@code all()} (the same in the selector syntax); {@code -} when missing
+     */
+    private static String selector(JsonNode selector) {
+        return selector.isTextual() && selector.asText().isBlank() ? "all()" : text(selector);
+    }
+
+    /** @return "1 thing", "N things" ("addresses"), "- things" when the count is missing */
+    private static String counted(String n, String thing) {
+        return n + " " + ("1".equals(n) ? thing : thing + (thing.endsWith("s") ? "es" : "s"));
     }
 
     /** @throws CtlException when {@code answer.field} is not an array */

@@ -106,25 +106,29 @@ class CommandsTest {
     }
 
     @Test
-    void poolListPrintsSettings() {
+    void poolListPrintsSettingsTheSelectorLastAndExcludedRangesBelow() {
         Run run = ctl("pool", "list");
         assertEquals(0, run.code(), run.err());
         assertEquals("""
-                NAME           CIDR            BLOCK-SIZE   STRICT-AFFINITY   ALLOW-BORROWING   MAX-BLOCKS-PER-NODE   DISABLED
-                default-ipv4   198.18.0.0/16   /26          false             true              no limit              false
-                default-ipv6   fd00:198::/48   /122         true              false             4                     false
+                NAME           CIDR            BLOCK-SIZE   STRICT-AFFINITY   ALLOW-BORROWING   MAX-BLOCKS-PER-NODE   DISABLED   NODE-SELECTOR
+                default-ipv4   198.18.0.0/16   /26          false             true              no limit              false      all()
+                default-ipv6   fd00:198::/48   /122         true              false             4                     false      topology.kubernetes.io/zone in (a,b)
+
+                POOL           EXCLUDED
+                default-ipv4   198.18.0.0/28
+                default-ipv4   198.18.255.0/24
                 """, run.out());
         assertJsonOutput(Fixtures.POOLS, ctl("pool", "list", "-o", "json"));
     }
 
     @Test
-    void nodeListCountsBlocks() {
+    void nodeListCountsBlocksAndShowsRemovedAndLabels() {
         Run run = ctl("node", "list");
         assertEquals(0, run.code(), run.err());
         assertEquals("""
-                NAME     MEMBER   AFFINE-BLOCKS   BORROWED-BLOCKS   ATTACHMENTS
-                node-a   up       2               0                 12
-                node-b   absent   1               1                 65
+                NAME     MEMBER   AFFINE-BLOCKS   BORROWED-BLOCKS   ATTACHMENTS   REMOVED   LABELS
+                node-a   up       2               0                 12            false     kubernetes.io/hostname=node-a,topology.kubernetes.io/zone=a
+                node-b   absent   1               1                 65            true      -
                 """, run.out());
         assertJsonOutput(Fixtures.NODES, ctl("node", "list", "-o", "json"));
         assertEquals(List.of("GET /v1/nodes", "GET /v1/nodes"), targets());
@@ -135,8 +139,8 @@ class CommandsTest {
         Run run = ctl("node", "show", "node-a");
         assertEquals(0, run.code(), run.err());
         assertEquals("""
-                NAME     MEMBER   AFFINE-BLOCKS   BORROWED-BLOCKS   ATTACHMENTS
-                node-a   up       1               1                 2
+                NAME     MEMBER   AFFINE-BLOCKS   BORROWED-BLOCKS   ATTACHMENTS   REMOVED   LABELS
+                node-a   up       1               1                 2             false     zone=a
 
                 BLOCK            ROLE
                 198.18.0.0/26    affine
@@ -263,6 +267,139 @@ class CommandsTest {
         Run json = ctl("ipam", "check", "-o", "json");
         assertEquals(1, json.code(), "the exit code follows the verdict in JSON mode too");
         assertEquals(Json.parseOrNull(Fixtures.CHECK_DIRTY), Json.parseOrNull(json.out()));
+    }
+
+    // --- pools and nodes changed at run time
+
+    /** @return the one request the fake received */
+    private FakeAdminServer.Request onlyRequest() {
+        assertEquals(1, agent.requests().size(), targets().toString());
+        return agent.requests().get(0);
+    }
+
+    private static final String BLUE_TABLE = """
+            NAME   CIDR            BLOCK-SIZE   STRICT-AFFINITY   ALLOW-BORROWING   MAX-BLOCKS-PER-NODE   DISABLED   NODE-SELECTOR
+            blue   198.19.0.0/16   /24          true              false             1                     %s      pool=blue
+
+            POOL   EXCLUDED
+            blue   198.19.0.0/24
+            """;
+
+    @Test
+    void poolCreateSendsTheNameAndCidrAloneWhenNothingElseIsGiven() {
+        agent.answer("POST", "/v1/pools", 201, Fixtures.POOL_BLUE);
+        Run run = ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16");
+        assertEquals(0, run.code(), run.err());
+        assertEquals("", run.err());
+        FakeAdminServer.Request sent = onlyRequest();
+        assertEquals("POST /v1/pools", sent.method() + " " + sent.target());
+        assertEquals("application/json", sent.contentType());
+        // Nothing but what was given: the agent's defaults apply to the rest.
+        assertEquals("{\"name\":\"blue\",\"cidr\":\"198.19.0.0/16\"}", sent.body());
+        assertEquals("created pool blue\n" + BLUE_TABLE.formatted("false"), run.out());
+    }
+
+    @Test
+    void poolCreateSendsEveryOptionGivenUnderTheContractsNames() {
+        agent.answer("POST", "/v1/pools", 201, Fixtures.POOL_BLUE);
+        Run run = ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--block-size", "24",
+                "--node-selector", "pool=blue", "--strict-affinity", "--no-borrowing", "--max-blocks-per-node", "1",
+                "--exclude", "198.19.0.0/24", "--exclude", "198.19.255.0/24");
+        assertEquals(0, run.code(), run.err());
+        assertEquals("{\"name\":\"blue\",\"cidr\":\"198.19.0.0/16\",\"blockSize\":24,\"nodeSelector\":\"pool=blue\","
+                + "\"strictAffinity\":true,\"allowBorrowing\":false,\"maxBlocksPerNode\":1,"
+                + "\"excluded\":[\"198.19.0.0/24\",\"198.19.255.0/24\"]}", onlyRequest().body());
+    }
+
+    @Test
+    void poolCreateWithThePresetSendsThePresetAndLeavesItsRulesToTheAgent() {
+        agent.answer("POST", "/v1/pools", 201, Fixtures.POOL_BLUE);
+        Run run = ctl("pool", "create", "blue", "--cidr", "fd00:198:70::/112", "--preset", "cluster-pool",
+                "--max-blocks-per-node", "0", "--node-selector", "");
+        assertEquals(0, run.code(), run.err());
+        // An empty selector is a value (every node), and 0 a limit: both sent as given.
+        assertEquals("{\"name\":\"blue\",\"cidr\":\"fd00:198:70::/112\",\"nodeSelector\":\"\",\"maxBlocksPerNode\":0,"
+                + "\"preset\":\"cluster-pool\"}", onlyRequest().body());
+    }
+
+    @Test
+    void poolCreateOfAnExistingDefinitionSaysNothingChanged() {
+        agent.answer("POST", "/v1/pools", 200, Fixtures.POOL_BLUE);
+        Run run = ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16");
+        assertEquals(0, run.code(), "idempotent: the same definition again is a success");
+        assertEquals("pool blue already exists with this definition; nothing changed\n" + BLUE_TABLE.formatted("false"),
+                run.out());
+        assertJsonOutput(Fixtures.POOL_BLUE, ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "-o", "json"));
+    }
+
+    @Test
+    void poolDisableAndEnablePostWithoutABodyAndPrintThePool() {
+        agent.answer("POST", "/v1/pools/blue/disable", 200, Fixtures.POOL_BLUE_DISABLED)
+                .answer("POST", "/v1/pools/blue/enable", 200, Fixtures.POOL_BLUE);
+        Run disable = ctl("pool", "disable", "blue");
+        assertEquals(0, disable.code(), disable.err());
+        assertEquals("disabled pool blue\n" + BLUE_TABLE.formatted("true "), disable.out());
+        FakeAdminServer.Request sent = onlyRequest();
+        assertEquals("POST /v1/pools/blue/disable", sent.method() + " " + sent.target());
+        assertEquals("", sent.body());
+        assertEquals(null, sent.contentType(), "no body, so no content type");
+
+        Run enable = ctl("pool", "enable", "blue");
+        assertEquals(0, enable.code(), enable.err());
+        assertEquals("enabled pool blue\n" + BLUE_TABLE.formatted("false"), enable.out());
+        assertJsonOutput(Fixtures.POOL_BLUE_DISABLED, ctl("pool", "disable", "blue", "-o", "json"));
+        assertJsonOutput(Fixtures.POOL_BLUE, ctl("pool", "enable", "blue", "-o", "json"));
+        assertEquals(List.of("POST /v1/pools/blue/disable", "POST /v1/pools/blue/enable",
+                "POST /v1/pools/blue/disable", "POST /v1/pools/blue/enable"), targets());
+    }
+
+    @Test
+    void poolDeleteSaysHowManyBlocksItReleased() {
+        agent.answer("DELETE", "/v1/pools/blue", 200, Fixtures.POOL_DELETED);
+        Run run = ctl("pool", "delete", "blue");
+        assertEquals(0, run.code(), run.err());
+        assertEquals("deleted pool blue (released 2 blocks)\n", run.out());
+        FakeAdminServer.Request sent = onlyRequest();
+        assertEquals("DELETE /v1/pools/blue", sent.method() + " " + sent.target());
+        assertEquals("", sent.body());
+        assertJsonOutput(Fixtures.POOL_DELETED, ctl("pool", "delete", "blue", "-o", "json"));
+    }
+
+    @Test
+    void poolNamesAreEncodedAsOnePathSegment() {
+        agent.answer("DELETE", "/v1/pools/a%20b%2Fc", 200, "{\"deleted\":\"a b/c\",\"releasedBlocks\":[\"198.19.0.0/24\"]}");
+        Run run = ctl("pool", "delete", "a b/c");
+        assertEquals(0, run.code(), run.err());
+        assertEquals("deleted pool a b/c (released 1 block)\n", run.out());
+        assertEquals(2, ctl("pool", "disable", "a b/c").code(), "the fake has no such route: 404");
+        assertEquals(List.of("DELETE /v1/pools/a%20b%2Fc", "POST /v1/pools/a%20b%2Fc/disable"), targets());
+    }
+
+    @Test
+    void nodeRemoveSendsReleaseAddressesOnlyWhenAsked() {
+        agent.answer("DELETE", "/v1/nodes/node-b", 200,
+                "{\"node\":\"node-b\",\"releasedBlocks\":[],\"remainingBlocks\":[],\"releasedAddresses\":[],"
+                        + "\"remainingAllocations\":0}")
+                .answer("DELETE", "/v1/nodes/node-b?releaseAddresses=true", 200, Fixtures.NODE_REMOVED);
+        Run plain = ctl("node", "remove", "node-b");
+        assertEquals(0, plain.code(), plain.err());
+        assertEquals("removed node node-b: released 0 blocks and 0 addresses; remaining 0 blocks and 0 allocations\n",
+                plain.out());
+        assertEquals("", onlyRequest().body());
+
+        Run releasing = ctl("node", "remove", "node-b", "--release-addresses");
+        assertEquals(0, releasing.code(), releasing.err());
+        assertEquals("""
+                removed node node-b: released 1 block and 2 addresses; remaining 1 block and 1 allocation
+                BLOCK            STATE
+                198.18.0.64/26   released
+                198.18.1.0/26    remaining
+
+                The remaining allocations show in 'cadastrectl ipam check'; free them with 'cadastrectl ipam release --address IP'.
+                """, releasing.out());
+        assertJsonOutput(Fixtures.NODE_REMOVED, ctl("node", "remove", "--release-addresses", "node-b", "-o", "json"));
+        assertEquals(List.of("DELETE /v1/nodes/node-b", "DELETE /v1/nodes/node-b?releaseAddresses=true",
+                "DELETE /v1/nodes/node-b?releaseAddresses=true"), targets());
     }
 
     @Test

@@ -2,6 +2,7 @@ package io.cadastre.ctl;
 
 import static io.cadastre.ctl.Fixtures.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -206,9 +207,96 @@ class ErrorsTest {
     }
 
     @Test
+    void poolCreateWithoutACidrOrWithABadOneIsRefusedWithoutARequest() {
+        assertFailed(ctl("pool", "create", "blue"), "Missing required option: '--cidr=CIDR'");
+        assertFailed(ctl("pool", "create", "--cidr", "198.19.0.0/16"), "Missing required parameter: 'NAME'");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0"), "'198.19.0.0' is not a CIDR");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/33"), "'198.19.0.0/33' is not a CIDR");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "fd00:198::/129"), "is not a CIDR");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--exclude", "198.19.0.0/16", "--exclude", "198.19.1"),
+                "--exclude", "'198.19.1' is not a CIDR");
+        assertFailed(ctl("pool", "create", " ", "--cidr", "198.19.0.0/16"), "NAME must not be empty");
+        assertEquals(List.of(), agent.requests());
+    }
+
+    @Test
+    void negativeOrNonNumericCountsAreRefusedWithoutARequest() {
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--max-blocks-per-node", "-1"),
+                "--max-blocks-per-node", "'-1' is not a non-negative integer");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--max-blocks-per-node=-1"),
+                "'-1' is not a non-negative integer");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--block-size", "x26"),
+                "--block-size", "'x26' is not a non-negative integer");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--block-size", "99999999999"),
+                "'99999999999' is not a non-negative integer");
+        assertEquals(List.of(), agent.requests());
+    }
+
+    @Test
+    void aBlockSizeThatDoesNotFitIsTheAgentsToRefuse() {
+        agent.answer("POST", "/v1/pools", 400, "{\"error\":\"block size 40 does not fit an IPv4 pool (16..32)\"}");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--block-size", "40"),
+                "cadastrectl: block size 40 does not fit an IPv4 pool (16..32) (HTTP 400 from POST " + agent.url() + "/v1/pools)");
+        assertEquals(1, agent.requests().size());
+    }
+
+    @Test
+    void poolCreateConflictsPrintTheAgentsMessage() {
+        agent.answer("POST", "/v1/pools", 409, "{\"error\":\"pool blue's CIDR 198.19.0.0/16 overlaps pool default-ipv4\"}");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16"),
+                "overlaps pool default-ipv4", "HTTP 409 from POST " + agent.url() + "/v1/pools");
+        agent.answer("POST", "/v1/pools", 400, "{\"error\":\"preset cluster-pool takes strictAffinity true\"}");
+        assertFailed(ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--preset", "cluster-pool", "--no-borrowing"),
+                "preset cluster-pool takes strictAffinity true", "HTTP 400");
+    }
+
+    @Test
+    void unknownPoolsAndNodesArePrintedAsTheAgentSaysThem() {
+        agent.answer("POST", "/v1/pools/gone/disable", 404, "{\"error\":\"unknown pool gone\"}")
+                .answer("POST", "/v1/pools/gone/enable", 404, "{\"error\":\"unknown pool gone\"}")
+                .answer("DELETE", "/v1/pools/gone", 404, "{\"error\":\"unknown pool gone\"}")
+                .answer("DELETE", "/v1/nodes/node-z", 404, "{\"error\":\"unknown node node-z\"}");
+        assertFailed(ctl("pool", "disable", "gone"), "unknown pool gone", "HTTP 404 from POST " + agent.url() + "/v1/pools/gone/disable");
+        assertFailed(ctl("pool", "enable", "gone"), "unknown pool gone", "HTTP 404 from POST " + agent.url() + "/v1/pools/gone/enable");
+        assertFailed(ctl("pool", "delete", "gone"), "unknown pool gone", "HTTP 404 from DELETE " + agent.url() + "/v1/pools/gone");
+        assertFailed(ctl("node", "remove", "node-z"), "unknown node node-z", "HTTP 404 from DELETE " + agent.url() + "/v1/nodes/node-z");
+    }
+
+    @Test
+    void refusedDeletionsPrintTheAgentsMessage() {
+        agent.answer("DELETE", "/v1/pools/blue", 409, "{\"error\":\"pool blue still holds 3 allocations in 1 blocks"
+                        + " (198.19.0.0/24); it is now disabled; release them first\"}")
+                .answer("DELETE", "/v1/nodes/node-a?releaseAddresses=true", 409,
+                        "{\"error\":\"node node-a is a cluster member (up); stop its agent first\"}");
+        assertFailed(ctl("pool", "delete", "blue"), "pool blue still holds 3 allocations", "it is now disabled", "HTTP 409");
+        assertFailed(ctl("node", "remove", "node-a", "--release-addresses"),
+                "node node-a is a cluster member (up); stop its agent first", "HTTP 409");
+    }
+
+    @Test
+    void aDeleteWhoseAnswerIsLostMayHaveTakenEffect() {
+        agent.hang("DELETE", "/v1/nodes/node-b");
+        Run run = ctl("--timeout", "1", "node", "remove", "node-b");
+        assertFailed(run, "no answer to DELETE " + agent.url() + "/v1/nodes/node-b within 1 s", "may have taken effect");
+        assertFalse(run.err().contains("safe to repeat"), "a second DELETE may answer otherwise: " + run.err());
+    }
+
+    @Test
+    void emptyNamesAreRefusedWithoutARequest() {
+        for (String[] command : List.of(new String[] {"pool", "disable"}, new String[] {"pool", "enable"},
+                new String[] {"pool", "delete"}, new String[] {"node", "remove"}, new String[] {"node", "show"})) {
+            assertFailed(ctl(command[0], command[1], ""), "NAME must not be empty");
+            assertFailed(ctl(command[0], command[1]), "Missing required parameter: 'NAME'");
+        }
+        assertEquals(List.of(), agent.requests());
+    }
+
+    @Test
     void aGroupWithoutSubcommandOrAnUnknownOneIsAUsageError() {
         assertFailed(run(Map.of()), "missing command: one of ipam, node, pool");
         assertFailed(ctl("ipam"), "missing command: one of show, check, release, address");
+        assertFailed(ctl("pool"), "missing command: one of list, create, disable, enable, delete");
+        assertFailed(ctl("node"), "missing command: one of list, show, remove");
         assertFailed(ctl("ipam", "shwo"), "shwo", "show");
         assertFailed(ctl("pool", "list", "-o", "yaml"), "yaml");
         assertEquals(List.of(), agent.requests());

@@ -3,7 +3,6 @@ package io.cadastre.ctl;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.Map;
-import picocli.CommandLine;
 
 /**
  * Answers in the admin contract v1's shapes (what the fake agent serves), and a way to run the
@@ -21,22 +20,43 @@ final class Fixtures {
     static Run run(Map<String, String> env, String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
-        CommandLine cmd = Cadastrectl.commandLine(env);
-        cmd.setOut(new PrintWriter(out, true));
-        cmd.setErr(new PrintWriter(err, true));
-        int code = cmd.execute(args);
+        int code = Cadastrectl.execute(env, new PrintWriter(out, true), new PrintWriter(err, true), args);
         return new Run(code, out.toString(), err.toString());
     }
 
-    /** An IPv4 pool with defaults, and an IPv6 pool whose size and block count exceed a long. */
+    /**
+     * An IPv4 pool with defaults (every node) and two excluded ranges, and an IPv6 pool with a node
+     * selector whose size and block count exceed a long.
+     */
     static final String POOLS = """
             {"pools":[
               {"name":"default-ipv4","cidr":"198.18.0.0/16","blockSize":26,"strictAffinity":false,
                "allowBorrowing":true,"maxBlocksPerNode":0,"disabled":false,"size":65536,
-               "blocks":{"claimed":3,"total":1024},"allocated":130},
+               "blocks":{"claimed":3,"total":1024},"allocated":130,"nodeSelector":"",
+               "excluded":["198.18.0.0/28","198.18.255.0/24"]},
               {"name":"default-ipv6","cidr":"fd00:198::/48","blockSize":122,"strictAffinity":true,
                "allowBorrowing":false,"maxBlocksPerNode":4,"disabled":false,"size":1208925819614629174706176,
-               "blocks":{"claimed":1,"total":18889465931478580854784},"allocated":2}]}
+               "blocks":{"claimed":1,"total":18889465931478580854784},"allocated":2,
+               "nodeSelector":"topology.kubernetes.io/zone in (a,b)","excluded":[]}]}
+            """;
+
+    /** The answer to creating (disabling, enabling) a pool: the Pool alone. */
+    static final String POOL_BLUE = """
+            {"name":"blue","cidr":"198.19.0.0/16","blockSize":24,"strictAffinity":true,"allowBorrowing":false,
+             "maxBlocksPerNode":1,"disabled":false,"size":65536,"blocks":{"claimed":0,"total":256},"allocated":0,
+             "nodeSelector":"pool=blue","excluded":["198.19.0.0/24"]}
+            """;
+
+    static final String POOL_BLUE_DISABLED = POOL_BLUE.replace("\"disabled\":false", "\"disabled\":true");
+
+    static final String POOL_DELETED = """
+            {"deleted":"blue","releasedBlocks":["198.19.0.0/24","198.19.1.0/24"]}
+            """;
+
+    /** A node removed with its addresses: one block could not be released (another node borrows in it). */
+    static final String NODE_REMOVED = """
+            {"node":"node-b","releasedBlocks":["198.18.0.64/26"],"remainingBlocks":["198.18.1.0/26"],
+             "releasedAddresses":["198.18.0.70","fd00:198::46"],"remainingAllocations":1}
             """;
 
     static final String BLOCKS = """
@@ -52,14 +72,15 @@ final class Fixtures {
     static final String NODES = """
             {"nodes":[
               {"name":"node-a","member":"up","affineBlocks":["198.18.0.0/26","fd00:198::/122"],
-               "borrowedBlocks":[],"attachments":12},
+               "borrowedBlocks":[],"attachments":12,
+               "labels":{"kubernetes.io/hostname":"node-a","topology.kubernetes.io/zone":"a"},"removed":false},
               {"name":"node-b","member":"absent","affineBlocks":["198.18.0.64/26"],
-               "borrowedBlocks":["198.18.0.0/26"],"attachments":65}]}
+               "borrowedBlocks":["198.18.0.0/26"],"attachments":65,"labels":{},"removed":true}]}
             """;
 
     static final String NODE_A = """
             {"name":"node-a","member":"up","affineBlocks":["198.18.0.0/26"],"borrowedBlocks":["198.18.0.64/26"],
-             "attachments":2,"attachmentList":[
+             "attachments":2,"labels":{"zone":"a"},"removed":false,"attachmentList":[
               {"handle":"cadastre.0123456789abcdef0123","ifname":"eth0","network":"cadastre",
                "containerId":"0123456789abcdef0123","podNamespace":"ns","podName":"p",
                "addresses":["198.18.0.3","fd00:198::3"],"createdAtMillis":1795338734951},

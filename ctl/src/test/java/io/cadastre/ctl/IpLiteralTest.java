@@ -36,5 +36,25 @@ class IpLiteralTest {
     @Test
     void nullIsNotAnAddress() {
         assertEquals(false, IpLiteral.isValid(null));
+        assertEquals(false, IpLiteral.isCidr(null));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "198.18.0.0/15", "198.18.0.0/0", "198.18.0.3/32", "0.0.0.0/0", "fd00:198::/48", "fd00:198:70::/112",
+        "::/0", "::1/128", "::ffff:198.18.0.0/120", "198.18.0.1/16"})
+    void cidrsAreAccepted(String text) {
+        assertEquals(true, IpLiteral.isCidr(text), text);
+        assertEquals(text, new IpLiteral.CidrConverter().convert(text));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "", "/", "198.18.0.0", "198.18.0.0/", "/16", "198.18.0.0/33", "198.18.0.0/016", "198.18.0.0/-1",
+        "198.18.0.0/+8", "198.18.0.0/16/16", "198.18.0.0/ 16", "198.18.0/16", "fd00:198::/129", "fd00:198::/1000",
+        "fd00:198::/4a", "fd00:198:::/48", "node-a/16", "198.18.0.0/١٦"})
+    void nonCidrsAreRefused(String text) {
+        assertEquals(false, IpLiteral.isCidr(text), text);
+        assertThrows(TypeConversionException.class, () -> new IpLiteral.CidrConverter().convert(text));
     }
 }

@@ -38,9 +38,45 @@ class ViewsTest {
     void missingFieldsPrintAsDashes() {
         String out = Views.nodes(json("{\"nodes\":[{\"name\":\"node-a\"}]}"));
         assertEquals("""
-                NAME     MEMBER   AFFINE-BLOCKS   BORROWED-BLOCKS   ATTACHMENTS
-                node-a   -        -               -                 -
+                NAME     MEMBER   AFFINE-BLOCKS   BORROWED-BLOCKS   ATTACHMENTS   REMOVED   LABELS
+                node-a   -        -               -                 -             -         -
                 """, out);
+    }
+
+    @Test
+    void poolsFromAnAgentBeforeSelectorsAndExclusionsShowDashesAndNoExcludedTable() {
+        String out = Views.poolSettings(json("""
+                {"pools":[{"name":"p","cidr":"198.18.0.0/24","blockSize":26,"strictAffinity":false,
+                  "allowBorrowing":true,"maxBlocksPerNode":0,"disabled":false}]}
+                """));
+        assertEquals("""
+                NAME   CIDR            BLOCK-SIZE   STRICT-AFFINITY   ALLOW-BORROWING   MAX-BLOCKS-PER-NODE   DISABLED   NODE-SELECTOR
+                p      198.18.0.0/24   /26          false             true              no limit              false      -
+                """, out);
+    }
+
+    @Test
+    void anEmptySelectorMeansEveryNodeAndPrintsAsAll() {
+        String out = Views.pool(json("{\"name\":\"p\",\"nodeSelector\":\"\",\"excluded\":[]}"));
+        assertTrue(out.endsWith("   all()\n"), out);
+        assertTrue(Views.pool(json("{\"name\":\"p\",\"nodeSelector\":\"all()\"}")).endsWith("   all()\n"));
+        assertTrue(Views.pool(json("{\"name\":\"p\",\"nodeSelector\":\"!gpu\"}")).endsWith("   !gpu\n"));
+    }
+
+    @Test
+    void countsInSentencesAgreeWithTheirNouns() {
+        assertEquals("deleted pool p (released 1 block)\n", Views.poolDeleted(json("{\"deleted\":\"p\",\"releasedBlocks\":[\"198.18.0.0/26\"]}")));
+        assertEquals("deleted pool p (released 0 blocks)\n", Views.poolDeleted(json("{\"deleted\":\"p\",\"releasedBlocks\":[]}")));
+        assertEquals("deleted pool - (released - blocks)\n", Views.poolDeleted(json("{}")), "missing fields as dashes");
+        assertEquals("removed node n: released 0 blocks and 1 address; remaining 2 blocks and 3 allocations\n"
+                        + "BLOCK           STATE\n198.18.0.0/26   remaining\n198.18.1.0/26   remaining\n\n"
+                        + "The remaining allocations show in 'cadastrectl ipam check'; free them with 'cadastrectl ipam release --address IP'.\n",
+                Views.nodeRemoved(json("""
+                        {"node":"n","releasedBlocks":[],"remainingBlocks":["198.18.0.0/26","198.18.1.0/26"],
+                         "releasedAddresses":["198.18.0.7"],"remainingAllocations":3}
+                        """)));
+        assertEquals("removed node n: released - blocks and - addresses; remaining - blocks and - allocations\n",
+                Views.nodeRemoved(json("{\"node\":\"n\"}")));
     }
 
     @Test
