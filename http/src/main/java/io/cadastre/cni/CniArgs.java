@@ -14,7 +14,8 @@ import java.util.Locale;
  *       or absent {@code CNI_ARGS} has no pairs. A malformed pair is code 4 (the variable is
  *       invalid, §Error).
  *   <li>Known keys (case-sensitive): {@code K8S_POD_NAMESPACE}, {@code K8S_POD_NAME},
- *       {@code K8S_POD_INFRA_CONTAINER_ID}, {@code K8S_POD_UID}, {@code IgnoreUnknown}, {@code IP}.
+ *       {@code K8S_POD_INFRA_CONTAINER_ID}, {@code K8S_POD_UID}, {@code IgnoreUnknown}, {@code IP},
+ *       {@code CADASTRE_POOLS}.
  *       A repeated key: the last value wins.
  *   <li>{@code IgnoreUnknown}: {@code 1}/{@code true} or {@code 0}/{@code false}, case-insensitive;
  *       anything else is code 4.
@@ -29,6 +30,8 @@ import java.util.Locale;
  * @param podInfraContainerId {@code K8S_POD_INFRA_CONTAINER_ID}, or null
  * @param podUid {@code K8S_POD_UID}, or null
  * @param ignoreUnknown {@code IgnoreUnknown}
+ * @param pools {@code CADASTRE_POOLS}: the pod's choice of pools, comma-separated names in order
+ *     (set by runtimes that pass per-pod arguments, e.g. Multus' {@code cni-args}); empty when absent
  * @param ips {@code IP}, canonical addresses in the order given
  */
 public record CniArgs(
@@ -37,12 +40,14 @@ public record CniArgs(
         String podInfraContainerId,
         String podUid,
         boolean ignoreUnknown,
-        List<String> ips) {
+        List<String> ips,
+        List<String> pools) {
 
-    public static final CniArgs NONE = new CniArgs(null, null, null, null, false, List.of());
+    public static final CniArgs NONE = new CniArgs(null, null, null, null, false, List.of(), List.of());
 
     public CniArgs {
         ips = List.copyOf(ips);
+        pools = List.copyOf(pools);
     }
 
     /** @return the pod, {@code PodRef(null, null)} outside Kubernetes */
@@ -64,6 +69,7 @@ public record CniArgs(
         String uid = null;
         String ignore = null;
         String ip = null;
+        String poolList = null;
         List<String> unknown = new ArrayList<>();
         for (String pair : raw.split(";", -1)) {
             String[] kv = pair.split("=", -1);
@@ -79,6 +85,7 @@ public record CniArgs(
                 case "K8S_POD_UID" -> uid = v;
                 case "IgnoreUnknown" -> ignore = v;
                 case "IP" -> ip = v;
+                case "CADASTRE_POOLS" -> poolList = v;
                 default -> unknown.add(pair);
             }
         }
@@ -103,7 +110,20 @@ public record CniArgs(
                         CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: IP \"" + s + "\" is not an IP address")));
             }
         }
-        return new CniArgs(emptyToNull(ns), emptyToNull(pod), emptyToNull(infra), emptyToNull(uid), ignoreUnknown, ips);
+        List<String> pools = new ArrayList<>();
+        if (poolList != null && !poolList.isEmpty()) {
+            for (String item : poolList.split(",", -1)) {
+                String name = item.strip();
+                if (name.isEmpty()) {
+                    throw new CniException(CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: CADASTRE_POOLS=\"" + poolList
+                            + "\" has an empty pool name");
+                }
+                if (!pools.contains(name)) {
+                    pools.add(name);
+                }
+            }
+        }
+        return new CniArgs(emptyToNull(ns), emptyToNull(pod), emptyToNull(infra), emptyToNull(uid), ignoreUnknown, ips, pools);
     }
 
     private static String emptyToNull(String s) {

@@ -42,6 +42,7 @@ import java.util.List;
  * @param requestedIps ADD: {@code IP=} of CNI_ARGS, then {@code args.cni.ips}, then
  *     {@code runtimeConfig.ips} (host-local's order), canonical and de-duplicated
  * @param prevResult parsed {@code prevResult} for CHECK and chained ADD, else null
+ * @param pools ADD: the pools asked for ({@link NetConf#poolsFor}); empty for the agent's choice
  */
 public record CniCall(
         CniCommand command,
@@ -49,10 +50,12 @@ public record CniCall(
         Attachment attachment,
         PodRef pod,
         List<String> requestedIps,
-        AddResult prevResult) {
+        AddResult prevResult,
+        List<String> pools) {
 
     public CniCall {
         requestedIps = List.copyOf(requestedIps);
+        pools = List.copyOf(pools);
     }
 
     /**
@@ -77,7 +80,7 @@ public record CniCall(
                 throw new CniException(CniCodes.INVALID_NETWORK_CONFIG,
                         "GC needs " + NetConf.VALID_ATTACHMENTS + " (an empty list if no attachment is valid)");
             }
-            return new CniCall(command, conf, null, new PodRef(null, null), List.of(), null);
+            return new CniCall(command, conf, null, new PodRef(null, null), List.of(), null, conf.ipam().pools());
         }
 
         CniArgs args = CniArgs.parse(request.args());
@@ -96,7 +99,7 @@ public record CniCall(
         }
 
         Attachment attachment = new Attachment(conf.name(), request.containerId(), request.ifname(), netns);
-        return new CniCall(command, conf, attachment, args.pod(), new ArrayList<>(ips), prev);
+        return new CniCall(command, conf, attachment, args.pod(), new ArrayList<>(ips), prev, conf.poolsFor(args));
     }
 
     private static void checkEnvironment(CniCommand command, String containerId, String netns, String ifname) {

@@ -113,7 +113,7 @@ public final class CniHandler {
         NetConf conf = call.netConf();
         boolean ipamOnly = conf.ipamOnly();
         return switch (call.command()) {
-            case ADD -> backend.add(new AddRequest(call.attachment(), call.pod(), ipamOnly, conf.ipam().pools(),
+            case ADD -> backend.add(new AddRequest(call.attachment(), call.pod(), ipamOnly, call.pools(),
                             call.requestedIps(), conf.mtu()))
                     .thenApply(result -> CniResponse.ok(CniResults.toBytes(renderAdd(call, result))));
             case DEL -> backend.del(call.attachment(), ipamOnly).thenApply(v -> CniResponse.empty());

@@ -8,6 +8,8 @@ import io.cadastre.cni.CniBackend.Route;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The parts of a request configuration (the plugin's stdin, CNI spec 1.1 §Section 1 and §Deriving
@@ -34,6 +36,8 @@ import java.util.List;
  *     IPAM-only), or null; the C plugin uses it, the agent only checks its type
  * @param ipam the {@code ipam} section (an empty one when absent)
  * @param runtimeConfigIps {@code runtimeConfig.ips}, canonical addresses (a {@code /prefix} dropped)
+ * @param runtimeConfigPools {@code runtimeConfig.pools} (the {@code pools} capability: a pod's own
+ *     choice of pools, in order), de-duplicated; empty when not given
  * @param argsCniIps {@code args.cni.ips}, canonical addresses (a {@code /prefix} dropped)
  * @param prevResult {@code prevResult} as given (an object), or null; see {@link CniResults}
  * @param validAttachments {@code cni.dev/valid-attachments} (GC, §GC), or null when absent
@@ -47,6 +51,7 @@ public record NetConf(
         String agentSocket,
         Ipam ipam,
         List<String> runtimeConfigIps,
+        List<String> runtimeConfigPools,
         List<String> argsCniIps,
         JsonNode prevResult,
         List<AttachmentRef> validAttachments) {
@@ -63,6 +68,7 @@ public record NetConf(
 
     public NetConf {
         runtimeConfigIps = List.copyOf(runtimeConfigIps);
+        runtimeConfigPools = List.copyOf(runtimeConfigPools);
         argsCniIps = List.copyOf(argsCniIps);
         validAttachments = validAttachments == null ? null : List.copyOf(validAttachments);
     }
@@ -81,17 +87,42 @@ public record NetConf(
      * @param type {@code ipam.type}, or null
      * @param pools {@code ipam.pools}: pool names in order of preference, de-duplicated; empty for
      *     the agent's defaults
+     * @param namespacePools {@code ipam.namespacePools}: Kubernetes namespace → its pools in order
+     *     (Cilium's per-namespace pools, Calico's namespace annotation), chosen by the pod's
+     *     {@code K8S_POD_NAMESPACE}
      * @param routes {@code ipam.routes} (IPAM-only): routes to report in the ADD result, as
      *     host-local does; {@code dst} CIDR, {@code gw} an address or null
      * @param agentSocket {@code ipam.agentSocket}, or null
      */
-    public record Ipam(String type, List<String> pools, List<Route> routes, String agentSocket) {
+    public record Ipam(String type, List<String> pools, Map<String, List<String>> namespacePools, List<Route> routes,
+            String agentSocket) {
         public Ipam {
             pools = List.copyOf(pools);
+            namespacePools = Map.copyOf(namespacePools);
             routes = List.copyOf(routes);
         }
 
-        static final Ipam EMPTY = new Ipam(null, List.of(), List.of(), null);
+        static final Ipam EMPTY = new Ipam(null, List.of(), Map.of(), List.of(), null);
+    }
+
+    /**
+     * Which pools an ADD asks for, the most specific choice first, as Calico orders its pod
+     * annotation, namespace annotation and netconf: {@code runtimeConfig.pools}, then
+     * {@code CADASTRE_POOLS} of {@code CNI_ARGS}, then {@code ipam.namespacePools} of the pod's
+     * namespace, then {@code ipam.pools}; empty when none gives any (the agent then uses its
+     * default pools, or every enabled pool whose node selector matches the node).
+     *
+     * @param args the request's CNI_ARGS
+     */
+    public List<String> poolsFor(CniArgs args) {
+        if (!runtimeConfigPools.isEmpty()) {
+            return runtimeConfigPools;
+        }
+        if (!args.pools().isEmpty()) {
+            return args.pools();
+        }
+        List<String> ofNamespace = args.podNamespace() == null ? null : ipam.namespacePools().get(args.podNamespace());
+        return ofNamespace != null ? ofNamespace : ipam.pools();
     }
 
     /** @return true for the IPAM-only role */
@@ -156,9 +187,11 @@ public record NetConf(
         Ipam ipam = ipamNode == null ? Ipam.EMPTY : parseIpam(ipamNode, ipamType, mode);
 
         List<String> runtimeConfigIps = List.of();
+        List<String> runtimeConfigPools = List.of();
         ObjectNode runtimeConfig = Json.optObject(root, "runtimeConfig", "");
         if (runtimeConfig != null) {
             runtimeConfigIps = addressList(runtimeConfig, "ips", "runtimeConfig");
+            runtimeConfigPools = poolNames(Json.optArray(runtimeConfig, "pools", "runtimeConfig"), "runtimeConfig.pools");
         }
         List<String> argsCniIps = List.of();
         ObjectNode args = Json.optObject(root, "args", "");
@@ -175,21 +208,26 @@ public record NetConf(
             valid = parseValidAttachments(validNode);
         }
 
-        return new NetConf(cniVersion, name, type, mode, mtu, agentSocket, ipam, runtimeConfigIps, argsCniIps,
+        return new NetConf(cniVersion, name, type, mode, mtu, agentSocket, ipam, runtimeConfigIps, runtimeConfigPools, argsCniIps,
                 prevResult, valid);
     }
 
     private static Ipam parseIpam(ObjectNode ipam, String ipamType, Mode mode) {
-        List<String> pools = List.of();
-        ArrayNode poolsNode = Json.optArray(ipam, "pools", "ipam");
-        if (poolsNode != null) {
-            List<String> raw = Json.stringList(poolsNode, "ipam.pools");
-            for (int i = 0; i < raw.size(); i++) {
-                if (raw.get(i).isBlank()) {
-                    throw invalid("ipam.pools[" + i + "] is empty");
+        List<String> pools = poolNames(Json.optArray(ipam, "pools", "ipam"), "ipam.pools");
+        Map<String, List<String>> namespacePools = new TreeMap<>();
+        ObjectNode byNamespace = Json.optObject(ipam, "namespacePools", "ipam");
+        if (byNamespace != null) {
+            for (Map.Entry<String, JsonNode> e : byNamespace.properties()) {
+                String p = "ipam.namespacePools." + e.getKey();
+                if (!e.getValue().isArray()) {
+                    throw Json.wrongType(p, "an array of pool names");
                 }
+                List<String> names = poolNames((ArrayNode) e.getValue(), p);
+                if (e.getKey().isBlank() || names.isEmpty()) {
+                    throw invalid(p + ": a namespace needs a name and at least one pool");
+                }
+                namespacePools.put(e.getKey(), names);
             }
-            pools = new ArrayList<>(new LinkedHashSet<>(raw));
         }
         List<Route> routes = new ArrayList<>();
         ArrayNode routesNode = Json.optArray(ipam, "routes", "ipam");
@@ -219,7 +257,21 @@ public record NetConf(
                 }
             }
         }
-        return new Ipam(ipamType, pools, routes, Json.optString(ipam, "agentSocket", "ipam"));
+        return new Ipam(ipamType, pools, namespacePools, routes, Json.optString(ipam, "agentSocket", "ipam"));
+    }
+
+    /** @return the pool names of the array (none when absent), de-duplicated, order kept; code 7 for an empty name */
+    private static List<String> poolNames(ArrayNode node, String path) {
+        if (node == null) {
+            return List.of();
+        }
+        List<String> raw = Json.stringList(node, path);
+        for (int i = 0; i < raw.size(); i++) {
+            if (raw.get(i).isBlank()) {
+                throw invalid(path + "[" + i + "] is empty");
+            }
+        }
+        return new ArrayList<>(new LinkedHashSet<>(raw));
     }
 
     /** {@code <parent>.<field>}: a list of addresses, each optionally with a /prefix (dropped). */

@@ -91,4 +91,12 @@ class CniArgsTest {
                 .getMessage().contains("1.2.3"));
         assertTrue(assertThrows(CniException.class, () -> CniArgs.parse("A=b=c")).getMessage().contains("CNI_ARGS"));
     }
+
+    @Test
+    void podPoolsAreCommaSeparatedNamesInOrder() {
+        assertEquals(List.of("blue-v4", "blue-v6"), CniArgs.parse("CADASTRE_POOLS=blue-v4, blue-v6,blue-v4").pools());
+        assertEquals(List.of(), CniArgs.parse("K8S_POD_NAME=x").pools());
+        CniException e = assertThrows(CniException.class, () -> CniArgs.parse("CADASTRE_POOLS=a,,b"));
+        assertEquals(CniCodes.INVALID_NETWORK_CONFIG, e.code());
+    }
 }

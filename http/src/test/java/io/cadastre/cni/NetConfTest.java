@@ -147,4 +147,32 @@ class NetConfTest {
                 j("{'cniVersion':'1.1.0','name':'n','type':'cadastre','runtimeConfig':{'ips':['10.0.0.300']}}")));
         assertTrue(e.getMessage().contains("10.0.0.300"), e.getMessage());
     }
+
+    /** The most specific choice wins: the pod's (runtimeConfig, then CNI_ARGS), its namespace's, the netconf's. */
+    @Test
+    void poolsAreChosenPodFirstThenNamespaceThenNetconf() {
+        String ipam = "'ipam':{'pools':['net-v4'],'namespacePools':{'team-a':['a-v4','a-v6'],'team-b':['b-v4']}}";
+        NetConf plain = NetConf.parse(j("{'cniVersion':'1.1.0','name':'n','type':'cadastre'," + ipam + "}"));
+        assertEquals(List.of("net-v4"), plain.poolsFor(CniArgs.NONE));
+        assertEquals(List.of("net-v4"), plain.poolsFor(CniArgs.parse("K8S_POD_NAMESPACE=other")));
+        assertEquals(List.of("a-v4", "a-v6"), plain.poolsFor(CniArgs.parse("K8S_POD_NAMESPACE=team-a")));
+        assertEquals(List.of("pod-v4"), plain.poolsFor(CniArgs.parse("K8S_POD_NAMESPACE=team-a;CADASTRE_POOLS=pod-v4")));
+
+        NetConf withRuntime = NetConf.parse(j("{'cniVersion':'1.1.0','name':'n','type':'cadastre'," + ipam
+                + ",'runtimeConfig':{'pools':['rt-v4','rt-v4']}}"));
+        assertEquals(List.of("rt-v4"), withRuntime.poolsFor(CniArgs.parse("K8S_POD_NAMESPACE=team-a;CADASTRE_POOLS=pod-v4")));
+
+        NetConf none = NetConf.parse(j("{'cniVersion':'1.1.0','name':'n','type':'cadastre'}"));
+        assertEquals(List.of(), none.poolsFor(CniArgs.parse("K8S_POD_NAMESPACE=team-a")));
+    }
+
+    @Test
+    void malformedPoolChoicesAreInvalidConfig() {
+        for (String bad : List.of("'ipam':{'namespacePools':{'a':'x'}}", "'ipam':{'namespacePools':{'a':[]}}",
+                "'ipam':{'namespacePools':{'a':['']}}", "'runtimeConfig':{'pools':['']}", "'ipam':{'namespacePools':[]}")) {
+            CniException e = assertThrows(CniException.class,
+                    () -> NetConf.parse(j("{'cniVersion':'1.1.0','name':'n','type':'cadastre'," + bad + "}")), bad);
+            assertTrue(e.code() == CniCodes.INVALID_NETWORK_CONFIG || e.code() == CniCodes.DECODING_FAILURE, bad + ": " + e.code());
+        }
+    }
 }
