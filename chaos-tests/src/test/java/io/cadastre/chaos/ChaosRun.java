@@ -9,9 +9,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -37,7 +39,8 @@ import java.util.function.Supplier;
  *       attachment runs on every host.
  *   <li>EXHAUST: every host ADDs fresh IPAM-only attachments until told the pool is exhausted
  *       (code 100); EXHAUST_CLEANUP DELs them and runs GC again.
- *   <li>IPAM_CHECK: {@code cadastrectl ipam check} on the first host must report a clean cluster.
+ *   <li>IPAM_CHECK: {@code cadastrectl ipam check} on the first host must report a clean cluster,
+ *       once after DURABLE with the workload's allocations live, and once at the end.
  * </ol>
  * When a phase cannot finish in time, the rest is skipped and the run reports a liveness problem.
  */
@@ -229,6 +232,9 @@ final class ChaosRun implements AutoCloseable {
         if (!perHost(host -> durable(host, live), "DURABLE: an attachment's retried ADD got no definite answer")) {
             return;
         }
+        Set<String> inDoubt = new HashSet<>();
+        clients.forEach(c -> c.unresolved().forEach(l -> inDoubt.add(l.attachment().containerId())));
+        ipamCheck("ipam-check-live", inDoubt);
         Map<Attachment, Boolean> doomed = new HashMap<>(live);
         clients.forEach(c -> c.unresolved().forEach(l -> doomed.put(l.attachment(), l.full())));
         if (!perHost(host -> release(Phase.CLEANUP, host, doomed) && sweep(Phase.CLEANUP, host),
@@ -245,21 +251,26 @@ final class ChaosRun implements AutoCloseable {
                 "EXHAUST_CLEANUP: a DEL or GC did not succeed")) {
             return;
         }
-        ipamCheck();
+        ipamCheck("ipam-check", Set.of());
     }
 
     /**
-     * The operator's view at the end: {@code cadastrectl ipam check} against the first host's
-     * agent (its admin API listens on loopback inside the host's namespace) must report a clean
-     * cluster — no allocation without an attachment, no attachment without its allocation, no
-     * block affine to an unknown node. A report that is not clean is a problem of the run.
+     * The operator's view: {@code cadastrectl ipam check -o json} against the first host's agent
+     * (its admin API listens on loopback inside the host's namespace) must report a clean cluster —
+     * no allocation without an attachment, no attachment without its allocation, no block affine to
+     * an unknown node — once while the workload's allocations are live, and once at the end. While
+     * live, an allocation without attachment is excused only for an ADD whose outcome its client
+     * never learnt (it may have allocated; CLEANUP's DEL and GC release it). Anything else is a
+     * problem of the run.
+     *
+     * @param excusedContainers container IDs whose ADD is in doubt
      */
-    private void ipamCheck() throws IOException, InterruptedException {
+    private void ipamCheck(String name, Set<String> excusedContainers) throws IOException, InterruptedException {
         Topology.Host host = topology.hosts().get(0);
         List<String> command = List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl", "ipam", "check");
+                "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl", "ipam", "check", "-o", "json");
         // To a file, not a pipe: reading a pipe would block past the timeout if the tool hung.
-        Path out = dir.resolve("ipam-check.txt");
+        Path out = dir.resolve(name + ".json");
         Process check = topology.exec(host, command,
                 pb -> pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.to(out.toFile())));
         if (!check.waitFor(IPAM_CHECK_TIMEOUT_S, TimeUnit.SECONDS)) {
@@ -268,10 +279,25 @@ final class ChaosRun implements AutoCloseable {
             return;
         }
         String output = java.nio.file.Files.readString(out);
-        String firstLine = output.lines().findFirst().orElse("");
-        history.event("ipam-check", host.name(), "cadastrectl ipam check exit " + check.exitValue() + ": " + firstLine);
-        if (check.exitValue() != 0) {
-            problems.add("IPAM_CHECK: cadastrectl ipam check exit " + check.exitValue() + ":\n" + output);
+        if (check.exitValue() != 0 && check.exitValue() != 1) {
+            problems.add("IPAM_CHECK (" + name + "): cadastrectl ipam check exit " + check.exitValue() + ":\n" + output);
+            return;
+        }
+        com.fasterxml.jackson.databind.JsonNode report = new com.fasterxml.jackson.databind.ObjectMapper().readTree(output);
+        List<String> findings = new java.util.ArrayList<>();
+        report.get("allocationsWithoutAttachment").forEach(f -> {
+            String handle = f.get("allocation").get("handle").asText();
+            if (!excusedContainers.contains(handle.substring(handle.indexOf('.') + 1))) {
+                findings.add("allocation without attachment " + f);
+            }
+        });
+        report.get("attachmentsWithoutAllocation").forEach(f -> findings.add("attachment without allocation " + f));
+        report.get("blocksAffineToUnknownNodes").forEach(f -> findings.add("block affine to an unknown node " + f));
+        history.event(name, host.name(), "cadastrectl ipam check exit " + check.exitValue() + ": "
+                + report.get("checkedAllocations") + " allocations, " + report.get("checkedAttachments") + " attachments, "
+                + findings.size() + " findings, " + report.get("tookMillis") + " ms");
+        if (!findings.isEmpty()) {
+            problems.add("IPAM_CHECK (" + name + "): " + String.join("\n", findings));
         }
     }
 
