@@ -1,23 +1,21 @@
 package io.cadastre.agent;
 
+import static io.cadastre.agent.CtlOutput.assertCells;
+import static io.cadastre.agent.CtlOutput.assertFailed;
+import static io.cadastre.agent.CtlOutput.pool;
+import static io.cadastre.agent.CtlOutput.rowsBy;
+import static io.cadastre.agent.CtlOutput.table;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.cadastre.agent.CniExec.Result;
-import io.cadastre.ctl.Cadastrectl;
-import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import io.cadastre.agent.CtlAgent.Pod;
+import io.cadastre.agent.CtlOutput.Run;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -45,68 +43,26 @@ class CadastrectlEndToEndTest {
     /** In 198.18.0.0/15, in none of the agent's pools. */
     private static final String IN_NO_POOL = "198.19.200.1";
 
-    private static Path dir;
-    private static AgentProcess agent;
+    private static CtlAgent agent;
     private static String adminUrl;
-    private static final List<TestNetns> namespaces = new ArrayList<>();
     private static final List<Pod> pods = new ArrayList<>();
-
-    /** A live pod: its netns, container ID, and the addresses its ADD was given (v4, v6). */
-    private record Pod(TestNetns ns, String container, String name, String v4, String v6) {
-        String handle() {
-            return NETWORK + "." + container;
-        }
-    }
-
-    /** One run of cadastrectl: its exit code and what it printed. */
-    private record Run(int code, String out, String err) {
-        JsonNode json() throws IOException {
-            return CniExec.JSON.readTree(out);
-        }
-
-        @Override
-        public String toString() {
-            return "exit " + code + "\nstdout:\n" + out + "stderr:\n" + err;
-        }
-    }
 
     @BeforeAll
     static void startAgentAndPods() throws Exception {
-        dir = Files.createTempDirectory("cad-ctl");
-        // Assigned before it starts: a start that fails still leaves close() a process to kill.
-        agent = new AgentProcess(dir, NODE, CONFIG);
-        agent.start();
-        adminUrl = agent.adminUrl();
+        agent = CtlAgent.start(NODE, NETWORK, CONFIG);
+        adminUrl = agent.adminUrl;
         for (int i = 1; i <= 3; i++) {
-            pods.add(addPod("pod-" + i));
+            Pod pod = agent.addPod("pod-" + i);
+            assertEquals(2, pod.addresses().size(), "dual-stack: " + pod);
+            pods.add(pod);
         }
     }
 
-    /**
-     * DEL every pod while the agent runs, then remove every namespace (also those of pods whose
-     * ADD failed), stop the agent, remove its directory; each step also when one before failed.
-     */
+    /** DELs the pods, stops the agent, removes what it left; also when the start failed half-way. */
     @AfterAll
     static void stopPodsAndAgent() throws Exception {
-        try {
-            for (Pod pod : pods) {
-                del(pod);
-            }
-        } finally {
-            try {
-                closeAll(namespaces);
-            } finally {
-                try {
-                    if (agent != null) {
-                        assertEquals(143, agent.stop(), "agent exit code on SIGTERM");
-                    }
-                } finally {
-                    if (agent != null) {
-                        agent.close();
-                    }
-                    CniEndToEndTest.deleteTree(dir);
-                }
-            }
+        if (agent != null) {
+            agent.close();
         }
     }
 
@@ -208,15 +164,20 @@ class CadastrectlEndToEndTest {
         assertEquals(0, list.code(), list.toString());
         Map<String, Map<String, String>> nodes = rowsBy("NAME", table(list.out(), 0));
         assertEquals(Set.of(NODE), nodes.keySet(), list.out());
-        assertCells(nodes.get(NODE), Map.of("MEMBER", "up", "AFFINE-BLOCKS", "2", "BORROWED-BLOCKS", "0", "ATTACHMENTS", "3"));
+        assertCells(nodes.get(NODE), Map.of("MEMBER", "up", "AFFINE-BLOCKS", "2", "BORROWED-BLOCKS", "0", "ATTACHMENTS", "3",
+                "REMOVED", "false", "LABELS", "-"));
         Run listJson = ctl("node", "list", "-o", "json");
         assertEquals(0, listJson.code(), listJson.toString());
-        assertEquals(NODE, listJson.json().path("nodes").get(0).path("name").asText());
-        assertEquals("up", listJson.json().path("nodes").get(0).path("member").asText());
+        JsonNode summary = listJson.json().path("nodes").get(0);
+        assertEquals(NODE, summary.path("name").asText());
+        assertEquals("up", summary.path("member").asText());
+        assertTrue(summary.path("labels").isObject() && summary.path("labels").isEmpty(), "no labels: " + listJson.out());
+        assertTrue(summary.path("removed").isBoolean() && !summary.path("removed").booleanValue(), listJson.out());
 
         Run show = ctl("node", "show", NODE);
         assertEquals(0, show.code(), show.toString());
-        assertCells(table(show.out(), 0).get(0), Map.of("NAME", NODE, "MEMBER", "up", "ATTACHMENTS", "3"));
+        assertCells(table(show.out(), 0).get(0), Map.of("NAME", NODE, "MEMBER", "up", "ATTACHMENTS", "3",
+                "REMOVED", "false", "LABELS", "-"));
         Map<String, Map<String, String>> blocks = rowsBy("BLOCK", table(show.out(), 1));
         assertEquals(Set.of("198.18.112.0/26", "fd00:198:70::/122"), blocks.keySet(), show.out());
         blocks.values().forEach(b -> assertEquals("affine", b.get("ROLE")));
@@ -241,9 +202,10 @@ class CadastrectlEndToEndTest {
         Map<String, Map<String, String>> pools = rowsBy("NAME", table(run.out(), 0));
         assertEquals(Set.of("ctl-ipv4", "ctl-ipv6", "ctl-strict"), pools.keySet(), run.out());
         assertCells(pools.get("ctl-ipv4"), Map.of("CIDR", "198.18.112.0/24", "BLOCK-SIZE", "/26", "STRICT-AFFINITY", "false",
-                "ALLOW-BORROWING", "true", "MAX-BLOCKS-PER-NODE", "no limit", "DISABLED", "false"));
+                "ALLOW-BORROWING", "true", "MAX-BLOCKS-PER-NODE", "no limit", "DISABLED", "false", "NODE-SELECTOR", "all()"));
         assertCells(pools.get("ctl-strict"), Map.of("CIDR", "198.19.112.0/28", "BLOCK-SIZE", "/28", "STRICT-AFFINITY", "true",
-                "ALLOW-BORROWING", "false", "MAX-BLOCKS-PER-NODE", "1", "DISABLED", "false"));
+                "ALLOW-BORROWING", "false", "MAX-BLOCKS-PER-NODE", "1", "DISABLED", "false", "NODE-SELECTOR", "all()"));
+        assertEquals(1, run.out().split("\n\n").length, "no pool excludes anything, no EXCLUDED table: " + run.out());
 
         Run json = ctl("pool", "list", "-o", "json");
         assertEquals(0, json.code(), json.toString());
@@ -251,6 +213,8 @@ class CadastrectlEndToEndTest {
         assertTrue(strict.path("strictAffinity").asBoolean(false), json.out());
         assertEquals(1, strict.path("maxBlocksPerNode").asInt());
         assertEquals(16, strict.path("size").asInt());
+        assertEquals("", strict.path("nodeSelector").asText("missing"), json.out());
+        assertTrue(strict.path("excluded").isArray() && strict.path("excluded").isEmpty(), json.out());
     }
 
     // ---- repair
@@ -262,38 +226,36 @@ class CadastrectlEndToEndTest {
      */
     @Test
     void releaseFreesAnAttachmentByAddressOrHandleAndTheCheckStaysClean() throws Exception {
-        try (TestNetns nsA = TestNetns.create(); TestNetns nsB = TestNetns.create()) {
-            Pod a = addPod("released-a", nsA);
-            Pod b = addPod("released-b", nsB);
-            try {
-                assertEquals("allocated", table(ctl("ipam", "address", a.v4()).out(), 0).get(0).get("STATE"));
-                Run release = ctl("ipam", "release", "--address", a.v4());
-                assertEquals(0, release.code(), release.toString());
-                assertEquals(Set.of("released " + a.v4(), "released " + a.v6()), Set.copyOf(release.out().lines().toList()),
-                        "the other family's address goes with it");
-                for (String address : List.of(a.v4(), a.v6())) {
-                    assertEquals("free", table(ctl("ipam", "address", address).out(), 0).get(0).get("STATE"), address);
-                }
-                Run again = ctl("ipam", "release", "--address", a.v4());
-                assertEquals(0, again.code(), again.toString());
-                assertEquals("nothing released: no allocation held\n", again.out());
-
-                Run byHandle = ctl("ipam", "release", "--node", NODE, "--handle", b.handle(), "-o", "json");
-                assertEquals(0, byHandle.code(), byHandle.toString());
-                Set<String> released = new HashSet<>();
-                byHandle.json().path("released").forEach(r -> released.add(r.asText()));
-                assertEquals(Set.of(b.v4(), b.v6()), released, byHandle.out());
-
-                Run check = ctl("ipam", "check");
-                assertEquals(0, check.code(), check.toString());
-                assertTrue(check.out().startsWith("clean: checked 6 allocations and 3 attachments in "),
-                        "only the shared pods are left: " + check.out());
-                assertEquals("3", rowsBy("NAME", table(ctl("node", "list").out(), 0)).get(NODE).get("ATTACHMENTS"));
-            } finally {
-                // Release is IPAM only: the interfaces are DEL's (idempotent for what IPAM forgot).
-                del(a);
-                del(b);
+        Pod a = agent.addPod("released-a");
+        Pod b = agent.addPod("released-b");
+        try {
+            assertEquals("allocated", table(ctl("ipam", "address", a.v4()).out(), 0).get(0).get("STATE"));
+            Run release = ctl("ipam", "release", "--address", a.v4());
+            assertEquals(0, release.code(), release.toString());
+            assertEquals(Set.of("released " + a.v4(), "released " + a.v6()), Set.copyOf(release.out().lines().toList()),
+                    "the other family's address goes with it");
+            for (String address : List.of(a.v4(), a.v6())) {
+                assertEquals("free", table(ctl("ipam", "address", address).out(), 0).get(0).get("STATE"), address);
             }
+            Run again = ctl("ipam", "release", "--address", a.v4());
+            assertEquals(0, again.code(), again.toString());
+            assertEquals("nothing released: no allocation held\n", again.out());
+
+            Run byHandle = ctl("ipam", "release", "--node", NODE, "--handle", b.handle(), "-o", "json");
+            assertEquals(0, byHandle.code(), byHandle.toString());
+            Set<String> released = new HashSet<>();
+            byHandle.json().path("released").forEach(r -> released.add(r.asText()));
+            assertEquals(Set.of(b.v4(), b.v6()), released, byHandle.out());
+
+            Run check = ctl("ipam", "check");
+            assertEquals(0, check.code(), check.toString());
+            assertTrue(check.out().startsWith("clean: checked 6 allocations and 3 attachments in "),
+                    "only the shared pods are left: " + check.out());
+            assertEquals("3", rowsBy("NAME", table(ctl("node", "list").out(), 0)).get(NODE).get("ATTACHMENTS"));
+        } finally {
+            // Release is IPAM only: the interfaces are DEL's (idempotent for what IPAM forgot).
+            agent.del(a);
+            agent.del(b);
         }
     }
 
@@ -328,122 +290,7 @@ class CadastrectlEndToEndTest {
 
     // ---- helpers
 
-    /** Runs cadastrectl against the agent's admin API, in this process, with an empty environment. */
     private static Run ctl(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        String[] withServer = Stream.concat(Stream.of("--server", adminUrl), Stream.of(args)).toArray(String[]::new);
-        int code = Cadastrectl.execute(Map.of(), new PrintWriter(out, true), new PrintWriter(err, true), withServer);
-        return new Run(code, out.toString(), err.toString());
-    }
-
-    private static void assertFailed(Run run, String... inErr) {
-        assertEquals(2, run.code(), run.toString());
-        assertEquals("", run.out(), "nothing on stdout");
-        for (String text : inErr) {
-            assertTrue(run.err().contains(text), "stderr has '" + text + "': " + run.err());
-        }
-    }
-
-    private static void assertCells(Map<String, String> row, Map<String, String> expected) {
-        assertTrue(row != null, "no such row");
-        expected.forEach((column, value) -> assertEquals(value, row.get(column), column + " of " + row));
-    }
-
-    private static JsonNode pool(JsonNode answer, String name) {
-        for (JsonNode pool : answer.path("pools")) {
-            if (pool.path("name").asText().equals(name)) {
-                return pool;
-            }
-        }
-        throw new AssertionError("no pool " + name + " in " + answer);
-    }
-
-    /**
-     * @param out cadastrectl's table output: tables separated by blank lines (lines before the first
-     *     header, such as the check's verdict, belong to no table when they hold no double blank)
-     * @param index which table, from 0
-     * @return its rows, each cell under its header; columns start where the header's titles do
-     */
-    private static List<Map<String, String>> table(String out, int index) {
-        String[] tables = out.split("\n\n");
-        assertTrue(index < tables.length, "no table " + index + " in:\n" + out);
-        List<String> lines = tables[index].lines().toList();
-        String header = lines.get(0);
-        List<Integer> starts = new ArrayList<>();
-        List<String> titles = new ArrayList<>();
-        for (int i = 0; i < header.length(); i++) {
-            if (header.charAt(i) != ' ' && (i == 0 || header.charAt(i - 1) == ' ')) {
-                starts.add(i);
-                int end = header.indexOf(' ', i);
-                titles.add(header.substring(i, end < 0 ? header.length() : end));
-            }
-        }
-        List<Map<String, String>> rows = new ArrayList<>();
-        for (String line : lines.subList(1, lines.size())) {
-            Map<String, String> row = new LinkedHashMap<>();
-            for (int c = 0; c < starts.size(); c++) {
-                int from = Math.min(starts.get(c), line.length());
-                int to = c + 1 < starts.size() ? Math.min(starts.get(c + 1), line.length()) : line.length();
-                row.put(titles.get(c), line.substring(from, to).strip());
-            }
-            rows.add(row);
-        }
-        return rows;
-    }
-
-    /** @return the rows by their cell in {@code column} */
-    private static Map<String, Map<String, String>> rowsBy(String column, List<Map<String, String>> rows) {
-        Map<String, Map<String, String>> byKey = new LinkedHashMap<>();
-        rows.forEach(row -> byKey.put(row.get(column), row));
-        return byKey;
-    }
-
-    private static Pod addPod(String name) throws Exception {
-        TestNetns ns = TestNetns.create();
-        namespaces.add(ns);
-        return addPod(name, ns);
-    }
-
-    /** ADD through the real plugin, as a runtime does for pod {@code e2e/name}. */
-    private static Pod addPod(String name, TestNetns ns) throws Exception {
-        String container = CniEndToEndTest.container();
-        Map<String, String> env = CniExec.env("ADD", container, ns.path(), "eth0");
-        env.put("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=" + name);
-        Result add = CniExec.run(env, netconf());
-        assertEquals(0, add.exit(), add.toString());
-        JsonNode ips = add.json().path("ips");
-        assertEquals(2, ips.size(), add.toString());
-        return new Pod(ns, container, name, ips.get(0).path("address").asText().split("/")[0],
-                ips.get(1).path("address").asText().split("/")[0]);
-    }
-
-    private static void del(Pod pod) throws Exception {
-        Result del = CniExec.run(CniExec.env("DEL", pod.container(), pod.ns().path(), "eth0"), netconf());
-        assertEquals(0, del.exit(), del.toString());
-    }
-
-    private static String netconf() {
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"" + NETWORK + "\",\"type\":\"cadastre\",\"agentSocket\":\""
-                + agent.socket() + "\",\"ipam\":{}}";
-    }
-
-    /** Closes every namespace, each even when one before failed; the first failure is thrown. */
-    private static void closeAll(List<TestNetns> all) throws Exception {
-        Exception first = null;
-        for (TestNetns ns : all) {
-            try {
-                ns.close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        return agent.ctl(args);
     }
 }

@@ -64,7 +64,7 @@ public final class NodeSelector {
     public static NodeSelector parse(String expression) {
         String text = expression == null ? "" : expression.trim();
         if (text.isEmpty() || text.equals("all()")) {
-            return new NodeSelector(text, List.of());
+            return ALL;
         }
         List<Requirement> requirements = new ArrayList<>();
         for (String part : splitTopLevel(text)) {

@@ -36,6 +36,14 @@ class NodeSelectorTest {
         assertEquals(selected, NodeSelector.parse(expression).matches(NODE), expression);
     }
 
+    /** One spelling for every node, so that a pool given either is the same definition. */
+    @ParameterizedTest
+    @ValueSource(strings = {"", "  ", "all()", " all() "})
+    void everySpellingOfEveryNodeIsTheEmptySelector(String expression) {
+        assertEquals("", NodeSelector.parse(expression).expression());
+        assertTrue(NodeSelector.parse(expression).selectsAll());
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"zone in a", "zone=a=b", "=a", "zone in (a", "zone ~ a", "zone=(a)", ",", "zone=a,"})
     void malformedSelectorsAreRefusedWithTheExpression(String expression) {
