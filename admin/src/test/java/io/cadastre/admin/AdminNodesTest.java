@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.admin.AdminCluster.Env;
 import io.cadastre.admin.AdminCluster.Reply;
-import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
@@ -83,15 +82,6 @@ class AdminNodesTest {
         AdminCluster.await(cluster.ref(BlockEntity.ENTITY_TYPE_KEY, claim.block().entityId()).askWithStatus(
                 (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, List.of(), r), ASK));
         return claim.block();
-    }
-
-    /** Has the block allocate for an attachment (on eth0) of the node that the node does not record. */
-    private static String assignWithoutRecord(Cidr block, String node, String handle, boolean borrow) {
-        Allocation allocation = new Allocation(handle, "eth0", "ns", "pod", node, System.currentTimeMillis());
-        BlockEntity.AssignOutcome outcome = AdminCluster.await(cluster.ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId())
-                .ask((ActorRef<BlockEntity.AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, borrow, r), ASK));
-        assertEquals(BlockEntity.AssignStatus.ASSIGNED, outcome.status(), outcome.toString());
-        return outcome.address();
     }
 
     @Test
@@ -178,12 +168,12 @@ class AdminNodesTest {
             AttachmentRecord g2 = env.add(goneIpam, "g2");
             Cidr goneV4 = g1.addresses().get(0).block();
             // An ADD that crashed between the block and the node: an orphan in the node's own block.
-            String orphan = assignWithoutRecord(goneV4, gone, "net.crashed", false);
+            String orphan = cluster.assignWithoutRecord(goneV4, gone, "net.crashed", false).address();
             // And one borrowed from this env's node's block, listed by the node as borrowed from.
             Cidr envV4 = mine.addresses().get(0).block();
             AdminCluster.await(cluster.ref(NodeEntity.ENTITY_TYPE_KEY, gone).askWithStatus(
                     (ActorRef<StatusReply<Done>> r) -> new NodeEntity.NoteBorrowedBlock(env.v4.name(), envV4, r), ASK));
-            String borrowed = assignWithoutRecord(envV4, gone, "net.borrowed", true);
+            String borrowed = cluster.assignWithoutRecord(envV4, gone, "net.borrowed", true).address();
 
             JsonNode removed = delete(env, "/v1/nodes/" + gone + "?releaseAddresses=true").ok();
             OpenApi.assertShape("NodeRemoved", removed);

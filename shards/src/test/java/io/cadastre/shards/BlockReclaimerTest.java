@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.BlockReclaimer.Pass;
@@ -24,15 +22,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.pattern.StatusReply;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -52,29 +44,7 @@ class BlockReclaimerTest {
 
     @BeforeAll
     static void startCluster() {
-        Config config = ConfigFactory.parseString("""
-                pekko.actor.provider = cluster
-                pekko.actor.serialize-messages = on
-                pekko.remote.artery.canonical.hostname = 127.0.0.1
-                pekko.remote.artery.canonical.port = 0
-                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                pekko.cluster.sharding.passivation.strategy = none
-                """)
-                .withFallback(PersistenceTestKitPlugin.getInstance().config())
-                .withFallback(PersistenceTestKitSnapshotPlugin.config())
-                .withFallback(ConfigFactory.load());
-        testKit = ActorTestKit.create("BlockReclaimerTest", config);
-        ActorSystem<?> system = testKit.system();
-        Cluster cluster = Cluster.get(system);
-        cluster.manager().tell(Join.create(cluster.selfMember().address()));
-        PoolRegistry.init(system);
-        PoolEntity.init(system);
-        BlockEntity.init(system);
-        NodeEntity.init(system);
-        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-            assertEquals(MemberStatus.up(), cluster.selfMember().status());
-            return null;
-        });
+        testKit = TestCluster.start("BlockReclaimerTest");
     }
 
     @AfterAll
