@@ -208,8 +208,7 @@ public final class BlockReclaimer {
                         return Behaviors.same();
                     })
                     .onSignal(PostStop.class, stop -> {
-                        candidates = 0;
-                        kept = 0;
+                        incarnation.stop();
                         return Behaviors.same();
                     })
                     .build();
@@ -240,6 +239,14 @@ public final class BlockReclaimer {
     final class Incarnation {
         private final Map<String, Long> absentSince = new HashMap<>();
         private Set<Cidr> releasingBefore = Set.of();
+        private volatile boolean stopped;
+
+        /** The singleton stopped here: its gauges read zero, also after a pass still under way ends. */
+        void stop() {
+            stopped = true;
+            candidates = 0;
+            kept = 0;
+        }
 
         /** Runs one pass; fails (changing nothing) when the pools cannot be read. */
         CompletionStage<Pass> pass() {
@@ -307,8 +314,10 @@ public final class BlockReclaimer {
                     byReason.put(Reason.NODE_GONE, gone.released());
                     byReason.put(Reason.UNFINISHED_RELEASE, finished.released());
                     keptNow.addAll(gone.kept());
-                    candidates = waiting.size();
-                    kept = keptNow.size();
+                    if (!stopped) {
+                        candidates = waiting.size();
+                        kept = keptNow.size();
+                    }
                     return new Pass(byReason, waiting, keptNow);
                 });
             });

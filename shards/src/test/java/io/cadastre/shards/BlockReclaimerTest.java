@@ -13,10 +13,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.Done;
@@ -122,13 +120,7 @@ class BlockReclaimerTest {
     }
 
     private static <T> T await(CompletionStage<T> stage) {
-        try {
-            return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.ExecutionException e) {
-            throw new CompletionException(e.getCause());
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        return TestCluster.await(stage);
     }
 
     @Test

@@ -20,7 +20,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
@@ -74,13 +73,7 @@ class IpamTest {
     }
 
     private static <T> T await(CompletionStage<T> stage) {
-        try {
-            return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.ExecutionException e) {
-            throw new CompletionException(e.getCause());
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        return TestCluster.await(stage);
     }
 
     private static IpamException.Reason failureOf(CompletionStage<?> stage) {

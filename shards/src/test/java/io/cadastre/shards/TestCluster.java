@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import java.time.Duration;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.MemberStatus;
@@ -46,5 +50,16 @@ final class TestCluster {
             return null;
         });
         return testKit;
+    }
+
+    /** @return the stage's value, waiting up to 30 s; its failure's cause wrapped in a CompletionException */
+    static <T> T await(CompletionStage<T> stage) {
+        try {
+            return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            throw new CompletionException(e.getCause());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 }
