@@ -54,14 +54,15 @@ import org.slf4j.LoggerFactory;
 /**
  * The admin API's routes (contract v1; {@code openapi.yaml} beside this class documents them).
  * Only parses, validates and delegates: to {@link Inventory} for reads and releases, to
- * {@link ConsistencyCheck}, and to this agent's {@link Ipam} for GC.
+ * {@link PoolAdmin} for pools, to {@link NodeRemoval}, to {@link ConsistencyCheck}, and to this
+ * agent's {@link Ipam} for GC.
  *
  * <p>Every error is {@code {"error": "..."}}: 400 for malformed input (checked before anything is
  * asked, so nothing changes), 401 for a missing or wrong bearer token, 404 for an unknown pool,
- * node, path or an address in no pool, 405 for a wrong method, 503 when an entity did not answer
- * in time, 500 for a bug (logged). Request bodies must be JSON objects with only the documented
- * fields: a misspelt field is refused rather than ignored, since ignoring it could turn a release
- * of one attachment into a different request.
+ * node, path or an address in no pool, 405 for a wrong method, 409 when the state forbids the
+ * change, 503 when an entity did not answer in time, 500 for a bug (logged). Request bodies must
+ * be JSON objects with only the documented fields: a misspelt field is refused rather than
+ * ignored, since ignoring it could turn a release of one attachment into a different request.
  */
 final class AdminRoutes {
     private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
@@ -73,6 +74,7 @@ final class AdminRoutes {
     private final Inventory inventory;
     private final ConsistencyCheck check;
     private final PoolAdmin poolAdmin;
+    private final NodeRemoval nodeRemoval;
     private final Ipam ipam;
     private final Supplier<Optional<String>> unreadiness;
     private final Optional<byte[]> token;
@@ -87,6 +89,7 @@ final class AdminRoutes {
         this.inventory = inventory;
         this.check = new ConsistencyCheck(inventory);
         this.poolAdmin = new PoolAdmin(inventory);
+        this.nodeRemoval = new NodeRemoval(inventory);
         this.ipam = ipam;
         this.unreadiness = unreadiness;
         this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
@@ -127,7 +130,10 @@ final class AdminRoutes {
                         answer(Inventory.guard(() -> inventory.blocks(nonEmpty("pool", pool), nonEmpty("node", node)))))))),
                 pathPrefix("nodes", () -> concat(
                         pathEnd(() -> get(() -> answer(inventory.nodes()))),
-                        path(segment(), name -> get(() -> answer(inventory.node(name)))))),
+                        path(segment(), name -> concat(
+                                get(() -> answer(inventory.node(name))),
+                                delete(() -> parameterOptional("releaseAddresses", release -> answer(Inventory.guard(() ->
+                                        nodeRemoval.remove(name, flag("releaseAddresses", release)))))))))),
                 pathPrefix("addresses", () -> path(segment(), address -> get(() -> answer(inventory.address(address))))),
                 path("release", () -> post(() -> body(this::release))),
                 path("check", () -> get(() -> answer(check.run()))),
@@ -268,6 +274,17 @@ final class AdminRoutes {
             throw AdminException.badRequest("query parameter " + parameter + " is empty");
         }
         return value;
+    }
+
+    /** @return a boolean query parameter: false when absent; BAD_REQUEST for anything but true or false */
+    private static boolean flag(String parameter, Optional<String> value) {
+        if (value.isEmpty() || value.get().equals("false")) {
+            return false;
+        }
+        if (value.get().equals("true")) {
+            return true;
+        }
+        throw AdminException.badRequest("query parameter " + parameter + " must be true or false, not '" + value.get() + "'");
     }
 
     // ---- responses ----

@@ -93,25 +93,44 @@ public final class AdminViews {
 
     public record Nodes(List<NodeSummary> nodes) {}
 
+    /**
+     * The answer of a node's removal (DELETE /v1/nodes/{name}).
+     *
+     * @param releasedBlocks the blocks given back to their pools, sorted
+     * @param remainingBlocks the node's blocks that still hold allocations (its own or borrowed
+     *     ones of other nodes), sorted
+     * @param releasedAddresses the addresses released (with releaseAddresses=true), else empty
+     * @param remainingAllocations how many allocations are still held for the node
+     */
+    public record NodeRemoved(String node, List<String> releasedBlocks, List<String> remainingBlocks,
+            List<String> releasedAddresses, long remainingAllocations) {}
+
     /** @param allocation who holds the address, or {@code null} when it is free */
     public record AddressHolder(String address, String pool, String block, Allocation allocation) {}
 
     /** @param released the addresses freed (release) or the attachment keys released (GC) */
     public record Released(List<String> released) {}
 
-    /** The consistency check's report: a snapshot, see {@link ConsistencyCheck}. */
+    /**
+     * The consistency check's report: a snapshot, see {@link ConsistencyCheck}.
+     *
+     * @param clean no finding of any kind
+     * @param allocationsOfRemovedNodes addresses held for nodes an operator removed (same shape as
+     *     an allocation without attachment; not listed there too)
+     */
     public record Report(boolean clean, long checkedAllocations, long checkedAttachments, long tookMillis,
             List<AllocationWithoutAttachment> allocationsWithoutAttachment,
             List<AttachmentWithoutAllocation> attachmentsWithoutAllocation,
-            List<BlockOfUnknownNode> blocksAffineToUnknownNodes) {}
+            List<BlockOfUnknownNode> blocksAffineToUnknownNodes,
+            List<AllocationWithoutAttachment> allocationsOfRemovedNodes) {}
 
-    /** An address a block holds for an attachment its node does not record (an orphan). */
+    /** An address a block holds for an attachment its node does not record (an orphan), or for a removed node. */
     public record AllocationWithoutAttachment(String address, String block, Allocation allocation) {}
 
     /** An attachment whose node records addresses that its blocks do not hold for it. */
     public record AttachmentWithoutAllocation(String node, Attachment attachment, List<String> missing) {}
 
-    /** A block affine to a node that is not a member and records no attachment. */
+    /** A block affine to a node that is not a member and records no attachment, or that an operator removed. */
     public record BlockOfUnknownNode(String block, String pool, String affinity) {}
 
     static List<String> cidrs(Collection<Cidr> blocks) {

@@ -22,6 +22,7 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiPredicate;
 
 /**
  * The consistency check: compares what the blocks hold with what the nodes record.
@@ -34,7 +35,13 @@ import java.util.concurrent.TimeUnit;
  *       hold for the attachment. Dangerous: the address may be handed to another pod while this
  *       one uses it. The ADD/DEL order rules out this state; the check exists to prove it.
  *   <li>A <b>block affine to an unknown node</b>: the node is not a cluster member and records no
- *       attachment; its blocks can be reclaimed.
+ *       attachment, or an operator removed it ({@link NodeRemoval}); its blocks can be reclaimed
+ *       once empty.
+ *   <li>An <b>allocation of a removed node</b>: a block holds an address for a node an operator
+ *       removed (and whose agent has not started since), recorded by the node or not. Not an
+ *       inconsistency of a live node — the removal kept it (no {@code releaseAddresses}) or it
+ *       could not be released — but leaked until released by address; reported here rather than
+ *       as an allocation without attachment.
  * </ul>
  *
  * <p>Every claimed block of the configured pools and every known node (members and the blocks'
@@ -46,8 +53,9 @@ import java.util.concurrent.TimeUnit;
  * like either finding. So each finding is read again before it is reported, in the order that the
  * ADD/DEL rules make conclusive: an orphan's node, then its block (an ADD records on the node
  * after the block allocated; a DEL frees in the block after the node forgot); a missing
- * allocation's block, then its node. What survives the second look is reported; an ADD still in
- * flight may still show as an allocation without attachment, as the API contract warns.
+ * allocation's block, then its node; a removed node's allocation: its node (still removed), then
+ * its block. What survives the second look is reported; an ADD still in flight may still show as
+ * an allocation without attachment, as the API contract warns.
  */
 public final class ConsistencyCheck {
     private final Inventory inventory;
@@ -93,21 +101,31 @@ public final class ConsistencyCheck {
             return reads.blocks(claims.keySet()).thenCombine(reads.nodes(names), (blocks, nodes) -> Map.entry(blocks, nodes))
                     .thenCompose(first -> secondRound(reads, claims, first.getKey(), first.getValue()));
         }).thenCompose(snapshot -> {
-            List<Orphan> orphans = orphans(snapshot);
-            List<Missing> missing = missing(snapshot);
-            return confirmOrphans(reads, orphans).thenCombine(confirmMissing(reads, missing), (o, m) -> {
+            Set<String> removed = new TreeSet<>();
+            snapshot.nodes().forEach((name, view) -> {
+                if (view.removed() && !members.containsKey(name)) {
+                    removed.add(name);
+                }
+            });
+            var orphans = confirmOrphans(reads, orphans(snapshot, removed)).toCompletableFuture();
+            var missing = confirmMissing(reads, missing(snapshot)).toCompletableFuture();
+            var ofRemoved = confirmRemoved(reads, heldForRemoved(snapshot, removed)).toCompletableFuture();
+            return CompletableFuture.allOf(orphans, missing, ofRemoved).thenApply(v -> {
                 List<BlockOfUnknownNode> unknown = new ArrayList<>();
                 snapshot.claims().forEach((block, claim) -> {
                     NodeView node = snapshot.nodes().get(claim.node());
-                    if (!members.containsKey(claim.node()) && (node == null || node.attachments().isEmpty())) {
+                    if (!members.containsKey(claim.node())
+                            && (node == null || node.attachments().isEmpty() || removed.contains(claim.node()))) {
                         unknown.add(new BlockOfUnknownNode(block.toString(), claim.pool(), claim.node()));
                     }
                 });
                 long allocations = snapshot.blocks().values().stream().mapToLong(b -> b.allocations().size()).sum();
                 long attachments = snapshot.nodes().values().stream().mapToLong(n -> n.attachments().size()).sum();
                 long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-                return new Report(o.isEmpty() && m.isEmpty() && unknown.isEmpty(), allocations, attachments, took,
-                        o, m, unknown);
+                boolean clean = orphans.join().isEmpty() && missing.join().isEmpty() && unknown.isEmpty()
+                        && ofRemoved.join().isEmpty();
+                return new Report(clean, allocations, attachments, took, orphans.join(), missing.join(), unknown,
+                        ofRemoved.join());
             });
         });
     }
@@ -134,7 +152,7 @@ public final class ConsistencyCheck {
         });
     }
 
-    /** An address a block holds for an attachment its node does not record. */
+    /** An address a block holds for an attachment its node does not record, or for a removed node. */
     private record Orphan(Cidr block, String address, Allocation allocation) {
         AllocationWithoutAttachment view() {
             return new AllocationWithoutAttachment(address, block.toString(), AdminViews.Allocation.of(allocation));
@@ -149,16 +167,28 @@ public final class ConsistencyCheck {
         }
     }
 
-    private static List<Orphan> orphans(Snapshot snapshot) {
+    /** @return the allocations of nodes that are not removed and do not record them */
+    private static List<Orphan> orphans(Snapshot snapshot, Set<String> removed) {
         Map<String, Map<String, AttachmentRecord>> records = snapshot.records();
         List<Orphan> orphans = new ArrayList<>();
         snapshot.blocks().forEach((block, view) -> view.allocations().forEach((address, a) -> {
             AttachmentRecord record = records.getOrDefault(a.node(), Map.of()).get(AttachmentRecord.key(a.handle(), a.ifname()));
-            if (!records(record, address)) {
+            if (!removed.contains(a.node()) && !records(record, address)) {
                 orphans.add(new Orphan(block, address, a));
             }
         }));
         return orphans;
+    }
+
+    /** @return the allocations held for removed nodes */
+    private static List<Orphan> heldForRemoved(Snapshot snapshot, Set<String> removed) {
+        List<Orphan> held = new ArrayList<>();
+        snapshot.blocks().forEach((block, view) -> view.allocations().forEach((address, a) -> {
+            if (removed.contains(a.node())) {
+                held.add(new Orphan(block, address, a));
+            }
+        }));
+        return held;
     }
 
     private static List<Missing> missing(Snapshot snapshot) {
@@ -193,21 +223,35 @@ public final class ConsistencyCheck {
 
     /** Keeps the orphans whose node (read again first) still does not record them and whose block still holds them. */
     private static CompletionStage<List<AllocationWithoutAttachment>> confirmOrphans(EntityReads reads, List<Orphan> orphans) {
-        if (orphans.isEmpty()) {
+        return confirmHeld(reads, orphans, (node, o) -> !records(recordOf(node, o.allocation().handle(),
+                o.allocation().ifname()), o.address()));
+    }
+
+    /** Keeps the allocations whose node (read again first) is still removed and whose block still holds them. */
+    private static CompletionStage<List<AllocationWithoutAttachment>> confirmRemoved(EntityReads reads, List<Orphan> held) {
+        return confirmHeld(reads, held, (node, o) -> node.removed());
+    }
+
+    /**
+     * Reads the allocations' nodes, then their blocks, again, and keeps those whose node still
+     * says so ({@code nodeSays}) and whose block still holds them.
+     */
+    private static CompletionStage<List<AllocationWithoutAttachment>> confirmHeld(EntityReads reads, List<Orphan> found,
+            BiPredicate<NodeView, Orphan> nodeSays) {
+        if (found.isEmpty()) {
             return CompletableFuture.completedFuture(List.of());
         }
         Set<String> nodes = new TreeSet<>();
         Set<Cidr> blocks = new TreeSet<>();
-        orphans.forEach(o -> {
+        found.forEach(o -> {
             nodes.add(o.allocation().node());
             blocks.add(o.block());
         });
-        return reads.nodes(nodes).thenCompose(nodeViews -> reads.blocks(blocks).thenApply(blockViews -> orphans.stream()
+        return reads.nodes(nodes).thenCompose(nodeViews -> reads.blocks(blocks).thenApply(blockViews -> found.stream()
                 .filter(o -> {
                     Allocation a = o.allocation();
                     Allocation held = blockViews.get(o.block()).allocations().get(o.address());
-                    return !records(recordOf(nodeViews.get(a.node()), a.handle(), a.ifname()), o.address())
-                            && held != null && held.isFor(a.handle(), a.ifname());
+                    return nodeSays.test(nodeViews.get(a.node()), o) && held != null && held.isFor(a.handle(), a.ifname());
                 })
                 .map(Orphan::view).toList()));
     }

@@ -64,6 +64,13 @@ final class EntityReads {
                         (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r), timeout), ref);
     }
 
+    /** Marks the node removed by an operator (persisted); a node removed already is success. */
+    CompletionStage<Done> markRemoved(String node) {
+        EntityRef<NodeEntity.Command> ref = nodeRef(node);
+        return retrying(timeout -> ref.askWithStatus(
+                        (ActorRef<StatusReply<Done>> r) -> new NodeEntity.MarkRemoved(r), timeout), ref);
+    }
+
     /** @return the addresses the block freed for the attachment; empty when it held none there */
     CompletionStage<List<String>> release(Cidr block, String handle, String ifname) {
         return ask(blockRef(block), (ActorRef<BlockEntity.Released> r) -> new BlockEntity.Release(handle, ifname, r))

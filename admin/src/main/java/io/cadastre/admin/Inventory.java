@@ -327,7 +327,7 @@ public final class Inventory {
      * @param unknown the blocks to free in when the node does not record the attachment
      * @param also blocks to free in besides the recorded ones
      */
-    private CompletionStage<AdminViews.Released> release(String node, String handle, String ifname,
+    CompletionStage<AdminViews.Released> release(String node, String handle, String ifname,
             Supplier<CompletionStage<List<Cidr>>> unknown, List<Cidr> also) {
         return reads.attachment(node, handle, ifname).thenCompose(known -> known.isEmpty()
                 ? unknown.get()
@@ -341,7 +341,8 @@ public final class Inventory {
                 });
     }
 
-    private CompletionStage<List<Cidr>> blocksToSweep(String node) {
+    /** @return the blocks the pools give the node (releasing ones included) and those it lists as borrowed from */
+    CompletionStage<List<Cidr>> blocksToSweep(String node) {
         return reads.node(node).thenCombine(poolViews(), (view, views) -> {
             Set<Cidr> blocks = new LinkedHashSet<>();
             claims(views).forEach((block, claim) -> {

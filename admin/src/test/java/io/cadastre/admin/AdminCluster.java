@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.PoolSpec;
@@ -251,5 +252,20 @@ final class AdminCluster implements AutoCloseable {
     <M> org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef<M> ref(
             org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey<M> key, String id) {
         return ClusterSharding.get(system()).entityRefFor(key, id);
+    }
+
+    /**
+     * Has the block allocate for an attachment (on eth0) of the node that the node does not
+     * record: an ADD that crashed between the block and the node.
+     *
+     * @param borrow whether the node is not the block's affine one (the pool allows borrowing)
+     */
+    BlockEntity.AssignOutcome assignWithoutRecord(Cidr block, String node, String handle, boolean borrow) {
+        Allocation allocation = new Allocation(handle, "eth0", "ns", "pod", node, System.currentTimeMillis());
+        BlockEntity.AssignOutcome outcome = await(ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId())
+                .ask((ActorRef<BlockEntity.AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, borrow, r),
+                        Duration.ofSeconds(10)));
+        assertEquals(BlockEntity.AssignStatus.ASSIGNED, outcome.status(), outcome.toString());
+        return outcome;
     }
 }

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.admin.AdminCluster.Env;
-import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
@@ -105,7 +104,7 @@ class AdminRepairTest {
         try (Env env = cluster.env()) {
             env.add("c1");
             Cidr block = Cidr.parse("198.18." + env.n + ".0/26");
-            BlockEntity.AssignOutcome orphan = assignWithoutRecord(block, env.node, "net.lost");
+            BlockEntity.AssignOutcome orphan = cluster.assignWithoutRecord(block, env.node, "net.lost", false);
             // ifname defaults to eth0, as in cadastrectl.
             JsonNode released = env.post("/v1/release", "{\"node\":\"" + env.node + "\",\"handle\":\"net.lost\"}").ok();
             assertEquals(List.of(orphan.address()), texts(released.get("released")));
@@ -197,7 +196,7 @@ class AdminRepairTest {
             env.add("c1");
             // An ADD that crashed after the block allocated and before the node recorded.
             Cidr block = Cidr.parse("198.18." + env.n + ".0/26");
-            BlockEntity.AssignOutcome orphan = assignWithoutRecord(block, env.node, "net.crashed");
+            BlockEntity.AssignOutcome orphan = cluster.assignWithoutRecord(block, env.node, "net.crashed", false);
 
             JsonNode report = env.get("/v1/check").ok();
             OpenApi.assertShape("Report", report);
@@ -257,14 +256,5 @@ class AdminRepairTest {
             assertEquals(ghost, found.get(0).get("affinity").asText());
             assertEquals(0, report.get("allocationsWithoutAttachment").size());
         }
-    }
-
-    /** Has the block allocate for an attachment (on eth0) that no node records. */
-    private static BlockEntity.AssignOutcome assignWithoutRecord(Cidr block, String node, String handle) {
-        Allocation allocation = new Allocation(handle, "eth0", "ns", "pod", node, System.currentTimeMillis());
-        BlockEntity.AssignOutcome outcome = AdminCluster.await(cluster.ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId())
-                .ask((ActorRef<BlockEntity.AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, false, r), ASK));
-        assertEquals(BlockEntity.AssignStatus.ASSIGNED, outcome.status(), outcome.toString());
-        return outcome;
     }
 }

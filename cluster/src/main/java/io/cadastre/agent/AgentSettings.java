@@ -34,6 +34,7 @@ import java.util.TreeMap;
  *     pool whose node selector matches this node
  * @param nodeLabels this node's labels, for the pools' node selectors
  * @param poolCatalogMaxAge how long this agent uses its copy of the cluster's pool catalogue
+ * @param blockReclaim when the blocks of nodes gone from the cluster are released (once per cluster)
  */
 public record AgentSettings(
         String nodeName,
@@ -46,12 +47,13 @@ public record AgentSettings(
         List<PoolSpec> pools,
         List<String> defaultPools,
         Map<String, String> nodeLabels,
-        Duration poolCatalogMaxAge) {
+        Duration poolCatalogMaxAge,
+        BlockReclaim blockReclaim) {
 
     /**
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
      *     pool, overlapping pools, a duplicate name, a default pool that is not defined, a reclaim
-     *     duration that is not positive
+     *     or block-reclaim duration that is not positive
      */
     public static AgentSettings from(Config root) {
         Config c = root.getConfig("cadastre");
@@ -92,7 +94,7 @@ public record AgentSettings(
         }
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
                 askTimeouts(c), c.getInt("dataplane-threads"), Reclaim.from(c), List.copyOf(pools),
-                List.copyOf(c.getStringList("default-pools")), nodeLabels(c), catalogMaxAge);
+                List.copyOf(c.getStringList("default-pools")), nodeLabels(c), catalogMaxAge, BlockReclaim.from(c));
     }
 
     /**
@@ -172,13 +174,29 @@ public record AgentSettings(
         static Reclaim from(Config c) {
             return new Reclaim(positive(c, "reclaim.interval"), positive(c, "reclaim.grace"));
         }
+    }
 
-        private static Duration positive(Config c, String key) {
-            Duration d = c.getDuration(key);
-            if (d.isNegative() || d.isZero()) {
-                throw new IllegalArgumentException("cadastre." + key + " must be positive, not " + d);
-            }
-            return d;
+    /**
+     * {@code cadastre.block-reclaim}: once per cluster, a block whose node has had no member in the
+     * cluster for {@code grace} is released when empty; the pools' claims are looked at every
+     * {@code interval} ({@link io.cadastre.shards.BlockReclaimer}).
+     *
+     * @param interval positive
+     * @param grace positive
+     */
+    public record BlockReclaim(Duration interval, Duration grace) {
+        /** @throws IllegalArgumentException naming the key when a duration is not positive */
+        static BlockReclaim from(Config c) {
+            return new BlockReclaim(positive(c, "block-reclaim.interval"), positive(c, "block-reclaim.grace"));
         }
+    }
+
+    /** @throws IllegalArgumentException naming the key when the duration {@code cadastre.<key>} is not positive */
+    private static Duration positive(Config c, String key) {
+        Duration d = c.getDuration(key);
+        if (d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException("cadastre." + key + " must be positive, not " + d);
+        }
+        return d;
     }
 }

@@ -8,6 +8,7 @@ import io.cadastre.http.CniSocketServer;
 import io.cadastre.node.NodeAgent;
 import io.cadastre.node.Reclaimer;
 import io.cadastre.shards.BlockEntity;
+import io.cadastre.shards.BlockReclaimer;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.IpamException;
 import io.cadastre.shards.MemberFence;
@@ -44,7 +45,8 @@ import org.apache.pekko.cluster.typed.Subscribe;
 /**
  * The agent's root actor. Start-up, in order: prepare the journal ({@link Persistence#prepare}:
  * connected, tables there), join the cluster (alone when no seed nodes are configured) and wait
- * until this member is Up, define the configured pools, and only then open the CNI socket, so that a plugin that can
+ * until this member is Up, start the cluster's {@link BlockReclaimer} singleton (or its proxy),
+ * define the configured pools, and only then open the CNI socket, so that a plugin that can
  * connect is served; then bind the admin API (its {@code /readyz} says ready while the member is
  * Up and the socket open). Shutdown (SIGTERM runs Pekko's coordinated shutdown): the socket and
  * the admin API close first, in-flight requests finish, then the dataplane threads stop.
@@ -103,6 +105,8 @@ public final class Guardian {
             Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.nodeLabels(), catalog, settings.defaultPools(),
                     settings.askTimeouts(), Clock.systemUTC());
             Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace());
+            BlockReclaimer blockReclaimer = new BlockReclaimer(ctx.getSystem(), settings.askTimeouts(), catalog,
+                    settings.blockReclaim().interval(), settings.blockReclaim().grace());
             ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer),
                     "node-agent");
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
@@ -134,13 +138,13 @@ public final class Guardian {
                     ctx.messageAdapter(SelfUp.class, up -> new MemberUp()), SelfUp.class));
             return Behaviors.withTimers(timers -> {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
-                return starting(ctx, settings, pools, ipam, server, admin, socketOpen);
+                return starting(ctx, settings, pools, ipam, blockReclaimer, server, admin, socketOpen);
             });
         });
     }
 
     private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Pools pools, Ipam ipam,
-            CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen) {
+            BlockReclaimer blockReclaimer, CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen) {
         return Behaviors.receive(Object.class)
                 .onMessage(JournalReady.class, ready -> {
                     join(ctx);
@@ -148,6 +152,8 @@ public final class Guardian {
                 })
                 .onMessage(MemberUp.class, up -> {
                     ctx.getLog().info("cluster member up; defining the pools");
+                    // Runs on the oldest member; here it may only be a proxy.
+                    BlockReclaimer.startSingleton(ctx.getSystem(), blockReclaimer);
                     ctx.getSelf().tell(new DefinePools());
                     return Behaviors.same();
                 })

@@ -174,7 +174,7 @@ final class Views {
     }
 
     /**
-     * {@code ipam check}: a verdict line, the three counts, then a table per kind of finding that
+     * {@code ipam check}: a verdict line, the four counts, then a table per kind of finding that
      * has any, and a reminder that in-flight ADDs look like leaks for a moment.
      *
      * @throws CtlException when the report has no boolean {@code clean}
@@ -185,6 +185,7 @@ final class Views {
         List<JsonNode> allocations = listOrEmpty(report, "allocationsWithoutAttachment");
         List<JsonNode> attachments = listOrEmpty(report, "attachmentsWithoutAllocation");
         List<JsonNode> blocks = listOrEmpty(report, "blocksAffineToUnknownNodes");
+        List<JsonNode> ofRemoved = listOrEmpty(report, "allocationsOfRemovedNodes");
         StringBuilder out = new StringBuilder();
         out.append(clean ? "clean" : "NOT CLEAN").append(": checked ")
                 .append(text(report, "checkedAllocations")).append(" allocations and ")
@@ -194,16 +195,11 @@ final class Views {
                 .row("allocations without attachment", allocations.size())
                 .row("attachments without allocation", attachments.size())
                 .row("blocks affine to unknown nodes", blocks.size())
+                .row("allocations of removed nodes", ofRemoved.size())
                 .render());
         if (!allocations.isEmpty()) {
-            Table table = new Table("ADDRESS", "BLOCK", "NODE", "HANDLE", "IFNAME", "POD", "ALLOCATED");
-            for (JsonNode f : allocations) {
-                JsonNode a = f.path("allocation");
-                table.row(text(f, "address"), text(f, "block"), text(a, "node"), text(a, "handle"),
-                        text(a, "ifname"), pod(a), time(a.path("allocatedAtMillis")));
-            }
             out.append("\nAllocations without attachment (an address held for an interface its node does not know):\n")
-                    .append(table.render());
+                    .append(allocationTable(allocations).render());
         }
         if (!attachments.isEmpty()) {
             Table table = new Table("NODE", "HANDLE", "IFNAME", "POD", "CONTAINER", "MISSING");
@@ -220,14 +216,29 @@ final class Views {
             for (JsonNode f : blocks) {
                 table.row(text(f, "block"), text(f, "pool"), text(f, "affinity"));
             }
-            out.append("\nBlocks affine to unknown nodes (neither a member nor holding an attachment):\n")
+            out.append("\nBlocks affine to unknown nodes (neither a member nor holding an attachment, or removed):\n")
                     .append(table.render());
+        }
+        if (!ofRemoved.isEmpty()) {
+            out.append("\nAllocations of removed nodes (release them with 'cadastrectl ipam release --address IP'):\n")
+                    .append(allocationTable(ofRemoved).render());
         }
         if (!allocations.isEmpty()) {
             out.append("\nAn ADD in flight shows as an allocation without attachment for a moment:"
                     + " run the check again before releasing.\n");
         }
         return out.toString();
+    }
+
+    /** One row per held allocation of a check finding: address, block, and who holds it. */
+    private static Table allocationTable(List<JsonNode> findings) {
+        Table table = new Table("ADDRESS", "BLOCK", "NODE", "HANDLE", "IFNAME", "POD", "ALLOCATED");
+        for (JsonNode f : findings) {
+            JsonNode a = f.path("allocation");
+            table.row(text(f, "address"), text(f, "block"), text(a, "node"), text(a, "handle"),
+                    text(a, "ifname"), pod(a), time(a.path("allocatedAtMillis")));
+        }
+        return table;
     }
 
     /**

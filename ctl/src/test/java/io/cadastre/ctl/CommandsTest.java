@@ -231,6 +231,7 @@ class CommandsTest {
                 allocations without attachment   0
                 attachments without allocation   0
                 blocks affine to unknown nodes   0
+                allocations of removed nodes     0
                 """, run.out());
         Run json = ctl("ipam", "check", "-o", "json");
         assertJsonOutput(Fixtures.CHECK_CLEAN, json);
@@ -248,6 +249,7 @@ class CommandsTest {
                 allocations without attachment   1
                 attachments without allocation   1
                 blocks affine to unknown nodes   1
+                allocations of removed nodes     1
 
                 Allocations without attachment (an address held for an interface its node does not know):
                 ADDRESS      BLOCK           NODE     HANDLE        IFNAME   POD     ALLOCATED
@@ -257,9 +259,13 @@ class CommandsTest {
                 NODE     HANDLE        IFNAME   POD     CONTAINER   MISSING
                 node-b   cadastre.c3   eth0     ns/p3   c3          198.18.0.70
 
-                Blocks affine to unknown nodes (neither a member nor holding an attachment):
+                Blocks affine to unknown nodes (neither a member nor holding an attachment, or removed):
                 BLOCK           POOL           AFFINITY
                 198.18.1.0/26   default-ipv4   node-x
+
+                Allocations of removed nodes (release them with 'cadastrectl ipam release --address IP'):
+                ADDRESS      BLOCK           NODE     HANDLE        IFNAME   POD     ALLOCATED
+                198.18.1.5   198.18.1.0/26   node-x   cadastre.c5   eth0     ns/p5   2026-11-22T09:12:14Z
 
                 An ADD in flight shows as an allocation without attachment for a moment: run the check again before releasing.
                 """, run.out());

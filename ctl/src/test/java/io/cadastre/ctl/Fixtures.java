@@ -100,7 +100,8 @@ final class Fixtures {
 
     static final String CHECK_CLEAN = """
             {"clean":true,"checkedAllocations":130,"checkedAttachments":65,"tookMillis":42,
-             "allocationsWithoutAttachment":[],"attachmentsWithoutAllocation":[],"blocksAffineToUnknownNodes":[]}
+             "allocationsWithoutAttachment":[],"attachmentsWithoutAllocation":[],"blocksAffineToUnknownNodes":[],
+             "allocationsOfRemovedNodes":[]}
             """;
 
     static final String CHECK_DIRTY = """
@@ -112,6 +113,9 @@ final class Fixtures {
                "network":"cadastre","containerId":"c3","podNamespace":"ns","podName":"p3",
                "addresses":["198.18.0.70","fd00:198::46"],"createdAtMillis":1795338734951},
                "missing":["198.18.0.70"]}],
-             "blocksAffineToUnknownNodes":[{"block":"198.18.1.0/26","pool":"default-ipv4","affinity":"node-x"}]}
+             "blocksAffineToUnknownNodes":[{"block":"198.18.1.0/26","pool":"default-ipv4","affinity":"node-x"}],
+             "allocationsOfRemovedNodes":[{"address":"198.18.1.5","block":"198.18.1.0/26",
+               "allocation":{"handle":"cadastre.c5","ifname":"eth0","node":"node-x","podNamespace":"ns",
+                "podName":"p5","allocatedAtMillis":1795338734951}}]}
             """;
 }

@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.PoolSpec;
@@ -22,16 +20,9 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -47,29 +38,7 @@ class IpamTest {
 
     @BeforeAll
     static void startCluster() {
-        Config config = ConfigFactory.parseString("""
-                pekko.actor.provider = cluster
-                pekko.actor.serialize-messages = on
-                pekko.remote.artery.canonical.hostname = 127.0.0.1
-                pekko.remote.artery.canonical.port = 0
-                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                pekko.cluster.sharding.passivation.strategy = none
-                """)
-                .withFallback(PersistenceTestKitPlugin.getInstance().config())
-                .withFallback(PersistenceTestKitSnapshotPlugin.config())
-                .withFallback(ConfigFactory.load());
-        testKit = ActorTestKit.create("IpamTest", config);
-        ActorSystem<?> system = testKit.system();
-        Cluster cluster = Cluster.get(system);
-        cluster.manager().tell(Join.create(cluster.selfMember().address()));
-        PoolRegistry.init(system);
-        PoolEntity.init(system);
-        BlockEntity.init(system);
-        NodeEntity.init(system);
-        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-            assertEquals(MemberStatus.up(), cluster.selfMember().status());
-            return null;
-        });
+        testKit = TestCluster.start("IpamTest");
     }
 
     @AfterAll
@@ -104,13 +73,7 @@ class IpamTest {
     }
 
     private static <T> T await(CompletionStage<T> stage) {
-        try {
-            return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.ExecutionException e) {
-            throw new CompletionException(e.getCause());
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        return TestCluster.await(stage);
     }
 
     private static IpamException.Reason failureOf(CompletionStage<?> stage) {
