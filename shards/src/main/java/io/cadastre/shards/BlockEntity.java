@@ -43,17 +43,21 @@ public final class BlockEntity
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
         MemberFence fence = MemberFence.get(system);
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence)));
+        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_BLOCK);
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence, recovery)));
     }
 
     /** @param entityId the block's CIDR in entity-id form, {@link Cidr#entityId()} */
     public static Behavior<Command> create(String entityId) {
-        return create(entityId, MemberFence.NEVER_CLOSED);
+        return create(entityId, MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
     }
 
-    /** @param fence closes this entity to commands while its member may have been replaced */
-    public static Behavior<Command> create(String entityId, MemberFence fence) {
-        return new BlockEntity(entityId, fence);
+    /**
+     * @param fence closes this entity to commands while its member may have been replaced
+     * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
+     */
+    public static Behavior<Command> create(String entityId, MemberFence fence, CadastreMetrics.Recovery recovery) {
+        return new BlockEntity(entityId, fence, recovery);
     }
 
     // ---- commands ----
@@ -154,9 +158,15 @@ public final class BlockEntity
 
     private final MemberFence fence;
 
-    private BlockEntity(String entityId, MemberFence fence) {
+    private final CadastreMetrics.Recovery recovery;
+
+    /** When this incarnation started (sharding creates the behaviour when the entity starts). */
+    private final long startedNanos = System.nanoTime();
+
+    private BlockEntity(String entityId, MemberFence fence, CadastreMetrics.Recovery recovery) {
         super(PersistenceId.of(ENTITY_TYPE_KEY.name(), entityId));
         this.fence = fence;
+        this.recovery = recovery;
         this.cidr = Cidr.fromEntityId(entityId);
     }
 
@@ -167,13 +177,16 @@ public final class BlockEntity
 
     /**
      * Logs where and when a block came back (operators follow an entity's moves; the chaos harness
-     * times failover from these lines).
+     * times failover from these lines) and reports how long its recovery took.
      */
     @Override
     public SignalHandler<State> signalHandler() {
         return newSignalHandlerBuilder()
-                .onSignal(RecoveryCompleted.instance(), state -> LOG.info("recovered block {}: {} allocations, affine to {}",
-                        cidr, state.block().allocations().size(), state.block().affinity()))
+                .onSignal(RecoveryCompleted.instance(), state -> {
+                    recovery.completedSince(startedNanos);
+                    LOG.info("recovered block {}: {} allocations, affine to {}",
+                            cidr, state.block().allocations().size(), state.block().affinity());
+                })
                 .build();
     }
 

@@ -70,6 +70,11 @@ public final class CadastreMetrics implements Extension {
 
         /** @param took from the entity's start to its {@code RecoveryCompleted} signal */
         void completed(Duration took);
+
+        /** @param startedNanos when the entity started, by {@link System#nanoTime()} */
+        default void completedSince(long startedNanos) {
+            completed(Duration.ofNanos(System.nanoTime() - startedNanos));
+        }
     }
 
     /**

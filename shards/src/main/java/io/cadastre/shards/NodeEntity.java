@@ -40,17 +40,21 @@ public final class NodeEntity
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
         MemberFence fence = MemberFence.get(system);
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence)));
+        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_NODE);
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence, recovery)));
     }
 
     /** @param nodeName the node's name, the entity id */
     public static Behavior<Command> create(String nodeName) {
-        return create(nodeName, MemberFence.NEVER_CLOSED);
+        return create(nodeName, MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
     }
 
-    /** @param fence closes this entity to commands while its member may have been replaced */
-    public static Behavior<Command> create(String nodeName, MemberFence fence) {
-        return new NodeEntity(nodeName, fence);
+    /**
+     * @param fence closes this entity to commands while its member may have been replaced
+     * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
+     */
+    public static Behavior<Command> create(String nodeName, MemberFence fence, CadastreMetrics.Recovery recovery) {
+        return new NodeEntity(nodeName, fence, recovery);
     }
 
     // ---- commands ----
@@ -174,21 +178,31 @@ public final class NodeEntity
 
     private final MemberFence fence;
 
-    private NodeEntity(String nodeName, MemberFence fence) {
+    private final CadastreMetrics.Recovery recovery;
+
+    /** When this incarnation started (sharding creates the behaviour when the entity starts). */
+    private final long startedNanos = System.nanoTime();
+
+    private NodeEntity(String nodeName, MemberFence fence, CadastreMetrics.Recovery recovery) {
         super(PersistenceId.of(ENTITY_TYPE_KEY.name(), nodeName));
         this.fence = fence;
+        this.recovery = recovery;
         this.nodeName = nodeName;
     }
 
     /**
      * Logs where and when a node's entity came back: the chaos harness reads this line from each
-     * member's log to time failover (kill → the entity recovered on a survivor).
+     * member's log to time failover (kill → the entity recovered on a survivor). Also reports how
+     * long the recovery took.
      */
     @Override
     public SignalHandler<State> signalHandler() {
         return newSignalHandlerBuilder()
-                .onSignal(RecoveryCompleted.instance(), state -> LOG.info("recovered node entity {}: {} attachments, {} affine blocks, {} borrowed blocks",
-                        nodeName, state.attachments().size(), state.affineBlocks().size(), state.borrowedBlocks().size()))
+                .onSignal(RecoveryCompleted.instance(), state -> {
+                    recovery.completedSince(startedNanos);
+                    LOG.info("recovered node entity {}: {} attachments, {} affine blocks, {} borrowed blocks",
+                            nodeName, state.attachments().size(), state.affineBlocks().size(), state.borrowedBlocks().size());
+                })
                 .build();
     }
 

@@ -16,12 +16,16 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.RecoveryCompleted;
 import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
 import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
+import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One pool, sharded by its name: the single writer of the pool's definition and of block
@@ -32,21 +36,26 @@ public final class PoolEntity
         extends EventSourcedBehaviorWithEnforcedReplies<PoolEntity.Command, PoolEntity.Event, PoolEntity.State> {
 
     public static final EntityTypeKey<Command> ENTITY_TYPE_KEY = EntityTypeKey.create(Command.class, "Pool");
+    private static final Logger LOG = LoggerFactory.getLogger(PoolEntity.class);
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
         MemberFence fence = MemberFence.get(system);
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence)));
+        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_POOL);
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence, recovery)));
     }
 
     /** @param poolName the pool's name, the entity id */
     public static Behavior<Command> create(String poolName) {
-        return create(poolName, MemberFence.NEVER_CLOSED);
+        return create(poolName, MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
     }
 
-    /** @param fence closes this entity to commands while its member may have been replaced */
-    public static Behavior<Command> create(String poolName, MemberFence fence) {
-        return new PoolEntity(poolName, fence);
+    /**
+     * @param fence closes this entity to commands while its member may have been replaced
+     * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
+     */
+    public static Behavior<Command> create(String poolName, MemberFence fence, CadastreMetrics.Recovery recovery) {
+        return new PoolEntity(poolName, fence, recovery);
     }
 
     // ---- commands ----
@@ -161,15 +170,33 @@ public final class PoolEntity
 
     private final MemberFence fence;
 
-    private PoolEntity(String poolName, MemberFence fence) {
+    private final CadastreMetrics.Recovery recovery;
+
+    /** When this incarnation started (sharding creates the behaviour when the entity starts). */
+    private final long startedNanos = System.nanoTime();
+
+    private PoolEntity(String poolName, MemberFence fence, CadastreMetrics.Recovery recovery) {
         super(PersistenceId.of(ENTITY_TYPE_KEY.name(), poolName));
         this.fence = fence;
+        this.recovery = recovery;
         this.poolName = poolName;
     }
 
     @Override
     public State emptyState() {
         return new State(null);
+    }
+
+    /** Logs where and when a pool came back, and reports how long its recovery took. */
+    @Override
+    public SignalHandler<State> signalHandler() {
+        return newSignalHandlerBuilder()
+                .onSignal(RecoveryCompleted.instance(), state -> {
+                    recovery.completedSince(startedNanos);
+                    LOG.info("recovered pool {}: {}", poolName, state.pool() == null
+                            ? "not defined" : state.pool().claims().size() + " blocks claimed");
+                })
+                .build();
     }
 
     @Override

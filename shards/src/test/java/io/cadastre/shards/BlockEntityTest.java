@@ -122,7 +122,7 @@ class BlockEntityTest {
         MemberFence fence = new MemberFence(reach::get, java.time.Duration.ofSeconds(1), java.time.Duration.ofSeconds(3),
                 System::nanoTime, false);
         var fenced = EventSourcedBehaviorTestKit.<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
-                testKit.system(), BlockEntity.create("198.18.1.0-26", fence));
+                testKit.system(), BlockEntity.create("198.18.1.0-26", fence, CadastreMetrics.Recovery.NONE));
         fenced.clear();
         var probe = testKit.<StatusReply<Done>>createTestProbe();
         var dropped = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
@@ -133,5 +133,19 @@ class BlockEntityTest {
         var served = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
         assertEquals(List.of(new BlockEntity.AffinityClaimed("node-a", List.of())), served.events());
         assertTrue(probe.receiveMessage().isSuccess());
+    }
+
+    @Test
+    void reportsEveryRecoveryWithItsDuration() {
+        List<java.time.Duration> recoveries = new java.util.concurrent.CopyOnWriteArrayList<>();
+        var timed = EventSourcedBehaviorTestKit.<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
+                testKit.system(), BlockEntity.create("198.18.2.0-26", MemberFence.NEVER_CLOSED, recoveries::add));
+        // no clear(): it restarts the entity, racing with its first recovery
+        // a reply means the recovery has completed: commands wait for it
+        assertTrue(timed.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r)).reply().isSuccess());
+        assertEquals(1, recoveries.size(), recoveries.toString());
+        timed.restart();
+        assertEquals(2, recoveries.size(), recoveries.toString());
+        assertTrue(recoveries.stream().noneMatch(java.time.Duration::isNegative), recoveries.toString());
     }
 }
