@@ -9,6 +9,7 @@ import io.cadastre.node.NodeAgent;
 import io.cadastre.node.Reclaimer;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.BlockReclaimer;
+import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.IpamException;
 import io.cadastre.shards.MemberFence;
@@ -113,7 +114,8 @@ public final class Guardian {
             MemberFence fence = MemberFence.get(ctx.getSystem());
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
                     settings.askTimeouts().total().multipliedBy(3), ipam::poolSpec, fence);
-            CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend),
+            CadastreMetrics metrics = CadastreMetrics.get(ctx.getSystem());
+            CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend, metrics::cniAnswered),
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
 
             AtomicBoolean socketOpen = new AtomicBoolean();

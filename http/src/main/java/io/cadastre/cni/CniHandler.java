@@ -5,6 +5,7 @@ import io.cadastre.cni.CniBackend.AddRequest;
 import io.cadastre.cni.CniBackend.AddResult;
 import io.cadastre.cni.CniBackend.IpConfig;
 import io.cadastre.cni.CniBackend.Route;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -42,29 +43,44 @@ import org.slf4j.LoggerFactory;
  * the stack trace logged. Logs name the command, container ID, ifname and network only, never the
  * netconf (it may hold credentials). Error objects carry the request's cniVersion when it is made
  * of digits and dots, else {@value CniVersions#LATEST}.
+ *
+ * <p>Metrics: every request, VERSION and refused ones included, is reported once to the {@link
+ * CniListener} when its answer is ready, with its verb, its result ("ok" or the error code) and
+ * the time since the handler received it. A request the transport gave up on (its timeout) is
+ * still reported when the handler's answer comes, with that answer.
  */
 public final class CniHandler {
     private static final Logger log = LoggerFactory.getLogger(CniHandler.class);
 
     private final CniBackend backend;
+    private final CniListener listener;
 
     public CniHandler(CniBackend backend) {
+        this(backend, CniListener.NONE);
+    }
+
+    /** @param listener told of every answer: verb, result and duration (metrics) */
+    public CniHandler(CniBackend backend, CniListener listener) {
         this.backend = backend;
+        this.listener = listener;
     }
 
     /**
      * Decodes the request from HTTP headers and body ({@link CniRequest#fromHeaders}) and handles it;
-     * a header that cannot be decoded is answered with code 4.
+     * a header that cannot be decoded is answered with code 4 (reported with the verb
+     * {@value CniListener#UNKNOWN_VERB}).
      */
     public CompletionStage<CniResponse> handle(Function<String, Optional<String>> header, byte[] body) {
+        long start = System.nanoTime();
         CniRequest request;
         try {
             request = CniRequest.fromHeaders(header, body);
         } catch (CniException e) {
             log.info("CNI request refused: code {}: {}", e.code(), e.getMessage());
-            return CompletableFuture.completedFuture(errorResponse(body, e));
+            return reported(CniListener.UNKNOWN_VERB, start,
+                    CompletableFuture.completedFuture(new Answer(errorResponse(body, e), e.code())));
         }
-        return handle(request);
+        return handle(request, start);
     }
 
     /**
@@ -72,8 +88,42 @@ public final class CniHandler {
      * response.
      */
     public CompletionStage<CniResponse> handle(CniRequest request) {
+        return handle(request, System.nanoTime());
+    }
+
+    private CompletionStage<CniResponse> handle(CniRequest request, long start) {
+        String verb;
+        try {
+            verb = CniCommand.parse(request.command()).name();
+        } catch (CniException e) {
+            verb = CniListener.UNKNOWN_VERB;
+        }
+        return reported(verb, start, answer(request));
+    }
+
+    /** A response and the CNI error code it carries, 0 for a success. */
+    private record Answer(CniResponse response, int code) {
+        static Answer ok(CniResponse response) {
+            return new Answer(response, 0);
+        }
+    }
+
+    /** Tells the listener of the answer once it is there; its failure never fails the answer. */
+    private CompletionStage<CniResponse> reported(String verb, long start, CompletionStage<Answer> answer) {
+        return answer.thenApply(a -> {
+            try {
+                listener.answered(verb, a.code() == 0 ? CniListener.OK : Integer.toString(a.code()),
+                        Duration.ofNanos(System.nanoTime() - start));
+            } catch (RuntimeException e) {
+                log.warn("the CNI listener failed on a {} answer", verb, e);
+            }
+            return a.response();
+        });
+    }
+
+    private CompletionStage<Answer> answer(CniRequest request) {
         if (CniCommand.VERSION.name().equals(request.command())) {
-            return CompletableFuture.completedFuture(CniResponse.ok(CniVersions.versionReply(request.netconf())));
+            return CompletableFuture.completedFuture(Answer.ok(CniResponse.ok(CniVersions.versionReply(request.netconf()))));
         }
         CniCall call;
         try {
@@ -81,11 +131,11 @@ public final class CniHandler {
         } catch (CniException e) {
             log.info("CNI {} refused (container {}, ifname {}): code {}: {}",
                     request.command(), request.containerId(), request.ifname(), e.code(), e.getMessage());
-            return CompletableFuture.completedFuture(errorResponse(request.netconf(), e));
+            return CompletableFuture.completedFuture(new Answer(errorResponse(request.netconf(), e), e.code()));
         } catch (RuntimeException e) {
             log.error("CNI {} failed in validation (container {}, ifname {})",
                     request.command(), request.containerId(), request.ifname(), e);
-            return CompletableFuture.completedFuture(internalError(request.netconf(), e));
+            return CompletableFuture.completedFuture(new Answer(internalError(request.netconf(), e), CniCodes.TRY_AGAIN_LATER));
         }
         CompletionStage<CniResponse> stage;
         try {
@@ -96,16 +146,16 @@ public final class CniHandler {
         return stage.handle((response, failure) -> {
             if (failure == null && response != null) {
                 log.debug("CNI {} done: {}", call.command(), describe(call));
-                return response;
+                return Answer.ok(response);
             }
             Throwable cause = unwrap(failure == null ? new IllegalStateException("backend answered null") : failure);
             String version = CniVersions.echoVersion(call.netConf().cniVersion());
             if (cause instanceof CniException e) {
                 log.warn("CNI {} failed ({}): code {}: {}", call.command(), describe(call), e.code(), e.getMessage());
-                return error(version, e.code(), e.getMessage(), e.details());
+                return new Answer(error(version, e.code(), e.getMessage(), e.details()), e.code());
             }
             log.error("CNI {} failed ({})", call.command(), describe(call), cause);
-            return error(version, CniCodes.TRY_AGAIN_LATER, "internal error: " + cause, null);
+            return new Answer(error(version, CniCodes.TRY_AGAIN_LATER, "internal error: " + cause, null), CniCodes.TRY_AGAIN_LATER);
         });
     }
 
