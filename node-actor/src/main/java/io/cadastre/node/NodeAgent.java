@@ -8,6 +8,7 @@ import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.shards.AssignRequest;
 import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -47,6 +48,11 @@ import org.slf4j.LoggerFactory;
  * the grace period. Each release runs in the attachment's own slot of the per-attachment queue,
  * so it never overlaps an ADD, DEL or CHECK of that attachment; attachments with an operation in
  * flight are skipped in that round. One round runs at a time.
+ *
+ * <p>Metrics ({@link CadastreMetrics}): the reclaimer's candidates are exposed as
+ * {@code cadastre_ipam_allocations_gc_candidates{node}}; attachments released by the reclaim and
+ * by CNI GC are counted in {@code cadastre_ipam_allocations_gc_reclamations_total{node, reason}}
+ * (reasons {@code netns-gone}, {@code cni-gc}).
  */
 public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
@@ -125,6 +131,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private final Dataplane dataplane;
     private final Executor dataplaneExecutor;
     private final Reclaimer reclaimer;
+    private final CadastreMetrics metrics;
     /** attachment key → operations waiting for the one in flight to finish. */
     private final Map<String, Queue<Supplier<CompletionStage<?>>>> queues = new HashMap<>();
     /** Whether a reconciliation round is running. */
@@ -139,6 +146,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         this.dataplane = dataplane;
         this.dataplaneExecutor = dataplaneExecutor;
         this.reclaimer = reclaimer;
+        this.metrics = CadastreMetrics.get(ctx.getSystem());
+        metrics.watchGcCandidates(ipam.node(), reclaimer::candidates);
     }
 
     @Override
@@ -300,6 +309,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                     ? CompletableFuture.completedFuture(Optional.<String>empty())
                     : detach(id, false).thenApply(released -> {
                         reclaimer.countReclaim(due, released);
+                        metrics.gcReclaimed(ipam.node(), CadastreMetrics.GC_NETNS_GONE, 1);
                         return Optional.of(listed.key());
                     }));
         });
@@ -367,6 +377,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
 
     private CompletionStage<List<String>> collectGarbage(CollectGarbage cmd) {
         return ipam.collectGarbage(cmd.network(), cmd.keep()).thenCompose(releasedKeys -> {
+            metrics.gcReclaimed(ipam.node(), CadastreMetrics.GC_CNI, releasedKeys.size());
             if (cmd.ipamOnly() || releasedKeys.isEmpty()) {
                 return CompletableFuture.completedFuture(releasedKeys);
             }

@@ -105,7 +105,7 @@ public final class Reclaimer {
     }
 
     /**
-     * For the metrics endpoint to come (a counter).
+     * The node agent counts the same releases in {@code cadastre_ipam_allocations_gc_reclamations_total{reason="netns-gone"}}.
      *
      * @return how many attachments have been released because their netns was gone, since start
      */
@@ -114,7 +114,7 @@ public final class Reclaimer {
     }
 
     /**
-     * For the metrics endpoint to come (a gauge).
+     * Exposed as {@code cadastre_ipam_allocations_gc_candidates} (the node agent registers it).
      *
      * @return how many attachments had a gone netns at the last look and wait for the grace to
      *     pass or for their release

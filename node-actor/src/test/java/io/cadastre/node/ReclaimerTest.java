@@ -18,6 +18,7 @@ import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AssignRequest;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
+import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolCatalog;
@@ -29,6 +30,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalDouble;
 import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -172,6 +174,17 @@ class ReclaimerTest {
         return outcome.value();
     }
 
+    /** @return {@code cadastre_ipam_allocations_gc_candidates} of this agent's node */
+    private OptionalDouble candidatesMetric() {
+        return CadastreMetrics.get(testKit.system()).sample("cadastre_ipam_allocations_gc_candidates", "node", ipam.node());
+    }
+
+    /** @return {@code cadastre_ipam_allocations_gc_reclamations_total} of this agent's node for the reason */
+    private OptionalDouble reclamationsMetric(String reason) {
+        return CadastreMetrics.get(testKit.system())
+                .sample("cadastre_ipam_allocations_gc_reclamations_total", "node", ipam.node(), "reason", reason);
+    }
+
     private void advance(Duration d) {
         nanos.addAndGet(d.toNanos());
     }
@@ -200,8 +213,11 @@ class ReclaimerTest {
         gone.add(netns("a"));
         gone.add(netns("b"));
 
+        assertEquals(OptionalDouble.of(0), candidatesMetric());
+        assertEquals(OptionalDouble.of(0), reclamationsMetric(CadastreMetrics.GC_NETNS_GONE));
         assertEquals(List.of(), reconcile(), "first seen gone: the grace starts");
         assertEquals(2, reclaimer.candidates());
+        assertEquals(OptionalDouble.of(2), candidatesMetric());
         advance(GRACE.minusNanos(1));
         assertEquals(List.of(), reconcile(), "not before the grace has passed");
         assertTrue(lookup("a").isPresent());
@@ -211,6 +227,9 @@ class ReclaimerTest {
         assertEquals(Set.of(a.key(), b.key()), Set.copyOf(reconcile()));
         assertEquals(2, reclaimer.reclaimed());
         assertEquals(0, reclaimer.candidates());
+        assertEquals(OptionalDouble.of(2), reclamationsMetric(CadastreMetrics.GC_NETNS_GONE));
+        assertEquals(OptionalDouble.of(0), candidatesMetric());
+        assertEquals(OptionalDouble.of(0), reclamationsMetric(CadastreMetrics.GC_CNI));
 
         // Released as DEL releases: the host end unwired, the node forgot it, the blocks freed it.
         assertTrue(dataplane.detached.containsAll(List.of(id("a").hostIfname(), id("b").hostIfname())));
@@ -321,6 +340,24 @@ class ReclaimerTest {
         assertEquals(List.of(), reconcile());
         assertEquals(0, reclaimer.candidates());
         assertEquals(Optional.of(a), lookup("a"));
+    }
+
+    @Test
+    void cniGcCountsTheAttachmentsItReleased() {
+        AttachmentRecord a = add("a");
+        AttachmentRecord b = add("b");
+        add("c");
+        TestProbe<NodeAgent.Outcome<List<String>>> probe = testKit.createTestProbe();
+        agent.tell(new NodeAgent.CollectGarbage("net", Set.of(b.key()), false, probe.ref()));
+        NodeAgent.Outcome<List<String>> outcome = probe.receiveMessage(WAIT);
+        assertNull(outcome.failure());
+        assertEquals(Set.of(a.key(), id("c").key()), Set.copyOf(outcome.value()));
+        assertEquals(OptionalDouble.of(2), reclamationsMetric(CadastreMetrics.GC_CNI));
+
+        agent.tell(new NodeAgent.CollectGarbage("net", Set.of(b.key()), false, probe.ref()));
+        assertEquals(List.of(), probe.receiveMessage(WAIT).value());
+        assertEquals(OptionalDouble.of(2), reclamationsMetric(CadastreMetrics.GC_CNI), "nothing more released, nothing more counted");
+        assertEquals(OptionalDouble.of(0), reclamationsMetric(CadastreMetrics.GC_NETNS_GONE));
     }
 
     @Test

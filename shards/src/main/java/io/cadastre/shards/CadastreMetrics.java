@@ -4,11 +4,18 @@ import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.DataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot.HistogramDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.Unit;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalDouble;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -271,6 +278,39 @@ public final class CadastreMetrics implements Extension {
     /** Counts a failed reading of the IPAM usage ({@code cadastre_ipam_metrics_refresh_failures_total}). */
     public void ipamRefreshFailed() {
         ipamRefreshFailures.inc();
+    }
+
+    /**
+     * Reads one sample as the text format would show it; for tests and diagnostics.
+     *
+     * @param name the sample's name in the text format: {@code <counter>_total}, a gauge's name,
+     *     {@code <histogram>_count} or {@code <histogram>_sum}
+     * @param labels label names and values, alternating, in any order
+     * @return the sample's value, or empty when there is no such series
+     */
+    public OptionalDouble sample(String name, String... labels) {
+        Labels wanted = Labels.of(labels);
+        for (MetricSnapshot metric : registry.scrape()) {
+            String base = metric.getMetadata().getPrometheusName();
+            for (DataPointSnapshot point : metric.getDataPoints()) {
+                if (!point.getLabels().equals(wanted)) {
+                    continue;
+                }
+                if (point instanceof CounterDataPointSnapshot c && name.equals(base + "_total")) {
+                    return OptionalDouble.of(c.getValue());
+                }
+                if (point instanceof GaugeDataPointSnapshot g && name.equals(base)) {
+                    return OptionalDouble.of(g.getValue());
+                }
+                if (point instanceof HistogramDataPointSnapshot h && name.equals(base + "_count")) {
+                    return OptionalDouble.of(h.getCount());
+                }
+                if (point instanceof HistogramDataPointSnapshot h && name.equals(base + "_sum")) {
+                    return OptionalDouble.of(h.getSum());
+                }
+            }
+        }
+        return OptionalDouble.empty();
     }
 
     private static double seconds(Duration d) {

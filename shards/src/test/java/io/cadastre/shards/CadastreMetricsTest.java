@@ -20,7 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
+import java.util.OptionalDouble;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -44,19 +44,12 @@ class CadastreMetricsTest {
         return points;
     }
 
-    /** @return a counter's or gauge's value, or a histogram's count, for the labels; empty when no such series */
-    private Optional<Double> value(String name, String labels) {
-        DataPointSnapshot p = points(name).get(labels);
-        if (p instanceof CounterDataPointSnapshot c) {
-            return Optional.of(c.getValue());
-        }
-        if (p instanceof GaugeDataPointSnapshot g) {
-            return Optional.of(g.getValue());
-        }
-        if (p instanceof HistogramDataPointSnapshot h) {
-            return Optional.of((double) h.getCount());
-        }
-        return Optional.empty();
+    private OptionalDouble sample(String name, String... labels) {
+        return metrics.sample(name, labels);
+    }
+
+    private OptionalDouble reclamations(String node, String reason) {
+        return sample("cadastre_ipam_allocations_gc_reclamations_total", "node", node, "reason", reason);
     }
 
     @Test
@@ -120,13 +113,13 @@ class CadastreMetricsTest {
         metrics.cniAnswered("ADD", "100", Duration.ofMillis(2));
         metrics.cniAnswered("DEL", "ok", Duration.ofSeconds(20));
 
-        assertEquals(Optional.of(2.0), value("cadastre_cni_requests", "result=ok,verb=ADD"));
-        assertEquals(Optional.of(1.0), value("cadastre_cni_requests", "result=100,verb=ADD"));
-        assertEquals(Optional.of(1.0), value("cadastre_cni_requests", "result=ok,verb=DEL"));
-        assertEquals(Optional.of(3.0), value("cadastre_cni_request_duration_seconds", "verb=ADD"));
+        assertEquals(OptionalDouble.of(2.0), sample("cadastre_cni_requests_total", "result", "ok", "verb", "ADD"));
+        assertEquals(OptionalDouble.of(1.0), sample("cadastre_cni_requests_total", "result", "100", "verb", "ADD"));
+        assertEquals(OptionalDouble.of(1.0), sample("cadastre_cni_requests_total", "result", "ok", "verb", "DEL"));
+        assertEquals(OptionalDouble.of(3.0), sample("cadastre_cni_request_duration_seconds_count", "verb", "ADD"));
 
-        HistogramDataPointSnapshot add = (HistogramDataPointSnapshot) points("cadastre_cni_request_duration_seconds").get("verb=ADD");
-        assertEquals(0.045, add.getSum(), 1e-9);
+        var add = (HistogramDataPointSnapshot) points("cadastre_cni_request_duration_seconds").get("verb=ADD");
+        assertEquals(0.045, sample("cadastre_cni_request_duration_seconds_sum", "verb", "ADD").orElseThrow(), 1e-9);
         Map<Double, Long> perBucket = new TreeMap<>();
         for (ClassicHistogramBucket bucket : add.getClassicBuckets()) {
             perBucket.put(bucket.getUpperBound(), bucket.getCount());
@@ -137,21 +130,22 @@ class CadastreMetricsTest {
         assertEquals(1L, perBucket.get(0.0025), "the 2 ms ADD");
         assertEquals(1L, perBucket.get(0.005), "the 3 ms ADD");
         assertEquals(1L, perBucket.get(0.05), "the 40 ms ADD");
-        HistogramDataPointSnapshot del = (HistogramDataPointSnapshot) points("cadastre_cni_request_duration_seconds").get("verb=DEL");
-        assertEquals(1L, del.getClassicBuckets().stream().filter(b -> b.getUpperBound() == 30.0).findFirst().orElseThrow().getCount());
+        var del = (HistogramDataPointSnapshot) points("cadastre_cni_request_duration_seconds").get("verb=DEL");
+        assertEquals(1L, del.getClassicBuckets().stream().filter(b -> b.getUpperBound() == 30.0).findFirst()
+                .orElseThrow().getCount(), "the 20 s DEL");
     }
 
     @Test
     void recoveriesAreTimedPerEntityTypeAndEveryTypeShowsFromTheStart() {
-        assertEquals(Optional.of(0.0), value("cadastre_entity_recovery_seconds", "entity=pool"));
-        assertEquals(Optional.of(0.0), value("cadastre_entity_recovery_seconds", "entity=block"));
-        assertEquals(Optional.of(0.0), value("cadastre_entity_recovery_seconds", "entity=node"));
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_entity_recovery_seconds_count", "entity", "pool"));
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_entity_recovery_seconds_count", "entity", "block"));
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_entity_recovery_seconds_count", "entity", "node"));
         CadastreMetrics.Recovery nodes = metrics.recovery(CadastreMetrics.ENTITY_NODE);
         nodes.completed(Duration.ofMillis(5));
         nodes.completed(Duration.ofMillis(7));
-        assertEquals(Optional.of(2.0), value("cadastre_entity_recovery_seconds", "entity=node"));
-        assertEquals(0.012, ((HistogramDataPointSnapshot) points("cadastre_entity_recovery_seconds").get("entity=node")).getSum(), 1e-9);
-        assertEquals(Optional.of(0.0), value("cadastre_entity_recovery_seconds", "entity=pool"));
+        assertEquals(OptionalDouble.of(2.0), sample("cadastre_entity_recovery_seconds_count", "entity", "node"));
+        assertEquals(0.012, sample("cadastre_entity_recovery_seconds_sum", "entity", "node").orElseThrow(), 1e-9);
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_entity_recovery_seconds_count", "entity", "pool"));
         assertThrows(IllegalArgumentException.class, () -> metrics.recovery("Block"));
     }
 
@@ -159,21 +153,20 @@ class CadastreMetricsTest {
     void gcCandidatesAreReadAtEachScrapeAndReclamationsCountedByReason() {
         AtomicInteger candidates = new AtomicInteger(2);
         metrics.watchGcCandidates("n1", candidates::get);
-        assertEquals(Optional.of(2.0), value("cadastre_ipam_allocations_gc_candidates", "node=n1"));
+        assertEquals(OptionalDouble.of(2.0), sample("cadastre_ipam_allocations_gc_candidates", "node", "n1"));
         candidates.set(0);
-        assertEquals(Optional.of(0.0), value("cadastre_ipam_allocations_gc_candidates", "node=n1"));
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_allocations_gc_candidates", "node", "n1"));
         for (String reason : List.of("netns-gone", "cni-gc", "admin-gc")) {
-            assertEquals(Optional.of(0.0), value("cadastre_ipam_allocations_gc_reclamations", "node=n1,reason=" + reason),
-                    "shown from the start: " + reason);
+            assertEquals(OptionalDouble.of(0.0), reclamations("n1", reason), "shown from the start: " + reason);
         }
 
         metrics.gcReclaimed("n1", CadastreMetrics.GC_NETNS_GONE, 1);
         metrics.gcReclaimed("n1", CadastreMetrics.GC_CNI, 3);
         metrics.gcReclaimed("n1", CadastreMetrics.GC_CNI, 0);
         metrics.gcReclaimed("n1", CadastreMetrics.GC_ADMIN, 2);
-        assertEquals(Optional.of(1.0), value("cadastre_ipam_allocations_gc_reclamations", "node=n1,reason=netns-gone"));
-        assertEquals(Optional.of(3.0), value("cadastre_ipam_allocations_gc_reclamations", "node=n1,reason=cni-gc"));
-        assertEquals(Optional.of(2.0), value("cadastre_ipam_allocations_gc_reclamations", "node=n1,reason=admin-gc"));
+        assertEquals(OptionalDouble.of(1.0), reclamations("n1", "netns-gone"));
+        assertEquals(OptionalDouble.of(3.0), reclamations("n1", "cni-gc"));
+        assertEquals(OptionalDouble.of(2.0), reclamations("n1", "admin-gc"));
         assertThrows(IllegalArgumentException.class, () -> metrics.gcReclaimed("n1", "gc", 1));
         assertThrows(IllegalArgumentException.class, () -> metrics.gcReclaimed("n1", CadastreMetrics.GC_CNI, -1));
     }
@@ -181,14 +174,14 @@ class CadastreMetricsTest {
     @Test
     void blocksReclaimedAreCountedByReasonAndEveryReasonShowsFromTheStart() {
         for (String reason : List.of("node-departed", "node-removed", "pool-deleted")) {
-            assertEquals(Optional.of(0.0), value("cadastre_ipam_blocks_reclaimed", "reason=" + reason));
+            assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", reason));
         }
         metrics.blockReclaimed(CadastreMetrics.BLOCK_NODE_DEPARTED);
         metrics.blockReclaimed(CadastreMetrics.BLOCK_NODE_DEPARTED);
         metrics.blockReclaimed(CadastreMetrics.BLOCK_POOL_DELETED);
-        assertEquals(Optional.of(2.0), value("cadastre_ipam_blocks_reclaimed", "reason=node-departed"));
-        assertEquals(Optional.of(0.0), value("cadastre_ipam_blocks_reclaimed", "reason=node-removed"));
-        assertEquals(Optional.of(1.0), value("cadastre_ipam_blocks_reclaimed", "reason=pool-deleted"));
+        assertEquals(OptionalDouble.of(2.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", "node-departed"));
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", "node-removed"));
+        assertEquals(OptionalDouble.of(1.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", "pool-deleted"));
         assertThrows(IllegalArgumentException.class, () -> metrics.blockReclaimed("node-gone"));
     }
 
@@ -199,23 +192,36 @@ class CadastreMetricsTest {
                 new NodeUsage("v4", "a", 5, 0, 2),
                 new NodeUsage("v4", "b", 2, 2, 0),
                 new NodeUsage("v6", "a", 5, 0, 1))));
-        assertEquals(Optional.of(65536.0), value("cadastre_ipam_ippool_size", "pool=v4"));
-        assertEquals(Optional.of(Math.pow(2, 80)), value("cadastre_ipam_ippool_size", "pool=v6"));
-        assertEquals(Optional.of(5.0), value("cadastre_ipam_allocations_in_use", "node=a,pool=v4"));
-        assertEquals(Optional.of(2.0), value("cadastre_ipam_allocations_in_use", "node=b,pool=v4"));
-        assertEquals(Optional.of(2.0), value("cadastre_ipam_allocations_borrowed", "node=b,pool=v4"));
-        assertEquals(Optional.of(0.0), value("cadastre_ipam_allocations_borrowed", "node=a,pool=v4"));
-        assertEquals(Optional.of(2.0), value("cadastre_ipam_blocks", "node=a,pool=v4"));
-        assertEquals(Optional.of(0.0), value("cadastre_ipam_blocks", "node=b,pool=v4"));
-        assertEquals(Optional.of(3.0), value("cadastre_ipam_blocks_per_node", "node=a"), "summed over the pools");
-        assertEquals(Optional.of(0.0), value("cadastre_ipam_blocks_per_node", "node=b"));
+        assertEquals(OptionalDouble.of(65536.0), sample("cadastre_ipam_ippool_size", "pool", "v4"));
+        assertEquals(OptionalDouble.of(Math.pow(2, 80)), sample("cadastre_ipam_ippool_size", "pool", "v6"));
+        assertEquals(OptionalDouble.of(5.0), sample("cadastre_ipam_allocations_in_use", "node", "a", "pool", "v4"));
+        assertEquals(OptionalDouble.of(2.0), sample("cadastre_ipam_allocations_in_use", "node", "b", "pool", "v4"));
+        assertEquals(OptionalDouble.of(2.0), sample("cadastre_ipam_allocations_borrowed", "node", "b", "pool", "v4"));
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_allocations_borrowed", "node", "a", "pool", "v4"));
+        assertEquals(OptionalDouble.of(2.0), sample("cadastre_ipam_blocks", "node", "a", "pool", "v4"));
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_blocks", "node", "b", "pool", "v4"));
+        assertEquals(OptionalDouble.of(3.0), sample("cadastre_ipam_blocks_per_node", "node", "a"), "summed over the pools");
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_blocks_per_node", "node", "b"));
 
         metrics.publishIpamUsage(new IpamUsage(Map.of("v4", 65536.0), List.of(new NodeUsage("v4", "a", 1, 0, 1))));
         assertEquals(Set.of("node=a,pool=v4"), points("cadastre_ipam_allocations_in_use").keySet(), "b's series are gone");
-        assertEquals(Optional.empty(), value("cadastre_ipam_ippool_size", "pool=v6"));
-        assertEquals(Optional.of(1.0), value("cadastre_ipam_blocks_per_node", "node=a"));
+        assertEquals(OptionalDouble.empty(), sample("cadastre_ipam_ippool_size", "pool", "v6"));
+        assertEquals(OptionalDouble.of(1.0), sample("cadastre_ipam_blocks_per_node", "node", "a"));
 
         metrics.ipamRefreshFailed();
-        assertEquals(Optional.of(1.0), value("cadastre_ipam_metrics_refresh_failures", ""));
+        assertEquals(OptionalDouble.of(1.0), sample("cadastre_ipam_metrics_refresh_failures_total"));
+    }
+
+    @Test
+    void aSampleIsReadByItsNameInTheTextFormatAndItsLabelsInAnyOrder() {
+        metrics.cniAnswered("ADD", "ok", Duration.ofMillis(250));
+        assertEquals(OptionalDouble.of(1.0), sample("cadastre_cni_requests_total", "verb", "ADD", "result", "ok"));
+        assertEquals(OptionalDouble.of(1.0), sample("cadastre_cni_requests_total", "result", "ok", "verb", "ADD"));
+        assertEquals(OptionalDouble.empty(), sample("cadastre_cni_requests", "verb", "ADD", "result", "ok"),
+                "a counter's name ends in _total");
+        assertEquals(OptionalDouble.empty(), sample("cadastre_cni_requests_total", "verb", "ADD"), "all labels or none");
+        assertEquals(OptionalDouble.of(1.0), sample("cadastre_cni_request_duration_seconds_count", "verb", "ADD"));
+        assertEquals(OptionalDouble.of(0.25), sample("cadastre_cni_request_duration_seconds_sum", "verb", "ADD"));
+        assertEquals(OptionalDouble.empty(), sample("cadastre_cni_request_duration_seconds", "verb", "ADD"));
     }
 }
