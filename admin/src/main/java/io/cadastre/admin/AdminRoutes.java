@@ -20,6 +20,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.IpamException;
 import java.io.IOException;
@@ -54,8 +55,10 @@ import org.slf4j.LoggerFactory;
 /**
  * The admin API's routes (contract v1; {@code openapi.yaml} beside this class documents them).
  * Only parses, validates and delegates: to {@link Inventory} for reads and releases, to
- * {@link PoolAdmin} for pools, to {@link NodeRemoval}, to {@link ConsistencyCheck}, and to this
- * agent's {@link Ipam} for GC.
+ * {@link PoolAdmin} for pools, to {@link NodeRemoval}, to {@link ConsistencyCheck}, to this
+ * agent's {@link Ipam} for GC (counting what it released in
+ * {@code cadastre_ipam_allocations_gc_reclamations_total{reason="admin-gc"}}), and to {@link
+ * MetricsEndpoint} for {@code /metrics}, which is open like the probes (no token).
  *
  * <p>Every error is {@code {"error": "..."}}: 400 for malformed input (checked before anything is
  * asked, so nothing changes), 401 for a missing or wrong bearer token, 404 for an unknown pool,
@@ -67,6 +70,7 @@ import org.slf4j.LoggerFactory;
 final class AdminRoutes {
     private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
     private static final ContentType YAML = MediaTypes.applicationWithOpenCharset("yaml", "yaml").toContentType(HttpCharsets.UTF_8);
+    private static final ContentType PROMETHEUS_TEXT = ContentTypes.parse(MetricsEndpoint.CONTENT_TYPE);
     /** The interface name a release by handle means when it names none, as for the CLI and CNI. */
     static final String DEFAULT_IFNAME = "eth0";
 
@@ -79,13 +83,18 @@ final class AdminRoutes {
     private final Supplier<Optional<String>> unreadiness;
     private final Optional<byte[]> token;
     private final byte[] openApi;
+    private final MetricsEndpoint metricsEndpoint;
+    private final CadastreMetrics metrics;
 
     /**
      * @param ipam this agent's IPAM: GC runs for its node only
      * @param unreadiness why the agent is not ready, or empty when it is
      * @param token the bearer token every /v1 request must carry, or empty when none is required
+     * @param metricsEndpoint what {@code /metrics} answers
+     * @param metrics where GC counts the attachments it released
      */
-    AdminRoutes(Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness, Optional<String> token) {
+    AdminRoutes(Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness, Optional<String> token,
+            MetricsEndpoint metricsEndpoint, CadastreMetrics metrics) {
         this.inventory = inventory;
         this.check = new ConsistencyCheck(inventory);
         this.poolAdmin = new PoolAdmin(inventory);
@@ -94,6 +103,8 @@ final class AdminRoutes {
         this.unreadiness = unreadiness;
         this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
         this.openApi = openApiDocument();
+        this.metricsEndpoint = metricsEndpoint;
+        this.metrics = metrics;
     }
 
     /** @return the OpenAPI document served at {@code /openapi.yaml} */
@@ -113,6 +124,8 @@ final class AdminRoutes {
                 path("healthz", () -> get(() -> complete(response(200, new AdminViews.Status("ok", null))))),
                 path("readyz", () -> get(() -> complete(readiness()))),
                 path("openapi.yaml", () -> get(() -> complete(HttpResponse.create().withEntity(YAML, openApi)))),
+                path("metrics", () -> get(() -> completeWithFuture(metricsEndpoint.scrape()
+                        .thenApply(text -> HttpResponse.create().withEntity(PROMETHEUS_TEXT, text))))),
                 pathPrefix("v1", () -> authorized(this::v1)))));
     }
 
@@ -240,6 +253,7 @@ final class AdminRoutes {
             if (error != null) {
                 throw asAdmin(error);
             }
+            metrics.gcReclaimed(node, CadastreMetrics.GC_ADMIN, released.size());
             return new AdminViews.Released(released);
         });
     }

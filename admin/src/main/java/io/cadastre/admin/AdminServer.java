@@ -1,5 +1,6 @@
 package io.cadastre.admin;
 
+import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -20,7 +21,8 @@ import org.apache.pekko.http.javadsl.ServerBinding;
 
 /**
  * The admin API's HTTP server (pekko-http on TCP): {@code /healthz}, {@code /readyz},
- * {@code /openapi.yaml} and the {@code /v1} routes of {@link AdminRoutes}.
+ * {@code /openapi.yaml}, {@code /metrics} (the actor system's {@link CadastreMetrics}, see
+ * {@link MetricsEndpoint}) and the {@code /v1} routes of {@link AdminRoutes}.
  *
  * <p>Lifecycle: {@link #start()} once, then {@link #stop()} once (it fits {@code
  * CoordinatedShutdown}'s service-unbind phase); both return stages. Requests in flight when stop is
@@ -39,15 +41,24 @@ public final class AdminServer {
      *     loopback
      * @param tokenOnLoopback require the token on a loopback address too (where anyone on the host
      *     can connect; tests use it to exercise the check)
-     * @throws IllegalArgumentException for a port outside 0-65535, a host that does not resolve, or
-     *     a token required and missing or blank
+     * @param metricsRefresh how long {@code /metrics} reuses a reading of the cluster-wide IPAM
+     *     usage ({@link MetricsEndpoint}); zero or more
+     * @throws IllegalArgumentException for a port outside 0-65535, a host that does not resolve, a
+     *     token required and missing or blank, or a negative metrics refresh
      */
-    public record Settings(String host, int port, Optional<String> token, boolean tokenOnLoopback) {
+    public record Settings(String host, int port, Optional<String> token, boolean tokenOnLoopback, Duration metricsRefresh) {
+        /** How long {@code /metrics} reuses a reading of the IPAM usage by default ({@code cadastre.admin.metrics-refresh}). */
+        public static final Duration DEFAULT_METRICS_REFRESH = Duration.ofSeconds(10);
+
         public Settings {
             Objects.requireNonNull(host, "host");
             Objects.requireNonNull(token, "token");
+            Objects.requireNonNull(metricsRefresh, "metricsRefresh");
             if (port < 0 || port > 65_535) {
                 throw new IllegalArgumentException("port " + port + " is outside 0-65535");
+            }
+            if (metricsRefresh.isNegative()) {
+                throw new IllegalArgumentException("the metrics refresh " + metricsRefresh + " is negative");
             }
             if (token.isPresent() && token.get().isBlank()) {
                 throw new IllegalArgumentException("the admin token is empty");
@@ -56,6 +67,16 @@ public final class AdminServer {
                 throw new IllegalArgumentException("the admin API bound to " + host
                         + " needs a bearer token: only a loopback address may serve without one");
             }
+        }
+
+        /** The settings with the default metrics refresh. */
+        public Settings(String host, int port, Optional<String> token, boolean tokenOnLoopback) {
+            this(host, port, token, tokenOnLoopback, DEFAULT_METRICS_REFRESH);
+        }
+
+        /** @return these settings with another metrics refresh */
+        public Settings withMetricsRefresh(Duration refresh) {
+            return new Settings(host, port, token, tokenOnLoopback, refresh);
         }
 
         /** @return whether /v1 requests must carry the token */
@@ -129,8 +150,11 @@ public final class AdminServer {
             Settings settings) {
         this.system = system;
         this.settings = settings;
+        CadastreMetrics metrics = CadastreMetrics.get(system);
+        MetricsEndpoint metricsEndpoint = new MetricsEndpoint(metrics, inventory::usage, settings.metricsRefresh(),
+                MetricsEndpoint.WAIT, System::nanoTime);
         this.routes = new AdminRoutes(inventory, ipam, unreadiness,
-                settings.requiresToken() ? settings.token() : Optional.empty());
+                settings.requiresToken() ? settings.token() : Optional.empty(), metricsEndpoint, metrics);
     }
 
     /**

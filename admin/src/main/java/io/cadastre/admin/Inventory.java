@@ -11,6 +11,7 @@ import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.NodeEntity.NodeView;
@@ -18,6 +19,7 @@ import io.cadastre.shards.PoolEntity.PoolView;
 import io.cadastre.shards.PoolRegistry.Catalog;
 import io.cadastre.shards.Pools;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -135,6 +137,38 @@ public final class Inventory {
                             allocated, spec.nodeSelector(), AdminViews.cidrs(spec.excluded()));
                 })
                 .toList()));
+    }
+
+    /**
+     * Reads the cluster-wide usage that the {@code cadastre_ipam_*} gauges report (admin/DESIGN.md,
+     * "Metrics"): per defined pool its size in addresses; per pool and node (every node with a block
+     * claimed for it or an address allocated to it in the pool) the addresses allocated to the node
+     * in any of the pool's claimed blocks, those of them in blocks claimed for another node
+     * (borrowed), and the blocks claimed for it. Pools, then their blocks, read as {@link #pools()}
+     * reads them.
+     */
+    public CompletionStage<CadastreMetrics.IpamUsage> usage() {
+        return poolViews().thenCompose(views -> {
+            Map<Cidr, Claim> claims = claims(views);
+            return reads.blocks(claims.keySet()).thenApply(blocks -> {
+                Map<String, Double> sizes = new LinkedHashMap<>();
+                views.forEach((name, view) -> sizes.put(name, view.spec().cidr().size().doubleValue()));
+                // (pool, node) -> {in use, borrowed, blocks}
+                Map<Claim, long[]> counts = new TreeMap<>(Comparator.comparing(Claim::pool).thenComparing(Claim::node));
+                claims.forEach((block, claim) -> {
+                    counts.computeIfAbsent(claim, c -> new long[3])[2]++;
+                    for (Allocation a : blocks.get(block).allocations().values()) {
+                        long[] holder = counts.computeIfAbsent(new Claim(claim.pool(), a.node()), c -> new long[3]);
+                        holder[0]++;
+                        if (!a.node().equals(claim.node())) {
+                            holder[1]++;
+                        }
+                    }
+                });
+                return new CadastreMetrics.IpamUsage(sizes, counts.entrySet().stream().map(e -> new CadastreMetrics.NodeUsage(
+                        e.getKey().pool(), e.getKey().node(), e.getValue()[0], e.getValue()[1], e.getValue()[2])).toList());
+            });
+        });
     }
 
     /**

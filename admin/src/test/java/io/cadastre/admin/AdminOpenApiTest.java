@@ -15,7 +15,7 @@ class AdminOpenApiTest {
         OpenApi.DOCUMENT.get("paths").properties().forEach(path ->
                 path.getValue().fieldNames().forEachRemaining(method -> documented.add(method.toUpperCase() + " " + path.getKey())));
         assertEquals(new TreeSet<>(Set.of(
-                "GET /healthz", "GET /readyz", "GET /openapi.yaml",
+                "GET /healthz", "GET /readyz", "GET /openapi.yaml", "GET /metrics",
                 "GET /v1/pools", "POST /v1/pools", "DELETE /v1/pools/{name}", "POST /v1/pools/{name}/disable", "DELETE /v1/nodes/{name}",
                 "POST /v1/pools/{name}/enable", "GET /v1/blocks", "GET /v1/nodes", "GET /v1/nodes/{name}", "GET /v1/addresses/{address}",
                 "POST /v1/release", "GET /v1/check", "POST /v1/gc")), documented);

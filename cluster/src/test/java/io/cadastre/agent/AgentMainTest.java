@@ -40,6 +40,17 @@ class AgentMainTest {
         assertEquals("127.0.0.1", admin.host());
         assertEquals(9467, admin.port());
         assertEquals(false, admin.requiresToken());
+        assertEquals(Duration.ofSeconds(10), admin.metricsRefresh());
+    }
+
+    @Test
+    void theMetricsRefreshIsConfigurableAndNotNegative() throws Exception {
+        Path conf = Files.writeString(dir.resolve("refresh.conf"), "cadastre.admin.metrics-refresh = 30s\n");
+        assertEquals(Duration.ofSeconds(30), AdminConfig.from(AgentMain.loadConfig(conf.toFile())).metricsRefresh());
+        Path negative = Files.writeString(dir.resolve("negative.conf"), "cadastre.admin.metrics-refresh = -1s\n");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> AdminConfig.from(AgentMain.loadConfig(negative.toFile())));
+        assertTrue(e.getMessage().startsWith("cadastre.admin.metrics-refresh"), e.getMessage());
     }
 
     @Test
