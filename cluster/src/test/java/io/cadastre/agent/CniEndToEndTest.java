@@ -8,8 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.agent.CniExec.Result;
 import io.cadastre.dataplane.HostInterfaceName;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -17,6 +22,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -114,6 +121,39 @@ class CniEndToEndTest {
             assertFalse(ns.hasLink("eth0"));
             assertFalse(TestNetns.hostHasLink(hostIf));
         }
+    }
+
+    /** @return the sample's value in the agent's /metrics, 0 when it has no such series */
+    private static double metric(String sample) throws Exception {
+        HttpResponse<String> reply = HttpClient.newHttpClient().send(
+                HttpRequest.newBuilder(URI.create(agent.adminUrl() + "/metrics")).timeout(Duration.ofSeconds(30)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, reply.statusCode(), reply.body());
+        Matcher value = Pattern.compile("^" + Pattern.quote(sample) + " (\\S+)$", Pattern.MULTILINE).matcher(reply.body());
+        return value.find() ? Double.parseDouble(value.group(1)) : 0;
+    }
+
+    @Test
+    void addsAreCountedInTheAgentsMetrics() throws Exception {
+        String addsOk = "cadastre_cni_requests_total{result=\"ok\",verb=\"ADD\"}";
+        String addsTimed = "cadastre_cni_request_duration_seconds_count{verb=\"ADD\"}";
+        double before = metric(addsOk);
+        double timedBefore = metric(addsTimed);
+        String conf = netconf("1.1.0", "\"ipam\":{}");
+        String first = container();
+        String second = container();
+        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create()) {
+            assertEquals(0, cni("ADD", first, a, conf).exit());
+            assertEquals(0, cni("ADD", second, b, conf).exit());
+            assertEquals(before + 2, metric(addsOk));
+            assertEquals(timedBefore + 2, metric(addsTimed));
+            // cluster-wide, from the entities: the pool's size in addresses (198.18.0.0/20)
+            assertEquals(4096.0, metric("cadastre_ipam_ippool_size{pool=\"test-ipv4\"}"));
+            assertEquals(0, cni("DEL", first, a, conf).exit());
+            assertEquals(0, cni("DEL", second, b, conf).exit());
+        }
+        assertEquals(before + 2, metric(addsOk), "DELs are counted under their own verb");
+        assertTrue(metric("cadastre_cni_requests_total{result=\"ok\",verb=\"DEL\"}") >= 2);
     }
 
     @Test
