@@ -39,9 +39,11 @@ import org.apache.pekko.actor.typed.ExtensionId;
  * reclamations in attachments.
  */
 public final class CadastreMetrics implements Extension {
-    /** Entity label values of {@code cadastre_entity_recovery_seconds}. */
+    /** Entity label of {@code cadastre_entity_recovery_seconds}: {@link PoolEntity}. */
     public static final String ENTITY_POOL = "pool";
+    /** ... {@link BlockEntity}. */
     public static final String ENTITY_BLOCK = "block";
+    /** ... {@link NodeEntity}. */
     public static final String ENTITY_NODE = "node";
 
     /** Reasons of {@code cadastre_ipam_allocations_gc_reclamations_total}: the node agent's netns-gone reclaim. */
