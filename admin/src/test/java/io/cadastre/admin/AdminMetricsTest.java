@@ -112,8 +112,8 @@ class AdminMetricsTest {
             assertNull(m.get("cadastre_ipam_blocks_per_node{node=\"" + AdminCluster.MEMBER_NODE + "\"}"),
                     "a member without blocks or addresses has no series");
 
-            // The pools, blocks and nodes that served these started here, and their recoveries were timed.
-            for (String entity : List.of("pool", "block", "node")) {
+            // The entities that served these started here, and their recoveries were timed.
+            for (String entity : List.of("pool", "block", "node", "pool-registry")) {
                 Double count = m.get("cadastre_entity_recovery_seconds_count{entity=\"" + entity + "\"}");
                 assertTrue(count != null && count >= 1, entity + ": " + count);
                 assertTrue(m.get("cadastre_entity_recovery_seconds_bucket{entity=\"" + entity + "\",le=\"+Inf\"}") >= 1);

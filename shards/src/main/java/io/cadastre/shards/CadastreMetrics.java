@@ -45,6 +45,9 @@ public final class CadastreMetrics implements Extension {
     public static final String ENTITY_BLOCK = "block";
     /** ... {@link NodeEntity}. */
     public static final String ENTITY_NODE = "node";
+    /** ... {@link PoolRegistry}. */
+    public static final String ENTITY_POOL_REGISTRY = "pool-registry";
+    private static final List<String> ENTITIES = List.of(ENTITY_POOL, ENTITY_BLOCK, ENTITY_NODE, ENTITY_POOL_REGISTRY);
 
     /** Reasons of {@code cadastre_ipam_allocations_gc_reclamations_total}: the node agent's netns-gone reclaim. */
     public static final String GC_NETNS_GONE = "netns-gone";
@@ -149,9 +152,7 @@ public final class CadastreMetrics implements Extension {
         entityRecovery = durations("cadastre_entity_recovery_seconds",
                 "Time from an entity's start on this member to the end of its recovery (snapshot and events replayed)",
                 "entity");
-        for (String entity : List.of(ENTITY_POOL, ENTITY_BLOCK, ENTITY_NODE)) {
-            entityRecovery.initLabelValues(entity);
-        }
+        ENTITIES.forEach(entityRecovery::initLabelValues);
         GaugeWithCallback.builder().name("cadastre_ipam_allocations_gc_candidates")
                 .help("Attachments of this agent's node whose network namespace is gone and that wait for the reclaim grace")
                 .labelNames("node")
@@ -221,12 +222,12 @@ public final class CadastreMetrics implements Extension {
     }
 
     /**
-     * @param entity {@link #ENTITY_POOL}, {@link #ENTITY_BLOCK} or {@link #ENTITY_NODE}
+     * @param entity {@link #ENTITY_POOL}, {@link #ENTITY_BLOCK}, {@link #ENTITY_NODE} or {@link #ENTITY_POOL_REGISTRY}
      * @return what the entity's recovery reports to ({@code cadastre_entity_recovery_seconds})
      * @throws IllegalArgumentException for another entity name
      */
     public Recovery recovery(String entity) {
-        if (!List.of(ENTITY_POOL, ENTITY_BLOCK, ENTITY_NODE).contains(entity)) {
+        if (!ENTITIES.contains(entity)) {
             throw new IllegalArgumentException("unknown entity " + entity);
         }
         var series = entityRecovery.labelValues(entity);

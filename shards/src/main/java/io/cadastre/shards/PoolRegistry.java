@@ -15,12 +15,14 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.RecoveryCompleted;
 import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
 import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
+import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 
 /**
  * The cluster's catalogue of pools: one entity (id {@link #ID}), the single writer that decides
@@ -43,17 +45,21 @@ public final class PoolRegistry
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
         MemberFence fence = MemberFence.get(system);
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(fence)));
+        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_POOL_REGISTRY);
+        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(fence, recovery)));
     }
 
     /** @return the registry without a member fence (unit tests) */
     public static Behavior<Command> create() {
-        return create(MemberFence.NEVER_CLOSED);
+        return create(MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
     }
 
-    /** @param fence closes this entity to commands while its member may have been replaced */
-    public static Behavior<Command> create(MemberFence fence) {
-        return new PoolRegistry(fence);
+    /**
+     * @param fence closes this entity to commands while its member may have been replaced
+     * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
+     */
+    public static Behavior<Command> create(MemberFence fence, CadastreMetrics.Recovery recovery) {
+        return new PoolRegistry(fence, recovery);
     }
 
     // ---- commands ----
@@ -133,14 +139,28 @@ public final class PoolRegistry
 
     private final MemberFence fence;
 
-    private PoolRegistry(MemberFence fence) {
+    private final CadastreMetrics.Recovery recovery;
+
+    /** When this incarnation started (sharding creates the behaviour when the entity starts). */
+    private final long startedNanos = System.nanoTime();
+
+    private PoolRegistry(MemberFence fence, CadastreMetrics.Recovery recovery) {
         super(PersistenceId.of(ENTITY_TYPE_KEY.name(), ID));
         this.fence = fence;
+        this.recovery = recovery;
     }
 
     @Override
     public State emptyState() {
         return new State(new TreeMap<>(), new TreeSet<>());
+    }
+
+    /** Reports how long the registry's recovery took. */
+    @Override
+    public SignalHandler<State> signalHandler() {
+        return newSignalHandlerBuilder()
+                .onSignal(RecoveryCompleted.instance(), state -> recovery.completedSince(startedNanos))
+                .build();
     }
 
     @Override

@@ -140,6 +140,7 @@ class CadastreMetricsTest {
         assertEquals(OptionalDouble.of(0.0), sample("cadastre_entity_recovery_seconds_count", "entity", "pool"));
         assertEquals(OptionalDouble.of(0.0), sample("cadastre_entity_recovery_seconds_count", "entity", "block"));
         assertEquals(OptionalDouble.of(0.0), sample("cadastre_entity_recovery_seconds_count", "entity", "node"));
+        assertEquals(OptionalDouble.of(0.0), sample("cadastre_entity_recovery_seconds_count", "entity", "pool-registry"));
         CadastreMetrics.Recovery nodes = metrics.recovery(CadastreMetrics.ENTITY_NODE);
         nodes.completed(Duration.ofMillis(5));
         nodes.completed(Duration.ofMillis(7));
