@@ -7,16 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.admin.AdminCluster.Env;
 import io.cadastre.admin.AdminCluster.Reply;
-import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
-import io.cadastre.ipam.PoolSpec;
-import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.Ipam;
-import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
-import io.cadastre.shards.PoolRegistry;
-import io.cadastre.shards.Pools;
 import java.net.http.HttpRequest;
 import java.time.Clock;
 import java.time.Duration;
@@ -26,10 +20,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
-import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -272,29 +264,11 @@ class AdminApiTest {
 
     @Test
     void anEntityThatDoesNotAnswerIs503() {
-        // A pool registered in the catalogue whose entity cannot recover (its journal reads fail) never answers.
-        PoolSpec stuck = new PoolSpec("stuck", Cidr.parse("198.18.250.0/24"), 26, false, false, 0);
-        PersistenceTestKit.create(cluster.system()).failNextNReads("Pool|stuck", 1_000);
-        AskTimeouts timeouts = new AskTimeouts(Duration.ofSeconds(1), Duration.ofMillis(300), Duration.ofSeconds(2));
-        var registry = cluster.ref(PoolRegistry.ENTITY_TYPE_KEY, PoolRegistry.ID);
-        AdminCluster.await(registry.askWithStatus((ActorRef<StatusReply<PoolRegistry.Registration>> r) ->
-                new PoolRegistry.Register(stuck, false, r), Duration.ofSeconds(10)));
-        try (Env env = cluster.env()) {
-            Pools pools = new Pools(cluster.system(), timeouts, new PoolCatalog(cluster.system(), timeouts, Duration.ofMillis(100)));
-            AdminServer server = new AdminServer(cluster.system(), new Inventory(cluster.system(), pools, timeouts), env.ipam,
-                    Optional::empty, new AdminServer.Settings("127.0.0.1", 0, Optional.empty(), false));
-            int port = AdminCluster.await(server.start()).getPort();
-            try {
-                Reply reply = env.send(HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/v1/pools")).GET(),
-                        Optional.empty());
-                assertEquals("Pool stuck did not answer within 1000 ms", reply.error(503));
-            } finally {
-                AdminCluster.await(server.stop());
-            }
-        } finally {
-            AdminCluster.await(registry.askWithStatus((ActorRef<StatusReply<Done>> r) -> new PoolRegistry.Unregister("stuck", r),
-                    Duration.ofSeconds(10)));
-        }
+        cluster.withStuckPool("stuck", "198.18.250.0/24", (env, port) -> {
+            Reply reply = env.send(HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/v1/pools")).GET(),
+                    Optional.empty());
+            assertEquals("Pool stuck did not answer within 1000 ms", reply.error(503));
+        });
     }
 
     @Test

@@ -38,6 +38,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.Done;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -45,8 +46,10 @@ import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
+import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 
 /**
  * For the admin tests: a one-member cluster with the real sharded entities (in-memory journal,
@@ -244,6 +247,40 @@ final class AdminCluster implements AutoCloseable {
             throw new CompletionException(e.getCause());
         } catch (Exception e) {
             throw new IllegalStateException(e);
+        }
+    }
+
+    /** A test given an env and the port of a second admin server whose catalogue holds a stuck pool. */
+    interface StuckPoolTest {
+        void run(Env env, int port);
+    }
+
+    /**
+     * Registers a pool whose entity cannot recover (its journal reads fail), so it never answers,
+     * and runs {@code test} against a second admin server over the cluster's catalogue with ask
+     * timeouts of 1 s in all (300 ms per attempt); then stops that server and unregisters the pool.
+     *
+     * @param cidr a range no other test's pool overlaps
+     */
+    void withStuckPool(String name, String cidr, StuckPoolTest test) {
+        PoolSpec stuck = new PoolSpec(name, Cidr.parse(cidr), 26, false, false, 0);
+        PersistenceTestKit.create(system()).failNextNReads("Pool|" + name, 1_000);
+        AskTimeouts timeouts = new AskTimeouts(Duration.ofSeconds(1), Duration.ofMillis(300), Duration.ofSeconds(2));
+        var registry = ref(PoolRegistry.ENTITY_TYPE_KEY, PoolRegistry.ID);
+        await(registry.askWithStatus((ActorRef<StatusReply<PoolRegistry.Registration>> r) ->
+                new PoolRegistry.Register(stuck, false, r), Duration.ofSeconds(10)));
+        try (Env env = env()) {
+            Pools pools = new Pools(system(), timeouts, new PoolCatalog(system(), timeouts, Duration.ofMillis(100)));
+            AdminServer server = new AdminServer(system(), new Inventory(system(), pools, timeouts), env.ipam,
+                    Optional::empty, new AdminServer.Settings("127.0.0.1", 0, Optional.empty(), false));
+            try {
+                test.run(env, await(server.start()).getPort());
+            } finally {
+                await(server.stop());
+            }
+        } finally {
+            await(registry.askWithStatus((ActorRef<StatusReply<Done>> r) -> new PoolRegistry.Unregister(name, r),
+                    Duration.ofSeconds(10)));
         }
     }
 

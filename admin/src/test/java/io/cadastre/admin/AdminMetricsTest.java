@@ -7,24 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.admin.AdminCluster.Env;
 import io.cadastre.admin.AdminCluster.Reply;
-import io.cadastre.ipam.Cidr;
-import io.cadastre.ipam.PoolSpec;
-import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.Ipam;
-import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
-import io.cadastre.shards.PoolRegistry;
-import io.cadastre.shards.Pools;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
-import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -148,29 +140,12 @@ class AdminMetricsTest {
 
     @Test
     void aReadingThatFailsIsCountedAndTheScrapeStillAnswers() {
-        // A pool registered in the catalogue whose entity cannot recover (its journal reads fail) never answers.
-        PoolSpec stuck = new PoolSpec("metrics-stuck", Cidr.parse("198.18.251.0/24"), 26, false, false, 0);
-        PersistenceTestKit.create(cluster.system()).failNextNReads("Pool|metrics-stuck", 1_000);
-        AskTimeouts timeouts = new AskTimeouts(Duration.ofSeconds(1), Duration.ofMillis(300), Duration.ofSeconds(2));
-        var registry = cluster.ref(PoolRegistry.ENTITY_TYPE_KEY, PoolRegistry.ID);
-        AdminCluster.await(registry.askWithStatus((ActorRef<StatusReply<PoolRegistry.Registration>> r) ->
-                new PoolRegistry.Register(stuck, false, r), Duration.ofSeconds(10)));
-        try (Env env = cluster.env()) {
-            Pools pools = new Pools(cluster.system(), timeouts, new PoolCatalog(cluster.system(), timeouts, Duration.ofMillis(100)));
-            AdminServer server = new AdminServer(cluster.system(), new Inventory(cluster.system(), pools, timeouts),
-                    env.ipam, Optional::empty, new AdminServer.Settings("127.0.0.1", 0, Optional.empty(), false));
-            try {
-                // The reading fails after the ask timeout (1 s), within the scrape's wait (5 s).
-                Map<String, Double> m = scrape(env, AdminCluster.await(server.start()).getPort());
-                assertEquals(1.0, m.get("cadastre_ipam_metrics_refresh_failures_total"));
-                assertFalse(m.containsKey("cadastre_ipam_ippool_size{pool=\"metrics-stuck\"}"));
-            } finally {
-                AdminCluster.await(server.stop());
-            }
-        } finally {
-            AdminCluster.await(registry.askWithStatus((ActorRef<StatusReply<Done>> r) ->
-                    new PoolRegistry.Unregister("metrics-stuck", r), Duration.ofSeconds(10)));
-        }
+        cluster.withStuckPool("metrics-stuck", "198.18.251.0/24", (env, port) -> {
+            // The reading fails after the ask timeout (1 s), within the scrape's wait (5 s).
+            Map<String, Double> m = scrape(env, port);
+            assertEquals(1.0, m.get("cadastre_ipam_metrics_refresh_failures_total"));
+            assertFalse(m.containsKey("cadastre_ipam_ippool_size{pool=\"metrics-stuck\"}"));
+        });
     }
 
     @Test
