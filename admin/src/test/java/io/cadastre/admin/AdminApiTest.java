@@ -10,18 +10,14 @@ import io.cadastre.admin.AdminCluster.Reply;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.Ipam;
-import io.cadastre.shards.PoolEntity;
 import java.net.http.HttpRequest;
 import java.time.Clock;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -157,16 +153,9 @@ class AdminApiTest {
     @Test
     void borrowedBlocksShowWhoBorrowed() {
         try (Env env = cluster.env()) {
-            // The v4 pool has four /26 blocks: the env's node holds the first and the pool gives it
-            // the other three, so a second node finds none free and borrows from the first.
             env.add("c1");
-            for (int i = 0; i < 3; i++) {
-                AdminCluster.await(cluster.ref(PoolEntity.ENTITY_TYPE_KEY, env.v4.name()).askWithStatus(
-                        (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(env.node, r),
-                        Duration.ofSeconds(10)));
-            }
-            Ipam other = env.ipam("t" + env.n + "-other", List.of(env.v4.name()));
-            AttachmentRecord borrowed = env.add(other, "b1");
+            Ipam other = env.borrowerAfterClaimingEveryV4Block();
+            AttachmentRecord borrowed = env.add(other, "b1"); // the same ADD again: the same address
             String block = borrowed.addresses().get(0).block().toString();
 
             JsonNode blocks = env.get("/v1/blocks?node=" + other.node()).ok().get("blocks");

@@ -143,6 +143,24 @@ final class AdminCluster implements AutoCloseable {
             return new Ipam(system(), nodeName, Map.of(), pools.catalog(), defaultPools, timeouts, Clock.systemUTC());
         }
 
+        /**
+         * Makes another node borrow: the v4 pool's four /26 blocks all go to this env's node (the
+         * first by an ADD of {@code c1} before, the other three claimed here at the pool), so an ADD
+         * of {@code b1} on a second node finds none free and borrows.
+         *
+         * @return the second node's IPAM; its {@code b1} holds the borrowed address
+         */
+        Ipam borrowerAfterClaimingEveryV4Block() {
+            for (int i = 0; i < 3; i++) {
+                await(ref(PoolEntity.ENTITY_TYPE_KEY, v4.name()).askWithStatus(
+                        (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r),
+                        Duration.ofSeconds(10)));
+            }
+            Ipam other = ipam("t" + n + "-other", List.of(v4.name()));
+            add(other, "b1");
+            return other;
+        }
+
         /** ADD of one attachment (container {@code c}, eth0, network "net") on this env's node, both families. */
         AttachmentRecord add(String container) {
             return add(ipam, container);

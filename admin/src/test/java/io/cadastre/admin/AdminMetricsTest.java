@@ -8,15 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cadastre.admin.AdminCluster.Env;
 import io.cadastre.admin.AdminCluster.Reply;
 import io.cadastre.shards.Ipam;
-import io.cadastre.shards.PoolEntity;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -75,15 +72,7 @@ class AdminMetricsTest {
         try (Env env = cluster.env()) {
             env.add("c1");
             env.add("c2");
-            // The v4 pool has four /26 blocks: the env's node holds the first and the pool gives it
-            // the other three, so a second node finds none free and borrows from the first.
-            for (int i = 0; i < 3; i++) {
-                AdminCluster.await(cluster.ref(PoolEntity.ENTITY_TYPE_KEY, env.v4.name()).askWithStatus(
-                        (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(env.node, r),
-                        Duration.ofSeconds(10)));
-            }
-            Ipam other = env.ipam("t" + env.n + "-other", List.of(env.v4.name()));
-            env.add(other, "b1");
+            Ipam other = env.borrowerAfterClaimingEveryV4Block();
 
             Map<String, Double> m = scrape(env);
             String v4 = env.v4.name();
