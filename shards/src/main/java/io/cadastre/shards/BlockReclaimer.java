@@ -98,6 +98,8 @@ public final class BlockReclaimer {
     }
 
     private final EntityAsks asks;
+    /** Told of every block released (the agent's metrics); nothing in unit tests. */
+    private java.util.function.Consumer<Reason> onReleased = reason -> {};
     private final PoolCatalog catalog;
     private final BlockReleases releases;
     private final Duration interval;
@@ -120,6 +122,8 @@ public final class BlockReclaimer {
     public BlockReclaimer(ActorSystem<?> system, AskTimeouts timeouts, PoolCatalog catalog, Duration interval, Duration grace) {
         this(new EntityAsks(ClusterSharding.get(system), timeouts), catalog, interval, grace,
                 () -> NodeRoles.members(system).keySet(), System::nanoTime);
+        CadastreMetrics metrics = CadastreMetrics.get(system);
+        this.onReleased = reason -> metrics.blockReclaimed(reason.label());
     }
 
     /**
@@ -355,6 +359,7 @@ public final class BlockReclaimer {
                             }
                             if (done) {
                                 released.get(reason).incrementAndGet();
+                                onReleased.accept(reason);
                                 LOG.info("released block {} of node {} (pool {}): {}", e.getKey(), e.getValue().node(),
                                         e.getValue().pool(), reason.label());
                             }

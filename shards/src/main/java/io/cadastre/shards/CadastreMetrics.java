@@ -56,15 +56,21 @@ public final class CadastreMetrics implements Extension {
     /** ... the admin API's {@code POST /v1/gc}. */
     public static final String GC_ADMIN = "admin-gc";
 
-    /** Reasons of {@code cadastre_ipam_blocks_reclaimed_total}: the block's node left the cluster. */
-    public static final String BLOCK_NODE_DEPARTED = "node-departed";
+    /**
+     * Reasons of {@code cadastre_ipam_blocks_reclaimed_total}: the block's node had been gone from
+     * the cluster for longer than the grace ({@link BlockReclaimer.Reason#NODE_GONE}).
+     */
+    public static final String BLOCK_NODE_GONE = "node-gone";
+    /** ... a release left half done by a crash was finished ({@link BlockReclaimer.Reason#UNFINISHED_RELEASE}). */
+    public static final String BLOCK_UNFINISHED_RELEASE = "unfinished-release";
     /** ... the block's node was removed by an operator. */
     public static final String BLOCK_NODE_REMOVED = "node-removed";
     /** ... the block's pool was deleted. */
     public static final String BLOCK_POOL_DELETED = "pool-deleted";
 
     private static final Set<String> GC_REASONS = Set.of(GC_NETNS_GONE, GC_CNI, GC_ADMIN);
-    private static final List<String> BLOCK_REASONS = List.of(BLOCK_NODE_DEPARTED, BLOCK_NODE_REMOVED, BLOCK_POOL_DELETED);
+    private static final List<String> BLOCK_REASONS = List.of(BLOCK_NODE_GONE, BLOCK_UNFINISHED_RELEASE, BLOCK_NODE_REMOVED,
+            BLOCK_POOL_DELETED);
 
     /**
      * Upper bounds, in seconds, of the classic buckets of the duration histograms: 1 ms to 30 s
@@ -163,7 +169,7 @@ public final class CadastreMetrics implements Extension {
                         + " agent's reclaim), cni-gc (CNI GC), admin-gc (the admin API's GC)")
                 .labelNames("node", "reason").register(registry);
         blocksReclaimed = Counter.builder().name("cadastre_ipam_blocks_reclaimed_total")
-                .help("Blocks whose affinity this member took back, by reason: node-departed, node-removed, pool-deleted")
+                .help("Blocks whose affinity this member took back, by reason: node-gone, unfinished-release, node-removed, pool-deleted")
                 .labelNames("reason").register(registry);
         BLOCK_REASONS.forEach(blocksReclaimed::initLabelValues);
         ipamRefreshFailures = Counter.builder().name("cadastre_ipam_metrics_refresh_failures_total")
@@ -263,7 +269,8 @@ public final class CadastreMetrics implements Extension {
     /**
      * Counts one block whose affinity was taken back ({@code cadastre_ipam_blocks_reclaimed_total}).
      *
-     * @param reason {@link #BLOCK_NODE_DEPARTED}, {@link #BLOCK_NODE_REMOVED} or {@link #BLOCK_POOL_DELETED}
+     * @param reason {@link #BLOCK_NODE_GONE}, {@link #BLOCK_UNFINISHED_RELEASE}, {@link #BLOCK_NODE_REMOVED} or
+     *     {@link #BLOCK_POOL_DELETED}
      * @throws IllegalArgumentException for another reason
      */
     public void blockReclaimed(String reason) {

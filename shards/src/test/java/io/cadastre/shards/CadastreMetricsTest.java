@@ -174,16 +174,16 @@ class CadastreMetricsTest {
 
     @Test
     void blocksReclaimedAreCountedByReasonAndEveryReasonShowsFromTheStart() {
-        for (String reason : List.of("node-departed", "node-removed", "pool-deleted")) {
+        for (String reason : List.of("node-gone", "unfinished-release", "node-removed", "pool-deleted")) {
             assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", reason));
         }
-        metrics.blockReclaimed(CadastreMetrics.BLOCK_NODE_DEPARTED);
-        metrics.blockReclaimed(CadastreMetrics.BLOCK_NODE_DEPARTED);
+        metrics.blockReclaimed(CadastreMetrics.BLOCK_NODE_GONE);
+        metrics.blockReclaimed(CadastreMetrics.BLOCK_NODE_GONE);
         metrics.blockReclaimed(CadastreMetrics.BLOCK_POOL_DELETED);
-        assertEquals(OptionalDouble.of(2.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", "node-departed"));
+        assertEquals(OptionalDouble.of(2.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", "node-gone"));
         assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", "node-removed"));
         assertEquals(OptionalDouble.of(1.0), sample("cadastre_ipam_blocks_reclaimed_total", "reason", "pool-deleted"));
-        assertThrows(IllegalArgumentException.class, () -> metrics.blockReclaimed("node-gone"));
+        assertThrows(IllegalArgumentException.class, () -> metrics.blockReclaimed("node-departed"));
     }
 
     @Test
