@@ -4,7 +4,7 @@ import io.cadastre.admin.AdminViews.AllocationWithoutAttachment;
 import io.cadastre.admin.AdminViews.AttachmentWithoutAllocation;
 import io.cadastre.admin.AdminViews.BlockOfUnknownNode;
 import io.cadastre.admin.AdminViews.Report;
-import io.cadastre.admin.Inventory.Claim;
+import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.shards.AttachmentRecord;

@@ -11,6 +11,7 @@ import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.HeldAddress;
@@ -82,8 +83,6 @@ public final class Inventory {
 
     // ---- pools and blocks ----
 
-    /** One claimed block: its pool and the node the pool gave it to. */
-    record Claim(String pool, String node) {}
 
     /** @return every pool's view, by name */
     CompletionStage<Map<String, PoolView>> poolViews() {

@@ -1,7 +1,7 @@
 package io.cadastre.admin;
 
 import io.cadastre.admin.AdminViews.NodeRemoved;
-import io.cadastre.admin.Inventory.Claim;
+import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.shards.AttachmentRecord;
@@ -14,7 +14,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -133,41 +132,26 @@ final class NodeRemoval {
         });
     }
 
-    /** @param released the blocks given back; @param kept those that hold allocations */
-    private record BlockOutcome(List<Cidr> released, List<Cidr> kept) {}
-
     /**
      * Releases every block the pools give the node that is empty. A block whose pool has given it
-     * to another node meanwhile (the view was stale) is neither: it is not the node's any more.
+     * to another node meanwhile (the view was stale; INVALID_REQUEST) is in neither list: it is not
+     * the node's any more. Any other failure fails the stage.
      */
-    private CompletionStage<BlockOutcome> releaseEmptyBlocks(String name) {
+    private CompletionStage<BlockReleases.Outcome> releaseEmptyBlocks(String name) {
         return inventory.poolViews().thenCompose(views -> {
-            Map<Cidr, CompletableFuture<Optional<Boolean>>> each = new LinkedHashMap<>();
+            Map<Cidr, Claim> ofNode = new LinkedHashMap<>();
             Inventory.claims(views).forEach((block, claim) -> {
                 if (claim.node().equals(name)) {
-                    each.put(block, releaseIfEmpty(claim, block).toCompletableFuture());
+                    ofNode.put(block, claim);
                 }
             });
-            return CompletableFuture.allOf(each.values().toArray(CompletableFuture[]::new)).thenApply(v -> {
-                List<Cidr> released = new ArrayList<>();
-                List<Cidr> kept = new ArrayList<>();
-                each.forEach((block, outcome) -> outcome.join().ifPresent(r -> (r ? released : kept).add(block)));
-                return new BlockOutcome(released, kept);
-            });
-        });
-    }
-
-    /** @return whether the block was released; empty when its pool gave it to another node */
-    private CompletionStage<Optional<Boolean>> releaseIfEmpty(Claim claim, Cidr block) {
-        return releases.releaseIfEmpty(claim.pool(), block, claim.node()).handle((released, error) -> {
-            if (error == null) {
-                return Optional.of(released);
-            }
-            Throwable cause = EntityReads.unwrap(error);
-            if (cause instanceof IpamException e && e.reason() == IpamException.Reason.INVALID_REQUEST) {
-                return Optional.empty();
-            }
-            throw cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
+            return releases.releaseEachIfEmpty(ofNode);
+        }).thenApply(outcome -> {
+            outcome.failed().values().stream().filter(e -> e.reason() != IpamException.Reason.INVALID_REQUEST).findFirst()
+                    .ifPresent(e -> {
+                        throw e;
+                    });
+            return outcome;
         });
     }
 }

@@ -20,7 +20,6 @@ import io.cadastre.shards.MemberFence;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 import java.util.Set;

@@ -12,7 +12,6 @@ import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.PodAttachment;
 import io.cadastre.dataplane.WiredPod;
 import io.cadastre.ipam.Cidr;
-import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AssignRequest;

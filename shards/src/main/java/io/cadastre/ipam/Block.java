@@ -196,16 +196,25 @@ public final class Block {
     public void reserve(List<Cidr> ranges) {
         free.addAll(reserved);
         reserved.clear();
+        for (int ordinal : ordinalsIn(ranges)) {
+            if (allocations[ordinal] == null) {
+                free.remove(ordinal);
+                reserved.add(ordinal);
+            }
+        }
+    }
+
+    /** @return the ordinals of the ranges (inside this block), in address order */
+    public List<Integer> ordinalsIn(List<Cidr> ranges) {
+        TreeSet<Integer> ordinals = new TreeSet<>();
         for (Cidr range : ranges) {
             int first = ordinalOf(range.networkAddress());
             int count = range.size().intValueExact();
             for (int ordinal = first; ordinal < first + count; ordinal++) {
-                if (allocations[ordinal] == null) {
-                    free.remove(ordinal);
-                    reserved.add(ordinal);
-                }
+                ordinals.add(ordinal);
             }
         }
+        return new ArrayList<>(ordinals);
     }
 
     /**

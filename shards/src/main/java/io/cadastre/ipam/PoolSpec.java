@@ -2,6 +2,7 @@ package io.cadastre.ipam;
 
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
 
 /**
@@ -30,6 +31,8 @@ public record PoolSpec(
         String nodeSelector,
         List<Cidr> excluded) {
 
+    /** Parsed node selectors by expression; pools are few, so is this. */
+    private static final Map<String, NodeSelector> SELECTORS = new ConcurrentHashMap<>();
     private static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?");
 
     /** @throws IllegalArgumentException with a message saying which field is wrong and why */
@@ -88,7 +91,8 @@ public record PoolSpec(
 
     /** @return whether the pool serves a node with these labels (its node selector matches) */
     public boolean selects(Map<String, String> nodeLabels) {
-        return NodeSelector.parse(nodeSelector).matches(nodeLabels);
+        // Asked on every ADD that names no pool: parse each selector once, not per request.
+        return SELECTORS.computeIfAbsent(nodeSelector, NodeSelector::parse).matches(nodeLabels);
     }
 
     /** @return whether a canonical address lies in an excluded range */

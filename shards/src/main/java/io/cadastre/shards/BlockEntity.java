@@ -219,7 +219,7 @@ public final class BlockEntity
 
     private ReplyEffect<Event, State> onClaimAffinity(State state, ClaimAffinity cmd) {
         Block block = state.block();
-        if (cmd.node().equals(block.affinity()) && (cmd.excluded() == null || reservationOf(cmd.excluded()).equals(block.reserved()))) {
+        if (cmd.node().equals(block.affinity()) && (cmd.excluded() == null || block.ordinalsIn(cmd.excluded()).equals(block.reserved()))) {
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (block.affinity() != null && !block.isEmpty() && !cmd.node().equals(block.affinity())) {
@@ -227,13 +227,6 @@ public final class BlockEntity
                     "block " + cidr + " is affine to " + block.affinity() + " and holds allocations"));
         }
         return Effect().persist(new AffinityClaimed(cmd.node(), cmd.excluded())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
-    }
-
-    /** @return the ordinals a reservation of these ranges covers, as {@link Block#reserved()} lists them */
-    private List<Integer> reservationOf(List<Cidr> ranges) {
-        Block probe = Block.empty(cidr);
-        probe.reserve(ranges);
-        return probe.reserved();
     }
 
     private ReplyEffect<Event, State> onReleaseAffinity(State state, ReleaseAffinity cmd) {

@@ -1,6 +1,8 @@
 package io.cadastre.shards;
 
 import io.cadastre.ipam.Cidr;
+import io.cadastre.shards.BlockReleases.Claim;
+import io.cadastre.shards.BlockReleases.Outcome;
 import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.PoolEntity.PoolView;
 import java.time.Duration;
@@ -15,6 +17,7 @@ import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -98,8 +101,8 @@ public final class BlockReclaimer {
     }
 
     private final EntityAsks asks;
-    /** Told of every block released (the agent's metrics); nothing in unit tests. */
-    private java.util.function.Consumer<Reason> onReleased = reason -> {};
+    /** Told of every block released: the agent's metrics. */
+    private final Consumer<Reason> onReleased;
     private final PoolCatalog catalog;
     private final BlockReleases releases;
     private final Duration interval;
@@ -121,17 +124,17 @@ public final class BlockReclaimer {
      */
     public BlockReclaimer(ActorSystem<?> system, AskTimeouts timeouts, PoolCatalog catalog, Duration interval, Duration grace) {
         this(new EntityAsks(ClusterSharding.get(system), timeouts), catalog, interval, grace,
-                () -> NodeRoles.members(system).keySet(), System::nanoTime);
-        CadastreMetrics metrics = CadastreMetrics.get(system);
-        this.onReleased = reason -> metrics.blockReclaimed(reason.label());
+                () -> NodeRoles.members(system).keySet(), System::nanoTime,
+                reason -> CadastreMetrics.get(system).blockReclaimed(reason.label()));
     }
 
     /**
      * @param presentNodes the nodes that have a member in the cluster, read at each pass
      * @param nanoClock monotonic time in nanoseconds
+     * @param onReleased told of every block released (the agent's metrics)
      */
     BlockReclaimer(EntityAsks asks, PoolCatalog catalog, Duration interval, Duration grace,
-            Supplier<Set<String>> presentNodes, LongSupplier nanoClock) {
+            Supplier<Set<String>> presentNodes, LongSupplier nanoClock, Consumer<Reason> onReleased) {
         if (interval.isNegative() || interval.isZero() || grace.isNegative() || grace.isZero()) {
             throw new IllegalArgumentException("block reclaim interval and grace must be positive: " + interval + ", " + grace);
         }
@@ -142,6 +145,7 @@ public final class BlockReclaimer {
         this.grace = grace;
         this.presentNodes = presentNodes;
         this.nanoClock = nanoClock;
+        this.onReleased = onReleased;
         for (Reason reason : Reason.values()) {
             released.put(reason, new AtomicLong());
         }
@@ -232,9 +236,6 @@ public final class BlockReclaimer {
      * @param kept blocks of nodes absent past the grace that hold allocations
      */
     record Pass(Map<Reason, List<Cidr>> released, List<Cidr> candidates, List<Cidr> kept) {}
-
-    /** One claimed block: its pool and the node the pool gave it to. */
-    private record Claim(String pool, String node) {}
 
     /**
      * The state of one incarnation of the singleton: since when each node has been seen absent,
@@ -343,40 +344,18 @@ public final class BlockReclaimer {
         });
     }
 
-    /** @param released the blocks released; @param kept those that held allocations after all */
-    private record Outcome(List<Cidr> released, List<Cidr> kept) {}
-
-    /** Releases each block if empty; a block whose release fails is logged and counted in neither list. */
+    /** Releases each block if empty, counting and logging what was released; a failed release is logged and tried next pass. */
     private CompletionStage<Outcome> release(Map<Cidr, Claim> blocks, Reason reason) {
-        List<Map.Entry<Cidr, Claim>> each = List.copyOf(blocks.entrySet());
-        List<CompletableFuture<Boolean>> outcomes = each.stream()
-                .map(e -> releases.releaseIfEmpty(e.getValue().pool(), e.getKey(), e.getValue().node())
-                        .handle((done, error) -> {
-                            if (error != null) {
-                                LOG.warn("block {} of node {} (pool {}) not released ({}), tried again next pass: {}", e.getKey(),
-                                        e.getValue().node(), e.getValue().pool(), reason.label(), EntityAsks.asIpam(error).getMessage());
-                                return null;
-                            }
-                            if (done) {
-                                released.get(reason).incrementAndGet();
-                                onReleased.accept(reason);
-                                LOG.info("released block {} of node {} (pool {}): {}", e.getKey(), e.getValue().node(),
-                                        e.getValue().pool(), reason.label());
-                            }
-                            return done;
-                        })
-                        .toCompletableFuture())
-                .toList();
-        return CompletableFuture.allOf(outcomes.toArray(CompletableFuture[]::new)).thenApply(v -> {
-            List<Cidr> releasedNow = new ArrayList<>();
-            List<Cidr> keptNow = new ArrayList<>();
-            for (int i = 0; i < each.size(); i++) {
-                Boolean done = outcomes.get(i).join();
-                if (done != null) {
-                    (done ? releasedNow : keptNow).add(each.get(i).getKey());
-                }
+        return releases.releaseEachIfEmpty(blocks).thenApply(outcome -> {
+            outcome.failed().forEach((block, error) -> LOG.warn("block {} of node {} (pool {}) not released ({}), tried again"
+                    + " next pass: {}", block, blocks.get(block).node(), blocks.get(block).pool(), reason.label(), error.getMessage()));
+            for (Cidr block : outcome.released()) {
+                released.get(reason).incrementAndGet();
+                onReleased.accept(reason);
+                LOG.info("released block {} of node {} (pool {}): {}", block, blocks.get(block).node(), blocks.get(block).pool(),
+                        reason.label());
             }
-            return new Outcome(releasedNow, keptNow);
+            return outcome;
         });
     }
 

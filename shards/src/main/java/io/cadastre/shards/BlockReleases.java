@@ -1,6 +1,10 @@
 package io.cadastre.shards;
 
 import io.cadastre.ipam.Cidr;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.Done;
@@ -28,6 +32,18 @@ import org.apache.pekko.pattern.StatusReply;
  */
 public final class BlockReleases {
     private final EntityAsks asks;
+
+    /** One claimed block: its pool and the node the pool gave it to. */
+    public record Claim(String pool, String node) {}
+
+    /**
+     * What {@link #releaseEachIfEmpty} did; every block given is in exactly one list or map.
+     *
+     * @param released the blocks given back (or found given back already), in the order given
+     * @param kept the blocks that hold allocations and stay claimed
+     * @param failed the blocks whose release failed, with why ({@link #releaseIfEmpty}'s failures)
+     */
+    public record Outcome(List<Cidr> released, List<Cidr> kept, Map<Cidr, IpamException> failed) {}
 
     public BlockReleases(ActorSystem<?> system, AskTimeouts timeouts) {
         this(new EntityAsks(ClusterSharding.get(system), timeouts));
@@ -64,6 +80,30 @@ public final class BlockReleases {
                                     .thenApply(cancelled -> false);
                         })
                         .thenCompose(stage -> stage));
+    }
+
+    /**
+     * Runs {@link #releaseIfEmpty} for every block at once.
+     *
+     * @param claims block → its claim
+     * @return the outcome of each; the stage itself does not fail
+     */
+    public CompletionStage<Outcome> releaseEachIfEmpty(Map<Cidr, Claim> claims) {
+        Map<Cidr, CompletableFuture<Boolean>> each = new LinkedHashMap<>();
+        claims.forEach((block, claim) -> each.put(block, releaseIfEmpty(claim.pool(), block, claim.node()).toCompletableFuture()));
+        return CompletableFuture.allOf(each.values().toArray(CompletableFuture[]::new)).handle((v, ignored) -> {
+            List<Cidr> released = new ArrayList<>();
+            List<Cidr> kept = new ArrayList<>();
+            Map<Cidr, IpamException> failed = new LinkedHashMap<>();
+            each.forEach((block, outcome) -> {
+                if (outcome.isCompletedExceptionally()) {
+                    failed.put(block, EntityAsks.asIpam(outcome.handle((r, e) -> e).join()));
+                } else {
+                    (outcome.join() ? released : kept).add(block);
+                }
+            });
+            return new Outcome(released, kept, failed);
+        });
     }
 
     private CompletionStage<Boolean> finish(String pool, Cidr block, String node) {

@@ -5,7 +5,7 @@ import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.PoolEntity.PoolView;
 import io.cadastre.shards.PoolRegistry.Outcome;
 import io.cadastre.shards.PoolRegistry.Registration;
-import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -119,6 +119,9 @@ public final class Pools {
                 .thenCompose(d -> asks.ask(asks.pool(name), PoolEntity.GetPool::new))
                 .thenCompose(view -> releaseAll(name, view))
                 .thenCompose(outcome -> {
+                    outcome.failed().values().stream().findFirst().ifPresent(failure -> {
+                        throw failure;
+                    });
                     if (!outcome.kept().isEmpty()) {
                         return remainingAllocations(outcome.kept()).thenApply(count -> {
                             throw new IpamException(IpamException.Reason.CONFLICT, "pool " + name + " still holds " + count
@@ -135,21 +138,10 @@ public final class Pools {
                 });
     }
 
-    /** @param released the blocks given back; @param kept those that hold allocations */
-    record ReleaseOutcome(List<Cidr> released, List<Cidr> kept) {}
-
-    private CompletionStage<ReleaseOutcome> releaseAll(String pool, PoolView view) {
-        List<Map.Entry<Cidr, String>> claims = List.copyOf(view.claims().entrySet());
-        List<CompletableFuture<Boolean>> each = claims.stream()
-                .map(c -> releases.releaseIfEmpty(pool, c.getKey(), c.getValue()).toCompletableFuture()).toList();
-        return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new)).thenApply(v -> {
-            List<Cidr> released = new ArrayList<>();
-            List<Cidr> kept = new ArrayList<>();
-            for (int i = 0; i < claims.size(); i++) {
-                (each.get(i).join() ? released : kept).add(claims.get(i).getKey());
-            }
-            return new ReleaseOutcome(released, kept);
-        });
+    private CompletionStage<BlockReleases.Outcome> releaseAll(String pool, PoolView view) {
+        Map<Cidr, BlockReleases.Claim> claims = new LinkedHashMap<>();
+        view.claims().forEach((block, node) -> claims.put(block, new BlockReleases.Claim(pool, node)));
+        return releases.releaseEachIfEmpty(claims);
     }
 
     private CompletionStage<Integer> remainingAllocations(List<Cidr> blocks) {

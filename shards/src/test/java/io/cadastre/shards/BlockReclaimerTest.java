@@ -69,7 +69,7 @@ class BlockReclaimerTest {
             pool = new PoolSpec("reclaim-" + n, Cidr.parse("198.18." + (100 + n) + ".0/24"), 28, false, true, 0);
             await(pools.defineConfigured(List.of(pool)));
             reclaimer = new BlockReclaimer(new EntityAsks(ClusterSharding.get(testKit.system()), TIMEOUTS), catalog,
-                    INTERVAL, GRACE, () -> Set.copyOf(present), nanos::get);
+                    INTERVAL, GRACE, () -> Set.copyOf(present), nanos::get, reason -> {});
         }
 
         Cidr block(int index) {
@@ -236,7 +236,7 @@ class BlockReclaimerTest {
             String gone = w.prefix + "-gone";
             Cidr empty = w.claimEmpty(gone);
             BlockReclaimer fast = new BlockReclaimer(new EntityAsks(ClusterSharding.get(testKit.system()), TIMEOUTS),
-                    w.catalog, Duration.ofMillis(50), GRACE, () -> Set.copyOf(w.present), w.nanos::get);
+                    w.catalog, Duration.ofMillis(50), GRACE, () -> Set.copyOf(w.present), w.nanos::get, reason -> {});
             ActorRef<BlockReclaimer.Command> singleton = testKit.spawn(fast.behavior());
             try {
                 testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
