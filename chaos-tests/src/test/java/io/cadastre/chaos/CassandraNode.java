@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
  * A real Cassandra in the topology's db namespace, run by {@code scripts/cassandra.sh} (the same
  * script a person uses). Started, stopped, killed and restarted by its PID file only.
  */
-final class CassandraNode implements AutoCloseable {
+public final class CassandraNode implements AutoCloseable {
     private final Topology topology;
     private final Path dir;
 
@@ -19,27 +19,27 @@ final class CassandraNode implements AutoCloseable {
         this.dir = dir;
     }
 
-    static Path script() {
+    public static Path script() {
         return Topology.script().getParent().resolve("cassandra.sh");
     }
 
     /** Starts Cassandra listening on the db address and waits until CQL accepts connections. */
-    static CassandraNode start(Topology topology, Path dir) throws IOException, InterruptedException {
+    public static CassandraNode start(Topology topology, Path dir) throws IOException, InterruptedException {
         CassandraNode node = new CassandraNode(topology, dir);
         node.run("start", dir.toString(), topology.db().address());
         return node;
     }
 
-    String contactPoint() {
+    public String contactPoint() {
         return topology.db().address() + ":9042";
     }
 
-    void restart() throws IOException, InterruptedException {
+    public void restart() throws IOException, InterruptedException {
         run("stop", dir.toString());
         run("start", dir.toString(), topology.db().address());
     }
 
-    void kill() throws IOException, InterruptedException {
+    public void kill() throws IOException, InterruptedException {
         run("kill", dir.toString());
     }
 

@@ -11,17 +11,17 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /** Execs the real plugin as a runtime does (clean environment, netconf on stdin). */
-final class Cni {
-    static final ObjectMapper JSON = new ObjectMapper();
-    static final Path PLUGIN = Path.of(System.getProperty("cadastre.plugin", "../cni-bridge/target/cadastre"));
+public final class Cni {
+    public static final ObjectMapper JSON = new ObjectMapper();
+    public static final Path PLUGIN = Path.of(System.getProperty("cadastre.plugin", "../cni-bridge/target/cadastre"));
 
-    record Result(int exit, String stdout, JsonNode json) {
-        int code() {
+    public record Result(int exit, String stdout, JsonNode json) {
+        public int code() {
             return json == null ? -1 : json.path("code").asInt(-1);
         }
 
         /** @return the first address of the result without prefix, or null */
-        String firstAddress() {
+        public String firstAddress() {
             JsonNode ips = json == null ? null : json.path("ips");
             return ips == null || ips.isEmpty() ? null : ips.get(0).path("address").asText().split("/")[0];
         }
@@ -35,17 +35,17 @@ final class Cni {
     private Cni() {}
 
     /** An IPAM-only network on the member's socket (no interface: fast, for volume). */
-    static String ipamOnly(Member member) {
+    public static String ipamOnly(Member member) {
         return "{\"cniVersion\":\"1.1.0\",\"name\":\"chaos\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
                 + "\"agentSocket\":\"" + member.socket() + "\"}}";
     }
 
     /** The full plugin on the member's socket. */
-    static String full(Member member) {
+    public static String full(Member member) {
         return "{\"cniVersion\":\"1.1.0\",\"name\":\"chaos\",\"type\":\"cadastre\",\"agentSocket\":\"" + member.socket() + "\"}";
     }
 
-    static Result run(String command, String containerId, String netns, String stdin) throws IOException, InterruptedException {
+    public static Result run(String command, String containerId, String netns, String stdin) throws IOException, InterruptedException {
         Map<String, String> env = new HashMap<>();
         env.put("CNI_COMMAND", command);
         if (containerId != null) {

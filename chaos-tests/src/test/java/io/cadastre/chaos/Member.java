@@ -15,18 +15,18 @@ import java.util.concurrent.locks.LockSupport;
  * through the seed nodes given. Killed (SIGKILL), paused (SIGSTOP/SIGCONT), stopped (SIGTERM) by
  * PID only.
  */
-final class Member implements AutoCloseable {
-    static final int PORT = 2552;
+public final class Member implements AutoCloseable {
+    public static final int PORT = 2552;
 
     private final Topology topology;
-    final Topology.Host host;
+    public final Topology.Host host;
     private final Path dir;
     private final String contactPoint;
     private volatile List<String> seeds;
     private final String extraConfig;
     private volatile Process process;
 
-    Member(Topology topology, Topology.Host host, Path dir, String contactPoint, List<String> seeds, String extraConfig) {
+    public Member(Topology topology, Topology.Host host, Path dir, String contactPoint, List<String> seeds, String extraConfig) {
         this.topology = topology;
         this.host = host;
         this.dir = dir;
@@ -35,23 +35,23 @@ final class Member implements AutoCloseable {
         this.extraConfig = extraConfig;
     }
 
-    static String address(Topology.Host host) {
+    public static String address(Topology.Host host) {
         return "pekko://cadastre@" + host.address() + ":" + PORT;
     }
 
-    String name() {
+    public String name() {
         return host.name();
     }
 
-    Path socket() {
+    public Path socket() {
         return dir.resolve("cni.sock");
     }
 
-    Path log() {
+    public Path log() {
         return dir.resolve("agent.log");
     }
 
-    long pid() {
+    public long pid() {
         return process.pid();
     }
 
@@ -59,24 +59,24 @@ final class Member implements AutoCloseable {
      * Replaces the seed nodes used by the next {@link #start()}. A restarted member should not
      * list itself first: a first seed node that reaches no other seed forms a cluster of its own.
      */
-    Member seeds(List<String> seeds) {
+    public Member seeds(List<String> seeds) {
         this.seeds = List.copyOf(seeds);
         return this;
     }
 
     /** @return the exit code of the last process, if it has exited */
-    java.util.OptionalInt exitValue() {
+    public java.util.OptionalInt exitValue() {
         Process p = process;
         return p == null || p.isAlive() ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(p.exitValue());
     }
 
-    boolean alive() {
+    public boolean alive() {
         Process p = process;
         return p != null && p.isAlive();
     }
 
     /** Starts the member and waits until its CNI socket is open (it has joined and defined its pools). */
-    Member start() throws IOException {
+    public Member start() throws IOException {
         Files.createDirectories(dir);
         Files.deleteIfExists(socket());
         Path conf = dir.resolve("agent.conf");
@@ -117,14 +117,14 @@ final class Member implements AutoCloseable {
     }
 
     /** SIGKILL: a crash, no shutdown hook runs. */
-    void kill() throws InterruptedException {
+    public void kill() throws InterruptedException {
         Process p = process;
         p.destroyForcibly();
         p.waitFor(30, TimeUnit.SECONDS);
     }
 
     /** @return the log's lines stamped at or after {@code from} (this machine's local time, HH:mm:ss.SSS), for diagnostics */
-    List<String> logLines(java.time.LocalTime from) {
+    public List<String> logLines(java.time.LocalTime from) {
         try {
             return Files.readAllLines(log()).stream().filter(l -> {
                 try {
@@ -138,7 +138,7 @@ final class Member implements AutoCloseable {
         }
     }
 
-    String tail() {
+    public String tail() {
         try {
             List<String> lines = Files.readAllLines(log());
             return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));

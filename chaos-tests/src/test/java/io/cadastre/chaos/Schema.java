@@ -5,10 +5,10 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** Creates Cadastre's keyspaces and tables ahead, as production does: {@code cadastre-agent schema --execute}. */
-final class Schema {
+public final class Schema {
     private Schema() {}
 
-    static void create(Topology topology, CassandraNode cassandra) throws Exception {
+    public static void create(Topology topology, CassandraNode cassandra) throws Exception {
         Process p = topology.exec(topology.host(1), List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "schema", "--execute"),

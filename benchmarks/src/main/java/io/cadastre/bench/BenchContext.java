@@ -1,0 +1,105 @@
+package io.cadastre.bench;
+
+import io.cadastre.chaos.CassandraNode;
+import io.cadastre.chaos.Schema;
+import io.cadastre.chaos.Topology;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * What the scenarios share: where to write, how long to measure, the plugin executables, and a
+ * lazily started multi-host fabric ({@link Topology} of host namespaces with a Cassandra in its db
+ * namespace) that the cluster scenarios use in turn. {@link #close()} stops the fabric and removes
+ * the work directory.
+ *
+ * @param quick few repetitions: a smoke run (tests, {@code --quick}), not figures to quote
+ */
+public final class BenchContext implements AutoCloseable {
+    /** The host namespaces of the fabric: a 3-member cluster. */
+    public static final int HOSTS = 3;
+
+    private final Path outputDir;
+    private final Path workDir;
+    private final boolean quick;
+    private final Path plugin;
+    private final Path referencePlugins;
+    private Topology topology;
+    private CassandraNode cassandra;
+
+    public BenchContext(Path outputDir, Path workDir, boolean quick, Path plugin, Path referencePlugins) {
+        this.outputDir = outputDir;
+        this.workDir = workDir;
+        this.quick = quick;
+        this.plugin = plugin;
+        this.referencePlugins = referencePlugins;
+    }
+
+    /** @return the report's directory (PNG plots go here too) */
+    public Path outputDir() {
+        return outputDir;
+    }
+
+    /** @return a fresh directory under the work directory, removed by {@link #close()} */
+    public Path workDir(String name) throws IOException {
+        return Files.createDirectories(workDir.resolve(name));
+    }
+
+    public boolean quick() {
+        return quick;
+    }
+
+    /** @param full the repetitions of a real run @return them, or a handful in a quick run */
+    public int repetitions(int full) {
+        return quick ? Math.min(full, 3) : full;
+    }
+
+    /** @return the cadastre plugin executable (cni-bridge/target/cadastre) */
+    public Path plugin() {
+        return plugin;
+    }
+
+    /** @return the directory of the reference plugins ({@code /usr/lib/cni}: bridge, ptp, host-local) */
+    public Path referencePlugins() {
+        return referencePlugins;
+    }
+
+    /** @return the fabric's topology, brought up with {@link #HOSTS} hosts and Cassandra on first use */
+    public synchronized Topology topology() throws IOException, InterruptedException {
+        fabric();
+        return topology;
+    }
+
+    /** @return the fabric's Cassandra (schema created ahead, as production does), started on first use */
+    public synchronized CassandraNode cassandra() throws IOException, InterruptedException {
+        fabric();
+        return cassandra;
+    }
+
+    private void fabric() throws IOException, InterruptedException {
+        if (topology != null) {
+            return;
+        }
+        topology = Topology.up(Topology.randomName(), HOSTS);
+        cassandra = CassandraNode.start(topology, workDir("cassandra"));
+        try {
+            Schema.create(topology, cassandra);
+        } catch (Exception e) {
+            throw new IOException("cadastre-agent schema --execute failed", e);
+        }
+    }
+
+    @Override
+    public synchronized void close() throws Exception {
+        try {
+            if (cassandra != null) {
+                cassandra.close();
+            }
+        } finally {
+            if (topology != null) {
+                topology.close();
+            }
+            Files.walk(workDir).sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+}
