@@ -1,0 +1,92 @@
+package io.cadastre.bench.host;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Peak resident memory of a set of processes taken together (an agent and the plugin processes
+ * of a burst, with their children), sampled from {@code /proc/<pid>/status} every few
+ * milliseconds on a thread of its own until {@link #close()}. A process that starts and exits
+ * between two samples is missed: the figure is a lower bound of the true peak.
+ */
+public final class ProcessMemory implements AutoCloseable {
+    private final Set<Long> roots = ConcurrentHashMap.newKeySet();
+    private final Thread sampler;
+    private volatile boolean stopped;
+    private volatile long peakBytes;
+    private volatile int samples;
+
+    /** @param periodMillis the sampling period in milliseconds */
+    public ProcessMemory(long periodMillis) {
+        sampler = new Thread(() -> {
+            while (!stopped) {
+                long total = 0;
+                for (long pid : roots) {
+                    total += rssWithDescendants(pid);
+                }
+                peakBytes = Math.max(peakBytes, total);
+                samples++;
+                try {
+                    Thread.sleep(periodMillis);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }, "rss-sampler");
+        sampler.setDaemon(true);
+        sampler.start();
+    }
+
+    /** Counts the process (and its descendants) from now on; a finished one counts as nothing. */
+    public void add(long pid) {
+        roots.add(pid);
+    }
+
+    /** @return the largest total seen, in bytes */
+    public long peakBytes() {
+        return peakBytes;
+    }
+
+    public int samples() {
+        return samples;
+    }
+
+    /** @return the process's peak resident set ({@code VmHWM}) in bytes, or 0 when it is gone */
+    public static long highWaterMark(long pid) {
+        return statusKib(pid, "VmHWM:") * 1024;
+    }
+
+    private static long rssWithDescendants(long pid) {
+        long bytes = statusKib(pid, "VmRSS:") * 1024;
+        var handle = ProcessHandle.of(pid);
+        if (handle.isPresent()) {
+            for (ProcessHandle child : (Iterable<ProcessHandle>) handle.get().descendants()::iterator) {
+                bytes += statusKib(child.pid(), "VmRSS:") * 1024;
+            }
+        }
+        return bytes;
+    }
+
+    private static long statusKib(long pid, String field) {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+                if (line.startsWith(field)) {
+                    return Long.parseLong(line.substring(field.length()).trim().split("\\s+")[0]);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // The process has exited (or is exiting): it holds nothing any more.
+        }
+        return 0;
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        stopped = true;
+        sampler.interrupt();
+        sampler.join();
+    }
+}

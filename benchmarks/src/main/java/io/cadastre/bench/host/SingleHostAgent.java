@@ -1,0 +1,103 @@
+package io.cadastre.bench.host;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A cadastre-agent on this host as the quick start runs it: the real main in its own JVM, the
+ * embedded journal (H2) in a directory of its own, its CNI socket there too, wiring pods in the
+ * root network namespace. Started and stopped (SIGTERM) by its PID only.
+ */
+public final class SingleHostAgent implements AutoCloseable {
+    /** The agent's JVM flags: a 256 MiB heap, as a DaemonSet's memory limit would give it. */
+    public static final List<String> JVM_FLAGS = List.of("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC");
+
+    /** The IPv4 pool of the agent (RFC 2544 range): 198.18.0.0/20 in /26 blocks. */
+    public static final String IPV4_POOL = "bench-ipv4";
+    /** The IPv6 pool of the agent: fd00:198:5::/112 in /122 blocks. */
+    public static final String IPV6_POOL = "bench-ipv6";
+
+    private final Path dir;
+    private final Process process;
+
+    private SingleHostAgent(Path dir, Process process) {
+        this.dir = dir;
+        this.process = process;
+    }
+
+    /**
+     * Starts the agent and waits until its CNI socket is open.
+     *
+     * @param dir an empty directory for its journal, socket, configuration and log
+     * @throws IOException when it exits or does not open its socket within 120 s (it is stopped then)
+     */
+    public static SingleHostAgent start(Path dir) throws IOException, InterruptedException {
+        Path conf = dir.resolve("agent.conf");
+        Files.writeString(conf, """
+                cadastre.pools = [
+                  { name = "%s", cidr = "198.18.0.0/20", block-size = 26 }
+                  { name = "%s", cidr = "fd00:198:5::/112", block-size = 122 }
+                ]
+                cadastre.node-name = "bench"
+                cadastre.data-dir = "%s"
+                cadastre.cni-socket = "%s"
+                cadastre.admin.bind = "127.0.0.1:%d"
+                cadastre.cluster.port = 0
+                """.formatted(IPV4_POOL, IPV6_POOL, dir.resolve("data"), dir.resolve("cni.sock"), freePort()));
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        command.addAll(JVM_FLAGS);
+        command.addAll(List.of("-Dlogback.configurationFile=logback-text.xml",
+                "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "--config", conf.toString()));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("agent.log").toFile()));
+        builder.environment().put("CADASTRE_PERSISTENCE", "embedded");
+        SingleHostAgent agent = new SingleHostAgent(dir, builder.start());
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (!Files.exists(agent.socket())) {
+            if (!agent.process.isAlive() || System.nanoTime() > deadline) {
+                agent.close();
+                throw new IOException("the agent did not open its socket:\n" + agent.tail());
+            }
+            Thread.sleep(50);
+        }
+        return agent;
+    }
+
+    /** @return the CNI socket, for the netconf's {@code agentSocket} */
+    public Path socket() {
+        return dir.resolve("cni.sock");
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    /** @return the last lines of its log, for a failure message */
+    public String tail() throws IOException {
+        List<String> lines = Files.readAllLines(dir.resolve("agent.log"));
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** SIGTERM, then SIGKILL after 30 s. */
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            process.destroy();
+            if (!process.waitFor(30, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+}

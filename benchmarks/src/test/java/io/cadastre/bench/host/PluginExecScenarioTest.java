@@ -1,0 +1,40 @@
+package io.cadastre.bench.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cadastre.bench.BenchContext;
+import io.cadastre.bench.report.Figure;
+import io.cadastre.bench.report.ScenarioReport;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The plugin-exec scenario in quick mode, for real: agent, plugins, network namespaces (root). */
+class PluginExecScenarioTest {
+    @TempDir
+    Path out;
+
+    @Test
+    void measuresEverySubjectsAddAndDelAndLeavesNoNamespace() throws Exception {
+        ScenarioReport report;
+        try (BenchContext context = new BenchContext(out, Files.createTempDirectory("cadbench"), true,
+                Path.of(System.getProperty("cadastre.plugin")), Path.of("/usr/lib/cni"))) {
+            report = new PluginExecScenario(42).run(context);
+        }
+        for (String subject : List.of("cadastre", "bridge+host-local", "ptp+host-local", "cadastre dual-stack")) {
+            for (String metric : List.of(PluginExecScenario.ADD, PluginExecScenario.DEL)) {
+                Figure f = report.figures().stream()
+                        .filter(x -> x.subject().equals(subject) && x.metric().equals(metric)).findFirst().orElseThrow();
+                assertEquals(3, f.distribution().count(), subject + " " + metric);
+                assertTrue(f.distribution().median() > 0 && f.distribution().median() <= f.distribution().max());
+            }
+        }
+        assertEquals(4, report.comparisons().size(), "ADD and DEL against two peers");
+        assertEquals(1, report.goals().size());
+        assertFalse(Netns.ip("netns", "list").contains("cadbench"), "a pod namespace was left behind");
+    }
+}
