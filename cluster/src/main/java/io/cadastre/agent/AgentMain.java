@@ -100,7 +100,29 @@ public final class AgentMain implements Callable<Integer> {
         return 0;
     }
 
+    /** The common pool's parallelism when the machine would give it less: see {@link #useCommonPoolForAsyncStages}. */
+    static final int MIN_COMMON_POOL_PARALLELISM = 2;
+
+    /**
+     * Pekko's asks return Scala's {@code CompletionStage} adapter, which runs every dependent stage
+     * ({@code thenApply}, {@code thenCompose}, ...) asynchronously on {@code CompletableFuture}'s
+     * default executor. With fewer than 3 cores the JDK's common pool has a parallelism of 1, and
+     * that default executor is then a new thread per stage: measured on 2 cores, about 4 threads
+     * started per CNI ADD, 10 ms of CPU per ADD and 3× its latency. A parallelism of at least
+     * {@value #MIN_COMMON_POOL_PARALLELISM} makes the stages run on the common pool. Must run
+     * before anything initialises {@code ForkJoinPool} (the first statement of main); an explicit
+     * {@code -Djava.util.concurrent.ForkJoinPool.common.parallelism} is kept.
+     */
+    static void useCommonPoolForAsyncStages() {
+        String property = "java.util.concurrent.ForkJoinPool.common.parallelism";
+        if (System.getProperty(property) == null
+                && Runtime.getRuntime().availableProcessors() - 1 < MIN_COMMON_POOL_PARALLELISM) {
+            System.setProperty(property, Integer.toString(MIN_COMMON_POOL_PARALLELISM));
+        }
+    }
+
     public static void main(String[] args) {
+        useCommonPoolForAsyncStages();
         int code = new CommandLine(new AgentMain()).execute(args);
         System.exit(code);
     }

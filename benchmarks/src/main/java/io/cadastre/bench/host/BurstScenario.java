@@ -60,6 +60,7 @@ public final class BurstScenario implements Scenario {
         ExecutorService runtime = Executors.newFixedThreadPool(PODS);
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
                 Netns pods = new Netns("cadburst" + tag + "-")) {
+            agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             List<Subject> subjects = List.of(
                     Subject.cadastre(context.plugin(), agent.socket()),
                     Subject.bridgeHostLocal(context.referencePlugins(), bridge, "198.19.2.0/24", dir.resolve("bridge-ipam")),

@@ -50,6 +50,7 @@ public final class PluginExecScenario implements Scenario {
         SideBySide results = new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
                 Netns pods = new Netns("cadbench" + tag + "-")) {
+            agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             List<Subject> subjects = List.of(
                     Subject.cadastre(context.plugin(), agent.socket()),
                     Subject.bridgeHostLocal(context.referencePlugins(), bridge, "198.19.0.0/24", dir.resolve("bridge-ipam")),
@@ -86,14 +87,15 @@ public final class PluginExecScenario implements Scenario {
                 String.format(Locale.ROOT, "%.2f× bridge+host-local's median", ratio), ratio <= 1,
                 ratio <= 1 ? null : "see the notes: the ADD's time is the agent's (two journal writes and the netlink work)");
         return new ScenarioReport(id(), "Plugin exec: one ADD and one DEL end to end",
-                String.format(Locale.ROOT, "Each of %d rounds (after %d warm-up rounds) runs every subject once in a "
+                String.format(Locale.ROOT, "The agent is first warmed up with %d IPAM-only ADD/DEL cycles, as a running node's agent is warm. "
+                        + "Each of %d rounds (after %d warm-up rounds) runs every subject once in a "
                         + "random order (seed %d): a fresh network namespace, then the plugin exec'd with the "
                         + "CNI environment and the network configuration on stdin, ADD then DEL, each timed from "
                         + "process start to exit. Every ADD is checked outside the timed part: exit 0 and the "
                         + "result's address on the pod's eth0. Cadastre's agent runs on this host with the embedded "
                         + "journal (%s); the reference plugins are Debian's containernetworking-plugins, host-local "
                         + "keeping its state in files. IPv4 only for all, plus Cadastre dual-stack (no peer).",
-                        rounds, warmUp, seed, String.join(" ", SingleHostAgent.JVM_FLAGS)),
+                        context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES, rounds, warmUp, seed, String.join(" ", SingleHostAgent.JVM_FLAGS)),
                 results.figures(), results.comparisons(), List.of(goal),
                 List.of(results.plot(ADD, "plugin-exec-add.png", "Plugin ADD, exec to exit"),
                         results.plot(DEL, "plugin-exec-del.png", "Plugin DEL, exec to exit")),

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The benchmark suite (issue 5), one command on a fresh Debian 12 machine, as root: installs what
+# is missing (the reference CNI plugins among it), builds, runs every scenario and writes the
+# report to benchmarks/target/report (report.md, report.json, PNG plots). Everything it starts
+# (agents, Cassandra, network namespaces) is stopped and removed when it ends, also on failure.
+#   sudo scripts/bench.sh                 # the full suite (~15 min on 2 cores)
+#   sudo scripts/bench.sh --quick         # a few repetitions: checks that it runs
+#   sudo scripts/bench.sh --only burst    # some scenarios; --help lists them
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+if [[ $EUID -ne 0 ]]; then echo "bench: run as root (it creates network namespaces)" >&2; exit 1; fi
+export DEBIAN_FRONTEND=noninteractive
+packages=(openjdk-17-jdk-headless maven gcc libc6-dev iproute2 containernetworking-plugins fontconfig fonts-dejavu-core)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  echo "== installing ${missing[*]}"
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "== building (mvn -DskipTests package)"
+mvn -B -q -DskipTests package
+jar=$(ls benchmarks/target/cadastre-benchmarks-*.jar | head -1)
+exec java -Xmx1g \
+  -Dcadastre.plugin="$root/cni-bridge/target/cadastre" \
+  -Dcadastre.topology.script="$root/scripts/topology.sh" \
+  -Dcadastre.commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  -Dcadastre.reference.version="containernetworking-plugins $(dpkg-query -W -f '${Version}' containernetworking-plugins)" \
+  -cp "$jar:benchmarks/target/lib/*" io.cadastre.bench.BenchmarkSuite --out benchmarks/target/report "$@"
