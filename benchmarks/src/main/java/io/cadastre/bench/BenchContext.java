@@ -1,11 +1,15 @@
 package io.cadastre.bench;
 
 import io.cadastre.chaos.CassandraNode;
+import io.cadastre.chaos.Member;
 import io.cadastre.chaos.Schema;
 import io.cadastre.chaos.Topology;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * What the scenarios share: where to write, how long to measure, the plugin executables, and a
@@ -24,8 +28,17 @@ public final class BenchContext implements AutoCloseable {
     private final boolean quick;
     private final Path plugin;
     private final Path referencePlugins;
+    /** The cluster's pool, IPv4 only (RFC 2544 space): one journal write per allocation. */
+    public static final String CLUSTER_POOL = "bench-ipv4";
+
+    private static final String CLUSTER_POOLS = """
+            cadastre.pools = [ { name = "%s", cidr = "198.18.16.0/20", block-size = 26 } ]
+            cadastre.default-pools = ["%s"]
+            """.formatted(CLUSTER_POOL, CLUSTER_POOL);
+
     private Topology topology;
     private CassandraNode cassandra;
+    private List<Member> members;
 
     public BenchContext(Path outputDir, Path workDir, boolean quick, Path plugin, Path referencePlugins) {
         this.outputDir = outputDir;
@@ -76,6 +89,37 @@ public final class BenchContext implements AutoCloseable {
         return cassandra;
     }
 
+    /**
+     * @return the cluster: a cadastre-agent in each host namespace of the fabric, on its Cassandra,
+     *     joined through the first host, each serving {@link #CLUSTER_POOL}; started on first use
+     *     (the first member, then the others at once), stopped by {@link #close()}. A scenario may
+     *     kill and restart members; it leaves them all running.
+     */
+    public synchronized List<Member> members() throws IOException, InterruptedException {
+        if (members != null) {
+            return members;
+        }
+        fabric();
+        List<String> seeds = List.of(Member.address(topology.host(1)));
+        List<Member> started = new ArrayList<>();
+        for (Topology.Host host : topology.hosts()) {
+            started.add(new Member(topology, host, workDir("member-" + host.name()), cassandra.contactPoint(), seeds,
+                    CLUSTER_POOLS));
+        }
+        members = started;
+        started.get(0).start();
+        List<CompletableFuture<Member>> rest = started.subList(1, started.size()).stream()
+                .map(m -> CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return m.start();
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                })).toList();
+        rest.forEach(CompletableFuture::join);
+        return members;
+    }
+
     private void fabric() throws IOException, InterruptedException {
         if (topology != null) {
             return;
@@ -92,6 +136,11 @@ public final class BenchContext implements AutoCloseable {
     @Override
     public synchronized void close() throws Exception {
         try {
+            if (members != null) {
+                for (Member m : members) {
+                    m.close();
+                }
+            }
             if (cassandra != null) {
                 cassandra.close();
             }

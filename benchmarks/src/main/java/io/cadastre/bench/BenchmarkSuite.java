@@ -1,5 +1,7 @@
 package io.cadastre.bench;
 
+import io.cadastre.bench.cluster.FailoverScenario;
+import io.cadastre.bench.cluster.IpamThroughputScenario;
 import io.cadastre.bench.host.BurstScenario;
 import io.cadastre.bench.host.PluginExecScenario;
 import io.cadastre.bench.micro.MicroBenchmarks;
@@ -121,6 +123,8 @@ public final class BenchmarkSuite implements Callable<Integer> {
         s.put("micro", seed -> new MicroBenchmarks());
         s.put("plugin-exec", PluginExecScenario::new);
         s.put("burst", BurstScenario::new);
+        s.put("ipam-throughput", IpamThroughputScenario::new);
+        s.put("failover", FailoverScenario::new);
         return s;
     }
 

@@ -1,0 +1,237 @@
+package io.cadastre.bench.cluster;
+
+import io.cadastre.bench.BenchContext;
+import io.cadastre.bench.Scenario;
+import io.cadastre.bench.report.Distribution;
+import io.cadastre.bench.report.Figure;
+import io.cadastre.bench.report.Goal;
+import io.cadastre.bench.report.Plot;
+import io.cadastre.bench.report.ScenarioReport;
+import io.cadastre.chaos.Member;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.time.LocalTime;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Scenario 4 of issue 5: how long ADD is unavailable on a node after SIGKILL of the member that
+ * hosts that node's entities (its NodeEntity, or a block affine to it), over several repetitions.
+ * Where the entities live is read from the members' logs (each entity logs its recovery, and lives
+ * where it last recovered). The node's own agent survives; it sends an IPAM-only ADD of a new
+ * attachment every {@value #PROBE_PERIOD_MILLIS} ms. The window runs from the SIGKILL to the
+ * completion of the first successful ADD sent after it (an ADD caught by the crash is retried by
+ * the agent and may complete late rather than fail). The killed member is then restarted and the
+ * cluster is whole again before the next repetition.
+ */
+public final class FailoverScenario implements Scenario {
+    static final long PROBE_PERIOD_MILLIS = 20;
+    private static final int REPETITIONS = 5;
+    private static final Pattern NODE = Pattern.compile(
+            "^(\\d{2}:\\d{2}:\\d{2}\\.\\d{3}) .*recovered node entity (\\S+): ");
+    private static final Pattern BLOCK = Pattern.compile(
+            "^(\\d{2}:\\d{2}:\\d{2}\\.\\d{3}) .*recovered block (\\S+): \\d+ allocations, affine to (\\S+)\\s*$");
+
+    private final long seed;
+
+    public FailoverScenario(long seed) {
+        this.seed = seed;
+    }
+
+    @Override
+    public String id() {
+        return "failover";
+    }
+
+    /** Where an entity last recovered: its member and the log time. */
+    private record Place(String member, LocalTime at) {}
+
+    /** A repetition's victim: the member killed and the node measured, and which of the node's entities lived there. */
+    private record Target(Member victim, Member node, String entities) {}
+
+    @Override
+    public ScenarioReport run(BenchContext context) throws Exception {
+        List<Member> members = context.members();
+        String tag = Long.toString(Math.abs(seed) % 1_679_616, 36);
+        int repetitions = context.repetitions(REPETITIONS);
+        List<Double> windows = new ArrayList<>();
+        List<String> notes = new ArrayList<>();
+        for (int rep = 0; rep < repetitions; rep++) {
+            for (Member m : members) {
+                add(m, "fo-" + tag + "-warm-" + rep + "-" + m.name(), 60);
+            }
+            Optional<Target> target = target(members);
+            if (target.isEmpty()) {
+                relocate(context, members.get(rep % members.size()), members.get((rep + 1) % members.size()), tag, rep);
+                target = target(members);
+            }
+            if (target.isEmpty()) {
+                notes.add("Repetition " + (rep + 1) + ": every node's entities lived on its own member; nothing to measure.");
+                continue;
+            }
+            Target t = target.get();
+            double window = measure(t, tag + "-" + rep);
+            windows.add(window);
+            notes.add(String.format(Locale.ROOT, "Repetition %d: killed %s, which hosted %s of node %s: ADD back after %.0f ms.",
+                    rep + 1, t.victim().name(), t.entities(), t.node().name(), window));
+            List<String> others = members.stream().filter(m -> m != t.victim()).map(m -> Member.address(m.host)).toList();
+            t.victim().seeds(others).start();
+            add(t.victim(), "fo-" + tag + "-back-" + rep, 120);
+        }
+        if (windows.isEmpty()) {
+            throw new IllegalStateException("no repetition found a member hosting another node's entities");
+        }
+        Distribution d = Distribution.of(windows.stream().mapToDouble(Double::doubleValue).toArray());
+        Goal goal = new Goal("failover window under 10 s",
+                String.format(Locale.ROOT, "median %.1f s, worst %.1f s over %d kills", d.median() / 1000, d.max() / 1000,
+                        windows.size()),
+                d.max() < 10_000,
+                d.max() < 10_000 ? null : "failure detection (~3.5 s: 1 s heartbeats, 2 s acceptable pause), the "
+                        + "split-brain resolver's stable-after (2 s), removal, then the entities' recovery on a survivor");
+        double[] x = new double[windows.size()];
+        double[] y = new double[windows.size()];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = i + 1;
+            y[i] = windows.get(i) / 1000;
+        }
+        return new ScenarioReport(id(), "Failover: ADD unavailable after SIGKILL of the member hosting the node's entities",
+                String.format(Locale.ROOT, "%d repetitions on the 3-member cluster on Cassandra. In each: an ADD on every "
+                        + "member (so every node's entities run), then the members' logs tell where each node's "
+                        + "NodeEntity and blocks last recovered; a member hosting another node's entities is killed "
+                        + "with SIGKILL while that node's agent sends an IPAM-only ADD of a new attachment every %d ms. "
+                        + "The window: from the SIGKILL to the completion of the first successful ADD sent after it. "
+                        + "Then the killed member is restarted and rejoins.", repetitions, PROBE_PERIOD_MILLIS),
+                List.of(new Figure("ADD unavailable after SIGKILL", "cadastre", "ms", d)), List.of(), List.of(goal),
+                List.of(new Plot("failover.png", "ADD unavailable after each SIGKILL", "repetition", "seconds", false,
+                        List.of(new Plot.Series("cadastre", x, y)))),
+                notes);
+    }
+
+    /**
+     * Puts node's NodeEntity on another member, as a crash or a rolling restart leaves it: the
+     * node's agent is stopped (SIGTERM: it hands its shards off), the NodeEntity is asked for
+     * through {@code other}'s admin API (so it starts on a survivor), and the agent is started
+     * again (its entity stays where it is). A member hosts its own node's entities otherwise:
+     * they are first asked for by its own agent.
+     */
+    private static void relocate(BenchContext context, Member node, Member other, String tag, int rep) throws Exception {
+        node.close();
+        Process get = context.topology().exec(other.host, List.of("bash", "-c",
+                "exec 3<>/dev/tcp/127.0.0.1/9467 && printf 'GET /v1/nodes/" + node.name()
+                        + " HTTP/1.0\\r\\nHost: bench\\r\\n\\r\\n' >&3 && cat <&3"), pb -> pb.redirectErrorStream(true));
+        String reply = new String(get.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (!get.waitFor(60, TimeUnit.SECONDS) || !reply.startsWith("HTTP/1.1 200")) {
+            throw new IOException("GET /v1/nodes/" + node.name() + " on " + other.name() + ": " + reply);
+        }
+        List<String> seeds = List.of(Member.address(other.host));
+        node.seeds(seeds).start();
+        add(node, "fo-" + tag + "-moved-" + rep, 120);
+    }
+
+    /** Kills the victim and probes the node; @return the window in milliseconds */
+    private static double measure(Target t, String tag) throws Exception {
+        CniSocketClient client = new CniSocketClient(t.node().socket(),
+                CniSocketClient.ipamOnly(t.node().socket(), BenchContext.CLUSTER_POOL));
+        long[] killedAt = {Long.MAX_VALUE};
+        long[] backAt = {0};
+        Thread probe = new Thread(() -> {
+            int n = 0;
+            while (backAt[0] == 0 && !Thread.currentThread().isInterrupted()) {
+                long sent = System.nanoTime();
+                try {
+                    CniSocketClient.Reply r = client.call("ADD", "fo-" + tag + "-" + n++);
+                    long kill;
+                    synchronized (killedAt) {
+                        kill = killedAt[0];
+                    }
+                    if (r.status() == 200 && sent > kill) {
+                        backAt[0] = System.nanoTime();
+                        return;
+                    }
+                    Thread.sleep(PROBE_PERIOD_MILLIS);
+                } catch (IOException e) {
+                    // The agent answers even in the window (code 11); a broken call counts as a failed ADD.
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }, "failover-probe");
+        probe.start();
+        TimeUnit.SECONDS.sleep(1);
+        t.victim().kill();
+        synchronized (killedAt) {
+            killedAt[0] = System.nanoTime();
+        }
+        probe.join(TimeUnit.SECONDS.toMillis(90));
+        if (probe.isAlive()) {
+            probe.interrupt();
+            throw new IllegalStateException(t.node().name() + " had no ADD for 90 s after the kill of " + t.victim().name());
+        }
+        return (backAt[0] - killedAt[0]) / 1e6;
+    }
+
+    /** A member hosting another node's NodeEntity (preferred) or one of its blocks, from the logs. */
+    private static Optional<Target> target(List<Member> members) throws IOException {
+        Map<String, Place> nodes = new HashMap<>();
+        Map<String, Place> blocks = new HashMap<>();
+        Map<String, String> affinity = new HashMap<>();
+        for (Member m : members) {
+            for (String line : Files.readAllLines(m.log())) {
+                Matcher node = NODE.matcher(line);
+                if (node.find()) {
+                    latest(nodes, node.group(2), new Place(m.name(), LocalTime.parse(node.group(1))));
+                }
+                Matcher block = BLOCK.matcher(line);
+                if (block.find()) {
+                    latest(blocks, block.group(2), new Place(m.name(), LocalTime.parse(block.group(1))));
+                    affinity.put(block.group(2), block.group(3));
+                }
+            }
+        }
+        Map<String, Member> byName = new HashMap<>();
+        members.forEach(m -> byName.put(m.name(), m));
+        for (Member n : members) {
+            Place p = nodes.get(n.name());
+            if (p != null && !p.member().equals(n.name())) {
+                return Optional.of(new Target(byName.get(p.member()), n, "the NodeEntity"));
+            }
+        }
+        for (var e : blocks.entrySet()) {
+            String node = affinity.get(e.getKey());
+            if (byName.containsKey(node) && !e.getValue().member().equals(node)) {
+                return Optional.of(new Target(byName.get(e.getValue().member()), byName.get(node), "block " + e.getKey()));
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static void latest(Map<String, Place> places, String id, Place place) {
+        places.merge(id, place, (a, b) -> b.at().isBefore(a.at()) ? a : b);
+    }
+
+    /** An ADD that must succeed within {@code seconds} (retried on code 11 and errors). */
+    private static void add(Member m, String id, int seconds) throws Exception {
+        CniSocketClient client = new CniSocketClient(m.socket(), CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (true) {
+            try {
+                if (client.call("ADD", id).status() == 200) {
+                    return;
+                }
+            } catch (IOException e) {
+                // the member may still be opening its socket
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(m.name() + ": no ADD within " + seconds + " s:\n" + m.tail());
+            }
+            TimeUnit.MILLISECONDS.sleep(200);
+        }
+    }
+}

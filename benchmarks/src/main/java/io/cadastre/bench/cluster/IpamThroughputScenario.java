@@ -1,0 +1,234 @@
+package io.cadastre.bench.cluster;
+
+import io.cadastre.bench.BenchContext;
+import io.cadastre.bench.Scenario;
+import io.cadastre.bench.report.Comparison;
+import io.cadastre.bench.report.Distribution;
+import io.cadastre.bench.report.Figure;
+import io.cadastre.bench.report.Goal;
+import io.cadastre.bench.report.Plot;
+import io.cadastre.bench.report.ScenarioReport;
+import io.cadastre.bench.report.SideBySide;
+import io.cadastre.chaos.CassandraNode;
+import io.cadastre.chaos.Member;
+import io.cadastre.chaos.Topology;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * Scenario 3 of issue 5: ADD+DEL per second sustained through the IPAM-only endpoint of a
+ * 3-member cluster on Cassandra, next to the raw journal's throughput (persist and reply of a
+ * trivial event) measured in the same run with as many writers: their ratio says how close to the
+ * storage's limit the allocator runs. Both loads are closed loops (each writer waits for its
+ * reply), so throughput = writers ÷ latency.
+ */
+public final class IpamThroughputScenario implements Scenario {
+    /** Clients per member, each one ADD+DEL cycle at a time; also the journal probe's entities per host. */
+    static final int WRITERS_PER_MEMBER = 8;
+    /** Journal writes of one ADD+DEL: the block's assignment, the node's record, the node's forget, the block's release. */
+    static final int WRITES_PER_CYCLE = 4;
+    static final String THROUGHPUT = "throughput per second";
+    static final String IPAM = "cadastre IPAM (ADD+DEL cycles)";
+    static final String JOURNAL = "raw journal (persist+reply)";
+
+    private final long seed;
+
+    public IpamThroughputScenario(long seed) {
+        this.seed = seed;
+    }
+
+    @Override
+    public String id() {
+        return "ipam-throughput";
+    }
+
+    @Override
+    public ScenarioReport run(BenchContext context) throws Exception {
+        int warmUp = context.quick() ? 2 : 10;
+        int seconds = context.quick() ? 5 : 30;
+        List<Member> members = context.members();
+        String tag = Long.toString(Math.abs(seed) % 1_679_616, 36);
+
+        // The IPAM load.
+        SideBySide latency = new SideBySide("cadastre", Set.of());
+        AtomicLongArray cycles = new AtomicLongArray(warmUp + seconds + 2);
+        AtomicLong failures = new AtomicLong();
+        AtomicBoolean stop = new AtomicBoolean();
+        long t0 = System.nanoTime();
+        List<Thread> clients = new ArrayList<>();
+        for (Member m : members) {
+            CniSocketClient client = new CniSocketClient(m.socket(), CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
+            for (int w = 0; w < WRITERS_PER_MEMBER; w++) {
+                String prefix = "tp-" + tag + "-" + m.name() + "-" + w + "-";
+                Thread t = new Thread(() -> cycle(client, prefix, latency, cycles, failures, stop, t0, warmUp),
+                        "ipam-" + prefix);
+                t.start();
+                clients.add(t);
+            }
+        }
+        TimeUnit.SECONDS.sleep(warmUp + seconds);
+        stop.set(true);
+        for (Thread t : clients) {
+            t.join(TimeUnit.SECONDS.toMillis(30));
+        }
+        double[] ipamPerSecond = window(cycles, warmUp, seconds);
+
+        // The raw journal, same writers, same hosts, same JVM flags as the members.
+        double[] journalPerSecond = journal(context.topology(), context.cassandra(), tag, warmUp, seconds);
+
+        Figure ipam = new Figure(THROUGHPUT, IPAM, "ops/s", Distribution.of(ipamPerSecond));
+        Figure journal = new Figure(THROUGHPUT, JOURNAL, "ops/s", Distribution.of(journalPerSecond));
+        double ipamMean = mean(ipamPerSecond);
+        double journalMean = mean(journalPerSecond);
+        double ratio = ipamMean / journalMean;
+        double writeShare = ipamMean * WRITES_PER_CYCLE / journalMean;
+        List<Figure> figures = new ArrayList<>(List.of(ipam, journal,
+                new Figure("journal writes per second made by the IPAM load", "cadastre", "ops/s",
+                        Distribution.of(java.util.Arrays.stream(ipamPerSecond).map(v -> v * WRITES_PER_CYCLE).toArray()))));
+        figures.addAll(latency.figures());
+        Goal goal = new Goal("IPAM throughput at least 40% of the raw journal throughput",
+                String.format(Locale.ROOT, "%.0f ADD+DEL/s ÷ %.0f persist+reply/s = %.0f%% (means over %d s)",
+                        ipamMean, journalMean, ratio * 100, seconds),
+                ratio >= 0.4,
+                ratio >= 0.4 ? null : String.format(Locale.ROOT, "an ADD+DEL makes %d journal writes, each waited for in "
+                        + "turn (block, then node; node, then block), so it can reach at most 1/%d = %.0f%% of the raw "
+                        + "rate with as many writers; counted in journal writes the IPAM load drives the journal at "
+                        + "%.0f%% of the raw rate", WRITES_PER_CYCLE, WRITES_PER_CYCLE, 100.0 / WRITES_PER_CYCLE,
+                        writeShare * 100));
+        Plot overTime = new Plot("ipam-throughput.png", "Throughput over time (3 members, Cassandra)", "second",
+                "per second", false, List.of(series(IPAM, ipamPerSecond), series(JOURNAL, journalPerSecond)));
+        return new ScenarioReport(id(), "IPAM throughput on a 3-member cluster, against the raw journal",
+                String.format(Locale.ROOT, "Three cadastre-agents (each in its own host network namespace, C1-only JVMs "
+                        + "with a 256 MiB heap) share one Cassandra 5.0 node (its own namespace, 256 MiB heap). %d "
+                        + "clients per member, %d in all, each ADD then DEL of a new attachment in a closed loop through "
+                        + "the member's IPAM-only CNI endpoint (HTTP over its Unix socket, as the plugin sends it, "
+                        + "without the plugin's exec), IPv4 from one pool in /26 blocks; %d s warm-up, %d s measured. "
+                        + "Then the raw journal: in each host namespace a JVM with the members' flags runs %d trivial "
+                        + "persistent entities on the same journal plugin and settings, each persisting a small event "
+                        + "and replying in a closed loop, %d s warm-up, %d s measured. Distributions are of the "
+                        + "per-second rates.", WRITERS_PER_MEMBER, WRITERS_PER_MEMBER * members.size(), warmUp, seconds,
+                        WRITERS_PER_MEMBER, warmUp, seconds),
+                figures, List.of(Comparison.of(ipam, journal)), List.of(goal), List.of(overTime, latency.plot("IPAM ADD",
+                        "ipam-throughput-latency.png", "IPAM ADD under load (3 members, Cassandra)")),
+                List.of(String.format(Locale.ROOT, "Failed calls during the IPAM load: %d (each counted once, not "
+                        + "retried).", failures.get()),
+                        String.format(Locale.ROOT, "Counted in journal writes (%d per ADD+DEL), the IPAM load wrote %.0f/s: "
+                                + "%.0f%% of the raw journal's rate.", WRITES_PER_CYCLE, ipamMean * WRITES_PER_CYCLE,
+                                writeShare * 100),
+                        "The machine has 2 cores for three agents, Cassandra and the load: all of them compete for CPU."));
+    }
+
+    private static void cycle(CniSocketClient client, String prefix, SideBySide latency, AtomicLongArray cycles,
+            AtomicLong failures, AtomicBoolean stop, long t0, int warmUp) {
+        long n = 0;
+        while (!stop.get()) {
+            String id = prefix + n++;
+            try {
+                long a = System.nanoTime();
+                CniSocketClient.Reply add = client.call("ADD", id);
+                long b = System.nanoTime();
+                CniSocketClient.Reply del = client.call("DEL", id);
+                long c = System.nanoTime();
+                if (add.status() != 200 || del.status() != 200) {
+                    failures.incrementAndGet();
+                    continue;
+                }
+                int second = (int) ((c - t0) / 1_000_000_000L);
+                if (second < cycles.length()) {
+                    cycles.incrementAndGet(second);
+                }
+                if (second >= warmUp) {
+                    synchronized (latency) {
+                        latency.record("IPAM ADD", "cadastre", b - a);
+                        latency.record("IPAM DEL", "cadastre", c - b);
+                    }
+                }
+            } catch (IOException e) {
+                failures.incrementAndGet();
+            }
+        }
+    }
+
+    /** Runs {@link JournalProbe} in every host namespace at once; @return the summed per-second counts */
+    private static double[] journal(Topology topology, CassandraNode cassandra, String tag, int warmUp, int seconds)
+            throws IOException, InterruptedException {
+        List<CompletableFuture<long[]>> probes = new ArrayList<>();
+        for (Topology.Host host : topology.hosts()) {
+            List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                    "-Djava.util.concurrent.ForkJoinPool.common.parallelism=2",
+                    "-Dlogback.configurationFile=logback-text.xml",
+                    "-cp", System.getProperty("java.class.path"), JournalProbe.class.getName(),
+                    cassandra.contactPoint(), "j" + tag + "-" + host.name(), Integer.toString(WRITERS_PER_MEMBER),
+                    Integer.toString(warmUp), Integer.toString(seconds));
+            Process p = topology.exec(host, command, pb -> pb.redirectErrorStream(true));
+            probes.add(CompletableFuture.supplyAsync(() -> result(p, host)));
+        }
+        double[] sum = new double[seconds];
+        for (CompletableFuture<long[]> probe : probes) {
+            long[] counts = probe.join();
+            for (int i = 0; i < seconds; i++) {
+                sum[i] += counts[i];
+            }
+        }
+        return sum;
+    }
+
+    private static long[] result(Process p, Topology.Host host) {
+        try {
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                p.destroyForcibly();
+                throw new IllegalStateException("journal probe in " + host.name() + " failed:\n" + tail(out));
+            }
+            String line = out.lines().filter(l -> l.startsWith("RESULT ")).findFirst()
+                    .orElseThrow(() -> new IllegalStateException("journal probe printed no result:\n" + tail(out)));
+            String[] parts = line.split(" ");
+            long[] counts = new long[parts.length - 3];
+            for (int i = 3; i < parts.length; i++) {
+                counts[i - 3] = Long.parseLong(parts[i]);
+            }
+            return counts;
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static String tail(String out) {
+        List<String> lines = out.lines().toList();
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
+    }
+
+    private static double[] window(AtomicLongArray counts, int from, int length) {
+        double[] out = new double[length];
+        for (int i = 0; i < length; i++) {
+            out[i] = counts.get(from + i);
+        }
+        return out;
+    }
+
+    private static double mean(double[] values) {
+        return java.util.Arrays.stream(values).average().orElse(0);
+    }
+
+    private static Plot.Series series(String name, double[] perSecond) {
+        double[] x = new double[perSecond.length];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = i + 1;
+        }
+        return new Plot.Series(name, x, perSecond);
+    }
+}
