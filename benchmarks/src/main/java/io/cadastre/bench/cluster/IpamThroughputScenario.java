@@ -40,6 +40,7 @@ public final class IpamThroughputScenario implements Scenario {
     static final String THROUGHPUT = "throughput per second";
     static final String IPAM = "cadastre IPAM (ADD+DEL cycles)";
     static final String JOURNAL = "raw journal (persist+reply)";
+    static final String JOURNAL_ONE_WRITER = "raw journal, one writer per host (persist+reply)";
 
     private final long seed;
 
@@ -84,7 +85,9 @@ public final class IpamThroughputScenario implements Scenario {
         double[] ipamPerSecond = window(cycles, warmUp, seconds);
 
         // The raw journal, same writers, same hosts, same JVM flags as the members.
-        double[] journalPerSecond = journal(context.topology(), context.cassandra(), tag, warmUp, seconds);
+        double[] journalPerSecond = journal(context.topology(), context.cassandra(), tag, WRITERS_PER_MEMBER, warmUp, seconds);
+        // And with one writer per host: a node's ADDs all pass through its one NodeEntity (a single writer).
+        double[] oneWriterPerSecond = journal(context.topology(), context.cassandra(), tag + "s", 1, warmUp, seconds);
 
         Figure ipam = new Figure(THROUGHPUT, IPAM, "ops/s", Distribution.of(ipamPerSecond));
         Figure journal = new Figure(THROUGHPUT, JOURNAL, "ops/s", Distribution.of(journalPerSecond));
@@ -92,7 +95,8 @@ public final class IpamThroughputScenario implements Scenario {
         double journalMean = mean(journalPerSecond);
         double ratio = ipamMean / journalMean;
         double writeShare = ipamMean * WRITES_PER_CYCLE / journalMean;
-        List<Figure> figures = new ArrayList<>(List.of(ipam, journal,
+        Figure oneWriter = new Figure(THROUGHPUT, JOURNAL_ONE_WRITER, "ops/s", Distribution.of(oneWriterPerSecond));
+        List<Figure> figures = new ArrayList<>(List.of(ipam, journal, oneWriter,
                 new Figure("journal writes per second made by the IPAM load", "cadastre", "ops/s",
                         Distribution.of(java.util.Arrays.stream(ipamPerSecond).map(v -> v * WRITES_PER_CYCLE).toArray()))));
         figures.addAll(latency.figures());
@@ -103,10 +107,13 @@ public final class IpamThroughputScenario implements Scenario {
                 ratio >= 0.4 ? null : String.format(Locale.ROOT, "an ADD+DEL makes %d journal writes, each waited for in "
                         + "turn (block, then node; node, then block), so it can reach at most 1/%d = %.0f%% of the raw "
                         + "rate with as many writers; counted in journal writes the IPAM load drives the journal at "
-                        + "%.0f%% of the raw rate", WRITES_PER_CYCLE, WRITES_PER_CYCLE, 100.0 / WRITES_PER_CYCLE,
-                        writeShare * 100));
+                        + "%.0f%% of the raw rate; and all ADDs and DELs of a node pass through its one NodeEntity (single "
+                        + "writer, by design), whose sequential rate the one-writer-per-host journal figure shows: "
+                        + "%.0f/s for 3 writers", WRITES_PER_CYCLE, WRITES_PER_CYCLE, 100.0 / WRITES_PER_CYCLE,
+                        writeShare * 100, mean(oneWriterPerSecond)));
         Plot overTime = new Plot("ipam-throughput.png", "Throughput over time (3 members, Cassandra)", "second",
-                "per second", false, List.of(series(IPAM, ipamPerSecond), series(JOURNAL, journalPerSecond)));
+                "per second", false, List.of(series(IPAM, ipamPerSecond), series(JOURNAL, journalPerSecond),
+                        series(JOURNAL_ONE_WRITER, oneWriterPerSecond)));
         return new ScenarioReport(id(), "IPAM throughput on a 3-member cluster, against the raw journal",
                 String.format(Locale.ROOT, "Three cadastre-agents (each in its own host network namespace, C1-only JVMs "
                         + "with a 256 MiB heap) share one Cassandra 5.0 node (its own namespace, 256 MiB heap). %d "
@@ -116,9 +123,9 @@ public final class IpamThroughputScenario implements Scenario {
                         + "Then the raw journal: in each host namespace a JVM with the members' flags runs %d trivial "
                         + "persistent entities on the same journal plugin and settings, each persisting a small event "
                         + "and replying in a closed loop, %d s warm-up, %d s measured. Distributions are of the "
-                        + "per-second rates.", WRITERS_PER_MEMBER, WRITERS_PER_MEMBER * members.size(), warmUp, seconds,
+                        + "per-second rates. The journal is measured a second time with one writer per host.", WRITERS_PER_MEMBER, WRITERS_PER_MEMBER * members.size(), warmUp, seconds,
                         WRITERS_PER_MEMBER, warmUp, seconds),
-                figures, List.of(Comparison.of(ipam, journal)), List.of(goal), List.of(overTime, latency.plot("IPAM ADD",
+                figures, List.of(Comparison.of(ipam, journal), Comparison.of(ipam, oneWriter)), List.of(goal), List.of(overTime, latency.plot("IPAM ADD",
                         "ipam-throughput-latency.png", "IPAM ADD under load (3 members, Cassandra)")),
                 List.of(String.format(Locale.ROOT, "Failed calls during the IPAM load: %d (each counted once, not "
                         + "retried).", failures.get()),
@@ -160,7 +167,8 @@ public final class IpamThroughputScenario implements Scenario {
     }
 
     /** Runs {@link JournalProbe} in every host namespace at once; @return the summed per-second counts */
-    private static double[] journal(Topology topology, CassandraNode cassandra, String tag, int warmUp, int seconds)
+    private static double[] journal(Topology topology, CassandraNode cassandra, String tag, int writers, int warmUp,
+            int seconds)
             throws IOException, InterruptedException {
         List<CompletableFuture<long[]>> probes = new ArrayList<>();
         for (Topology.Host host : topology.hosts()) {
@@ -169,7 +177,7 @@ public final class IpamThroughputScenario implements Scenario {
                     "-Djava.util.concurrent.ForkJoinPool.common.parallelism=2",
                     "-Dlogback.configurationFile=logback-text.xml",
                     "-cp", System.getProperty("java.class.path"), JournalProbe.class.getName(),
-                    cassandra.contactPoint(), "j" + tag + "-" + host.name(), Integer.toString(WRITERS_PER_MEMBER),
+                    cassandra.contactPoint(), "j" + tag + "-" + host.name(), Integer.toString(writers),
                     Integer.toString(warmUp), Integer.toString(seconds));
             Process p = topology.exec(host, command, pb -> pb.redirectErrorStream(true));
             probes.add(CompletableFuture.supplyAsync(() -> result(p, host)));
