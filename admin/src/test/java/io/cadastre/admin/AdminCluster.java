@@ -1,11 +1,11 @@
 package io.cadastre.admin;
 
+import io.cadastre.shards.TestCluster;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.PoolSpec;
@@ -14,7 +14,6 @@ import io.cadastre.shards.AssignRequest;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.Ipam;
-import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
 import io.cadastre.shards.PoolRegistry;
@@ -40,13 +39,8 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.pattern.StatusReply;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 
 /**
@@ -65,31 +59,10 @@ final class AdminCluster implements AutoCloseable {
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
     AdminCluster(String name) {
-        Config config = ConfigFactory.parseString("""
-                pekko.actor.provider = cluster
-                pekko.actor.serialize-messages = on
-                pekko.remote.artery.canonical.hostname = 127.0.0.1
-                pekko.remote.artery.canonical.port = 0
-                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                pekko.cluster.sharding.passivation.strategy = none
+        testKit = TestCluster.start(name, """
                 pekko.cluster.roles = ["%s"]
                 pekko.loglevel = WARNING
-                """.formatted(Members.role(MEMBER_NODE)))
-                .withFallback(PersistenceTestKitPlugin.getInstance().config())
-                .withFallback(PersistenceTestKitSnapshotPlugin.config())
-                .withFallback(ConfigFactory.load());
-        testKit = ActorTestKit.create(name, config);
-        ActorSystem<?> system = testKit.system();
-        Cluster cluster = Cluster.get(system);
-        cluster.manager().tell(Join.create(cluster.selfMember().address()));
-        PoolRegistry.init(system);
-        PoolEntity.init(system);
-        BlockEntity.init(system);
-        NodeEntity.init(system);
-        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-            assertEquals(MemberStatus.up(), cluster.selfMember().status());
-            return null;
-        });
+                """.formatted(Members.role(MEMBER_NODE)));
     }
 
     ActorSystem<?> system() {

@@ -9,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 
 /**
  * What the scenarios share: where to write, how long to measure, the plugin executables, and a
@@ -107,16 +106,7 @@ public final class BenchContext implements AutoCloseable {
                     CLUSTER_POOLS));
         }
         members = started;
-        started.get(0).start();
-        List<CompletableFuture<Member>> rest = started.subList(1, started.size()).stream()
-                .map(m -> CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return m.start();
-                    } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                })).toList();
-        rest.forEach(CompletableFuture::join);
+        Member.startTogether(started, start -> new Thread(start, "member-start").start());
         return members;
     }
 

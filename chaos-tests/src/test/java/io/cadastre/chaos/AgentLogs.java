@@ -41,7 +41,7 @@ import java.util.regex.Pattern;
  * midnight however long it lasts, and takes a line stamped a little before the origin (the two
  * clocks are read at slightly different moments) as just before it, not a day later.
  */
-final class AgentLogs {
+public final class AgentLogs {
     private static final String TIME = "(\\d{2}):(\\d{2}):(\\d{2})\\.(\\d{3})";
     /** Where the time starts: a line's first characters, before level, logger and message. */
     private static final Pattern LINE_TIME = Pattern.compile("^" + TIME + " ");
@@ -79,6 +79,27 @@ final class AgentLogs {
     }
 
     private AgentLogs() {}
+
+    /**
+     * Where each node's NodeEntity lives now: an entity lives on the member that logged its
+     * latest recovery (see {@link Failover}).
+     *
+     * @param logs each member's host name and the path of its agent log (all on this machine's clock)
+     * @return node name → host name of the member it last recovered on; nodes never recovered are absent
+     * @throws IOException when a log cannot be read
+     */
+    public static Map<String, String> nodeEntityHomes(Map<String, Path> logs) throws IOException {
+        Read read = read(logs, System.currentTimeMillis(), ZoneId.systemDefault());
+        if (!read.problems().isEmpty()) {
+            throw new IOException("cannot read the agents' logs: " + read.problems());
+        }
+        Map<String, Failover.Recovery> latest = new java.util.HashMap<>();
+        read.recoveries().stream().filter(r -> r.entity().kind() == Failover.EntityKind.NODE)
+                .forEach(r -> latest.merge(r.entity().id(), r, (a, b) -> b.atNanos() >= a.atNanos() ? b : a));
+        Map<String, String> homes = new java.util.TreeMap<>();
+        latest.forEach((node, r) -> homes.put(node, r.member()));
+        return homes;
+    }
 
     /**
      * Reads every member's log. A file that is missing or cannot be read adds a problem and no

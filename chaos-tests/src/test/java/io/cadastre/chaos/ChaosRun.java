@@ -149,16 +149,7 @@ final class ChaosRun implements AutoCloseable {
             members.add(m);
             byHost.put(host.name(), m);
         }
-        members.get(0).start(); // the first seed forms the cluster; the others join it
-        List<CompletableFuture<Void>> rest = members.subList(1, members.size()).stream()
-                .map(m -> CompletableFuture.runAsync(() -> {
-                    try {
-                        m.start();
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                }, harness)).toList();
-        rest.forEach(CompletableFuture::join);
+        Member.startTogether(members, harness); // the first seed forms the cluster; the others join it
         history.event("cluster-up", "cluster", "members " + members.stream().map(m -> m.name() + " pid " + m.pid()).toList()
                 + ", topology " + topology.name());
         calls = new Calls(history, byHost, pods);
@@ -330,16 +321,9 @@ final class ChaosRun implements AutoCloseable {
                 m.kill();
             }
             Member first = members.get(0);
-            first.seeds(List.of(Member.address(first.host))).start();
-            List<CompletableFuture<Void>> rest = members.subList(1, members.size()).stream()
-                    .map(m -> CompletableFuture.runAsync(() -> {
-                        try {
-                            m.seeds(restartSeeds(m)).start();
-                        } catch (Exception e) {
-                            throw new IllegalStateException(e);
-                        }
-                    }, harness)).toList();
-            rest.forEach(CompletableFuture::join);
+            first.seeds(List.of(Member.address(first.host)));
+            members.subList(1, members.size()).forEach(m -> m.seeds(restartSeeds(m)));
+            Member.startTogether(members, harness);
         });
         history.event("cluster-restarted", "cluster", String.format(java.util.Locale.ROOT, "every member ready after %.1f s",
                 (history.now() - at) / 1e9));

@@ -55,17 +55,7 @@ class ClusterTest {
         for (Topology.Host host : topology.hosts()) {
             members.add(new Member(topology, host, dir.resolve(host.name()), cassandra.contactPoint(), seeds, POOLS));
         }
-        // The seed first, then the others concurrently.
-        members.get(0).start();
-        List<CompletableFuture<Member>> rest = members.subList(1, members.size()).stream()
-                .map(m -> CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return m.start();
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                }, runtime)).toList();
-        rest.forEach(CompletableFuture::join);
+        Member.startTogether(members, runtime);
     }
 
     @AfterAll

@@ -105,6 +105,25 @@ public final class Member implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Starts a cluster's members: the first, which forms the cluster (or that the others reach
+     * first), then the others at once on {@code executor}, each with the seeds it was given.
+     *
+     * @throws IllegalStateException when a member does not start (the others may be running)
+     */
+    public static void startTogether(List<Member> members, java.util.concurrent.Executor executor) throws IOException {
+        members.get(0).start();
+        List<java.util.concurrent.CompletableFuture<Void>> rest = members.subList(1, members.size()).stream()
+                .map(m -> java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    try {
+                        m.start();
+                    } catch (IOException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }, executor)).toList();
+        rest.forEach(java.util.concurrent.CompletableFuture::join);
+    }
+
     private Process startIn(List<String> command) {
         return topology.exec(host, command, pb -> {
             pb.environment().put("CADASTRE_PERSISTENCE", "cassandra");

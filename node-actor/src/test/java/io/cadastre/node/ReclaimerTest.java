@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.PodAttachment;
 import io.cadastre.dataplane.WiredPod;
@@ -16,13 +14,10 @@ import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AssignRequest;
 import io.cadastre.shards.AttachmentRecord;
-import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
-import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolCatalog;
-import io.cadastre.shards.PoolEntity;
-import io.cadastre.shards.PoolRegistry;
+import io.cadastre.shards.TestCluster;
 import io.cadastre.shards.Pools;
 import java.time.Clock;
 import java.time.Duration;
@@ -43,12 +38,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.MemberStatus;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -80,29 +69,7 @@ class ReclaimerTest {
 
     @BeforeAll
     static void startCluster() {
-        Config config = ConfigFactory.parseString("""
-                pekko.actor.provider = cluster
-                pekko.actor.serialize-messages = off
-                pekko.remote.artery.canonical.hostname = 127.0.0.1
-                pekko.remote.artery.canonical.port = 0
-                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                pekko.cluster.sharding.passivation.strategy = none
-                """)
-                .withFallback(PersistenceTestKitPlugin.getInstance().config())
-                .withFallback(PersistenceTestKitSnapshotPlugin.config())
-                .withFallback(ConfigFactory.load());
-        testKit = ActorTestKit.create("ReclaimerTest", config);
-        ActorSystem<?> system = testKit.system();
-        Cluster cluster = Cluster.get(system);
-        cluster.manager().tell(Join.create(cluster.selfMember().address()));
-        PoolRegistry.init(system);
-        PoolEntity.init(system);
-        BlockEntity.init(system);
-        NodeEntity.init(system);
-        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-            assertEquals(MemberStatus.up(), cluster.selfMember().status());
-            return null;
-        });
+        testKit = TestCluster.start("ReclaimerTest", "pekko.actor.serialize-messages = off");
     }
 
     @AfterAll

@@ -19,21 +19,30 @@ import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 
 /**
  * For the tests over real sharded entities: a one-member cluster with every entity registered, an
- * in-memory journal, and every message serialized (serialize-messages = on).
+ * in-memory journal, and every message serialized (serialize-messages = on). Shared with other
+ * modules' tests through the shards test-jar.
  */
-final class TestCluster {
+public final class TestCluster {
     private TestCluster() {}
 
     /** @return the test kit of a cluster of one that is Up; shut it down after the tests */
-    static ActorTestKit start(String name) {
-        Config config = ConfigFactory.parseString("""
+    public static ActorTestKit start(String name) {
+        return start(name, "");
+    }
+
+    /**
+     * @param overrides HOCON laid over the defaults (roles, serialize-messages = off, log level)
+     * @return the test kit of a cluster of one that is Up; shut it down after the tests
+     */
+    public static ActorTestKit start(String name, String overrides) {
+        Config config = ConfigFactory.parseString(overrides).withFallback(ConfigFactory.parseString("""
                 pekko.actor.provider = cluster
                 pekko.actor.serialize-messages = on
                 pekko.remote.artery.canonical.hostname = 127.0.0.1
                 pekko.remote.artery.canonical.port = 0
                 pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
                 pekko.cluster.sharding.passivation.strategy = none
-                """)
+                """))
                 .withFallback(PersistenceTestKitPlugin.getInstance().config())
                 .withFallback(PersistenceTestKitSnapshotPlugin.config())
                 .withFallback(ConfigFactory.load());
@@ -53,7 +62,7 @@ final class TestCluster {
     }
 
     /** @return the stage's value, waiting up to 30 s; its failure's cause wrapped in a CompletionException */
-    static <T> T await(CompletionStage<T> stage) {
+    public static <T> T await(CompletionStage<T> stage) {
         try {
             return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
         } catch (ExecutionException e) {

@@ -7,10 +7,9 @@ import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.Goal;
 import io.cadastre.bench.report.Plot;
 import io.cadastre.bench.report.ScenarioReport;
+import io.cadastre.chaos.AgentLogs;
 import io.cadastre.chaos.Member;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.time.LocalTime;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -18,14 +17,11 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Scenario 4 of issue 5: how long ADD is unavailable on a node after SIGKILL of the member that
- * hosts that node's entities (its NodeEntity, or a block affine to it), over several repetitions.
- * Where the entities live is read from the members' logs (each entity logs its recovery, and lives
- * where it last recovered). The node's own agent survives; it sends an IPAM-only ADD of a new
+ * hosts that node's NodeEntity, over several repetitions. Where the NodeEntities live is read
+ * from the members' logs (each entity logs its recovery, and lives where it last recovered). The node's own agent survives; it sends an IPAM-only ADD of a new
  * attachment every {@value #PROBE_PERIOD_MILLIS} ms. The window runs from the SIGKILL to the
  * completion of the first successful ADD sent after it (an ADD caught by the crash is retried by
  * the agent and may complete late rather than fail). The killed member is then restarted and the
@@ -34,10 +30,6 @@ import java.util.regex.Pattern;
 public final class FailoverScenario implements Scenario {
     static final long PROBE_PERIOD_MILLIS = 20;
     private static final int REPETITIONS = 5;
-    private static final Pattern NODE = Pattern.compile(
-            "^(\\d{2}:\\d{2}:\\d{2}\\.\\d{3}) .*recovered node entity (\\S+): ");
-    private static final Pattern BLOCK = Pattern.compile(
-            "^(\\d{2}:\\d{2}:\\d{2}\\.\\d{3}) .*recovered block (\\S+): \\d+ allocations, affine to (\\S+)\\s*$");
 
     private final long seed;
 
@@ -49,9 +41,6 @@ public final class FailoverScenario implements Scenario {
     public String id() {
         return "failover";
     }
-
-    /** Where an entity last recovered: its member and the log time. */
-    private record Place(String member, LocalTime at) {}
 
     /** A repetition's victim: the member killed and the node measured, and which of the node's entities lived there. */
     private record Target(Member victim, Member node, String entities) {}
@@ -104,7 +93,7 @@ public final class FailoverScenario implements Scenario {
         return new ScenarioReport(id(), "Failover: ADD unavailable after SIGKILL of the member hosting the node's entities",
                 String.format(Locale.ROOT, "%d repetitions on the 3-member cluster on Cassandra. In each: an ADD on every "
                         + "member (so every node's entities run), then the members' logs tell where each node's "
-                        + "NodeEntity and blocks last recovered; a member hosting another node's entities is killed "
+                        + "NodeEntity last recovered; a member hosting another node's NodeEntity is killed "
                         + "with SIGKILL while that node's agent sends an IPAM-only ADD of a new attachment every %d ms. "
                         + "The window: from the SIGKILL to the completion of the first successful ADD sent after it. "
                         + "Then the killed member is restarted and rejoins.", repetitions, PROBE_PERIOD_MILLIS),
@@ -177,43 +166,22 @@ public final class FailoverScenario implements Scenario {
         return (backAt[0] - killedAt[0]) / 1e6;
     }
 
-    /** A member hosting another node's NodeEntity (preferred) or one of its blocks, from the logs. */
+    /** A member hosting another node's NodeEntity, from the members' logs ({@link AgentLogs#nodeEntityHomes}). */
     private static Optional<Target> target(List<Member> members) throws IOException {
-        Map<String, Place> nodes = new HashMap<>();
-        Map<String, Place> blocks = new HashMap<>();
-        Map<String, String> affinity = new HashMap<>();
-        for (Member m : members) {
-            for (String line : Files.readAllLines(m.log())) {
-                Matcher node = NODE.matcher(line);
-                if (node.find()) {
-                    latest(nodes, node.group(2), new Place(m.name(), LocalTime.parse(node.group(1))));
-                }
-                Matcher block = BLOCK.matcher(line);
-                if (block.find()) {
-                    latest(blocks, block.group(2), new Place(m.name(), LocalTime.parse(block.group(1))));
-                    affinity.put(block.group(2), block.group(3));
-                }
-            }
-        }
         Map<String, Member> byName = new HashMap<>();
-        members.forEach(m -> byName.put(m.name(), m));
+        Map<String, java.nio.file.Path> logs = new HashMap<>();
+        members.forEach(m -> {
+            byName.put(m.name(), m);
+            logs.put(m.name(), m.log());
+        });
+        Map<String, String> homes = AgentLogs.nodeEntityHomes(logs);
         for (Member n : members) {
-            Place p = nodes.get(n.name());
-            if (p != null && !p.member().equals(n.name())) {
-                return Optional.of(new Target(byName.get(p.member()), n, "the NodeEntity"));
-            }
-        }
-        for (var e : blocks.entrySet()) {
-            String node = affinity.get(e.getKey());
-            if (byName.containsKey(node) && !e.getValue().member().equals(node)) {
-                return Optional.of(new Target(byName.get(e.getValue().member()), byName.get(node), "block " + e.getKey()));
+            String home = homes.get(n.name());
+            if (home != null && !home.equals(n.name()) && byName.containsKey(home)) {
+                return Optional.of(new Target(byName.get(home), n, "the NodeEntity"));
             }
         }
         return Optional.empty();
-    }
-
-    private static void latest(Map<String, Place> places, String id, Place place) {
-        places.merge(id, place, (a, b) -> b.at().isBefore(a.at()) ? a : b);
     }
 
     /** An ADD that must succeed within {@code seconds} (retried on code 11 and errors). */
