@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.PoolSpec;
+import io.cadastre.ipam.SpecialRanges;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
@@ -37,7 +38,8 @@ final class PoolAdmin {
     /**
      * @param body the create request (contract: admin/DESIGN.md, openapi.yaml)
      * @return the definition it asks for
-     * @throws AdminException BAD_REQUEST naming the field that is missing, of the wrong type or invalid
+     * @throws AdminException BAD_REQUEST naming the field that is missing, of the wrong type or
+     *     invalid, or a range over special-purpose addresses ({@link SpecialRanges})
      */
     static PoolSpec specOf(JsonNode body) {
         AdminRoutes.onlyFields(body, "name", "cidr", "blockSize", "nodeSelector", "strictAffinity", "allowBorrowing",
@@ -73,6 +75,7 @@ final class PoolAdmin {
             }
         }
         try {
+            SpecialRanges.requireUsable(cidr);
             return new PoolSpec(name, cidr, blockSize, strict, borrowing, maxBlocks, selector, excluded);
         } catch (IllegalArgumentException e) {
             throw AdminException.badRequest(e.getMessage());

@@ -5,6 +5,7 @@ import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.NodeSelector;
 import io.cadastre.ipam.PoolSpec;
+import io.cadastre.ipam.SpecialRanges;
 import io.cadastre.shards.AskTimeouts;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -52,7 +53,7 @@ public record AgentSettings(
 
     /**
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
-     *     pool, overlapping pools, a duplicate name, a default pool that is not defined, a reclaim
+     *     pool, a pool over special-purpose addresses ({@link SpecialRanges}), overlapping pools, a duplicate name, a default pool that is not defined, a reclaim
      *     or block-reclaim duration that is not positive
      */
     public static AgentSettings from(Config root) {
@@ -65,6 +66,7 @@ public record AgentSettings(
             Cidr cidr;
             try {
                 cidr = Cidr.parse(merged.getString("cidr"));
+                SpecialRanges.requireUsable(cidr);
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("cadastre.pools: " + e.getMessage(), e);
             }

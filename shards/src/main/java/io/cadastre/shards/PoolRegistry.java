@@ -1,6 +1,7 @@
 package io.cadastre.shards;
 
 import io.cadastre.ipam.PoolSpec;
+import io.cadastre.ipam.SpecialRanges;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -70,7 +71,8 @@ public final class PoolRegistry
      * Registers a pool. A pool of that name with the same definition is {@code UNCHANGED}; with
      * the same range (CIDR, block size, excluded ranges) but other settings it is {@code UPDATED}
      * when {@code mayUpdate} (the agent's configured pools), else a {@code CONFLICT}; with another
-     * range, or a range overlapping another pool's, a {@code CONFLICT}.
+     * range, a range overlapping another pool's or a special-purpose range ({@link
+     * io.cadastre.ipam.SpecialRanges}), a {@code CONFLICT}.
      */
     public record Register(PoolSpec spec, boolean mayUpdate, ActorRef<StatusReply<Registration>> replyTo) implements Command {}
 
@@ -216,6 +218,10 @@ public final class PoolRegistry
             }
             return Effect().persist(new PoolRespecified(spec))
                     .thenReply(cmd.replyTo(), s -> StatusReply.success(new Registration(Outcome.UPDATED, null)));
+        }
+        Optional<String> special = SpecialRanges.refusal(spec.cidr());
+        if (special.isPresent()) { // the edges refuse these first; the single writer is the last line
+            return conflict(cmd, "pool " + spec.name() + ": " + special.get());
         }
         Optional<PoolSpec> overlapping = state.pools().values().stream().filter(p -> p.cidr().overlaps(spec.cidr())).findFirst();
         if (overlapping.isPresent()) {
