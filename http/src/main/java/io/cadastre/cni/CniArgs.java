@@ -4,6 +4,7 @@ import io.cadastre.cni.CniBackend.PodRef;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Predicate;
 
 /**
  * {@code CNI_ARGS} (CNI spec 1.1 §Parameters: "key-value pairs separated by semicolons"), parsed as
@@ -19,8 +20,14 @@ import java.util.Locale;
  *       A repeated key: the last value wins.
  *   <li>{@code IgnoreUnknown}: {@code 1}/{@code true} or {@code 0}/{@code false}, case-insensitive;
  *       anything else is code 4.
- *   <li>Unknown keys are code 2 (unsupported field; the message names each key and value) unless
+ *   <li>Unknown keys are code 2 (unsupported field; the message names each key, never a value:
+ *       values may be secrets) unless
  *       {@code IgnoreUnknown} is true, as the reference plugins refuse them.
+ *   <li>{@code K8S_POD_NAMESPACE} must be a DNS-1123 label (63 characters at most), {@code
+ *       K8S_POD_NAME} a DNS-1123 subdomain (253 at most), {@code K8S_POD_UID} 1-128 letters,
+ *       digits and '-', {@code K8S_POD_INFRA_CONTAINER_ID} a container ID, as Kubernetes makes
+ *       them; anything else is code 4 (they are stored with the attachment and shown by the
+ *       admin API).
  *   <li>{@code IP}: comma-separated literal addresses (no prefix), spaces around each trimmed, as
  *       host-local reads it; an invalid one is code 7 naming the value.
  * </ul>
@@ -71,11 +78,14 @@ public record CniArgs(
         String ip = null;
         String poolList = null;
         List<String> unknown = new ArrayList<>();
-        for (String pair : raw.split(";", -1)) {
+        String[] pairs = raw.split(";", -1);
+        for (int i = 0; i < pairs.length; i++) {
+            String pair = pairs[i];
             String[] kv = pair.split("=", -1);
             if (kv.length != 2 || kv[0].isEmpty()) {
-                throw new CniException(CniCodes.INVALID_ENVIRONMENT,
-                        "CNI_ARGS: invalid pair \"" + pair + "\" (expected KEY=VALUE pairs separated by ';')");
+                // Not echoed: a malformed pair may be a secret with its '=' missing.
+                throw new CniException(CniCodes.INVALID_ENVIRONMENT, "CNI_ARGS: pair " + (i + 1) + " of " + pairs.length
+                        + " is not KEY=VALUE (expected KEY=VALUE pairs separated by ';')");
             }
             String v = kv[1];
             switch (kv[0]) {
@@ -86,7 +96,7 @@ public record CniArgs(
                 case "IgnoreUnknown" -> ignore = v;
                 case "IP" -> ip = v;
                 case "CADASTRE_POOLS" -> poolList = v;
-                default -> unknown.add(pair);
+                default -> unknown.add(CniText.quoted(kv[0]));
             }
         }
         boolean ignoreUnknown = false;
@@ -95,19 +105,19 @@ public record CniArgs(
                 case "1", "true" -> ignoreUnknown = true;
                 case "0", "false" -> ignoreUnknown = false;
                 default -> throw new CniException(CniCodes.INVALID_ENVIRONMENT,
-                        "CNI_ARGS: IgnoreUnknown=\"" + ignore + "\" is not 1, 0, true or false");
+                        "CNI_ARGS: IgnoreUnknown=" + CniText.quoted(ignore) + " is not 1, 0, true or false");
             }
         }
         if (!unknown.isEmpty() && !ignoreUnknown) {
             throw new CniException(CniCodes.UNSUPPORTED_FIELD,
-                    "CNI_ARGS: unknown " + String.join(", ", unknown) + " (add IgnoreUnknown=1 to ignore unknown keys)");
+                    "CNI_ARGS: unknown keys " + String.join(", ", unknown) + " (add IgnoreUnknown=1 to ignore unknown keys)");
         }
         List<String> ips = new ArrayList<>();
         if (ip != null && !ip.isEmpty()) {
             for (String item : ip.split(",", -1)) {
                 String s = item.strip();
                 ips.add(IpLiterals.canonicalAddress(s).orElseThrow(() -> new CniException(
-                        CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: IP \"" + s + "\" is not an IP address")));
+                        CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: IP " + CniText.quoted(s) + " is not an IP address")));
             }
         }
         List<String> pools = new ArrayList<>();
@@ -115,15 +125,27 @@ public record CniArgs(
             for (String item : poolList.split(",", -1)) {
                 String name = item.strip();
                 if (name.isEmpty()) {
-                    throw new CniException(CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: CADASTRE_POOLS=\"" + poolList
-                            + "\" has an empty pool name");
+                    throw new CniException(CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: CADASTRE_POOLS="
+                            + CniText.quoted(poolList) + " has an empty pool name");
                 }
                 if (!pools.contains(name)) {
                     pools.add(name);
                 }
             }
         }
+        requireShape("K8S_POD_NAMESPACE", ns, CniNames::isNamespaceName, "a Kubernetes namespace name (DNS-1123 label)");
+        requireShape("K8S_POD_NAME", pod, CniNames::isPodName, "a Kubernetes pod name (DNS-1123 subdomain)");
+        requireShape("K8S_POD_UID", uid, CniNames::isUid, "a Kubernetes UID");
+        requireShape("K8S_POD_INFRA_CONTAINER_ID", infra, CniNames::isValidName, "a container ID");
         return new CniArgs(emptyToNull(ns), emptyToNull(pod), emptyToNull(infra), emptyToNull(uid), ignoreUnknown, ips, pools);
+    }
+
+    /** These values are stored with the attachment and logged: only their documented shapes pass. */
+    private static void requireShape(String key, String value, Predicate<String> valid, String shape) {
+        if (value != null && !value.isEmpty() && !valid.test(value)) {
+            throw new CniException(CniCodes.INVALID_ENVIRONMENT, "CNI_ARGS: " + key + "=" + CniText.quoted(value)
+                    + " is not " + shape);
+        }
     }
 
     private static String emptyToNull(String s) {

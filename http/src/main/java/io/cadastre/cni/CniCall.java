@@ -107,7 +107,7 @@ public record CniCall(
         if (containerId == null || containerId.isEmpty()) {
             problems.add("CNI_CONTAINERID is missing");
         } else if (!CniNames.isValidName(containerId)) {
-            problems.add("CNI_CONTAINERID \"" + containerId + "\" is invalid: it must start with a letter or digit,"
+            problems.add("CNI_CONTAINERID " + CniText.quoted(containerId) + " is invalid: it must start with a letter or digit,"
                     + " followed by letters, digits, '_', '.' or '-'");
         }
         if (netns == null) {
@@ -115,14 +115,14 @@ public record CniCall(
                 problems.add("CNI_NETNS is missing");
             }
         } else if (!netns.startsWith("/")) {
-            problems.add("CNI_NETNS \"" + netns + "\" is not an absolute path");
+            problems.add("CNI_NETNS " + CniText.quoted(netns) + " is not an absolute path");
         }
         if (ifname == null || ifname.isEmpty()) {
             problems.add("CNI_IFNAME is missing");
         } else {
             String problem = CniNames.ifnameProblem(ifname);
             if (problem != null) {
-                problems.add("CNI_IFNAME \"" + ifname + "\" " + problem);
+                problems.add("CNI_IFNAME " + CniText.quoted(ifname) + " " + problem);
             }
         }
         if (!problems.isEmpty()) {

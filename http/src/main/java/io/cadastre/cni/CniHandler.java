@@ -41,7 +41,8 @@ import org.slf4j.LoggerFactory;
  * <p>Failures: a {@link CniException} (from validation or the backend) becomes an error object with
  * its code; any other exception, or a backend that answers null, code 11 (try again later) with
  * the stack trace logged. Logs name the command, container ID, ifname and network only, never the
- * netconf (it may hold credentials). Error objects carry the request's cniVersion when it is made
+ * netconf or CNI_ARGS values (they may hold credentials); a value not yet validated is logged
+ * escaped and cut ({@link CniText#quoted}), so it cannot forge a log line. Error objects carry the request's cniVersion when it is made
  * of digits and dots, else {@value CniVersions#LATEST}.
  *
  * <p>Metrics: every request, VERSION and refused ones included, is reported once to the {@link
@@ -129,12 +130,12 @@ public final class CniHandler {
         try {
             call = CniCall.validate(request);
         } catch (CniException e) {
-            log.info("CNI {} refused (container {}, ifname {}): code {}: {}",
-                    request.command(), request.containerId(), request.ifname(), e.code(), e.getMessage());
+            log.info("CNI {} refused (container {}, ifname {}): code {}: {}", CniText.quoted(request.command()),
+                    CniText.quoted(request.containerId()), CniText.quoted(request.ifname()), e.code(), e.getMessage());
             return CompletableFuture.completedFuture(new Answer(errorResponse(request.netconf(), e), e.code()));
         } catch (RuntimeException e) {
-            log.error("CNI {} failed in validation (container {}, ifname {})",
-                    request.command(), request.containerId(), request.ifname(), e);
+            log.error("CNI {} failed in validation (container {}, ifname {})", CniText.quoted(request.command()),
+                    CniText.quoted(request.containerId()), CniText.quoted(request.ifname()), e);
             return CompletableFuture.completedFuture(new Answer(internalError(request.netconf(), e), CniCodes.TRY_AGAIN_LATER));
         }
         CompletionStage<CniResponse> stage;

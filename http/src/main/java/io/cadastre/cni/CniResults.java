@@ -143,11 +143,11 @@ public final class CniResults {
                 JsonNode n = object(ipsNode.get(i), ip);
                 String address = Json.reqString(n, "address", ip);
                 if (!IpLiterals.isCidr(address)) {
-                    throw invalid(ip + ".address \"" + address + "\" is not in CIDR notation");
+                    throw invalid(ip + ".address " + CniText.quoted(address) + " is not in CIDR notation");
                 }
                 String gateway = Json.optString(n, "gateway", ip);
                 if (gateway != null && IpLiterals.canonicalAddress(gateway).isEmpty()) {
-                    throw invalid(ip + ".gateway \"" + gateway + "\" is not an IP address");
+                    throw invalid(ip + ".gateway " + CniText.quoted(gateway) + " is not an IP address");
                 }
                 Json.optString(n, "version", ip);
                 Integer index = Json.optInt(n, "interface", ip);
@@ -165,11 +165,11 @@ public final class CniResults {
                 JsonNode n = object(routesNode.get(i), rp);
                 String dst = Json.reqString(n, "dst", rp);
                 if (!IpLiterals.isCidr(dst)) {
-                    throw invalid(rp + ".dst \"" + dst + "\" is not in CIDR notation");
+                    throw invalid(rp + ".dst " + CniText.quoted(dst) + " is not in CIDR notation");
                 }
                 String gw = Json.optString(n, "gw", rp);
                 if (gw != null && IpLiterals.canonicalAddress(gw).isEmpty()) {
-                    throw invalid(rp + ".gw \"" + gw + "\" is not an IP address");
+                    throw invalid(rp + ".gw " + CniText.quoted(gw) + " is not an IP address");
                 }
                 routes.add(new Route(dst, gw));
             }

@@ -52,7 +52,7 @@ public final class CniVersions {
         if (!isSupported(version)) {
             throw new CniException(
                     CniCodes.INCOMPATIBLE_VERSION,
-                    "incompatible CNI version \"" + version + "\"",
+                    "incompatible CNI version " + CniText.quoted(version),
                     "supported versions: " + String.join(", ", SUPPORTED));
         }
         if (!allows(version, command)) {

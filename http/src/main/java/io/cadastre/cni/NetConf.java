@@ -147,7 +147,7 @@ public record NetConf(
 
         String name = Json.reqString(root, "name", "");
         if (!CniNames.isValidName(name)) {
-            throw invalid("network name \"" + name + "\" is invalid: it must start with a letter or digit,"
+            throw invalid("network name " + CniText.quoted(name) + " is invalid: it must start with a letter or digit,"
                     + " followed by letters, digits, '_', '.' or '-'");
         }
 
@@ -159,14 +159,14 @@ public record NetConf(
             mode = Mode.PLUGIN;
             if (ipamType != null && !IPAM_TYPE.equals(ipamType)) {
                 throw invalid("the " + PLUGIN_TYPE + " plugin does its own address management: ipam.type must be"
-                        + " absent or \"" + IPAM_TYPE + "\", not \"" + ipamType + "\"");
+                        + " absent or \"" + IPAM_TYPE + "\", not " + CniText.quoted(ipamType));
             }
         } else if (IPAM_TYPE.equals(ipamType)) {
             mode = Mode.IPAM_ONLY;
         } else {
             throw invalid("netconf is for neither " + PLUGIN_TYPE + " (type) nor " + IPAM_TYPE
-                    + " (ipam.type): type is \"" + type + "\", ipam.type is "
-                    + (ipamType == null ? "absent" : "\"" + ipamType + "\""));
+                    + " (ipam.type): type is " + CniText.quoted(type) + ", ipam.type is "
+                    + (ipamType == null ? "absent" : CniText.quoted(ipamType)));
         }
 
         int mtu = 0;
@@ -200,7 +200,9 @@ public record NetConf(
             argsCniIps = addressList(argsCni, "ips", "args.cni");
         }
 
-        JsonNode prevResult = Json.optObject(root, "prevResult", "");
+        // Kept as given: CHECK and a chained ADD check its shape (CniResults.parsePrevResult); DEL,
+        // GC, STATUS and IPAM-only ADD ignore it, so a malformed one never fails them.
+        JsonNode prevResult = Json.present(root, "prevResult");
 
         List<AttachmentRef> valid = null;
         ArrayNode validNode = Json.optArray(root, VALID_ATTACHMENTS, "");
@@ -218,7 +220,7 @@ public record NetConf(
         ObjectNode byNamespace = Json.optObject(ipam, "namespacePools", "ipam");
         if (byNamespace != null) {
             for (Map.Entry<String, JsonNode> e : byNamespace.properties()) {
-                String p = "ipam.namespacePools." + e.getKey();
+                String p = "ipam.namespacePools[" + CniText.quoted(e.getKey()) + "]";
                 if (!e.getValue().isArray()) {
                     throw Json.wrongType(p, "an array of pool names");
                 }
@@ -234,7 +236,7 @@ public record NetConf(
         if (routesNode != null) {
             if (mode == Mode.PLUGIN) {
                 throw new CniException(CniCodes.UNSUPPORTED_FIELD,
-                        "unsupported field ipam.routes=" + routesNode + ": the " + PLUGIN_TYPE
+                        "unsupported field ipam.routes: the " + PLUGIN_TYPE
                                 + " plugin installs its own routes (ipam.routes is for " + IPAM_TYPE + ")");
             }
             for (int i = 0; i < routesNode.size(); i++) {
@@ -245,11 +247,11 @@ public record NetConf(
                 }
                 String dst = Json.reqString(r, "dst", p);
                 if (!IpLiterals.isCidr(dst)) {
-                    throw invalid(p + ".dst \"" + dst + "\" is not in CIDR notation");
+                    throw invalid(p + ".dst " + CniText.quoted(dst) + " is not in CIDR notation");
                 }
                 String gw = Json.optString(r, "gw", p);
                 if (gw != null && IpLiterals.canonicalAddress(gw).isEmpty()) {
-                    throw invalid(p + ".gw \"" + gw + "\" is not an IP address");
+                    throw invalid(p + ".gw " + CniText.quoted(gw) + " is not an IP address");
                 }
                 Route route = new Route(dst, gw);
                 if (!routes.contains(route)) {
@@ -285,7 +287,7 @@ public record NetConf(
         List<String> raw = Json.stringList(node, p);
         for (String s : raw) {
             String a = IpLiterals.addressDroppingPrefix(s)
-                    .orElseThrow(() -> invalid(p + ": \"" + s + "\" is not an IP address"));
+                    .orElseThrow(() -> invalid(p + ": " + CniText.quoted(s) + " is not an IP address"));
             out.add(a);
         }
         return out;
@@ -302,11 +304,11 @@ public record NetConf(
             String containerId = Json.reqString(e, "containerID", p);
             String ifname = Json.reqString(e, "ifname", p);
             if (!CniNames.isValidName(containerId)) {
-                throw invalid(p + ".containerID \"" + containerId + "\" is not a valid container ID");
+                throw invalid(p + ".containerID " + CniText.quoted(containerId) + " is not a valid container ID");
             }
             String problem = CniNames.ifnameProblem(ifname);
             if (problem != null) {
-                throw invalid(p + ".ifname \"" + ifname + "\" " + problem);
+                throw invalid(p + ".ifname " + CniText.quoted(ifname) + " " + problem);
             }
             out.add(new AttachmentRef(containerId, ifname));
         }

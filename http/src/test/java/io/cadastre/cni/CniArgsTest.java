@@ -11,6 +11,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class CniArgsTest {
 
@@ -67,7 +68,7 @@ class CniArgsTest {
         "K8S_POD_NAME=a;|4",
         ";K8S_POD_NAME=a|4",
         "IgnoreUnknown=yes|4",
-        // unknown keys without IgnoreUnknown: code 2 (unsupported field, key and value named)
+        // unknown keys without IgnoreUnknown: code 2 (unsupported field, the key named)
         "FOO=bar|2",
         "K8S_POD_NAME=a;FOO=bar|2",
         "IgnoreUnknown=0;FOO=bar|2",
@@ -85,11 +86,40 @@ class CniArgsTest {
     }
 
     @Test
-    void messagesNameTheOffendingPairOrValue() {
-        assertTrue(assertThrows(CniException.class, () -> CniArgs.parse("FOO=bar")).getMessage().contains("FOO=bar"));
+    void messagesNameTheOffendingKeyButNeverAnUnknownValue() {
+        String unknown = assertThrows(CniException.class, () -> CniArgs.parse("SECRET_TOKEN=hunter2")).getMessage();
+        assertTrue(unknown.contains("\"SECRET_TOKEN\""), unknown);
+        assertFalse(unknown.contains("hunter2"), "a value of an unknown key may be a secret: " + unknown);
+        String malformed = assertThrows(CniException.class, () -> CniArgs.parse("K8S_POD_NAME=a;hunter2")).getMessage();
+        assertTrue(malformed.contains("pair 2 of 2"), malformed);
+        assertFalse(malformed.contains("hunter2"), malformed);
         assertTrue(assertThrows(CniException.class, () -> CniArgs.parse("IP=1.2.3"))
-                .getMessage().contains("1.2.3"));
+                .getMessage().contains("\"1.2.3\""));
         assertTrue(assertThrows(CniException.class, () -> CniArgs.parse("A=b=c")).getMessage().contains("CNI_ARGS"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {
+        "K8S_POD_NAME=Web_0", "K8S_POD_NAME=web-", "K8S_POD_NAME=caf\u00e9", "K8S_POD_NAMESPACE=team.a",
+        "K8S_POD_NAMESPACE=Team", "K8S_POD_UID=a b", "K8S_POD_INFRA_CONTAINER_ID=-x", "K8S_POD_NAME=a\nb"})
+    void kubernetesValuesOfTheWrongShapeAreRefusedWithCode4(String raw) {
+        CniException e = assertThrows(CniException.class, () -> CniArgs.parse(raw));
+        assertEquals(CniCodes.INVALID_ENVIRONMENT, e.code(), e.getMessage());
+        assertFalse(e.getMessage().contains("\n"), "escaped, never a raw line break: " + e.getMessage());
+    }
+
+    @Test
+    void kubernetesValuesAreCappedAtKubernetesLengths() {
+        String label = "a".repeat(63);
+        assertEquals(label, CniArgs.parse("K8S_POD_NAMESPACE=" + label).podNamespace());
+        assertThrows(CniException.class, () -> CniArgs.parse("K8S_POD_NAMESPACE=" + label + "a"));
+        String subdomain = (label + ".").repeat(3) + "a".repeat(61);
+        assertEquals(253, subdomain.length());
+        assertEquals(subdomain, CniArgs.parse("K8S_POD_NAME=" + subdomain).podName());
+        CniException tooLong = assertThrows(CniException.class, () -> CniArgs.parse("K8S_POD_NAME=" + subdomain + "a"));
+        assertTrue(tooLong.getMessage().length() < 300, "the value is cut in the message: " + tooLong.getMessage());
+        assertEquals("web-0.x", CniArgs.parse("K8S_POD_NAME=web-0.x;K8S_POD_UID=6f1c2e0a-1b2c-4d5e-8f90-0123456789ab")
+                .podName());
     }
 
     @Test

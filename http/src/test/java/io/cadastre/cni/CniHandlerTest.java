@@ -236,6 +236,51 @@ class CniHandlerTest {
     }
 
     @Test
+    void delIgnoresAPrevResultThatIsNotAnObject() {
+        for (String prev : new String[] {"[]", "'text'", "42"}) {
+            backend.calls.clear();
+            String conf = "{'cniVersion':'1.0.0','name':'n','type':'cadastre','prevResult':" + prev + "}";
+            assertEquals(CniResponse.empty(), run(req("DEL", "c", "", "eth0", null, conf)), prev);
+            assertEquals(1, backend.calls.size(), prev);
+        }
+    }
+
+    @Test
+    void checkStillNeedsAnObjectPrevResult() throws IOException {
+        String conf = "{'cniVersion':'1.1.0','name':'n','type':'cadastre','prevResult':[]}";
+        assertEquals(6, body(run(req("CHECK", "c", "/n", "eth0", null, conf))).get("code").asInt());
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void containerIdsAndNetworkNamesAreCappedAt255Characters() throws IOException {
+        assertEquals(CniResponse.empty(), run(req("DEL", "c".repeat(255), null, "eth0", null, PLUGIN)));
+        JsonNode tooLong = body(run(req("DEL", "c".repeat(256), null, "eth0", null, PLUGIN)));
+        assertEquals(4, tooLong.get("code").asInt());
+        assertTrue(tooLong.get("msg").asText().length() < 400, "the value is cut in the message: " + tooLong);
+        JsonNode longName = body(run(req("DEL", "c", null, "eth0", null,
+                "{'cniVersion':'1.0.0','name':'" + "n".repeat(256) + "','type':'cadastre'}")));
+        assertEquals(7, longName.get("code").asInt());
+        assertEquals(1, backend.calls.size(), "only the first DEL reached the backend");
+    }
+
+    @Test
+    void valuesEchoedInErrorsAreEscapedAndCut() throws IOException {
+        JsonNode error = body(run(req("ADD", "c\r\nINFO forged line", "/n", "eth0", null, PLUGIN)));
+        String msg = error.get("msg").asText();
+        assertFalse(msg.contains("\n") || msg.contains("\r"), msg);
+        assertTrue(msg.contains("c\\r\\nINFO forged line"), msg);
+    }
+
+    @Test
+    void routesOfTheWrongRoleAreRefusedWithoutEchoingThem() throws IOException {
+        String conf = "{'cniVersion':'1.1.0','name':'n','type':'cadastre','ipam':{'routes':[{'dst':'0.0.0.0/0','token':'s3cret'}]}}";
+        JsonNode error = body(run(req("ADD", "c", "/n", "eth0", null, conf)));
+        assertEquals(2, error.get("code").asInt());
+        assertFalse(error.toString().contains("s3cret"), error.toString());
+    }
+
+    @Test
     void delOfTheIpamPlugin() {
         assertEquals(CniResponse.empty(), run(req("DEL", "c", "/n", "net1", null, IPAM)));
         assertEquals(List.of(new Attachment("blue", "c", "net1", "/n"), true), backend.calls.get(0).args());

@@ -84,7 +84,6 @@ class NetConfTest {
                 Arguments.of("runtimeConfig not an object", "{" + base + ",'runtimeConfig':[]}", 6),
                 Arguments.of("runtimeConfig.ips not a list", "{" + base + ",'runtimeConfig':{'ips':'1.2.3.4'}}", 6),
                 Arguments.of("args.cni.ips element not a string", "{" + base + ",'args':{'cni':{'ips':[1]}}}", 6),
-                Arguments.of("prevResult not an object", "{" + base + ",'prevResult':[]}", 6),
                 Arguments.of("valid-attachments not a list", "{" + base + ",'cni.dev/valid-attachments':{}}", 6),
                 Arguments.of("valid attachment not an object", "{" + base + ",'cni.dev/valid-attachments':['abc']}", 6),
                 // code 1: versions
