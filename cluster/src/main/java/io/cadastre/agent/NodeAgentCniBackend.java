@@ -21,7 +21,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.function.Function;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletionException;
@@ -38,9 +37,10 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
  * commands and the outcomes into CNI results or errors.
  *
  * <p>Error mapping (CNI spec 1.1 §Error; Cadastre's own codes in {@link CniCodes}): unknown pool or
- * a malformed request → 7; no address left → 100; requested address taken → 101; requested
- * address outside the usable pools → 102; netns missing → 3 on ADD; any other dataplane failure →
- * 103; an entity or the node agent not answering in time → 11; this member refused by its
+ * a malformed request (a repeated ADD asking for other addresses included) → 7; no address left →
+ * 100; requested address taken → 101; requested address outside the usable pools → 102; netns
+ * missing or no network namespace → 3; a netns that is the host's, or another than the
+ * attachment's → 4; any other dataplane failure → 103; an entity or the node agent not answering in time → 11; this member refused by its
  * {@link MemberFence} → 11 (STATUS: 50).
  */
 public final class NodeAgentCniBackend implements CniBackend {
@@ -191,9 +191,14 @@ public final class NodeAgentCniBackend implements CniBackend {
             };
         }
         if (e instanceof DataplaneException dp) {
-            return dp.netnsMissing()
-                    ? new CniException(CniCodes.UNKNOWN_CONTAINER, "the network namespace does not exist", dp.getMessage())
-                    : new CniException(CniCodes.DATAPLANE_FAILURE, "configuring the pod's network failed", dp.getMessage());
+            return switch (dp.kind()) {
+                case NETNS_MISSING -> new CniException(CniCodes.UNKNOWN_CONTAINER, "the network namespace does not exist",
+                        dp.getMessage());
+                case INVALID_NETNS -> new CniException(CniCodes.INVALID_ENVIRONMENT, "invalid environment variable CNI_NETNS",
+                        dp.getMessage());
+                case FAILED, WIRED_DIFFERENTLY -> new CniException(CniCodes.DATAPLANE_FAILURE,
+                        "configuring the pod's network failed", dp.getMessage());
+            };
         }
         if (e instanceof TimeoutException) {
             return new CniException(CniCodes.TRY_AGAIN_LATER, "timed out", e.getMessage());

@@ -28,12 +28,26 @@ public interface Dataplane {
     String IPV6_GATEWAY = "fe80::ecee:eeff:feee:eeee";
 
     /**
-     * Creates and configures the pod's interface.
+     * Checks, changing nothing, that a path names a network namespace a pod may be wired into:
+     * it exists, is a network namespace, and is not the host's own. Called before any address is
+     * assigned, so that such a request changes nothing at all.
+     *
+     * @param netnsPath CNI_NETNS, an absolute path
+     * @throws DataplaneException {@link DataplaneException.Kind#NETNS_MISSING} when it does not
+     *     exist or is no network namespace, {@link DataplaneException.Kind#INVALID_NETNS} when
+     *     it is the host's
+     */
+    void checkPodNetns(String netnsPath) throws DataplaneException;
+
+    /**
+     * Creates and configures the pod's interface. When the pod is wired already exactly as asked
+     * (an ADD retried by the runtime), changes nothing and returns that wiring.
      *
      * @return what was configured, for the CNI result
      * @throws DataplaneException if any step fails; everything this call created has been removed
-     *     again by then (no partial state), and {@link DataplaneException#netnsMissing()} tells
-     *     whether the netns did not exist
+     *     again by then (no partial state), and {@link DataplaneException#kind()} tells whether
+     *     the netns did not exist, was the host's, or the host end exists but is wired
+     *     differently ({@link DataplaneException.Kind#WIRED_DIFFERENTLY}: nothing was changed)
      */
     WiredPod attach(PodAttachment attachment) throws DataplaneException;
 

@@ -28,6 +28,8 @@ final class LibC {
     static final int O_RDONLY = 0;
     static final int O_CLOEXEC = 0x80000;
     static final int CLONE_NEWNET = 0x40000000;
+    /** ioctl on a namespace fd: its CLONE_NEW* type (ioctl_ns(2), since Linux 4.11); _IO(0xb7, 0x3). */
+    static final long NS_GET_NSTYPE = 0xb703;
 
     static final int ENOENT = 2;
     static final int EINTR = 4;
@@ -71,6 +73,10 @@ final class LibC {
 
         @SaveError
         int setns(int fd, int nstype);
+
+        /** Only for requests without an argument, such as {@link LibC#NS_GET_NSTYPE}. */
+        @SaveError
+        int ioctl(int fd, long request);
 
         String strerror(int errnum);
     }

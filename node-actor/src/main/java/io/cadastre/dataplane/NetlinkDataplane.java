@@ -36,8 +36,24 @@ public final class NetlinkDataplane implements Dataplane {
     private static final InetAddress V4_ANY = literal("0.0.0.0");
     private static final InetAddress V6_ANY = literal("::");
 
+    /** The namespaces no pod may be wired into: this process's and PID 1's. */
+    private final List<Netns.Identity> hostNamespaces;
+
     /** Creates a dataplane whose host is the calling process's network namespace. */
-    public NetlinkDataplane() {}
+    public NetlinkDataplane() {
+        this.hostNamespaces = Netns.Identity.host();
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The host namespaces are this process's ({@code /proc/self/ns/net}) and PID 1's, compared
+     * by the nsfs inode of the opened file, so any path naming them is refused.
+     */
+    @Override
+    public void checkPodNetns(String netnsPath) throws DataplaneException {
+        Netns.openPod(netnsPath, hostNamespaces).close();
+    }
 
     /**
      * {@inheritDoc}
@@ -54,19 +70,25 @@ public final class NetlinkDataplane implements Dataplane {
      * the pair's carrier comes up, which it reports asynchronously: it may trail the return by a
      * moment.
      *
-     * @throws DataplaneException also when the host end already exists (an earlier ADD's: detach
-     *     it first) and for an invalid attachment (a name longer than 15 bytes or with '/', ':'
+     * <p>Repeated for a pod that is wired already (an ADD retried by the runtime), it changes
+     * nothing and returns the wiring when the host end, the pod end, their addresses and routes
+     * are all as planned ({@link #check} finds no difference).
+     *
+     * @throws DataplaneException {@code WIRED_DIFFERENTLY} when the host end exists but differs
+     *     from the plan (detach it first to wire afresh); {@code INVALID_NETNS} for a host
+     *     namespace; also for an invalid attachment (a name longer than 15 bytes or with '/', ':'
      *     or blanks; a prefix other than /32 or /128; two addresses of one family)
      */
     @Override
     public WiredPod attach(PodAttachment attachment) throws DataplaneException {
         Plan plan = Plan.of(attachment);
-        try (Netns netns = Netns.open(attachment.netnsPath());
+        try (Netns netns = Netns.openPod(attachment.netnsPath(), hostNamespaces);
                 Rtnetlink pod = netns.rtnetlink();
                 Rtnetlink host = hostRtnetlink()) {
             try {
-                if (host.link(attachment.hostIfname()).isPresent()) {
-                    throw new DataplaneException("host link " + attachment.hostIfname() + " already exists");
+                Optional<Link> existing = host.link(attachment.hostIfname());
+                if (existing.isPresent()) {
+                    return alreadyWired(plan, existing.get(), pod, host, netns.path());
                 }
                 if (pod.link(attachment.podIfname()).isPresent()) {
                     throw new DataplaneException(
@@ -83,6 +105,23 @@ public final class NetlinkDataplane implements Dataplane {
                 throw rollBack(e, host, attachment.hostIfname());
             }
         }
+    }
+
+    /**
+     * An ADD repeated for a pod that is wired already: the wiring as it is when nothing differs
+     * from the plan (a retry must not flap the pod's link or change its MAC), else a refusal.
+     */
+    private static WiredPod alreadyWired(Plan plan, Link hostLink, Rtnetlink pod, Rtnetlink host, String netnsPath)
+            throws SyscallException, DataplaneException {
+        PodAttachment a = plan.attachment();
+        List<String> differences = differences(plan, Optional.of(hostLink), pod, host, " in netns " + netnsPath);
+        if (!differences.isEmpty()) {
+            throw new DataplaneException("host link " + a.hostIfname() + " already exists and differs: "
+                    + String.join("; ", differences), DataplaneException.Kind.WIRED_DIFFERENTLY, null);
+        }
+        List<PodRoute> routes = plan.podRoutes().stream().map(RouteSpec::toPodRoute).toList();
+        return new WiredPod(a.hostIfname(), hostLink.mac(), a.podIfname(), pod.existingLink(a.podIfname()).mac(),
+                a.netnsPath(), a.addresses(), routes);
     }
 
     /**
@@ -125,27 +164,31 @@ public final class NetlinkDataplane implements Dataplane {
     @Override
     public List<String> check(PodAttachment attachment) throws DataplaneException {
         Plan plan = Plan.of(attachment);
-        try (Netns netns = Netns.open(attachment.netnsPath());
+        try (Netns netns = Netns.openPod(attachment.netnsPath(), hostNamespaces);
                 Rtnetlink pod = netns.rtnetlink();
                 Rtnetlink host = hostRtnetlink()) {
-            List<String> differences = new ArrayList<>();
-            Optional<Link> hostLink = host.link(attachment.hostIfname());
-            Optional<Link> podLink = pod.link(attachment.podIfname());
-            String where = " in netns " + netns.path();
-            if (podLink.isEmpty()) {
-                differences.add("link " + attachment.podIfname() + " missing" + where);
-            } else {
-                checkPod(plan, podLink.get(), hostLink, pod, where, differences);
-            }
-            if (hostLink.isEmpty()) {
-                differences.add("host link " + attachment.hostIfname() + " missing");
-            } else {
-                checkHost(plan, hostLink.get(), host, differences);
-            }
-            return differences;
+            return differences(plan, host.link(attachment.hostIfname()), pod, host, " in netns " + netns.path());
         } catch (SyscallException e) {
             throw fail(e);
         }
+    }
+
+    private static List<String> differences(Plan plan, Optional<Link> hostLink, Rtnetlink pod, Rtnetlink host,
+            String where) throws SyscallException {
+        PodAttachment attachment = plan.attachment();
+        List<String> differences = new ArrayList<>();
+        Optional<Link> podLink = pod.link(attachment.podIfname());
+        if (podLink.isEmpty()) {
+            differences.add("link " + attachment.podIfname() + " missing" + where);
+        } else {
+            checkPod(plan, podLink.get(), hostLink, pod, where, differences);
+        }
+        if (hostLink.isEmpty()) {
+            differences.add("host link " + attachment.hostIfname() + " missing");
+        } else {
+            checkHost(plan, hostLink.get(), host, differences);
+        }
+        return differences;
     }
 
     private static WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host) throws SyscallException {

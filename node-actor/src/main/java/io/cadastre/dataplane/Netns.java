@@ -2,6 +2,12 @@ package io.cadastre.dataplane;
 
 import static io.cadastre.dataplane.LibC.C;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.atomic.AtomicLong;
@@ -42,6 +48,75 @@ final class Netns implements AutoCloseable {
             throw new DataplaneException("open netns " + path + ": " + LibC.describe(errno), missing, null);
         }
         return new Netns(path, fd);
+    }
+
+    /**
+     * Opens a pod's namespace file and refuses one that is a host's (see {@link Identity#host()}):
+     * a runtime, or whoever controls {@code CNI_NETNS}, could otherwise make the pod's wiring
+     * land in the host namespace. The identity is read from the open fd, so a path swapped after
+     * the check cannot slip past it.
+     *
+     * @param host the identities of the namespaces no pod may use
+     * @throws DataplaneException {@code NETNS_MISSING} when the path does not exist or is no
+     *     network namespace, {@code INVALID_NETNS} when it is one of {@code host}
+     */
+    static Netns openPod(String path, List<Identity> host) throws DataplaneException {
+        Netns netns = open(path);
+        try {
+            // Any other file (a plain file, the mount point of a deleted namespace, another
+            // kind of namespace) fails the ioctl or answers another type.
+            if (C.ioctl(netns.fd, LibC.NS_GET_NSTYPE) != LibC.CLONE_NEWNET) {
+                throw new DataplaneException("netns " + path + " is not a network namespace",
+                        DataplaneException.Kind.NETNS_MISSING, null);
+            }
+            Identity identity = Identity.of(Path.of("/proc/self/fd/" + netns.fd));
+            if (host.contains(identity)) {
+                throw new DataplaneException("netns " + path + " is the host's network namespace, not a pod's",
+                        DataplaneException.Kind.INVALID_NETNS, null);
+            }
+            return netns;
+        } catch (IOException e) {
+            netns.close();
+            throw new DataplaneException("stat netns " + path + ": " + e, DataplaneException.Kind.FAILED, e);
+        } catch (DataplaneException e) {
+            netns.close();
+            throw e;
+        }
+    }
+
+    /**
+     * A namespace's identity: the device and inode of its nsfs file, equal for every path that
+     * names the same namespace (ioctl NS_GET_NSTYPE's man page, namespaces(7) "/proc/[pid]/ns/").
+     *
+     * @param dev st_dev of the nsfs file
+     * @param ino st_ino of the nsfs file
+     */
+    record Identity(long dev, long ino) {
+        /**
+         * @return the identity of what {@code path} names, following links (so {@code /proc/self/ns/net}
+         *     gives the namespace, not the link)
+         * @throws IOException when it cannot be read
+         */
+        static Identity of(Path path) throws IOException {
+            Map<String, Object> a = Files.readAttributes(path, "unix:dev,ino");
+            return new Identity(((Number) a.get("dev")).longValue(), ((Number) a.get("ino")).longValue());
+        }
+
+        /**
+         * @return the network namespaces of this process and of PID 1 (the machine's own when the
+         *     agent runs in a container or a test namespace), those that can be read
+         */
+        static List<Identity> host() {
+            List<Identity> ids = new ArrayList<>();
+            for (String p : new String[] {"/proc/self/ns/net", "/proc/1/ns/net"}) {
+                try {
+                    ids.add(of(Path.of(p)));
+                } catch (IOException | UnsupportedOperationException e) {
+                    // /proc/1 may be hidden (hidepid); this process's own is enough then.
+                }
+            }
+            return List.copyOf(ids);
+        }
     }
 
     String path() {

@@ -4,12 +4,14 @@ import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.DataplaneException;
 import io.cadastre.dataplane.PodAddress;
 import io.cadastre.dataplane.PodAttachment;
+import io.cadastre.dataplane.WiredPod;
 import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.shards.AssignRequest;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
+import io.cadastre.shards.IpamException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,6 +20,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Queue;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -318,24 +321,46 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     // ---- the flows ----
 
     /**
-     * The netns path is recorded with the attachment only when the agent can see it now: a path
-     * it cannot see (an IPAM-only ADD from a runtime whose namespaces live elsewhere, or a missing
-     * netns, which fails a full ADD anyway) would look gone at once and lose a live pod its
-     * addresses.
+     * ADD. A full ADD first checks that CNI_NETNS is a pod's network namespace (it exists, is one,
+     * is not the host's), before any address is assigned, so that a refused request changes
+     * nothing. The netns path is recorded with the attachment only when the agent can see it now:
+     * a path it cannot see (an IPAM-only ADD from a runtime whose namespaces live elsewhere) would
+     * look gone at once and lose a live pod its addresses.
+     *
+     * <p>A repeated ADD (the node knows the attachment) may come while the pod runs on the
+     * addresses the first ADD gave it: it never releases them and never rewires a pod that is
+     * wired as asked (the dataplane returns the wiring unchanged). It is refused, changing
+     * nothing, when it asks for addresses the attachment does not hold or names another netns
+     * than the attachment's.
      */
     private CompletionStage<Wired> attach(AttachmentId id, PodRequest request) {
         String netns = request.ipam().netnsPath();
-        CompletionStage<AssignRequest> assignRequest = netns == null
-                ? CompletableFuture.completedFuture(request.ipam())
-                : onDataplane(() -> reclaimer.isGone(netns) ? request.ipam().withNetnsPath(null) : request.ipam());
-        return assignRequest.thenCompose(ipam::assign).thenCompose(record -> {
+        CompletionStage<AssignRequest> checked;
+        if (!request.ipamOnly()) {
+            checked = onDataplane(() -> {
+                dataplane.checkPodNetns(request.netnsPath());
+                return request.ipam();
+            });
+        } else if (netns == null) {
+            checked = CompletableFuture.completedFuture(request.ipam());
+        } else {
+            checked = onDataplane(() -> reclaimer.isGone(netns) ? request.ipam().withNetnsPath(null) : request.ipam());
+        }
+        return checked.thenCompose(ipam::assignOrFind).thenCompose(assignment -> {
+            AttachmentRecord record = assignment.record();
+            if (!assignment.fresh()) {
+                refuseChangedRepeat(id, request, record);
+            }
             if (request.ipamOnly()) {
                 return CompletableFuture.completedFuture(new Wired(record, null));
             }
             PodAttachment pod = podAttachment(id, request.netnsPath(), request.mtu(), record);
+            if (!assignment.fresh()) {
+                return onDataplane(() -> rewireIfDifferent(id, pod)).thenApply(wired -> new Wired(record, wired));
+            }
             return onDataplane(() -> {
-                // The host end's name is a hash of the attachment, so a link of that name can only
-                // be left from an earlier attempt at this same ADD: wire afresh rather than trust it.
+                // The host end's name is a hash of the attachment, and IPAM did not know the
+                // attachment: a link of that name is left from an earlier attempt that failed.
                 dataplane.detach(id.hostIfname());
                 return dataplane.attach(pod);
             }).thenApply(wired -> new Wired(record, wired))
@@ -345,6 +370,46 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                                 throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
                             }));
         });
+    }
+
+    /**
+     * A repeated ADD may not change what the first one set up: other addresses (a different
+     * {@code IP=}), or another netns than the one recorded (the container ID names one sandbox).
+     *
+     * @throws IpamException {@code INVALID_REQUEST} for other addresses
+     * @throws CompletionException wrapping a {@link DataplaneException} of kind {@code INVALID_NETNS}
+     *     for another netns
+     */
+    private static void refuseChangedRepeat(AttachmentId id, PodRequest request, AttachmentRecord record) {
+        Set<String> held = new TreeSet<>();
+        record.addresses().forEach(h -> held.add(h.address()));
+        List<String> other = request.ipam().requestedIps().stream().filter(ip -> !held.contains(ip)).toList();
+        if (!other.isEmpty()) {
+            throw new IpamException(IpamException.Reason.INVALID_REQUEST, "attachment " + id.key() + " holds " + held
+                    + " already: a repeated ADD cannot ask for " + other + " (DEL the attachment first)");
+        }
+        String recorded = record.netnsPath();
+        if (!request.ipamOnly() && recorded != null && !recorded.equals(request.netnsPath())) {
+            throw new CompletionException(new DataplaneException("attachment " + id.key()
+                    + " is wired into another network namespace; a repeated ADD cannot move it (DEL it first)",
+                    DataplaneException.Kind.INVALID_NETNS, null));
+        }
+    }
+
+    /**
+     * A repeated full ADD: the wiring as it is when it matches; rewired when the host end exists
+     * but differs (left half-done by an attempt that failed, or the MTU changed), or is missing.
+     */
+    private WiredPod rewireIfDifferent(AttachmentId id, PodAttachment pod) throws DataplaneException {
+        try {
+            return dataplane.attach(pod);
+        } catch (DataplaneException e) {
+            if (e.kind() != DataplaneException.Kind.WIRED_DIFFERENTLY) {
+                throw e;
+            }
+            dataplane.detach(id.hostIfname());
+            return dataplane.attach(pod);
+        }
     }
 
     /**

@@ -347,6 +347,9 @@ class ReclaimerTest {
         }
 
         @Override
+        public void checkPodNetns(String netnsPath) {}
+
+        @Override
         public WiredPod attach(PodAttachment a) {
             CountDownLatch latch = held.get(a.netnsPath());
             if (latch != null) {

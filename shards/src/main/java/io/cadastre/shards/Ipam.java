@@ -121,12 +121,26 @@ public final class Ipam {
      * node. A repeated request for a known attachment returns the addresses it already holds.
      */
     public CompletionStage<AttachmentRecord> assign(AssignRequest request) {
+        return assignOrFind(request).thenApply(Assignment::record);
+    }
+
+    /**
+     * The attachment's record and whether this call assigned it.
+     *
+     * @param record the attachment as the node holds it now
+     * @param fresh true when this call assigned the addresses; false when the node knew the
+     *     attachment already (a repeated ADD: its addresses may be in use by a running pod)
+     */
+    public record Assignment(AttachmentRecord record, boolean fresh) {}
+
+    /** As {@link #assign}, telling a new assignment from one the node held already. */
+    public CompletionStage<Assignment> assignOrFind(AssignRequest request) {
         String key = AttachmentRecord.key(request.handle(), request.ifname());
         inFlight.add(key);
         return lookup(request.handle(), request.ifname())
                 .thenCompose(known -> known.isPresent()
-                        ? CompletableFuture.completedFuture(known.get())
-                        : assignNew(request))
+                        ? CompletableFuture.completedFuture(new Assignment(known.get(), false))
+                        : assignNew(request).thenApply(record -> new Assignment(record, true)))
                 .whenComplete((r, e) -> inFlight.remove(key));
     }
 
