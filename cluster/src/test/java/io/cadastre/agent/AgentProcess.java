@@ -31,6 +31,8 @@ final class AgentProcess implements AutoCloseable {
     private final Path dir;
     private final String nodeName;
     private final String config;
+    /** The network namespace the agent runs in ({@code ip netns exec}), or null for the test's own. */
+    private String netns;
     private Process process;
     /** The log's length when this run of the agent started. */
     private long logStart;
@@ -39,6 +41,12 @@ final class AgentProcess implements AutoCloseable {
         this.dir = dir;
         this.nodeName = nodeName;
         this.config = config;
+    }
+
+    /** Runs the agent in the named network namespace (which must have {@code lo} up). */
+    AgentProcess inNetns(String name) {
+        this.netns = name;
+        return this;
     }
 
     Path socket() {
@@ -61,7 +69,8 @@ final class AgentProcess implements AutoCloseable {
                 + "cadastre.cni-socket = \"" + socket() + "\"\n"
                 + "cadastre.cluster.port = 0\n"
                 + "cadastre.admin.bind = \"127.0.0.1:0\"\n");
-        List<String> command = new ArrayList<>(List.of(
+        List<String> command = new ArrayList<>(netns == null ? List.of() : List.of("ip", "netns", "exec", netns));
+        command.addAll(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Dlogback.configurationFile=logback-text.xml",

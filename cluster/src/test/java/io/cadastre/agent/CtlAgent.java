@@ -145,7 +145,13 @@ final class CtlAgent implements AutoCloseable {
         each(List.copyOf(added), this::del);
     }
 
-    private String netconf(String... pools) {
+    /** @return the agent's log file */
+    Path log() {
+        return agent.log();
+    }
+
+    /** @return the netconf ADDs through {@link #tryAdd} use: this network, the agent's socket, {@code ipam.pools} */
+    String netconf(String... pools) {
         String names = Stream.of(pools).map(p -> "\"" + p + "\"").reduce((a, b) -> a + "," + b).orElse(null);
         return "{\"cniVersion\":\"1.1.0\",\"name\":\"" + network + "\",\"type\":\"cadastre\",\"agentSocket\":\""
                 + agent.socket() + "\",\"ipam\":{" + (names == null ? "" : "\"pools\":[" + names + "]") + "}}";

@@ -340,8 +340,66 @@ class NetlinkDataplaneTest {
         DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(again));
 
         assertTrue(e.getMessage().contains("already exists"), e.getMessage());
+        assertEquals(DataplaneException.Kind.WIRED_DIFFERENTLY, e.kind());
         assertEquals(List.of(), dataplane.check(a), "the first attachment is intact");
         assertFalse(Ip.linkExists(other, "eth0"));
+    }
+
+    @Test
+    void attachRepeatedForAPodWiredAsAskedChangesNothingAndAnswersTheWiring() throws Exception {
+        PodAttachment a = attachment(ns, "eth0", 1400, randomV4() + "/32", randomV6() + "/128");
+        WiredPod first = dataplane.attach(a);
+        String hostBefore = Ip.run("-j", "link", "show", "dev", a.hostIfname());
+        String podBefore = Ip.run("-n", ns, "-j", "link", "show", "dev", "eth0");
+
+        WiredPod again = dataplane.attach(a);
+
+        assertEquals(first, again);
+        assertEquals(hostBefore, Ip.run("-j", "link", "show", "dev", a.hostIfname()), "same ifindex and MAC: not recreated");
+        assertEquals(podBefore, Ip.run("-n", ns, "-j", "link", "show", "dev", "eth0"));
+    }
+
+    @Test
+    void attachRepeatedWithOtherAddressesIsRefusedAndChangesNothing() throws Exception {
+        PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
+        dataplane.attach(a);
+        PodAttachment other = new PodAttachment(a.netnsPath(), "eth0", a.hostIfname(), 0,
+                List.of(address(randomV4() + "/32")));
+
+        DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(other));
+
+        assertEquals(DataplaneException.Kind.WIRED_DIFFERENTLY, e.kind(), e.getMessage());
+        assertEquals(List.of(), dataplane.check(a), "the first attachment is intact");
+    }
+
+    @Test
+    void theHostsOwnNamespacesAreNoPodsNamespace() throws Exception {
+        List<String> hostPaths = new ArrayList<>(List.of("/proc/self/ns/net", "/proc/thread-self/ns/net"));
+        try (var pid1 = new java.io.FileInputStream("/proc/1/ns/net")) {
+            hostPaths.add("/proc/1/ns/net");
+        } catch (java.io.IOException e) {
+            // PID 1 hidden, or its namespace closed to this process (a sandbox): nothing to compare with.
+        }
+        for (String path : hostPaths) {
+            DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.checkPodNetns(path), path);
+            assertEquals(DataplaneException.Kind.INVALID_NETNS, e.kind(), path + ": " + e.getMessage());
+        }
+        dataplane.checkPodNetns(NETNS_DIR + ns);
+        for (String path : List.of(NETNS_DIR + "cadtest-missing", "/etc/hostname", "/proc/self/ns/uts")) {
+            DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.checkPodNetns(path), path);
+            assertEquals(DataplaneException.Kind.NETNS_MISSING, e.kind(), path + ": " + e.getMessage());
+        }
+    }
+
+    @Test
+    void attachIntoTheHostsNamespaceIsRefusedBeforeAnythingIsCreated() {
+        // No addresses and a pod ifname of its own: even a regression would only add a veth pair,
+        // which removeEverything deletes with its host end.
+        PodAttachment a = new PodAttachment("/proc/self/ns/net", "cadpod" + randomHex(4), host("cadhost" + randomHex(4)),
+                0, List.of());
+        DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(a));
+        assertEquals(DataplaneException.Kind.INVALID_NETNS, e.kind(), e.getMessage());
+        assertFalse(Ip.linkExists(null, a.hostIfname()));
     }
 
     @Test
