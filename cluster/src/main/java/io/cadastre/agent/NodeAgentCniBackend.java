@@ -40,8 +40,8 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
  * a malformed request (a repeated ADD asking for other addresses included) → 7; no address left →
  * 100; requested address taken → 101; requested address outside the usable pools → 102; netns
  * missing or no network namespace → 3; a netns that is the host's, or another than the
- * attachment's → 4; any other dataplane failure → 103; an entity or the node agent not answering in time → 11; this member refused by its
- * {@link MemberFence} → 11 (STATUS: 50).
+ * attachment's → 4; any other dataplane failure → 103; an entity or the node agent not answering
+ * in time → 11; this member refused by its {@link MemberFence} → 11 (STATUS: 50).
  */
 public final class NodeAgentCniBackend implements CniBackend {
     private final ActorRef<NodeAgent.Command> nodeAgent;

@@ -36,11 +36,11 @@ final class Netns implements AutoCloseable {
     }
 
     /**
-     * Opens the namespace file (not yet checking that it is one: {@link #rtnetlink()} does).
+     * Opens the namespace file, not yet checking what it is ({@link #openPod} does).
      *
      * @throws DataplaneException with {@code netnsMissing()} when the path does not exist
      */
-    static Netns open(String path) throws DataplaneException {
+    private static Netns open(String path) throws DataplaneException {
         int fd = C.open(path, LibC.O_RDONLY | LibC.O_CLOEXEC);
         if (fd < 0) {
             int errno = LibC.errno();
