@@ -1,0 +1,142 @@
+package io.cadastre.admin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.cadastre.admin.AdminCluster.Env;
+import io.cadastre.admin.AdminCluster.Reply;
+import io.cadastre.shards.AttachmentRecord;
+import java.net.http.HttpRequest;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Request bodies are read one way only: exactly one JSON object, each field once, declared
+ * {@code application/json}. A duplicate field (which a lenient reader resolves as "last wins"),
+ * anything after the object, or another content type is refused (400, 400, 415) on every route
+ * that takes a body, with the usual {@code {"error": ...}}, and nothing changes: the live
+ * attachment keeps its addresses, no pool is created.
+ */
+class AdminRequestBodyTest {
+    private static AdminCluster cluster;
+
+    @BeforeAll
+    static void start() {
+        cluster = new AdminCluster("AdminRequestBodyTest");
+    }
+
+    @AfterAll
+    static void stop() {
+        cluster.close();
+    }
+
+    /** What must stay as it was: the pools, the node's attachments, the address's holder. */
+    private record State(JsonNode pools, JsonNode node, JsonNode address) {
+        static State of(Env env, String address) {
+            return new State(env.get("/v1/pools").ok(), env.get("/v1/nodes/" + env.node).ok(),
+                    env.get("/v1/addresses/" + address).ok());
+        }
+    }
+
+    @Test
+    void aFieldGivenTwiceIs400AndChangesNothing() {
+        try (Env env = cluster.env()) {
+            AttachmentRecord c1 = env.add("c1");
+            String live = c1.addresses().get(0).address();
+            String free = "198.18." + env.n + ".200";
+            State before = State.of(env, live);
+            for (String[] c : new String[][] {
+                    {"/v1/release", "{\"address\":\"" + free + "\",\"address\":\"" + live + "\"}", "address"},
+                    {"/v1/release", "{\"node\":\"" + env.node + "\",\"handle\":\"net.c9\",\"handle\":\"net.c1\"}", "handle"},
+                    {"/v1/gc", "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[{\"containerId\":\"c1\","
+                            + "\"ifname\":\"eth0\"}],\"validAttachments\":[]}", "validAttachments"},
+                    {"/v1/gc", "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[{\"containerId\":\"c1\","
+                            + "\"containerId\":\"c9\",\"ifname\":\"eth0\"}]}", "containerId"},
+                    {"/v1/pools", "{\"name\":\"dup\",\"cidr\":\"198.19.40.0/24\",\"cidr\":\"198.19.41.0/24\"}", "cidr"}}) {
+                String error = env.post(c[0], c[1]).error(400);
+                assertTrue(error.startsWith("malformed JSON: Duplicate field '" + c[2] + "'"), c[1] + ": " + error);
+            }
+            assertEquals(before, State.of(env, live));
+        }
+    }
+
+    @Test
+    void anythingAfterTheObjectIs400AndChangesNothing() {
+        try (Env env = cluster.env()) {
+            AttachmentRecord c1 = env.add("c1");
+            String live = c1.addresses().get(0).address();
+            State before = State.of(env, live);
+            String release = "{\"address\":\"" + live + "\"}";
+            String gc = "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[]}";
+            String pool = "{\"name\":\"trailing\",\"cidr\":\"198.19.42.0/24\"}";
+            for (String[] c : new String[][] {
+                    {"/v1/release", release + " {\"address\":\"198.18.0.1\"}"},
+                    {"/v1/release", release + "garbage"},
+                    {"/v1/release", release + " 1"},
+                    {"/v1/release", release + "}"},
+                    {"/v1/gc", gc + "\n[]"},
+                    {"/v1/pools", pool + " x"},
+                    {"/v1/pools", pool + pool}}) {
+                String error = env.post(c[0], c[1]).error(400);
+                assertTrue(error.startsWith("malformed JSON"), c[1] + ": " + error);
+            }
+            assertEquals(before, State.of(env, live));
+            // Whitespace after the object is not "more".
+            assertEquals(List.of(c1.addresses().get(0).address(), c1.addresses().get(1).address()),
+                    texts(env.post("/v1/release", release + " \r\n\t").ok().get("released")));
+        }
+    }
+
+    @Test
+    void aBodyThatIsNotDeclaredJsonIs415AndChangesNothing() {
+        try (Env env = cluster.env()) {
+            AttachmentRecord c1 = env.add("c1");
+            String live = c1.addresses().get(0).address();
+            State before = State.of(env, live);
+            String release = "{\"address\":\"" + live + "\"}";
+            String gc = "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[]}";
+            String pool = "{\"name\":\"plain\",\"cidr\":\"198.19.43.0/24\"}";
+            for (String[] c : new String[][] {
+                    {"/v1/release", release, "text/plain"},
+                    {"/v1/release", release, "text/plain; charset=utf-8"},
+                    {"/v1/release", release, "application/x-www-form-urlencoded"},
+                    {"/v1/release", release, null},
+                    {"/v1/gc", gc, "text/plain"},
+                    {"/v1/pools", pool, "text/plain"},
+                    {"/v1/pools", pool, "application/jsonx"}}) {
+                HttpRequest.Builder request = HttpRequest.newBuilder(env.base.resolve(c[0]))
+                        .POST(HttpRequest.BodyPublishers.ofString(c[1]));
+                if (c[2] != null) {
+                    request.header("Content-Type", c[2]);
+                }
+                Reply reply = env.send(request, env.token);
+                assertTrue(reply.error(415).startsWith("the body must be JSON (Content-Type: application/json), not "),
+                        c[0] + " " + c[2] + ": " + reply.body());
+                assertEquals("application/json", reply.contentType());
+            }
+            assertEquals(before, State.of(env, live));
+            // A charset parameter is still JSON.
+            Reply withCharset = env.send(HttpRequest.newBuilder(env.base.resolve("/v1/release"))
+                    .header("Content-Type", "application/json; charset=utf-8").POST(HttpRequest.BodyPublishers.ofString(release)),
+                    env.token);
+            assertEquals(2, withCharset.ok().get("released").size(), withCharset.body());
+        }
+    }
+
+    @Test
+    void theTokenIsCheckedBeforeTheBody() {
+        try (Env env = cluster.env()) {
+            Reply reply = env.send(HttpRequest.newBuilder(env.base.resolve("/v1/release")).header("Content-Type", "text/plain")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"a\":1,\"a\":2} x")), Optional.empty());
+            assertTrue(reply.error(401).contains("missing bearer token"), reply.body());
+        }
+    }
+
+    private static List<String> texts(JsonNode array) {
+        return java.util.stream.StreamSupport.stream(array.spliterator(), false).map(JsonNode::asText).toList();
+    }
+}
