@@ -42,13 +42,37 @@ class AdminRequestBodyTest {
         }
     }
 
+    /** Attachment c1 on the env's node, live: its IPv4 address, and the state before any refused request. */
+    private record Live(AttachmentRecord c1, String address, State before) {
+        static Live on(Env env) {
+            AttachmentRecord c1 = env.add("c1");
+            String address = c1.addresses().get(0).address();
+            return new Live(c1, address, State.of(env, address));
+        }
+
+        void assertUnchanged(Env env) {
+            assertEquals(before, State.of(env, address));
+        }
+    }
+
+    private static String release(String address) {
+        return "{\"address\":\"" + address + "\"}";
+    }
+
+    private static String gc(Env env) {
+        return "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[]}";
+    }
+
+    private static String pool(String name, String cidr) {
+        return "{\"name\":\"" + name + "\",\"cidr\":\"" + cidr + "\"}";
+    }
+
     @Test
     void aFieldGivenTwiceIs400AndChangesNothing() {
         try (Env env = cluster.env()) {
-            AttachmentRecord c1 = env.add("c1");
-            String live = c1.addresses().get(0).address();
+            Live c1 = Live.on(env);
+            String live = c1.address();
             String free = "198.18." + env.n + ".200";
-            State before = State.of(env, live);
             for (String[] c : new String[][] {
                     {"/v1/release", "{\"address\":\"" + free + "\",\"address\":\"" + live + "\"}", "address"},
                     {"/v1/release", "{\"node\":\"" + env.node + "\",\"handle\":\"net.c9\",\"handle\":\"net.c1\"}", "handle"},
@@ -60,19 +84,17 @@ class AdminRequestBodyTest {
                 String error = env.post(c[0], c[1]).error(400);
                 assertTrue(error.startsWith("malformed JSON: Duplicate field '" + c[2] + "'"), c[1] + ": " + error);
             }
-            assertEquals(before, State.of(env, live));
+            c1.assertUnchanged(env);
         }
     }
 
     @Test
     void anythingAfterTheObjectIs400AndChangesNothing() {
         try (Env env = cluster.env()) {
-            AttachmentRecord c1 = env.add("c1");
-            String live = c1.addresses().get(0).address();
-            State before = State.of(env, live);
-            String release = "{\"address\":\"" + live + "\"}";
-            String gc = "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[]}";
-            String pool = "{\"name\":\"trailing\",\"cidr\":\"198.19.42.0/24\"}";
+            Live c1 = Live.on(env);
+            String release = release(c1.address());
+            String gc = gc(env);
+            String pool = pool("trailing", "198.19.42.0/24");
             for (String[] c : new String[][] {
                     {"/v1/release", release + " {\"address\":\"198.18.0.1\"}"},
                     {"/v1/release", release + "garbage"},
@@ -84,9 +106,9 @@ class AdminRequestBodyTest {
                 String error = env.post(c[0], c[1]).error(400);
                 assertTrue(error.startsWith("malformed JSON"), c[1] + ": " + error);
             }
-            assertEquals(before, State.of(env, live));
+            c1.assertUnchanged(env);
             // Whitespace after the object is not "more".
-            assertEquals(List.of(c1.addresses().get(0).address(), c1.addresses().get(1).address()),
+            assertEquals(List.of(c1.address(), c1.c1().addresses().get(1).address()),
                     texts(env.post("/v1/release", release + " \r\n\t").ok().get("released")));
         }
     }
@@ -94,12 +116,10 @@ class AdminRequestBodyTest {
     @Test
     void aBodyThatIsNotDeclaredJsonIs415AndChangesNothing() {
         try (Env env = cluster.env()) {
-            AttachmentRecord c1 = env.add("c1");
-            String live = c1.addresses().get(0).address();
-            State before = State.of(env, live);
-            String release = "{\"address\":\"" + live + "\"}";
-            String gc = "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[]}";
-            String pool = "{\"name\":\"plain\",\"cidr\":\"198.19.43.0/24\"}";
+            Live c1 = Live.on(env);
+            String release = release(c1.address());
+            String gc = gc(env);
+            String pool = pool("plain", "198.19.43.0/24");
             for (String[] c : new String[][] {
                     {"/v1/release", release, "text/plain"},
                     {"/v1/release", release, "text/plain; charset=utf-8"},
@@ -118,7 +138,7 @@ class AdminRequestBodyTest {
                         c[0] + " " + c[2] + ": " + reply.body());
                 assertEquals("application/json", reply.contentType());
             }
-            assertEquals(before, State.of(env, live));
+            c1.assertUnchanged(env);
             // A charset parameter is still JSON.
             Reply withCharset = env.send(HttpRequest.newBuilder(env.base.resolve("/v1/release"))
                     .header("Content-Type", "application/json; charset=utf-8").POST(HttpRequest.BodyPublishers.ofString(release)),

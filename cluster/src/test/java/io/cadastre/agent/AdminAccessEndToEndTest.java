@@ -34,7 +34,7 @@ import org.junit.jupiter.api.Test;
  * token, and every {@code /v1} call it makes, change or read, answers 401 while the probes and
  * {@code /metrics} answer 200; a live pod's allocation, the node's attachments and the pools are
  * the same afterwards, read through the admin API as root. Root's {@code cadastrectl} with no
- * token option finds the token by itself. The data directory, found looser than 0700 at start, is
+ * token option finds the token by itself; without it, cadastrectl says how to get it. The data directory, found looser than 0700 at start, is
  * tightened; it and its files are the agent's user's only, and the log names the token's file,
  * never the token.
  */
@@ -129,6 +129,18 @@ class AdminAccessEndToEndTest {
         Probe.Output run = Probe.run(builder);
         assertEquals(0, run.exit(), run.toString());
         assertEquals(pod.handle(), CniExec.JSON.readTree(run.out()).path("allocation").path("handle").asText(), run.toString());
+    }
+
+    @Test
+    void cadastrectlWithoutTheTokenSaysHowToGetIt() {
+        java.io.StringWriter out = new java.io.StringWriter();
+        java.io.StringWriter err = new java.io.StringWriter();
+        int code = io.cadastre.ctl.Cadastrectl.execute(Map.of(), agent.dataDir().resolve("absent.token"),
+                new java.io.PrintWriter(out, true), new java.io.PrintWriter(err, true),
+                "--server", agent.adminUrl, "ipam", "release", "--address", pod.v4());
+        CtlOutput.assertFailed(new CtlOutput.Run(code, out.toString(), err.toString()), "missing bearer token",
+                "HTTP 401 from POST " + agent.adminUrl + "/v1/release", "the agent wants its token: run cadastrectl as root",
+                "or pass --token-file");
     }
 
     @Test
