@@ -2,6 +2,7 @@ package io.cadastre.admin;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
@@ -158,7 +159,7 @@ public final class AdminToken {
         Path temporary = Files.createTempFile(file.getParent(), FILE_NAME + ".", ".new", ownerOnly);
         try {
             try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.WRITE);
-                    OutputStream out = java.nio.channels.Channels.newOutputStream(channel)) {
+                    OutputStream out = Channels.newOutputStream(channel)) {
                 out.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
                 out.flush();
                 channel.force(true);
