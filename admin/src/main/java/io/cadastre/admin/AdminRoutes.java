@@ -5,6 +5,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture
 import static org.apache.pekko.http.javadsl.server.Directives.concat;
 import static org.apache.pekko.http.javadsl.server.Directives.delete;
 import static org.apache.pekko.http.javadsl.server.Directives.entity;
+import static org.apache.pekko.http.javadsl.server.Directives.extractRequestEntity;
 import static org.apache.pekko.http.javadsl.server.Directives.get;
 import static org.apache.pekko.http.javadsl.server.Directives.handleExceptions;
 import static org.apache.pekko.http.javadsl.server.Directives.handleRejections;
@@ -16,9 +17,12 @@ import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 import static org.apache.pekko.http.javadsl.server.Directives.post;
 import static org.apache.pekko.http.javadsl.server.PathMatchers.segment;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
@@ -58,14 +62,18 @@ import org.slf4j.LoggerFactory;
  * {@link PoolAdmin} for pools, to {@link NodeRemoval}, to {@link ConsistencyCheck}, to this
  * agent's {@link Ipam} for GC (counting what it released in
  * {@code cadastre_ipam_allocations_gc_reclamations_total{reason="admin-gc"}}), and to {@link
- * MetricsEndpoint} for {@code /metrics}, which is open like the probes (no token).
+ * MetricsEndpoint} for {@code /metrics}, which is open like the probes (no token). Every {@code
+ * /v1} request must carry the bearer token, on loopback too: any local user can connect there, and
+ * the reads name pods and their addresses.
  *
  * <p>Every error is {@code {"error": "..."}}: 400 for malformed input (checked before anything is
  * asked, so nothing changes), 401 for a missing or wrong bearer token, 404 for an unknown pool,
  * node, path or an address in no pool, 405 for a wrong method, 409 when the state forbids the
- * change, 503 when an entity did not answer in time, 500 for a bug (logged). Request bodies must
- * be JSON objects with only the documented fields: a misspelt field is refused rather than
- * ignored, since ignoring it could turn a release of one attachment into a different request.
+ * change, 415 for a request body that is not {@code application/json}, 503 when an entity did not
+ * answer in time, 500 for a bug (logged). Request bodies must be exactly one JSON object with only
+ * the documented fields, each once: a misspelt field, a field given twice or anything after the
+ * object is refused rather than ignored or resolved (last wins), since a reader that resolved it
+ * otherwise (a proxy, a log, the next version) could take a release of one attachment for another.
  */
 final class AdminRoutes {
     private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
@@ -74,14 +82,14 @@ final class AdminRoutes {
     /** The interface name a release by handle means when it names none, as for the CLI and CNI. */
     static final String DEFAULT_IFNAME = "eth0";
 
-    private final ObjectMapper json = new ObjectMapper();
+    private final ObjectMapper json = JsonMapper.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
     private final Inventory inventory;
     private final ConsistencyCheck check;
     private final PoolAdmin poolAdmin;
     private final NodeRemoval nodeRemoval;
     private final Ipam ipam;
     private final Supplier<Optional<String>> unreadiness;
-    private final Optional<byte[]> token;
+    private final byte[] token;
     private final byte[] openApi;
     private final MetricsEndpoint metricsEndpoint;
     private final CadastreMetrics metrics;
@@ -89,11 +97,11 @@ final class AdminRoutes {
     /**
      * @param ipam this agent's IPAM: GC runs for its node only
      * @param unreadiness why the agent is not ready, or empty when it is
-     * @param token the bearer token every /v1 request must carry, or empty when none is required
+     * @param token the bearer token every /v1 request must carry
      * @param metricsEndpoint what {@code /metrics} answers
      * @param metrics where GC counts the attachments it released
      */
-    AdminRoutes(Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness, Optional<String> token,
+    AdminRoutes(Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness, String token,
             MetricsEndpoint metricsEndpoint, CadastreMetrics metrics) {
         this.inventory = inventory;
         this.check = new ConsistencyCheck(inventory);
@@ -101,7 +109,7 @@ final class AdminRoutes {
         this.nodeRemoval = new NodeRemoval(inventory);
         this.ipam = ipam;
         this.unreadiness = unreadiness;
-        this.token = token.map(t -> t.getBytes(StandardCharsets.UTF_8));
+        this.token = token.getBytes(StandardCharsets.UTF_8);
         this.openApi = openApiDocument();
         this.metricsEndpoint = metricsEndpoint;
         this.metrics = metrics;
@@ -134,7 +142,7 @@ final class AdminRoutes {
                 pathPrefix("pools", () -> concat(
                         pathEnd(() -> concat(
                                 get(() -> answer(inventory.pools())),
-                                post(() -> entity(Unmarshaller.entityToString(), text -> createPool(text))))),
+                                post(() -> jsonBody(this::createPool)))),
                         pathPrefix(segment(), name -> concat(
                                 pathEnd(() -> delete(() -> answer(poolAdmin.delete(name)))),
                                 path("disable", () -> post(() -> answer(poolAdmin.setDisabled(name, true)))),
@@ -169,9 +177,6 @@ final class AdminRoutes {
     // ---- authentication ----
 
     private Route authorized(Supplier<Route> inner) {
-        if (token.isEmpty()) {
-            return inner.get();
-        }
         return optionalHeaderValueByName("Authorization", header -> {
             Optional<String> presented = header.filter(h -> h.regionMatches(true, 0, "Bearer ", 0, 7))
                     .map(h -> h.substring(7).trim());
@@ -179,7 +184,7 @@ final class AdminRoutes {
                 return complete(unauthorized("missing bearer token (Authorization: Bearer <token>)"));
             }
             // Constant time: the comparison must not tell how much of a guess was right.
-            if (!MessageDigest.isEqual(presented.get().getBytes(StandardCharsets.UTF_8), token.get())) {
+            if (!MessageDigest.isEqual(presented.get().getBytes(StandardCharsets.UTF_8), token)) {
                 return complete(unauthorized("wrong bearer token"));
             }
             return inner.get();
@@ -194,15 +199,37 @@ final class AdminRoutes {
     // ---- request bodies ----
 
     private Route body(Function<JsonNode, CompletionStage<?>> handler) {
-        return entity(Unmarshaller.entityToString(), text -> answer(Inventory.guard(() -> handler.apply(parseObject(text)))));
+        return jsonBody(text -> answer(Inventory.guard(() -> handler.apply(parseObject(text)))));
     }
 
+    /** The body as text when it is declared JSON (with any parameters, such as a charset), else 415. */
+    private Route jsonBody(Function<String, Route> inner) {
+        return extractRequestEntity(entity -> {
+            ContentType type = entity.getContentType();
+            if (!type.mediaType().equals(MediaTypes.APPLICATION_JSON)) {
+                return complete(response(415, new AdminViews.ErrorReply("the body must be JSON (Content-Type: "
+                        + MediaTypes.APPLICATION_JSON + "), not " + type)));
+            }
+            return entity(Unmarshaller.entityToString(), inner);
+        });
+    }
+
+    /**
+     * @return the body's one JSON object
+     * @throws AdminException BAD_REQUEST for malformed JSON, a field given twice, anything after the
+     *     object, or a value that is not an object
+     */
     private JsonNode parseObject(String text) {
         JsonNode node;
-        try {
-            node = json.readTree(text);
+        try (JsonParser parser = json.createParser(text)) {
+            node = json.readTree(parser);
+            if (node != null && parser.nextToken() != null) {
+                throw AdminException.badRequest("malformed JSON: more after the JSON value (one object only)");
+            }
         } catch (JsonProcessingException e) {
             throw AdminException.badRequest("malformed JSON: " + e.getOriginalMessage());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
         if (node == null || !node.isObject()) {
             throw AdminException.badRequest("the body must be a JSON object");

@@ -2,12 +2,9 @@ package io.cadastre.admin;
 
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -22,7 +19,8 @@ import org.apache.pekko.http.javadsl.ServerBinding;
 /**
  * The admin API's HTTP server (pekko-http on TCP): {@code /healthz}, {@code /readyz},
  * {@code /openapi.yaml}, {@code /metrics} (the actor system's {@link CadastreMetrics}, see
- * {@link MetricsEndpoint}) and the {@code /v1} routes of {@link AdminRoutes}.
+ * {@link MetricsEndpoint}) and the {@code /v1} routes of {@link AdminRoutes}, which need the
+ * bearer token of the settings wherever the server is bound.
  *
  * <p>Lifecycle: {@link #start()} once, then {@link #stop()} once (it fits {@code
  * CoordinatedShutdown}'s service-unbind phase); both return stages. Requests in flight when stop is
@@ -37,16 +35,14 @@ public final class AdminServer {
      *
      * @param host the address to bind: a literal or a name that resolves
      * @param port the TCP port, 0 for any free one
-     * @param token the bearer token /v1 requests must carry; required unless the bind address is
-     *     loopback
-     * @param tokenOnLoopback require the token on a loopback address too (where anyone on the host
-     *     can connect; tests use it to exercise the check)
+     * @param token the bearer token every /v1 request must carry, on loopback too (any local user
+     *     can connect there): one word ({@link AdminToken})
      * @param metricsRefresh how long {@code /metrics} reuses a reading of the cluster-wide IPAM
      *     usage ({@link MetricsEndpoint}); zero or more
      * @throws IllegalArgumentException for a port outside 0-65535, a host that does not resolve, a
-     *     token required and missing or blank, or a negative metrics refresh
+     *     blank token, or a negative metrics refresh
      */
-    public record Settings(String host, int port, Optional<String> token, boolean tokenOnLoopback, Duration metricsRefresh) {
+    public record Settings(String host, int port, String token, Duration metricsRefresh) {
         /** How long {@code /metrics} reuses a reading of the IPAM usage by default ({@code cadastre.admin.metrics-refresh}). */
         public static final Duration DEFAULT_METRICS_REFRESH = Duration.ofSeconds(10);
 
@@ -60,38 +56,35 @@ public final class AdminServer {
             if (metricsRefresh.isNegative()) {
                 throw new IllegalArgumentException("the metrics refresh " + metricsRefresh + " is negative");
             }
-            if (token.isPresent() && token.get().isBlank()) {
+            if (token.isBlank()) {
                 throw new IllegalArgumentException("the admin token is empty");
             }
-            if (token.isEmpty() && (tokenOnLoopback || !isLoopback(host))) {
-                throw new IllegalArgumentException("the admin API bound to " + host
-                        + " needs a bearer token: only a loopback address may serve without one");
-            }
+            resolves(host);
         }
 
         /** The settings with the default metrics refresh. */
-        public Settings(String host, int port, Optional<String> token, boolean tokenOnLoopback) {
-            this(host, port, token, tokenOnLoopback, DEFAULT_METRICS_REFRESH);
+        public Settings(String host, int port, String token) {
+            this(host, port, token, DEFAULT_METRICS_REFRESH);
         }
 
         /** @return these settings with another metrics refresh */
         public Settings withMetricsRefresh(Duration refresh) {
-            return new Settings(host, port, token, tokenOnLoopback, refresh);
+            return new Settings(host, port, token, refresh);
         }
 
-        /** @return whether /v1 requests must carry the token */
-        public boolean requiresToken() {
-            return tokenOnLoopback || !isLoopback(host);
+        @Override
+        public String toString() {
+            // A record prints its components: never the token.
+            return "Settings[host=" + host + ", port=" + port + ", metricsRefresh=" + metricsRefresh + "]";
         }
 
         /**
          * Parses {@code host:port}: {@code 127.0.0.1:9467}, {@code [::1]:9467}, {@code 0.0.0.0:9467}.
          *
-         * @param tokenFile a file whose trimmed content is the token, or empty for none
-         * @throws IllegalArgumentException for a malformed bind address, an unreadable or empty token
-         *     file, or a non-loopback address without a token file
+         * @param token the bearer token /v1 requests must carry ({@link AdminToken})
+         * @throws IllegalArgumentException for a malformed bind address or a blank token
          */
-        public static Settings parse(String bind, Optional<Path> tokenFile) {
+        public static Settings parse(String bind, String token) {
             String text = bind.trim();
             int colon = text.lastIndexOf(':');
             if (colon <= 0 || colon == text.length() - 1) {
@@ -109,26 +102,13 @@ public final class AdminServer {
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException("bind address '" + bind + "' has no numeric port");
             }
-            return new Settings(host, port, tokenFile.map(Settings::readToken), false);
-        }
-
-        private static String readToken(Path file) {
-            String token;
-            try {
-                token = Files.readString(file).trim();
-            } catch (IOException e) {
-                throw new IllegalArgumentException("cannot read the admin token file " + file + ": " + e, e);
-            }
-            if (token.isEmpty()) {
-                throw new IllegalArgumentException("the admin token file " + file + " is empty");
-            }
-            return token;
+            return new Settings(host, port, token);
         }
 
         /** @throws IllegalArgumentException when the host does not resolve */
-        static boolean isLoopback(String host) {
+        private static void resolves(String host) {
             try {
-                return InetAddress.getByName(host).isLoopbackAddress();
+                InetAddress.getByName(host);
             } catch (UnknownHostException e) {
                 throw new IllegalArgumentException("bind address " + host + " does not resolve", e);
             }
@@ -153,8 +133,7 @@ public final class AdminServer {
         CadastreMetrics metrics = CadastreMetrics.get(system);
         MetricsEndpoint metricsEndpoint = new MetricsEndpoint(metrics, inventory::usage, settings.metricsRefresh(),
                 MetricsEndpoint.WAIT, System::nanoTime);
-        this.routes = new AdminRoutes(inventory, ipam, unreadiness,
-                settings.requiresToken() ? settings.token() : Optional.empty(), metricsEndpoint, metrics);
+        this.routes = new AdminRoutes(inventory, ipam, unreadiness, settings.token(), metricsEndpoint, metrics);
     }
 
     /**

@@ -46,7 +46,8 @@ import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 /**
  * For the admin tests: a one-member cluster with the real sharded entities (in-memory journal,
  * every message serialized), and per test its own pools, node, {@link Ipam} and admin server on
- * 127.0.0.1 with a free port, so that tests do not see each other's blocks and nodes. The member
+ * 127.0.0.1 with a free port and the token {@value #TOKEN}, so that tests do not see each other's
+ * blocks and nodes. The member
  * itself carries the node role {@value #MEMBER_NODE} and never holds an allocation.
  */
 final class AdminCluster implements AutoCloseable {
@@ -89,9 +90,10 @@ final class AdminCluster implements AutoCloseable {
         final AdminServer server;
         final URI base;
         final AtomicReference<Optional<String>> unreadiness = new AtomicReference<>(Optional.empty());
-        final Optional<String> token;
+        /** What {@link #get}, {@link #post} and the tests' own requests send as the bearer token: the server's. */
+        final Optional<String> token = Optional.of(TOKEN);
 
-        Env(boolean withToken) {
+        Env() {
             n = counter.incrementAndGet();
             v4 = new PoolSpec("v4-" + n, Cidr.parse("198.18." + n + ".0/24"), 26, false, true, 0);
             v6 = new PoolSpec("v6-" + n, Cidr.parse("fd00:198:0:" + n + "::/120"), 122, false, true, 0);
@@ -101,9 +103,7 @@ final class AdminCluster implements AutoCloseable {
             await(pools.defineConfigured(List.of(v4, v6)));
             ipam = ipam(node, List.of(v4.name(), v6.name()));
             inventory = new Inventory(system(), pools, timeouts);
-            token = withToken ? Optional.of(TOKEN) : Optional.empty();
-            server = new AdminServer(system(), inventory, ipam, unreadiness::get,
-                    new AdminServer.Settings("127.0.0.1", 0, token, withToken));
+            server = new AdminServer(system(), inventory, ipam, unreadiness::get, new AdminServer.Settings("127.0.0.1", 0, TOKEN));
             InetSocketAddress bound = await(server.start());
             base = URI.create("http://127.0.0.1:" + bound.getPort());
         }
@@ -197,11 +197,7 @@ final class AdminCluster implements AutoCloseable {
     }
 
     Env env() {
-        return new Env(false);
-    }
-
-    Env envWithToken() {
-        return new Env(true);
+        return new Env();
     }
 
     /** One HTTP reply. */
@@ -261,7 +257,7 @@ final class AdminCluster implements AutoCloseable {
         try (Env env = env()) {
             Pools pools = new Pools(system(), timeouts, new PoolCatalog(system(), timeouts, Duration.ofMillis(100)));
             AdminServer server = new AdminServer(system(), new Inventory(system(), pools, timeouts), env.ipam,
-                    Optional::empty, new AdminServer.Settings("127.0.0.1", 0, Optional.empty(), false));
+                    Optional::empty, new AdminServer.Settings("127.0.0.1", 0, TOKEN));
             try {
                 test.run(env, await(server.start()).getPort());
             } finally {

@@ -57,7 +57,7 @@ class AdminMetricsTest {
 
     @Test
     void metricsNeedNoTokenAndAreInThePrometheusTextFormat() {
-        try (Env env = cluster.envWithToken()) {
+        try (Env env = cluster.env()) {
             Reply reply = env.send(HttpRequest.newBuilder(env.base.resolve("/metrics")).GET(), Optional.empty());
             assertEquals(200, reply.status(), reply.body());
             assertEquals("text/plain; version=0.0.4; charset=utf-8", reply.contentType().toLowerCase());
@@ -108,9 +108,9 @@ class AdminMetricsTest {
         try (Env env = cluster.env()) {
             env.add("c1");
             AdminServer hourly = new AdminServer(cluster.system(), env.inventory, env.ipam, Optional::empty,
-                    new AdminServer.Settings("127.0.0.1", 0, Optional.empty(), false, Duration.ofHours(1)));
+                    new AdminServer.Settings("127.0.0.1", 0, AdminCluster.TOKEN, Duration.ofHours(1)));
             AdminServer always = new AdminServer(cluster.system(), env.inventory, env.ipam, Optional::empty,
-                    new AdminServer.Settings("127.0.0.1", 0, Optional.empty(), false, Duration.ZERO));
+                    new AdminServer.Settings("127.0.0.1", 0, AdminCluster.TOKEN, Duration.ZERO));
             try {
                 int hourlyPort = AdminCluster.await(hourly.start()).getPort();
                 int alwaysPort = AdminCluster.await(always.start()).getPort();

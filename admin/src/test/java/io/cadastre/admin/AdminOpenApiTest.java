@@ -21,6 +21,39 @@ class AdminOpenApiTest {
                 "POST /v1/release", "GET /v1/check", "POST /v1/gc")), documented);
     }
 
+    /**
+     * What the routes enforce is what the document says: every /v1 operation needs the bearer
+     * token (401), the probes, the document and the metrics need none; every operation taking a
+     * body refuses malformed ones (400) and other content types (415).
+     */
+    @Test
+    void theDocumentSaysWhichOperationsNeedTheTokenAndAJsonBody() {
+        assertEquals("bearer", OpenApi.DOCUMENT.get("security").get(0).fieldNames().next());
+        OpenApi.DOCUMENT.get("paths").properties().forEach(path -> path.getValue().properties().forEach(operation -> {
+            String what = operation.getKey().toUpperCase() + " " + path.getKey();
+            com.fasterxml.jackson.databind.JsonNode responses = operation.getValue().get("responses");
+            if (path.getKey().startsWith("/v1/")) {
+                assertEquals(false, operation.getValue().has("security"), what + " keeps the document's bearer security");
+                assertEquals(true, responses.has("401"), what);
+            } else {
+                assertEquals(0, operation.getValue().get("security").size(), what + " is open");
+            }
+            boolean body = operation.getValue().has("requestBody");
+            assertEquals(body, responses.has("415"), what);
+            if (body) {
+                assertEquals(true, responses.has("400"), what);
+                assertEquals(Set.of("application/json"),
+                        Set.copyOf(iterable(operation.getValue().get("requestBody").get("content").fieldNames())), what);
+            }
+        }));
+    }
+
+    private static java.util.List<String> iterable(java.util.Iterator<String> names) {
+        java.util.List<String> list = new java.util.ArrayList<>();
+        names.forEachRemaining(list::add);
+        return list;
+    }
+
     @Test
     void everySchemaReferenceResolves() {
         Set<String> refs = new TreeSet<>();

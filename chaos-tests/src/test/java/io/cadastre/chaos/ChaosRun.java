@@ -252,7 +252,8 @@ final class ChaosRun implements AutoCloseable {
 
     /**
      * The operator's view: {@code cadastrectl ipam check -o json} against the first host's agent
-     * (its admin API listens on loopback inside the host's namespace) must report a clean cluster —
+     * (its admin API listens on loopback inside the host's namespace; the token is the one that agent
+     * generated in its data directory) must report a clean cluster —
      * no allocation without an attachment, no attachment without its allocation, no block affine to
      * an unknown node — once while the workload's allocations are live, and once at the end. While
      * live, an allocation without attachment is excused only for an attachment one of whose ADDs
@@ -264,7 +265,8 @@ final class ChaosRun implements AutoCloseable {
     private void ipamCheck(String name, Set<String> excusedContainers) throws IOException, InterruptedException {
         Topology.Host host = topology.hosts().get(0);
         List<String> command = List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl", "ipam", "check", "-o", "json");
+                "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl", "ipam", "check", "-o", "json",
+                "--token-file", byHost.get(host.name()).adminTokenFile().toString());
         // To a file, not a pipe: reading a pipe would block past the timeout if the tool hung.
         Path out = dir.resolve(name + ".json");
         Process check = topology.exec(host, command,

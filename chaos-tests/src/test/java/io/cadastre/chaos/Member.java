@@ -51,6 +51,20 @@ public final class Member implements AutoCloseable {
         return dir.resolve("agent.log");
     }
 
+    /** @return the member's data directory ({@code cadastre.data-dir}) */
+    public Path dataDir() {
+        return dir.resolve("data");
+    }
+
+    /**
+     * @return the admin API's bearer token file, which the member generates in its data directory
+     *     at its first start (mode 0600) and keeps across restarts; its admin API listens on
+     *     loopback inside the host's namespace
+     */
+    public Path adminTokenFile() {
+        return dataDir().resolve("admin.token");
+    }
+
     public long pid() {
         return process.pid();
     }
@@ -83,7 +97,7 @@ public final class Member implements AutoCloseable {
         Files.writeString(conf, extraConfig + "\n"
                 + "cadastre.node-name = \"" + host.name() + "\"\n"
                 + "cadastre.cni-socket = \"" + socket() + "\"\n"
-                + "cadastre.data-dir = \"" + dir.resolve("data") + "\"\n");
+                + "cadastre.data-dir = \"" + dataDir() + "\"\n");
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",

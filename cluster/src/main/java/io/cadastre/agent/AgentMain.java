@@ -3,23 +3,29 @@ package io.cadastre.agent;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
-import io.cadastre.admin.AdminServer;
 import io.cadastre.admin.Members;
 import io.cadastre.dataplane.NetlinkDataplane;
 import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
  * {@code cadastre-agent}: runs the agent (the default), or installs the CNI plugin and network
- * configuration ({@code install}). Exit codes: 0 after a clean shutdown (SIGTERM), 1 when start-up
- * failed, 2 for bad command-line or configuration, 3 when the cluster downed this member (after a
+ * configuration ({@code install}). Before the actor system starts, it makes the data directory
+ * private ({@link DataDir}) and reads or generates the admin API's token ({@link AdminConfig}).
+ * Exit codes: 0 after a clean shutdown (SIGTERM), 1 when start-up failed (the data directory
+ * cannot be prepared, among others), 2 for bad command-line or configuration (a token file that
+ * others may read, among others), 3 when the cluster downed this member (after a
  * crash-like pause or on the minority side of a partition): its supervisor restarts it, and it
  * joins again as a new incarnation.
  */
@@ -27,6 +33,7 @@ import picocli.CommandLine.Option;
         description = "Cadastre's per-host agent: cluster member, IPAM and CNI endpoint.",
         subcommands = {InstallCommand.class, SchemaCommand.class})
 public final class AgentMain implements Callable<Integer> {
+    private static final Logger log = LoggerFactory.getLogger(AgentMain.class);
 
     @Option(names = {"-c", "--config"}, paramLabel = "FILE",
             description = "A HOCON file whose settings override the built-in application.conf.")
@@ -71,22 +78,44 @@ public final class AgentMain implements Callable<Integer> {
     public Integer call() {
         Config config;
         AgentSettings settings;
-        AdminServer.Settings admin;
+        AdminConfig.Resolved admin;
         try {
             if (configFile != null && !configFile.isFile()) {
                 throw new IllegalArgumentException("--config " + configFile + " is not a readable file");
             }
             config = loadConfig(configFile);
             settings = AgentSettings.from(config);
-            admin = AdminConfig.from(config);
             config = withNodeRole(config, settings.nodeName());
+            List<String> tightened = DataDir.prepare(settings.dataDir(), settings.persistence() == Persistence.EMBEDDED);
+            tightened.forEach(change -> log.warn("{}: only the agent's user may read the journal and the admin token", change));
+            admin = AdminConfig.from(config, settings.dataDir());
+        } catch (IOException | UncheckedIOException e) {
+            System.err.println("cadastre-agent: cannot prepare the data directory: " + e);
+            return 1;
         } catch (RuntimeException e) {
             System.err.println("cadastre-agent: configuration error: " + e.getMessage());
             return 2;
         }
-        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin, new NetlinkDataplane()), "cadastre", config);
+        logToken(admin);
+        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin.settings(), new NetlinkDataplane()),
+                "cadastre", config);
         system.getWhenTerminated().toCompletableFuture().join();
         return exitCode(CoordinatedShutdown.get(system).getShutdownReason());
+    }
+
+    /** Says where the admin API's token is, never what it is. */
+    private static void logToken(AdminConfig.Resolved admin) {
+        if (admin.kept() == null) {
+            log.info("admin API token from cadastre.admin.token-file {}", admin.tokenFile());
+            return;
+        }
+        switch (admin.kept().origin()) {
+            case GENERATED -> log.info("admin API token generated in {} (mode 0600: cadastrectl run as root reads it)",
+                    admin.tokenFile());
+            case REUSED -> log.info("admin API token in {}", admin.tokenFile());
+            case REPLACED -> log.warn("admin API token in {} replaced by a new one: {}", admin.tokenFile(),
+                    admin.kept().replacedBecause().orElse("unfit"));
+        }
     }
 
     /** @return the process's exit code for the reason the actor system shut down (see the class comment) */

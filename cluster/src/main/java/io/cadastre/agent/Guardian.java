@@ -149,6 +149,14 @@ public final class Guardian {
             BlockReclaimer blockReclaimer, CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen) {
         return Behaviors.receive(Object.class)
                 .onMessage(JournalReady.class, ready -> {
+                    if (settings.persistence() == Persistence.EMBEDDED) {
+                        // H2 has opened its files: any it created itself got the umask's mode.
+                        try {
+                            DataDir.tightenFiles(settings.dataDir()).forEach(change -> ctx.getLog().warn("{}", change));
+                        } catch (java.io.IOException e) {
+                            return fail(ctx, e);
+                        }
+                    }
                     join(ctx);
                     return Behaviors.same();
                 })

@@ -1,14 +1,16 @@
 package io.cadastre.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
-import io.cadastre.admin.AdminServer;
+import io.cadastre.admin.AdminToken;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.Optional;
 import org.apache.pekko.actor.CoordinatedShutdown;
@@ -35,45 +37,64 @@ class AgentMainTest {
     }
 
     @Test
-    void theAdminApiDefaultsToLoopbackWithoutAToken() {
-        AdminServer.Settings admin = AdminConfig.from(AgentMain.loadConfig(null));
-        assertEquals("127.0.0.1", admin.host());
-        assertEquals(9467, admin.port());
-        assertEquals(false, admin.requiresToken());
-        assertEquals(Duration.ofSeconds(10), admin.metricsRefresh());
+    void theAdminApiDefaultsToLoopbackWithATokenGeneratedInTheDataDirectory() throws Exception {
+        AdminConfig.Resolved admin = AdminConfig.from(AgentMain.loadConfig(null), dir);
+        assertEquals("127.0.0.1", admin.settings().host());
+        assertEquals(9467, admin.settings().port());
+        assertEquals(Duration.ofSeconds(10), admin.settings().metricsRefresh());
+        assertEquals(dir.resolve("admin.token"), admin.tokenFile());
+        assertEquals(AdminToken.Origin.GENERATED, admin.kept().origin());
+        assertEquals(Files.readString(admin.tokenFile()).strip(), admin.settings().token());
+        assertEquals(AdminToken.Origin.REUSED, AdminConfig.from(AgentMain.loadConfig(null), dir).kept().origin());
     }
 
     @Test
     void theMetricsRefreshIsConfigurableAndNotNegative() throws Exception {
         Path conf = Files.writeString(dir.resolve("refresh.conf"), "cadastre.admin.metrics-refresh = 30s\n");
-        assertEquals(Duration.ofSeconds(30), AdminConfig.from(AgentMain.loadConfig(conf.toFile())).metricsRefresh());
+        assertEquals(Duration.ofSeconds(30), AdminConfig.from(AgentMain.loadConfig(conf.toFile()), dir).settings().metricsRefresh());
         Path negative = Files.writeString(dir.resolve("negative.conf"), "cadastre.admin.metrics-refresh = -1s\n");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> AdminConfig.from(AgentMain.loadConfig(negative.toFile())));
+                () -> AdminConfig.from(AgentMain.loadConfig(negative.toFile()), dir));
         assertTrue(e.getMessage().startsWith("cadastre.admin.metrics-refresh"), e.getMessage());
     }
 
     @Test
-    void anAdminApiBeyondLoopbackWithoutATokenFileIsAConfigurationError() throws Exception {
+    void aTokenFileOthersMayReadIsAConfigurationErrorExitTwo() throws Exception {
+        Path token = Files.writeString(dir.resolve("token"), "t0ken\n");
+        Files.setPosixFilePermissions(token, PosixFilePermissions.fromString("rw-r--r--"));
         Path conf = Files.writeString(dir.resolve("agent.conf"), """
                 cadastre.node-name = "node-a"
+                cadastre.data-dir = "%s"
                 cadastre.admin.bind = "0.0.0.0:9467"
-                """);
+                cadastre.admin.token-file = "%s"
+                """.formatted(dir.resolve("data"), token));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> AdminConfig.from(AgentMain.loadConfig(conf.toFile())));
-        assertTrue(e.getMessage().startsWith("cadastre.admin"), e.getMessage());
+                () -> AdminConfig.from(AgentMain.loadConfig(conf.toFile()), dir));
+        assertTrue(e.getMessage().startsWith("cadastre.admin.token-file: the admin token file " + token + " has mode rw-r--r--"),
+                e.getMessage());
         AgentMain main = new AgentMain();
         main.configFile = conf.toFile();
         // Refused before any actor system starts: exit 2, as for any configuration error.
         assertEquals(2, assertTimeoutPreemptively(Duration.ofSeconds(30), main::call));
 
-        Path token = Files.writeString(dir.resolve("token"), "t0ken\n");
-        Path withToken = Files.writeString(dir.resolve("with-token.conf"), """
-                cadastre.admin.bind = "0.0.0.0:9467"
-                cadastre.admin.token-file = "%s"
-                """.formatted(token));
-        AdminServer.Settings admin = AdminConfig.from(AgentMain.loadConfig(withToken.toFile()));
-        assertTrue(admin.requiresToken());
-        assertEquals(Optional.of("t0ken"), admin.token());
+        Files.setPosixFilePermissions(token, PosixFilePermissions.fromString("rw-------"));
+        AdminConfig.Resolved admin = AdminConfig.from(AgentMain.loadConfig(conf.toFile()), dir);
+        assertEquals("t0ken", admin.settings().token());
+        assertEquals("0.0.0.0", admin.settings().host());
+        assertEquals(token, admin.tokenFile());
+        assertEquals(null, admin.kept(), "the agent keeps no token of its own then");
+        assertFalse(Files.exists(dir.resolve("admin.token")));
+    }
+
+    @Test
+    void aDataDirectoryThatIsAFileIsAConfigurationErrorExitTwo() throws Exception {
+        Path file = Files.writeString(dir.resolve("not-a-dir"), "");
+        Path conf = Files.writeString(dir.resolve("agent.conf"), """
+                cadastre.node-name = "node-a"
+                cadastre.data-dir = "%s"
+                """.formatted(file));
+        AgentMain main = new AgentMain();
+        main.configFile = conf.toFile();
+        assertEquals(2, assertTimeoutPreemptively(Duration.ofSeconds(30), main::call));
     }
 }

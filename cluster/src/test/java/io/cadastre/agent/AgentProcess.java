@@ -57,6 +57,16 @@ final class AgentProcess implements AutoCloseable {
         return dir.resolve("agent.log");
     }
 
+    /** @return the agent's data directory ({@code cadastre.data-dir}) */
+    Path dataDir() {
+        return dir.resolve("data");
+    }
+
+    /** @return the admin API's token file the agent generates in its data directory (root's only) */
+    Path adminTokenFile() {
+        return dataDir().resolve("admin.token");
+    }
+
     long pid() {
         return process.pid();
     }
@@ -65,7 +75,7 @@ final class AgentProcess implements AutoCloseable {
     AgentProcess start() throws IOException {
         Path conf = dir.resolve("agent.conf");
         Files.writeString(conf, config + "\ncadastre.node-name = \"" + nodeName + "\"\n"
-                + "cadastre.data-dir = \"" + dir.resolve("data") + "\"\n"
+                + "cadastre.data-dir = \"" + dataDir() + "\"\n"
                 + "cadastre.cni-socket = \"" + socket() + "\"\n"
                 + "cadastre.cluster.port = 0\n"
                 + "cadastre.admin.bind = \"127.0.0.1:0\"\n");

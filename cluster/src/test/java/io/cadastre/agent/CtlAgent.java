@@ -64,14 +64,28 @@ final class CtlAgent implements AutoCloseable {
         this.adminUrl = adminUrl;
     }
 
+    /** What a test does to the agent's directory before the agent starts in it. */
+    interface Setup {
+        void prepare(Path dir) throws Exception;
+    }
+
     /**
      * Starts an agent with the configuration and waits for its admin API; when it does not start,
      * kills it and removes its directory before throwing.
      */
     static CtlAgent start(String node, String network, String config) throws Exception {
+        return start(node, network, config, dir -> { });
+    }
+
+    /**
+     * As {@link #start(String, String, String)}, after {@code setup} has prepared the agent's
+     * directory (its data directory will be {@code dir/data}).
+     */
+    static CtlAgent start(String node, String network, String config, Setup setup) throws Exception {
         Path dir = Files.createTempDirectory("cad-ctl");
         AgentProcess agent = new AgentProcess(dir, node, config);
         try {
+            setup.prepare(dir);
             agent.start();
             return new CtlAgent(dir, agent, node, network, agent.adminUrl());
         } catch (Exception | AssertionError e) {
@@ -84,12 +98,32 @@ final class CtlAgent implements AutoCloseable {
         }
     }
 
-    /** Runs cadastrectl against the agent's admin API, in this process, with an empty environment. */
+    /** @return the admin API's token file, which the agent generated in its data directory */
+    Path adminTokenFile() {
+        return agent.adminTokenFile();
+    }
+
+    /** @return the agent's data directory */
+    Path dataDir() {
+        return agent.dataDir();
+    }
+
+    /** @return the agent's log */
+    Path log() {
+        return agent.log();
+    }
+
+    /**
+     * Runs cadastrectl against the agent's admin API, in this process, with its token file as
+     * the agent's own ({@code /var/lib/cadastre/admin.token} for a real cadastrectl run as root)
+     * and otherwise an empty environment.
+     */
     Run ctl(String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         String[] withServer = Stream.concat(Stream.of("--server", adminUrl), Stream.of(args)).toArray(String[]::new);
-        int code = Cadastrectl.execute(Map.of(), new PrintWriter(out, true), new PrintWriter(err, true), withServer);
+        int code = Cadastrectl.execute(Map.of(), agent.adminTokenFile(), new PrintWriter(out, true), new PrintWriter(err, true),
+                withServer);
         return new Run(code, out.toString(), err.toString());
     }
 

@@ -25,6 +25,7 @@ final class AdminClient {
 
     private final String base;
     private final String token;
+    private final String unauthorizedHint;
     private final Duration connectTimeout;
     private final Duration requestTimeout;
     private final HttpClient http;
@@ -35,14 +36,16 @@ final class AdminClient {
 
     /**
      * @param base the server, {@code http[s]://host:port[/prefix]}; request paths are appended to it
-     * @param token the bearer token, or {@code null} to send none (the agent on loopback needs none)
+     * @param token the bearer token, or {@code null} to send none
+     * @param unauthorizedHint appended to the message of a 401 answer: what was sent and how to fix it
      * @param connectTimeout how long to wait for the TCP (and TLS) connection
      * @param requestTimeout how long to wait for the whole answer once the request is sent
      */
-    AdminClient(URI base, String token, Duration connectTimeout, Duration requestTimeout) {
+    AdminClient(URI base, String token, String unauthorizedHint, Duration connectTimeout, Duration requestTimeout) {
         String text = base.toString();
         this.base = text.endsWith("/") ? text.substring(0, text.length() - 1) : text;
         this.token = token;
+        this.unauthorizedHint = unauthorizedHint;
         this.connectTimeout = connectTimeout;
         this.requestTimeout = requestTimeout;
         // HTTP/1.1 explicitly: the default would offer an h2c upgrade on every plain request.
@@ -175,12 +178,7 @@ final class AdminClient {
     }
 
     private String hint(int status) {
-        if (status != 401) {
-            return "";
-        }
-        return token == null
-                ? "; the agent wants a token: --token-file or CADASTRE_ADMIN_TOKEN_FILE"
-                : "; the agent refused the token from the token file";
+        return status == 401 ? unauthorizedHint : "";
     }
 
     /**

@@ -3,9 +3,12 @@ package io.cadastre.ctl;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -40,6 +43,8 @@ public final class Cadastrectl implements Callable<Integer> {
     static final String DEFAULT_SERVER = "http://127.0.0.1:9467";
     static final String ENV_SERVER = "CADASTRE_ADMIN_URL";
     static final String ENV_TOKEN_FILE = "CADASTRE_ADMIN_TOKEN_FILE";
+    /** The token an agent with the default data directory generates: root's only (mode 0600 in a 0700 directory). */
+    static final Path DEFAULT_TOKEN_FILE = Path.of("/var/lib/cadastre/admin.token");
     static final int EXIT_OK = 0;
     static final int EXIT_NOT_CLEAN = 1;
     static final int EXIT_ERROR = 2;
@@ -56,7 +61,7 @@ public final class Cadastrectl implements Callable<Integer> {
 
     @Option(names = "--token-file", paramLabel = "FILE", scope = ScopeType.INHERIT,
             description = "A file whose trimmed content is the bearer token (default: $" + ENV_TOKEN_FILE
-                    + "; none needed on loopback).")
+                    + ", else " + "/var/lib/cadastre/admin.token when it exists: the agent's own, which root can read).")
     Path tokenFile;
 
     @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", scope = ScopeType.INHERIT,
@@ -72,10 +77,16 @@ public final class Cadastrectl implements Callable<Integer> {
     CommandSpec spec;
 
     private final Map<String, String> env;
+    private final Path defaultTokenFile;
 
-    /** @param env the environment to read {@code CADASTRE_ADMIN_*} from ({@code System.getenv()}) */
-    Cadastrectl(Map<String, String> env) {
+    /**
+     * @param env the environment to read {@code CADASTRE_ADMIN_*} from ({@code System.getenv()})
+     * @param defaultTokenFile the token file used when neither option nor environment names one
+     *     ({@link #DEFAULT_TOKEN_FILE}; tests pass their own)
+     */
+    Cadastrectl(Map<String, String> env, Path defaultTokenFile) {
         this.env = Map.copyOf(env);
+        this.defaultTokenFile = defaultTokenFile;
     }
 
     /**
@@ -84,7 +95,12 @@ public final class Cadastrectl implements Callable<Integer> {
      *     its out and err writers first to capture the output
      */
     static CommandLine commandLine(Map<String, String> env) {
-        return new CommandLine(new Cadastrectl(env))
+        return commandLine(env, DEFAULT_TOKEN_FILE);
+    }
+
+    /** As {@link #commandLine(Map)}, with another default token file. */
+    static CommandLine commandLine(Map<String, String> env, Path defaultTokenFile) {
+        return new CommandLine(new Cadastrectl(env, defaultTokenFile))
                 .setCaseInsensitiveEnumValuesAllowed(true)
                 .setParameterExceptionHandler(Cadastrectl::usageError)
                 .setExecutionExceptionHandler((e, cmd, parsed) -> failure(e, cmd));
@@ -100,12 +116,15 @@ public final class Cadastrectl implements Callable<Integer> {
      * (this module's, and the agent's end-to-end tests against a real agent).
      *
      * @param env the environment to read {@code CADASTRE_ADMIN_*} from
+     * @param defaultTokenFile the token file used when neither {@code --token-file} nor the
+     *     environment names one, if it exists ({@code /var/lib/cadastre/admin.token} for {@link #main})
      * @param out where the answer goes (stdout)
      * @param err where errors and usage messages go (stderr)
      * @return the exit code (see the class comment)
      */
-    public static int execute(Map<String, String> env, PrintWriter out, PrintWriter err, String... args) {
-        CommandLine cmd = commandLine(env);
+    public static int execute(Map<String, String> env, Path defaultTokenFile, PrintWriter out, PrintWriter err,
+            String... args) {
+        CommandLine cmd = commandLine(env, defaultTokenFile);
         cmd.setOut(out);
         cmd.setErr(err);
         return cmd.execute(args);
@@ -174,9 +193,17 @@ public final class Cadastrectl implements Callable<Integer> {
         if (timeout < 1) {
             throw new ParameterException(spec.commandLine(), "--timeout must be 1 second or more, not " + timeout);
         }
-        return new AdminClient(serverUri(), token(),
+        URI server = serverUri();
+        Credential credential = credential(server);
+        return new AdminClient(server, credential.token(), credential.hint(),
                 Duration.ofSeconds(Math.min(timeout, MAX_CONNECT_TIMEOUT_SECONDS)), Duration.ofSeconds(timeout));
     }
+
+    /**
+     * The bearer token, or {@code null} for none, and what a 401 answer should tell the user:
+     * what was sent, and how to send the right one.
+     */
+    private record Credential(String token, String hint) {}
 
     private URI serverUri() {
         String text = server != null ? server : envOr(ENV_SERVER, DEFAULT_SERVER);
@@ -194,19 +221,48 @@ public final class Cadastrectl implements Callable<Integer> {
         }
     }
 
-    /** @return the trimmed content of the token file, or {@code null} when none is configured */
-    private String token() {
-        Path file = tokenFile;
+    /**
+     * The token from {@code --token-file}, else {@code $CADASTRE_ADMIN_TOKEN_FILE}, else the
+     * default token file when the server is on this host (loopback) and this user can read the
+     * file (root, for the agent's own); else none. The local agent's token is never sent to
+     * another host: it is of no use there, and would be disclosed to whoever answers.
+     *
+     * @throws CtlException when a named file, or the default one that is used, cannot be read or
+     *     holds no usable token
+     */
+    private Credential credential(URI server) {
+        Path file = tokenFile != null ? tokenFile : env(ENV_TOKEN_FILE) != null ? Path.of(env(ENV_TOKEN_FILE)) : null;
+        String fix = "run cadastrectl as root on the agent's host (it reads " + defaultTokenFile
+                + ") or pass --token-file (or " + ENV_TOKEN_FILE + ") naming the agent's <data-dir>/admin.token";
         if (file == null) {
-            String fromEnv = env(ENV_TOKEN_FILE);
-            if (fromEnv == null) {
-                return null;
+            // Not there for this user (the agent's 0700 data directory hides it), or no agent here.
+            if (!isLoopback(server) || !Files.isReadable(defaultTokenFile)) {
+                return new Credential(null, "; the agent wants its token: " + fix);
             }
-            file = Path.of(fromEnv);
+            file = defaultTokenFile;
         }
+        return new Credential(read(file), "; the agent refused the token from " + file + ": " + fix);
+    }
+
+    private static boolean isLoopback(URI server) {
+        String host = server.getHost();
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        }
+        try {
+            return InetAddress.getByName(host).isLoopbackAddress();
+        } catch (UnknownHostException e) {
+            return false;
+        }
+    }
+
+    /** @return the trimmed content of the token file */
+    private static String read(Path file) {
         String token;
         try {
             token = Files.readString(file, StandardCharsets.UTF_8).strip();
+        } catch (AccessDeniedException e) {
+            throw new CtlException("cannot read the token file " + file + ": permission denied (run as root, or as the file's owner)", e);
         } catch (IOException e) {
             throw new CtlException("cannot read the token file " + file + ": " + e, e);
         }

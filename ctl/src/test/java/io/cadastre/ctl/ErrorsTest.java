@@ -17,6 +17,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -79,6 +80,50 @@ class ErrorsTest {
     }
 
     @Test
+    void theAgentsOwnTokenFileIsUsedWhenNoneIsNamed() throws IOException {
+        Path agentsOwn = Files.writeString(dir.resolve("admin.token"), "agents-own\n");
+        Run run = run(Map.of(), agentsOwn, "--server", agent.url(), "pool", "list");
+        assertEquals(0, run.code(), run.err());
+        assertEquals("Bearer agents-own", agent.requests().get(0).authorization());
+
+        Path fromEnv = Files.writeString(dir.resolve("env-token"), "from-env\n");
+        Path named = Files.writeString(dir.resolve("named-token"), "named\n");
+        assertEquals(0, run(Map.of("CADASTRE_ADMIN_TOKEN_FILE", fromEnv.toString()), agentsOwn,
+                "--server", agent.url(), "pool", "list").code());
+        assertEquals("Bearer from-env", agent.requests().get(1).authorization(), "the environment before the default");
+        assertEquals(0, run(Map.of("CADASTRE_ADMIN_TOKEN_FILE", fromEnv.toString()), agentsOwn,
+                "--server", agent.url(), "--token-file", named.toString(), "pool", "list").code());
+        assertEquals("Bearer named", agent.requests().get(2).authorization(), "the option before both");
+    }
+
+    @Test
+    void theLocalAgentsTokenIsNeverSentToAnotherHost() throws IOException {
+        InetAddress other = nonLoopbackAddress();
+        Assumptions.assumeTrue(other != null, "this host has no non-loopback address up");
+        try (FakeAdminServer remote = new FakeAdminServer(other).get("/v1/pools", Fixtures.POOLS)) {
+            Path agentsOwn = Files.writeString(dir.resolve("admin.token"), "agents-own\n");
+            String url = "http://" + (other instanceof java.net.Inet6Address ? "[" + other.getHostAddress() + "]"
+                    : other.getHostAddress()) + ":" + remote.port();
+            Run run = run(Map.of(), agentsOwn, "--server", url, "pool", "list");
+            assertEquals(0, run.code(), run.err());
+            assertNull(remote.requests().get(0).authorization());
+        }
+    }
+
+    private static InetAddress nonLoopbackAddress() throws IOException {
+        for (java.net.NetworkInterface nic : java.util.Collections.list(java.net.NetworkInterface.getNetworkInterfaces())) {
+            if (nic.isUp() && !nic.isLoopback()) {
+                for (InetAddress address : java.util.Collections.list(nic.getInetAddresses())) {
+                    if (address instanceof java.net.Inet4Address) {
+                        return address;
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    @Test
     void anEmptyOrMissingTokenFileIsAnErrorBeforeAnyRequest() throws IOException {
         Path empty = Files.writeString(dir.resolve("empty"), " \n");
         assertFailed(ctl("--token-file", empty.toString(), "pool", "list"), "token file", "is empty");
@@ -112,11 +157,13 @@ class ErrorsTest {
 
     @Test
     void unauthorizedPrintsTheAgentsMessageTheStatusAndWhatToDo() throws IOException {
-        agent.answer("GET", "/v1/pools", 401, "{\"error\":\"missing or wrong bearer token\"}");
-        assertFailed(ctl("pool", "list"), "cadastrectl: missing or wrong bearer token", "HTTP 401",
-                "GET " + agent.url() + "/v1/pools", "--token-file");
+        agent.answer("GET", "/v1/pools", 401, "{\"error\":\"missing bearer token\"}");
+        assertFailed(ctl("pool", "list"), "cadastrectl: missing bearer token", "HTTP 401",
+                "GET " + agent.url() + "/v1/pools", "the agent wants its token: run cadastrectl as root",
+                "or pass --token-file");
         Path token = Files.writeString(dir.resolve("token"), "stale\n");
-        assertFailed(ctl("--token-file", token.toString(), "pool", "list"), "HTTP 401", "refused the token");
+        assertFailed(ctl("--token-file", token.toString(), "pool", "list"), "HTTP 401",
+                "the agent refused the token from " + token + ": run cadastrectl as root", "or pass --token-file");
     }
 
     @Test

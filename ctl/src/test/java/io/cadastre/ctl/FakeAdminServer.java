@@ -39,7 +39,12 @@ final class FakeAdminServer implements AutoCloseable {
     private final CountDownLatch closing = new CountDownLatch(1);
 
     FakeAdminServer() throws IOException {
-        server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+        this(InetAddress.getLoopbackAddress());
+    }
+
+    /** Listens on {@code address} (and a free port) instead of loopback; {@link #url()} still names loopback. */
+    FakeAdminServer(InetAddress address) throws IOException {
+        server = HttpServer.create(new InetSocketAddress(address, 0), 0);
         server.createContext("/", this::handle);
         // Handlers on their own threads: a hanging one must not hold the dispatcher (close() joins it).
         server.setExecutor(executor);
@@ -49,6 +54,11 @@ final class FakeAdminServer implements AutoCloseable {
     /** @return the base URL, {@code http://127.0.0.1:PORT} */
     String url() {
         return "http://127.0.0.1:" + server.getAddress().getPort();
+    }
+
+    /** @return the server's port */
+    int port() {
+        return server.getAddress().getPort();
     }
 
     /** Answers {@code method target} with {@code status} and the JSON {@code body}. */

@@ -2,6 +2,7 @@ package io.cadastre.ctl;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Path;
 import java.util.Map;
 
 /**
@@ -16,11 +17,19 @@ final class Fixtures {
     record Run(int code, String out, String err) {
     }
 
-    /** Runs {@code cadastrectl args} with the environment {@code env}. */
+    /** A default token file that does not exist: tests see no agent's token of this machine. */
+    static final Path NO_DEFAULT_TOKEN_FILE = Path.of("/nonexistent/cadastre-ctl-test/admin.token");
+
+    /** Runs {@code cadastrectl args} with the environment {@code env} and no default token file. */
     static Run run(Map<String, String> env, String... args) {
+        return run(env, NO_DEFAULT_TOKEN_FILE, args);
+    }
+
+    /** Runs {@code cadastrectl args} with the environment {@code env} and this default token file. */
+    static Run run(Map<String, String> env, Path defaultTokenFile, String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
-        int code = Cadastrectl.execute(env, new PrintWriter(out, true), new PrintWriter(err, true), args);
+        int code = Cadastrectl.execute(env, defaultTokenFile, new PrintWriter(out, true), new PrintWriter(err, true), args);
         return new Run(code, out.toString(), err.toString());
     }
 

@@ -106,15 +106,17 @@ public final class FailoverScenario implements Scenario {
     /**
      * Puts node's NodeEntity on another member, as a crash or a rolling restart leaves it: the
      * node's agent is stopped (SIGTERM: it hands its shards off), the NodeEntity is asked for
-     * through {@code other}'s admin API (so it starts on a survivor), and the agent is started
+     * through {@code other}'s admin API (so it starts on a survivor; with the token {@code other}
+     * generated in its data directory, read by the shell so that it is on no command line), and the agent is started
      * again (its entity stays where it is). A member hosts its own node's entities otherwise:
      * they are first asked for by its own agent.
      */
     private static void relocate(BenchContext context, Member node, Member other, String tag, int rep) throws Exception {
         node.close();
         Process get = context.topology().exec(other.host, List.of("bash", "-c",
-                "exec 3<>/dev/tcp/127.0.0.1/9467 && printf 'GET /v1/nodes/" + node.name()
-                        + " HTTP/1.0\\r\\nHost: bench\\r\\n\\r\\n' >&3 && cat <&3"), pb -> pb.redirectErrorStream(true));
+                "token=$(< \"$0\") && exec 3<>/dev/tcp/127.0.0.1/9467 && printf 'GET /v1/nodes/" + node.name()
+                        + " HTTP/1.0\\r\\nHost: bench\\r\\nAuthorization: Bearer %s\\r\\n\\r\\n' \"$token\" >&3 && cat <&3",
+                other.adminTokenFile().toString()), pb -> pb.redirectErrorStream(true));
         String reply = new String(get.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         if (!get.waitFor(60, TimeUnit.SECONDS) || !reply.startsWith("HTTP/1.1 200")) {
             throw new IOException("GET /v1/nodes/" + node.name() + " on " + other.name() + ": " + reply);

@@ -1,0 +1,114 @@
+package io.cadastre.agent;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The agent's data directory ({@code cadastre.data-dir}): the embedded journal (every pod's name,
+ * namespace, container ID and address history) and the admin API's token. Only its owner may
+ * enter it: created 0700, an existing one that lets group or others in is tightened, and so is
+ * every file in it that group or others may read or write. The directory is the barrier; the
+ * files' own modes keep them private if it is ever opened up, or moved.
+ *
+ * <p>H2 creates its files with the process's umask (0644 usually): the embedded journal's main
+ * file is therefore created here first, empty and 0600, and H2 opens it as a new store. Whatever
+ * else H2 creates later (a trace file after an error, temporary files) is within the 0700
+ * directory, and tightened at the next start.
+ */
+final class DataDir {
+    /** The embedded journal's main file, as {@code application.conf}'s H2 URL names it. */
+    static final String JOURNAL_FILE = "journal.mv.db";
+    private static final Set<PosixFilePermission> GROUP_OR_OTHERS = EnumSet.of(
+            PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_EXECUTE,
+            PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);
+
+    private DataDir() {}
+
+    /**
+     * Creates the directory 0700 (its missing parents with the usual permissions), or tightens an
+     * existing one and the files in it; with the embedded journal, creates its file 0600 when
+     * absent.
+     *
+     * @param dir the data directory; a link to a directory is followed
+     * @param embeddedJournal whether the entities' journal is the embedded H2 one
+     * @return what was tightened, one sentence each ("X was rwxr-xr-x, now rwx------"), for a
+     *     warning: empty for a directory created here or already private
+     * @throws IllegalArgumentException when the path exists and is not a directory
+     * @throws IOException when the directory cannot be created, read or changed
+     */
+    static List<String> prepare(Path dir, boolean embeddedJournal) throws IOException {
+        List<String> changed = new ArrayList<>();
+        if (!Files.exists(dir)) {
+            Path parent = dir.toAbsolutePath().getParent();
+            if (parent != null) {
+                Files.createDirectories(parent);
+            }
+            try {
+                // Created with its mode: no moment when another user could enter and hold it open.
+                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(
+                        EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_EXECUTE)));
+            } catch (FileAlreadyExistsException e) {
+                // Created meanwhile: tightened below like any existing one.
+            }
+        }
+        if (!Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("cadastre.data-dir " + dir + " is not a directory");
+        }
+        tighten(dir, Files.getPosixFilePermissions(dir), "data directory " + dir, changed);
+        changed.addAll(tightenFiles(dir));
+        if (embeddedJournal) {
+            Path journal = dir.resolve(JOURNAL_FILE);
+            try {
+                Files.createFile(journal, PosixFilePermissions.asFileAttribute(
+                        EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
+            } catch (FileAlreadyExistsException e) {
+                // The journal of an earlier run, tightened above.
+            }
+        }
+        return changed;
+    }
+
+    /**
+     * Takes group's and others' permissions from every regular file directly in {@code dir}
+     * (links are not followed: what they point to is not the agent's).
+     *
+     * @return what was tightened, one sentence each
+     * @throws IOException when the directory cannot be listed or a file changed
+     */
+    static List<String> tightenFiles(Path dir) throws IOException {
+        List<String> changed = new ArrayList<>();
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+            for (Path entry : entries) {
+                PosixFileAttributes attributes = Files.readAttributes(entry, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                if (attributes.isRegularFile()) {
+                    tighten(entry, attributes.permissions(), entry.toString(), changed);
+                }
+            }
+        }
+        return changed;
+    }
+
+    private static void tighten(Path path, Set<PosixFilePermission> permissions, String what, List<String> changed)
+            throws IOException {
+        if (permissions.stream().noneMatch(GROUP_OR_OTHERS::contains)) {
+            return;
+        }
+        Set<PosixFilePermission> tightened = EnumSet.noneOf(PosixFilePermission.class);
+        tightened.addAll(permissions);
+        tightened.removeAll(GROUP_OR_OTHERS);
+        Files.setPosixFilePermissions(path, tightened);
+        changed.add(what + " was " + PosixFilePermissions.toString(permissions) + ", now "
+                + PosixFilePermissions.toString(tightened));
+    }
+}

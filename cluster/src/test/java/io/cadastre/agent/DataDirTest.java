@@ -1,0 +1,79 @@
+package io.cadastre.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The data directory is its owner's only: created so, or tightened, with what it holds. */
+class DataDirTest {
+    @TempDir
+    Path tmp;
+
+    private static String mode(Path path) throws Exception {
+        return PosixFilePermissions.toString(Files.getPosixFilePermissions(path, LinkOption.NOFOLLOW_LINKS));
+    }
+
+    @Test
+    void aNewDirectoryIs0700WithItsJournalFile0600AndNothingToWarnAbout() throws Exception {
+        Path dir = tmp.resolve("var/lib/cadastre");
+        assertEquals(List.of(), DataDir.prepare(dir, true));
+        assertEquals("rwx------", mode(dir));
+        assertEquals("rw-------", mode(dir.resolve("journal.mv.db")));
+        assertEquals(0, Files.size(dir.resolve("journal.mv.db")), "empty: H2 makes a new store of it");
+        assertEquals("rwxr-xr-x", mode(dir.getParent()), "parents as usual");
+        assertEquals(List.of(), DataDir.prepare(dir, true), "again: nothing changes");
+    }
+
+    @Test
+    void withCassandraThereIsNoJournalFile() throws Exception {
+        Path dir = tmp.resolve("data");
+        DataDir.prepare(dir, false);
+        assertEquals(List.of(), List.of(dir.toFile().list()));
+    }
+
+    @Test
+    void anExistingLooserDirectoryAndItsFilesAreTightenedAndNamed() throws Exception {
+        Path dir = Files.createDirectory(tmp.resolve("data"), PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwxr-xr-x")));
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path journal = Files.writeString(dir.resolve("journal.mv.db"), "old journal");
+        Files.setPosixFilePermissions(journal, PosixFilePermissions.fromString("rw-r--r--"));
+        Path trace = Files.writeString(dir.resolve("journal.trace.db"), "");
+        Files.setPosixFilePermissions(trace, PosixFilePermissions.fromString("rw-rw-rw-"));
+        Path outside = Files.writeString(tmp.resolve("outside"), "");
+        Files.setPosixFilePermissions(outside, PosixFilePermissions.fromString("rw-r--r--"));
+        Files.createSymbolicLink(dir.resolve("link"), outside);
+
+        List<String> changed = DataDir.prepare(dir, true);
+
+        assertEquals(java.util.Set.of("data directory " + dir + " was rwxr-xr-x, now rwx------",
+                journal + " was rw-r--r--, now rw-------", trace + " was rw-rw-rw-, now rw-------"), java.util.Set.copyOf(changed));
+        assertEquals("rwx------", mode(dir));
+        assertEquals("rw-------", mode(journal));
+        assertEquals("old journal", Files.readString(journal), "the journal itself is left as it was");
+        assertEquals("rw-------", mode(trace));
+        assertEquals("rw-r--r--", mode(outside), "a link's target is not the agent's");
+    }
+
+    @Test
+    void aTighterDirectoryIsLeftAlone() throws Exception {
+        Path dir = Files.createDirectory(tmp.resolve("data"));
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+        assertEquals(List.of(), DataDir.prepare(dir, false));
+        assertEquals("rwx------", mode(dir));
+    }
+
+    @Test
+    void aFileWhereTheDirectoryShouldBeIsRefused() throws Exception {
+        Path file = Files.writeString(tmp.resolve("file"), "");
+        assertEquals("cadastre.data-dir " + file + " is not a directory",
+                assertThrows(IllegalArgumentException.class, () -> DataDir.prepare(file, true)).getMessage());
+    }
+}
