@@ -179,11 +179,6 @@ final class CtlAgent implements AutoCloseable {
         each(List.copyOf(added), this::del);
     }
 
-    /** @return the agent's log file */
-    Path log() {
-        return agent.log();
-    }
-
     /** @return the netconf ADDs through {@link #tryAdd} use: this network, the agent's socket, {@code ipam.pools} */
     String netconf(String... pools) {
         String names = Stream.of(pools).map(p -> "\"" + p + "\"").reduce((a, b) -> a + "," + b).orElse(null);
