@@ -34,6 +34,15 @@
 /* Deeper netconfs are not walked (so no agentSocket is taken from them): Jackson's default nesting
  * limit, which the agent parses with, so both give up on the same documents. */
 #define JSON_MAX_DEPTH 1000
+/* The longest CNI variable values forwarded, in bytes before percent-encoding (DESIGN.md,
+ * "Request"). Checked before connecting, so that the agent's header limit, which is larger even
+ * when every byte is percent-encoded, never cuts a request off while it is being sent. */
+#define CNI_COMMAND_MAX 64       /* the verbs are at most 7 bytes; room for new ones */
+#define CNI_CONTAINERID_MAX 255
+#define CNI_NETNS_MAX 4095       /* PATH_MAX - 1 */
+#define CNI_IFNAME_MAX 15        /* IFNAMSIZ - 1 */
+#define CNI_ARGS_MAX 8192
+#define CNI_PATH_MAX 8192
 #define DEFAULT_VERSION "1.1.0"
 #define SUPPORTED_VERSIONS "[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]"
 
@@ -66,17 +75,25 @@ static int write_all(int fd, int is_socket, const char *p, size_t n)
 }
 
 /* A small write buffer, so the request head goes out in one or two syscalls rather than one per
- * header. The first error sticks and is reported by out_flush. */
+ * header. The first error sticks (its errno in `err`) and is reported by out_flush. */
 struct out {
-    int fd, is_socket, failed;
+    int fd, is_socket, failed, err;
     size_t n;
     char buf[4096];
 };
 
+static void out_write(struct out *o, const char *p, size_t n)
+{
+    if (!o->failed && write_all(o->fd, o->is_socket, p, n) != 0) {
+        o->failed = 1;
+        o->err = errno;
+    }
+}
+
 static int out_flush(struct out *o)
 {
-    if (!o->failed && o->n > 0 && write_all(o->fd, o->is_socket, o->buf, o->n) != 0)
-        o->failed = 1;
+    if (o->n > 0)
+        out_write(o, o->buf, o->n);
     o->n = 0;
     return o->failed ? -1 : 0;
 }
@@ -86,8 +103,7 @@ static void out_put(struct out *o, const char *p, size_t n)
     if (o->n + n > sizeof o->buf) {
         out_flush(o);
         if (n > sizeof o->buf) { /* large payloads (the body) bypass the buffer */
-            if (!o->failed && write_all(o->fd, o->is_socket, p, n) != 0)
-                o->failed = 1;
+            out_write(o, p, n);
             return;
         }
     }
@@ -521,16 +537,47 @@ static const struct member *netconf_socket(const struct netconf *nc)
 
 /* ---- the request ------------------------------------------------------------------------- */
 
+/* The CNI variables, forwarded as headers in this order. */
+static const struct cni_var {
+    const char *env, *header;
+    size_t max; /* bytes */
+} cni_vars[] = {
+    {"CNI_COMMAND", "CNI-Command", CNI_COMMAND_MAX},
+    {"CNI_CONTAINERID", "CNI-ContainerID", CNI_CONTAINERID_MAX},
+    {"CNI_NETNS", "CNI-Netns", CNI_NETNS_MAX},
+    {"CNI_IFNAME", "CNI-Ifname", CNI_IFNAME_MAX},
+    {"CNI_ARGS", "CNI-Args", CNI_ARGS_MAX},
+    {"CNI_PATH", "CNI-Path", CNI_PATH_MAX},
+};
+
+/* Refuses a variable over its limit here, with nothing sent: the agent would refuse it too, but
+ * possibly mid-request. The value is not quoted: CNI_ARGS may carry credentials. Returns 0, or
+ * the exit status after printing the error. */
+static int check_cni_vars(void)
+{
+    for (size_t i = 0; i < sizeof cni_vars / sizeof cni_vars[0]; i++) {
+        const char *v = getenv(cni_vars[i].env);
+        size_t n = v == NULL ? 0 : strlen(v);
+        if (n > cni_vars[i].max) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "invalid environment variable %s", cni_vars[i].env);
+            return fail(4, msg, "%s is %zu bytes long: at most %zu bytes are accepted",
+                        cni_vars[i].env, n, cni_vars[i].max);
+        }
+    }
+    return 0;
+}
+
 /* Header values are percent-encoded so that any env value (spaces, CR/LF, UTF-8) survives as a
  * legal HTTP field value; the agent decodes them. Unset variables send no header at all, which
  * lets the agent tell "unset" from "empty". */
-static void put_cni_header(struct out *o, const char *name, const char *env)
+static void put_cni_header(struct out *o, const struct cni_var *var)
 {
     static const char hex[] = "0123456789ABCDEF";
-    const char *v = getenv(env);
+    const char *v = getenv(var->env);
     if (v == NULL)
         return;
-    out_str(o, name);
+    out_str(o, var->header);
     out_put(o, ": ", 2);
     for (const unsigned char *s = (const unsigned char *)v; *s != '\0'; s++) {
         if (*s < 0x21 || *s > 0x7E || *s == '%') {
@@ -543,6 +590,7 @@ static void put_cni_header(struct out *o, const char *name, const char *env)
     out_put(o, "\r\n", 2);
 }
 
+/* Returns 0, or -1 with errno set. */
 static int send_request(int fd, size_t body_len)
 {
     char cl[64];
@@ -553,17 +601,16 @@ static int send_request(int fd, size_t body_len)
                 "Content-Type: application/json\r\n");
     out_str(&o, cl);
     out_str(&o, "Connection: close\r\n");
-    put_cni_header(&o, "CNI-Command", "CNI_COMMAND");
-    put_cni_header(&o, "CNI-ContainerID", "CNI_CONTAINERID");
-    put_cni_header(&o, "CNI-Netns", "CNI_NETNS");
-    put_cni_header(&o, "CNI-Ifname", "CNI_IFNAME");
-    put_cni_header(&o, "CNI-Args", "CNI_ARGS");
-    put_cni_header(&o, "CNI-Path", "CNI_PATH");
+    for (size_t i = 0; i < sizeof cni_vars / sizeof cni_vars[0]; i++)
+        put_cni_header(&o, &cni_vars[i]);
     out_put(&o, "\r\n", 2);
     out_put(&o, in, body_len);
     /* No shutdown(SHUT_WR) after the body: a server that does not support half-close may drop
      * the connection, and the reply with it. "Connection: close" is what ends the exchange. */
-    return out_flush(&o);
+    if (out_flush(&o) == 0)
+        return 0;
+    errno = o.err;
+    return -1;
 }
 
 /* ---- the reply --------------------------------------------------------------------------- */
@@ -883,23 +930,33 @@ int main(void)
 
     struct agent a;
     int fd = -1;
-    int rc = agent_address(&a, &nc);
+    int rc = check_cni_vars();
+    if (rc == 0)
+        rc = agent_address(&a, &nc);
     if (rc == 0)
         rc = connect_agent(&a, &fd);
     if (rc != 0)
         return rc;
     const char *sp = a.path;
 
-    if (send_request(fd, in_len) != 0) {
-        int e = errno;
+    /* A send that fails because the agent closed (EPIPE, or ECONNRESET) may mean that it answered
+     * before reading the whole request, a limit of its own refusing it: that reply is waiting to
+     * be read, and it is the answer. */
+    int send_err = send_request(fd, in_len) != 0 ? errno : 0;
+    if (send_err != 0 && send_err != EPIPE && send_err != ECONNRESET) {
         close(fd);
-        return fail(11, "cadastre agent unreachable", "send to %s: %s", sp, socket_error(e));
+        return fail(11, "cadastre agent unreachable", "send to %s: %s", sp, socket_error(send_err));
     }
     size_t n;
-    int e = read_bounded(fd, reply, sizeof reply, &n) != 0 ? errno : 0;
+    int recv_err = read_bounded(fd, reply, sizeof reply, &n) != 0 ? errno : 0;
     close(fd);
-    if (e != 0)
-        return fail(11, "cadastre agent unreachable", "read from %s: %s", sp, socket_error(e));
+    /* On a Unix socket a reset only says that the agent closed with part of our request unread:
+     * every byte it wrote before closing is still delivered, so the reset ends the reply as EOF
+     * does. */
+    if (recv_err == ECONNRESET)
+        recv_err = 0;
+    if (recv_err != 0)
+        return fail(11, "cadastre agent unreachable", "read from %s: %s", sp, socket_error(recv_err));
     if (n > REPLY_MAX)
         return fail(5, "bad reply from the cadastre agent", "reply larger than %zu bytes", REPLY_MAX);
 
@@ -909,6 +966,8 @@ int main(void)
     const char *why;
     switch (parse_reply(reply, n, &status, &body, &body_len, &why)) {
     case PARSE_SHORT:
+        if (send_err != 0)
+            return fail(11, "cadastre agent unreachable", "send to %s: %s", sp, socket_error(send_err));
         return fail(11, "cadastre agent unreachable",
                     "%s closed the connection before a whole reply", sp);
     case PARSE_BAD:
