@@ -50,7 +50,7 @@
 static char in[STDIN_MAX + 1];
 static char reply[REPLY_MAX + 1];
 
-/* The cniVersion every answer carries; points into `in` once stdin has been scanned. */
+/* The cniVersion every answer carries; points into `in` once stdin has been walked. */
 static const char *version = DEFAULT_VERSION;
 static size_t version_len = sizeof DEFAULT_VERSION - 1;
 
@@ -413,16 +413,36 @@ static struct member *member_at(struct netconf *nc, enum place place, const char
 
 static int walk_value(struct walk *w, int depth, enum place place, struct member *m);
 
-/* At the opening brace; `depth` counts the containers around the members, this one included. */
-static int walk_object(struct walk *w, int depth, enum place place)
+/* At a container's opening bracket: steps over it, and returns 1 (past `close` too) if the
+ * container is empty. */
+static int walk_open(struct walk *w, char close)
 {
     w->p++;
     skip_space(w);
-    if (w->p < w->end && *w->p == '}') {
+    if (w->p < w->end && *w->p == close) {
         w->p++;
-        return 0;
+        return 1;
     }
-    for (;;) {
+    return 0;
+}
+
+/* After a member or an element: 0 past a comma (another follows), 1 past `close`, else -1. */
+static int walk_separator(struct walk *w, char close)
+{
+    skip_space(w);
+    if (w->p == w->end)
+        return -1;
+    char c = *w->p++;
+    return c == ',' ? 0 : c == close ? 1 : -1;
+}
+
+/* At the opening brace; `depth` counts the containers around the members, this one included. */
+static int walk_object(struct walk *w, int depth, enum place place)
+{
+    int sep;
+    if (walk_open(w, '}'))
+        return 0;
+    do {
         const char *key;
         size_t n;
         skip_space(w);
@@ -435,35 +455,20 @@ static int walk_object(struct walk *w, int depth, enum place place)
         struct member *m = member_at(w->nc, place, key, n);
         if (walk_value(w, depth, m == &w->nc->ipam ? PLACE_IPAM : PLACE_OTHER, m) != 0)
             return -1;
-        skip_space(w);
-        if (w->p == w->end)
-            return -1;
-        if (*w->p++ == '}')
-            return 0;
-        if (w->p[-1] != ',')
-            return -1;
-    }
+    } while ((sep = walk_separator(w, '}')) == 0);
+    return sep > 0 ? 0 : -1;
 }
 
 static int walk_array(struct walk *w, int depth)
 {
-    w->p++;
-    skip_space(w);
-    if (w->p < w->end && *w->p == ']') {
-        w->p++;
+    int sep;
+    if (walk_open(w, ']'))
         return 0;
-    }
-    for (;;) {
+    do {
         if (walk_value(w, depth, PLACE_OTHER, NULL) != 0)
             return -1;
-        skip_space(w);
-        if (w->p == w->end)
-            return -1;
-        if (*w->p++ == ']')
-            return 0;
-        if (w->p[-1] != ',')
-            return -1;
-    }
+    } while ((sep = walk_separator(w, ']')) == 0);
+    return sep > 0 ? 0 : -1;
 }
 
 /* One value inside `depth` containers; `place` applies if it is an object, and `m` (if not NULL)

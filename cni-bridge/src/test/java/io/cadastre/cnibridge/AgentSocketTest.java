@@ -104,8 +104,7 @@ class AgentSocketTest {
     void agentSocketIsNotFollowedFromAnywhereElse(String netconf) throws Exception {
         try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY)); FakeAgent decoy = FakeAgent.start(ok(DECOY_BODY))) {
             byte[] stdin = netconf.replace("DECOY", decoy.socket().toString()).getBytes(StandardCharsets.UTF_8);
-            Map<String, String> env = Plugin.cniEnv("ADD");
-            env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
+            Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());
             Plugin.Result r = Plugin.run(env, stdin);
 
             assertEquals(0, decoy.connections(), "the decoy was contacted; stdout: " + r.out());
@@ -136,8 +135,7 @@ class AgentSocketTest {
     void agentSocketIsFollowedWhereTheAgentReadsIt(String netconf) throws Exception {
         try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY)); FakeAgent decoy = FakeAgent.start(ok(DECOY_BODY))) {
             String stdin = netconf.replace("AGENT", agent.socket().toString()).replace("DECOY", decoy.socket().toString());
-            Map<String, String> env = Plugin.cniEnv("ADD");
-            env.put("CADASTRE_AGENT_SOCKET", decoy.socket().toString());
+            Map<String, String> env = Plugin.cniEnv("ADD", decoy.socket());
             Plugin.Result r = Plugin.run(env, stdin);
 
             assertEquals(0, decoy.connections(), "the decoy was contacted; stdout: " + r.out());
@@ -150,8 +148,7 @@ class AgentSocketTest {
     // ---- the socket's own rules --------------------------------------------------------------
 
     private Plugin.Result addVia(String agentSocket) throws Exception {
-        Map<String, String> env = Plugin.cniEnv("ADD");
-        env.put("CADASTRE_AGENT_SOCKET", dir.resolve("no-agent.sock").toString());
+        Map<String, String> env = Plugin.cniEnv("ADD", dir.resolve("no-agent.sock"));
         return Plugin.run(env, HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"" + agentSocket + "\"}");
     }
 
@@ -176,22 +173,14 @@ class AgentSocketTest {
         }
     }
 
-    @Test
-    void socketOwnedByAnotherUidIsRefused() throws Exception {
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void socketOrDirectoryOwnedByAnotherUidIsRefused(boolean directory) throws Exception {
         assumeRoot();
         try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY))) {
-            Files.setAttribute(agent.socket(), "unix:uid", 65534, LinkOption.NOFOLLOW_LINKS);
-            assertRefused(addVia(agent.socket().toString()), "is owned by uid 65534");
-            assertEquals(0, agent.connections());
-        }
-    }
-
-    @Test
-    void socketInADirectoryOwnedByAnotherUidIsRefused() throws Exception {
-        assumeRoot();
-        try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY))) {
-            Files.setAttribute(agent.socket().getParent(), "unix:uid", 65534, LinkOption.NOFOLLOW_LINKS);
-            assertRefused(addVia(agent.socket().toString()), "its directory " + agent.socket().getParent()
+            Path owned = directory ? agent.socket().getParent() : agent.socket();
+            Files.setAttribute(owned, "unix:uid", 65534, LinkOption.NOFOLLOW_LINKS);
+            assertRefused(addVia(agent.socket().toString()), (directory ? "its directory " + owned : owned)
                     + " is owned by uid 65534");
             assertEquals(0, agent.connections());
         }
@@ -257,8 +246,7 @@ class AgentSocketTest {
     @ValueSource(strings = {"no-agent.sock", "not-yet/cni.sock"})
     void aSocketOrDirectoryNotThereYetIsTryAgainLater(String path) throws Exception {
         // The agent creates both when it starts: the runtime should retry, not give up.
-        Map<String, String> env = Plugin.cniEnv("ADD");
-        env.put("CADASTRE_AGENT_SOCKET", dir.resolve(path).toString());
+        Map<String, String> env = Plugin.cniEnv("ADD", dir.resolve(path));
         JsonNode e = Plugin.assertError(Plugin.run(env, HEAD + "\"type\":\"cadastre\"}"), 11, "1.0.0");
         assertTrue(e.get("details").textValue().contains(dir.resolve(path).toString()), e.toString());
     }

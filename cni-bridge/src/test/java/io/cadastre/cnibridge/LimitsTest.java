@@ -33,8 +33,7 @@ class LimitsTest {
     @CsvSource({"CNI_COMMAND,64", "CNI_CONTAINERID,255", "CNI_NETNS,4095", "CNI_IFNAME,15", "CNI_ARGS,8192", "CNI_PATH,8192"})
     void aVariableOverItsLimitIsCode4WithNothingSent(String name, int limit) throws Exception {
         try (FakeAgent agent = FakeAgent.start(OK)) {
-            Map<String, String> env = Plugin.cniEnv("ADD");
-            env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
+            Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());
             // The limit is in bytes: one two-byte character takes this value one byte over.
             env.put(name, "s3cr3t" + "x".repeat(limit - 7) + "\u00e9");
             Plugin.Result r = Plugin.run(env, NETCONF);
@@ -51,8 +50,7 @@ class LimitsTest {
     @CsvSource({"CNI_COMMAND,64", "CNI_CONTAINERID,255", "CNI_NETNS,4095", "CNI_IFNAME,15", "CNI_ARGS,8192", "CNI_PATH,8192"})
     void aVariableAtItsLimitIsForwarded(String name, int limit) throws Exception {
         try (FakeAgent agent = FakeAgent.start(OK)) {
-            Map<String, String> env = Plugin.cniEnv("ADD");
-            env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
+            Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());
             env.put(name, "%".repeat(limit)); // every byte percent-encoded: the longest header it makes
             Plugin.Result r = Plugin.run(env, NETCONF);
 
@@ -72,8 +70,7 @@ class LimitsTest {
         // rest unread, so the plugin's send fails (1 MiB of stdin) or its read is reset.
         byte[] stdin = padding == 0 ? NETCONF.getBytes(StandardCharsets.UTF_8) : LocalErrorsTest.padded(NETCONF, padding);
         try (FakeAgent agent = FakeAgent.answeringEarly(reply("431 Request Header Fields Too Large", HEADERS_TOO_LARGE))) {
-            Map<String, String> env = Plugin.cniEnv("ADD");
-            env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
+            Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());
             Plugin.Result r = Plugin.run(env, stdin);
 
             assertEquals(1, r.exit(), r.out());
@@ -92,8 +89,7 @@ class LimitsTest {
                 ? "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n" + HEADERS_TOO_LARGE
                 : reply(status, result);
         try (FakeAgent agent = FakeAgent.answeringEarly(response)) {
-            Map<String, String> env = Plugin.cniEnv("ADD");
-            env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
+            Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());
             Plugin.Result r = Plugin.run(env, stdin);
 
             assertEquals(status == null ? 1 : 0, r.exit(), r.out());
@@ -105,8 +101,7 @@ class LimitsTest {
     @ValueSource(strings = {"", "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 100\r\n\r\n{\"cniVersion\":"})
     void anEarlyCloseWithoutAWholeReplyIsCode11(String partial) throws Exception {
         try (FakeAgent agent = FakeAgent.answeringEarly(partial)) {
-            Map<String, String> env = Plugin.cniEnv("ADD");
-            env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
+            Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());
             JsonNode e = Plugin.assertError(Plugin.run(env, LocalErrorsTest.padded(NETCONF, 1 << 20)), 11, "1.0.0");
             assertTrue(e.get("details").textValue().contains(agent.socket().toString()), e.toString());
         }
