@@ -223,8 +223,11 @@ class CniEndToEndTest {
     void badInputGetsTheRightErrorCode() throws Exception {
         String id = container();
         try (TestNetns ns = TestNetns.create()) {
-            // The plugin finds the socket by a plain scan; the agent then refuses the JSON.
-            assertEquals(6, cni("ADD", id, ns, "{\"agentSocket\":\"" + agent.socket() + "\", not json").code());
+            // The plugin takes no socket from a document it cannot walk: the environment names
+            // it, and the agent then refuses the JSON.
+            Map<String, String> viaEnv = CniExec.env("ADD", id, ns.path(), "eth0");
+            viaEnv.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
+            assertEquals(6, CniExec.run(viaEnv, "{\"agentSocket\":\"" + agent.socket() + "\", not json").code());
             assertEquals(1, cni("ADD", id, ns, netconf("9.9.9", "\"ipam\":{}")).code());
             assertEquals(7, cni("ADD", id, ns, netconf("1.1.0", "\"ipam\":{\"pools\":[\"no-such-pool\"]}")).code());
             Map<String, String> noNetns = CniExec.env("ADD", id, null, "eth0");

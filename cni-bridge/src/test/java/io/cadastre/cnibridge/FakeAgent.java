@@ -24,6 +24,7 @@ import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -34,7 +35,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>Start it with {@link #start(byte[])} in try-with-resources; {@link #close()} stops the
  * accept thread and deletes the socket and its directory. A request that cannot be read fails the
  * test there; errors writing the reply are ignored, since the plugin may stop reading on purpose
- * (a reply over its limit).
+ * (a reply over its limit). {@link #answeringEarly(String)} makes one that answers as soon as the
+ * request line is in, as the agent does when a limit refuses a request, and closes with the rest
+ * unread.
  */
 final class FakeAgent implements AutoCloseable {
 
@@ -61,15 +64,18 @@ final class FakeAgent implements AutoCloseable {
     private final Path socket;
     private final ServerSocketChannel server;
     private final byte[] response;
+    private final boolean early;
+    private final AtomicInteger connections = new AtomicInteger();
     private final BlockingQueue<Request> requests = new LinkedBlockingQueue<>();
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private final AtomicReference<SocketChannel> current = new AtomicReference<>();
     private final Thread thread;
 
-    private FakeAgent(byte[] response) throws IOException {
+    private FakeAgent(byte[] response, boolean early) throws IOException {
         this.dir = Files.createTempDirectory("cadastre-agent");
         this.socket = dir.resolve("cni.sock");
         this.response = response.clone();
+        this.early = early;
         this.server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         server.bind(UnixDomainSocketAddress.of(socket));
         this.thread = new Thread(this::serve, "fake-agent");
@@ -79,15 +85,29 @@ final class FakeAgent implements AutoCloseable {
 
     /** Starts an agent that answers every request with {@code response}, verbatim. */
     static FakeAgent start(byte[] response) throws IOException {
-        return new FakeAgent(response);
+        return new FakeAgent(response, false);
     }
 
     static FakeAgent start(String response) throws IOException {
         return start(response.getBytes(StandardCharsets.UTF_8));
     }
 
+    /**
+     * Starts an agent that reads only the request line, then answers with {@code response} and
+     * closes with the rest of the request unread (the plugin's send fails, its read is reset after
+     * the reply). It records no requests.
+     */
+    static FakeAgent answeringEarly(String response) throws IOException {
+        return new FakeAgent(response.getBytes(StandardCharsets.UTF_8), true);
+    }
+
     Path socket() {
         return socket;
+    }
+
+    /** Connections accepted so far: once the plugin has exited, every one it made is counted. */
+    int connections() {
+        return connections.get();
     }
 
     /** The next recorded request; fails the test if none arrives within 10 s. */
@@ -102,7 +122,12 @@ final class FakeAgent implements AutoCloseable {
             while (true) {
                 try (SocketChannel c = server.accept()) {
                     current.set(c);
-                    requests.add(readRequest(Channels.newInputStream(c)));
+                    connections.incrementAndGet();
+                    if (early) {
+                        readLine(Channels.newInputStream(c));
+                    } else {
+                        requests.add(readRequest(Channels.newInputStream(c)));
+                    }
                     try {
                         c.write(ByteBuffer.wrap(response));
                     } catch (IOException plugin_stopped_reading) {
@@ -141,6 +166,15 @@ final class FakeAgent implements AutoCloseable {
             throw new IOException("connection closed inside the body after " + body.length + " bytes");
         }
         return new Request(requestLine[0], requestLine[1], requestLine[2], headers, body);
+    }
+
+    private static void readLine(InputStream in) throws IOException {
+        int b;
+        while ((b = in.read()) != '\n') {
+            if (b < 0) {
+                throw new IOException("connection closed inside the request line");
+            }
+        }
     }
 
     private static boolean endsWithBlankLine(ByteArrayOutputStream head) {

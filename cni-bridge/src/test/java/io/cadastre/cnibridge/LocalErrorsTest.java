@@ -70,7 +70,7 @@ class LocalErrorsTest {
     @ValueSource(strings = {"\"\"", "\"/tmp/a\\/b.sock\"", "\"/tmp/a\\u0041.sock\"", "LONG"})
     void unusableAgentSocketInNetconfIsCode7(String value) throws Exception {
         String json = value.equals("LONG") ? "\"/" + "s".repeat(107) + "\"" : value;
-        Plugin.Result r = Plugin.run(env("ADD"), "{\"cniVersion\":\"0.4.0\",\"agentSocket\":" + json + "}");
+        Plugin.Result r = Plugin.run(env("ADD"), "{\"cniVersion\":\"0.4.0\",\"type\":\"cadastre\",\"agentSocket\":" + json + "}");
         Plugin.assertError(r, 7, "0.4.0");
     }
 
@@ -78,7 +78,7 @@ class LocalErrorsTest {
     void agentSocketOf107BytesIsAccepted() throws Exception {
         // The longest path sun_path holds: the plugin must try it (and find nothing there).
         String path = "/" + "s".repeat(106);
-        Plugin.Result r = Plugin.run(env("ADD"), "{\"cniVersion\":\"0.4.0\",\"agentSocket\":\"" + path + "\"}");
+        Plugin.Result r = Plugin.run(env("ADD"), "{\"cniVersion\":\"0.4.0\",\"type\":\"cadastre\",\"agentSocket\":\"" + path + "\"}");
         JsonNode e = Plugin.assertError(r, 11, "0.4.0");
         assertTrue(e.get("details").textValue().contains(path), r.out());
     }
@@ -106,11 +106,12 @@ class LocalErrorsTest {
         // Only stdin can carry bytes that are not UTF-8; Jackson rejects invalid UTF-8, so
         // parsing the output at all is part of the check.
         ByteArrayOutputStream stdin = new ByteArrayOutputStream();
-        stdin.writeBytes("{\"cniVersion\":\"1.1.0\",\"agentSocket\":\"/tmp/x".getBytes(StandardCharsets.UTF_8));
+        stdin.writeBytes(("{\"cniVersion\":\"1.1.0\",\"type\":\"cadastre\",\"agentSocket\":\"" + dir + "/x")
+                .getBytes(StandardCharsets.UTF_8));
         stdin.writeBytes(new byte[] {(byte) 0xff, (byte) 0xc3, 'y', (byte) 0xed, (byte) 0xa0, (byte) 0x80});
         stdin.writeBytes(".sock\"}".getBytes(StandardCharsets.UTF_8));
         JsonNode e = Plugin.assertError(Plugin.run(env("ADD"), stdin.toByteArray()), 11, "1.1.0");
-        assertTrue(e.get("details").textValue().contains("/tmp/x\uFFFD\uFFFDy\uFFFD\uFFFD\uFFFD.sock"), e.toString());
+        assertTrue(e.get("details").textValue().contains(dir + "/x\uFFFD\uFFFDy\uFFFD\uFFFD\uFFFD.sock"), e.toString());
     }
 
     @Test

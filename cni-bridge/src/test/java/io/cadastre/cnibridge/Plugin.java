@@ -73,6 +73,13 @@ final class Plugin {
         return env;
     }
 
+    /** {@link #cniEnv(String)} with {@code CADASTRE_AGENT_SOCKET} naming {@code agentSocket}. */
+    static Map<String, String> cniEnv(String command, Path agentSocket) {
+        Map<String, String> env = cniEnv(command);
+        env.put("CADASTRE_AGENT_SOCKET", agentSocket.toString());
+        return env;
+    }
+
     static Result run(Map<String, String> env, String stdin) throws Exception {
         return run(ASAN, env, stdin.getBytes(StandardCharsets.UTF_8));
     }

@@ -5,6 +5,7 @@ import io.cadastre.cni.CniException;
 import io.cadastre.cni.CniHandler;
 import io.cadastre.cni.CniResponse;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -14,11 +15,13 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollEventLoopGroup;
 import io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.channel.unix.DomainSocketAddress;
 import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
@@ -91,10 +94,16 @@ import org.slf4j.LoggerFactory;
  *       case-insensitive header lookup and the body. Other paths get 404, other methods on this
  *       path 405 (with {@code Allow: POST}); both carry a CNI error object (code 4), as does a
  *       request the HTTP codec rejects (400; 414 for a request line over 4 KiB, 431 for headers
- *       over 256 KiB), since the plugin prints any non-200 body as the CNI error.
+ *       over 256 KiB, however many), since the plugin prints any non-200 body as the CNI error.
+ *       The plugin's own limits on the CNI variables keep its requests well inside these.
  *   <li>A body over {@link #MAX_REQUEST_BYTES} gets 413 with a CNI error object of code 5 (I/O
  *       failure, as the C plugin reports an oversize stdin), as soon as the declared length (or
- *       the bytes so far) exceed it; the rest of the body is not read.
+ *       the bytes so far) exceed it; the rest of the body is not handled.
+ *   <li>A reply sent before the whole request was read (400, 413, 414, 431) is followed by a
+ *       half-close, and the server reads and drops the rest of the request (up to about 4.3 MiB,
+ *       for up to 5 s) before closing: closing with request bytes unread would make the client's
+ *       send fail and reset its connection, and a client that stops at a failed send never sees
+ *       the reply.
  *   <li>A handler that does not answer within {@link Settings#requestTimeout()} gets 503 with code
  *       11 (try again later). The backend work is not cancelled (ADD and DEL are idempotent, the
  *       runtime retries).
@@ -137,7 +146,12 @@ public final class CniSocketServer {
 
     private static final String CNI_PATH = "/v1/cni";
     private static final int MAX_REQUEST_LINE_BYTES = 4 * 1024;
-    /** All header lines together: six percent-encoded CNI variables (up to 3 bytes per byte). */
+    /**
+     * All header lines together, which also bounds how many there are. The plugin checks its CNI
+     * variables first (cni-bridge/DESIGN.md, "Request": 20,813 bytes together, 62,439
+     * percent-encoded, plus about 300 bytes of fixed head), so it never reaches this: four times
+     * its longest head.
+     */
     private static final int MAX_HEADER_BYTES = 256 * 1024;
     private static final int MAX_CHUNK_BYTES = 64 * 1024;
     /** One accept thread and two I/O threads: this runs on every node and serves short calls. */
@@ -145,6 +159,13 @@ public final class CniSocketServer {
     static final Duration DEFAULT_READ_TIMEOUT = Duration.ofSeconds(30);
     /** A reply is a few KiB and fits the socket buffer; this only bounds a client that never reads. */
     private static final Duration WRITE_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * After an early refusal, how much of the rest of the request is read and dropped, and for how
+     * long, before the connection is closed anyway: anything a request within the limits could
+     * still hold.
+     */
+    private static final long LINGER_BYTES = MAX_REQUEST_BYTES + MAX_HEADER_BYTES + MAX_REQUEST_LINE_BYTES;
+    private static final Duration LINGER_TIMEOUT = Duration.ofSeconds(5);
     private static final Duration DEFAULT_STOP_GRACE = Duration.ofSeconds(3);
     /** After the grace, how long closing the remaining connections may take before stop gives up waiting. */
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
@@ -429,11 +450,16 @@ public final class CniSocketServer {
     /**
      * One connection's request and reply, all on its I/O thread (hence no synchronization): a
      * single timer covers the phase the connection is in (reading: close; handling: answer 503;
-     * writing: close).
+     * writing: close; lingering: close).
      */
     private final class Exchange extends ChannelInboundHandlerAdapter {
         private boolean requestSeen;
         private boolean answered;
+        /** The reply is going out before the whole request was read: linger once it is written. */
+        private boolean requestUnread;
+        /** Half-closed after an early reply: reading and dropping the rest of the request. */
+        private boolean lingering;
+        private long dropped;
         private io.netty.util.concurrent.ScheduledFuture<?> timer;
 
         @Override
@@ -449,15 +475,26 @@ public final class CniSocketServer {
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (lingering) {
+                if (msg instanceof ByteBuf bytes) {
+                    dropped += bytes.readableBytes();
+                }
+                ReferenceCountUtil.release(msg);
+                if (dropped > LINGER_BYTES) {
+                    ctx.close();
+                }
+                return;
+            }
             if (requestSeen) { // one request per connection: the reply closes it
                 ReferenceCountUtil.release(msg);
                 return;
             }
             requestSeen = true;
             cancelTimer();
-            // Nothing more will be read; stopping also spares reading the rest of an oversized body.
+            // Nothing more is read until the reply is out (then only to linger after an early one).
             ctx.channel().config().setAutoRead(false);
             if (msg == TooLarge.INSTANCE) {
+                requestUnread = true;
                 CniResponse error = CniHandler.errorResponse(new byte[0], new CniException(CniCodes.IO_FAILURE,
                         "request body over " + MAX_REQUEST_BYTES + " bytes"));
                 answer(ctx, new CniResponse(413, error.body()));
@@ -477,6 +514,7 @@ public final class CniSocketServer {
 
         private void serve(ChannelHandlerContext ctx, FullHttpRequest request) {
             if (request.decoderResult().isFailure()) {
+                requestUnread = true;
                 Throwable cause = request.decoderResult().cause();
                 log.debug("CNI request malformed: {}", cause.toString());
                 int status = cause instanceof TooLongHttpLineException ? 414
@@ -545,18 +583,50 @@ public final class CniSocketServer {
             }
             h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
             // The plugin reads to EOF: close once the reply is out (or could not be written).
-            ChannelFuture written = ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+            ChannelFuture written = ctx.writeAndFlush(response);
+            if (requestUnread) {
+                written.addListener(f -> {
+                    if (f.isSuccess()) {
+                        linger(ctx);
+                    } else {
+                        ctx.close();
+                    }
+                });
+            } else {
+                written.addListener(ChannelFutureListener.CLOSE);
+            }
             if (!written.isDone()) {
                 timer = ctx.executor().schedule(() -> ctx.close(), WRITE_TIMEOUT.toNanos(), TimeUnit.NANOSECONDS);
             }
+        }
+
+        /**
+         * After a reply sent before the whole request was read: half-closes, so the client reads the
+         * reply and then EOF, and reads and drops what it still sends (raw bytes: the HTTP handlers
+         * are removed) until it closes, {@link #LINGER_BYTES} have come or {@link #LINGER_TIMEOUT}
+         * has passed. Closing at once, with request bytes unread, would fail the client's send.
+         */
+        private void linger(ChannelHandlerContext ctx) {
+            cancelTimer();
+            lingering = true; // before the removal, which hands on any bytes the codec held
+            ChannelPipeline pipeline = ctx.pipeline();
+            pipeline.remove("aggregate");
+            pipeline.remove("http");
+            ((DuplexChannel) ctx.channel()).shutdownOutput().addListener(f -> {
+                if (!f.isSuccess()) {
+                    ctx.close();
+                }
+            });
+            timer = ctx.executor().schedule(() -> ctx.close(), LINGER_TIMEOUT.toNanos(), TimeUnit.NANOSECONDS);
+            ctx.channel().config().setAutoRead(true);
         }
 
         @Override
         public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
             // The client shut down its sending side. After a whole request (or a truncated header,
             // which the codec turned into a 400) the reply is still owed; before one, nothing
-            // more can come.
-            if (evt instanceof ChannelInputShutdownEvent && !requestSeen) {
+            // more can come; while lingering, the client has sent all it will.
+            if (evt instanceof ChannelInputShutdownEvent && (!requestSeen || lingering)) {
                 ctx.close();
             }
             ctx.fireUserEventTriggered(evt);

@@ -184,8 +184,17 @@ class CniSocketServerTest {
 
         assertTrue(reply.statusLine.startsWith("HTTP/1.1 413 "), reply.statusLine);
         assertEquals(5, JSON.readTree(reply.body).get("code").asInt());
-        // the connection ends (cleanly, or reset when the server closed with request bytes unread)
+        assertWholeExchange(reply);
         assertTrue(backend.calls.isEmpty());
+    }
+
+    /**
+     * After an early refusal the server reads and drops the rest of the request before it closes:
+     * the client's send does not fail, and the reply ends in a clean EOF rather than a reset.
+     */
+    private static void assertWholeExchange(Reply reply) {
+        assertTrue(reply.sentWhole, "the client could send its whole request");
+        assertTrue(reply.closedByServer, "the reply ends in EOF, not a reset");
     }
 
     @Test
@@ -366,8 +375,76 @@ class CniSocketServerTest {
         Reply reply = send(request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8)));
 
         assertEquals("HTTP/1.1 431 Request Header Fields Too Large", reply.statusLine);
-        assertEquals(4, JSON.readTree(reply.body).get("code").asInt());
+        JsonNode error = JSON.readTree(reply.body);
+        assertEquals(4, error.get("code").asInt());
+        assertEquals("1.1.0", error.get("cniVersion").asText(), "the body is not read, so no cniVersion to echo");
+        assertTrue(error.get("msg").asText().contains("headers too long"), reply.toString());
+        assertWholeExchange(reply);
         assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void tooManyHeadersGetAnErrorObject() throws Exception {
+        // The head's byte limit bounds the number of headers too: 50,000 short ones are over it.
+        Map<String, String> h = addHeaders();
+        for (int i = 0; i < 50_000; i++) {
+            h.put("X-" + i, "v");
+        }
+        Reply reply = send(request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals("HTTP/1.1 431 Request Header Fields Too Large", reply.statusLine);
+        assertEquals(4, JSON.readTree(reply.body).get("code").asInt());
+        assertWholeExchange(reply);
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    @Test
+    void oversizeRequestLineGetsAnErrorObject() throws Exception {
+        Reply reply = send(request("POST", "/v1/cni?" + "x".repeat(8 * 1024), addHeaders(),
+                NETCONF.getBytes(StandardCharsets.UTF_8)));
+
+        assertEquals("HTTP/1.1 414 Request-URI Too Long", reply.statusLine);
+        assertEquals(4, JSON.readTree(reply.body).get("code").asInt());
+        assertWholeExchange(reply);
+        assertTrue(backend.calls.isEmpty());
+    }
+
+    /** The plugin's limits on the CNI variables, in bytes (cni-bridge/DESIGN.md, "Request"). */
+    private static final Map<String, Integer> PLUGIN_LIMITS = Map.of("CNI-Command", 64, "CNI-ContainerID", 255,
+            "CNI-Netns", 4095, "CNI-Ifname", 15, "CNI-Args", 8192, "CNI-Path", 8192);
+
+    @Test
+    void theLongestHeadThePluginSendsIsWithinTheLimits() throws Exception {
+        // Every variable at the plugin's limit and every byte percent-encoded, as the plugin encodes
+        // `%`: the agent must serve it, not refuse it in the HTTP codec. CNI-Command is padded by a
+        // header of its own so the verb stays ADD.
+        Map<String, String> values = Map.of("CNI-Command", "ADD", "CNI-ContainerID", "c".repeat(255),
+                "CNI-Netns", "/" + "n".repeat(4094), "CNI-Ifname", "e".repeat(15),
+                "CNI-Args", "IgnoreUnknown=1;X=" + "a".repeat(8192 - 18), "CNI-Path", "/" + "p".repeat(8191));
+        Map<String, String> h = new LinkedHashMap<>();
+        values.forEach((name, v) -> {
+            assertTrue(v.length() <= PLUGIN_LIMITS.get(name), name);
+            h.put(name, percentEncodeAll(v));
+        });
+        h.put("X-Pad", "%41".repeat(PLUGIN_LIMITS.get("CNI-Command") - 3));
+        byte[] request = request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8));
+        int values3x = PLUGIN_LIMITS.values().stream().mapToInt(n -> 3 * n).sum();
+        assertTrue(request.length > values3x, "as long as the plugin's longest: " + request.length);
+
+        Reply reply = send(request);
+
+        assertEquals("HTTP/1.1 200 OK", reply.statusLine, new String(reply.body, StandardCharsets.UTF_8));
+        AddRequest add = (AddRequest) backend.calls.get(0).args().get(0);
+        assertEquals("/" + "n".repeat(4094), add.attachment().netns());
+        assertEquals("e".repeat(15), add.attachment().ifname());
+    }
+
+    private static String percentEncodeAll(String s) {
+        StringBuilder sb = new StringBuilder();
+        for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
+            sb.append('%').append(String.format("%02X", b & 0xff));
+        }
+        return sb.toString();
     }
 
     @Test
@@ -448,8 +525,12 @@ class CniSocketServerTest {
 
     // --- a tiny HTTP/1.1 client ---
 
-    /** @param closedByServer the reply ended in a clean EOF (not a reset) */
-    private record Reply(String statusLine, Map<String, String> headers, byte[] body, boolean closedByServer) {}
+    /**
+     * @param closedByServer the reply ended in a clean EOF (not a reset)
+     * @param sentWhole the whole request could be written (see {@link #send(Path, byte[])})
+     */
+    private record Reply(String statusLine, Map<String, String> headers, byte[] body, boolean closedByServer,
+                         boolean sentWhole) {}
 
     private static byte[] request(String method, String path, Map<String, String> cniHeaders, byte[] body) {
         StringBuilder sb = new StringBuilder();
@@ -473,12 +554,15 @@ class CniSocketServerTest {
 
     private static Reply send(Path socket, byte[] request) throws IOException {
         try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+            boolean sentWhole = true;
             try {
                 writeFully(ch, request);
             } catch (IOException e) {
-                // the server may answer and close before reading everything (413): read the reply anyway
+                // a server that answers and closes before reading everything: read the reply anyway
+                sentWhole = false;
             }
-            return readReply(ch);
+            Reply r = readReply(ch);
+            return new Reply(r.statusLine, r.headers, r.body, r.closedByServer, sentWhole);
         }
     }
 
@@ -524,6 +608,6 @@ class CniSocketServerTest {
         if (headers.containsKey("content-length")) {
             assertEquals(Integer.parseInt(headers.get("content-length")), body.length, "body length");
         }
-        return new Reply(lines[0], headers, body, cleanEof);
+        return new Reply(lines[0], headers, body, cleanEof, true);
     }
 }
