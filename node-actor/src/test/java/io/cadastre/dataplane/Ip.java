@@ -25,6 +25,11 @@ final class Ip {
         List<String> command = new ArrayList<>();
         command.add("ip");
         command.addAll(Arrays.asList(args));
+        return tryRunCommand(command.toArray(String[]::new));
+    }
+
+    /** Runs any command (e.g. {@code bridge}, {@code ip netns exec ...}), failing only if it cannot start. */
+    static Result tryRunCommand(String... command) {
         try {
             Process p = new ProcessBuilder(command).start();
             p.getOutputStream().close();
