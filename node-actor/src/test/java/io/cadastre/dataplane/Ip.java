@@ -53,6 +53,15 @@ final class Ip {
         return r.out();
     }
 
+    /** Runs any command, failing the test unless it exits 0. @return its standard output */
+    static String runCommand(String... command) {
+        Result r = tryRunCommand(command);
+        if (r.exit() != 0) {
+            throw new AssertionError(String.join(" ", command) + " exited " + r.exit() + ": " + r.err());
+        }
+        return r.out();
+    }
+
     /** {@code ip -j args...} parsed. */
     static List<Map<String, Object>> json(String... args) {
         String[] withJ = new String[args.length + 1];

@@ -115,6 +115,145 @@ class NetlinkHostRoutingTest {
         }
     }
 
+    /**
+     * Host i behind the router: underlay 198.19.i.11/24 and fd00:19:i::11/64 (router .1 and ::1),
+     * blocks 198.18.i.0/26 and fd00:198::i:0/122 whose first address is the tunnel address.
+     */
+    private record VxlanHost(int i, TestNet.Host host, String pod) {
+        String v4() {
+            return "198.19." + i + ".11";
+        }
+
+        String v6() {
+            return "fd00:19:" + i + "::11";
+        }
+
+        String tunnelV4() {
+            return "198.18." + i + ".1";
+        }
+
+        String tunnelV6() {
+            return "fd00:198::" + i + ":1";
+        }
+
+        String mac(int family) {
+            return String.format("02:ca:da:%02x:00:%02x", i, family);
+        }
+
+        String podV4() {
+            return "198.18." + i + ".5";
+        }
+
+        String podV6() {
+            return "fd00:198::" + i + ":5";
+        }
+    }
+
+    @Test
+    void vxlanModeCarriesPodTrafficBetweenSubnetsBehindARouter() throws Exception {
+        String router = net.namespace("r");
+        TestNet.Host r = net.host(router);
+        enableForwarding(r);
+        List<VxlanHost> hosts = new ArrayList<>();
+        for (int i = 2; i <= 3; i++) {
+            String ns = net.namespace("h" + i);
+            net.wire(router, "h" + i, ns, "eth0");
+            TestNet.addresses(router, "h" + i, "198.19." + i + ".1/24", "fd00:19:" + i + "::1/64");
+            TestNet.addresses(ns, "eth0", "198.19." + i + ".11/24", "fd00:19:" + i + "::11/64");
+            Ip.run("-n", ns, "route", "add", "default", "via", "198.19." + i + ".1");
+            Ip.run("-n", ns, "-6", "route", "add", "default", "via", "fd00:19:" + i + "::1");
+            TestNet.Host h = net.host(ns);
+            enableForwarding(h);
+            hosts.add(new VxlanHost(i, h, net.pod(h, "p" + i, "198.18." + i + ".5", "fd00:198::" + i + ":5")));
+        }
+        VxlanHost c = hosts.get(0);
+        VxlanHost d = hosts.get(1);
+
+        for (VxlanHost h : hosts) {
+            VxlanHost peer = h == c ? d : c;
+            Result result = reconcile(h.host(), vxlanDesired(h, peer));
+            // 2 devices, 2 tunnel addresses, 2 FDB and 2 neighbour entries, 4 routes.
+            assertEquals(12, result.added().size(), result.toString());
+            assertClean(result);
+        }
+
+        Map<String, Object> vx4 = Ip.json("-n", c.host().netns(), "-d", "link", "show", "dev", "cadastre.vx4").get(0);
+        assertEquals(1450L, vx4.get("mtu"));
+        assertEquals(c.mac(4), vx4.get("address"));
+        @SuppressWarnings("unchecked")
+        Map<String, Object> info = (Map<String, Object>) ((Map<String, Object>) vx4.get("linkinfo")).get("info_data");
+        assertEquals(4242L, info.get("id"));
+        assertEquals(4789L, info.get("port"));
+        assertEquals("198.19.2.11", info.get("local"));
+        assertEquals("eth0", info.get("link"));
+        assertEquals(Boolean.FALSE, info.get("learning"));
+        assertEquals(1430L, Ip.link(c.host().netns(), "cadastre.vx6").get("mtu"));
+        assertEquals(Set.of(d.mac(4) + " dst 198.19.3.11 self permanent"), fdb(c.host().netns(), "cadastre.vx4"));
+        assertEquals(Set.of(d.mac(6) + " dst fd00:19:3::11 self permanent"), fdb(c.host().netns(), "cadastre.vx6"));
+        assertEquals(Set.of("198.18.3.1 lladdr " + d.mac(4) + " PERMANENT proto 202"),
+                neighbours(c.host().netns(), "cadastre.vx4"));
+        assertTrue(neighbours(c.host().netns(), "cadastre.vx6")
+                .contains("fd00:198::3:1 lladdr " + d.mac(6) + " PERMANENT proto 202"));
+        assertEquals(Set.of("198.18.3.0/26 via 198.18.3.1 dev cadastre.vx4 onlink mtu 1450", "blackhole 198.18.2.0/26"),
+                cadastreRoutes(c.host().netns(), "-4"));
+
+        TestNet.awaitPing(c.pod(), d.podV4());
+        TestNet.awaitPing(c.pod(), d.podV6());
+        TestNet.awaitPing(d.pod(), c.podV4());
+        TestNet.awaitPing(d.pod(), c.podV6());
+        TestNet.awaitPing(c.pod(), d.tunnelV4());
+        TestNet.awaitPing(c.pod(), d.tunnelV6());
+        TestNet.awaitPing(c.host().netns(), d.podV4());
+        TestNet.awaitPing(c.host().netns(), d.podV6());
+
+        for (VxlanHost h : hosts) {
+            Result again = reconcile(h.host(), vxlanDesired(h, h == c ? d : c));
+            assertEquals(0, again.changes(), again.toString());
+            assertClean(again);
+        }
+    }
+
+    /** VXLAN mode between two hosts: one device per family, blackholes for the own blocks. */
+    private static Desired vxlanDesired(VxlanHost h, VxlanHost peer) {
+        VxlanDevice vx4 = new VxlanDevice("cadastre.vx4", 4242, 4789, IpPrefix.literal(h.v4()), "eth0", h.mac(4), 1450,
+                IpPrefix.parse(h.tunnelV4() + "/32"), List.of(new FdbEntry(peer.mac(4), IpPrefix.literal(peer.v4()))),
+                List.of(new NeighbourEntry(IpPrefix.literal(peer.tunnelV4()), peer.mac(4))));
+        VxlanDevice vx6 = new VxlanDevice("cadastre.vx6", 4242, 4789, IpPrefix.literal(h.v6()), "eth0", h.mac(6), 1430,
+                IpPrefix.parse(h.tunnelV6() + "/128"), List.of(new FdbEntry(peer.mac(6), IpPrefix.literal(peer.v6()))),
+                List.of(new NeighbourEntry(IpPrefix.literal(peer.tunnelV6()), peer.mac(6))));
+        List<Route> routes = List.of(
+                Route.blackhole(IpPrefix.parse("198.18." + h.i() + ".0/26")),
+                Route.blackhole(IpPrefix.parse("fd00:198::" + h.i() + ":0/122")),
+                Route.via(IpPrefix.parse("198.18." + peer.i() + ".0/26"), IpPrefix.literal(peer.tunnelV4()),
+                        "cadastre.vx4", 1450),
+                Route.via(IpPrefix.parse("fd00:198::" + peer.i() + ":0/122"), IpPrefix.literal(peer.tunnelV6()),
+                        "cadastre.vx6", 1430));
+        return new Desired(routes, List.of(vx4, vx6));
+    }
+
+    /** @return {@code bridge fdb} lines of the device, e.g. {@code "02:ca:da:03:00:04 dst 198.19.3.11 self permanent"} */
+    @SuppressWarnings("unchecked")
+    static Set<String> fdb(String ns, String dev) {
+        Set<String> out = new TreeSet<>();
+        String json = Ip.runCommand("bridge", "-n", ns, "-j", "fdb", "show", "dev", dev);
+        for (Map<String, Object> e : MiniJson.parseArrayOfObjects(json)) {
+            out.add(e.get("mac") + " dst " + e.get("dst") + " " + String.join(" ", (List<String>) e.get("flags"))
+                    + " " + e.get("state"));
+        }
+        return out;
+    }
+
+    /** @return {@code ip neigh} lines of the device, e.g. {@code "198.18.3.1 lladdr 02:.. PERMANENT proto 202"} */
+    @SuppressWarnings("unchecked")
+    static Set<String> neighbours(String ns, String dev) {
+        Set<String> out = new TreeSet<>();
+        for (Map<String, Object> n : Ip.json("-n", ns, "neigh", "show", "dev", dev)) {
+            out.add(n.get("dst") + " lladdr " + n.get("lladdr") + " " + String.join(" ", (List<String>) n.get("state"))
+                    + (n.containsKey("protocol") ? " proto " + n.get("protocol") : ""));
+        }
+        return out;
+    }
+
     private static void enableForwarding(TestNet.Host h) throws Exception {
         h.call(() -> {
             HostSysctls sysctls = new HostSysctls();
