@@ -2,6 +2,7 @@ package io.cadastre.dataplane;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -12,6 +13,8 @@ import io.cadastre.dataplane.HostRouting.NeighbourEntry;
 import io.cadastre.dataplane.HostRouting.Result;
 import io.cadastre.dataplane.HostRouting.Route;
 import io.cadastre.dataplane.HostRouting.VxlanDevice;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -250,6 +253,261 @@ class NetlinkHostRoutingTest {
         for (Map<String, Object> n : Ip.json("-n", ns, "neigh", "show", "dev", dev)) {
             out.add(n.get("dst") + " lladdr " + n.get("lladdr") + " " + String.join(" ", (List<String>) n.get("state"))
                     + (n.containsKey("protocol") ? " proto " + n.get("protocol") : ""));
+        }
+        return out;
+    }
+
+    @Test
+    void reconcileRemovesStaleRoutesRestoresDeletedOnesAndLeavesOtherProtocolsAlone() throws Exception {
+        TestNet.Host h = singleHost();
+        String ns = h.netns();
+        Ip.run("-n", ns, "route", "add", "198.18.9.0/26", "via", "198.19.4.99", "dev", "eth0", "onlink", "proto", "202");
+        Ip.run("-n", ns, "-6", "route", "add", "fd00:198::9:0/122", "via", "fd00:19:4::99", "dev", "eth0", "onlink",
+                "proto", "202");
+        Ip.run("-n", ns, "route", "add", "198.18.7.0/26", "via", "198.19.4.98", "dev", "eth0", "proto", "static");
+        Ip.run("-n", ns, "route", "add", "198.18.8.0/26", "dev", "eth0", "proto", "static");
+        List<Route> routes = List.of(
+                Route.blackhole(IpPrefix.parse("198.18.1.0/26")),
+                Route.blackhole(IpPrefix.parse("fd00:198::1:0/122")),
+                Route.via(IpPrefix.parse("198.18.2.0/26"), IpPrefix.literal("198.19.4.12"), "eth0", 1400),
+                Route.via(IpPrefix.parse("fd00:198::2:0/122"), IpPrefix.literal("fd00:19:4::12"), "eth0", 0),
+                Route.via(IpPrefix.parse("198.18.7.0/26"), IpPrefix.literal("198.19.4.12"), "eth0", 0));
+        Desired desired = new Desired(routes, List.of());
+        HostRouting routing = new NetlinkHostRouting();
+
+        Result first = reconcile(h, routing, desired);
+
+        assertEquals(4, first.added().size(), first.toString());
+        assertEquals(Set.of("route 198.18.9.0/26 via 198.19.4.99 dev eth0 onlink proto 202",
+                "route fd00:198::9:0/122 via fd00:19:4::99 dev eth0 onlink proto 202"), texts(first.removed()));
+        assertEquals(List.of(), first.replaced());
+        assertEquals(1, first.conflicts().size(), first.toString());
+        assertTrue(first.conflicts().get(0).what().startsWith("198.18.7.0/26 via 198.19.4.12 dev eth0 onlink: the "
+                + "destination has 198.18.7.0/26 via 198.19.4.98 dev eth0 proto static"), first.toString());
+        assertEquals(List.of(), first.errors());
+        assertEquals(Set.of("blackhole 198.18.1.0/26", "198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400"),
+                cadastreRoutes(ns, "-4"));
+        assertEquals(Set.of("blackhole fd00:198::1:0/122", "fd00:198::2:0/122 via fd00:19:4::12 dev eth0 onlink"),
+                cadastreRoutes(ns, "-6"));
+        assertEquals(Set.of("198.18.7.0/26 via 198.19.4.98 dev eth0 proto static",
+                "198.18.8.0/26 dev eth0 proto static"), staticRoutes(ns));
+
+        Ip.run("-n", ns, "route", "del", "198.18.2.0/26");
+        Ip.run("-n", ns, "-6", "route", "del", "blackhole", "fd00:198::1:0/122");
+        Ip.run("-n", ns, "route", "change", "blackhole", "198.18.1.0/26", "proto", "202", "mtu", "1300");
+        Result second = reconcile(h, routing, desired);
+
+        assertEquals(Set.of("route 198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400 proto 202",
+                "route blackhole fd00:198::1:0/122 proto 202"), texts(second.added()));
+        assertEquals(Set.of("route blackhole 198.18.1.0/26 proto 202 (was blackhole 198.18.1.0/26 mtu 1300 proto 202)"),
+                texts(second.replaced()));
+        assertEquals(List.of(), second.removed());
+        assertEquals(1, second.conflicts().size(), "still reported, still left alone");
+        assertEquals(Set.of("blackhole 198.18.1.0/26", "198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400"),
+                cadastreRoutes(ns, "-4"));
+        assertEquals(Set.of("blackhole fd00:198::1:0/122", "fd00:198::2:0/122 via fd00:19:4::12 dev eth0 onlink"),
+                cadastreRoutes(ns, "-6"));
+
+        List<Route> moved = new ArrayList<>(routes);
+        moved.set(2, Route.via(IpPrefix.parse("198.18.2.0/26"), IpPrefix.literal("198.19.4.13"), "eth0", 1380));
+        moved.set(3, Route.via(IpPrefix.parse("fd00:198::2:0/122"), IpPrefix.literal("fd00:19:4::13"), "eth0", 0));
+        Result third = reconcile(h, routing, new Desired(moved, List.of()));
+
+        assertEquals(2, third.replaced().size(), third.toString());
+        assertEquals(0, third.added().size() + third.removed().size(), third.toString());
+        assertEquals(Set.of("blackhole 198.18.1.0/26", "198.18.2.0/26 via 198.19.4.13 dev eth0 onlink mtu 1380"),
+                cadastreRoutes(ns, "-4"));
+        assertEquals(Set.of("blackhole fd00:198::1:0/122", "fd00:198::2:0/122 via fd00:19:4::13 dev eth0 onlink"),
+                cadastreRoutes(ns, "-6"));
+
+        Result fourth = reconcile(h, routing, new Desired(moved, List.of()));
+        assertEquals(0, fourth.changes(), fourth.toString());
+        assertEquals(List.of(), fourth.errors());
+
+        Result emptied = reconcile(h, routing, Desired.empty());
+        assertEquals(4, emptied.removed().size(), emptied.toString());
+        assertEquals(Set.of(), cadastreRoutes(ns, "-4"));
+        assertEquals(Set.of(), cadastreRoutes(ns, "-6"));
+        assertEquals(2, staticRoutes(ns).size(), "other protocols' routes survive Cadastre's removals");
+    }
+
+    @Test
+    void devicesAndTheirEntriesAreReconciledAndOnlyCadastresAreTouched() throws Exception {
+        TestNet.Host h = singleHost();
+        String ns = h.netns();
+        Ip.run("-n", ns, "link", "add", "cadastre.vx4", "type", "vxlan", "id", "1", "local", "198.19.4.11", "dev", "eth0",
+                "dstport", "4789");
+        Ip.run("-n", ns, "link", "add", "cadastre.old", "type", "vxlan", "id", "2", "local", "198.19.4.11", "dev",
+                "eth0", "dstport", "4790");
+        Ip.run("-n", ns, "link", "add", "other.vx", "type", "vxlan", "id", "3", "local", "198.19.4.11", "dev", "eth0",
+                "dstport", "4791");
+        Ip.run("-n", ns, "link", "add", "cadastre.vx9", "type", "veth", "peer", "name", "vx9peer");
+        VxlanDevice vx4 = new VxlanDevice("cadastre.vx4", 4242, 4789, IpPrefix.literal("198.19.4.11"), "eth0",
+                "02:ca:da:04:00:04", 1450, IpPrefix.parse("198.18.4.1/32"),
+                List.of(new FdbEntry("02:ca:da:05:00:04", IpPrefix.literal("198.19.5.11")),
+                        new FdbEntry("02:ca:da:06:00:04", IpPrefix.literal("198.19.6.11"))),
+                List.of(new NeighbourEntry(IpPrefix.literal("198.18.5.1"), "02:ca:da:05:00:04"),
+                        new NeighbourEntry(IpPrefix.literal("198.18.6.1"), "02:ca:da:06:00:04")));
+        VxlanDevice tooBig = new VxlanDevice("cadastre.vx6", 4242, 4789, IpPrefix.literal("fd00:19:4::11"), "eth0",
+                "02:ca:da:04:00:06", 1450, null, List.of(), List.of());
+        VxlanDevice taken = new VxlanDevice("cadastre.vx9", 4243, 4789, IpPrefix.literal("198.19.4.11"), "eth0",
+                "02:ca:da:04:00:09", 0, null, List.of(), List.of());
+        VxlanDevice noUnderlay = new VxlanDevice("cadastre.vxm", 4244, 4789, IpPrefix.literal("198.19.4.11"), "eth9",
+                "02:ca:da:04:00:0a", 0, null, List.of(), List.of());
+        Desired desired = new Desired(List.of(
+                Route.via(IpPrefix.parse("198.18.5.0/26"), IpPrefix.literal("198.18.5.1"), "cadastre.vx4", 1450),
+                Route.via(IpPrefix.parse("fd00:198::5:0/122"), IpPrefix.literal("fd00:198::5:1"), "cadastre.vx6", 0)),
+                List.of(vx4, tooBig, taken, noUnderlay));
+        HostRouting routing = new NetlinkHostRouting();
+
+        Result first = reconcile(h, routing, desired);
+
+        assertEquals(Set.of("device vxlan cadastre.old id 2"), texts(first.removed()));
+        assertEquals(1, first.replaced().size(), first.toString());
+        assertEquals("device vxlan cadastre.vx4 id 4242 local 198.19.4.11 dstport 4789 dev eth0 address 02:ca:da:04:00:04"
+                + " mtu 1450 (was id 1 local 198.19.4.11 dstport 4789 dev eth0 learning)", first.replaced().get(0).toString());
+        assertEquals(1, Result.count(first.added(), Kind.ADDRESS), first.toString());
+        assertEquals(2, Result.count(first.added(), Kind.FDB), first.toString());
+        assertEquals(2, Result.count(first.added(), Kind.NEIGHBOUR), first.toString());
+        assertEquals(1, Result.count(first.added(), Kind.ROUTE), first.toString());
+        assertEquals(List.of(new HostRouting.Change(Kind.DEVICE, "cadastre.vx9: a link of kind 'veth' has the name;"
+                + " left alone")), first.conflicts());
+        assertEquals(Set.of(
+                "device cadastre.vx6: MTU 1450 is above the 1430 the kernel allows over eth0 (MTU 1500 less 70 for VXLAN"
+                        + " over IPv6)",
+                "device cadastre.vxm: underlay device eth9 does not exist",
+                "route fd00:198::5:0/122 via fd00:198::5:1 dev cadastre.vx6 onlink: device cadastre.vx6 does not exist"),
+                texts(first.errors()));
+        assertFalse(Ip.linkExists(ns, "cadastre.old"));
+        assertFalse(Ip.linkExists(ns, "cadastre.vx6"));
+        assertTrue(Ip.linkExists(ns, "other.vx"), "not Cadastre's: no prefix");
+        assertEquals("veth", ((Map<?, ?>) Ip.json("-n", ns, "-d", "link", "show", "dev", "cadastre.vx9").get(0)
+                .get("linkinfo")).get("info_kind"));
+
+        // By hand: a stale FDB entry and neighbour, a wanted FDB entry deleted, one pointing elsewhere,
+        // a neighbour with another MAC, an extra address, another MTU.
+        String vx = "cadastre.vx4";
+        Ip.runCommand("bridge", "-n", ns, "fdb", "add", "02:ca:da:07:00:04", "dev", vx, "dst", "198.19.7.11", "self",
+                "permanent");
+        Ip.runCommand("bridge", "-n", ns, "fdb", "del", "02:ca:da:05:00:04", "dev", vx, "dst", "198.19.5.11", "self");
+        Ip.runCommand("bridge", "-n", ns, "fdb", "replace", "02:ca:da:06:00:04", "dev", vx, "dst", "198.19.6.99",
+                "self", "permanent");
+        Ip.run("-n", ns, "neigh", "add", "198.18.7.1", "lladdr", "02:ca:da:07:00:04", "dev", vx, "nud", "permanent");
+        Ip.run("-n", ns, "neigh", "replace", "198.18.6.1", "lladdr", "02:ca:da:66:00:04", "dev", vx, "nud", "permanent");
+        Ip.run("-n", ns, "addr", "add", "198.18.77.1/32", "dev", vx);
+        Ip.run("-n", ns, "link", "set", vx, "mtu", "1400");
+
+        Result second = reconcile(h, routing, desired);
+
+        assertEquals(Set.of("fdb fdb 02:ca:da:05:00:04 dst 198.19.5.11 dev cadastre.vx4"), texts(second.added()));
+        assertEquals(Set.of("address 198.18.77.1/32 dev cadastre.vx4",
+                "fdb fdb 02:ca:da:07:00:04 dst 198.19.7.11 dev cadastre.vx4",
+                "neighbour neighbour 198.18.7.1 lladdr 02:ca:da:07:00:04 dev cadastre.vx4"), texts(second.removed()));
+        assertEquals(Set.of("device cadastre.vx4 mtu 1450 (was 1400)",
+                "fdb fdb 02:ca:da:06:00:04 dst 198.19.6.11 dev cadastre.vx4 (was fdb 02:ca:da:06:00:04 dst 198.19.6.99"
+                        + " dev cadastre.vx4)",
+                "neighbour neighbour 198.18.6.1 lladdr 02:ca:da:06:00:04 dev cadastre.vx4 (was lladdr 02:ca:da:66:00:04)"),
+                texts(second.replaced()));
+        assertEquals(Set.of("02:ca:da:05:00:04 dst 198.19.5.11 self permanent",
+                "02:ca:da:06:00:04 dst 198.19.6.11 self permanent"), fdb(ns, vx));
+        assertEquals(Set.of("198.18.5.1 lladdr 02:ca:da:05:00:04 PERMANENT proto 202",
+                "198.18.6.1 lladdr 02:ca:da:06:00:04 PERMANENT proto 202"), neighbours(ns, vx));
+        assertEquals(Set.of("198.18.4.1/32"), Ip.globalAddresses(ns, vx));
+
+        // Down takes the routes and neighbours through the device along; all come back.
+        Ip.run("-n", ns, "link", "set", vx, "down");
+        Result third = reconcile(h, routing, desired);
+        assertTrue(third.replaced().contains(new HostRouting.Change(Kind.DEVICE, "cadastre.vx4 up (was down)")),
+                third.toString());
+        assertEquals(Set.of("198.18.5.0/26 via 198.18.5.1 dev cadastre.vx4 onlink mtu 1450"), cadastreRoutes(ns, "-4"));
+        assertEquals(2, neighbours(ns, vx).size());
+        assertEquals(2, fdb(ns, vx).size());
+
+        Result fourth = reconcile(h, routing, desired);
+        assertEquals(0, fourth.changes(), fourth.toString());
+        assertEquals(1, fourth.conflicts().size());
+        assertEquals(3, fourth.errors().size());
+
+        Result emptied = reconcile(h, routing, Desired.empty());
+        assertEquals(Set.of("device vxlan cadastre.vx4 id 4242"), texts(emptied.removed()), "its routes went with it");
+        assertEquals(Set.of(), cadastreRoutes(ns, "-4"));
+        assertTrue(Ip.linkExists(ns, "other.vx"));
+        assertTrue(Ip.linkExists(ns, "cadastre.vx9"));
+    }
+
+    @Test
+    void onKernelsUpTo57TxChecksumOffloadIsTurnedOffOnTheVxlanDevice() throws Exception {
+        TestNet.Host h = singleHost();
+        VxlanDevice vx4 = new VxlanDevice("cadastre.vx4", 4242, 4789, IpPrefix.literal("198.19.4.11"), "eth0",
+                "02:ca:da:04:00:04", 0, null, List.of(), List.of());
+        Desired desired = new Desired(List.of(), List.of(vx4));
+
+        Result current = reconcile(h, new NetlinkHostRouting(Optional.of(new KernelVersion(6, 18))), desired);
+        assertEquals(1, current.changes(), current.toString());
+        assertTrue(h.call(() -> Ethtool.txChecksum("cadastre.vx4")), "left on where the kernel is fine");
+        assertEquals(1450L, Ip.link(h.netns(), "cadastre.vx4").get("mtu"), "mtu 0: the kernel's maximum");
+
+        HostRouting old = new NetlinkHostRouting(Optional.of(new KernelVersion(5, 4)));
+        Result first = reconcile(h, old, desired);
+        assertEquals(List.of(new HostRouting.Change(Kind.DEVICE, "cadastre.vx4 tx checksum offload off (was on;"
+                + " broken for VXLAN on kernel 5.4 <= 5.7)")), first.replaced());
+        assertFalse(h.call(() -> Ethtool.txChecksum("cadastre.vx4")));
+        assertEquals(0, reconcile(h, old, desired).changes());
+    }
+
+    @Test
+    void sysctlsAreThoseOfTheCallingThreadsNamespace() throws Exception {
+        String rootForwarding = Files.readString(Path.of("/proc/sys/net/ipv4/ip_forward")).trim();
+        TestNet.Host h = singleHost();
+        h.call(() -> {
+            HostSysctls sysctls = new HostSysctls();
+            sysctls.setIpv4Forwarding(!"1".equals(rootForwarding));
+            sysctls.setIpv6Forwarding(true);
+            sysctls.setAcceptRa("eth0", 2);
+            sysctls.setRpFilter("eth0", 1);
+            assertEquals(!"1".equals(rootForwarding), sysctls.ipv4Forwarding());
+            assertTrue(sysctls.ipv6Forwarding());
+            assertEquals(2, sysctls.acceptRa("eth0"));
+            assertEquals(1, sysctls.rpFilter("eth0"));
+            DataplaneException missing = assertThrows(DataplaneException.class, () -> sysctls.rpFilter("eth9"));
+            assertTrue(missing.getMessage().contains("no such file"), missing.getMessage());
+            assertThrows(DataplaneException.class, () -> sysctls.setAcceptRa("../../ipv4/ip_forward", 1));
+            return null;
+        });
+        assertEquals(!"1".equals(rootForwarding) ? "1" : "0", inside(h.netns(), "net/ipv4/ip_forward"));
+        assertEquals("1", inside(h.netns(), "net/ipv6/conf/all/forwarding"));
+        assertEquals("2", inside(h.netns(), "net/ipv6/conf/eth0/accept_ra"));
+        assertEquals("1", inside(h.netns(), "net/ipv4/conf/eth0/rp_filter"));
+        assertEquals(rootForwarding, Files.readString(Path.of("/proc/sys/net/ipv4/ip_forward")).trim(),
+                "the process's own namespace is untouched");
+    }
+
+    /** Reads a /proc/sys file from a process inside the namespace: an independent look. */
+    private static String inside(String ns, String key) {
+        return Ip.runCommand("ip", "netns", "exec", ns, "cat", "/proc/sys/" + key).trim();
+    }
+
+    /** A host with eth0 (MTU 1500) at 198.19.4.11/24 and fd00:19:4::11/64; its peer end stays down. */
+    private TestNet.Host singleHost() throws Exception {
+        String ns = net.namespace("h");
+        Ip.run("-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0");
+        TestNet.addresses(ns, "eth0", "198.19.4.11/24", "fd00:19:4::11/64");
+        Ip.run("-n", ns, "link", "set", "peer0", "up");
+        return net.host(ns);
+    }
+
+    private static Set<String> texts(List<HostRouting.Change> changes) {
+        Set<String> out = new TreeSet<>();
+        changes.forEach(c -> out.add(c.toString()));
+        return out;
+    }
+
+    /** @return the main table's proto-static IPv4 routes, e.g. {@code "198.18.8.0/26 dev eth0 proto static"} */
+    private static Set<String> staticRoutes(String ns) {
+        Set<String> out = new TreeSet<>();
+        for (Map<String, Object> r : Ip.json("-n", ns, "-4", "route", "show", "table", "main", "proto", "static")) {
+            out.add(r.get("dst") + (r.containsKey("gateway") ? " via " + r.get("gateway") : "") + " dev " + r.get("dev")
+                    + " proto static");
         }
         return out;
     }
