@@ -266,6 +266,9 @@ class NetlinkHostRoutingTest {
                 "proto", "202");
         Ip.run("-n", ns, "route", "add", "198.18.7.0/26", "via", "198.19.4.98", "dev", "eth0", "proto", "static");
         Ip.run("-n", ns, "route", "add", "198.18.8.0/26", "dev", "eth0", "proto", "static");
+        // Cadastre's beside another protocol's at one destination: only Cadastre's may go.
+        Ip.run("-n", ns, "route", "append", "198.18.8.0/26", "via", "198.19.4.97", "dev", "eth0", "onlink", "proto",
+                "202", "metric", "5");
         List<Route> routes = List.of(
                 Route.blackhole(IpPrefix.parse("198.18.1.0/26")),
                 Route.blackhole(IpPrefix.parse("fd00:198::1:0/122")),
@@ -279,6 +282,7 @@ class NetlinkHostRoutingTest {
 
         assertEquals(4, first.added().size(), first.toString());
         assertEquals(Set.of("route 198.18.9.0/26 via 198.19.4.99 dev eth0 onlink proto 202",
+                "route 198.18.8.0/26 via 198.19.4.97 dev eth0 onlink proto 202",
                 "route fd00:198::9:0/122 via fd00:19:4::99 dev eth0 onlink proto 202"), texts(first.removed()));
         assertEquals(List.of(), first.replaced());
         assertEquals(1, first.conflicts().size(), first.toString());
