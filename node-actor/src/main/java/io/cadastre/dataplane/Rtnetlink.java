@@ -159,13 +159,7 @@ final class Rtnetlink implements AutoCloseable {
      * @param mtu bytes, for both ends; 0 keeps the kernel default
      */
     void createVeth(String name, byte[] mac, int mtu, String peerName, Netns peerNetns) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                .attrString(Rtnl.IFLA_IFNAME, name)
-                .attr(Rtnl.IFLA_ADDRESS, mac);
-        if (mtu > 0) {
-            req.attrU32(Rtnl.IFLA_MTU, mtu);
-        }
+        NetlinkRequest req = newLinkMessage(name, mac, mtu);
         int linkInfo = req.nest(Rtnl.IFLA_LINKINFO);
         req.attrString(Rtnl.IFLA_INFO_KIND, "veth");
         int data = req.nest(Rtnl.IFLA_INFO_DATA);
@@ -387,13 +381,7 @@ final class Rtnetlink implements AutoCloseable {
      * ifindex, UDP port (network byte order: the kernel stores it as __be16), learning.
      */
     static NetlinkRequest vxlanMessage(String name, byte[] mac, int mtu, Vxlan config) {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                .attrString(Rtnl.IFLA_IFNAME, name)
-                .attr(Rtnl.IFLA_ADDRESS, mac);
-        if (mtu > 0) {
-            req.attrU32(Rtnl.IFLA_MTU, mtu);
-        }
+        NetlinkRequest req = newLinkMessage(name, mac, mtu);
         int linkInfo = req.nest(Rtnl.IFLA_LINKINFO);
         req.attrString(Rtnl.IFLA_INFO_KIND, "vxlan");
         int data = req.nest(Rtnl.IFLA_INFO_DATA);
@@ -406,6 +394,18 @@ final class Rtnetlink implements AutoCloseable {
         req.attrBe16(Rtnl.IFLA_VXLAN_PORT, config.port());
         req.attrU8(Rtnl.IFLA_VXLAN_LEARNING, config.learning() ? 1 : 0);
         req.end(data).end(linkInfo);
+        return req;
+    }
+
+    /** RTM_NEWLINK with NLM_F_EXCL: name, MAC and (unless 0) MTU; the caller adds IFLA_LINKINFO. */
+    private static NetlinkRequest newLinkMessage(String name, byte[] mac, int mtu) {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
+                .attrString(Rtnl.IFLA_IFNAME, name)
+                .attr(Rtnl.IFLA_ADDRESS, mac);
+        if (mtu > 0) {
+            req.attrU32(Rtnl.IFLA_MTU, mtu);
+        }
         return req;
     }
 

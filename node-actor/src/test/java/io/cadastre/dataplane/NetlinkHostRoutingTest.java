@@ -52,7 +52,7 @@ class NetlinkHostRoutingTest {
         net.close();
     }
 
-    /** Host i of a segment: underlay 198.19.1.1i and fd00:19:1::1i, blocks 198.18.i.0/26 and fd00:198::i:0/122. */
+    /** Host i of a segment: underlay 198.19.1.1i and fd00:19:1::1i (blocks and pods: {@link #blockV4}, {@link #podV4}). */
     private record DirectHost(int i, TestNet.Host host, String pod) {
         String v4() {
             return "198.19.1.1" + i;
@@ -60,14 +60,6 @@ class NetlinkHostRoutingTest {
 
         String v6() {
             return "fd00:19:1::1" + i;
-        }
-
-        String podV4() {
-            return "198.18." + i + ".5";
-        }
-
-        String podV6() {
-            return "fd00:198::" + i + ":5";
         }
     }
 
@@ -81,21 +73,21 @@ class NetlinkHostRoutingTest {
             // host has a unicast route to it (DESIGN.md); 198.19.1.1 is no one's.
             Ip.run("-n", h.netns(), "route", "add", "default", "via", "198.19.1.1", "dev", "eth0");
             enableForwarding(h);
-            hosts.add(new DirectHost(i, h, net.pod(h, "p" + i, "198.18." + i + ".5", "fd00:198::" + i + ":5")));
+            hosts.add(new DirectHost(i, h, net.pod(h, "p" + i, podV4(i), podV6(i))));
         }
         DirectHost a = hosts.get(0);
         DirectHost b = hosts.get(1);
-        assertFalse(TestNet.ping(a.pod(), b.podV4()), "no route to the other host's block yet");
+        assertFalse(TestNet.ping(a.pod(), podV4(b.i())), "no route to the other host's block yet");
 
         for (DirectHost h : hosts) {
             List<Route> routes = new ArrayList<>(List.of(
-                    Route.blackhole(IpPrefix.parse("198.18." + h.i() + ".0/26")),
-                    Route.blackhole(IpPrefix.parse("fd00:198::" + h.i() + ":0/122"))));
+                    Route.blackhole(blockV4(h.i())),
+                    Route.blackhole(blockV6(h.i()))));
             for (DirectHost peer : hosts) {
                 if (peer != h) {
-                    routes.add(Route.via(IpPrefix.parse("198.18." + peer.i() + ".0/26"), IpPrefix.literal(peer.v4()),
+                    routes.add(Route.via(blockV4(peer.i()), IpPrefix.literal(peer.v4()),
                             "eth0", 0));
-                    routes.add(Route.via(IpPrefix.parse("fd00:198::" + peer.i() + ":0/122"),
+                    routes.add(Route.via(blockV6(peer.i()),
                             IpPrefix.literal(peer.v6()), "eth0", 0));
                 }
             }
@@ -111,8 +103,8 @@ class NetlinkHostRoutingTest {
         for (DirectHost from : hosts) {
             for (DirectHost to : hosts) {
                 if (from != to) {
-                    TestNet.awaitPing(from.pod(), to.podV4());
-                    TestNet.awaitPing(from.pod(), to.podV6());
+                    TestNet.awaitPing(from.pod(), podV4(to.i()));
+                    TestNet.awaitPing(from.pod(), podV6(to.i()));
                 }
             }
         }
@@ -142,14 +134,6 @@ class NetlinkHostRoutingTest {
         String mac(int family) {
             return String.format("02:ca:da:%02x:00:%02x", i, family);
         }
-
-        String podV4() {
-            return "198.18." + i + ".5";
-        }
-
-        String podV6() {
-            return "fd00:198::" + i + ":5";
-        }
     }
 
     @Test
@@ -167,7 +151,7 @@ class NetlinkHostRoutingTest {
             Ip.run("-n", ns, "-6", "route", "add", "default", "via", "fd00:19:" + i + "::1");
             TestNet.Host h = net.host(ns);
             enableForwarding(h);
-            hosts.add(new VxlanHost(i, h, net.pod(h, "p" + i, "198.18." + i + ".5", "fd00:198::" + i + ":5")));
+            hosts.add(new VxlanHost(i, h, net.pod(h, "p" + i, podV4(i), podV6(i))));
         }
         VxlanHost c = hosts.get(0);
         VxlanHost d = hosts.get(1);
@@ -200,14 +184,14 @@ class NetlinkHostRoutingTest {
         assertEquals(Set.of("198.18.3.0/26 via 198.18.3.1 dev cadastre.vx4 onlink mtu 1450", "blackhole 198.18.2.0/26"),
                 cadastreRoutes(c.host().netns(), "-4"));
 
-        TestNet.awaitPing(c.pod(), d.podV4());
-        TestNet.awaitPing(c.pod(), d.podV6());
-        TestNet.awaitPing(d.pod(), c.podV4());
-        TestNet.awaitPing(d.pod(), c.podV6());
+        TestNet.awaitPing(c.pod(), podV4(d.i()));
+        TestNet.awaitPing(c.pod(), podV6(d.i()));
+        TestNet.awaitPing(d.pod(), podV4(c.i()));
+        TestNet.awaitPing(d.pod(), podV6(c.i()));
         TestNet.awaitPing(c.pod(), d.tunnelV4());
         TestNet.awaitPing(c.pod(), d.tunnelV6());
-        TestNet.awaitPing(c.host().netns(), d.podV4());
-        TestNet.awaitPing(c.host().netns(), d.podV6());
+        TestNet.awaitPing(c.host().netns(), podV4(d.i()));
+        TestNet.awaitPing(c.host().netns(), podV6(d.i()));
 
         for (VxlanHost h : hosts) {
             Result again = reconcile(h.host(), vxlanDesired(h, h == c ? d : c));
@@ -225,11 +209,11 @@ class NetlinkHostRoutingTest {
                 IpPrefix.parse(h.tunnelV6() + "/128"), List.of(new FdbEntry(peer.mac(6), IpPrefix.literal(peer.v6()))),
                 List.of(new NeighbourEntry(IpPrefix.literal(peer.tunnelV6()), peer.mac(6))));
         List<Route> routes = List.of(
-                Route.blackhole(IpPrefix.parse("198.18." + h.i() + ".0/26")),
-                Route.blackhole(IpPrefix.parse("fd00:198::" + h.i() + ":0/122")),
-                Route.via(IpPrefix.parse("198.18." + peer.i() + ".0/26"), IpPrefix.literal(peer.tunnelV4()),
+                Route.blackhole(blockV4(h.i())),
+                Route.blackhole(blockV6(h.i())),
+                Route.via(blockV4(peer.i()), IpPrefix.literal(peer.tunnelV4()),
                         "cadastre.vx4", 1450),
-                Route.via(IpPrefix.parse("fd00:198::" + peer.i() + ":0/122"), IpPrefix.literal(peer.tunnelV6()),
+                Route.via(blockV6(peer.i()), IpPrefix.literal(peer.tunnelV6()),
                         "cadastre.vx6", 1430));
         return new Desired(routes, List.of(vx4, vx6));
     }
@@ -418,11 +402,13 @@ class NetlinkHostRoutingTest {
                 "198.18.6.1 lladdr 02:ca:da:06:00:04 PERMANENT proto 202"), neighbours(ns, vx));
         assertEquals(Set.of("198.18.4.1/32"), Ip.globalAddresses(ns, vx));
 
-        // Down takes the routes and neighbours through the device along; all come back.
-        Ip.run("-n", ns, "link", "set", vx, "down");
+        // Down takes the routes through the device along, a new MAC its neighbour entries; all come back.
+        Ip.run("-n", ns, "link", "set", vx, "down", "address", "02:ca:da:44:00:04");
         Result third = reconcile(h, routing, desired);
-        assertTrue(third.replaced().contains(new HostRouting.Change(Kind.DEVICE, "cadastre.vx4 up (was down)")),
-                third.toString());
+        assertTrue(third.replaced().containsAll(List.of(
+                new HostRouting.Change(Kind.DEVICE, "cadastre.vx4 address 02:ca:da:04:00:04 (was 02:ca:da:44:00:04)"),
+                new HostRouting.Change(Kind.DEVICE, "cadastre.vx4 up (was down)"))), third.toString());
+        assertEquals("02:ca:da:04:00:04", Ip.link(ns, vx).get("address"));
         assertEquals(Set.of("198.18.5.0/26 via 198.18.5.1 dev cadastre.vx4 onlink mtu 1450"), cadastreRoutes(ns, "-4"));
         assertEquals(2, neighbours(ns, vx).size());
         assertEquals(2, fdb(ns, vx).size());
@@ -557,6 +543,24 @@ class NetlinkHostRoutingTest {
                     + " proto static");
         }
         return out;
+    }
+
+    /** Host i's pods: 198.18.i.5 and fd00:198::i:5, in its blocks. */
+    private static String podV4(int i) {
+        return "198.18." + i + ".5";
+    }
+
+    private static String podV6(int i) {
+        return "fd00:198::" + i + ":5";
+    }
+
+    /** Host i's blocks: 198.18.i.0/26 and fd00:198::i:0/122. */
+    private static IpPrefix blockV4(int i) {
+        return IpPrefix.parse("198.18." + i + ".0/26");
+    }
+
+    private static IpPrefix blockV6(int i) {
+        return IpPrefix.parse("fd00:198::" + i + ":0/122");
     }
 
     private static void enableForwarding(TestNet.Host h) throws Exception {
