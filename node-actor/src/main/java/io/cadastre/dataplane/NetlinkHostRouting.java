@@ -194,14 +194,16 @@ public final class NetlinkHostRouting implements HostRouting {
             if (a.index() != link.index() || a.address().isLinkLocalAddress()) {
                 continue;
             }
-            IpPrefix have = new IpPrefix(a.address(), a.prefixLength()) ;
-            if (have.equals(d.tunnelAddress())) {
+            IpPrefix want = d.tunnelAddress();
+            if (want != null && want.address().equals(a.address()) && want.length() == a.prefixLength()) {
                 present = true;
                 continue;
             }
             try {
                 rt.deleteAddress(link, a.address(), a.prefixLength());
-                report.removed.add(new Change(Kind.ADDRESS, have + " dev " + link.name()));
+                // Not an IpPrefix: an address added by hand may have host bits (198.19.4.11/24).
+                report.removed.add(new Change(Kind.ADDRESS, Rtnetlink.text(a.address()) + "/" + a.prefixLength()
+                        + " dev " + link.name()));
             } catch (SyscallException e) {
                 report.error(Kind.ADDRESS, e);
             }

@@ -382,13 +382,13 @@ class NetlinkHostRoutingTest {
                 "self", "permanent");
         Ip.run("-n", ns, "neigh", "add", "198.18.7.1", "lladdr", "02:ca:da:07:00:04", "dev", vx, "nud", "permanent");
         Ip.run("-n", ns, "neigh", "replace", "198.18.6.1", "lladdr", "02:ca:da:66:00:04", "dev", vx, "nud", "permanent");
-        Ip.run("-n", ns, "addr", "add", "198.18.77.1/32", "dev", vx);
+        Ip.run("-n", ns, "addr", "add", "198.18.77.1/24", "dev", vx);
         Ip.run("-n", ns, "link", "set", vx, "mtu", "1400");
 
         Result second = reconcile(h, routing, desired);
 
         assertEquals(Set.of("fdb fdb 02:ca:da:05:00:04 dst 198.19.5.11 dev cadastre.vx4"), texts(second.added()));
-        assertEquals(Set.of("address 198.18.77.1/32 dev cadastre.vx4",
+        assertEquals(Set.of("address 198.18.77.1/24 dev cadastre.vx4",
                 "fdb fdb 02:ca:da:07:00:04 dst 198.19.7.11 dev cadastre.vx4",
                 "neighbour neighbour 198.18.7.1 lladdr 02:ca:da:07:00:04 dev cadastre.vx4"), texts(second.removed()));
         assertEquals(Set.of("device cadastre.vx4 mtu 1450 (was 1400)",
