@@ -3,6 +3,7 @@ package io.cadastre.dataplane;
 import jnr.ffi.LastError;
 import jnr.ffi.LibraryLoader;
 import jnr.ffi.Platform;
+import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
 import jnr.ffi.annotations.In;
 import jnr.ffi.annotations.Out;
@@ -15,7 +16,9 @@ import jnr.ffi.types.ssize_t;
  * Linux constants that go with them (x86-64 and arm64 share these values).
  */
 final class LibC {
+    static final int AF_INET = 2;
     static final int AF_NETLINK = 16;
+    static final int SOCK_DGRAM = 2;
     static final int SOCK_RAW = 3;
     static final int SOCK_CLOEXEC = 0x80000;
     static final int NETLINK_ROUTE = 0;
@@ -30,6 +33,8 @@ final class LibC {
     static final int CLONE_NEWNET = 0x40000000;
     /** ioctl on a namespace fd: its CLONE_NEW* type (ioctl_ns(2), since Linux 4.11); _IO(0xb7, 0x3). */
     static final long NS_GET_NSTYPE = 0xb703;
+    /** ioctl on any socket: an ethtool command for the device named in the ifreq (linux/sockios.h). */
+    static final long SIOCETHTOOL = 0x8946;
 
     static final int ENOENT = 2;
     static final int EINTR = 4;
@@ -38,6 +43,8 @@ final class LibC {
     static final int ENODEV = 19;
     static final int ENOTDIR = 20;
     static final int EINVAL = 22;
+    static final int ESRCH = 3;
+    static final int EOPNOTSUPP = 95;
 
     /**
      * The functions. Every call saves errno; read it with {@link LibC#errno()} on the same thread
@@ -78,6 +85,10 @@ final class LibC {
         @SaveError
         int ioctl(int fd, long request);
 
+        /** For requests whose argument is a pointer to native memory, such as {@link LibC#SIOCETHTOOL}. */
+        @SaveError
+        int ioctl(int fd, long request, Pointer arg);
+
         String strerror(int errnum);
     }
 
@@ -86,6 +97,11 @@ final class LibC {
     private static final Runtime RUNTIME = Runtime.getRuntime(C);
 
     private LibC() {}
+
+    /** The runtime {@link #C} is bound in, for allocating native memory ({@code Memory.allocateDirect}). */
+    static Runtime runtime() {
+        return RUNTIME;
+    }
 
     /** @return the errno saved by this thread's last call through {@link #C} */
     static int errno() {

@@ -328,7 +328,7 @@ public final class NetlinkDataplane implements Dataplane {
         return new DataplaneException(e.getMessage(), false, e);
     }
 
-    private static void writeSysctl(Path path, String value) throws SyscallException {
+    static void writeSysctl(Path path, String value) throws SyscallException {
         try {
             Files.write(path, value.getBytes(StandardCharsets.US_ASCII), StandardOpenOption.WRITE);
         } catch (IOException e) {
@@ -336,7 +336,7 @@ public final class NetlinkDataplane implements Dataplane {
         }
     }
 
-    private static String readSysctl(Path path) throws SyscallException {
+    static String readSysctl(Path path) throws SyscallException {
         try {
             return Files.readString(path, StandardCharsets.US_ASCII).trim();
         } catch (IOException e) {

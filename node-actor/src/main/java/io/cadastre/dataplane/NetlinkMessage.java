@@ -56,6 +56,18 @@ record NetlinkMessage(int type, int flags, int seq, int pid, ByteBuffer payload)
             return v == null || v.limit() < 4 ? -1 : v.getInt(0);
         }
 
+        /** @return the value of a u8 attribute (NDA_PROTOCOL, IFLA_VXLAN_LEARNING), or -1 if absent */
+        int u8(int type) {
+            ByteBuffer v = values.get(type);
+            return v == null || v.limit() < 1 ? -1 : Byte.toUnsignedInt(v.get(0));
+        }
+
+        /** @return a 16-bit value sent in network byte order (IFLA_VXLAN_PORT), or -1 if absent */
+        int be16(int type) {
+            ByteBuffer v = values.get(type);
+            return v == null || v.limit() < 2 ? -1 : (Byte.toUnsignedInt(v.get(0)) << 8) | Byte.toUnsignedInt(v.get(1));
+        }
+
         /** @return the value of a NUL-terminated string attribute, or null if absent */
         String string(int type) {
             byte[] b = bytes(type);

@@ -6,8 +6,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * Builds one netlink request: the 16-byte nlmsghdr, one family header (ifinfomsg, ifaddrmsg or
- * rtmsg) and rtattrs, each padded to 4 bytes as NLMSG_ALIGN/RTA_ALIGN require. Integers are in
+ * Builds one netlink request: the 16-byte nlmsghdr, one family header (ifinfomsg, ifaddrmsg,
+ * rtmsg or ndmsg) and rtattrs, each padded to 4 bytes as NLMSG_ALIGN/RTA_ALIGN require. Integers are in
  * host byte order, addresses in network order. {@link NetlinkSocket} fills in the length, the
  * sequence number and the REQUEST/ACK/DUMP flags when it sends. Not thread-safe; build and send
  * on one thread.
@@ -40,10 +40,23 @@ final class NetlinkRequest {
     }
 
     NetlinkRequest rtmsg(int family, int dstLength, int table, int protocol, int scope, int routeType) {
+        return rtmsg(family, dstLength, table, protocol, scope, routeType, 0);
+    }
+
+    /** @param flags rtm_flags, e.g. {@link Rtnl#RTNH_F_ONLINK} */
+    NetlinkRequest rtmsg(int family, int dstLength, int table, int protocol, int scope, int routeType, int flags) {
         ensure(Rtnl.RTMSG_LEN);
         buf.put((byte) family).put((byte) dstLength).put((byte) 0).put((byte) 0)
                 .put((byte) table).put((byte) protocol).put((byte) scope).put((byte) routeType)
-                .putInt(0);
+                .putInt(flags);
+        return this;
+    }
+
+    /** struct ndmsg: a neighbour (AF_INET, AF_INET6) or FDB (AF_BRIDGE) entry on device {@code index}. */
+    NetlinkRequest ndmsg(int family, int index, int state, int flags) {
+        ensure(Rtnl.NDMSG_LEN);
+        buf.put((byte) family).put((byte) 0).putShort((short) 0).putInt(index)
+                .putShort((short) state).put((byte) flags).put((byte) 0);
         return this;
     }
 
@@ -57,6 +70,15 @@ final class NetlinkRequest {
 
     NetlinkRequest attrU32(int attrType, int value) {
         return attr(attrType, ByteBuffer.allocate(4).order(ByteOrder.nativeOrder()).putInt(value).array());
+    }
+
+    NetlinkRequest attrU8(int attrType, int value) {
+        return attr(attrType, new byte[] {(byte) value});
+    }
+
+    /** A 16-bit value in network byte order, as IFLA_VXLAN_PORT wants it. */
+    NetlinkRequest attrBe16(int attrType, int value) {
+        return attr(attrType, new byte[] {(byte) (value >>> 8), (byte) value});
     }
 
     /** A NUL-terminated string attribute (IFLA_IFNAME, IFLA_INFO_KIND). */

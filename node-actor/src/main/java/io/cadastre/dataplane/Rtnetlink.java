@@ -6,10 +6,12 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
- * The rtnetlink requests the dataplane makes, over one {@link NetlinkSocket} and so in one
+ * The rtnetlink requests the dataplane makes (links, veth and VXLAN devices, addresses, routes,
+ * neighbour and FDB entries, and their dumps), over one {@link NetlinkSocket} and so in one
  * network namespace. Every method throws {@link SyscallException} naming the request, the
  * objects and the namespace ({@code where}) when the kernel refuses. Not thread-safe; close it
  * to close the socket.
@@ -22,15 +24,86 @@ final class Rtnetlink implements AutoCloseable {
      * @param mac lower-case colon notation, or "" if the link has none
      * @param peerIndex IFLA_LINK: for a veth, the peer's index in the peer's namespace; -1 if absent
      * @param kind IFLA_INFO_KIND, e.g. {@code "veth"}; "" for links without one (lo, physical)
+     * @param vxlan the VXLAN settings when {@code kind} is {@code "vxlan"}, else null
      */
-    record Link(int index, String name, int flags, int mtu, String mac, int peerIndex, String kind) {
+    record Link(int index, String name, int flags, int mtu, String mac, int peerIndex, String kind, Vxlan vxlan) {
         boolean up() {
             return (flags & Rtnl.IFF_UP) != 0;
         }
     }
 
+    /**
+     * The settings of a VXLAN device that cannot change while it lives (IFLA_INFO_DATA of kind
+     * "vxlan"); a device whose settings differ from the wanted ones is deleted and created again.
+     *
+     * @param vni the VXLAN network identifier, 0 to 2^24-1
+     * @param local the underlay source address (IFLA_VXLAN_LOCAL or LOCAL6); its family is the
+     *     underlay's; null if the device has none
+     * @param port the UDP destination port (IFLA_VXLAN_PORT, sent in network byte order)
+     * @param underlayIndex IFLA_VXLAN_LINK: the ifindex of the device the packets leave by; -1 if none
+     * @param learning whether the device learns remote MACs from received packets (Cadastre: never)
+     */
+    record Vxlan(int vni, InetAddress local, int port, int underlayIndex, boolean learning) {}
+
     /** An address as RTM_GETADDR reports it (IFA_LOCAL, else IFA_ADDRESS). */
     record Address(int index, InetAddress address, int prefixLength) {}
+
+    /**
+     * A main-table route of any type as RTM_GETROUTE reports it, or as one is asked for.
+     *
+     * @param destination the network address; the family's zero address for a default route
+     * @param protocol rtm_protocol, e.g. {@link Rtnl#RTPROT_KERNEL} or {@link Rtnl#RTPROT_CADASTRE}
+     * @param type rtm_type, e.g. {@link Rtnl#RTN_UNICAST} or {@link Rtnl#RTN_BLACKHOLE}
+     * @param scope rtm_scope
+     * @param flags rtm_flags, e.g. {@link Rtnl#RTNH_F_ONLINK}
+     * @param gateway RTA_GATEWAY, or null
+     * @param outputIndex RTA_OIF, or -1 (none, or multipath); IPv6 blackholes report {@code lo}
+     * @param priority RTA_PRIORITY (the metric), 0 if absent; IPv6 routes added without one get 1024
+     * @param mtu RTAX_MTU in RTA_METRICS, bytes; 0 if absent
+     */
+    record RouteInfo(InetAddress destination, int destinationLength, int protocol, int type, int scope, int flags,
+            InetAddress gateway, int outputIndex, int priority, int mtu) {
+        boolean onlink() {
+            return (flags & Rtnl.RTNH_F_ONLINK) != 0;
+        }
+
+        /** @return e.g. {@code "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink mtu 1450 proto 202"} */
+        String describe(Map<Integer, String> names) {
+            StringBuilder sb = new StringBuilder(type == Rtnl.RTN_BLACKHOLE ? "blackhole " : "");
+            if (type != Rtnl.RTN_BLACKHOLE && type != Rtnl.RTN_UNICAST) {
+                sb.append("type ").append(type).append(' ');
+            }
+            sb.append(Rtnetlink.describe(destination, destinationLength, gateway));
+            if (outputIndex > 0 && type != Rtnl.RTN_BLACKHOLE) {
+                sb.append(" dev ").append(names.getOrDefault(outputIndex, "#" + outputIndex));
+            }
+            if (onlink()) {
+                sb.append(" onlink");
+            }
+            if (mtu > 0) {
+                sb.append(" mtu ").append(mtu);
+            }
+            return sb.append(" proto ").append(protocolName(protocol)).toString();
+        }
+    }
+
+    /**
+     * A neighbour (family AF_INET/AF_INET6: an IP address's MAC on a link) or an FDB entry
+     * (AF_BRIDGE: where a MAC lives; on a VXLAN device, the remote VTEP's underlay address), as
+     * RTM_GETNEIGH reports it or as one is asked for.
+     *
+     * @param index the device's ifindex
+     * @param destination NDA_DST: the neighbour's address, or the FDB entry's remote; null if absent
+     * @param mac NDA_LLADDR, lower-case colon notation; "" if absent
+     * @param state ndm_state, e.g. {@link Rtnl#NUD_PERMANENT}
+     * @param flags ndm_flags, e.g. {@link Rtnl#NTF_SELF}
+     * @param protocol NDA_PROTOCOL; 0 if absent (FDB entries never carry one)
+     */
+    record Neighbour(int family, int index, InetAddress destination, String mac, int state, int flags, int protocol) {
+        boolean permanent() {
+            return (state & Rtnl.NUD_PERMANENT) != 0;
+        }
+    }
 
     /**
      * A main-table unicast route as RTM_GETROUTE reports it.
@@ -86,13 +159,7 @@ final class Rtnetlink implements AutoCloseable {
      * @param mtu bytes, for both ends; 0 keeps the kernel default
      */
     void createVeth(String name, byte[] mac, int mtu, String peerName, Netns peerNetns) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                .attrString(Rtnl.IFLA_IFNAME, name)
-                .attr(Rtnl.IFLA_ADDRESS, mac);
-        if (mtu > 0) {
-            req.attrU32(Rtnl.IFLA_MTU, mtu);
-        }
+        NetlinkRequest req = newLinkMessage(name, mac, mtu);
         int linkInfo = req.nest(Rtnl.IFLA_LINKINFO);
         req.attrString(Rtnl.IFLA_INFO_KIND, "veth");
         int data = req.nest(Rtnl.IFLA_INFO_DATA);
@@ -153,18 +220,63 @@ final class Rtnetlink implements AutoCloseable {
             throws SyscallException {
         boolean v4 = destination instanceof Inet4Address;
         int scope = gateway == null && v4 ? Rtnl.RT_SCOPE_LINK : Rtnl.RT_SCOPE_UNIVERSE;
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWROUTE, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                .rtmsg(family(destination), destinationLength, Rtnl.RT_TABLE_MAIN, Rtnl.RTPROT_BOOT, scope,
-                        Rtnl.RTN_UNICAST);
-        if (destinationLength > 0) {
-            req.attr(Rtnl.RTA_DST, destination.getAddress());
+        RouteInfo route = new RouteInfo(destination, destinationLength, Rtnl.RTPROT_BOOT, Rtnl.RTN_UNICAST, scope, 0,
+                gateway, link.index(), 0, 0);
+        socket.request(routeMessage(Rtnl.RTM_NEWROUTE, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL, route),
+                "RTM_NEWROUTE " + describe(destination, destinationLength, gateway) + " dev " + link.name() + where);
+    }
+
+    /**
+     * Adds a main-table route exactly as given (its protocol, type, flags, metrics).
+     *
+     * @param replace false: NLM_F_EXCL, an existing route with the same destination and metric is
+     *     an error; true: NLM_F_REPLACE, such a route is replaced (whatever its protocol, so the
+     *     caller must know it is its own)
+     * @param names ifindex to name, for the error message
+     */
+    void addRoute(RouteInfo route, boolean replace, Map<Integer, String> names) throws SyscallException {
+        int flags = Rtnl.NLM_F_CREATE | (replace ? Rtnl.NLM_F_REPLACE : Rtnl.NLM_F_EXCL);
+        socket.request(routeMessage(Rtnl.RTM_NEWROUTE, flags, route),
+                (replace ? "RTM_NEWROUTE replace " : "RTM_NEWROUTE ") + route.describe(names) + where);
+    }
+
+    /**
+     * Deletes one main-table route. The request names its protocol, type and metric, so the kernel
+     * deletes only a route that has all three (never another protocol's at the same destination).
+     */
+    void deleteRoute(RouteInfo route, Map<Integer, String> names) throws SyscallException {
+        RouteInfo match = new RouteInfo(route.destination(), route.destinationLength(), route.protocol(), route.type(),
+                Rtnl.RT_SCOPE_NOWHERE, 0, null, -1, route.priority(), 0);
+        socket.request(routeMessage(Rtnl.RTM_DELROUTE, 0, match), "RTM_DELROUTE " + route.describe(names) + where);
+    }
+
+    /**
+     * RTM_NEWROUTE or RTM_DELROUTE for the main table: the rtmsg from {@code r}, then RTA_DST
+     * (unless a default route), RTA_GATEWAY, RTA_OIF, RTA_PRIORITY and RTA_METRICS/RTAX_MTU where
+     * {@code r} has them.
+     */
+    static NetlinkRequest routeMessage(int messageType, int flags, RouteInfo r) {
+        NetlinkRequest req = new NetlinkRequest(messageType, flags)
+                .rtmsg(family(r.destination()), r.destinationLength(), Rtnl.RT_TABLE_MAIN, r.protocol(), r.scope(),
+                        r.type(), r.flags());
+        if (r.destinationLength() > 0) {
+            req.attr(Rtnl.RTA_DST, r.destination().getAddress());
         }
-        if (gateway != null) {
-            req.attr(Rtnl.RTA_GATEWAY, gateway.getAddress());
+        if (r.gateway() != null) {
+            req.attr(Rtnl.RTA_GATEWAY, r.gateway().getAddress());
         }
-        req.attrU32(Rtnl.RTA_OIF, link.index());
-        socket.request(req, "RTM_NEWROUTE " + describe(destination, destinationLength, gateway)
-                + " dev " + link.name() + where);
+        if (r.outputIndex() > 0) {
+            req.attrU32(Rtnl.RTA_OIF, r.outputIndex());
+        }
+        if (r.priority() > 0) {
+            req.attrU32(Rtnl.RTA_PRIORITY, r.priority());
+        }
+        if (r.mtu() > 0) {
+            int metrics = req.nest(Rtnl.RTA_METRICS);
+            req.attrU32(Rtnl.RTAX_MTU, r.mtu());
+            req.end(metrics);
+        }
+        return req;
     }
 
     /** @return every address of every link here, both families */
@@ -187,22 +299,214 @@ final class Rtnetlink implements AutoCloseable {
 
     /** @return the unicast routes of the main table here, both families */
     List<Route> routes() throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETROUTE, 0).rtmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0, 0);
         List<Route> out = new ArrayList<>();
-        for (NetlinkMessage m : socket.dump(req, "RTM_GETROUTE dump" + where)) {
-            if (m.type() != Rtnl.RTM_NEWROUTE) {
-                continue;
+        for (RouteInfo r : mainTableRoutes()) {
+            if (r.type() == Rtnl.RTN_UNICAST) {
+                out.add(new Route(r.destinationLength() == 0 ? null : r.destination(), r.destinationLength(),
+                        r.gateway(), r.outputIndex()));
             }
-            ByteBuffer p = m.payload();
-            NetlinkMessage.Attributes a = m.attributes(Rtnl.RTMSG_LEN);
-            int table = a.has(Rtnl.RTA_TABLE) ? a.u32(Rtnl.RTA_TABLE) : Byte.toUnsignedInt(p.get(4));
-            if (table != Rtnl.RT_TABLE_MAIN || Byte.toUnsignedInt(p.get(7)) != Rtnl.RTN_UNICAST) {
-                continue;
-            }
-            out.add(new Route(a.address(Rtnl.RTA_DST), Byte.toUnsignedInt(p.get(1)),
-                    a.address(Rtnl.RTA_GATEWAY), a.u32(Rtnl.RTA_OIF)));
         }
         return out;
+    }
+
+    /** @return every route of the main table here, both families, of every protocol and type */
+    List<RouteInfo> mainTableRoutes() throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETROUTE, 0).rtmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0, 0);
+        List<RouteInfo> out = new ArrayList<>();
+        for (NetlinkMessage m : socket.dump(req, "RTM_GETROUTE dump" + where)) {
+            if (m.type() == Rtnl.RTM_NEWROUTE) {
+                RouteInfo r = parseRoute(m, true);
+                if (r != null) {
+                    out.add(r);
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * @param mainOnly return null for a route of another table (local, or policy routing's)
+     * @return the route in an RTM_NEWROUTE message, or null for one of another family or table
+     */
+    static RouteInfo parseRoute(NetlinkMessage m, boolean mainOnly) throws SyscallException {
+        ByteBuffer p = m.payload();
+        int family = Byte.toUnsignedInt(p.get(0));
+        if (family != Rtnl.AF_INET && family != Rtnl.AF_INET6) {
+            return null;
+        }
+        NetlinkMessage.Attributes a = m.attributes(Rtnl.RTMSG_LEN);
+        // rtm_table is a u8; RTA_TABLE carries the full u32 (tables above 255).
+        int table = a.has(Rtnl.RTA_TABLE) ? a.u32(Rtnl.RTA_TABLE) : Byte.toUnsignedInt(p.get(4));
+        if (mainOnly && table != Rtnl.RT_TABLE_MAIN) {
+            return null;
+        }
+        InetAddress destination = a.address(Rtnl.RTA_DST);
+        if (destination == null) {
+            destination = zero(family);
+        }
+        int priority = a.u32(Rtnl.RTA_PRIORITY);
+        int mtu = a.nested(Rtnl.RTA_METRICS, 0).u32(Rtnl.RTAX_MTU);
+        return new RouteInfo(destination, Byte.toUnsignedInt(p.get(1)), Byte.toUnsignedInt(p.get(5)),
+                Byte.toUnsignedInt(p.get(7)), Byte.toUnsignedInt(p.get(6)), p.getInt(8), a.address(Rtnl.RTA_GATEWAY),
+                a.u32(Rtnl.RTA_OIF), Math.max(priority, 0), Math.max(mtu, 0));
+    }
+
+    /** @return every link here */
+    List<Link> links() throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETLINK, 0)
+                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
+                .attrU32(Rtnl.IFLA_EXT_MASK, Rtnl.RTEXT_FILTER_SKIP_STATS);
+        List<Link> out = new ArrayList<>();
+        for (NetlinkMessage m : socket.dump(req, "RTM_GETLINK dump" + where)) {
+            if (m.type() == Rtnl.RTM_NEWLINK) {
+                out.add(parseLink(m));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Creates a VXLAN device (NLM_F_EXCL), down: {@link #setUp} it once configured.
+     *
+     * @param mac the device's own MAC (its VTEP MAC, which peers put in their FDB and neighbour entries)
+     * @param mtu bytes; 0 lets the kernel derive it from the underlay (its MTU less the VXLAN headroom)
+     */
+    void createVxlan(String name, byte[] mac, int mtu, Vxlan config) throws SyscallException {
+        socket.request(vxlanMessage(name, mac, mtu, config), "RTM_NEWLINK vxlan " + name + " id " + config.vni()
+                + " local " + text(config.local()) + " dstport " + config.port() + where);
+    }
+
+    /**
+     * RTM_NEWLINK kind "vxlan": VNI, local address (LOCAL or LOCAL6 by its family), underlay
+     * ifindex, UDP port (network byte order: the kernel stores it as __be16), learning.
+     */
+    static NetlinkRequest vxlanMessage(String name, byte[] mac, int mtu, Vxlan config) {
+        NetlinkRequest req = newLinkMessage(name, mac, mtu);
+        int linkInfo = req.nest(Rtnl.IFLA_LINKINFO);
+        req.attrString(Rtnl.IFLA_INFO_KIND, "vxlan");
+        int data = req.nest(Rtnl.IFLA_INFO_DATA);
+        req.attrU32(Rtnl.IFLA_VXLAN_ID, config.vni());
+        req.attr(config.local() instanceof Inet4Address ? Rtnl.IFLA_VXLAN_LOCAL : Rtnl.IFLA_VXLAN_LOCAL6,
+                config.local().getAddress());
+        if (config.underlayIndex() > 0) {
+            req.attrU32(Rtnl.IFLA_VXLAN_LINK, config.underlayIndex());
+        }
+        req.attrBe16(Rtnl.IFLA_VXLAN_PORT, config.port());
+        req.attrU8(Rtnl.IFLA_VXLAN_LEARNING, config.learning() ? 1 : 0);
+        req.end(data).end(linkInfo);
+        return req;
+    }
+
+    /** RTM_NEWLINK with NLM_F_EXCL: name, MAC and (unless 0) MTU; the caller adds IFLA_LINKINFO. */
+    private static NetlinkRequest newLinkMessage(String name, byte[] mac, int mtu) {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
+                .attrString(Rtnl.IFLA_IFNAME, name)
+                .attr(Rtnl.IFLA_ADDRESS, mac);
+        if (mtu > 0) {
+            req.attrU32(Rtnl.IFLA_MTU, mtu);
+        }
+        return req;
+    }
+
+    void setMtu(Link link, int mtu) throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
+                .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0)
+                .attrU32(Rtnl.IFLA_MTU, mtu);
+        socket.request(req, "RTM_SETLINK " + link.name() + " mtu " + mtu + where);
+    }
+
+    void setMac(Link link, byte[] mac) throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
+                .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0)
+                .attr(Rtnl.IFLA_ADDRESS, mac);
+        socket.request(req, "RTM_SETLINK " + link.name() + " address " + HexFormat.ofDelimiter(":").formatHex(mac)
+                + where);
+    }
+
+    void deleteAddress(Link link, InetAddress address, int prefixLength) throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_DELADDR, 0)
+                .ifaddrmsg(family(address), prefixLength, 0, 0, link.index())
+                .attr(Rtnl.IFA_LOCAL, address.getAddress());
+        socket.request(req, "RTM_DELADDR " + text(address) + "/" + prefixLength + " dev " + link.name() + where);
+    }
+
+    /**
+     * @param family AF_INET or AF_INET6 for neighbours, AF_BRIDGE for FDB entries
+     * @return the family's entries on every device here
+     */
+    List<Neighbour> neighbours(int family) throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETNEIGH, 0).ndmsg(family, 0, 0, 0);
+        List<Neighbour> out = new ArrayList<>();
+        for (NetlinkMessage m : socket.dump(req, "RTM_GETNEIGH dump family " + family + where)) {
+            if (m.type() == Rtnl.RTM_NEWNEIGH) {
+                Neighbour n = parseNeighbour(m);
+                if (n.family() == family) {
+                    out.add(n);
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Adds a neighbour or FDB entry as given (state, flags and, for neighbours, NDA_PROTOCOL).
+     *
+     * @param replace false: NLM_F_EXCL; true: NLM_F_REPLACE (for an FDB entry, its remote is replaced)
+     */
+    void addNeighbour(Neighbour entry, boolean replace, String device) throws SyscallException {
+        int flags = Rtnl.NLM_F_CREATE | (replace ? Rtnl.NLM_F_REPLACE : Rtnl.NLM_F_EXCL);
+        socket.request(neighbourMessage(Rtnl.RTM_NEWNEIGH, flags, entry),
+                "RTM_NEWNEIGH " + (replace ? "replace " : "") + describe(entry, device) + where);
+    }
+
+    /** Deletes a neighbour (by address) or an FDB entry's remote (by MAC and remote). */
+    void deleteNeighbour(Neighbour entry, String device) throws SyscallException {
+        Neighbour match = new Neighbour(entry.family(), entry.index(), entry.destination(),
+                entry.family() == Rtnl.AF_BRIDGE ? entry.mac() : "", 0, entry.flags() & Rtnl.NTF_SELF, 0);
+        socket.request(neighbourMessage(Rtnl.RTM_DELNEIGH, 0, match), "RTM_DELNEIGH " + describe(entry, device) + where);
+    }
+
+    /** RTM_NEWNEIGH or RTM_DELNEIGH: the ndmsg, then NDA_DST, NDA_LLADDR and NDA_PROTOCOL where given. */
+    static NetlinkRequest neighbourMessage(int messageType, int flags, Neighbour n) {
+        NetlinkRequest req = new NetlinkRequest(messageType, flags).ndmsg(n.family(), n.index(), n.state(), n.flags());
+        if (n.destination() != null) {
+            req.attr(Rtnl.NDA_DST, n.destination().getAddress());
+        }
+        if (!n.mac().isEmpty()) {
+            req.attr(Rtnl.NDA_LLADDR, HexFormat.ofDelimiter(":").parseHex(n.mac()));
+        }
+        if (n.protocol() > 0) {
+            req.attrU8(Rtnl.NDA_PROTOCOL, n.protocol());
+        }
+        return req;
+    }
+
+    static Neighbour parseNeighbour(NetlinkMessage m) throws SyscallException {
+        ByteBuffer p = m.payload();
+        NetlinkMessage.Attributes a = m.attributes(Rtnl.NDMSG_LEN);
+        byte[] mac = a.bytes(Rtnl.NDA_LLADDR);
+        return new Neighbour(Byte.toUnsignedInt(p.get(0)), p.getInt(4), a.address(Rtnl.NDA_DST),
+                mac == null ? "" : HexFormat.ofDelimiter(":").formatHex(mac), Short.toUnsignedInt(p.getShort(8)),
+                Byte.toUnsignedInt(p.get(10)), Math.max(a.u8(Rtnl.NDA_PROTOCOL), 0));
+    }
+
+    /** @return e.g. {@code "fdb 02:ca:da:00:00:0d dst 198.19.3.11 dev cadastre.vx4"} */
+    static String describe(Neighbour n, String device) {
+        String dst = n.destination() == null ? "" : text(n.destination());
+        return n.family() == Rtnl.AF_BRIDGE
+                ? "fdb " + n.mac() + " dst " + dst + " dev " + device
+                : "neighbour " + dst + " lladdr " + n.mac() + " dev " + device;
+    }
+
+    /** @return the name iproute2 gives a route protocol number, else the number */
+    static String protocolName(int protocol) {
+        return switch (protocol) {
+            case Rtnl.RTPROT_KERNEL -> "kernel";
+            case Rtnl.RTPROT_BOOT -> "boot";
+            case Rtnl.RTPROT_STATIC -> "static";
+            default -> Integer.toString(protocol);
+        };
     }
 
     @Override
@@ -254,17 +558,35 @@ final class Rtnetlink implements AutoCloseable {
         return sb.toString();
     }
 
-    private static int family(InetAddress address) {
+    static int family(InetAddress address) {
         return address instanceof Inet4Address ? Rtnl.AF_INET : Rtnl.AF_INET6;
     }
 
-    private static Link parseLink(NetlinkMessage m) throws SyscallException {
+    static Link parseLink(NetlinkMessage m) throws SyscallException {
         ByteBuffer p = m.payload();
         NetlinkMessage.Attributes a = m.attributes(Rtnl.IFINFOMSG_LEN);
         byte[] mac = a.bytes(Rtnl.IFLA_ADDRESS);
-        String kind = a.nested(Rtnl.IFLA_LINKINFO, 0).string(Rtnl.IFLA_INFO_KIND);
+        NetlinkMessage.Attributes info = a.nested(Rtnl.IFLA_LINKINFO, 0);
+        String kind = info.string(Rtnl.IFLA_INFO_KIND);
+        Vxlan vxlan = null;
+        if ("vxlan".equals(kind)) {
+            NetlinkMessage.Attributes d = info.nested(Rtnl.IFLA_INFO_DATA, 0);
+            InetAddress local = d.has(Rtnl.IFLA_VXLAN_LOCAL6) ? d.address(Rtnl.IFLA_VXLAN_LOCAL6)
+                    : d.address(Rtnl.IFLA_VXLAN_LOCAL);
+            vxlan = new Vxlan(d.u32(Rtnl.IFLA_VXLAN_ID), local, d.be16(Rtnl.IFLA_VXLAN_PORT),
+                    d.has(Rtnl.IFLA_VXLAN_LINK) ? d.u32(Rtnl.IFLA_VXLAN_LINK) : -1, d.u8(Rtnl.IFLA_VXLAN_LEARNING) == 1);
+        }
         return new Link(p.getInt(4), a.string(Rtnl.IFLA_IFNAME), p.getInt(8), a.u32(Rtnl.IFLA_MTU),
                 mac == null ? "" : HexFormat.ofDelimiter(":").formatHex(mac), a.u32(Rtnl.IFLA_LINK),
-                kind == null ? "" : kind);
+                kind == null ? "" : kind, vxlan);
+    }
+
+    /** @return 0.0.0.0 or :: */
+    static InetAddress zero(int family) {
+        try {
+            return InetAddress.getByAddress(new byte[family == Rtnl.AF_INET ? 4 : 16]);
+        } catch (java.net.UnknownHostException e) {
+            throw new AssertionError("4 or 16 bytes are always an address", e);
+        }
     }
 }

@@ -25,6 +25,11 @@ final class Ip {
         List<String> command = new ArrayList<>();
         command.add("ip");
         command.addAll(Arrays.asList(args));
+        return tryRunCommand(command.toArray(String[]::new));
+    }
+
+    /** Runs any command (e.g. {@code bridge}, {@code ip netns exec ...}), failing only if it cannot start. */
+    static Result tryRunCommand(String... command) {
         try {
             Process p = new ProcessBuilder(command).start();
             p.getOutputStream().close();
@@ -44,6 +49,15 @@ final class Ip {
         Result r = tryRun(args);
         if (r.exit() != 0) {
             throw new AssertionError("ip " + String.join(" ", args) + " exited " + r.exit() + ": " + r.err());
+        }
+        return r.out();
+    }
+
+    /** Runs any command, failing the test unless it exits 0. @return its standard output */
+    static String runCommand(String... command) {
+        Result r = tryRunCommand(command);
+        if (r.exit() != 0) {
+            throw new AssertionError(String.join(" ", command) + " exited " + r.exit() + ": " + r.err());
         }
         return r.out();
     }
