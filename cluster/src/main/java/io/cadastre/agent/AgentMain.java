@@ -7,11 +7,15 @@ import io.cadastre.admin.AdminServer;
 import io.cadastre.admin.Members;
 import io.cadastre.dataplane.NetlinkDataplane;
 import java.io.File;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -19,7 +23,9 @@ import picocli.CommandLine.Option;
 /**
  * {@code cadastre-agent}: runs the agent (the default), or installs the CNI plugin and network
  * configuration ({@code install}). Exit codes: 0 after a clean shutdown (SIGTERM), 1 when start-up
- * failed, 2 for bad command-line or configuration, 3 when the cluster downed this member (after a
+ * failed, 2 for bad command-line or configuration (among it a cluster port beyond loopback without
+ * TLS credentials or the insecure switch, and TLS or Cassandra credential files that are missing,
+ * unreadable or do not match: {@link ClusterTransport}, {@link CassandraSecurity}), 3 when the cluster downed this member (after a
  * crash-like pause or on the minority side of a partition): its supervisor restarts it, and it
  * joins again as a new incarnation.
  */
@@ -72,6 +78,8 @@ public final class AgentMain implements Callable<Integer> {
         Config config;
         AgentSettings settings;
         AdminServer.Settings admin;
+        ClusterTransport transport;
+        Optional<CassandraSecurity> cassandra;
         try {
             if (configFile != null && !configFile.isFile()) {
                 throw new IllegalArgumentException("--config " + configFile + " is not a readable file");
@@ -79,11 +87,26 @@ public final class AgentMain implements Callable<Integer> {
             config = loadConfig(configFile);
             settings = AgentSettings.from(config);
             admin = AdminConfig.from(config);
-            config = withNodeRole(config, settings.nodeName());
+            // Before the actor system: a member that may not or cannot authenticate its peers
+            // must not open the cluster port at all.
+            transport = ClusterTransport.from(config, Instant.now());
+            config = withNodeRole(transport.applyTo(config), settings.nodeName());
+            cassandra = settings.persistence() == Persistence.CASSANDRA
+                    ? Optional.of(CassandraSecurity.from(config.getConfig("cadastre.cassandra"))) : Optional.empty();
         } catch (RuntimeException e) {
             System.err.println("cadastre-agent: configuration error: " + e.getMessage());
             return 2;
         }
+        Logger log = LoggerFactory.getLogger(AgentMain.class);
+        transport.log(log);
+        cassandra.ifPresent(c -> {
+            if (c.tlsWithoutHostnameValidation()) {
+                log.warn("Cassandra: TLS without hostname validation (cadastre.cassandra.tls.hostname-validation = off): "
+                        + "any certificate from a trusted CA is taken for the journal's");
+            } else {
+                log.info("Cassandra: {}", c.summary());
+            }
+        });
         ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin, new NetlinkDataplane()), "cadastre", config);
         system.getWhenTerminated().toCompletableFuture().join();
         return exitCode(CoordinatedShutdown.get(system).getShutdownReason());
