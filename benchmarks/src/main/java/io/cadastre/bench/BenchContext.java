@@ -1,5 +1,6 @@
 package io.cadastre.bench;
 
+import io.cadastre.agent.TestPki;
 import io.cadastre.chaos.CassandraNode;
 import io.cadastre.chaos.Member;
 import io.cadastre.chaos.Schema;
@@ -90,9 +91,10 @@ public final class BenchContext implements AutoCloseable {
 
     /**
      * @return the cluster: a cadastre-agent in each host namespace of the fabric, on its Cassandra,
-     *     joined through the first host, each serving {@link #CLUSTER_POOL}; started on first use
-     *     (the first member, then the others at once), stopped by {@link #close()}. A scenario may
-     *     kill and restart members; it leaves them all running.
+     *     joined through the first host, the members authenticating each other with mutual TLS,
+     *     each serving {@link #CLUSTER_POOL}; started on first use (the first member, then the
+     *     others at once), stopped by {@link #close()}. A scenario may kill and restart members; it
+     *     leaves them all running.
      */
     public synchronized List<Member> members() throws IOException, InterruptedException {
         if (members != null) {
@@ -101,9 +103,10 @@ public final class BenchContext implements AutoCloseable {
         fabric();
         List<String> seeds = List.of(Member.address(topology.host(1)));
         List<Member> started = new ArrayList<>();
+        // Mutual TLS between the members, as by default: the figures are the secure configuration's.
+        TestPki ca = TestPki.authority("cadastre-bench-ca");
         for (Topology.Host host : topology.hosts()) {
-            started.add(new Member(topology, host, workDir("member-" + host.name()), cassandra.contactPoint(), seeds,
-                    CLUSTER_POOLS));
+            started.add(new Member(topology, host, workDir("member-" + host.name()), cassandra, ca, seeds, CLUSTER_POOLS));
         }
         members = started;
         Member.startTogether(started, start -> new Thread(start, "member-start").start());

@@ -3,6 +3,7 @@ package io.cadastre.chaos;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cadastre.agent.TestPki;
 import io.cadastre.ipam.Cidr;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,7 +28,9 @@ import org.junit.jupiter.api.TestMethodOrder;
  * Three agents, each in its own host namespace, one Pekko cluster on a real Cassandra (in the db
  * namespace, schema created ahead with {@code cadastre-agent schema --execute}): addresses are
  * unique across hosts, blocks stay affine to their node, pods are wired in their own host's
- * namespace, and a member killed with SIGKILL is replaced without losing an allocation.
+ * namespace, and a member killed with SIGKILL is replaced without losing an allocation. Secured as
+ * production should be: the members authenticate each other with mutual TLS, and reach Cassandra
+ * with a login (PasswordAuthenticator) over TLS with hostname validation.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterTest {
@@ -49,11 +52,12 @@ class ClusterTest {
     static void startCluster() throws Exception {
         dir = Files.createTempDirectory("cad-cluster");
         topology = Topology.up(Topology.randomName(), 3);
-        cassandra = CassandraNode.start(topology, dir.resolve("cassandra"));
+        TestPki ca = TestPki.authority("cadastre-cluster-test-ca");
+        cassandra = CassandraNode.startSecured(topology, dir.resolve("cassandra"), ca);
         Schema.create(topology, cassandra);
         List<String> seeds = List.of(Member.address(topology.host(1)));
         for (Topology.Host host : topology.hosts()) {
-            members.add(new Member(topology, host, dir.resolve(host.name()), cassandra.contactPoint(), seeds, POOLS));
+            members.add(new Member(topology, host, dir.resolve(host.name()), cassandra, ca, seeds, POOLS));
         }
         Member.startTogether(members, runtime);
     }

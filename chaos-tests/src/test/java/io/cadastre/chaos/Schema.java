@@ -13,7 +13,7 @@ public final class Schema {
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "schema", "--execute"),
                 pb -> {
-                    pb.environment().put("CADASTRE_CASSANDRA_CONTACT_POINTS", cassandra.contactPoint());
+                    pb.environment().putAll(cassandra.clientEnvironment());
                     pb.redirectErrorStream(true);
                 });
         String out = new String(p.getInputStream().readAllBytes());
