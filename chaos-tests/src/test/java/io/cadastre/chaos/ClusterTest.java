@@ -236,6 +236,31 @@ class ClusterTest {
         assertEquals(held.firstAddress(), back.firstAddress(), "the leaver's allocation after its return");
     }
 
+    /**
+     * The members reached Cassandra with its login over TLS, and Cassandra demands both: the same
+     * command without the credentials, or without TLS, is refused.
+     */
+    @Test
+    @Order(5)
+    void cassandraIsReachedWithItsLoginOverTlsAndOnlySo() throws Exception {
+        for (Member m : members) {
+            assertTrue(java.nio.file.Files.readString(m.log()).contains("Cassandra: as cassandra, TLS (hostname validation on"),
+                    m.name() + " did not log its Cassandra login over TLS:\n" + m.tail());
+        }
+        Map<String, String> env = cassandra.clientEnvironment();
+        Map<String, String> noLogin = new HashMap<>(env);
+        noLogin.remove("CADASTRE_CASSANDRA_USERNAME");
+        noLogin.remove("CADASTRE_CASSANDRA_PASSWORD_FILE");
+        Map<String, String> noTls = new HashMap<>(env);
+        noTls.keySet().removeIf(k -> k.startsWith("CADASTRE_CASSANDRA_TLS_"));
+        Schema.Result withoutLogin = Schema.execute(topology, noLogin, 10);
+        Schema.Result withoutTls = Schema.execute(topology, noTls, 10);
+        assertEquals(1, withoutLogin.exit(), withoutLogin.output());
+        assertTrue(withoutLogin.output().contains("Authentication error"), withoutLogin.output());
+        assertEquals(1, withoutTls.exit(), withoutTls.output());
+        assertEquals(0, Schema.execute(topology, env, 60).exit(), "the secured schema command");
+    }
+
     private static String run(String... command) throws Exception {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes());
