@@ -113,6 +113,21 @@ public final class BenchContext implements AutoCloseable {
         return members;
     }
 
+    /**
+     * Stops every member (SIGTERM: each leaves the cluster) and starts them all again, the cluster
+     * port on mutual TLS or, with {@code tls} false, on plain TCP without authentication.
+     *
+     * @throws IllegalStateException when a member does not start again
+     */
+    public synchronized void restartMembers(boolean tls) throws IOException, InterruptedException {
+        List<Member> all = members();
+        for (Member m : all) {
+            m.close();
+        }
+        all.forEach(m -> m.insecurePlaintext(!tls));
+        Member.startTogether(all, start -> new Thread(start, "member-start").start());
+    }
+
     private void fabric() throws IOException, InterruptedException {
         if (topology != null) {
             return;

@@ -28,6 +28,7 @@ public final class Member implements AutoCloseable {
     private final CassandraNode cassandra;
     private final TestPki.PemFiles tls;
     private volatile List<String> seeds;
+    private volatile boolean insecurePlaintext;
     private final String extraConfig;
     private volatile Process process;
 
@@ -73,6 +74,16 @@ public final class Member implements AutoCloseable {
      */
     public Member seeds(List<String> seeds) {
         this.seeds = List.copyOf(seeds);
+        return this;
+    }
+
+    /**
+     * Makes the next {@link #start()} run the cluster port on plain TCP without authentication
+     * ({@code cadastre.cluster.insecure-plaintext}) instead of TLS, e.g. to price TLS; every
+     * member of a cluster must run the same way.
+     */
+    public Member insecurePlaintext(boolean on) {
+        this.insecurePlaintext = on;
         return this;
     }
 
@@ -140,9 +151,13 @@ public final class Member implements AutoCloseable {
         return topology.exec(host, command, pb -> {
             pb.environment().put("CADASTRE_PERSISTENCE", "cassandra");
             pb.environment().putAll(cassandra.clientEnvironment());
-            pb.environment().put("CADASTRE_CLUSTER_TLS_CERT_FILE", tls.cert().toString());
-            pb.environment().put("CADASTRE_CLUSTER_TLS_KEY_FILE", tls.key().toString());
-            pb.environment().put("CADASTRE_CLUSTER_TLS_CA_FILE", tls.ca().toString());
+            if (insecurePlaintext) {
+                pb.environment().put("CADASTRE_CLUSTER_INSECURE_PLAINTEXT", "on");
+            } else {
+                pb.environment().put("CADASTRE_CLUSTER_TLS_CERT_FILE", tls.cert().toString());
+                pb.environment().put("CADASTRE_CLUSTER_TLS_KEY_FILE", tls.key().toString());
+                pb.environment().put("CADASTRE_CLUSTER_TLS_CA_FILE", tls.ca().toString());
+            }
             pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", host.address());
             pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(PORT));
             pb.environment().put("CADASTRE_SEED_NODES", String.join(",", seeds));
