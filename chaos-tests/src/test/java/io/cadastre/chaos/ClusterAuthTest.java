@@ -14,7 +14,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
@@ -46,47 +45,18 @@ class ClusterAuthTest {
     private static final int JOIN_SECONDS = 90;
     private static final Pattern RESULT = Pattern.compile("RESULT up=(true|false) identified=(true|false) members=(\\d+)");
 
-    private static Path dir;
-    private static Topology topology;
-    private static CassandraNode cassandra;
-    private static TestPki ca;
-    private static final List<Member> members = new ArrayList<>();
-    private static final ExecutorService runtime = Executors.newFixedThreadPool(4);
+    private static ClusterFixture cluster;
 
     @BeforeAll
     static void startCluster() throws Exception {
         assumeTrue(Topology.supported(), "needs root and iproute2");
-        dir = Files.createTempDirectory("cad-auth");
-        topology = Topology.up(Topology.randomName(), 3);
-        cassandra = CassandraNode.start(topology, dir.resolve("cassandra"));
-        Schema.create(topology, cassandra);
-        ca = TestPki.authority("cadastre-auth-test-ca");
-        List<String> seeds = List.of(Member.address(topology.host(1)));
-        for (int i = 1; i <= 2; i++) {
-            members.add(new Member(topology, topology.host(i), dir.resolve("h" + i), cassandra, ca, seeds, ClusterTest.POOLS));
-        }
-        Member.startTogether(members, runtime);
+        cluster = ClusterFixture.start("cad-auth", 3, 2, false, ClusterTest.POOLS);
     }
 
     @AfterAll
     static void stopCluster() throws Exception {
-        try {
-            for (Member m : members) {
-                m.close();
-            }
-            if (cassandra != null) {
-                cassandra.close();
-            }
-        } finally {
-            runtime.shutdownNow();
-            if (topology != null) {
-                topology.close();
-            }
-            if (dir != null) {
-                try (var paths = Files.walk(dir)) {
-                    paths.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
-                }
-            }
+        if (cluster != null) {
+            cluster.close();
         }
     }
 
@@ -96,17 +66,20 @@ class ClusterAuthTest {
     @Test
     @Order(1)
     void strangersNeitherJoinNorReachAnEntityAndTheMembersStayUp() throws Exception {
-        Topology.Host h3 = topology.host(3);
+        Topology.Host h3 = cluster.topology().host(3);
+        Member h1 = cluster.members().get(0);
+        TestPki ca = cluster.ca();
+        ExecutorService runtime = cluster.executor();
         // The same CA name as the cluster's, another key; and a member's names on the certificate.
-        TestPki otherCa = TestPki.authority("cadastre-auth-test-ca");
-        TestPki.PemFiles foreign = otherCa.write(otherCa.member("cadastre-h3", h3.address()), dir.resolve("stranger-other-ca"));
+        TestPki otherCa = TestPki.authority(ClusterFixture.CA_NAME);
+        TestPki.PemFiles foreign = otherCa.write(otherCa.member("cadastre-h3", h3.address()), cluster.dir().resolve("stranger-other-ca"));
         TestPki.PemFiles nameless = ca.write(ca.issue(TestPki.Spec.member("stranger", h3.address())
-                .withDnsNames(List.of("another-cluster"))), dir.resolve("stranger-no-shared-name"));
+                .withDnsNames(List.of("another-cluster"))), cluster.dir().resolve("stranger-no-shared-name"));
 
         List<CompletableFuture<Outcome>> attempts = List.of(
-                CompletableFuture.supplyAsync(() -> stranger("plain-tcp", 2601, members.get(0), false, null), runtime),
-                CompletableFuture.supplyAsync(() -> stranger("other-ca", 2602, members.get(0), false, foreign), runtime),
-                CompletableFuture.supplyAsync(() -> stranger("no-shared-name", 2603, members.get(0), false, nameless), runtime));
+                CompletableFuture.supplyAsync(() -> stranger("plain-tcp", 2601, h1, false, null), runtime),
+                CompletableFuture.supplyAsync(() -> stranger("other-ca", 2602, h1, false, foreign), runtime),
+                CompletableFuture.supplyAsync(() -> stranger("no-shared-name", 2603, h1, false, nameless), runtime));
         for (CompletableFuture<Outcome> attempt : attempts) {
             Outcome o = attempt.get(STRANGER_SECONDS + 180, TimeUnit.SECONDS);
             System.out.printf("stranger %s: up=%s identified=%s members=%d%n", o.name(), o.up(), o.identified(), o.members());
@@ -116,27 +89,27 @@ class ClusterAuthTest {
             assertFalse(o.up(), o.name() + " became a member:\n" + o.output());
             assertFalse(o.identified(), o.name() + " reached a shard region:\n" + o.output());
             assertEquals(0, o.members(), o.name() + " saw members:\n" + o.output());
-            for (Member m : members) {
+            for (Member m : cluster.members()) {
                 assertFalse(joinLogged(m, h3, o.port()), m.name() + " took a join from " + o.name() + ":\n" + m.tail());
             }
         }
         membersServe("after the strangers");
 
         // The control: the same stranger with a member's certificate from the cluster's CA joins.
-        TestPki.PemFiles memberCert = ca.write(ca.member("cadastre-h3", h3.address()), dir.resolve("stranger-member-cert"));
-        Outcome control = stranger("member-cert", 2604, members.get(0), true, memberCert);
+        TestPki.PemFiles memberCert = ca.write(ca.member("cadastre-h3", h3.address()), cluster.dir().resolve("stranger-member-cert"));
+        Outcome control = stranger("member-cert", 2604, h1, true, memberCert);
         System.out.printf("control %s: up=%s identified=%s members=%d%n", control.name(), control.up(), control.identified(),
                 control.members());
         assertTrue(control.up() && control.identified(), "the control did not join:\n" + control.output());
-        assertTrue(joinLogged(members.get(0), h3, control.port()), "h1 logged no join from the control:\n" + members.get(0).tail());
+        assertTrue(joinLogged(h1, h3, control.port()), "h1 logged no join from the control:\n" + h1.tail());
         membersServe("after the control left");
     }
 
     @Test
     @Order(2)
     void anExposedPortWithoutTlsIsRefusedUnlessTheInsecureSwitchSaysSo() throws Exception {
-        Topology.Host h3 = topology.host(3);
-        Path agentDir = Files.createDirectories(dir.resolve("h3-agent"));
+        Topology.Host h3 = cluster.topology().host(3);
+        Path agentDir = Files.createDirectories(cluster.dir().resolve("h3-agent"));
         Path log = agentDir.resolve("agent.log");
         Process refused = agent(h3, agentDir, log, false);
         assertTrue(refused.waitFor(60, TimeUnit.SECONDS), "the agent did not exit");
@@ -173,7 +146,7 @@ class ClusterAuthTest {
         List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlogback.configurationFile=logback-text.xml",
                 "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain");
-        return topology.exec(host, command, pb -> {
+        return cluster.topology().exec(host, command, pb -> {
             pb.environment().put("CADASTRE_NODE_NAME", "h3-alone");
             pb.environment().put("CADASTRE_DATA_DIR", agentDir.resolve("data").toString());
             pb.environment().put("CADASTRE_CNI_SOCKET", agentDir.resolve("cni.sock").toString());
@@ -195,7 +168,7 @@ class ClusterAuthTest {
      * {@link #JOIN_SECONDS} for one that should join) and exits.
      */
     private static Outcome stranger(String name, int port, String seed, boolean untilJoined, TestPki.PemFiles files) {
-        Topology.Host h3 = topology.host(3);
+        Topology.Host h3 = cluster.topology().host(3);
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlogback.configurationFile=logback-text.xml",
                 "-cp", System.getProperty("java.class.path"), Stranger.class.getName(), h3.address(), Integer.toString(port), seed,
@@ -206,9 +179,9 @@ class ClusterAuthTest {
         if (files != null) {
             command.addAll(List.of(files.cert().toString(), files.key().toString()));
         }
-        Path log = dir.resolve("stranger-" + name + ".log");
-        Path stdout = dir.resolve("stranger-" + name + ".out");
-        Process p = topology.exec(h3, command, pb -> pb.redirectOutput(stdout.toFile())
+        Path log = cluster.dir().resolve("stranger-" + name + ".log");
+        Path stdout = cluster.dir().resolve("stranger-" + name + ".out");
+        Process p = cluster.topology().exec(h3, command, pb -> pb.redirectOutput(stdout.toFile())
                 .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())));
         try {
             // Its window, then leaving the cluster (30 s at most) and stopping the actor system (15 s).
@@ -240,7 +213,7 @@ class ClusterAuthTest {
 
     /** Both members are alive and answer an IPAM ADD (then DEL) through the real plugin. */
     private static void membersServe(String when) throws Exception {
-        for (Member m : members) {
+        for (Member m : cluster.members()) {
             assertTrue(m.alive(), m.name() + " died " + when + ":\n" + m.tail());
             String id = "auth-" + m.name() + "-" + System.nanoTime();
             Cni.Result add = Cni.run("ADD", id, "/var/run/netns/unused", Cni.ipamOnly(m));

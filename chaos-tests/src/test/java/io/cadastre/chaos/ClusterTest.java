@@ -3,10 +3,8 @@ package io.cadastre.chaos;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cadastre.agent.TestPki;
 import io.cadastre.ipam.Cidr;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -16,7 +14,6 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -42,45 +39,17 @@ class ClusterTest {
             cadastre.default-pools = ["chaos-ipv4", "chaos-ipv6"]
             """;
 
-    private static Path dir;
-    private static Topology topology;
-    private static CassandraNode cassandra;
-    private static final List<Member> members = new ArrayList<>();
-    private static final ExecutorService runtime = Executors.newFixedThreadPool(6);
+    private static ClusterFixture cluster;
 
     @BeforeAll
     static void startCluster() throws Exception {
-        dir = Files.createTempDirectory("cad-cluster");
-        topology = Topology.up(Topology.randomName(), 3);
-        TestPki ca = TestPki.authority("cadastre-cluster-test-ca");
-        cassandra = CassandraNode.startSecured(topology, dir.resolve("cassandra"), ca);
-        Schema.create(topology, cassandra);
-        List<String> seeds = List.of(Member.address(topology.host(1)));
-        for (Topology.Host host : topology.hosts()) {
-            members.add(new Member(topology, host, dir.resolve(host.name()), cassandra, ca, seeds, POOLS));
-        }
-        Member.startTogether(members, runtime);
+        cluster = ClusterFixture.start("cad-cluster", 3, 3, true, POOLS);
     }
 
     @AfterAll
     static void stopCluster() throws Exception {
-        try {
-            for (Member m : members) {
-                m.close();
-            }
-            if (cassandra != null) {
-                cassandra.close();
-            }
-        } finally {
-            runtime.shutdownNow();
-            if (topology != null) {
-                topology.close();
-            }
-            if (dir != null) {
-                try (var paths = Files.walk(dir)) {
-                    paths.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
-                }
-            }
+        if (cluster != null) {
+            cluster.close();
         }
     }
 
@@ -97,7 +66,7 @@ class ClusterTest {
     void addressesAreUniqueAcrossHostsAndEachBlockServesOneNode() {
         Map<String, String> hostOf = new HashMap<>();
         List<CompletableFuture<Void>> all = new ArrayList<>();
-        for (Member m : members) {
+        for (Member m : cluster.members()) {
             for (int i = 0; i < 30; i++) {
                 String id = m.name() + "-u" + i;
                 all.add(CompletableFuture.runAsync(() -> {
@@ -107,7 +76,7 @@ class ClusterTest {
                         String previous = hostOf.put(r.firstAddress(), m.name());
                         assertEquals(null, previous, r.firstAddress() + " handed out twice");
                     }
-                }, runtime));
+                }, cluster.executor()));
             }
         }
         all.forEach(CompletableFuture::join);
@@ -122,8 +91,8 @@ class ClusterTest {
     @Test
     @Order(2)
     void aPodIsWiredInItsOwnHostsNamespace() throws Exception {
-        String pod = topology.name() + "-pod";
-        Member h2 = members.get(1);
+        String pod = cluster.topology().name() + "-pod";
+        Member h2 = cluster.members().get(1);
         String id = "wired-" + UUID.randomUUID().toString().substring(0, 6);
         run("ip", "netns", "add", pod);
         try {
@@ -146,8 +115,8 @@ class ClusterTest {
     @Test
     @Order(3)
     void aKilledMemberIsReplacedAndItsAllocationsSurvive() throws Exception {
-        Member victim = members.get(0);
-        Member survivor = members.get(1);
+        Member victim = cluster.members().get(0);
+        Member survivor = cluster.members().get(1);
         Map<String, String> before = new HashMap<>();
         for (int i = 0; i < 10; i++) {
             Cni.Result r = add(victim, "k" + i);
@@ -193,7 +162,7 @@ class ClusterTest {
 
         // Not seeds = [itself]: a first seed node alone in its list joins itself at once and would
         // form a second cluster on the same journal beside the survivors'.
-        victim.seeds(members.stream().filter(m -> m != victim).map(m -> Member.address(m.host)).toList()).start();
+        victim.seeds(cluster.members().stream().filter(m -> m != victim).map(m -> Member.address(m.host)).toList()).start();
         for (var e : before.entrySet()) {
             Cni.Result r = add(victim, e.getKey());
             assertEquals(0, r.exit(), r.toString());
@@ -211,8 +180,8 @@ class ClusterTest {
     @Test
     @Order(4)
     void aMemberLeavingCleanlyHandsItsShardsOff() throws Exception {
-        Member leaver = members.get(2);
-        Member survivor = members.get(1);
+        Member leaver = cluster.members().get(2);
+        Member survivor = cluster.members().get(1);
         Cni.Result held = add(leaver, "leaver-1");
         assertEquals(0, held.exit(), held.toString());
         long stoppedAt = System.nanoTime();
@@ -243,22 +212,22 @@ class ClusterTest {
     @Test
     @Order(5)
     void cassandraIsReachedWithItsLoginOverTlsAndOnlySo() throws Exception {
-        for (Member m : members) {
-            assertTrue(java.nio.file.Files.readString(m.log()).contains("Cassandra: as cassandra, TLS (hostname validation on"),
+        for (Member m : cluster.members()) {
+            assertTrue(Files.readString(m.log()).contains("Cassandra: as cassandra, TLS (hostname validation on"),
                     m.name() + " did not log its Cassandra login over TLS:\n" + m.tail());
         }
-        Map<String, String> env = cassandra.clientEnvironment();
+        Map<String, String> env = cluster.cassandra().clientEnvironment();
         Map<String, String> noLogin = new HashMap<>(env);
         noLogin.remove("CADASTRE_CASSANDRA_USERNAME");
         noLogin.remove("CADASTRE_CASSANDRA_PASSWORD_FILE");
         Map<String, String> noTls = new HashMap<>(env);
         noTls.keySet().removeIf(k -> k.startsWith("CADASTRE_CASSANDRA_TLS_"));
-        Schema.Result withoutLogin = Schema.execute(topology, noLogin, 10);
-        Schema.Result withoutTls = Schema.execute(topology, noTls, 10);
+        Schema.Result withoutLogin = Schema.execute(cluster.topology(), noLogin, 10);
+        Schema.Result withoutTls = Schema.execute(cluster.topology(), noTls, 10);
         assertEquals(1, withoutLogin.exit(), withoutLogin.output());
         assertTrue(withoutLogin.output().contains("Authentication error"), withoutLogin.output());
         assertEquals(1, withoutTls.exit(), withoutTls.output());
-        assertEquals(0, Schema.execute(topology, env, 60).exit(), "the secured schema command");
+        assertEquals(0, Schema.execute(cluster.topology(), env, 60).exit(), "the secured schema command");
     }
 
     private static String run(String... command) throws Exception {
