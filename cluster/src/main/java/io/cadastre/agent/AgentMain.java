@@ -25,9 +25,9 @@ import picocli.CommandLine.Option;
  * configuration ({@code install}). Exit codes: 0 after a clean shutdown (SIGTERM), 1 when start-up
  * failed, 2 for bad command-line or configuration (among it a cluster port beyond loopback without
  * TLS credentials or the insecure switch, and TLS or Cassandra credential files that are missing,
- * unreadable or do not match: {@link ClusterTransport}, {@link CassandraSecurity}), 3 when the cluster downed this member (after a
- * crash-like pause or on the minority side of a partition): its supervisor restarts it, and it
- * joins again as a new incarnation.
+ * unreadable or do not match: {@link ClusterTransport}, {@link CassandraSecurity}), 3 when the
+ * cluster downed this member (after a crash-like pause or on the minority side of a partition):
+ * its supervisor restarts it, and it joins again as a new incarnation.
  */
 @Command(name = "cadastre-agent", mixinStandardHelpOptions = true, version = "cadastre-agent 0.1.0",
         description = "Cadastre's per-host agent: cluster member, IPAM and CNI endpoint.",
@@ -99,14 +99,7 @@ public final class AgentMain implements Callable<Integer> {
         }
         Logger log = LoggerFactory.getLogger(AgentMain.class);
         transport.log(log);
-        cassandra.ifPresent(c -> {
-            if (c.tlsWithoutHostnameValidation()) {
-                log.warn("Cassandra: TLS without hostname validation (cadastre.cassandra.tls.hostname-validation = off): "
-                        + "any certificate from a trusted CA is taken for the journal's");
-            } else {
-                log.info("Cassandra: {}", c.summary());
-            }
-        });
+        cassandra.ifPresent(c -> c.log(log));
         ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin, new NetlinkDataplane()), "cadastre", config);
         system.getWhenTerminated().toCompletableFuture().join();
         return exitCode(CoordinatedShutdown.get(system).getShutdownReason());

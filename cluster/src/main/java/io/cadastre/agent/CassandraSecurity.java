@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 import java.util.Optional;
+import org.slf4j.Logger;
 
 /**
  * Credentials and TLS for the journal's connection to Cassandra ({@code cadastre.cassandra}:
@@ -114,6 +115,19 @@ final class CassandraSecurity {
             }
         }
         return settings;
+    }
+
+    /**
+     * Logs how the agent reaches Cassandra ({@link #summary()}): INFO, or WARN for TLS without
+     * hostname validation. Never a password.
+     */
+    void log(Logger log) {
+        if (tlsWithoutHostnameValidation()) {
+            log.warn("Cassandra: {}: any certificate from a trusted CA is taken for Cassandra's "
+                    + "(cadastre.cassandra.tls.hostname-validation = off)", summary());
+        } else {
+            log.info("Cassandra: {}", summary());
+        }
     }
 
     /** @return whether the connection is TLS without checking that the certificate names the node */

@@ -102,6 +102,11 @@ class CassandraSecurityTest {
         CassandraSecurity security = CassandraSecurity.from(config.getConfig("cadastre.cassandra"));
         assertFalse(security.toString().contains("pw"), security.toString());
         assertFalse(security.tlsWithoutHostnameValidation());
+
+        // Switched off on purpose: the driver is told so, and the start-up log warns.
+        Config unchecked = config("cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.hostname-validation = off\n");
+        assertFalse(unchecked.getBoolean("datastax-java-driver.advanced.ssl-engine-factory.hostname-validation"));
+        assertTrue(CassandraSecurity.from(unchecked.getConfig("cadastre.cassandra")).tlsWithoutHostnameValidation());
     }
 
     @Test
