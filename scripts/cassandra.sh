@@ -14,7 +14,11 @@
 #
 # Environment: CASSANDRA_HEAP (default "-Xms256m -Xmx256m"), CASSANDRA_JAVA (a Java 17 binary),
 # CASSANDRA_START_TIMEOUT (s, default 120), CASSANDRA_STOP_TIMEOUT (s, default 30),
-# CASSANDRA_CLUSTER_NAME (default "cadastre-test"), CASSANDRA_JVM_OPTS (extra JVM flags).
+# CASSANDRA_CLUSTER_NAME (default "cadastre-test"), CASSANDRA_JVM_OPTS (extra JVM flags),
+# CASSANDRA_AUTHENTICATOR (default AllowAllAuthenticator; PasswordAuthenticator: clients log in,
+# the default superuser cassandra/cassandra is created at once and start waits for it),
+# CASSANDRA_CLIENT_KEYSTORE and CASSANDRA_CLIENT_KEYSTORE_PASSWORD (a PKCS12 key store: CQL clients
+# must use TLS; cassandra.yaml is then mode 0600, since it holds the password).
 #
 # Only ever signals the PID in DIR/cassandra.pid, and only if that process is the Cassandra started
 # with DIR/cassandra.yaml (a stale pid file whose PID was reused is ignored).
@@ -145,7 +149,7 @@ storage_port: $STORAGE_PORT
 native_transport_port: $NATIVE_PORT
 start_native_transport: true
 endpoint_snitch: SimpleSnitch
-authenticator: AllowAllAuthenticator
+authenticator: ${CASSANDRA_AUTHENTICATOR:-AllowAllAuthenticator}
 authorizer: AllowAllAuthorizer
 auto_snapshot: false
 concurrent_reads: 4
@@ -154,6 +158,18 @@ concurrent_counter_writes: 4
 concurrent_materialized_view_writes: 2
 concurrent_compactors: 1
 EOF
+  if [[ -n "${CASSANDRA_CLIENT_KEYSTORE:-}" ]]; then
+    chmod 600 "$dir/cassandra.yaml"
+    cat >> "$dir/cassandra.yaml" <<EOF
+client_encryption_options:
+  enabled: true
+  optional: false
+  keystore: ${CASSANDRA_CLIENT_KEYSTORE}
+  keystore_password: ${CASSANDRA_CLIENT_KEYSTORE_PASSWORD:-}
+  store_type: PKCS12
+  require_client_auth: false
+EOF
+  fi
   cat > "$dir/logback.xml" <<'EOF'
 <configuration>
   <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
@@ -181,6 +197,12 @@ cmd_start() {
   [[ -f "$CLASSPATH_FILE" ]] || die "$CLASSPATH_FILE is missing: run 'mvn -pl test-cassandra package' in $ROOT first"
   local java
   java="$(find_java)"
+  # A fresh roles table gets the default superuser shortly after CQL starts: wait for it, so that a
+  # client logging in right after start is not refused. An existing one already has its roles.
+  local await_superuser=0
+  if [[ "${CASSANDRA_AUTHENTICATOR:-}" == PasswordAuthenticator ]] && ! compgen -G "$dir/data/system_auth/roles-*" >/dev/null; then
+    await_superuser=1
+  fi
   write_config "$dir" "$addr"
   rm -f "$dir/cassandra.pid"
   # shellcheck disable=SC2206 # CASSANDRA_HEAP and CASSANDRA_JVM_OPTS are word lists by design
@@ -189,7 +211,8 @@ cmd_start() {
   # A single node has no peers: skip_wait_for_gossip_to_settle=0 drops the 8 s "Waiting for gossip
   # to settle" before CQL starts (it happens on a non-loopback address, e.g. in a netns); the two
   # shutdown properties drop the 2 s "announce shutdown" sleep and the 2 s internode-messaging
-  # quiesce (SIGTERM stop ~6.4 s -> ~2 s).
+  # quiesce (SIGTERM stop ~6.4 s -> ~2 s); superuser_setup_delay_ms=0 creates the default superuser
+  # (PasswordAuthenticator) at once instead of 10 s after start.
   # setsid: its own session, so a Ctrl-C or a process-group kill aimed at the caller does not hit
   # it; stdin/stdout/stderr detached, so a caller reading this script's output gets EOF at exit.
   setsid "$java" "${heap[@]}" -Xss256k -XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true \
@@ -202,6 +225,7 @@ cmd_start() {
     -Dcassandra.skip_wait_for_gossip_to_settle=0 \
     -Dcassandra.shutdown_announce_in_ms=0 \
     -Dcassandra.test.messagingService.nonGracefulShutdown=true \
+    -Dcassandra.superuser_setup_delay_ms=0 \
     "-Dlogback.configurationFile=$dir/logback.xml" \
     "${extra[@]}" \
     -cp "$(cat "$CLASSPATH_FILE")" \
@@ -215,7 +239,8 @@ cmd_start() {
       echo "cassandra.sh: Cassandra (pid $pid) died during start" >&2
       log_tail "$dir"; exit 1
     fi
-    if cql_logged "$dir" && port_open "$addr" "$NATIVE_PORT"; then
+    if cql_logged "$dir" && port_open "$addr" "$NATIVE_PORT" &&
+       { (( ! await_superuser )) || grep -q 'Created default superuser role' "$dir/cassandra.log" 2>/dev/null; }; then
       local ms=$(( (${EPOCHREALTIME/./} - t0) / 1000 ))
       echo "Cassandra ready: pid $pid, CQL at $addr:$NATIVE_PORT, after $((ms / 1000)).$(printf %03d $((ms % 1000))) s (log: $dir/cassandra.log)"
       return 0

@@ -10,7 +10,9 @@
 #   scripts/cluster-demo.sh down       stop everything it started (by PID) and remove the namespaces
 #
 # Needs root, a build (mvn -B -DskipTests package, which also fetches Cassandra for test-cassandra),
-# iproute2. Addresses: hosts 198.19.255.11-13, Cassandra 198.19.255.9, pods from 198.18.0.0/16.
+# iproute2, openssl. Addresses: hosts 198.19.255.11-13, Cassandra 198.19.255.9, pods from 198.18.0.0/16.
+# The agents authenticate each other with mutual TLS (README, "Securing the cluster"): a throw-away
+# CA and a certificate per host are made with openssl under $state/pki (mode 0600, removed by down).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name=cademo
@@ -18,15 +20,33 @@ state=/tmp/cadastre-cluster-demo
 hosts=3
 java_bin="${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}/bin/java"
 [[ -x "$java_bin" ]] || java_bin=java
-classpath() { echo "$(ls "$root"/cluster/target/cadastre-cluster-*.jar | head -1):$root/cluster/target/lib/*"; }
+classpath() { echo "$(ls "$root"/cluster/target/cadastre-cluster-*.jar | grep -v -- '-tests\.jar$' | head -1):$root/cluster/target/lib/*"; }
 
 agent() { # agent HOST ARGS...: runs cadastre-agent inside host HOST's namespace with the cluster's env
   local h=$1; shift
   ip netns exec "$name-h$h" env CADASTRE_PERSISTENCE=cassandra CADASTRE_CASSANDRA_CONTACT_POINTS=198.19.255.9:9042 \
     CADASTRE_NODE_NAME="host$h" CADASTRE_CLUSTER_HOSTNAME="198.19.255.$((10 + h))" CADASTRE_CLUSTER_PORT=2552 \
     CADASTRE_SEED_NODES="pekko://cadastre@198.19.255.11:2552,pekko://cadastre@198.19.255.12:2552,pekko://cadastre@198.19.255.13:2552" CADASTRE_DATA_DIR="$state/h$h/data" \
-    CADASTRE_CNI_SOCKET="$state/h$h/cni.sock" \
+    CADASTRE_CNI_SOCKET="$state/h$h/cni.sock" CADASTRE_CLUSTER_TLS_CA_FILE="$state/pki/ca.crt" \
+    CADASTRE_CLUSTER_TLS_CERT_FILE="$state/pki/host$h.crt" CADASTRE_CLUSTER_TLS_KEY_FILE="$state/pki/host$h.key" \
     "$java_bin" -Xmx256m -Dlogback.configurationFile=logback-text.xml -cp "$(classpath)" io.cadastre.agent.AgentMain "$@"
+}
+
+pki() { # a CA and, per host, an RSA key and a certificate: CN cadastre-hostN, SANs DNS:cadastre-cluster (the
+         # name every member's certificate shares) and the host's address, for TLS client and server
+  local dir="$state/pki" h
+  ( umask 077; mkdir -p "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 2 -subj "/CN=cadastre-demo-ca" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+      -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+    for h in $(seq 1 $hosts); do
+      openssl req -newkey rsa:2048 -nodes -subj "/CN=cadastre-host$h" -keyout "$dir/host$h.key" -out "$dir/host$h.csr" 2>/dev/null
+      printf 'subjectAltName=DNS:cadastre-cluster,IP:198.19.255.%d\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=critical,CA:FALSE\n' \
+        $((10 + h)) > "$dir/host$h.ext"
+      openssl x509 -req -sha256 -days 2 -in "$dir/host$h.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+        -extfile "$dir/host$h.ext" -out "$dir/host$h.crt" 2>/dev/null
+    done
+    rm -f "$dir"/*.csr "$dir"/*.ext "$dir/ca.srl" )
 }
 
 cni() { # cni VERB HOST POD
@@ -40,6 +60,8 @@ up() {
   [[ -f "$root/test-cassandra/target/cassandra.classpath" && -d "$root/cluster/target/lib" ]] ||
     { echo "build first: mvn -B -DskipTests package" >&2; exit 1; }
   mkdir -p "$state"
+  echo "== a CA and member certificates (openssl) in $state/pki"
+  pki
   "$root/scripts/topology.sh" up "$name" "$hosts"
   echo "== Cassandra in $name-db (198.19.255.9)"
   ip netns exec "$name-db" "$root/scripts/cassandra.sh" start "$state/cassandra" 198.19.255.9

@@ -1,5 +1,6 @@
 package io.cadastre.bench;
 
+import io.cadastre.agent.TestPki;
 import io.cadastre.chaos.CassandraNode;
 import io.cadastre.chaos.Member;
 import io.cadastre.chaos.Schema;
@@ -90,9 +91,10 @@ public final class BenchContext implements AutoCloseable {
 
     /**
      * @return the cluster: a cadastre-agent in each host namespace of the fabric, on its Cassandra,
-     *     joined through the first host, each serving {@link #CLUSTER_POOL}; started on first use
-     *     (the first member, then the others at once), stopped by {@link #close()}. A scenario may
-     *     kill and restart members; it leaves them all running.
+     *     joined through the first host, the members authenticating each other with mutual TLS,
+     *     each serving {@link #CLUSTER_POOL}; started on first use (the first member, then the
+     *     others at once), stopped by {@link #close()}. A scenario may kill and restart members; it
+     *     leaves them all running.
      */
     public synchronized List<Member> members() throws IOException, InterruptedException {
         if (members != null) {
@@ -101,13 +103,29 @@ public final class BenchContext implements AutoCloseable {
         fabric();
         List<String> seeds = List.of(Member.address(topology.host(1)));
         List<Member> started = new ArrayList<>();
+        // Mutual TLS between the members, as by default: the figures are the secure configuration's.
+        TestPki ca = TestPki.authority("cadastre-bench-ca");
         for (Topology.Host host : topology.hosts()) {
-            started.add(new Member(topology, host, workDir("member-" + host.name()), cassandra.contactPoint(), seeds,
-                    CLUSTER_POOLS));
+            started.add(new Member(topology, host, workDir("member-" + host.name()), cassandra, ca, seeds, CLUSTER_POOLS));
         }
         members = started;
         Member.startTogether(started, start -> new Thread(start, "member-start").start());
         return members;
+    }
+
+    /**
+     * Stops every member (SIGTERM: each leaves the cluster) and starts them all again, the cluster
+     * port on mutual TLS or, with {@code tls} false, on plain TCP without authentication.
+     *
+     * @throws IllegalStateException when a member does not start again
+     */
+    public synchronized void restartMembers(boolean tls) throws IOException, InterruptedException {
+        List<Member> all = members();
+        for (Member m : all) {
+            m.close();
+        }
+        all.forEach(m -> m.insecurePlaintext(!tls));
+        Member.startTogether(all, start -> new Thread(start, "member-start").start());
     }
 
     private void fabric() throws IOException, InterruptedException {

@@ -1,5 +1,6 @@
 package io.cadastre.chaos;
 
+import io.cadastre.agent.TestPki;
 import io.cadastre.chaos.Operation.Kind;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Purpose;
@@ -143,8 +144,9 @@ final class ChaosRun implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(podCleanup); // the fork killed with TERM: no close()
         cassandra = CassandraNode.start(topology, dir.resolve("cassandra"));
         Schema.create(topology, cassandra);
+        TestPki ca = TestPki.authority("cadastre-chaos-ca"); // the members authenticate each other, as by default
         for (Topology.Host host : topology.hosts()) {
-            Member m = new Member(topology, host, dir.resolve(host.name()), cassandra.contactPoint(),
+            Member m = new Member(topology, host, dir.resolve(host.name()), cassandra, ca,
                     initialSeeds(host), settings.poolsConfig());
             members.add(m);
             byHost.put(host.name(), m);

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.ipam.Cidr;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -15,7 +14,6 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -27,7 +25,9 @@ import org.junit.jupiter.api.TestMethodOrder;
  * Three agents, each in its own host namespace, one Pekko cluster on a real Cassandra (in the db
  * namespace, schema created ahead with {@code cadastre-agent schema --execute}): addresses are
  * unique across hosts, blocks stay affine to their node, pods are wired in their own host's
- * namespace, and a member killed with SIGKILL is replaced without losing an allocation.
+ * namespace, and a member killed with SIGKILL is replaced without losing an allocation. Secured as
+ * production should be: the members authenticate each other with mutual TLS, and reach Cassandra
+ * with a login (PasswordAuthenticator) over TLS with hostname validation.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterTest {
@@ -39,44 +39,17 @@ class ClusterTest {
             cadastre.default-pools = ["chaos-ipv4", "chaos-ipv6"]
             """;
 
-    private static Path dir;
-    private static Topology topology;
-    private static CassandraNode cassandra;
-    private static final List<Member> members = new ArrayList<>();
-    private static final ExecutorService runtime = Executors.newFixedThreadPool(6);
+    private static ClusterFixture cluster;
 
     @BeforeAll
     static void startCluster() throws Exception {
-        dir = Files.createTempDirectory("cad-cluster");
-        topology = Topology.up(Topology.randomName(), 3);
-        cassandra = CassandraNode.start(topology, dir.resolve("cassandra"));
-        Schema.create(topology, cassandra);
-        List<String> seeds = List.of(Member.address(topology.host(1)));
-        for (Topology.Host host : topology.hosts()) {
-            members.add(new Member(topology, host, dir.resolve(host.name()), cassandra.contactPoint(), seeds, POOLS));
-        }
-        Member.startTogether(members, runtime);
+        cluster = ClusterFixture.start("cad-cluster", 3, 3, true, POOLS);
     }
 
     @AfterAll
     static void stopCluster() throws Exception {
-        try {
-            for (Member m : members) {
-                m.close();
-            }
-            if (cassandra != null) {
-                cassandra.close();
-            }
-        } finally {
-            runtime.shutdownNow();
-            if (topology != null) {
-                topology.close();
-            }
-            if (dir != null) {
-                try (var paths = Files.walk(dir)) {
-                    paths.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
-                }
-            }
+        if (cluster != null) {
+            cluster.close();
         }
     }
 
@@ -93,7 +66,7 @@ class ClusterTest {
     void addressesAreUniqueAcrossHostsAndEachBlockServesOneNode() {
         Map<String, String> hostOf = new HashMap<>();
         List<CompletableFuture<Void>> all = new ArrayList<>();
-        for (Member m : members) {
+        for (Member m : cluster.members()) {
             for (int i = 0; i < 30; i++) {
                 String id = m.name() + "-u" + i;
                 all.add(CompletableFuture.runAsync(() -> {
@@ -103,7 +76,7 @@ class ClusterTest {
                         String previous = hostOf.put(r.firstAddress(), m.name());
                         assertEquals(null, previous, r.firstAddress() + " handed out twice");
                     }
-                }, runtime));
+                }, cluster.executor()));
             }
         }
         all.forEach(CompletableFuture::join);
@@ -118,8 +91,8 @@ class ClusterTest {
     @Test
     @Order(2)
     void aPodIsWiredInItsOwnHostsNamespace() throws Exception {
-        String pod = topology.name() + "-pod";
-        Member h2 = members.get(1);
+        String pod = cluster.topology().name() + "-pod";
+        Member h2 = cluster.members().get(1);
         String id = "wired-" + UUID.randomUUID().toString().substring(0, 6);
         run("ip", "netns", "add", pod);
         try {
@@ -142,8 +115,8 @@ class ClusterTest {
     @Test
     @Order(3)
     void aKilledMemberIsReplacedAndItsAllocationsSurvive() throws Exception {
-        Member victim = members.get(0);
-        Member survivor = members.get(1);
+        Member victim = cluster.members().get(0);
+        Member survivor = cluster.members().get(1);
         Map<String, String> before = new HashMap<>();
         for (int i = 0; i < 10; i++) {
             Cni.Result r = add(victim, "k" + i);
@@ -189,7 +162,7 @@ class ClusterTest {
 
         // Not seeds = [itself]: a first seed node alone in its list joins itself at once and would
         // form a second cluster on the same journal beside the survivors'.
-        victim.seeds(members.stream().filter(m -> m != victim).map(m -> Member.address(m.host)).toList()).start();
+        victim.seeds(cluster.members().stream().filter(m -> m != victim).map(m -> Member.address(m.host)).toList()).start();
         for (var e : before.entrySet()) {
             Cni.Result r = add(victim, e.getKey());
             assertEquals(0, r.exit(), r.toString());
@@ -207,8 +180,8 @@ class ClusterTest {
     @Test
     @Order(4)
     void aMemberLeavingCleanlyHandsItsShardsOff() throws Exception {
-        Member leaver = members.get(2);
-        Member survivor = members.get(1);
+        Member leaver = cluster.members().get(2);
+        Member survivor = cluster.members().get(1);
         Cni.Result held = add(leaver, "leaver-1");
         assertEquals(0, held.exit(), held.toString());
         long stoppedAt = System.nanoTime();
@@ -230,6 +203,31 @@ class ClusterTest {
         leaver.start();
         Cni.Result back = add(leaver, "leaver-1");
         assertEquals(held.firstAddress(), back.firstAddress(), "the leaver's allocation after its return");
+    }
+
+    /**
+     * The members reached Cassandra with its login over TLS, and Cassandra demands both: the same
+     * command without the credentials, or without TLS, is refused.
+     */
+    @Test
+    @Order(5)
+    void cassandraIsReachedWithItsLoginOverTlsAndOnlySo() throws Exception {
+        for (Member m : cluster.members()) {
+            assertTrue(Files.readString(m.log()).contains("Cassandra: as cassandra, TLS (hostname validation on"),
+                    m.name() + " did not log its Cassandra login over TLS:\n" + m.tail());
+        }
+        Map<String, String> env = cluster.cassandra().clientEnvironment();
+        Map<String, String> noLogin = new HashMap<>(env);
+        noLogin.remove("CADASTRE_CASSANDRA_USERNAME");
+        noLogin.remove("CADASTRE_CASSANDRA_PASSWORD_FILE");
+        Map<String, String> noTls = new HashMap<>(env);
+        noTls.keySet().removeIf(k -> k.startsWith("CADASTRE_CASSANDRA_TLS_"));
+        Schema.Result withoutLogin = Schema.execute(cluster.topology(), noLogin, 10);
+        Schema.Result withoutTls = Schema.execute(cluster.topology(), noTls, 10);
+        assertEquals(1, withoutLogin.exit(), withoutLogin.output());
+        assertTrue(withoutLogin.output().contains("Authentication error"), withoutLogin.output());
+        assertEquals(1, withoutTls.exit(), withoutTls.output());
+        assertEquals(0, Schema.execute(cluster.topology(), env, 60).exit(), "the secured schema command");
     }
 
     private static String run(String... command) throws Exception {

@@ -1,5 +1,6 @@
 package io.cadastre.chaos;
 
+import io.cadastre.agent.TestPki;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,8 +13,11 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * One cadastre-agent, the real main on this module's class path, running inside a host namespace
  * of the topology as a cluster member on Cassandra. Its node name is the host's name; it joins
- * through the seed nodes given. Killed (SIGKILL), paused (SIGSTOP/SIGCONT), stopped (SIGTERM) by
- * PID only.
+ * through the seed nodes given. Members authenticate each other with mutual TLS, as by default in
+ * production: each has a certificate from the run's CA ({@link TestPki#member}: CN
+ * {@code cadastre-<host>}, the cluster's shared DNS name, its address), written with its key and
+ * the CA into {@code <dir>/tls}, mode 0600. Killed (SIGKILL), paused (SIGSTOP/SIGCONT), stopped
+ * (SIGTERM) by PID only.
  */
 public final class Member implements AutoCloseable {
     public static final int PORT = 2552;
@@ -21,16 +25,25 @@ public final class Member implements AutoCloseable {
     private final Topology topology;
     public final Topology.Host host;
     private final Path dir;
-    private final String contactPoint;
+    private final CassandraNode cassandra;
+    private final TestPki.PemFiles tls;
     private volatile List<String> seeds;
+    private volatile boolean insecurePlaintext;
     private final String extraConfig;
     private volatile Process process;
 
-    public Member(Topology topology, Topology.Host host, Path dir, String contactPoint, List<String> seeds, String extraConfig) {
+    /**
+     * @param cassandra the journal, reached with its {@link CassandraNode#clientEnvironment()}
+     * @param ca the cluster's CA, which issues this member's certificate now
+     * @param extraConfig HOCON laid over the agent's application.conf
+     */
+    public Member(Topology topology, Topology.Host host, Path dir, CassandraNode cassandra, TestPki ca, List<String> seeds,
+            String extraConfig) {
         this.topology = topology;
         this.host = host;
         this.dir = dir;
-        this.contactPoint = contactPoint;
+        this.cassandra = cassandra;
+        this.tls = ca.write(ca.member("cadastre-" + host.name(), host.address()), dir.resolve("tls"));
         this.seeds = seeds;
         this.extraConfig = extraConfig;
     }
@@ -75,6 +88,16 @@ public final class Member implements AutoCloseable {
      */
     public Member seeds(List<String> seeds) {
         this.seeds = List.copyOf(seeds);
+        return this;
+    }
+
+    /**
+     * Makes the next {@link #start()} run the cluster port on plain TCP without authentication
+     * ({@code cadastre.cluster.insecure-plaintext}) instead of TLS, e.g. to price TLS; every
+     * member of a cluster must run the same way.
+     */
+    public Member insecurePlaintext(boolean on) {
+        this.insecurePlaintext = on;
         return this;
     }
 
@@ -141,7 +164,14 @@ public final class Member implements AutoCloseable {
     private Process startIn(List<String> command) {
         return topology.exec(host, command, pb -> {
             pb.environment().put("CADASTRE_PERSISTENCE", "cassandra");
-            pb.environment().put("CADASTRE_CASSANDRA_CONTACT_POINTS", contactPoint);
+            pb.environment().putAll(cassandra.clientEnvironment());
+            if (insecurePlaintext) {
+                pb.environment().put("CADASTRE_CLUSTER_INSECURE_PLAINTEXT", "on");
+            } else {
+                pb.environment().put("CADASTRE_CLUSTER_TLS_CERT_FILE", tls.cert().toString());
+                pb.environment().put("CADASTRE_CLUSTER_TLS_KEY_FILE", tls.key().toString());
+                pb.environment().put("CADASTRE_CLUSTER_TLS_CA_FILE", tls.ca().toString());
+            }
             pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", host.address());
             pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(PORT));
             pb.environment().put("CADASTRE_SEED_NODES", String.join(",", seeds));

@@ -1,24 +1,50 @@
 package io.cadastre.chaos;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /** Creates Cadastre's keyspaces and tables ahead, as production does: {@code cadastre-agent schema --execute}. */
 public final class Schema {
     private Schema() {}
 
+    /** Exit code and output (stdout and stderr) of one {@code cadastre-agent schema} run. */
+    public record Result(int exit, String output) {}
+
     public static void create(Topology topology, CassandraNode cassandra) throws Exception {
-        Process p = topology.exec(topology.host(1), List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "schema", "--execute"),
-                pb -> {
-                    pb.environment().put("CADASTRE_CASSANDRA_CONTACT_POINTS", cassandra.contactPoint());
-                    pb.redirectErrorStream(true);
-                });
-        String out = new String(p.getInputStream().readAllBytes());
-        if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IllegalStateException("cadastre-agent schema --execute failed:\n" + out);
+        Result result = execute(topology, cassandra.clientEnvironment(), 120);
+        if (result.exit() != 0) {
+            throw new IllegalStateException("cadastre-agent schema --execute failed:\n" + result.output());
         }
+    }
+
+    /**
+     * Runs {@code cadastre-agent schema --execute --timeout-seconds T} in host 1's namespace with
+     * {@code environment} (how it reaches Cassandra) and waits for it to exit.
+     *
+     * @param timeoutSeconds the command's own timeout per statement; the process gets twice as long
+     */
+    public static Result execute(Topology topology, Map<String, String> environment, int timeoutSeconds) throws Exception {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "schema", "--execute",
+                "--timeout-seconds", Integer.toString(timeoutSeconds)));
+        Process p = topology.exec(topology.host(1), command, pb -> {
+            pb.environment().putAll(environment);
+            pb.redirectErrorStream(true);
+        });
+        var output = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(p.getInputStream().readAllBytes());
+            } catch (java.io.IOException e) {
+                return "(output unreadable: " + e + ")";
+            }
+        });
+        if (!p.waitFor(2L * timeoutSeconds + 60, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IllegalStateException("cadastre-agent schema did not exit");
+        }
+        return new Result(p.exitValue(), output.get(30, TimeUnit.SECONDS));
     }
 }

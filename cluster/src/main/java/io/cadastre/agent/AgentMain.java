@@ -8,8 +8,10 @@ import io.cadastre.dataplane.NetlinkDataplane;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -22,12 +24,15 @@ import picocli.CommandLine.Option;
 /**
  * {@code cadastre-agent}: runs the agent (the default), or installs the CNI plugin and network
  * configuration ({@code install}). Before the actor system starts, it makes the data directory
- * private ({@link DataDir}) and reads or generates the admin API's token ({@link AdminConfig}).
- * Exit codes: 0 after a clean shutdown (SIGTERM), 1 when start-up failed (the data directory
- * cannot be prepared, among others), 2 for bad command-line or configuration (a token file that
- * others may read, among others), 3 when the cluster downed this member (after a
- * crash-like pause or on the minority side of a partition): its supervisor restarts it, and it
- * joins again as a new incarnation.
+ * private ({@link DataDir}), reads or generates the admin API's token ({@link AdminConfig}) and
+ * decides how the cluster port authenticates its peers ({@link ClusterTransport}). Exit codes: 0
+ * after a clean shutdown (SIGTERM), 1 when start-up failed (the data directory cannot be prepared,
+ * among others), 2 for bad command-line or configuration (a token file that others may read, a
+ * cluster port beyond loopback without TLS credentials or the insecure switch, TLS or Cassandra
+ * credential files that are missing, unreadable or do not match: {@link ClusterTransport}, {@link
+ * CassandraSecurity}), 3 when the cluster downed this member (after a crash-like pause or on the
+ * minority side of a partition): its supervisor restarts it, and it joins again as a new
+ * incarnation.
  */
 @Command(name = "cadastre-agent", mixinStandardHelpOptions = true, version = "cadastre-agent 0.1.0",
         description = "Cadastre's per-host agent: cluster member, IPAM and CNI endpoint.",
@@ -79,13 +84,20 @@ public final class AgentMain implements Callable<Integer> {
         Config config;
         AgentSettings settings;
         AdminConfig.Resolved admin;
+        ClusterTransport transport;
+        Optional<CassandraSecurity> cassandra;
         try {
             if (configFile != null && !configFile.isFile()) {
                 throw new IllegalArgumentException("--config " + configFile + " is not a readable file");
             }
             config = loadConfig(configFile);
             settings = AgentSettings.from(config);
-            config = withNodeRole(config, settings.nodeName());
+            // Before the actor system: a member that may not or cannot authenticate its peers
+            // must not open the cluster port at all.
+            transport = ClusterTransport.from(config, Instant.now());
+            config = withNodeRole(transport.applyTo(config), settings.nodeName());
+            cassandra = settings.persistence() == Persistence.CASSANDRA
+                    ? Optional.of(CassandraSecurity.from(config.getConfig("cadastre.cassandra"))) : Optional.empty();
             List<String> tightened = DataDir.prepare(settings.dataDir(), settings.persistence() == Persistence.EMBEDDED);
             tightened.forEach(change -> log.warn("{}: only the agent's user may read the journal and the admin token", change));
             admin = AdminConfig.from(config, settings.dataDir());
@@ -97,6 +109,8 @@ public final class AgentMain implements Callable<Integer> {
             return 2;
         }
         logToken(admin);
+        transport.log(log);
+        cassandra.ifPresent(c -> c.log(log));
         ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin.settings(), new NetlinkDataplane()),
                 "cadastre", config);
         system.getWhenTerminated().toCompletableFuture().join();

@@ -44,7 +44,10 @@ public enum Persistence {
 
     /**
      * @return the settings that select this journal, to lay over the configuration: the plugins,
-     *     and for Cassandra the contact points and whether keyspaces and tables are auto-created
+     *     and for Cassandra the contact points, whether keyspaces and tables are auto-created, and
+     *     the driver's credentials and TLS ({@link CassandraSecurity})
+     * @throws IllegalArgumentException naming the setting when Cassandra's credentials or TLS
+     *     settings are inconsistent or their files unreadable
      */
     public Config selection(Config config) {
         Config selected = ConfigFactory.parseMap(Map.of(
@@ -63,6 +66,7 @@ public enum Persistence {
                     .withValue("pekko.persistence.cassandra.journal.tables-autocreate", ConfigValueFactory.fromAnyRef(autocreate))
                     .withValue("pekko.persistence.cassandra.snapshot.keyspace-autocreate", ConfigValueFactory.fromAnyRef(autocreate))
                     .withValue("pekko.persistence.cassandra.snapshot.tables-autocreate", ConfigValueFactory.fromAnyRef(autocreate));
+            selected = CassandraSecurity.from(c).driverSettings().withFallback(selected);
         }
         return selected;
     }

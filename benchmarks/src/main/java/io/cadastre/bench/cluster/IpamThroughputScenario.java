@@ -30,7 +30,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * 3-member cluster on Cassandra, next to the raw journal's throughput (persist and reply of a
  * trivial event) measured in the same run with as many writers: their ratio says how close to the
  * storage's limit the allocator runs. Both loads are closed loops (each writer waits for its
- * reply), so throughput = writers ÷ latency.
+ * reply), so throughput = writers ÷ latency. The members run with mutual TLS, as by default; the
+ * IPAM load runs a second time with the members on plain TCP, which prices TLS (CPU per ADD+DEL).
  */
 public final class IpamThroughputScenario implements Scenario {
     /** Clients per member, each one ADD+DEL cycle at a time; also the journal probe's entities per host. */
@@ -41,6 +42,8 @@ public final class IpamThroughputScenario implements Scenario {
     static final String IPAM = "cadastre IPAM (ADD+DEL cycles)";
     static final String JOURNAL = "raw journal (persist+reply)";
     static final String JOURNAL_ONE_WRITER = "raw journal, one writer per host (persist+reply)";
+    static final String IPAM_PLAIN = "cadastre IPAM, members on plain TCP (ADD+DEL cycles)";
+    static final String CPU_PER_CYCLE = "agents' CPU time per ADD+DEL (3 members together)";
 
     private final long seed;
 
@@ -60,37 +63,27 @@ public final class IpamThroughputScenario implements Scenario {
         List<Member> members = context.members();
         String tag = Long.toString(Math.abs(seed) % 1_679_616, 36);
 
-        // The IPAM load.
-        SideBySide latency = new SideBySide("cadastre", Set.of());
-        AtomicLongArray cycles = new AtomicLongArray(warmUp + seconds + 2);
-        AtomicLong failures = new AtomicLong();
-        AtomicBoolean stop = new AtomicBoolean();
-        long t0 = System.nanoTime();
-        List<Thread> clients = new ArrayList<>();
-        for (Member m : members) {
-            CniSocketClient client = new CniSocketClient(m.socket(), CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
-            for (int w = 0; w < WRITERS_PER_MEMBER; w++) {
-                String prefix = "tp-" + tag + "-" + m.name() + "-" + w + "-";
-                Thread t = new Thread(() -> cycle(client, prefix, latency, cycles, failures, stop, t0, warmUp),
-                        "ipam-" + prefix);
-                t.start();
-                clients.add(t);
-            }
-        }
-        TimeUnit.SECONDS.sleep(warmUp);
-        long cpuBefore = cpuMillis(members);
-        TimeUnit.SECONDS.sleep(seconds);
-        long agentCpuMillis = cpuMillis(members) - cpuBefore;
-        stop.set(true);
-        for (Thread t : clients) {
-            t.join(TimeUnit.SECONDS.toMillis(30));
-        }
-        double[] ipamPerSecond = window(cycles, warmUp, seconds);
+        // The IPAM load, the members authenticating each other with mutual TLS (the default).
+        Load tls = ipamLoad(members, tag, warmUp, seconds);
+        SideBySide latency = tls.latency();
+        AtomicLong failures = new AtomicLong(tls.failures());
+        long agentCpuMillis = tls.cpuMillis();
+        double[] ipamPerSecond = tls.perSecond();
 
         // The raw journal, same writers, same hosts, same JVM flags as the members.
         double[] journalPerSecond = journal(context.topology(), context.cassandra(), tag, WRITERS_PER_MEMBER, warmUp, seconds);
         // And with one writer per host: a node's ADDs all pass through its one NodeEntity (a single writer).
         double[] oneWriterPerSecond = journal(context.topology(), context.cassandra(), tag + "s", 1, warmUp, seconds);
+
+        // What TLS costs: the same load once more with the members restarted on plain TCP.
+        Load plain;
+        context.restartMembers(false);
+        try {
+            plain = ipamLoad(members, tag + "p", warmUp, seconds);
+        } finally {
+            context.restartMembers(true);
+        }
+        failures.addAndGet(plain.failures());
 
         Figure ipam = new Figure(THROUGHPUT, IPAM, "ops/s", Distribution.of(ipamPerSecond));
         Figure journal = new Figure(THROUGHPUT, JOURNAL, "ops/s", Distribution.of(journalPerSecond));
@@ -104,8 +97,12 @@ public final class IpamThroughputScenario implements Scenario {
                         Distribution.of(java.util.Arrays.stream(ipamPerSecond).map(v -> v * WRITES_PER_CYCLE).toArray()))));
         figures.addAll(latency.figures());
         double cpuPerCycle = agentCpuMillis / (ipamMean * seconds);
-        figures.add(new Figure("agents' CPU time per ADD+DEL (3 members together)", "cadastre", "ms",
-                Distribution.single(cpuPerCycle)));
+        figures.add(new Figure(CPU_PER_CYCLE, "cadastre", "ms", Distribution.single(cpuPerCycle)));
+        Figure ipamPlain = new Figure(THROUGHPUT, IPAM_PLAIN, "ops/s", Distribution.of(plain.perSecond()));
+        double plainMean = mean(plain.perSecond());
+        double cpuPerCyclePlain = plain.cpuMillis() / (plainMean * seconds);
+        figures.add(ipamPlain);
+        figures.add(new Figure(CPU_PER_CYCLE, "cadastre, members on plain TCP", "ms", Distribution.single(cpuPerCyclePlain)));
         Goal goal = new Goal("IPAM throughput at least 40% of the raw journal throughput",
                 String.format(Locale.ROOT, "%.0f ADD+DEL/s ÷ %.0f persist+reply/s = %.0f%% (means over %d s)",
                         ipamMean, journalMean, ratio * 100, seconds),
@@ -131,16 +128,66 @@ public final class IpamThroughputScenario implements Scenario {
                         + "Then the raw journal: in each host namespace a JVM with the members' flags runs %d trivial "
                         + "persistent entities on the same journal plugin and settings, each persisting a small event "
                         + "and replying in a closed loop, %d s warm-up, %d s measured. Distributions are of the "
-                        + "per-second rates. The journal is measured a second time with one writer per host.", WRITERS_PER_MEMBER, WRITERS_PER_MEMBER * members.size(), warmUp, seconds,
-                        WRITERS_PER_MEMBER, warmUp, seconds),
-                figures, List.of(Comparison.of(ipam, journal), Comparison.of(ipam, oneWriter)), List.of(goal), List.of(overTime, latency.plot("IPAM ADD",
+                        + "per-second rates. The journal is measured a second time with one writer per host. The members "
+                        + "authenticate each other with mutual TLS, as by default; to price it, the members are then "
+                        + "restarted on plain TCP (cadastre.cluster.insecure-plaintext) and the IPAM load runs again "
+                        + "(%d s warm-up, %d s measured), then they are restarted with TLS.", WRITERS_PER_MEMBER,
+                        WRITERS_PER_MEMBER * members.size(), warmUp, seconds, WRITERS_PER_MEMBER, warmUp, seconds, warmUp, seconds),
+                figures, List.of(Comparison.of(ipam, journal), Comparison.of(ipam, oneWriter), Comparison.of(ipam, ipamPlain)),
+                List.of(goal), List.of(overTime, latency.plot("IPAM ADD",
                         "ipam-throughput-latency.png", "IPAM ADD under load (3 members, Cassandra)")),
-                List.of(String.format(Locale.ROOT, "Failed calls during the IPAM load: %d (each counted once, not "
+                List.of(String.format(Locale.ROOT, "Failed calls during the IPAM loads: %d (each counted once, not "
                         + "retried).", failures.get()),
+                        String.format(Locale.ROOT, "Mutual TLS between the members: %.2f ms of the agents' CPU per ADD+DEL "
+                                + "against %.2f ms on plain TCP (%+.0f%%); %.0f against %.0f ADD+DEL/s. Measured one after "
+                                + "the other, so the machine's drift is in the difference too.", cpuPerCycle,
+                                cpuPerCyclePlain, (cpuPerCycle / cpuPerCyclePlain - 1) * 100, ipamMean, plainMean),
                         String.format(Locale.ROOT, "Counted in journal writes (%d per ADD+DEL), the IPAM load wrote %.0f/s: "
                                 + "%.0f%% of the raw journal's rate.", WRITES_PER_CYCLE, ipamMean * WRITES_PER_CYCLE,
                                 writeShare * 100),
                         "The machine has 2 cores for three agents, Cassandra and the load: all of them compete for CPU."));
+    }
+
+    /**
+     * One IPAM load's outcome.
+     *
+     * @param perSecond ADD+DEL cycles completed in each measured second
+     * @param cpuMillis the members' CPU time (user and system) over the measured seconds, in ms
+     * @param failures failed calls, warm-up included
+     * @param latency ADD and DEL latencies after warm-up
+     */
+    private record Load(double[] perSecond, long cpuMillis, long failures, SideBySide latency) {}
+
+    /**
+     * Runs {@link #WRITERS_PER_MEMBER} closed-loop clients per member through its IPAM-only
+     * endpoint for {@code warmUp} then {@code seconds} seconds, attachments named after {@code tag}.
+     */
+    private static Load ipamLoad(List<Member> members, String tag, int warmUp, int seconds) throws IOException, InterruptedException {
+        SideBySide latency = new SideBySide("cadastre", Set.of());
+        AtomicLongArray cycles = new AtomicLongArray(warmUp + seconds + 2);
+        AtomicLong failures = new AtomicLong();
+        AtomicBoolean stop = new AtomicBoolean();
+        long t0 = System.nanoTime();
+        List<Thread> clients = new ArrayList<>();
+        for (Member m : members) {
+            CniSocketClient client = new CniSocketClient(m.socket(), CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
+            for (int w = 0; w < WRITERS_PER_MEMBER; w++) {
+                String prefix = "tp-" + tag + "-" + m.name() + "-" + w + "-";
+                Thread t = new Thread(() -> cycle(client, prefix, latency, cycles, failures, stop, t0, warmUp),
+                        "ipam-" + prefix);
+                t.start();
+                clients.add(t);
+            }
+        }
+        TimeUnit.SECONDS.sleep(warmUp);
+        long cpuBefore = cpuMillis(members);
+        TimeUnit.SECONDS.sleep(seconds);
+        long cpu = cpuMillis(members) - cpuBefore;
+        stop.set(true);
+        for (Thread t : clients) {
+            t.join(TimeUnit.SECONDS.toMillis(30));
+        }
+        return new Load(window(cycles, warmUp, seconds), cpu, failures.get(), latency);
     }
 
     private static void cycle(CniSocketClient client, String prefix, SideBySide latency, AtomicLongArray cycles,
