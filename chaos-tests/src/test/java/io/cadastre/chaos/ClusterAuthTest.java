@@ -122,13 +122,7 @@ class ClusterAuthTest {
 
         Process insecure = agent(h3, agentDir, log, true);
         try {
-            Path socket = agentDir.resolve("cni.sock");
-            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-            while (!Files.exists(socket)) {
-                assertTrue(insecure.isAlive(), "the insecure agent exited:\n" + Files.readString(log));
-                assertTrue(System.nanoTime() < deadline, "the insecure agent opened no socket:\n" + Files.readString(log));
-                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
-            }
+            awaitSocket(insecure, agentDir.resolve("cni.sock"), log);
             String started = Files.readString(log);
             assertTrue(started.lines().anyMatch(l -> l.contains(" WARN ") && l.contains("cluster port " + h3.address()
                     + ":2552: plain TCP WITHOUT AUTHENTICATION (cadastre.cluster.insecure-plaintext = on)")), started);
@@ -141,8 +135,49 @@ class ClusterAuthTest {
         }
     }
 
+    /**
+     * A single-host agent's port is on loopback, which every local user reaches: a plain stranger
+     * on the same host neither joins it nor reaches its shard region, and the agent keeps serving.
+     */
+    @Test
+    @Order(3)
+    void aLoopbackPortLetsNoOtherLocalProcessJoin() throws Exception {
+        Topology.Host h3 = cluster.topology().host(3);
+        Path agentDir = Files.createDirectories(cluster.dir().resolve("h3-loopback"));
+        Path log = agentDir.resolve("agent.log");
+        Process agent = agent(h3, agentDir, log, "127.0.0.1", 2553, false);
+        try {
+            awaitSocket(agent, agentDir.resolve("cni.sock"), log);
+            Outcome refused = stranger("plain-tcp-vs-loopback", "127.0.0.1", 2606, "pekko://cadastre@127.0.0.1:2553", false,
+                    null);
+            System.out.printf("stranger %s: up=%s identified=%s members=%d%n", refused.name(), refused.up(),
+                    refused.identified(), refused.members());
+            assertFalse(refused.up() || refused.identified(), "a local stranger reached the loopback agent:\n"
+                    + refused.output());
+            assertTrue(agent.isAlive(), "the agent exited:\n" + Files.readString(log));
+            assertTrue(Files.readString(log).contains("plain TCP on loopback in untrusted mode"), Files.readString(log));
+        } finally {
+            agent.destroy();
+            assertTrue(agent.waitFor(60, TimeUnit.SECONDS), "the agent did not stop");
+        }
+    }
+
+    private static void awaitSocket(Process agent, Path socket, Path log) throws IOException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (!Files.exists(socket)) {
+            assertTrue(agent.isAlive(), "the agent exited:\n" + Files.readString(log));
+            assertTrue(System.nanoTime() < deadline, "the agent opened no socket:\n" + Files.readString(log));
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        }
+    }
+
     /** Starts an agent in {@code host} with the embedded journal, its cluster port on the host's fabric address. */
     private static Process agent(Topology.Host host, Path agentDir, Path log, boolean insecure) {
+        return agent(host, agentDir, log, host.address(), 2552, insecure);
+    }
+
+    /** Starts an agent in {@code host} with the embedded journal, its cluster port on {@code address:port}. */
+    private static Process agent(Topology.Host host, Path agentDir, Path log, String address, int port, boolean insecure) {
         List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlogback.configurationFile=logback-text.xml",
                 "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain");
@@ -150,8 +185,8 @@ class ClusterAuthTest {
             pb.environment().put("CADASTRE_NODE_NAME", "h3-alone");
             pb.environment().put("CADASTRE_DATA_DIR", agentDir.resolve("data").toString());
             pb.environment().put("CADASTRE_CNI_SOCKET", agentDir.resolve("cni.sock").toString());
-            pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", host.address());
-            pb.environment().put("CADASTRE_CLUSTER_PORT", "2552");
+            pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", address);
+            pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(port));
             if (insecure) {
                 pb.environment().put("CADASTRE_CLUSTER_INSECURE_PLAINTEXT", "on");
             }
@@ -168,10 +203,16 @@ class ClusterAuthTest {
      * {@link #JOIN_SECONDS} for one that should join) and exits.
      */
     private static Outcome stranger(String name, int port, String seed, boolean untilJoined, TestPki.PemFiles files) {
+        return stranger(name, cluster.topology().host(3).address(), port, seed, untilJoined, files);
+    }
+
+    /** As above, the stranger bound to {@code address} in h3. */
+    private static Outcome stranger(String name, String address, int port, String seed, boolean untilJoined,
+            TestPki.PemFiles files) {
         Topology.Host h3 = cluster.topology().host(3);
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlogback.configurationFile=logback-text.xml",
-                "-cp", System.getProperty("java.class.path"), Stranger.class.getName(), h3.address(), Integer.toString(port), seed,
+                "-cp", System.getProperty("java.class.path"), Stranger.class.getName(), address, Integer.toString(port), seed,
                 Integer.toString(untilJoined ? JOIN_SECONDS : STRANGER_SECONDS)));
         if (untilJoined) {
             command.add("--until-joined");

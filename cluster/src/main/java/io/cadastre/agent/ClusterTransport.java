@@ -24,7 +24,9 @@ import org.slf4j.Logger;
  * <ul>
  *   <li>TLS files set: {@link Mode#TLS}.
  *   <li>No TLS files, every address the port is bound to or advertised on is loopback:
- *       {@link Mode#LOOPBACK_PLAINTEXT} (only this host's processes reach it; a single-host agent).
+ *       {@link Mode#LOOPBACK_PLAINTEXT} (a single-host agent): every process of the host, of any
+ *       user, reaches the port, so Pekko's untrusted mode is on and no other process can join
+ *       or reach an entity; a cluster of several members on one host needs TLS as well.
  *   <li>No TLS files, {@code cadastre.cluster.insecure-plaintext} on: {@link Mode#INSECURE_PLAINTEXT},
  *       logged as a warning.
  *   <li>Otherwise the agent refuses to start.
@@ -101,11 +103,18 @@ public record ClusterTransport(Mode mode, String hostname, int port, Optional<Cl
 
     /**
      * @return {@code config} with Pekko's transport set to this mode: {@code tls-tcp} with the
-     *     rotating-keys provider and the files, or plain {@code tcp}
+     *     rotating-keys provider and the files, or plain {@code tcp} (in untrusted mode on loopback)
      */
     public Config applyTo(Config config) {
         Config selected = ConfigFactory.empty().withValue("pekko.remote.artery.transport",
                 ConfigValueFactory.fromAnyRef(mode == Mode.TLS ? "tls-tcp" : "tcp"));
+        if (mode == Mode.LOOPBACK_PLAINTEXT) {
+            // Loopback is every local user's: untrusted mode drops the actor selections a joining
+            // node (InitJoin to the cluster daemon) or a messenger (Identify to a shard region)
+            // starts with, and remote system messages, so no local process joins a single-host
+            // agent or reaches its entities; a cluster of several members needs TLS.
+            selected = selected.withValue("pekko.remote.artery.untrusted-mode", ConfigValueFactory.fromAnyRef("on"));
+        }
         if (tls.isPresent()) {
             ClusterTls t = tls.get();
             String engine = "pekko.remote.artery.ssl.rotating-keys-engine.";
@@ -128,8 +137,8 @@ public record ClusterTransport(Mode mode, String hostname, int port, Optional<Cl
                         + "files read again every {}", hostname, port, t.caFile(), t.certFile(), t.subjectNames(), t.notAfter(),
                         t.reloadInterval());
             }
-            case LOOPBACK_PLAINTEXT -> log.info("cluster port {}:{}: plain TCP on loopback (only this host reaches it)",
-                    hostname, port);
+            case LOOPBACK_PLAINTEXT -> log.info("cluster port {}:{}: plain TCP on loopback in untrusted mode (no other "
+                    + "process joins this single-member cluster)", hostname, port);
             case INSECURE_PLAINTEXT -> log.warn("cluster port {}:{}: plain TCP WITHOUT AUTHENTICATION ({} = on): anyone who "
                     + "reaches it can join the cluster, down members and change every allocation", hostname, port, INSECURE);
         }
