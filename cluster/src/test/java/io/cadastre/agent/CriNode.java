@@ -114,6 +114,21 @@ final class CriNode implements AutoCloseable {
         return ips;
     }
 
+    /**
+     * Stops and removes the sandbox if containerd runs, ignoring failures: a test's cleanup after
+     * its own failure, so that the next test starts from nothing ({@link #close()} tries again).
+     */
+    void removeQuietly(String sandbox) {
+        try {
+            if (containerd.isAlive() && cri() != null) {
+                cri().stopPodSandbox(sandbox);
+                cri().removePodSandbox(sandbox);
+            }
+        } catch (RuntimeException e) {
+            // the test's own failure is what matters
+        }
+    }
+
     /** @return cadastrectl against the agent: {@link CtlAgent#ctl} */
     Run ctl(String... args) {
         return agent.ctl(args);

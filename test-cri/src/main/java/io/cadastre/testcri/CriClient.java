@@ -32,6 +32,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
@@ -110,6 +111,16 @@ public final class CriClient implements AutoCloseable {
     /** CRI {@code PodSandboxStatus}: state, metadata and network (the pod's IPs). */
     public PodSandboxStatus podSandboxStatus(String sandboxId) {
         return call().podSandboxStatus(PodSandboxStatusRequest.newBuilder().setPodSandboxId(sandboxId).build()).getStatus();
+    }
+
+    /**
+     * CRI {@code PodSandboxStatus} with {@code verbose}: the runtime's extra information, JSON
+     * values by key (containerd: {@code "info"} holds the sandbox's OCI runtime spec, whose
+     * network namespace entry names the path the runtime gave CNI as {@code CNI_NETNS}).
+     */
+    public Map<String, String> podSandboxInfo(String sandboxId) {
+        return call().podSandboxStatus(PodSandboxStatusRequest.newBuilder().setPodSandboxId(sandboxId).setVerbose(true).build())
+                .getInfoMap();
     }
 
     /**
