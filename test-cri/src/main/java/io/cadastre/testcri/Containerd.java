@@ -10,7 +10,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Stream;
@@ -65,11 +67,35 @@ public final class Containerd implements AutoCloseable {
      *     the tail of containerd's log)
      */
     public static Containerd start(Path dir, Path cniBinDir, Path cniConfDir, int maxConfNum) throws IOException {
+        return start(dir, cniBinDir, cniConfDir, maxConfNum, Map.of());
+    }
+
+    /**
+     * As {@link #start(Path, Path, Path, int)}, with further runtime handlers (runc, as the
+     * default one) that each take their pods' network from a conf dir of their own (containerd's
+     * per-runtime {@code cni_conf_dir}, one configuration): a sandbox run with
+     * {@code runtime_handler} NAME (a Kubernetes RuntimeClass) gets NAME's network. Their
+     * configurations must be in place before the start: containerd loads them then.
+     *
+     * @param handlerConfDirs handler name (lower-case letters, digits, '-') to its CNI conf dir
+     */
+    public static Containerd start(Path dir, Path cniBinDir, Path cniConfDir, int maxConfNum, Map<String, Path> handlerConfDirs)
+            throws IOException {
         Containerd containerd = new Containerd(dir.toAbsolutePath());
         try {
             Files.createDirectories(containerd.dir);
-            Files.writeString(containerd.config, containerd.configToml(cniBinDir.toAbsolutePath(), cniConfDir.toAbsolutePath(),
+            StringBuilder toml = new StringBuilder(containerd.configToml(cniBinDir.toAbsolutePath(), cniConfDir.toAbsolutePath(),
                     maxConfNum));
+            for (Map.Entry<String, Path> h : new TreeMap<>(handlerConfDirs).entrySet()) {
+                if (!h.getKey().matches("[a-z0-9][a-z0-9-]*")) {
+                    throw new IllegalArgumentException("runtime handler name " + h.getKey());
+                }
+                toml.append("  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes." + h.getKey() + "]\n"
+                        + "    runtime_type = \"io.containerd.runc.v2\"\n"
+                        + "    cni_conf_dir = \"" + h.getValue().toAbsolutePath() + "\"\n"
+                        + "    cni_max_conf_num = 1\n");
+            }
+            Files.writeString(containerd.config, toml);
             containerd.launch();
             Path archive = containerd.dir.resolve("pause.tar");
             PauseImage.write(PauseImage.BUSYBOX, archive);
@@ -103,12 +129,14 @@ public final class Containerd implements AutoCloseable {
                   sandbox_image = "%2$s"
                   restrict_oom_score_adj = true
                   netns_mounts_under_state_dir = true
-                  [plugins."io.containerd.grpc.v1.cri".containerd]
-                    snapshotter = "overlayfs"
                   [plugins."io.containerd.grpc.v1.cri".cni]
                     bin_dir = "%3$s"
                     conf_dir = "%4$s"
                     max_conf_num = %5$d
+                  [plugins."io.containerd.grpc.v1.cri".containerd]
+                    snapshotter = "overlayfs"
+                  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+                    runtime_type = "io.containerd.runc.v2"
                 """.formatted(dir, PauseImage.NAME, cniBinDir, cniConfDir, maxConfNum);
     }
 

@@ -105,7 +105,16 @@ public final class CriClient implements AutoCloseable {
      * @return the sandbox's ID
      */
     public String runPodSandbox(PodSandboxConfig config) {
-        return call().runPodSandbox(RunPodSandboxRequest.newBuilder().setConfig(config).build()).getPodSandboxId();
+        return runPodSandbox(config, "");
+    }
+
+    /**
+     * As {@link #runPodSandbox(PodSandboxConfig)} with a runtime handler (a RuntimeClass's
+     * {@code handler}; {@code ""} for the runtime's default).
+     */
+    public String runPodSandbox(PodSandboxConfig config, String runtimeHandler) {
+        return call().runPodSandbox(RunPodSandboxRequest.newBuilder().setConfig(config).setRuntimeHandler(runtimeHandler).build())
+                .getPodSandboxId();
     }
 
     /** CRI {@code PodSandboxStatus}: state, metadata and network (the pod's IPs). */

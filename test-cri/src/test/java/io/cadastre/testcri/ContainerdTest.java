@@ -45,9 +45,7 @@ class ContainerdTest {
             CriClient cri = containerd.cri();
             assertEquals("containerd", cri.version().getRuntimeName());
             assertFalse(cri.condition(CriClient.NETWORK_READY).orElseThrow().getStatus(), "no network configuration yet");
-            Files.writeString(conf.resolve("10-ref.conflist"), "{\"cniVersion\":\"1.0.0\",\"name\":\"ref\",\"plugins\":[{\"type\":\"bridge\","
-                    + "\"bridge\":\"" + bridge + "\",\"ipam\":{\"type\":\"host-local\",\"dataDir\":\"" + dir.resolve("host-local")
-                    + "\",\"ranges\":[[{\"subnet\":\"198.18.250.0/24\"}]]}}]}");
+            Files.writeString(conf.resolve("10-ref.conflist"), bridgeConf(bridge, "198.18.250.0/24", dir.resolve("host-local")));
             containerd.awaitNetworkReady(Duration.ofSeconds(30));
 
             PodSandboxConfig pod = KubeletPods.sandbox("harness", "web", dir.resolve("pods"));
@@ -82,6 +80,44 @@ class ContainerdTest {
             assertFalse(ProcessHandle.of(shimPid).map(ProcessHandle::isAlive).orElse(false), "shim " + shimPid + " left running");
         }
         Containerd.run(List.of("rm", "-rf", dir.toString()), Duration.ofSeconds(30));
+    }
+
+    /** A RuntimeClass's handler with a CNI conf dir of its own: the benchmarks compare two networks on one containerd so. */
+    @Test
+    void aRuntimeHandlerTakesItsPodsNetworkFromItsOwnConfDir() throws Exception {
+        Path dir = Files.createTempDirectory("cad-ctrd");
+        String suffix = UUID.randomUUID().toString().substring(0, 6);
+        Path bin = Files.createDirectories(dir.resolve("cni-bin"));
+        for (String plugin : List.of("loopback", "bridge", "host-local")) {
+            Files.copy(REFERENCE.resolve(plugin), bin.resolve(plugin));
+        }
+        Path defaultConf = Files.createDirectories(dir.resolve("default-conf"));
+        Path otherConf = Files.createDirectories(dir.resolve("other-conf"));
+        Files.writeString(defaultConf.resolve("10-a.conflist"), bridgeConf("cadha" + suffix, "198.18.250.0/24", dir.resolve("a")));
+        Files.writeString(otherConf.resolve("10-b.conflist"), bridgeConf("cadhb" + suffix, "198.18.251.0/24", dir.resolve("b")));
+        Containerd containerd = Containerd.start(dir.resolve("c"), bin, defaultConf, 1, java.util.Map.of("other", otherConf));
+        try {
+            containerd.awaitNetworkReady(Duration.ofSeconds(30));
+            CriClient cri = containerd.cri();
+            String a = cri.runPodSandbox(KubeletPods.sandbox("harness", "a", dir.resolve("pods")));
+            String b = cri.runPodSandbox(KubeletPods.sandbox("harness", "b", dir.resolve("pods")), "other");
+            assertTrue(cri.podSandboxStatus(a).getNetwork().getIp().startsWith("198.18.250."));
+            assertTrue(cri.podSandboxStatus(b).getNetwork().getIp().startsWith("198.18.251."));
+        } finally {
+            containerd.close();
+            for (String bridge : List.of("cadha" + suffix, "cadhb" + suffix)) {
+                if (Files.exists(Path.of("/sys/class/net", bridge))) {
+                    new ProcessBuilder("ip", "link", "del", bridge).start().waitFor(30, TimeUnit.SECONDS);
+                }
+            }
+            Containerd.run(List.of("rm", "-rf", dir.toString()), Duration.ofSeconds(30));
+        }
+    }
+
+    private static String bridgeConf(String bridge, String subnet, Path dataDir) {
+        return "{\"cniVersion\":\"1.0.0\",\"name\":\"" + bridge + "\",\"plugins\":[{\"type\":\"bridge\",\"bridge\":\"" + bridge
+                + "\",\"ipam\":{\"type\":\"host-local\",\"dataDir\":\"" + dataDir + "\",\"ranges\":[[{\"subnet\":\"" + subnet
+                + "\"}]]}}]}";
     }
 
     /** @return the PID of a shim of this containerd (its command line names the socket) */
