@@ -46,7 +46,10 @@ import org.apache.pekko.pattern.StatusReply;
  *
  * <p>ADD for one family: an affine block with room, else a new block claimed for the node (the
  * pool persists the claim first), else — only when the pool allows borrowing — another node's
- * block. Pools are tried in the order given. Every step is idempotent per attachment, so a crash
+ * block. An IPAM-only request's {@link AddressRules} narrow this to the addresses its L2 subnet
+ * allows (never the subnet's network, IPv4 broadcast or gateway address; within its ranges): only
+ * blocks holding such an address are asked or claimed, and the block picks among them
+ * (DESIGN.md, "IPAM-only on an L2 subnet"). Pools are tried in the order given. Every step is idempotent per attachment, so a crash
  * between steps leaves at worst an orphan allocation that a retry reuses or GC releases, never a
  * duplicate. Before it borrows from a block, the node entity lists the block ({@link BorrowedBlocks}),
  * so that a DEL the node cannot match to an attachment sweeps that block too.
