@@ -10,7 +10,6 @@ import io.cadastre.dataplane.HostInterfaceName;
 import io.cadastre.testcri.CriClient;
 import io.cadastre.testcri.CriClient.ExecResult;
 import io.cadastre.testcri.KubeletPods;
-import io.cadastre.testcri.PauseImage;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxState;
 import io.cadastre.testcri.v1.PodSandboxStatus;
@@ -87,9 +86,7 @@ class CriEndToEndTest {
             assertTrue(TestNetns.hostHasLink(hostEnd), "the pod's host end " + hostEnd);
 
             // Inside a container of the pod: eth0 with both addresses and Cadastre's routes.
-            String container = cri.createContainer(sandbox,
-                    KubeletPods.container(pod, "app", PauseImage.NAME, "/bin/busybox", "sleep", "3600"), pod);
-            cri.startContainer(container);
+            String container = cri.createAndStartContainer(sandbox, KubeletPods.sleeper(pod, "app"), pod);
             ExecResult addr = cri.execSync(container, 30, "/bin/busybox", "ip", "addr", "show", "dev", "eth0");
             assertEquals(0, addr.exitCode(), addr.toString());
             assertTrue(addr.stdout().contains("inet " + v4 + "/32 "), addr.toString());
@@ -184,12 +181,7 @@ class CriEndToEndTest {
             node.containerd.awaitNetworkReady(java.time.Duration.ofSeconds(30));
             CriClient cri = node.cri();
             assertEquals(Set.copyOf(ips), Set.copyOf(CriNode.ips(cri.podSandboxStatus(sandbox))), "recovered with its IPs");
-            cri.stopPodSandbox(sandbox);
-            cri.stopPodSandbox(sandbox);
-            cri.removePodSandbox(sandbox);
-            assertEquals(List.of(), node.attachments("crash", "runtime-killed"));
-            assertEquals(before, node.attachmentCount());
-            assertClean();
+            stopAsKubeletDoesAndAssertReleased(sandbox, "crash", "runtime-killed", before);
         } finally {
             node.removeQuietly(sandbox);
         }
@@ -214,11 +206,7 @@ class CriEndToEndTest {
 
             node.agent.restart();
             assertEquals(1, node.attachments("crash", "agent-killed").size(), "the restarted agent recovered the attachment");
-            node.cri().stopPodSandbox(sandbox);
-            node.cri().stopPodSandbox(sandbox);
-            node.cri().removePodSandbox(sandbox);
-            assertEquals(List.of(), node.attachments("crash", "agent-killed"));
-            assertEquals(before, node.attachmentCount());
+            stopAsKubeletDoesAndAssertReleased(sandbox, "crash", "agent-killed", before);
             for (String ip : ips) {
                 assertTrue(node.ctl("ipam", "address", ip, "-o", "json").json().path("allocation").isNull(), ip);
             }
@@ -226,6 +214,17 @@ class CriEndToEndTest {
         } finally {
             node.removeQuietly(sandbox);
         }
+    }
+
+    /** StopPodSandbox twice and RemovePodSandbox; then the pod holds nothing and the node as many attachments as before. */
+    private static void stopAsKubeletDoesAndAssertReleased(String sandbox, String namespace, String name, int before)
+            throws Exception {
+        node.cri().stopPodSandbox(sandbox);
+        node.cri().stopPodSandbox(sandbox);
+        node.cri().removePodSandbox(sandbox);
+        assertEquals(List.of(), node.attachments(namespace, name));
+        assertEquals(before, node.attachmentCount());
+        assertClean();
     }
 
     private static void assertClean() throws Exception {

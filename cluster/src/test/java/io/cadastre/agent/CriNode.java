@@ -80,15 +80,9 @@ final class CriNode implements AutoCloseable {
             return new CriNode(agent, containerd, dir);
         } catch (Exception | AssertionError e) {
             try {
-                if (containerd != null) {
-                    containerd.close();
-                }
-            } finally {
-                try {
-                    agent.close();
-                } finally {
-                    CniEndToEndTest.deleteTree(dir);
-                }
+                closeAll(containerd, agent, dir);
+            } catch (Exception | AssertionError suppressed) {
+                e.addSuppressed(suppressed);
             }
             throw e;
         }
@@ -172,8 +166,15 @@ final class CriNode implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
+        closeAll(containerd, agent, dir);
+    }
+
+    /** containerd (when started), then the agent, then the directory (when made), each also when one before failed. */
+    private static void closeAll(Containerd containerd, CtlAgent agent, Path dir) throws Exception {
         try {
-            containerd.close();
+            if (containerd != null) {
+                containerd.close();
+            }
         } finally {
             try {
                 agent.close();

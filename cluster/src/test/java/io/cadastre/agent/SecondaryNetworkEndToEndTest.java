@@ -9,7 +9,6 @@ import io.cadastre.agent.CniExec.Result;
 import io.cadastre.testcri.CriClient;
 import io.cadastre.testcri.CriClient.ExecResult;
 import io.cadastre.testcri.KubeletPods;
-import io.cadastre.testcri.PauseImage;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import java.util.HashSet;
 import java.util.List;
@@ -91,9 +90,7 @@ class SecondaryNetworkEndToEndTest {
             assertFalse(Set.of("198.19.64.0", "198.19.64.1", "198.19.64.255").contains(l2),
                     "never the subnet's network address, gateway or broadcast: " + l2);
 
-            String container = cri.createContainer(sandbox,
-                    KubeletPods.container(pod, "app", PauseImage.NAME, "/bin/busybox", "sleep", "3600"), pod);
-            cri.startContainer(container);
+            String container = cri.createAndStartContainer(sandbox, KubeletPods.sleeper(pod, "app"), pod);
             ExecResult eth1 = cri.execSync(container, 30, "/bin/busybox", "ip", "addr", "show", "dev", "eth1");
             assertTrue(eth1.stdout().contains("inet " + l2 + "/24 "), "the subnet's prefix length: " + eth1);
             ExecResult routes = cri.execSync(container, 30, "/bin/busybox", "ip", "route");
@@ -146,9 +143,7 @@ class SecondaryNetworkEndToEndTest {
             assertEquals(Set.of("eth0", "eth1", "net1"), byIfname.keySet());
             assertEquals(Set.of("198.19.65.50"), addresses(byIfname.get("net1")));
             assertEquals("l2-nad", byIfname.get("net1").path("network").asText());
-            String container = cri.createContainer(sandbox,
-                    KubeletPods.container(pod, "app", PauseImage.NAME, "/bin/busybox", "sleep", "3600"), pod);
-            cri.startContainer(container);
+            String container = cri.createAndStartContainer(sandbox, KubeletPods.sleeper(pod, "app"), pod);
             ExecResult net1 = cri.execSync(container, 30, "/bin/busybox", "ip", "addr", "show", "dev", "net1");
             assertTrue(net1.stdout().contains("inet 198.19.65.50/24 "), net1.toString());
             assertTrue(net1.stdout().contains("link/ether c2:b0:57:49:47:f1 "), net1.toString());

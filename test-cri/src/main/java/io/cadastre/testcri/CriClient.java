@@ -161,6 +161,17 @@ public final class CriClient implements AutoCloseable {
                 .setConfig(config).setSandboxConfig(sandboxConfig).build()).getContainerId();
     }
 
+    /**
+     * CreateContainer then StartContainer, as kubelet starts a pod's container.
+     *
+     * @return the running container's ID
+     */
+    public String createAndStartContainer(String sandboxId, ContainerConfig config, PodSandboxConfig sandboxConfig) {
+        String id = createContainer(sandboxId, config, sandboxConfig);
+        startContainer(id);
+        return id;
+    }
+
     /** CRI {@code StartContainer}. */
     public void startContainer(String containerId) {
         call().startContainer(StartContainerRequest.newBuilder().setContainerId(containerId).build());

@@ -67,6 +67,11 @@ public final class KubeletPods {
         return sandbox(namespace, name, UUID.randomUUID().toString(), logRoot, Map.of("app", name), Map.of());
     }
 
+    /** @return a container of {@link PauseImage} that sleeps for an hour: a shell to exec busybox applets in */
+    public static ContainerConfig sleeper(PodSandboxConfig sandbox, String name) {
+        return container(sandbox, name, PauseImage.NAME, "/bin/busybox", "sleep", "3600");
+    }
+
     /**
      * A container as kubelet configures one: metadata, image, argv, labels naming the pod and the
      * container, a log path {@code <name>/0.log} under the sandbox's log directory.

@@ -54,9 +54,7 @@ class ContainerdTest {
             assertEquals(PodSandboxState.SANDBOX_READY, status.getState());
             String ip = status.getNetwork().getIp();
             assertTrue(ip.startsWith("198.18.250."), status.toString());
-            String container = cri.createContainer(sandbox,
-                    KubeletPods.container(pod, "shell", PauseImage.NAME, "/bin/busybox", "sleep", "3600"), pod);
-            cri.startContainer(container);
+            String container = cri.createAndStartContainer(sandbox, KubeletPods.sleeper(pod, "shell"), pod);
             ExecResult addr = cri.execSync(container, 30, "/bin/busybox", "ip", "-o", "addr", "show", "eth0");
             assertEquals(0, addr.exitCode(), addr.toString());
             assertTrue(addr.stdout().contains("inet " + ip + "/24"), addr.toString());
