@@ -166,12 +166,10 @@ class CriEndToEndTest {
      */
     @Test
     void containerdKilledBetweenRunAndStopStillReleasesEverything() throws Exception {
-        int before = node.attachmentCount();
-        PodSandboxConfig pod = node.pod("crash", "runtime-killed");
-        String sandbox = node.cri().runPodSandbox(pod);
+        Running pod = runPod("crash", "runtime-killed");
+        String sandbox = pod.sandbox();
         try {
-            List<String> ips = CriNode.ips(node.cri().podSandboxStatus(sandbox));
-            assertEquals(2, ips.size());
+            List<String> ips = pod.ips();
             long pid = node.containerd.pid();
             node.containerd.kill();
             assertFalse(ProcessHandle.of(pid).isPresent() && ProcessHandle.of(pid).get().isAlive(), "containerd is gone");
@@ -181,7 +179,7 @@ class CriEndToEndTest {
             node.containerd.awaitNetworkReady(java.time.Duration.ofSeconds(30));
             CriClient cri = node.cri();
             assertEquals(Set.copyOf(ips), Set.copyOf(CriNode.ips(cri.podSandboxStatus(sandbox))), "recovered with its IPs");
-            stopAsKubeletDoesAndAssertReleased(sandbox, "crash", "runtime-killed", before);
+            stopAsKubeletDoesAndAssertReleased(sandbox, "crash", "runtime-killed", pod.attachmentsBefore());
         } finally {
             node.removeQuietly(sandbox);
         }
@@ -194,26 +192,35 @@ class CriEndToEndTest {
      */
     @Test
     void agentKilledBetweenRunAndStopStillReleasesEverything() throws Exception {
-        int before = node.attachmentCount();
-        PodSandboxConfig pod = node.pod("crash", "agent-killed");
-        String sandbox = node.cri().runPodSandbox(pod);
+        Running pod = runPod("crash", "agent-killed");
+        String sandbox = pod.sandbox();
         try {
-            List<String> ips = CriNode.ips(node.cri().podSandboxStatus(sandbox));
-            assertEquals(2, ips.size());
             node.agent.kill();
             StatusRuntimeException refused = assertThrows(StatusRuntimeException.class, () -> node.cri().stopPodSandbox(sandbox));
             assertTrue(refused.getStatus().getDescription().contains("cadastre agent unreachable"), refused.toString());
 
             node.agent.restart();
             assertEquals(1, node.attachments("crash", "agent-killed").size(), "the restarted agent recovered the attachment");
-            stopAsKubeletDoesAndAssertReleased(sandbox, "crash", "agent-killed", before);
-            for (String ip : ips) {
+            stopAsKubeletDoesAndAssertReleased(sandbox, "crash", "agent-killed", pod.attachmentsBefore());
+            for (String ip : pod.ips()) {
                 assertTrue(node.ctl("ipam", "address", ip, "-o", "json").json().path("allocation").isNull(), ip);
             }
             assertClean();
         } finally {
             node.removeQuietly(sandbox);
         }
+    }
+
+    /** A dual-stack pod's sandbox, its IPs, and how many attachments the node recorded before it. */
+    private record Running(String sandbox, List<String> ips, int attachmentsBefore) {}
+
+    /** Runs a kubelet-shaped sandbox for pod {@code namespace/name} and checks it has an IPv4 and an IPv6 address. */
+    private static Running runPod(String namespace, String name) throws Exception {
+        int before = node.attachmentCount();
+        String sandbox = node.cri().runPodSandbox(node.pod(namespace, name));
+        List<String> ips = CriNode.ips(node.cri().podSandboxStatus(sandbox));
+        assertEquals(2, ips.size(), ips.toString());
+        return new Running(sandbox, ips, before);
     }
 
     /** StopPodSandbox twice and RemovePodSandbox; then the pod holds nothing and the node as many attachments as before. */
