@@ -125,7 +125,7 @@ class SecondaryNetworkEndToEndTest {
                         "[{\"name\":\"l2-nad\",\"ips\":[\"198.19.65.50/24\"],\"mac\":\"c2:b0:57:49:47:f1\"}]"));
         String sandbox = cri.runPodSandbox(pod);
         try {
-            String netns = netnsOf(cri, sandbox);
+            String netns = cri.networkNamespace(sandbox);
             String nad = "{\"cniVersion\":\"1.0.0\",\"name\":\"l2-nad\",\"type\":\"macvlan\",\"master\":\"" + master
                     + "\",\"mode\":\"bridge\",\"capabilities\":{\"ips\":true,\"mac\":true},\"ipam\":{\"type\":\"cadastre-ipam\","
                     + "\"agentSocket\":\"" + node.agent.socket() + "\",\"pools\":[\"l2b-ipv4\"]},"
@@ -209,17 +209,6 @@ class SecondaryNetworkEndToEndTest {
         env.put("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=" + container + (ip == null ? "" : ";IP=" + ip));
         env.put("CNI_PATH", node.binDir.toString());
         return CniExec.run(node.binDir.resolve("macvlan"), env, conf);
-    }
-
-    /** @return the network namespace path containerd gave CNI for the sandbox, from its verbose status */
-    private static String netnsOf(CriClient cri, String sandbox) throws Exception {
-        JsonNode info = CniExec.JSON.readTree(cri.podSandboxInfo(sandbox).get("info"));
-        for (JsonNode ns : info.path("runtimeSpec").path("linux").path("namespaces")) {
-            if ("network".equals(ns.path("type").asText())) {
-                return ns.path("path").asText();
-            }
-        }
-        throw new AssertionError("no network namespace in the sandbox's spec: " + info);
     }
 
     private static Map<String, JsonNode> byIfname(List<JsonNode> attachments) {

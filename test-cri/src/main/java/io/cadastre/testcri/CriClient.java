@@ -1,5 +1,8 @@
 package io.cadastre.testcri;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.cadastre.testcri.v1.ContainerConfig;
 import io.cadastre.testcri.v1.CreateContainerRequest;
 import io.cadastre.testcri.v1.ExecSyncRequest;
@@ -50,6 +53,8 @@ public final class CriClient implements AutoCloseable {
     public static final String NETWORK_READY = "NetworkReady";
     /** The condition of a runtime able to run containers at all. */
     public static final String RUNTIME_READY = "RuntimeReady";
+
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private final EventLoopGroup group;
     private final ManagedChannel channel;
@@ -130,6 +135,27 @@ public final class CriClient implements AutoCloseable {
     public Map<String, String> podSandboxInfo(String sandboxId) {
         return call().podSandboxStatus(PodSandboxStatusRequest.newBuilder().setPodSandboxId(sandboxId).setVerbose(true).build())
                 .getInfoMap();
+    }
+
+    /**
+     * @return the network namespace path the runtime gave CNI as {@code CNI_NETNS} for the
+     *     sandbox: the {@code network} entry of the OCI spec in containerd's verbose status
+     *     ({@code info.runtimeSpec.linux.namespaces})
+     * @throws IllegalStateException when the status holds no such entry (another runtime, or a
+     *     sandbox on the host's network)
+     */
+    public String networkNamespace(String sandboxId) {
+        String info = podSandboxInfo(sandboxId).get("info");
+        try {
+            for (JsonNode ns : JSON.readTree(info == null ? "{}" : info).path("runtimeSpec").path("linux").path("namespaces")) {
+                if ("network".equals(ns.path("type").asText()) && !ns.path("path").asText().isEmpty()) {
+                    return ns.path("path").asText();
+                }
+            }
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("sandbox " + sandboxId + "'s verbose info is not JSON", e);
+        }
+        throw new IllegalStateException("no network namespace path in sandbox " + sandboxId + "'s verbose info");
     }
 
     /**

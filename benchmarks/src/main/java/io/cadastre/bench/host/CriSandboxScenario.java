@@ -1,7 +1,5 @@
 package io.cadastre.bench.host;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.cadastre.bench.BenchContext;
 import io.cadastre.bench.Scenario;
 import io.cadastre.bench.report.Goal;
@@ -55,7 +53,6 @@ public final class CriSandboxScenario implements Scenario {
     private static final int PARALLEL = 20;
     private static final int PARALLEL_ROUNDS = 5;
     private static final int WARM_UP_ROUNDS = 5;
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     /** A network under test: its runtime handler and the IPv4 range its addresses come from. */
     private record Network(String name, String handler, String prefix) {}
@@ -198,16 +195,7 @@ public final class CriSandboxScenario implements Scenario {
         if (!s.ip().startsWith(n.prefix())) {
             throw new IOException(n.name() + " sandbox got " + s.ip() + ", not an address of " + n.prefix() + "*");
         }
-        JsonNode info = JSON.readTree(cri.podSandboxInfo(s.id()).get("info"));
-        String netns = null;
-        for (JsonNode ns : info.path("runtimeSpec").path("linux").path("namespaces")) {
-            if ("network".equals(ns.path("type").asText())) {
-                netns = ns.path("path").asText();
-            }
-        }
-        if (netns == null) {
-            throw new IOException("no network namespace in sandbox " + s.id() + "'s spec");
-        }
+        String netns = cri.networkNamespace(s.id());
         Process p = new ProcessBuilder("nsenter", "--net=" + netns, "ip", "-o", "-4", "addr", "show", "dev", "eth0")
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
