@@ -124,7 +124,7 @@ final class AdminCluster implements AutoCloseable {
         Ipam borrowerAfterClaimingEveryV4Block() {
             for (int i = 0; i < 3; i++) {
                 await(ref(PoolEntity.ENTITY_TYPE_KEY, v4.name()).askWithStatus(
-                        (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r),
+                        (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, null, r),
                         Duration.ofSeconds(10)));
             }
             Ipam other = ipam("t" + n + "-other", List.of(v4.name()));
@@ -285,7 +285,7 @@ final class AdminCluster implements AutoCloseable {
     BlockEntity.AssignOutcome assignWithoutRecord(Cidr block, String node, String handle, boolean borrow) {
         Allocation allocation = new Allocation(handle, "eth0", "ns", "pod", node, System.currentTimeMillis());
         BlockEntity.AssignOutcome outcome = await(ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId())
-                .ask((ActorRef<BlockEntity.AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, borrow, r),
+                .ask((ActorRef<BlockEntity.AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, borrow, null, r),
                         Duration.ofSeconds(10)));
         assertEquals(BlockEntity.AssignStatus.ASSIGNED, outcome.status(), outcome.toString());
         return outcome;

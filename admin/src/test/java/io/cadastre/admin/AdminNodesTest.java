@@ -77,7 +77,7 @@ class AdminNodesTest {
     /** A block the pool gives the node, its affinity told to the block, with nothing allocated in it. */
     private static Cidr claimEmptyBlock(String pool, String node) {
         PoolEntity.ClaimOutcome claim = AdminCluster.await(cluster.ref(PoolEntity.ENTITY_TYPE_KEY, pool).askWithStatus(
-                (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r), ASK));
+                (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, null, r), ASK));
         assertEquals(PoolEntity.ClaimStatus.CLAIMED, claim.status(), claim.toString());
         AdminCluster.await(cluster.ref(BlockEntity.ENTITY_TYPE_KEY, claim.block().entityId()).askWithStatus(
                 (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, List.of(), r), ASK));

@@ -245,7 +245,7 @@ class AdminRepairTest {
             env.add("c1");
             String ghost = "t" + env.n + "-gone";
             PoolEntity.ClaimOutcome claim = AdminCluster.await(cluster.ref(PoolEntity.ENTITY_TYPE_KEY, env.v4.name()).askWithStatus(
-                    (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(ghost, r), ASK));
+                    (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(ghost, null, r), ASK));
 
             JsonNode report = env.get("/v1/check").ok();
             assertFalse(report.get("clean").asBoolean());

@@ -3,6 +3,7 @@ package io.cadastre.bench;
 import io.cadastre.bench.cluster.FailoverScenario;
 import io.cadastre.bench.cluster.IpamThroughputScenario;
 import io.cadastre.bench.host.BurstScenario;
+import io.cadastre.bench.host.CriSandboxScenario;
 import io.cadastre.bench.host.PluginExecScenario;
 import io.cadastre.bench.micro.MicroBenchmarks;
 import io.cadastre.bench.recovery.RecoveryScenario;
@@ -124,6 +125,7 @@ public final class BenchmarkSuite implements Callable<Integer> {
         s.put("micro", seed -> new MicroBenchmarks());
         s.put("plugin-exec", PluginExecScenario::new);
         s.put("burst", BurstScenario::new);
+        s.put("cri-sandbox", CriSandboxScenario::new);
         s.put("ipam-throughput", IpamThroughputScenario::new);
         s.put("failover", FailoverScenario::new);
         s.put("recovery", seed -> new RecoveryScenario());

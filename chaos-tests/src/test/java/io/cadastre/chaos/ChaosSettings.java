@@ -63,11 +63,16 @@ record ChaosSettings(long seed, double minutes, int hosts, int clientsPerHost, d
                 + "cadastre.default-pools = [\"chaos-ipv4\", \"chaos-ipv6\"]\n";
     }
 
-    /** Every address of the IPv4 pool (the agent hands out every address of a block, .0 included). */
+    /**
+     * Every address of the IPv4 pool that the exhaustion check's IPAM-only ADDs can be given: all
+     * but the pool's network and broadcast address, since an IPAM-only result puts the address on
+     * the pool's CIDR as its subnet (shards/DESIGN.md, "IPAM-only on an L2 subnet"). A routed pod
+     * of the full plugin may have those two as well.
+     */
     static Set<String> ipv4Addresses() {
         Cidr pool = Cidr.parse(IPV4_POOL);
         Set<String> all = new LinkedHashSet<>();
-        for (long i = 0; i < pool.size().longValueExact(); i++) {
+        for (long i = 1; i < pool.size().longValueExact() - 1; i++) {
             all.add(pool.addressAt(i));
         }
         return all;

@@ -6,8 +6,12 @@ import io.cadastre.cni.CniException;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.DataplaneException;
 import io.cadastre.dataplane.WiredPod;
+import io.cadastre.ipam.AddressRange;
+import io.cadastre.ipam.AddressRules;
+import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.PoolSpec;
+import io.cadastre.ipam.RangeSet;
 import io.cadastre.node.AttachmentId;
 import io.cadastre.node.NodeAgent;
 import io.cadastre.node.PodRequest;
@@ -69,14 +73,41 @@ public final class NodeAgentCniBackend implements CniBackend {
     public CompletionStage<AddResult> add(AddRequest request) {
         Attachment a = request.attachment();
         AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
+        AddressRules rules;
+        try {
+            rules = rules(request);
+        } catch (IllegalArgumentException e) {
+            return java.util.concurrent.CompletableFuture.failedFuture(
+                    new CniException(CniCodes.INVALID_NETWORK_CONFIG, "invalid ipam ranges", e.getMessage()));
+        }
         AssignRequest ipam = new AssignRequest(id.handle(), id.ifname(), a.network(), a.containerId(), a.netns(),
-                request.pod().namespace(), request.pod().name(), request.pools(), request.requestedIps());
+                request.pod().namespace(), request.pod().name(), request.pools(), request.requestedIps(), rules);
         PodRequest pod = new PodRequest(ipam, a.netns(), request.ipamOnly(), request.mtu());
         return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))
                 .thenApply(wired -> wired.pod() == null ? ipamOnlyResult(wired.attachment()) : podResult(wired.pod()));
     }
 
-    /** IPAM-only (CNI spec 1.1 §Delegated plugins): addresses with their pool's prefix, no interfaces. */
+    /**
+     * @return which addresses the request may be given: any for the full plugin's routed pods;
+     *     for IPAM-only, those the netconf's L2 subnet allows (its ranges, or each pool's own CIDR)
+     * @throws IllegalArgumentException for ranges the domain refuses (the CNI layer checked them already)
+     */
+    static AddressRules rules(AddRequest request) {
+        if (!request.ipamOnly()) {
+            return AddressRules.ROUTED;
+        }
+        return AddressRules.onSubnet(request.rangeSets().stream()
+                .map(set -> new RangeSet(set.stream()
+                        .map(r -> new AddressRange(Cidr.parse(r.subnet()), r.rangeStart(), r.rangeEnd(), r.gateway()))
+                        .toList()))
+                .toList());
+    }
+
+    /**
+     * IPAM-only (CNI spec 1.1 §Delegated plugins): addresses with their pool's prefix, no
+     * interfaces (the CNI layer gives an address on a range of the netconf's subnet that subnet's
+     * prefix and gateway).
+     */
     private AddResult ipamOnlyResult(AttachmentRecord record) {
         List<IpConfig> ips = record.addresses().stream()
                 .map(h -> new IpConfig(h.address() + "/" + prefixOf(h), null, null)).toList();

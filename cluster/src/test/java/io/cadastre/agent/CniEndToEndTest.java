@@ -255,21 +255,35 @@ class CniEndToEndTest {
         assertEquals(0, status.exit(), status.toString());
     }
 
+    /**
+     * The /26 pool serves 62 IPAM-only attachments (its CIDR is their subnet: not its network
+     * address .0 nor its broadcast .63) and routed /32 pods the last two; then STATUS says 50.
+     */
     @Test
     void statusSays50WhenAPoolCanServeNoMore() throws Exception {
         String conf = netconf("1.1.0", "\"ipam\":{\"pools\":[\"tiny-ipv4\"]}");
         String ipamOnly = "{\"cniVersion\":\"1.1.0\",\"name\":\"e2e-ipam\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
                 + "\"agentSocket\":\"" + agent.socket() + "\",\"pools\":[\"tiny-ipv4\"]}}";
         List<String> ids = new ArrayList<>();
-        for (int i = 0; i < 64; i++) {
+        for (int i = 0; i < 62; i++) {
             String id = container();
             ids.add(id);
             assertEquals(0, CniExec.run(CniExec.env("ADD", id, "/var/run/netns/unused", "eth0"), ipamOnly).exit());
         }
-        Result status = CniExec.run(CniExec.env("STATUS", null, null, null), conf);
-        assertEquals(50, status.code(), status.toString());
         Result exhausted = CniExec.run(CniExec.env("ADD", container(), "/var/run/netns/unused", "eth0"), ipamOnly);
         assertEquals(100, exhausted.code(), exhausted.toString());
+        assertEquals(0, CniExec.run(CniExec.env("STATUS", null, null, null), conf).exit(), "two addresses left for routed pods");
+        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create()) {
+            String first = container();
+            String second = container();
+            Result ra = cni("ADD", first, a, conf);
+            Result rb = cni("ADD", second, b, conf);
+            assertEquals(Set.of("198.19.0.0/32", "198.19.0.63/32"), Set.of(ipsOf(ra.json()).get(0), ipsOf(rb.json()).get(0)));
+            Result status = CniExec.run(CniExec.env("STATUS", null, null, null), conf);
+            assertEquals(50, status.code(), status.toString());
+            assertEquals(0, cni("DEL", first, a, conf).exit());
+            assertEquals(0, cni("DEL", second, b, conf).exit());
+        }
         for (String id : ids) {
             assertEquals(0, CniExec.run(CniExec.env("DEL", id, null, "eth0"), ipamOnly).exit());
         }
@@ -340,8 +354,9 @@ class CniEndToEndTest {
 
     /**
      * 200 attachments in a row, each ADD then DEL with a real netns, through a pool of 64 addresses
-     * with strict affinity: afterwards all 64 must be free again (64 concurrent ADDs succeed and a
-     * 65th finds none), so not a single address leaked.
+     * with strict affinity: afterwards all 64 must be free again (62 concurrent IPAM-only ADDs
+     * succeed, every address but the pool's network and broadcast address; two routed pods get
+     * those; a 63rd IPAM-only ADD finds none), so not a single address leaked.
      */
     @Test
     void twoHundredAttachmentsInARowLeakNothing() throws Exception {
@@ -361,7 +376,7 @@ class CniEndToEndTest {
                 + "\"agentSocket\":\"" + agent.socket() + "\",\"pools\":[\"tiny-ipv4\"]}}";
         List<CompletableFuture<Result>> adds = new ArrayList<>();
         List<String> ids = new ArrayList<>();
-        for (int i = 0; i < 64; i++) {
+        for (int i = 0; i < 62; i++) {
             String id = container();
             ids.add(id);
             adds.add(CompletableFuture.supplyAsync(() -> {
@@ -379,6 +394,14 @@ class CniEndToEndTest {
             assertTrue(addresses.add(ipsOf(r.json()).get(0)), "duplicate " + r);
         }
         assertEquals(100, CniExec.run(CniExec.env("ADD", container(), "/var/run/netns/unused", "eth0"), ipamOnly).code());
+        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create()) {
+            String first = container();
+            String second = container();
+            assertEquals(0, cni("ADD", first, a, conf).exit());
+            assertEquals(0, cni("ADD", second, b, conf).exit());
+            cni("DEL", first, a, conf);
+            cni("DEL", second, b, conf);
+        }
         for (String id : ids) {
             CniExec.run(CniExec.env("DEL", id, null, "eth0"), ipamOnly);
         }

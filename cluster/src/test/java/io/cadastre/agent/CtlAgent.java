@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.agent.CniExec.Result;
 import io.cadastre.agent.CtlOutput.Run;
 import io.cadastre.ctl.Cadastrectl;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
@@ -49,7 +50,8 @@ final class CtlAgent implements AutoCloseable {
 
     final String node;
     final String network;
-    final String adminUrl;
+    /** The admin API's base URL; a {@link #restart()} binds another port. */
+    volatile String adminUrl;
     private final Path dir;
     private final AgentProcess agent;
     private final List<TestNetns> namespaces = new ArrayList<>();
@@ -96,6 +98,27 @@ final class CtlAgent implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /** @return the agent's CNI socket */
+    Path socket() {
+        return agent.socket();
+    }
+
+    /** @return the agent's PID */
+    long pid() {
+        return agent.pid();
+    }
+
+    /** SIGKILL to the agent's PID, as a crash: no shutdown hook runs, its socket file stays. */
+    void kill() throws InterruptedException {
+        agent.kill();
+    }
+
+    /** Starts the agent again on the same data directory and waits for its socket and admin API (a new port). */
+    void restart() throws IOException {
+        agent.start();
+        adminUrl = agent.adminUrl();
     }
 
     /** @return the admin API's token file, which the agent generated in its data directory */

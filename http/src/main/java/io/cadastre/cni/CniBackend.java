@@ -80,6 +80,11 @@ public interface CniBackend {
      *     {@code runtimeConfig.ips}, {@code args.cni.ips}), as literal IPv4/IPv6 addresses; empty
      *     for automatic assignment
      * @param mtu the MTU in bytes from the netconf, 0 for the default
+     * @param rangeSets IPAM-only: the L2 subnet's ranges from the netconf (host-local's
+     *     {@code ranges}; {@link NetConf.Ipam#ranges}), one address per set; empty when the netconf
+     *     gives none, and then each pool's own CIDR is the subnet. An IPAM-only address is never the
+     *     subnet's network address, its IPv4 broadcast address or a range's gateway. Always empty
+     *     for the full plugin, whose /32 and /128 pods may have any address of a pool
      */
     record AddRequest(
             Attachment attachment,
@@ -87,12 +92,32 @@ public interface CniBackend {
             boolean ipamOnly,
             List<String> pools,
             List<String> requestedIps,
-            int mtu) {
+            int mtu,
+            List<List<SubnetRange>> rangeSets) {
         public AddRequest {
             pools = List.copyOf(pools);
             requestedIps = List.copyOf(requestedIps);
+            rangeSets = rangeSets.stream().map(List::copyOf).toList();
+        }
+
+        /** An ADD without ranges. */
+        public AddRequest(Attachment attachment, PodRef pod, boolean ipamOnly, List<String> pools, List<String> requestedIps,
+                int mtu) {
+            this(attachment, pod, ipamOnly, pools, requestedIps, mtu, List.of());
         }
     }
+
+    /**
+     * One range of an L2 subnet, host-local's {@code range} after its defaults are applied
+     * ({@link HostLocalRanges}): the addresses from {@code rangeStart} to {@code rangeEnd}
+     * inclusive, skipping {@code gateway}; all canonical, inside {@code subnet}, one family.
+     *
+     * @param subnet CIDR notation, host bits zero ({@code 198.19.64.0/24})
+     * @param rangeStart the first address that may be given
+     * @param rangeEnd the last address that may be given, not before {@code rangeStart}
+     * @param gateway the subnet's gateway, never given, reported with each address
+     */
+    record SubnetRange(String subnet, String rangeStart, String rangeEnd, String gateway) {}
 
     /**
      * A version-neutral ADD result; {@link CniResults} renders it for a cniVersion.

@@ -29,7 +29,9 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>ADD: {@link CniBackend#add}; 200 with the result rendered for the request's cniVersion
  *       ({@link CniResults#renderAdd}). IPAM-only: without interfaces and interface indices (§Delegated
- *       plugins), with {@code ipam.routes} appended to the backend's routes. Full plugin with a
+ *       plugins), with {@code ipam.routes} appended to the backend's routes, and an address on a
+ *       range of the netconf's subnet ({@link HostLocalRanges}) given that subnet's prefix length
+ *       and its gateway, as host-local reports them. Full plugin with a
  *       {@code prevResult}: chained onto it ({@link CniResults#chain}).
  *   <li>DEL: {@link CniBackend#del}; 200, empty body.
  *   <li>CHECK: {@link CniBackend#check}; 200, empty body, when it reports no difference; else code
@@ -165,7 +167,7 @@ public final class CniHandler {
         boolean ipamOnly = conf.ipamOnly();
         return switch (call.command()) {
             case ADD -> backend.add(new AddRequest(call.attachment(), call.pod(), ipamOnly, call.pools(),
-                            call.requestedIps(), conf.mtu()))
+                            call.requestedIps(), conf.mtu(), conf.ipam().ranges()))
                     .thenApply(result -> CniResponse.ok(CniResults.toBytes(renderAdd(call, result))));
             case DEL -> backend.del(call.attachment(), ipamOnly).thenApply(v -> CniResponse.empty());
             case CHECK -> backend.check(call.attachment(), ipamOnly, call.prevResult()).thenApply(diffs -> {
@@ -191,7 +193,11 @@ public final class CniHandler {
         if (conf.ipamOnly()) {
             List<IpConfig> ips = new ArrayList<>();
             for (IpConfig ip : result.ips()) {
-                ips.add(new IpConfig(ip.address(), ip.gateway(), null));
+                // On a range of the netconf's subnet: that subnet's prefix length and gateway (host-local's result).
+                String address = ip.address().substring(0, ip.address().indexOf('/'));
+                ips.add(HostLocalRanges.rangeOf(conf.ipam().ranges(), address)
+                        .map(r -> new IpConfig(address + r.subnet().substring(r.subnet().indexOf('/')), r.gateway(), null))
+                        .orElse(new IpConfig(ip.address(), ip.gateway(), null)));
             }
             List<Route> routes = new ArrayList<>(result.routes());
             for (Route r : conf.ipam().routes()) {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.cadastre.cni.CniBackend.AttachmentRef;
 import io.cadastre.cni.CniBackend.Route;
+import io.cadastre.cni.CniBackend.SubnetRange;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -21,9 +22,11 @@ import java.util.TreeMap;
  * delegated IPAM plugin ({@link Mode#IPAM_ONLY}, §Section 4); otherwise code 7.
  *
  * <p>Error codes from {@link #parse}: 6 for malformed JSON or a value of the wrong JSON type
- * (including duplicate keys); 1 for an unsupported {@code cniVersion}; 2 for {@code ipam.routes}
- * given to the full plugin (which installs its own routes); 7 for a missing required field or an
- * invalid value (name, type, mtu, pool names, addresses, routes, valid attachments).
+ * (including duplicate keys); 1 for an unsupported {@code cniVersion}; 2 for {@code ipam.routes},
+ * {@code ipam.ranges} or {@code ipam.subnet} (and its {@code rangeStart}, {@code rangeEnd},
+ * {@code gateway}) given to the full plugin (which installs its own routes and gives /32 and /128
+ * addresses on no subnet); 7 for a missing required field or an invalid value (name, type, mtu,
+ * pool names, addresses, routes, ranges, valid attachments).
  *
  * @param cniVersion the request's version, one of {@link CniVersions#SUPPORTED}
  * @param name the network name (§Configuration format: alphanumeric start, then alphanumerics and
@@ -93,16 +96,20 @@ public record NetConf(
      * @param routes {@code ipam.routes} (IPAM-only): routes to report in the ADD result, as
      *     host-local does; {@code dst} CIDR, {@code gw} an address or null
      * @param agentSocket {@code ipam.agentSocket}, or null
+     * @param ranges (IPAM-only) the L2 subnet's range sets, host-local's {@code ipam.ranges} and
+     *     {@code ipam.subnet} with their defaults applied ({@link HostLocalRanges}); empty when
+     *     neither is given (each pool's CIDR is then the subnet)
      */
     public record Ipam(String type, List<String> pools, Map<String, List<String>> namespacePools, List<Route> routes,
-            String agentSocket) {
+            String agentSocket, List<List<SubnetRange>> ranges) {
         public Ipam {
             pools = List.copyOf(pools);
             namespacePools = Map.copyOf(namespacePools);
             routes = List.copyOf(routes);
+            ranges = ranges.stream().map(List::copyOf).toList();
         }
 
-        static final Ipam EMPTY = new Ipam(null, List.of(), Map.of(), List.of(), null);
+        static final Ipam EMPTY = new Ipam(null, List.of(), Map.of(), List.of(), null, List.of());
     }
 
     /**
@@ -231,6 +238,17 @@ public record NetConf(
                 namespacePools.put(e.getKey(), names);
             }
         }
+        List<List<SubnetRange>> ranges = List.of();
+        if (mode == Mode.PLUGIN) {
+            for (String key : List.of("ranges", "subnet", "rangeStart", "rangeEnd", "gateway")) {
+                if (Json.present(ipam, key) != null) {
+                    throw new CniException(CniCodes.UNSUPPORTED_FIELD, "unsupported field ipam." + key + ": the " + PLUGIN_TYPE
+                            + " plugin gives /32 and /128 addresses on no subnet (ipam." + key + " is for " + IPAM_TYPE + ")");
+                }
+            }
+        } else {
+            ranges = HostLocalRanges.parse(ipam);
+        }
         List<Route> routes = new ArrayList<>();
         ArrayNode routesNode = Json.optArray(ipam, "routes", "ipam");
         if (routesNode != null) {
@@ -259,7 +277,7 @@ public record NetConf(
                 }
             }
         }
-        return new Ipam(ipamType, pools, namespacePools, routes, Json.optString(ipam, "agentSocket", "ipam"));
+        return new Ipam(ipamType, pools, namespacePools, routes, Json.optString(ipam, "agentSocket", "ipam"), ranges);
     }
 
     /** @return the pool names of the array (none when absent), de-duplicated, order kept; code 7 for an empty name */

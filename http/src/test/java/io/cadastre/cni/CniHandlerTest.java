@@ -204,6 +204,29 @@ class CniHandlerTest {
         assertEquals(new PodRef(null, null), sent.pod());
     }
 
+    /**
+     * An address on a range of the netconf's L2 subnet is reported as host-local reports it: with
+     * the subnet's prefix length (not the pool's) and the range's gateway; the ranges go to the
+     * backend with their defaults applied.
+     */
+    @Test
+    void addOfTheIpamPluginOnASubnetReportsItsPrefixAndGateway() throws IOException {
+        backend.onAdd = r -> CompletableFuture.completedFuture(new AddResult(List.of(),
+                List.of(new IpConfig("198.19.64.7/16", null, null), new IpConfig("fd00:198:64::7/112", null, null)), List.of()));
+        String conf = "{'cniVersion':'1.0.0','name':'l2','type':'macvlan','master':'eth1','ipam':{'type':'cadastre-ipam',"
+                + "'ranges':[[{'subnet':'198.19.64.0/24','rangeStart':'198.19.64.5','gateway':'198.19.64.254'}]],"
+                + "'routes':[{'dst':'0.0.0.0/0'}]}}";
+        CniResponse r = run(req("ADD", "c1", "/var/run/netns/p", "net1", null, conf));
+
+        assertEquals(200, r.httpStatus(), new String(r.body(), StandardCharsets.UTF_8));
+        assertEquals(JSON.readTree(j("{'cniVersion':'1.0.0','ips':[{'address':'198.19.64.7/24','gateway':'198.19.64.254'},"
+                + "{'address':'fd00:198:64::7/112'}],'routes':[{'dst':'0.0.0.0/0'}],'dns':{}}")), body(r),
+                "an address on no range keeps the backend's prefix and no gateway");
+        AddRequest sent = (AddRequest) backend.calls.get(0).args().get(0);
+        assertEquals(List.of(List.of(new CniBackend.SubnetRange("198.19.64.0/24", "198.19.64.5", "198.19.64.254",
+                "198.19.64.254"))), sent.rangeSets());
+    }
+
     @Test
     void chainedAddKeepsThePrevResult() throws IOException {
         String conf = "{'cniVersion':'1.1.0','name':'n','type':'cadastre',"

@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.IntPredicate;
 
 /**
  * One CIDR block of a pool: its affinity (the node it serves) and which of its addresses is
@@ -163,6 +164,20 @@ public final class Block {
     public OptionalInt nextFreeOrdinal() {
         Iterator<Integer> head = free.iterator();
         return head.hasNext() ? OptionalInt.of(head.next()) : OptionalInt.empty();
+    }
+
+    /**
+     * @param allowed which ordinals the caller may be given ({@link RangeSet#allowedOrdinals})
+     * @return the allowed free ordinal {@link #allocate} should take next (the one free the longest
+     *     among the allowed), if any
+     */
+    public OptionalInt nextFreeOrdinal(IntPredicate allowed) {
+        for (int ordinal : free) {
+            if (allowed.test(ordinal)) {
+                return OptionalInt.of(ordinal);
+            }
+        }
+        return OptionalInt.empty();
     }
 
     /** @return the allocation at the ordinal, if allocated */

@@ -75,6 +75,16 @@ public final class Cidr implements Comparable<Cidr> {
         return BigInteger.ONE.shiftLeft(family.bits() - prefixLength);
     }
 
+    /** @return the network address's value as an unsigned integer */
+    BigInteger firstValue() {
+        return network;
+    }
+
+    /** @return the last address's value (all host bits set) as an unsigned integer */
+    BigInteger lastValue() {
+        return network.add(size()).subtract(BigInteger.ONE);
+    }
+
     /** @return the first address, canonical */
     public String networkAddress() {
         return IpAddresses.fromValue(family, network).toCanonicalString();

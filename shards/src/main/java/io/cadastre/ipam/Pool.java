@@ -6,12 +6,12 @@ import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import java.math.BigInteger;
 import java.util.List;
-import java.util.Iterator;
 import java.util.Map;
 import java.util.Set;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Predicate;
 
 /**
  * A pool and its block affinities: which block of the pool is claimed by which node. The pool is
@@ -88,25 +88,51 @@ public final class Pool {
 
     /** @return the lowest block of the pool that no node has claimed, if any is left */
     public Optional<Cidr> firstUnclaimedBlock() {
+        BigInteger count = spec.cidr().subnetCount(spec.blockPrefix());
+        return firstUnclaimedBlockBetween(BigInteger.ZERO, count.subtract(BigInteger.ONE), block -> true);
+    }
+
+    /**
+     * @param within the ranges the block must hold an allowed address of; {@code null} for any block
+     * @return the lowest unclaimed block of the pool that holds an address the ranges allow, the
+     *     ranges tried in order (host-local's order); any unclaimed block when {@code within} is null
+     */
+    public Optional<Cidr> firstUnclaimedBlock(RangeSet within) {
+        if (within == null) {
+            return firstUnclaimedBlock();
+        }
+        Cidr range = spec.cidr();
+        int hostBits = range.family().bits() - spec.blockPrefix();
+        for (AddressRange r : within.ranges()) {
+            BigInteger lo = range.firstValue().max(r.firstValue());
+            BigInteger hi = range.lastValue().min(r.lastValue());
+            if (lo.compareTo(hi) > 0) {
+                continue;
+            }
+            Optional<Cidr> found = firstUnclaimedBlockBetween(lo.subtract(range.firstValue()).shiftRight(hostBits),
+                    hi.subtract(range.firstValue()).shiftRight(hostBits), r::allowsAnyIn);
+            if (found.isPresent()) {
+                return found;
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** The lowest unclaimed, not wholly excluded block with index in [from, to] that {@code usable} accepts. */
+    private Optional<Cidr> firstUnclaimedBlockBetween(BigInteger from, BigInteger to, Predicate<Cidr> usable) {
         Cidr range = spec.cidr();
         int prefix = spec.blockPrefix();
-        BigInteger count = range.subnetCount(prefix);
-        BigInteger index = BigInteger.ZERO;
+        BigInteger index = from;
         // Claims are sorted by address, so walking them in order finds the first gap; a block
         // wholly inside an excluded range is skipped with the whole range.
-        Iterator<Cidr> claimed = claims.keySet().iterator();
-        Cidr nextClaim = claimed.hasNext() ? claimed.next() : null;
-        while (index.compareTo(count) < 0) {
+        while (index.compareTo(to) <= 0) {
             Cidr candidate = range.subnet(prefix, index);
-            while (nextClaim != null && nextClaim.compareTo(candidate) < 0) {
-                nextClaim = claimed.hasNext() ? claimed.next() : null;
-            }
             Optional<Cidr> excludedRange = spec.excluded().stream().filter(r -> r.contains(candidate)).findFirst();
             if (excludedRange.isPresent()) {
                 Cidr r = excludedRange.get();
                 index = range.subnetIndex(r.prefixLength() >= prefix ? candidate : r.subnet(prefix, BigInteger.ZERO))
                         .add(r.prefixLength() >= prefix ? BigInteger.ONE : r.subnetCount(prefix));
-            } else if (candidate.equals(nextClaim)) {
+            } else if (claims.containsKey(candidate) || !usable.test(candidate)) {
                 index = index.add(BigInteger.ONE);
             } else {
                 return Optional.of(candidate);

@@ -1,5 +1,6 @@
 package io.cadastre.shards;
 
+import io.cadastre.ipam.AddressRules;
 import java.util.List;
 
 /**
@@ -17,6 +18,9 @@ import java.util.List;
  *     One address is assigned per family the pools cover (dual-stack: one of each, or nothing).
  * @param requestedIps specific literal addresses, at most one per family; when present they are
  *     the whole request and no other family is assigned
+ * @param rules which addresses of a pool may be given: {@link AddressRules#ROUTED} for the full
+ *     plugin's pods, {@link AddressRules#onSubnet} for an interface on an L2 subnet (IPAM-only);
+ *     requested addresses must obey them too
  */
 public record AssignRequest(
         String handle,
@@ -27,14 +31,24 @@ public record AssignRequest(
         String podNamespace,
         String podName,
         List<String> pools,
-        List<String> requestedIps) {
+        List<String> requestedIps,
+        AddressRules rules) {
     public AssignRequest {
         pools = List.copyOf(pools);
         requestedIps = List.copyOf(requestedIps);
+        if (rules == null) {
+            throw new IllegalArgumentException("rules are required (AddressRules.ROUTED for any address)");
+        }
+    }
+
+    /** A request for a routed pod ({@link AddressRules#ROUTED}): any address of the pools. */
+    public AssignRequest(String handle, String ifname, String network, String containerId, String netnsPath,
+            String podNamespace, String podName, List<String> pools, List<String> requestedIps) {
+        this(handle, ifname, network, containerId, netnsPath, podNamespace, podName, pools, requestedIps, AddressRules.ROUTED);
     }
 
     /** @return this request with another netns path ({@code null}: unknown) */
     public AssignRequest withNetnsPath(String path) {
-        return new AssignRequest(handle, ifname, network, containerId, path, podNamespace, podName, pools, requestedIps);
+        return new AssignRequest(handle, ifname, network, containerId, path, podNamespace, podName, pools, requestedIps, rules);
     }
 }

@@ -3,6 +3,7 @@ package io.cadastre.shards;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Block;
 import io.cadastre.ipam.Cidr;
+import io.cadastre.ipam.RangeSet;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -85,12 +86,15 @@ public final class BlockEntity
     public record ReleaseAffinity(String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     /**
-     * Allocates the next address (the one free the longest) to the attachment in
-     * {@code allocation}; if the attachment already holds one here, that one again.
+     * Allocates the next address (the one free the longest, among those {@code within} allows) to
+     * the attachment in {@code allocation}; if the attachment already holds one here, that one
+     * again (whatever {@code within} says: a repeated ADD keeps its address).
      *
      * @param borrow true when the pool allows borrowing and the caller is not the affine node
+     * @param within the ranges of an L2 subnet the address must lie in ({@link
+     *     io.cadastre.ipam.AddressRules#within}); {@code null} for any address of the block
      */
-    public record AutoAssign(Allocation allocation, boolean borrow, ActorRef<AssignOutcome> replyTo)
+    public record AutoAssign(Allocation allocation, boolean borrow, RangeSet within, ActorRef<AssignOutcome> replyTo)
             implements Command {}
 
     /** Allocates one specific address (canonical literal) to the attachment. */
@@ -107,12 +111,16 @@ public final class BlockEntity
     /** @param addresses the addresses released (canonical); empty when the attachment held none here */
     public record Released(List<String> addresses) implements CborSerializable {}
 
-    public enum AssignStatus { ASSIGNED, FULL, NOT_AFFINE, TAKEN }
+    /**
+     * FULL: no address of the block is free; NONE_IN_RANGE: free addresses, but none the
+     * request's ranges allow (the block is not full for others).
+     */
+    public enum AssignStatus { ASSIGNED, FULL, NOT_AFFINE, TAKEN, NONE_IN_RANGE }
 
     /**
      * @param status what happened
      * @param address the assigned address (canonical) when ASSIGNED, else {@code null}
-     * @param detail why not, for FULL, NOT_AFFINE and TAKEN
+     * @param detail why not, for FULL, NOT_AFFINE, TAKEN and NONE_IN_RANGE
      */
     public record AssignOutcome(AssignStatus status, String address, String detail) implements CborSerializable {}
 
@@ -255,9 +263,13 @@ public final class BlockEntity
         if (refusesAffinity(block, allocation, cmd.borrow())) {
             return Effect().reply(cmd.replyTo(), notAffine(block, allocation));
         }
-        OptionalInt next = block.nextFreeOrdinal();
+        OptionalInt next = cmd.within() == null ? block.nextFreeOrdinal()
+                : block.nextFreeOrdinal(cmd.within().allowedOrdinals(cidr));
         if (next.isEmpty()) {
-            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.FULL, null, "block " + cidr + " is full"));
+            return Effect().reply(cmd.replyTo(), block.freeCount() == 0
+                    ? new AssignOutcome(AssignStatus.FULL, null, "block " + cidr + " is full")
+                    : new AssignOutcome(AssignStatus.NONE_IN_RANGE, null, "no free address of block " + cidr
+                            + " lies in " + cmd.within()));
         }
         String address = block.addressAt(next.getAsInt());
         return Effect().persist(new AddressAssigned(address, allocation))

@@ -1,10 +1,12 @@
 package io.cadastre.shards;
 
+import io.cadastre.ipam.AddressRules;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.PoolSpec;
+import io.cadastre.ipam.RangeSet;
 import io.cadastre.shards.BlockEntity.AssignOutcome;
 import io.cadastre.shards.BlockEntity.AssignStatus;
 import io.cadastre.shards.PoolEntity.ClaimOutcome;
@@ -44,7 +46,10 @@ import org.apache.pekko.pattern.StatusReply;
  *
  * <p>ADD for one family: an affine block with room, else a new block claimed for the node (the
  * pool persists the claim first), else — only when the pool allows borrowing — another node's
- * block. Pools are tried in the order given. Every step is idempotent per attachment, so a crash
+ * block. An IPAM-only request's {@link AddressRules} narrow this to the addresses its L2 subnet
+ * allows (never the subnet's network, IPv4 broadcast or gateway address; within its ranges): only
+ * blocks holding such an address are asked or claimed, and the block picks among them
+ * (DESIGN.md, "IPAM-only on an L2 subnet"). Pools are tried in the order given. Every step is idempotent per attachment, so a crash
  * between steps leaves at worst an orphan allocation that a retry reuses or GC releases, never a
  * duplicate. Before it borrows from a block, the node entity lists the block ({@link BorrowedBlocks}),
  * so that a DEL the node cannot match to an attachment sweeps that block too.
@@ -147,14 +152,64 @@ public final class Ipam {
     private CompletionStage<AttachmentRecord> assignNew(AssignRequest request) {
         Allocation allocation = new Allocation(request.handle(), request.ifname(), request.podNamespace(),
                 request.podName(), node, clock.millis());
+        AddressRules rules = request.rules();
         if (!request.requestedIps().isEmpty()) {
             Map<IpFamily, String> requested = requestedByFamily(request.requestedIps());
-            return catalog.current().thenCompose(pools -> assignAll(request, requested.values().stream()
-                    .map(ip -> assignSpecific(ip, pools, request.pools(), allocation).toCompletableFuture()).toList()));
+            return catalog.current().thenCompose(pools -> {
+                // Every address is checked against the rules before any is assigned.
+                requested.values().forEach(ip -> requireAllowed(ip, pools, request.pools(), rules));
+                return assignAll(request, requested.values().stream()
+                        .map(ip -> assignSpecific(ip, pools, request.pools(), allocation).toCompletableFuture()).toList());
+            });
         }
-        return choosePools(request.pools()).thenCompose(chosen -> assignAll(request, chosen.entrySet().stream()
-                .map(family -> assignFromPools(family.getKey(), family.getValue(), allocation).toCompletableFuture())
-                .toList()));
+        return choosePools(request.pools()).thenApply(chosen -> forRangeSets(chosen, rules))
+                .thenCompose(chosen -> assignAll(request, chosen.entrySet().stream()
+                        .map(family -> assignFromPools(family.getKey(), family.getValue(), allocation, rules).toCompletableFuture())
+                        .toList()));
+    }
+
+    /**
+     * With range sets (host-local's {@code ranges}): one family per set, from the chosen pools of
+     * that family whose CIDR holds an address the set allows; families without a set get none.
+     *
+     * @throws IpamException INVALID_REQUEST when no chosen pool holds an address of a set
+     */
+    private Map<IpFamily, List<PoolSpec>> forRangeSets(Map<IpFamily, List<PoolSpec>> chosen, AddressRules rules) {
+        if (rules.rangeSets().isEmpty()) {
+            return chosen;
+        }
+        Map<IpFamily, List<PoolSpec>> planned = new EnumMap<>(IpFamily.class);
+        for (RangeSet set : rules.rangeSets()) {
+            List<PoolSpec> candidates = chosen.getOrDefault(set.family(), List.of());
+            List<PoolSpec> pools = candidates.stream().filter(p -> set.allowsAnyIn(p.cidr())).toList();
+            if (pools.isEmpty()) {
+                throw new IpamException(IpamException.Reason.INVALID_REQUEST, "the ranges " + set + " lie in none of the "
+                        + set.family() + " pools node " + node + " may use (" + String.join(", ",
+                        candidates.stream().map(p -> p.name() + " " + p.cidr()).toList()) + ")");
+            }
+            planned.put(set.family(), pools);
+        }
+        return planned;
+    }
+
+    /**
+     * @throws IpamException ADDRESS_NOT_IN_POOL when the requested address lies in a pool the
+     *     request may use but the rules do not allow it there (an L2 subnet's network, broadcast or
+     *     gateway address, or outside its ranges); an address in no pool is left to
+     *     {@link #assignSpecific}, which says so
+     */
+    private static void requireAllowed(String address, PoolRegistry.Catalog pools, List<String> poolNames, AddressRules rules) {
+        List<String> candidates = poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
+        candidates.stream().map(n -> pools.spec(n).orElse(null)).filter(p -> p != null && p.cidr().contains(address))
+                .findFirst().ifPresent(pool -> {
+                    if (!rules.allows(pool, address)) {
+                        throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " is not an address the"
+                                + " subnet gives to pods: " + (rules.rangeSets().isEmpty()
+                                        ? "the network or broadcast address of " + pool.cidr()
+                                        : "outside the ranges " + rules.rangeSet(pool.family()).map(RangeSet::toString)
+                                                .orElse("(none of its family)") + ", or their network, broadcast or gateway address"));
+                    }
+                });
     }
 
     /** Waits for every family; all or nothing. */
@@ -216,45 +271,53 @@ public final class Ipam {
                 .thenApply(pools -> PoolChoice.choose(pools, node, labels, chosen));
     }
 
-    private CompletionStage<HeldAddress> assignFromPools(IpFamily family, List<PoolSpec> pools, Allocation allocation) {
+    private CompletionStage<HeldAddress> assignFromPools(IpFamily family, List<PoolSpec> pools, Allocation allocation,
+            AddressRules rules) {
         CompletionStage<Optional<HeldAddress>> chain = CompletableFuture.completedFuture(Optional.empty());
         List<String> reasons = new CopyOnWriteArrayList<>();
         for (PoolSpec pool : pools) {
             chain = chain.thenCompose(found -> found.isPresent()
                     ? CompletableFuture.completedFuture(found)
-                    : assignInPool(pool, allocation, reasons));
+                    : assignInPool(pool, allocation, reasons, rules.within(pool)));
         }
         return chain.thenApply(found -> found.orElseThrow(() -> new IpamException(IpamException.Reason.POOL_EXHAUSTED,
                 "no " + family + " address left for node " + node + ": " + String.join("; ", reasons))));
     }
 
-    /** Fast path without coordination; on a miss, the slow path serialized per pool. */
-    private CompletionStage<Optional<HeldAddress>> assignInPool(PoolSpec pool, Allocation allocation, List<String> reasons) {
+    /**
+     * Fast path without coordination; on a miss, the slow path serialized per pool.
+     *
+     * @param within the ranges the address must lie in ({@link AddressRules#within}), or null for any
+     */
+    private CompletionStage<Optional<HeldAddress>> assignInPool(PoolSpec pool, Allocation allocation, List<String> reasons,
+            RangeSet within) {
         return affineBlocksOf(pool.name())
                 .thenCompose(blocks -> tryBlocks(pool, blocks.stream().filter(b -> !fullHint.contains(b)).toList(),
-                        allocation, false))
+                        allocation, false, within))
                 .thenCompose(found -> found.isPresent()
                         ? CompletableFuture.completedFuture(found)
-                        : serializedPerPool(pool.name(), () -> slowPath(pool, allocation, reasons)));
+                        : serializedPerPool(pool.name(), () -> slowPath(pool, allocation, reasons, within)));
     }
 
-    private CompletionStage<Optional<HeldAddress>> slowPath(PoolSpec pool, Allocation allocation, List<String> reasons) {
+    private CompletionStage<Optional<HeldAddress>> slowPath(PoolSpec pool, Allocation allocation, List<String> reasons,
+            RangeSet within) {
         // Another ADD may have claimed a block while we waited: try every affine block first.
         return affineBlocksOf(pool.name())
-                .thenCompose(blocks -> tryBlocks(pool, blocks, allocation, false))
+                .thenCompose(blocks -> tryBlocks(pool, blocks, allocation, false, within))
                 .thenCompose(found -> found.isPresent()
                         ? CompletableFuture.completedFuture(found)
-                        : claimAndAssign(pool, allocation, reasons));
+                        : claimAndAssign(pool, allocation, reasons, within));
     }
 
-    private CompletionStage<Optional<HeldAddress>> claimAndAssign(PoolSpec pool, Allocation allocation, List<String> reasons) {
+    private CompletionStage<Optional<HeldAddress>> claimAndAssign(PoolSpec pool, Allocation allocation, List<String> reasons,
+            RangeSet within) {
         return asks.confirmedIfSlow(
-                        asks.askStatusOnce(asks.pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r)),
+                        asks.askStatusOnce(asks.pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, within, r)),
                         asks.pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(outcome -> {
                     if (outcome.status() == PoolEntity.ClaimStatus.CLAIMED) {
                         return adoptBlock(pool, outcome.block())
-                                .thenCompose(d -> tryBlocks(pool, List.of(outcome.block()), allocation, false));
+                                .thenCompose(d -> tryBlocks(pool, List.of(outcome.block()), allocation, false, within));
                     }
                     reasons.add(outcome.detail());
                     if (outcome.status() == PoolEntity.ClaimStatus.DISABLED) {
@@ -266,16 +329,17 @@ public final class Ipam {
                                 : "pool " + pool.name() + " does not allow borrowing");
                         return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
                     }
-                    return borrow(pool, allocation, reasons);
+                    return borrow(pool, allocation, reasons, within);
                 });
     }
 
-    private CompletionStage<Optional<HeldAddress>> borrow(PoolSpec pool, Allocation allocation, List<String> reasons) {
+    private CompletionStage<Optional<HeldAddress>> borrow(PoolSpec pool, Allocation allocation, List<String> reasons,
+            RangeSet within) {
         return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new).thenCompose(view -> {
             List<Cidr> others = view.claims().entrySet().stream()
                     .filter(e -> !e.getValue().equals(node) && !view.releasing().contains(e.getKey()))
                     .map(Map.Entry::getKey).toList();
-            return tryBlocks(pool, others, allocation, true).thenApply(found -> {
+            return tryBlocks(pool, others, allocation, true, within).thenApply(found -> {
                 if (found.isEmpty()) {
                     reasons.add("no block of pool " + pool.name() + " has a free address to borrow");
                 }
@@ -284,29 +348,37 @@ public final class Ipam {
         });
     }
 
-    /** Tries the blocks in order; the first that assigns wins. Borrowing runs in the pool's claim chain. */
+    /**
+     * Tries the blocks in order; the first that assigns wins. Borrowing runs in the pool's claim
+     * chain. Blocks without an address {@code within} allows (when not null) are not asked.
+     */
     private CompletionStage<Optional<HeldAddress>> tryBlocks(PoolSpec pool, List<Cidr> blocks, Allocation allocation,
-            boolean borrow) {
+            boolean borrow, RangeSet within) {
         CompletionStage<Optional<HeldAddress>> chain = CompletableFuture.completedFuture(Optional.empty());
         for (Cidr block : blocks) {
+            if (within != null && !within.allowsAnyIn(block)) {
+                continue;
+            }
             chain = chain.thenCompose(found -> found.isPresent()
                     ? CompletableFuture.completedFuture(found)
-                    : autoAssign(pool, block, allocation, borrow));
+                    : autoAssign(pool, block, allocation, borrow, within));
         }
         return chain;
     }
 
-    private CompletionStage<Optional<HeldAddress>> autoAssign(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow) {
+    private CompletionStage<Optional<HeldAddress>> autoAssign(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow,
+            RangeSet within) {
         if (!borrow) {
-            return assignIn(pool, block, allocation, false);
+            return assignIn(pool, block, allocation, false, within);
         }
         return borrowed.worthTrying(block, allocation).thenCompose(worth -> worth
-                ? borrowed.note(pool.name(), block).thenCompose(d -> assignIn(pool, block, allocation, true))
+                ? borrowed.note(pool.name(), block).thenCompose(d -> assignIn(pool, block, allocation, true, within))
                 : CompletableFuture.completedFuture(Optional.<HeldAddress>empty()));
     }
 
-    private CompletionStage<Optional<HeldAddress>> assignIn(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow) {
-        return assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, borrow, r))
+    private CompletionStage<Optional<HeldAddress>> assignIn(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow,
+            RangeSet within) {
+        return assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, borrow, within, r))
                 .thenCompose(outcome -> {
                     if (outcome.status() == AssignStatus.ASSIGNED) {
                         return CompletableFuture.completedFuture(Optional.of(new HeldAddress(outcome.address(), pool.name(), block)));
@@ -317,7 +389,7 @@ public final class Ipam {
                     if (outcome.status() == AssignStatus.NOT_AFFINE && !borrow) {
                         return repairAffinity(pool, block).thenCompose(repaired -> !repaired
                                 ? CompletableFuture.completedFuture(Optional.<HeldAddress>empty())
-                                : assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, false, r))
+                                : assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, false, within, r))
                                         .thenApply(again -> again.status() == AssignStatus.ASSIGNED
                                                 ? Optional.of(new HeldAddress(again.address(), pool.name(), block))
                                                 : Optional.<HeldAddress>empty()));

@@ -3,6 +3,7 @@ package io.cadastre.shards;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.Pool;
 import io.cadastre.ipam.PoolSpec;
+import io.cadastre.ipam.RangeSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -83,8 +84,13 @@ public final class PoolEntity
      */
     public record DeletePool(ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
-    /** Claims the lowest unclaimed block for {@code node}. */
-    public record ClaimBlock(String node, ActorRef<StatusReply<ClaimOutcome>> replyTo) implements Command {}
+    /**
+     * Claims the lowest unclaimed block for {@code node}.
+     *
+     * @param within the ranges of an L2 subnet the block must hold an allowed address of (the
+     *     lowest such block is claimed; EXHAUSTED when none is left); {@code null} for any block
+     */
+    public record ClaimBlock(String node, RangeSet within, ActorRef<StatusReply<ClaimOutcome>> replyTo) implements Command {}
 
     /** Claims one given block (for a specific address) for {@code node}; idempotent. */
     public record ClaimSpecificBlock(Cidr block, String node, ActorRef<StatusReply<ClaimOutcome>> replyTo)
@@ -301,10 +307,11 @@ public final class PoolEntity
             return Effect().reply(cmd.replyTo(), StatusReply.success(
                     new ClaimOutcome(ClaimStatus.REFUSED, null, refusal.get())));
         }
-        Optional<Cidr> free = pool.firstUnclaimedBlock();
+        Optional<Cidr> free = pool.firstUnclaimedBlock(cmd.within());
         if (free.isEmpty()) {
             return Effect().reply(cmd.replyTo(), StatusReply.success(new ClaimOutcome(ClaimStatus.EXHAUSTED, null,
-                    "every block of pool " + poolName + " (" + pool.spec().cidr() + ") is claimed")));
+                    "every block of pool " + poolName + " (" + pool.spec().cidr() + ")"
+                            + (cmd.within() == null ? "" : " holding an address of " + cmd.within()) + " is claimed")));
         }
         return Effect().persist(new BlockClaimed(free.get(), cmd.node())).thenReply(cmd.replyTo(),
                 s -> StatusReply.success(new ClaimOutcome(ClaimStatus.CLAIMED, free.get(), null)));

@@ -152,4 +152,24 @@ class BlockTest {
         block.validate();
         assertEquals(List.of(5, 6, 0, 1, 2, 3), block.freeOrder());
     }
+
+    @Test
+    void theNextAllowedFreeOrdinalKeepsTheReuseOrder() {
+        Block block = Block.empty(Cidr.parse("198.19.64.0/29"));
+        RangeSet subnet = RangeSet.of(new AddressRange(Cidr.parse("198.19.64.0/29"), null, null, "198.19.64.1"));
+        java.util.function.IntPredicate allowed = subnet.allowedOrdinals(block.cidr());
+        assertEquals(2, block.nextFreeOrdinal(allowed).getAsInt(), "not the network address, not the gateway");
+        block.allocate(2, alloc("h1"));
+        block.allocate(3, alloc("h2"));
+        block.release(2);
+        assertEquals(4, block.nextFreeOrdinal(allowed).getAsInt(), "the released address goes last");
+        for (int ordinal : List.of(4, 5, 6)) {
+            block.allocate(ordinal, alloc("h" + ordinal));
+        }
+        assertEquals(2, block.nextFreeOrdinal(allowed).getAsInt());
+        block.allocate(2, alloc("h1"));
+        assertTrue(block.nextFreeOrdinal(allowed).isEmpty(), "only the network, gateway and broadcast are free");
+        assertEquals(3, block.freeCount());
+        assertEquals(0, block.nextFreeOrdinal().getAsInt(), "a routed pod may take them");
+    }
 }

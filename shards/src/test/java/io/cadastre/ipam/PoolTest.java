@@ -119,4 +119,34 @@ class PoolTest {
         assertTrue(pool.releasing().isEmpty());
         assertEquals(Optional.of(first), pool.firstUnclaimedBlock());
     }
+
+    @Test
+    void aClaimWithinRangesTakesTheLowestUnclaimedBlockHoldingAnAllowedAddress() {
+        Pool pool = Pool.of(spec("198.19.64.0/24", 31));
+        RangeSet subnet = RangeSet.of(new AddressRange(Cidr.parse("198.19.64.0/24"), null, null, "198.19.64.1"));
+        assertEquals(Optional.of(Cidr.parse("198.19.64.2/31")), pool.firstUnclaimedBlock(subnet),
+                "198.19.64.0/31 holds only the network address and the gateway");
+        pool.claim(Cidr.parse("198.19.64.2/31"), "a");
+        assertEquals(Optional.of(Cidr.parse("198.19.64.4/31")), pool.firstUnclaimedBlock(subnet));
+        assertEquals(Optional.of(Cidr.parse("198.19.64.0/31")), pool.firstUnclaimedBlock(), "a routed pod may take it");
+
+        Pool wide = Pool.of(spec("198.19.64.0/24", 26));
+        RangeSet twoRanges = RangeSet.of(new AddressRange(Cidr.parse("198.19.64.0/24"), "198.19.64.200", "198.19.64.210", null),
+                new AddressRange(Cidr.parse("198.19.64.0/24"), "198.19.64.70", "198.19.64.80", null));
+        assertEquals(Optional.of(Cidr.parse("198.19.64.192/26")), wide.firstUnclaimedBlock(twoRanges), "ranges in their order");
+        wide.claim(Cidr.parse("198.19.64.192/26"), "a");
+        assertEquals(Optional.of(Cidr.parse("198.19.64.64/26")), wide.firstUnclaimedBlock(twoRanges));
+        wide.claim(Cidr.parse("198.19.64.64/26"), "b");
+        assertTrue(wide.firstUnclaimedBlock(twoRanges).isEmpty(), "the free blocks hold no address of the ranges");
+        assertEquals(Optional.of(Cidr.parse("198.19.64.0/26")), wide.firstUnclaimedBlock(null));
+    }
+
+    @Test
+    void aClaimWithinRangesStartsAtTheRangeInAHugePool() {
+        Pool pool = Pool.of(spec("fd00:198::/48", 122));
+        RangeSet far = RangeSet.of(new AddressRange(Cidr.parse("fd00:198:0:ffff::/64"), null, null, null));
+        assertEquals(Optional.of(Cidr.parse("fd00:198:0:ffff::/122")), pool.firstUnclaimedBlock(far));
+        RangeSet outside = RangeSet.of(AddressRange.of(Cidr.parse("fd00:199::/64")));
+        assertTrue(pool.firstUnclaimedBlock(outside).isEmpty());
+    }
 }

@@ -4,7 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
+import io.cadastre.ipam.AddressRange;
 import io.cadastre.ipam.Allocation;
+import io.cadastre.ipam.Cidr;
+import io.cadastre.ipam.RangeSet;
 import io.cadastre.shards.BlockEntity.AssignOutcome;
 import io.cadastre.shards.BlockEntity.AssignStatus;
 import java.util.List;
@@ -42,7 +45,7 @@ class BlockEntityTest {
     }
 
     private AssignOutcome autoAssign(String handle, String node, boolean borrow) {
-        return kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc(handle, node), borrow, r)).reply();
+        return kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc(handle, node), borrow, null, r)).reply();
     }
 
     @Test
@@ -59,10 +62,25 @@ class BlockEntityTest {
     }
 
     @Test
+    void assignWithinRangesSkipsTheSubnetsNetworkAndGatewayAndSaysWhenNoneIsLeft() {
+        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        RangeSet within = RangeSet.of(new AddressRange(Cidr.parse("198.18.0.64/26"), null, "198.18.0.67", "198.18.0.65"));
+        java.util.function.Function<String, AssignOutcome> assign = handle -> kit.<AssignOutcome>runCommand(
+                r -> new BlockEntity.AutoAssign(alloc(handle, "node-a"), false, within, r)).reply();
+        assertEquals("198.18.0.66", assign.apply("net.c1").address(), "not .64 (network), not .65 (gateway)");
+        assertEquals("198.18.0.67", assign.apply("net.c2").address());
+        var none = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc("net.c3", "node-a"), false, within, r));
+        assertEquals(AssignStatus.NONE_IN_RANGE, none.reply().status(), "not FULL: 62 addresses are free for others");
+        assertTrue(none.events().isEmpty());
+        assertEquals("198.18.0.64", autoAssign("net.c4", "node-a", false).address(), "a routed pod may take .64");
+        assertEquals("198.18.0.66", assign.apply("net.c1").address(), "a repeated request keeps its address");
+    }
+
+    @Test
     void repeatedAssignReturnsTheSameAddressWithoutPersisting() {
         kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         autoAssign("net.c1", "node-a", false);
-        var again = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc("net.c1", "node-a"), false, r));
+        var again = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc("net.c1", "node-a"), false, null, r));
         assertEquals("198.18.0.64", again.reply().address());
         assertTrue(again.events().isEmpty());
     }

@@ -91,7 +91,7 @@ class BlockReclaimerTest {
         /** A block the pool gives the node, its affinity told to the block, nothing allocated in it. */
         Cidr claimEmpty(String node) {
             PoolEntity.ClaimOutcome claim = await(ref(PoolEntity.ENTITY_TYPE_KEY, pool.name()).askWithStatus(
-                    (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, r), ASK));
+                    (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, null, r), ASK));
             assertEquals(PoolEntity.ClaimStatus.CLAIMED, claim.status(), claim.toString());
             await(ref(BlockEntity.ENTITY_TYPE_KEY, claim.block().entityId()).askWithStatus(
                     (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, List.of(), r), ASK));

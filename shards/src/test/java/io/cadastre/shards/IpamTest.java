@@ -7,9 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cadastre.ipam.AddressRange;
+import io.cadastre.ipam.AddressRules;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.PoolSpec;
+import io.cadastre.ipam.RangeSet;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -270,7 +273,7 @@ class IpamTest {
                 new io.cadastre.ipam.Allocation("net.orphan", "eth0", "default", "orphan", s.prefix + "-b", 1L);
         BlockEntity.AssignOutcome outcome = await(ClusterSharding.get(testKit.system())
                 .entityRefFor(BlockEntity.ENTITY_TYPE_KEY, Cidr.parse("198.18.13.0/26").entityId())
-                .ask(r -> new BlockEntity.AutoAssign(orphan, true, r), Duration.ofSeconds(10)));
+                .ask(r -> new BlockEntity.AutoAssign(orphan, true, null, r), Duration.ofSeconds(10)));
         assertEquals(BlockEntity.AssignStatus.ASSIGNED, outcome.status());
 
         assertEquals(List.of("net.orphan/eth0"), await(b.collectGarbage("net", Set.of())));
@@ -428,6 +431,111 @@ class IpamTest {
         assertEquals(IpamException.Reason.POOL_EXHAUSTED, failureOf(ipam.assign(request("x3", List.of(), List.of()))));
         assertEquals(IpamException.Reason.ADDRESS_NOT_IN_POOL,
                 failureOf(ipam.assign(request("x4", List.of(), List.of("198.18.41.1")))));
+    }
+
+    private static AssignRequest onSubnet(String container, List<String> ips, AddressRules rules) {
+        return new AssignRequest("l2." + container, "net1", "l2", container, null, "default", container, List.of(), ips, rules);
+    }
+
+    private static AddressRules subnetWithGateway(String subnet, String start, String end, String gateway) {
+        return AddressRules.onSubnet(List.of(RangeSet.of(new AddressRange(Cidr.parse(subnet), start, end, gateway))));
+    }
+
+    /**
+     * An L2 subnet shared by two nodes (macvlan pods on both): its blocks are affine to either
+     * node, and together they hand out each of the subnet's 253 usable addresses exactly once,
+     * never its network address, broadcast address or gateway.
+     */
+    @Test
+    void anL2SubnetSharedByTwoNodesGivesEveryUsableAddressOnceAndNeverItsNetworkBroadcastOrGateway() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.19.64.0/24", 26, false, true);
+        Ipam a = ipam(s.prefix + "-a", List.of(pool));
+        Ipam b = ipam(s.prefix + "-b", List.of(pool));
+        AddressRules rules = subnetWithGateway("198.19.64.0/24", null, null, "198.19.64.1");
+        Set<String> given = new HashSet<>();
+        for (int i = 0; ; i++) {
+            Ipam ipam = i % 2 == 0 ? a : b;
+            CompletionStage<AttachmentRecord> add = ipam.assign(onSubnet("p" + i, List.of(), rules));
+            try {
+                String address = await(add).addresses().get(0).address();
+                assertTrue(given.add(address), "given twice: " + address);
+            } catch (CompletionException e) {
+                assertEquals(IpamException.Reason.POOL_EXHAUSTED, failureOf(add));
+                assertEquals(IpamException.Reason.POOL_EXHAUSTED, failureOf((i % 2 == 0 ? b : a)
+                        .assign(onSubnet("last", List.of(), rules))), "the other node finds none either");
+                break;
+            }
+        }
+        assertEquals(253, given.size());
+        for (String never : List.of("198.19.64.0", "198.19.64.1", "198.19.64.255")) {
+            assertFalse(given.contains(never), never);
+        }
+        assertEquals(Set.of(s.prefix + "-a", s.prefix + "-b"), Set.copyOf(poolView(s.v4).claims().values()));
+    }
+
+    @Test
+    void rangeStartAndRangeEndAreRespectedPerRequest() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.19.65.0/24", 26, false, false);
+        Ipam ipam = ipam(s.prefix + "-a", List.of(pool));
+        AddressRules narrow = subnetWithGateway("198.19.65.0/24", "198.19.65.100", "198.19.65.102", "198.19.65.1");
+        List<String> inRange = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            inRange.add(await(ipam.assign(onSubnet("n" + i, List.of(), narrow))).addresses().get(0).address());
+        }
+        assertEquals(List.of("198.19.65.100", "198.19.65.101", "198.19.65.102"), inRange);
+        assertEquals(Set.of(Cidr.parse("198.19.65.64/26")), poolView(s.v4).claims().keySet(),
+                "the one block holding the range was claimed, not the pool's first");
+        assertEquals(IpamException.Reason.POOL_EXHAUSTED, failureOf(ipam.assign(onSubnet("n3", List.of(), narrow))));
+        // Another request on the same pool and node, without the range, is not held back by it.
+        String other = await(ipam.assign(onSubnet("w", List.of(), AddressRules.POOL_SUBNET))).addresses().get(0).address();
+        assertEquals("198.19.65.64", other, "the node's block's first free address; not the pool's network address");
+        assertEquals(Set.of(Cidr.parse("198.19.65.64/26")), poolView(s.v4).claims().keySet());
+    }
+
+    @Test
+    void aPoolsOwnCidrIsTheSubnetWhenTheRequestNamesNoRanges() {
+        Setup s = names();
+        Ipam ipam = ipam(s.prefix + "-a", List.of(v4Pool(s.v4, "198.19.66.0/30", 30, true, false)));
+        String first = await(ipam.assign(onSubnet("x1", List.of(), AddressRules.POOL_SUBNET))).addresses().get(0).address();
+        String second = await(ipam.assign(onSubnet("x2", List.of(), AddressRules.POOL_SUBNET))).addresses().get(0).address();
+        assertEquals(List.of("198.19.66.1", "198.19.66.2"), List.of(first, second), "not .0 (network) nor .3 (broadcast)");
+        assertEquals(IpamException.Reason.POOL_EXHAUSTED, failureOf(ipam.assign(onSubnet("x3", List.of(), AddressRules.POOL_SUBNET))));
+        assertEquals("198.19.66.0", await(ipam.assign(request("routed", List.of(), List.of()))).addresses().get(0).address(),
+                "a routed /32 pod may have it");
+    }
+
+    @Test
+    void requestedAddressesMustBeAllowedByTheSubnetAndRefusalsChangeNothing() {
+        Setup s = names();
+        PoolSpec pool = v4Pool(s.v4, "198.19.67.0/24", 26, false, false);
+        Ipam ipam = ipam(s.prefix + "-a", List.of(pool));
+        AddressRules rules = subnetWithGateway("198.19.67.0/24", "198.19.67.10", "198.19.67.20", "198.19.67.1");
+        for (String refused : List.of("198.19.67.0", "198.19.67.1", "198.19.67.255", "198.19.67.9", "198.19.67.21")) {
+            assertEquals(IpamException.Reason.ADDRESS_NOT_IN_POOL, failureOf(ipam.assign(onSubnet("r", List.of(refused), rules))),
+                    refused);
+        }
+        assertEquals(IpamException.Reason.ADDRESS_NOT_IN_POOL, failureOf(ipam.assign(onSubnet("r", List.of("198.19.67.255"),
+                AddressRules.POOL_SUBNET))));
+        assertTrue(poolView(s.v4).claims().isEmpty(), "no block claimed by a refused request");
+        assertTrue(await(ipam.lookup("l2.r", "net1")).isEmpty());
+        assertEquals("198.19.67.15", await(ipam.assign(onSubnet("ok", List.of("198.19.67.15"), rules))).addresses().get(0).address());
+    }
+
+    @Test
+    void rangesGiveOneAddressPerRangeSetAndMustLieInAPool() {
+        Setup s = names();
+        PoolSpec v4 = v4Pool(s.v4, "198.19.68.0/24", 26, false, false);
+        PoolSpec v6 = new PoolSpec(s.v6, Cidr.parse("fd00:198:68::/120"), 122, false, false, 0);
+        Ipam ipam = ipam(s.prefix + "-a", List.of(v4, v6));
+        AttachmentRecord v4Only = await(ipam.assign(onSubnet("one", List.of(),
+                subnetWithGateway("198.19.68.0/24", null, null, "198.19.68.1"))));
+        assertEquals(List.of("198.19.68.2"), v4Only.addresses().stream().map(HeldAddress::address).toList(),
+                "the IPv6 default pool has no range set: no IPv6 address");
+        assertEquals(IpamException.Reason.INVALID_REQUEST, failureOf(ipam.assign(onSubnet("none", List.of(),
+                subnetWithGateway("198.19.99.0/24", null, null, null)))));
+        assertTrue(await(ipam.lookup("l2.none", "net1")).isEmpty());
     }
 
     /** A block is given back to its pool only when empty; once given back, nobody allocates from it, borrowers included. */
