@@ -161,6 +161,52 @@ class UntrustedCniInputTest {
         }
     }
 
+    /**
+     * A pod's owner can set {@code args} through Multus' cni-args: an {@code agentSocket} there (or
+     * in {@code runtimeConfig}) is not followed. The decoy socket, in a directory the plugin would
+     * otherwise accept, sees no connection; the real agent serves the ADD.
+     */
+    @Test
+    void anAgentSocketFromArgsOrRuntimeConfigIsNotFollowed() throws Exception {
+        java.nio.file.Path dir = Files.createTempDirectory("cad-decoy");
+        java.nio.file.Path decoyPath = dir.resolve("decoy.sock");
+        try (java.nio.channels.ServerSocketChannel decoy = java.nio.channels.ServerSocketChannel.open(
+                java.net.StandardProtocolFamily.UNIX)) {
+            decoy.bind(java.net.UnixDomainSocketAddress.of(decoyPath));
+            decoy.configureBlocking(false);
+            String conf = agent.netconf().replaceFirst("\\}$", ",\"args\":{\"cni\":{\"agentSocket\":\"" + decoyPath
+                    + "\"}},\"runtimeConfig\":{\"agentSocket\":\"" + decoyPath + "\"}}");
+            try (TestNetns ns = TestNetns.create()) {
+                String container = CniEndToEndTest.container();
+                Result add = CniExec.run(CniExec.env("ADD", container, ns.path(), "eth0"), conf);
+                try {
+                    assertEquals(0, add.exit(), add.toString());
+                    assertEquals(2, ns.addresses("eth0").size(), "served by the real agent");
+                    assertEquals(null, decoy.accept(), "the decoy was connected to");
+                } finally {
+                    Result del = CniExec.run(CniExec.env("DEL", container, ns.path(), "eth0"), agent.netconf());
+                    assertEquals(0, del.exit(), del.toString());
+                }
+            }
+        } finally {
+            CniEndToEndTest.deleteTree(dir);
+        }
+    }
+
+    @Test
+    void cniArgsOverThePluginsLimitAreRefusedBeforeTheAgentIsAsked() throws Exception {
+        Pod pod = agent.addPod("args-too-long");
+        String before = snapshot(pod);
+        Map<String, String> env = env("ADD", pod, pod.ns().path());
+        env.put("CNI_ARGS", "IgnoreUnknown=1;NOTE=" + "x".repeat(9000));
+
+        Result refused = CniExec.run(env, agent.netconf());
+
+        assertEquals(4, refused.code(), refused.toString());
+        assertTrue(refused.stdout().contains("CNI_ARGS"), refused.toString());
+        assertEquals(before, snapshot(pod));
+    }
+
     @Test
     void delIgnoresAPrevResultThatIsNotAnObject() throws Exception {
         Pod pod = agent.addPod("del-prev");
