@@ -294,6 +294,24 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         return readAll();
     }
 
+    /**
+     * @param podMtu the pods' MTU by the mode and underlay ({@link RoutingSettings#podMtu})
+     * @return what the node agent tells and asks: the MTU, and the addresses of ADDs and DELs
+     */
+    public static io.cadastre.node.PodNetwork podNetwork(ActorRef<Command> router, int podMtu) {
+        return new io.cadastre.node.PodNetwork() {
+            @Override
+            public int podMtu() {
+                return podMtu;
+            }
+
+            @Override
+            public void addressesChanged(List<String> addresses) {
+                router.tell(new LocalAddresses(List.copyOf(addresses)));
+            }
+        };
+    }
+
     /** Called by the agent when a member becomes reachable again: what it missed is read at once. */
     public static Command reachable() {
         return new Reachable();
