@@ -143,7 +143,8 @@ public final class Guardian {
             AtomicBoolean socketOpen = new AtomicBoolean();
             AdminServer admin = new AdminServer(ctx.getSystem(),
                     new Inventory(ctx.getSystem(), pools, settings.askTimeouts()), ipam,
-                    () -> unreadiness(cluster, socketOpen), adminSettings);
+                    () -> unreadiness(cluster, socketOpen), adminSettings,
+                    new MeshRoutes(router, ctx.getSystem(), settings.nodeName(), settings.askTimeouts().total()));
 
             CoordinatedShutdown shutdown = CoordinatedShutdown.get(ctx.getSystem());
             shutdown.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "close-cni-socket",

@@ -133,6 +133,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      * One node's routing as computed here.
      *
      * @param node the node
+     * @param mode its routing mode (this agent's setting, or what the node published)
      * @param computedOn this agent's node
      * @param programmed whether these are this host's routes (reconciled here), not a computation
      *     for another node
@@ -140,8 +141,8 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      * @param plan its routes, peers and problems
      * @param status this host's status when {@code programmed}, else null
      */
-    public record Description(String node, String computedOn, boolean programmed, PeerInfo peer, MeshPlan plan,
-            Status status) {}
+    public record Description(String node, String mode, String computedOn, boolean programmed, PeerInfo peer,
+            MeshPlan plan, Status status) {}
 
     private enum Tick implements Command { INSTANCE }
 
@@ -760,7 +761,8 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             return this;
         }
         if (d.node().equals(node)) {
-            d.replyTo().tell(Optional.of(new Description(node, node, true, published, plan, status())));
+            d.replyTo().tell(Optional.of(new Description(node, settings.mode().spelling(), node, true, published, plan,
+                    status())));
             return this;
         }
         NodeFacts facts = nodes.get(d.node());
@@ -768,7 +770,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             d.replyTo().tell(Optional.empty());
             return this;
         }
-        d.replyTo().tell(Optional.of(new Description(d.node(), node, false, facts.peer(),
+        d.replyTo().tell(Optional.of(new Description(d.node(), facts.peer().mode(), node, false, facts.peer(),
                 MeshPlan.compute(selfOf(facts.peer()), state()), null)));
         return this;
     }
