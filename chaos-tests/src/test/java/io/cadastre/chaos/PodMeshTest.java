@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.ipam.Cidr;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -157,6 +158,41 @@ class PodMeshTest {
 
     @Test
     @Order(3)
+    void cadastrectlShowsPeersAndRoutesAndTheCheckReportsARouteInTheWay() throws Exception {
+        String show = ctl(member(1), "node", "show", member(1).name());
+        assertTrue(show.contains("Routing of h1 (mode cross-subnet), programmed on this host:"), show);
+        assertTrue(Pattern.compile("(?m)^h2 +direct +direct ").matcher(show).find(), show);
+        assertTrue(Pattern.compile("(?m)^h4 +vxlan +vxlan ").matcher(show).find(), show);
+        assertTrue(Pattern.compile("(?m)^" + Pattern.quote(block(pods.get("p3b").v4(), 32)) + " +borrowed +h3 ").matcher(show)
+                .find(), show);
+        String remote = ctl(member(1), "node", "show", member(4).name());
+        assertTrue(remote.contains("Routing of h4 (mode cross-subnet), as computed on h1"), remote);
+        assertTrue(Pattern.compile("(?m)^h1 +vxlan +vxlan ").matcher(remote).find(), remote);
+
+        JsonNode clean = Cni.JSON.readTree(ctl(member(3), "ipam", "check", "-o", "json"));
+        assertEquals("h3", clean.get("routesCheckedOn").asText());
+        assertEquals(0, clean.get("routeFindings").size(), clean.toString());
+
+        // Another protocol's route to h4's block, via h2: Cadastre never touches it, the check says so.
+        String h4Block = block(pods.get("p4").v4(), 26);
+        String ns = member(3).host.netns();
+        run("ip", "-n", ns, "route", "add", h4Block, "via", member(2).host.address(), "dev", "eth0", "proto", "static",
+                "metric", "10");
+        try {
+            Run check = runIn(member(3), ctlCommand(member(3), "ipam", "check", "-o", "json"));
+            assertEquals(1, check.exit(), check.out());
+            JsonNode finding = Cni.JSON.readTree(check.out()).get("routeFindings").get(0);
+            assertEquals(h4Block, finding.get("block").asText());
+            assertEquals("h4", finding.get("affinity").asText());
+            assertEquals("conflict", finding.get("problem").asText());
+            assertTrue(finding.get("actual").asText().contains("via " + member(2).host.address()), finding.toString());
+        } finally {
+            run("ip", "-n", ns, "route", "del", h4Block, "proto", "static", "metric", "10");
+        }
+    }
+
+    @Test
+    @Order(4)
     void aPodInANewlyClaimedBlockIsReachableFromEveryHostSoonAndItsRoutesGoWithTheBlock() throws Exception {
         Pod late = add("late", member(2), "\"runtimeConfig\":{\"pools\":[\"late-ipv4\",\"late-ipv6\"]}");
         long replied = System.nanoTime();
@@ -185,7 +221,7 @@ class PodMeshTest {
     }
 
     @Test
-    @Order(4)
+    @Order(5)
     void anAgentRestartedReconcilesStaleDeletedAndForeignRoutes() throws Exception {
         Member h2 = member(2);
         String ns = h2.host.netns();
@@ -208,7 +244,7 @@ class PodMeshTest {
     }
 
     @Test
-    @Order(5)
+    @Order(6)
     void whileAMemberIsKilledPodsOnTheOthersKeepTalkingToEachOtherAndToItsPods() throws Exception {
         Member victim = member(1);
         victim.kill();
@@ -361,24 +397,34 @@ class PodMeshTest {
         return now;
     }
 
-    private static void ctl(Member m, String... args) throws Exception {
+    /** Runs cadastrectl against the member's agent, in its host namespace; fails unless it exits 0. @return its output */
+    private static String ctl(Member m, String... args) throws Exception {
+        return exec(m, ctlCommand(m, args));
+    }
+
+    private static String[] ctlCommand(Member m, String... args) {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl"));
         command.addAll(List.of(args));
         command.addAll(List.of("--token-file", m.adminTokenFile().toString()));
-        exec(m, command.toArray(String[]::new));
+        return command.toArray(String[]::new);
     }
 
     /** Runs a command in the member's host namespace; fails unless it exits 0. @return its output */
     private static String exec(Member m, String... command) throws Exception {
+        Run r = runIn(m, command);
+        assertEquals(0, r.exit(), String.join(" ", command) + ":\n" + r.out());
+        return r.out();
+    }
+
+    private static Run runIn(Member m, String... command) throws Exception {
         Process p = cluster.topology().exec(m.host, List.of(command), pb -> pb.redirectErrorStream(true));
         StringBuilder out = new StringBuilder();
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             r.lines().forEach(l -> out.append(l).append('\n'));
         }
         assertTrue(p.waitFor(60, TimeUnit.SECONDS), String.join(" ", command) + " did not finish");
-        assertEquals(0, p.exitValue(), String.join(" ", command) + ":\n" + out);
-        return out.toString();
+        return new Run(p.exitValue(), out.toString());
     }
 
     private static void pause() {
