@@ -164,6 +164,9 @@ public final class Guardian {
             // A member reachable again may have claimed or released blocks meanwhile: read everything.
             cluster.subscriptions().tell(Subscribe.create(ctx.messageAdapter(ClusterEvent.ReachableMember.class,
                     reachable -> new RouterTell(MeshRouter.reachable())), ClusterEvent.ReachableMember.class));
+            // A member that comes up publishes its peer seconds later: read again then.
+            cluster.subscriptions().tell(Subscribe.create(ctx.messageAdapter(ClusterEvent.MemberUp.class,
+                    up -> new RouterTell(MeshRouter.memberUp())), ClusterEvent.MemberUp.class));
             return Behaviors.withTimers(timers -> {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
                 return starting(ctx, settings, pools, ipam, blockReclaimer, server, admin, socketOpen, router);

@@ -172,6 +172,15 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
 
     private record Reachable() implements Command {}
 
+    private record MemberUp() implements Command {}
+
+    /**
+     * How long after another member comes up everything is read again: its agent publishes its
+     * peer once its pools are defined, seconds after joining, and the hint it sends then may reach
+     * no one yet (the members learn each other's hint topics through the receptionist's gossip).
+     */
+    static final Duration AFTER_MEMBER_UP = Duration.ofSeconds(5);
+
     /**
      * @param underlay this host's underlay (null when it has none)
      * @param ipv6Pods whether pods get IPv6 addresses (for nothing but logs here)
@@ -256,6 +265,12 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
                 .onMessageEquals(Start.INSTANCE, this::onStart)
                 .onMessageEquals(Tick.INSTANCE, () -> readAll())
                 .onMessage(Reachable.class, r -> readAll())
+                .onMessage(MemberUp.class, up -> {
+                    if (started) {
+                        timers.startSingleTimer("member-up", Tick.INSTANCE, AFTER_MEMBER_UP);
+                    }
+                    return this;
+                })
                 .onMessage(HintReceived.class, this::onHint)
                 .onMessage(LocalAddresses.class, this::onLocal)
                 .onMessage(Read.class, this::onRead)
@@ -311,6 +326,11 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
                 router.tell(new LocalAddresses(List.copyOf(addresses)));
             }
         };
+    }
+
+    /** Sent by the agent when another member comes up: everything is read again a few seconds later. */
+    public static Command memberUp() {
+        return new MemberUp();
     }
 
     /** Called by the agent when a member becomes reachable again: what it missed is read at once. */
@@ -514,8 +534,10 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         poolsReading.remove(r.name());
         if (r.failure() == null) {
             applyPool(r.name(), r.ticket(), r.view());
-            // A node new to this host: its peer is needed to route to its block.
-            r.view().claims().values().stream().filter(n -> !nodes.containsKey(n)).distinct().forEach(this::readNode);
+            // A node new to this host, or one without a peer yet (read before it published, and
+            // its hint lost): its peer is needed to route to its block.
+            r.view().claims().values().stream().filter(n -> !nodes.containsKey(n) || nodes.get(n).peer() == null)
+                    .distinct().forEach(this::readNode);
             afterChange(false);
         }
         if (poolsDirty.remove(r.name())) {

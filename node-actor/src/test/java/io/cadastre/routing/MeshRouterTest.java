@@ -104,6 +104,30 @@ class MeshRouterTest {
         testKit.stop(router);
     }
 
+    /**
+     * A node read before it published its peer, whose own hint got lost (right after the members
+     * joined, when they do not know each other's hint topics yet): the next hint about its pool
+     * reads it again.
+     */
+    @Test
+    void aNodeReadBeforeItPublishedIsReadAgainWithItsPool() throws Exception {
+        FakeSource cluster = new FakeSource();
+        cluster.claim("v4", "198.18.1.0/26", "h1");
+        cluster.claim("v4", "198.18.2.0/26", "h2");
+        FakeHost host = new FakeHost();
+        ActorRef<MeshRouter.Command> router = router(cluster, host, RoutingMode.CROSS_SUBNET);
+        router.tell(MeshRouter.Start.INSTANCE);
+        host.await(routes -> routes.contains("blackhole 198.18.1.0/26"));
+        assertFalse(host.last().stream().anyMatch(r -> r.startsWith("198.18.2.0/26")), "h2 has no peer yet");
+
+        cluster.peer("h2", "198.19.255.12/24", null); // published; the hint never came
+        cluster.claim("v4", "198.18.3.0/26", "h2");
+        cluster.hint(new MeshHints.PoolChanged("v4"));
+        host.await(routes -> routes.contains("198.18.2.0/26 via 198.19.255.12 dev eth0 onlink")
+                && routes.contains("198.18.3.0/26 via 198.19.255.12 dev eth0 onlink"));
+        testKit.stop(router);
+    }
+
     @Test
     void nothingIsReconciledBeforeTheFirstCompleteRead() throws Exception {
         FakeSource cluster = new FakeSource();
