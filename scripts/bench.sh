@@ -11,7 +11,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 if [[ $EUID -ne 0 ]]; then echo "bench: run as root (it creates network namespaces)" >&2; exit 1; fi
 export DEBIAN_FRONTEND=noninteractive
-packages=(openjdk-17-jdk-headless maven gcc libc6-dev iproute2 containernetworking-plugins containerd runc busybox-static fontconfig fonts-dejavu-core)
+# iperf3 and busybox (ping): the pod network's throughput, latency and convergence (pod-network).
+packages=(openjdk-17-jdk-headless maven gcc libc6-dev iproute2 containernetworking-plugins containerd runc busybox-static
+  fontconfig fonts-dejavu-core iperf3)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -3,14 +3,18 @@
 # (scripts/topology.sh), a real Cassandra in its own namespace (scripts/cassandra.sh), one
 # cadastre-agent per host (a Pekko cluster on Cassandra), and pods attached on each host.
 #
-#   scripts/cluster-demo.sh            up, attach one pod per host, show them, tear everything down
+#   scripts/cluster-demo.sh            up, attach one pod per host, show that the pod on host1
+#                                      reaches the others, tear everything down
 #   scripts/cluster-demo.sh up         start the cluster and leave it running
-#   scripts/cluster-demo.sh attach H P attach pod P on host H (1-3) and print the CNI result
+#   scripts/cluster-demo.sh attach H P attach pod P on host H (1-3), print the CNI result, and ping
+#                                      every other pod attached (IPv4 and IPv6) from it
 #   scripts/cluster-demo.sh detach H P
 #   scripts/cluster-demo.sh down       stop everything it started (by PID) and remove the namespaces
 #
 # Needs root, a build (mvn -B -DskipTests package, which also fetches Cassandra for test-cassandra),
-# iproute2, openssl. Addresses: hosts 198.19.255.11-13, Cassandra 198.19.255.9, pods from 198.18.0.0/16.
+# iproute2, openssl, busybox (ping). Addresses: hosts 198.19.255.11-13 (fd00:19:255::11-13),
+# Cassandra 198.19.255.9, pods from 198.18.0.0/16 and fd00:198::/48. Each agent routes to the
+# others' blocks (cadastre.routing, cross-subnet: here all direct, one L2 segment).
 # The agents authenticate each other with mutual TLS (README, "Securing the cluster"): a throw-away
 # CA and a certificate per host are made with openssl under $state/pki (mode 0600, removed by down).
 set -euo pipefail
@@ -91,6 +95,23 @@ attach() {
   echo "== ADD pod $2 on host$1"
   cni ADD "$1" "$2"; echo
   ip -n "$name-pod-$2" -br addr show eth0
+  reach "$2"
+}
+
+# reach POD: pings every other pod's addresses from POD (a new block's route reaches the other
+# hosts within milliseconds; the first echo may wait for neighbour discovery)
+reach() {
+  local from="$name-pod-$1" other a ok
+  for other in $(ip netns list | awk '{print $1}' | grep "^$name-pod-" | grep -vx "$from"); do
+    for a in $(ip -n "$other" -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1); do
+      ok=no
+      for _ in 1 2 3 4 5; do
+        if ip netns exec "$from" busybox ping -c1 -W1 "$a" >/dev/null 2>&1; then ok=yes; break; fi
+      done
+      printf '   %s -> %s (%s): %s\n' "${from#"$name"-pod-}" "${other#"$name"-pod-}" "$a" \
+        "$([[ $ok == yes ]] && echo reached || echo UNREACHABLE)"
+    done
+  done
 }
 
 detach() {
@@ -123,6 +144,10 @@ case "${1:-demo}" in
     for h in $(seq 1 $hosts); do attach "$h" "pod$h"; done
     echo "== each host end lives in its own host namespace:"
     for h in $(seq 1 $hosts); do echo "host$h: $(ip -n "$name-h$h" -br link | grep -c '^cad') pod veth(s)"; done
+    echo "== host1's routes to the other hosts' blocks (Cadastre's, protocol 202; blackholes for its own):"
+    ip -n "$name-h1" route show proto 202; ip -n "$name-h1" -6 route show proto 202
+    echo "== the pod on host1 reaches the pods on host2 and host3:"
+    reach pod1
     for h in $(seq 1 $hosts); do detach "$h" "pod$h"; done
     ;;
   *) echo "usage: $0 [up|attach HOST POD|detach HOST POD|down]" >&2; exit 2 ;;

@@ -4,9 +4,13 @@
 # cadastre-agents can run side by side, each wiring pods in its own host namespace, and a network
 # partition is one command. Test tooling (needs root and iproute2); see chaos-tests/DESIGN.md.
 #
-#   topology.sh up NAME N                  fabric NAME-fabric (bridge br0), hosts NAME-h1..NAME-hN
-#                                          at 198.19.255.<10+i>/24, service NAME-db at .9/24;
-#                                          prints "h<i> <netns> <address>" per host, then
+#   topology.sh up NAME N [R]              fabric NAME-fabric (bridge br0), hosts NAME-h1..NAME-hN
+#                                          at 198.19.255.<10+i>/24 and fd00:19:255::<10+i>/64,
+#                                          service NAME-db at .9/24; with R, hosts NAME-h<N+1>..
+#                                          NAME-h<N+R> on a second subnet (bridge br1,
+#                                          198.19.254.<10+i>/24, fd00:19:254::<10+i>/64) behind
+#                                          the router NAME-router (.1 on both); prints
+#                                          "h<i> <netns> <address> <ipv6>" per host, then
 #                                          "db <netns> <address>"; exit 3 if NAME exists; a
 #                                          failed up removes what it made
 #   topology.sh down NAME                  removes all of it (processes left in it are killed)
@@ -14,17 +18,25 @@
 #   topology.sh heal NAME MEMBER...        puts each member back on the fabric
 #   topology.sh exec NAME MEMBER -- CMD... runs CMD in the member's namespace
 #
-# Only 198.19.255.0/24 (RFC 2544 benchmarking range) is used; nothing in the root namespace is
-# touched: every link is created inside the fabric namespace with its peer placed straight into
-# the host namespace, and every sysctl is written inside a test namespace.
+# Only 198.19.254.0/23 (RFC 2544 benchmarking range) and fd00:19:254::/63 (ULA) are used; nothing
+# in the root namespace is touched: every link is created inside the fabric namespace with its
+# peer placed straight into the host namespace, and every sysctl is written inside a test namespace.
+# Hosts have no default route: each subnet has a route to the other through the router, nothing
+# else.
 set -euo pipefail
 
 readonly NET=198.19.255
+readonly NET6=fd00:19:255:
+readonly ROUTED_NET=198.19.254
+readonly ROUTED_NET6=fd00:19:254:
 readonly PREFIX_LEN=24
+readonly PREFIX6_LEN=64
+readonly ROUTER_OCTET=1
 readonly DB_OCTET=9
 readonly FIRST_HOST_OCTET=10 # host i gets .(10+i)
 readonly MAX_HOSTS=$((254 - FIRST_HOST_OCTET))
 readonly BRIDGE=br0
+readonly ROUTED_BRIDGE=br1
 readonly HOST_IF=eth0
 readonly EXIT_EXISTS=3 # up: NAME is taken (nothing was made, nothing was removed)
 
@@ -32,7 +44,7 @@ prog="$(basename "$0")"
 die() { echo "$prog: $*" >&2; exit 1; }
 usage() {
   cat >&2 <<EOF
-usage: $prog up NAME N
+usage: $prog up NAME N [R]
        $prog down NAME
        $prog partition NAME MEMBER...
        $prog heal NAME MEMBER...
@@ -50,7 +62,7 @@ check_name() {
 # Namespaces that belong to NAME, exactly: NAME-fabric, NAME-db, NAME-h<digits>.
 owned_namespaces() {
   local name="$1"
-  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${name}-(fabric|db|h[0-9]+)\$" || true
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${name}-(fabric|db|router|h[0-9]+)\$" || true
 }
 
 ns_exists() { [[ -e "/run/netns/$1" ]] || ip netns list 2>/dev/null | awk '{print $1}' | grep -qxF "$1"; }
@@ -79,24 +91,51 @@ resolve_member() {
 }
 
 # One member on the fabric: veth created in the fabric namespace, its peer moved at creation
-# into the member namespace as eth0 (no name ever exists in the root namespace).
+# into the member namespace as eth0 (no name ever exists in the root namespace). The port's alias
+# names its bridge, for heal. IPv6 addresses without DAD: usable at once, and the fabric's
+# addresses are unique by construction.
 attach() {
-  local name="$1" port="$2" ns="$3" address="$4"
+  local name="$1" port="$2" ns="$3" address="$4" address6="${5:-}" bridge="${6:-$BRIDGE}"
   local fabric="$name-fabric"
   ip netns add "$ns"
   ip -n "$ns" link set lo up
   ip -n "$fabric" link add "$port" type veth peer name "$HOST_IF" netns "$ns"
-  ip -n "$fabric" link set "$port" master "$BRIDGE"
+  ip -n "$fabric" link set "$port" alias "$bridge"
+  ip -n "$fabric" link set "$port" master "$bridge"
   ip -n "$fabric" link set "$port" up
   ip -n "$ns" addr add "$address/$PREFIX_LEN" dev "$HOST_IF"
+  [[ -z "$address6" ]] || ip -n "$ns" addr add "$address6/$PREFIX6_LEN" dev "$HOST_IF" nodad
   ip -n "$ns" link set "$HOST_IF" up
 }
 
+# The router between the two subnets: eth0 on br0, eth1 on br1, .1 on both, forwarding on.
+add_router() {
+  local name="$1" fabric="$1-fabric" ns="$1-router"
+  attach "$name" router "$ns" "$NET.$ROUTER_OCTET" "$NET6:$ROUTER_OCTET"
+  ip -n "$fabric" link add router1 type veth peer name eth1 netns "$ns"
+  ip -n "$fabric" link set router1 alias "$ROUTED_BRIDGE"
+  ip -n "$fabric" link set router1 master "$ROUTED_BRIDGE"
+  ip -n "$fabric" link set router1 up
+  ip -n "$ns" addr add "$ROUTED_NET.$ROUTER_OCTET/$PREFIX_LEN" dev eth1
+  ip -n "$ns" addr add "$ROUTED_NET6:$ROUTER_OCTET/$PREFIX6_LEN" dev eth1 nodad
+  ip -n "$ns" link set eth1 up
+  ns_sysctl "$ns" net.ipv4.ip_forward 1
+  ns_sysctl "$ns" net.ipv6.conf.all.forwarding 1
+}
+
+# A member's way to the other subnet: through the router, nothing else (no default route).
+route_to() {
+  local ns="$1" net="$2" net6="$3" via="$4" via6="$5"
+  ip -n "$ns" route add "$net.0/$PREFIX_LEN" via "$via"
+  ip -n "$ns" -6 route add "$net6:/$PREFIX6_LEN" via "$via6"
+}
+
 cmd_up() {
-  [[ $# -eq 2 ]] || usage
-  local name="$1" n="$2"
+  [[ $# -eq 2 || $# -eq 3 ]] || usage
+  local name="$1" n="$2" r="${3:-0}"
   check_name "$name"
   [[ "$n" =~ ^[1-9][0-9]*$ ]] && ((n <= MAX_HOSTS)) || die "N must be 1..$MAX_HOSTS, not '$n'"
+  [[ "$r" =~ ^[0-9]+$ ]] && ((n + r <= MAX_HOSTS)) || die "R must be 0..$((MAX_HOSTS - n)), not '$r'"
   [[ $EUID -eq 0 ]] || die "needs root (network namespaces)"
   local existing
   existing="$(owned_namespaces "$name")"
@@ -123,23 +162,44 @@ cmd_up() {
   # frames still pass), no STP (ports forward at once), no multicast snooping (flood instead).
   ns_sysctl "$fabric" net.ipv6.conf.all.disable_ipv6 1
   ns_sysctl "$fabric" net.ipv6.conf.default.disable_ipv6 1
-  ip -n "$fabric" link add "$BRIDGE" type bridge stp_state 0 mcast_snooping 0
-  ip -n "$fabric" link set "$BRIDGE" up
+  local bridge
+  for bridge in "$BRIDGE" $( ((r > 0)) && echo "$ROUTED_BRIDGE"); do
+    ip -n "$fabric" link add "$bridge" type bridge stp_state 0 mcast_snooping 0
+    ip -n "$fabric" link set "$bridge" up
+  done
 
   local i ns
   for ((i = 1; i <= n; i++)); do
     ns="$name-h$i"
-    attach "$name" "h$i" "$ns" "$NET.$((FIRST_HOST_OCTET + i))"
+    attach "$name" "h$i" "$ns" "$NET.$((FIRST_HOST_OCTET + i))" "$NET6:$((FIRST_HOST_OCTET + i))"
     # What a CNI host needs globally; per-veth proxy_arp/forwarding is the agent's job.
     ns_sysctl "$ns" net.ipv4.ip_forward 1
     ns_sysctl "$ns" net.ipv6.conf.all.forwarding 1
   done
   attach "$name" db "$name-db" "$NET.$DB_OCTET"
+  if ((r > 0)); then
+    add_router "$name"
+    for ((i = n + 1; i <= n + r; i++)); do
+      ns="$name-h$i"
+      attach "$name" "h$i" "$ns" "$ROUTED_NET.$((FIRST_HOST_OCTET + i))" "$ROUTED_NET6:$((FIRST_HOST_OCTET + i))" \
+        "$ROUTED_BRIDGE"
+      ns_sysctl "$ns" net.ipv4.ip_forward 1
+      ns_sysctl "$ns" net.ipv6.conf.all.forwarding 1
+      route_to "$ns" "$NET" "$NET6" "$ROUTED_NET.$ROUTER_OCTET" "$ROUTED_NET6:$ROUTER_OCTET"
+    done
+    for ((i = 1; i <= n; i++)); do
+      route_to "$name-h$i" "$ROUTED_NET" "$ROUTED_NET6" "$NET.$ROUTER_OCTET" "$NET6:$ROUTER_OCTET"
+    done
+    ip -n "$name-db" route add "$ROUTED_NET.0/$PREFIX_LEN" via "$NET.$ROUTER_OCTET"
+  fi
   UP_OK=1
   trap - EXIT INT TERM
 
   for ((i = 1; i <= n; i++)); do
-    echo "h$i $name-h$i $NET.$((FIRST_HOST_OCTET + i))"
+    echo "h$i $name-h$i $NET.$((FIRST_HOST_OCTET + i)) $NET6:$((FIRST_HOST_OCTET + i))"
+  done
+  for ((i = n + 1; i <= n + r; i++)); do
+    echo "h$i $name-h$i $ROUTED_NET.$((FIRST_HOST_OCTET + i)) $ROUTED_NET6:$((FIRST_HOST_OCTET + i))"
   done
   echo "db $name-db $NET.$DB_OCTET"
 }
@@ -191,7 +251,10 @@ cmd_cut() {
     if [[ "$verb" == partition ]]; then
       ip -n "$fabric" link set dev "$port" nomaster
     else
-      ip -n "$fabric" link set dev "$port" master "$BRIDGE"
+      # The port's alias names its bridge (br1 behind the router); ports from before had none.
+      local bridge
+      bridge="$(ip -n "$fabric" -o link show dev "$port" | sed -n 's/.*alias \(br[0-9]*\).*/\1/p')"
+      ip -n "$fabric" link set dev "$port" master "${bridge:-$BRIDGE}"
       ip -n "$fabric" link set dev "$port" up
     fi
   done

@@ -93,6 +93,7 @@ final class AdminRoutes {
     private final byte[] openApi;
     private final MetricsEndpoint metricsEndpoint;
     private final CadastreMetrics metrics;
+    private final HostRoutes hostRoutes;
 
     /**
      * @param ipam this agent's IPAM: GC runs for its node only
@@ -102,9 +103,10 @@ final class AdminRoutes {
      * @param metrics where GC counts the attachments it released
      */
     AdminRoutes(Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness, String token,
-            MetricsEndpoint metricsEndpoint, CadastreMetrics metrics) {
+            MetricsEndpoint metricsEndpoint, CadastreMetrics metrics, HostRoutes hostRoutes) {
         this.inventory = inventory;
-        this.check = new ConsistencyCheck(inventory);
+        this.hostRoutes = hostRoutes;
+        this.check = new ConsistencyCheck(inventory, hostRoutes);
         this.poolAdmin = new PoolAdmin(inventory);
         this.nodeRemoval = new NodeRemoval(inventory);
         this.ipam = ipam;
@@ -152,7 +154,8 @@ final class AdminRoutes {
                 pathPrefix("nodes", () -> concat(
                         pathEnd(() -> get(() -> answer(inventory.nodes()))),
                         path(segment(), name -> concat(
-                                get(() -> answer(inventory.node(name))),
+                                get(() -> answer(inventory.node(name).thenCompose(detail -> hostRoutes.routing(name)
+                                        .thenApply(routing -> detail.with(routing.orElse(null)))))),
                                 delete(() -> parameterOptional("releaseAddresses", release -> answer(Inventory.guard(() ->
                                         nodeRemoval.remove(name, flag("releaseAddresses", release)))))))))),
                 pathPrefix("addresses", () -> path(segment(), address -> get(() -> answer(inventory.address(address))))),

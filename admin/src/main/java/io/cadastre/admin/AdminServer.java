@@ -128,12 +128,21 @@ public final class AdminServer {
      */
     public AdminServer(ActorSystem<?> system, Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness,
             Settings settings) {
+        this(system, inventory, ipam, unreadiness, settings, HostRoutes.NONE);
+    }
+
+    /**
+     * As {@link #AdminServer(ActorSystem, Inventory, Ipam, Supplier, Settings)}, with this host's
+     * routing layer for the node views and the consistency check.
+     */
+    public AdminServer(ActorSystem<?> system, Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness,
+            Settings settings, HostRoutes hostRoutes) {
         this.system = system;
         this.settings = settings;
         CadastreMetrics metrics = CadastreMetrics.get(system);
         MetricsEndpoint metricsEndpoint = new MetricsEndpoint(metrics, inventory::usage, settings.metricsRefresh(),
                 MetricsEndpoint.WAIT, System::nanoTime);
-        this.routes = new AdminRoutes(inventory, ipam, unreadiness, settings.token(), metricsEndpoint, metrics);
+        this.routes = new AdminRoutes(inventory, ipam, unreadiness, settings.token(), metricsEndpoint, metrics, hostRoutes);
     }
 
     /**

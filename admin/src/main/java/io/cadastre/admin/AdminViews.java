@@ -87,9 +87,74 @@ public final class AdminViews {
     public record NodeSummary(String name, String member, List<String> affineBlocks, List<String> borrowedBlocks,
             int attachments, Map<String, String> labels, boolean removed) {}
 
-    /** A {@link NodeSummary} with the node's attachments. */
+    /**
+     * A {@link NodeSummary} with the node's attachments, what it published for other hosts to reach
+     * its pods, and its routing as the answering agent computes it.
+     *
+     * @param peer the node's peer, or {@code null} when its agent never published one (or runs mode none)
+     * @param routing its peers and routes, or {@code null} when the answering agent routes nothing
+     *     or the node published no peer
+     */
     public record NodeDetail(String name, String member, List<String> affineBlocks, List<String> borrowedBlocks,
-            int attachments, Map<String, String> labels, boolean removed, List<Attachment> attachmentList) {}
+            int attachments, Map<String, String> labels, boolean removed, List<Attachment> attachmentList, Peer peer,
+            Routing routing) {
+        NodeDetail with(Routing routing) {
+            return new NodeDetail(name, member, affineBlocks, borrowedBlocks, attachments, labels, removed, attachmentList,
+                    peer, routing);
+        }
+    }
+
+    /**
+     * What a node's agent published for other hosts to reach its pods.
+     *
+     * @param mode its routing mode
+     * @param underlayInterface its underlay interface, or null
+     * @param ipv4 its underlay IPv4 address with prefix length, or null
+     * @param ipv6 its underlay IPv6 address with prefix length, or null
+     * @param vtepMac its VXLAN devices' MAC
+     * @param tunnelIpv4 its IPv4 tunnel address, or null
+     * @param tunnelIpv6 its IPv6 tunnel address, or null
+     * @param mtu its underlay's MTU, bytes
+     */
+    public record Peer(String mode, String underlayInterface, String ipv4, String ipv6, String vtepMac, String tunnelIpv4,
+            String tunnelIpv6, int mtu) {}
+
+    /**
+     * A node's routing as the answering agent computes it from cluster state.
+     *
+     * @param computedOn the answering agent's node
+     * @param programmed true when these are the answering host's own routes, reconciled there
+     *     (ask a node's own agent to see what its kernel holds)
+     * @param peers every node it routes to and how, per family
+     * @param routes every route it wants, by destination
+     * @param problems what cannot be routed and why
+     * @param lastReconcile the last reconcile on this host (only when {@code programmed}), or null
+     */
+    public record Routing(String mode, String computedOn, boolean programmed, List<RoutingPeer> peers,
+            List<RouteView> routes, List<String> problems, Reconcile lastReconcile) {}
+
+    /**
+     * @param ipv4 {@code direct}, {@code vxlan}, or null when its IPv4 blocks are not routed (none, or a problem)
+     * @param ipv6 likewise for IPv6
+     * @param underlay the peer's underlay addresses, comma-separated
+     * @param tunnel the peer's tunnel addresses, comma-separated, or null
+     */
+    public record RoutingPeer(String node, String ipv4, String ipv6, String underlay, String tunnel, String vtepMac) {}
+
+    /**
+     * @param type {@code block} (another node's block), {@code borrowed} (a host route to an address
+     *     living on another node than its block's), {@code blackhole} (an own block), {@code gateway}
+     * @param node the node the route leads to
+     * @param route the route as {@code ip route} shows it
+     */
+    public record RouteView(String destination, String type, String node, String route) {}
+
+    /**
+     * @param atMillis when it ended
+     * @param summary e.g. {@code "added 3, removed 0, replaced 0, conflicts 0, errors 0 in 4 ms"}
+     * @param failure why it could not run (the host's state could not be read), or null
+     */
+    public record Reconcile(long atMillis, String summary, List<String> errors, List<String> conflicts, String failure) {}
 
     public record Nodes(List<NodeSummary> nodes) {}
 
@@ -122,7 +187,22 @@ public final class AdminViews {
             List<AllocationWithoutAttachment> allocationsWithoutAttachment,
             List<AttachmentWithoutAllocation> attachmentsWithoutAllocation,
             List<BlockOfUnknownNode> blocksAffineToUnknownNodes,
-            List<AllocationWithoutAttachment> allocationsOfRemovedNodes) {}
+            List<AllocationWithoutAttachment> allocationsOfRemovedNodes,
+            String routesCheckedOn,
+            List<RouteFinding> routeFindings) {}
+
+    /**
+     * A claimed block whose route on the answering agent's host is not what the claim calls for.
+     *
+     * @param problem {@code missing}, {@code wrong-node}, {@code differs} (the right node, another
+     *     way), {@code conflict} (another protocol's route holds the destination) or
+     *     {@code unroutable} (e.g. its node published no peer)
+     * @param expected the route the claim calls for, or why there is none
+     * @param actual the route the host holds, or null
+     * @param actualNode the node the actual route leads to, or null when unknown
+     */
+    public record RouteFinding(String block, String pool, String affinity, String problem, String expected, String actual,
+            String actualNode) {}
 
     /** An address a block holds for an attachment its node does not record (an orphan), or for a removed node. */
     public record AllocationWithoutAttachment(String address, String block, Allocation allocation) {}

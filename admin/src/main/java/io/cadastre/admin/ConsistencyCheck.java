@@ -59,9 +59,16 @@ import java.util.function.BiPredicate;
  */
 public final class ConsistencyCheck {
     private final Inventory inventory;
+    private final HostRoutes hostRoutes;
 
     public ConsistencyCheck(Inventory inventory) {
+        this(inventory, HostRoutes.NONE);
+    }
+
+    /** @param hostRoutes this host's routing layer: its routes are checked against the claims */
+    public ConsistencyCheck(Inventory inventory, HostRoutes hostRoutes) {
         this.inventory = inventory;
+        this.hostRoutes = hostRoutes;
     }
 
     /** What one pass read: block views and node views. */
@@ -110,7 +117,8 @@ public final class ConsistencyCheck {
             var orphans = confirmOrphans(reads, orphans(snapshot, removed)).toCompletableFuture();
             var missing = confirmMissing(reads, missing(snapshot)).toCompletableFuture();
             var ofRemoved = confirmRemoved(reads, heldForRemoved(snapshot, removed)).toCompletableFuture();
-            return CompletableFuture.allOf(orphans, missing, ofRemoved).thenApply(v -> {
+            var routes = hostRoutes.audit(snapshot.claims(), removed).toCompletableFuture();
+            return CompletableFuture.allOf(orphans, missing, ofRemoved, routes).thenApply(v -> {
                 List<BlockOfUnknownNode> unknown = new ArrayList<>();
                 snapshot.claims().forEach((block, claim) -> {
                     NodeView node = snapshot.nodes().get(claim.node());
@@ -122,10 +130,11 @@ public final class ConsistencyCheck {
                 long allocations = snapshot.blocks().values().stream().mapToLong(b -> b.allocations().size()).sum();
                 long attachments = snapshot.nodes().values().stream().mapToLong(n -> n.attachments().size()).sum();
                 long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+                List<AdminViews.RouteFinding> routeFindings = routes.join().orElse(List.of());
                 boolean clean = orphans.join().isEmpty() && missing.join().isEmpty() && unknown.isEmpty()
-                        && ofRemoved.join().isEmpty();
+                        && ofRemoved.join().isEmpty() && routeFindings.isEmpty();
                 return new Report(clean, allocations, attachments, took, orphans.join(), missing.join(), unknown,
-                        ofRemoved.join());
+                        ofRemoved.join(), routes.join().isPresent() ? hostRoutes.node() : null, routeFindings);
             });
         });
     }

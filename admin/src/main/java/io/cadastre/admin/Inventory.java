@@ -259,8 +259,13 @@ public final class Inventory {
             List<Attachment> attachments = view.attachments().stream()
                     .sorted(java.util.Comparator.comparing((AttachmentRecord a) -> a.key())).map(Attachment::of).toList();
             return new NodeDetail(s.name(), s.member(), s.affineBlocks(), s.borrowedBlocks(), s.attachments(), s.labels(),
-                    s.removed(), attachments);
+                    s.removed(), attachments, peer(view.peer()), null);
         }));
+    }
+
+    private static AdminViews.Peer peer(io.cadastre.shards.PeerInfo p) {
+        return p == null ? null : new AdminViews.Peer(p.mode(), p.device(), p.ipv4(), p.ipv6(), p.vtepMac(), p.tunnelIpv4(),
+                p.tunnelIpv6(), p.mtu());
     }
 
     /** @return whether the node is a member, owns a block, or its entity records anything */

@@ -30,11 +30,19 @@ public final class BenchContext implements AutoCloseable {
     private final Path referencePlugins;
     /** The cluster's pool, IPv4 only (RFC 2544 space): one journal write per allocation. */
     public static final String CLUSTER_POOL = "bench-ipv4";
+    /**
+     * A pool of /32 blocks, used only when named: every ADD from it claims a new block, whose route
+     * the other hosts must learn (the pod network's convergence).
+     */
+    public static final String CLAIM_POOL = "bench-claims";
 
     private static final String CLUSTER_POOLS = """
-            cadastre.pools = [ { name = "%s", cidr = "198.18.16.0/20", block-size = 26 } ]
+            cadastre.pools = [
+              { name = "%s", cidr = "198.18.16.0/20", block-size = 26 }
+              { name = "%s", cidr = "198.18.200.0/24", block-size = 32 }
+            ]
             cadastre.default-pools = ["%s"]
-            """.formatted(CLUSTER_POOL, CLUSTER_POOL);
+            """.formatted(CLUSTER_POOL, CLAIM_POOL, CLUSTER_POOL);
 
     private Topology topology;
     private CassandraNode cassandra;

@@ -6,6 +6,7 @@ import io.cadastre.bench.host.BurstScenario;
 import io.cadastre.bench.host.CriSandboxScenario;
 import io.cadastre.bench.host.PluginExecScenario;
 import io.cadastre.bench.micro.MicroBenchmarks;
+import io.cadastre.bench.network.PodNetworkScenario;
 import io.cadastre.bench.recovery.RecoveryScenario;
 import io.cadastre.bench.report.ReportWriter;
 import io.cadastre.bench.report.ScenarioReport;
@@ -128,6 +129,7 @@ public final class BenchmarkSuite implements Callable<Integer> {
         s.put("cri-sandbox", CriSandboxScenario::new);
         s.put("ipam-throughput", IpamThroughputScenario::new);
         s.put("failover", FailoverScenario::new);
+        s.put("pod-network", PodNetworkScenario::new);
         s.put("recovery", seed -> new RecoveryScenario());
         return s;
     }

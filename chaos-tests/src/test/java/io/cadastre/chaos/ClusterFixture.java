@@ -41,9 +41,18 @@ final class ClusterFixture implements AutoCloseable {
      */
     static ClusterFixture start(String prefix, int hosts, int memberCount, boolean securedCassandra, String extraConfig)
             throws Exception {
+        return start(prefix, hosts, 0, memberCount, securedCassandra, extraConfig);
+    }
+
+    /**
+     * As {@link #start(String, int, int, boolean, String)}, with {@code routed} more hosts behind
+     * the topology's router; members run on the first {@code memberCount} of all hosts.
+     */
+    static ClusterFixture start(String prefix, int hosts, int routed, int memberCount, boolean securedCassandra,
+            String extraConfig) throws Exception {
         ClusterFixture fixture = new ClusterFixture(Files.createTempDirectory(prefix));
         try {
-            fixture.topology = Topology.up(Topology.randomName(), hosts);
+            fixture.topology = Topology.up(Topology.randomName(), hosts, routed);
             fixture.ca = TestPki.authority(CA_NAME);
             Path cassandraDir = fixture.dir.resolve("cassandra");
             fixture.cassandra = securedCassandra ? CassandraNode.startSecured(fixture.topology, cassandraDir, fixture.ca)

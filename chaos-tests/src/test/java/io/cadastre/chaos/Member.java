@@ -30,6 +30,8 @@ public final class Member implements AutoCloseable {
     private volatile List<String> seeds;
     private volatile boolean insecurePlaintext;
     private final String extraConfig;
+    /** More environment for the next starts, e.g. {@code CADASTRE_ROUTING_MODE}. */
+    private final java.util.Map<String, String> environment = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile Process process;
 
     /**
@@ -98,6 +100,19 @@ public final class Member implements AutoCloseable {
      */
     public Member insecurePlaintext(boolean on) {
         this.insecurePlaintext = on;
+        return this;
+    }
+
+    /**
+     * Sets (or, with null, removes) an environment variable of the agent for the next
+     * {@link #start()}s, e.g. {@code CADASTRE_ROUTING_MODE=vxlan}.
+     */
+    public Member env(String name, String value) {
+        if (value == null) {
+            environment.remove(name);
+        } else {
+            environment.put(name, value);
+        }
         return this;
     }
 
@@ -175,6 +190,7 @@ public final class Member implements AutoCloseable {
             pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", host.address());
             pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(PORT));
             pb.environment().put("CADASTRE_SEED_NODES", String.join(",", seeds));
+            pb.environment().putAll(environment);
             pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
         });
     }

@@ -49,11 +49,19 @@ public final class Topology implements AutoCloseable {
         String address();
     }
 
-    /** Host {@code index} (1-based), in namespace {@code netns}, at {@code address} on eth0. */
-    public record Host(int index, String netns, String address) implements Member {
+    /**
+     * Host {@code index} (1-based), in namespace {@code netns}, at {@code address} and
+     * {@code address6} on eth0 (on 198.19.255.0/24, or 198.19.254.0/24 behind the router).
+     */
+    public record Host(int index, String netns, String address, String address6) implements Member {
         @Override
         public String name() {
             return "h" + index;
+        }
+
+        /** @return whether the host is on the second subnet, behind the router */
+        public boolean routed() {
+            return address.startsWith("198.19.254.");
         }
     }
 
@@ -74,7 +82,7 @@ public final class Topology implements AutoCloseable {
     private static final Duration SCRIPT_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(5);
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_]{0,31}");
-    private static final Pattern LINE = Pattern.compile("(h(\\d+)|db) (\\S+) (\\d+\\.\\d+\\.\\d+\\.\\d+)");
+    private static final Pattern LINE = Pattern.compile("(h(\\d+)|db) (\\S+) (\\d+\\.\\d+\\.\\d+\\.\\d+)( (\\S+))?");
 
     private final String name;
     private final Path script;
@@ -97,16 +105,26 @@ public final class Topology implements AutoCloseable {
      * script, and by a {@code down} from here) and the script's error is thrown.
      */
     public static Topology up(String name, int hosts) {
+        return up(name, hosts, 0);
+    }
+
+    /**
+     * As {@link #up(String, int)}, with {@code routed} more hosts on a second subnet behind a router
+     * namespace ({@code NAME-router}): hosts {@code hosts+1 .. hosts+routed} at 198.19.254.(10+i)/24
+     * and fd00:19:254::(10+i)/64. Hosts have no default route, only one to the other subnet.
+     */
+    public static Topology up(String name, int hosts, int routed) {
         if (!NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("bad topology name '" + name + "': " + NAME.pattern());
         }
-        if (hosts < 1) {
-            throw new IllegalArgumentException("hosts must be at least 1, not " + hosts);
+        if (hosts < 1 || routed < 0) {
+            throw new IllegalArgumentException("hosts must be at least 1 and routed hosts at least 0, not " + hosts + ", "
+                    + routed);
         }
         Path script = script();
         Result up;
         try {
-            up = run(script, "up", name, Integer.toString(hosts));
+            up = run(script, "up", name, Integer.toString(hosts), Integer.toString(routed));
         } catch (RuntimeException e) {
             run(script, "down", name); // killed half way: its own cleanup did not run
             throw e;
@@ -131,15 +149,15 @@ public final class Topology implements AutoCloseable {
                 throw new IllegalStateException("topology.sh up printed an unexpected line '" + line + "': " + up);
             }
             if (m.group(2) != null) {
-                parsedHosts.add(new Host(Integer.parseInt(m.group(2)), m.group(3), m.group(4)));
+                parsedHosts.add(new Host(Integer.parseInt(m.group(2)), m.group(3), m.group(4), m.group(6)));
             } else {
                 parsedDb = new Db(m.group(3), m.group(4));
             }
         }
-        if (parsedHosts.size() != hosts || parsedDb == null) {
+        if (parsedHosts.size() != hosts + routed || parsedDb == null) {
             run(script, "down", name);
             throw new IllegalStateException("topology.sh up printed " + parsedHosts.size() + " hosts"
-                    + (parsedDb == null ? " and no db" : "") + ", expected " + hosts + ": " + up);
+                    + (parsedDb == null ? " and no db" : "") + ", expected " + (hosts + routed) + ": " + up);
         }
         Topology topology = new Topology(name, script, parsedHosts, parsedDb);
         Runtime.getRuntime().addShutdownHook(topology.shutdownHook);

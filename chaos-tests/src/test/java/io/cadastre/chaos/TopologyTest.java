@@ -51,7 +51,7 @@ class TopologyTest {
             assertEquals(3, hosts.size());
             for (int i = 1; i <= 3; i++) {
                 Host host = topology.host(i);
-                assertEquals(new Host(i, name + "-h" + i, "198.19.255." + (10 + i)), host);
+                assertEquals(new Host(i, name + "-h" + i, "198.19.255." + (10 + i), "fd00:19:255::" + (10 + i)), host);
                 assertEquals(host, hosts.get(i - 1));
             }
             assertEquals(new Topology.Db(name + "-db", "198.19.255.9"), topology.db());
@@ -80,6 +80,33 @@ class TopologyTest {
             assertAllReachable(topology, hosts);
         }
         assertEquals(List.of(), namespacesOf(name), "left behind by close()");
+    }
+
+    /** A host behind the router: reached through it from both subnets' hosts and the db, and cut off and back. */
+    @Test
+    void aRoutedHostIsReachedThroughTheRouterAndHealsOntoItsOwnBridge() throws Exception {
+        String name = Topology.randomName();
+        try (Topology topology = Topology.up(name, 2, 1)) {
+            Host h1 = topology.host(1);
+            Host h3 = topology.host(3);
+            assertEquals(new Host(3, name + "-h3", "198.19.254.13", "fd00:19:254::13"), h3);
+            assertTrue(h3.routed() && !h1.routed());
+            assertTrue(namespacesOf(name).contains(name + "-router"), namespacesOf(name).toString());
+            assertTrue(output(topology.exec(h1, "ip", "route")).lines().noneMatch(l -> l.startsWith("default")),
+                    "no default route");
+            startListener(topology, h3);
+            startListener(topology, h1);
+            assertReachable(topology, h1, h3);
+            assertReachable(topology, h3, h1);
+            assertReachable(topology, topology.db(), h3);
+            topology.partition(h3);
+            assertUnreachable(topology, Map.of(h1, h3));
+            topology.heal(h3);
+            assertReachable(topology, h1, h3);
+            assertTrue(output(topology.exec(h3, "ip", "-o", "-6", "addr", "show", "dev", "eth0"))
+                    .contains("fd00:19:254::13/64"));
+        }
+        assertEquals(List.of(), namespacesOf(name));
     }
 
     @Test

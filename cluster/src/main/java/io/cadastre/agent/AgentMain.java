@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import io.cadastre.admin.Members;
 import io.cadastre.dataplane.NetlinkDataplane;
+import io.cadastre.dataplane.NetlinkHostRouting;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -84,6 +85,7 @@ public final class AgentMain implements Callable<Integer> {
         Config config;
         AgentSettings settings;
         AdminConfig.Resolved admin;
+        HostPreflight.Outcome host;
         ClusterTransport transport;
         Optional<CassandraSecurity> cassandra;
         try {
@@ -101,6 +103,9 @@ public final class AgentMain implements Callable<Integer> {
             List<String> tightened = DataDir.prepare(settings.dataDir(), settings.persistence() == Persistence.EMBEDDED);
             tightened.forEach(change -> log.warn("{}: only the agent's user may read the journal and the admin token", change));
             admin = AdminConfig.from(config, settings.dataDir());
+            // Before the actor system too: a host that cannot route pods never joins the cluster.
+            host = HostPreflight.check(settings.routing(), clusterAddress(config), families(settings),
+                    HostPreflight.Host.REAL);
         } catch (IOException | UncheckedIOException e) {
             System.err.println("cadastre-agent: cannot prepare the data directory: " + e);
             return 1;
@@ -111,10 +116,31 @@ public final class AgentMain implements Callable<Integer> {
         logToken(admin);
         transport.log(log);
         cassandra.ifPresent(c -> c.log(log));
-        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin.settings(), new NetlinkDataplane()),
-                "cadastre", config);
+        host.changes().forEach(change -> log.info("host set for the pod network: {}", change));
+        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin.settings(), new NetlinkDataplane(),
+                new NetlinkHostRouting(), host.underlay(), host.podMtu()), "cadastre", config);
         system.getWhenTerminated().toCompletableFuture().join();
         return exitCode(CoordinatedShutdown.get(system).getShutdownReason());
+    }
+
+    /**
+     * @return {@code cadastre.cluster.hostname} as an address (a literal, or the name resolved), or
+     *     null when it cannot be resolved (the underlay is then found by the default route)
+     */
+    static java.net.InetAddress clusterAddress(Config config) {
+        String host = config.getString("cadastre.cluster.hostname").trim();
+        try {
+            return java.net.InetAddress.getByName(host);
+        } catch (java.net.UnknownHostException e) {
+            return null;
+        }
+    }
+
+    /** @return the families of the configured pools */
+    static java.util.Set<io.cadastre.ipam.IpFamily> families(AgentSettings settings) {
+        java.util.Set<io.cadastre.ipam.IpFamily> families = java.util.EnumSet.noneOf(io.cadastre.ipam.IpFamily.class);
+        settings.pools().forEach(p -> families.add(p.family()));
+        return families;
     }
 
     /** Says where the admin API's token is, never what it is. */

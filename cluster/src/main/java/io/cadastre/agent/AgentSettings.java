@@ -6,6 +6,8 @@ import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.NodeSelector;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.ipam.SpecialRanges;
+import io.cadastre.routing.RoutingMode;
+import io.cadastre.routing.RoutingSettings;
 import io.cadastre.shards.AskTimeouts;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -36,6 +38,7 @@ import java.util.TreeMap;
  * @param nodeLabels this node's labels, for the pools' node selectors
  * @param poolCatalogMaxAge how long this agent uses its copy of the cluster's pool catalogue
  * @param blockReclaim when the blocks of nodes gone from the cluster are released (once per cluster)
+ * @param routing how this host reaches other hosts' pods ({@code cadastre.routing})
  */
 public record AgentSettings(
         String nodeName,
@@ -49,7 +52,8 @@ public record AgentSettings(
         List<String> defaultPools,
         Map<String, String> nodeLabels,
         Duration poolCatalogMaxAge,
-        BlockReclaim blockReclaim) {
+        BlockReclaim blockReclaim,
+        RoutingSettings routing) {
 
     /**
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
@@ -97,7 +101,29 @@ public record AgentSettings(
         }
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
                 askTimeouts(c), c.getInt("dataplane-threads"), Reclaim.from(c), List.copyOf(pools),
-                List.copyOf(c.getStringList("default-pools")), nodeLabels(c), catalogMaxAge, BlockReclaim.from(c));
+                List.copyOf(c.getStringList("default-pools")), nodeLabels(c), catalogMaxAge, BlockReclaim.from(c),
+                routing(c));
+    }
+
+    /**
+     * @return {@code cadastre.routing}
+     * @throws IllegalArgumentException naming the key for an unknown mode, a VNI or port out of
+     *     range, a duration that is not positive, an interface name that cannot be one
+     */
+    static RoutingSettings routing(Config c) {
+        Config r = c.getConfig("routing");
+        RoutingMode mode;
+        try {
+            mode = RoutingMode.parse(r.getString("mode"));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("cadastre.routing.mode: " + e.getMessage(), e);
+        }
+        String device = r.getString("interface").trim();
+        if (!device.isEmpty() && (device.length() > 15 || !device.matches("[^/:\\s]+"))) {
+            throw new IllegalArgumentException("cadastre.routing.interface: '" + device + "' is no interface name");
+        }
+        return new RoutingSettings(mode, device, r.getInt("vni"), r.getInt("port"), positive(c, "routing.resync-interval"),
+                r.getDuration("debounce"));
     }
 
     /**

@@ -4,6 +4,12 @@ import io.cadastre.admin.AdminServer;
 import io.cadastre.admin.Inventory;
 import io.cadastre.cni.CniHandler;
 import io.cadastre.dataplane.Dataplane;
+import io.cadastre.dataplane.HostNetwork;
+import io.cadastre.dataplane.HostRouting;
+import io.cadastre.routing.ClusterMeshSource;
+import io.cadastre.routing.MeshRouter;
+import io.cadastre.shards.MeshHints;
+import io.cadastre.shards.MeshReads;
 import io.cadastre.http.CniSocketServer;
 import io.cadastre.node.NodeAgent;
 import io.cadastre.node.Reclaimer;
@@ -36,6 +42,7 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.ClusterEvent;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
@@ -80,6 +87,9 @@ public final class Guardian {
     /** One attempt to define the pools failed with this. */
     private record DefineFailed(Throwable cause) {}
 
+    /** A message for the mesh router, adapted from a cluster event. */
+    private record RouterTell(MeshRouter.Command command) {}
+
     /** Start-up took longer than {@link #START_TIMEOUT}. */
     private record StartTimedOut() {}
 
@@ -88,7 +98,13 @@ public final class Guardian {
     /** The admin API could not bind: a start-up failure like any other. */
     private record AdminFailed(Throwable cause) {}
 
-    public static Behavior<Object> create(AgentSettings settings, AdminServer.Settings adminSettings, Dataplane dataplane) {
+    /**
+     * @param hostRouting the reconciler of this host's routes to other hosts' pods
+     * @param underlay the host's underlay as the preflight found it, or null
+     * @param podMtu the pods' MTU when the netconf gives none (0: the kernel's default)
+     */
+    public static Behavior<Object> create(AgentSettings settings, AdminServer.Settings adminSettings, Dataplane dataplane,
+            HostRouting hostRouting, HostNetwork.Underlay underlay, int podMtu) {
         return Behaviors.setup(ctx -> {
             Cluster cluster = Cluster.get(ctx.getSystem());
             // The journal first, the cluster second: once this member is Up, shards are allocated
@@ -108,8 +124,14 @@ public final class Guardian {
             Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace());
             BlockReclaimer blockReclaimer = new BlockReclaimer(ctx.getSystem(), settings.askTimeouts(), catalog,
                     settings.blockReclaim().interval(), settings.blockReclaim().grace());
-            ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer),
-                    "node-agent");
+            CadastreMetrics routingMetrics = CadastreMetrics.get(ctx.getSystem());
+            ActorRef<MeshRouter.Command> router = ctx.spawn(MeshRouter.create(settings.nodeName(), settings.routing(), underlay,
+                    new ClusterMeshSource(new MeshReads(ctx.getSystem(), settings.askTimeouts(), catalog), ipam,
+                            MeshHints.get(ctx.getSystem())), hostRouting, dataplane, dataplaneThreads, routingMetrics),
+                    "mesh-router");
+            watchSpoofDrops(routingMetrics, settings.nodeName(), dataplane);
+            ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer,
+                    MeshRouter.podNetwork(router, podMtu)), "node-agent");
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
             MemberFence fence = MemberFence.get(ctx.getSystem());
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
@@ -121,7 +143,8 @@ public final class Guardian {
             AtomicBoolean socketOpen = new AtomicBoolean();
             AdminServer admin = new AdminServer(ctx.getSystem(),
                     new Inventory(ctx.getSystem(), pools, settings.askTimeouts()), ipam,
-                    () -> unreadiness(cluster, socketOpen), adminSettings);
+                    () -> unreadiness(cluster, socketOpen), adminSettings,
+                    new MeshRoutes(router, ctx.getSystem(), settings.nodeName(), settings.askTimeouts().total()));
 
             CoordinatedShutdown shutdown = CoordinatedShutdown.get(ctx.getSystem());
             shutdown.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "close-cni-socket",
@@ -138,16 +161,27 @@ public final class Guardian {
 
             cluster.subscriptions().tell(Subscribe.create(
                     ctx.messageAdapter(SelfUp.class, up -> new MemberUp()), SelfUp.class));
+            // A member reachable again may have claimed or released blocks meanwhile: read everything.
+            cluster.subscriptions().tell(Subscribe.create(ctx.messageAdapter(ClusterEvent.ReachableMember.class,
+                    reachable -> new RouterTell(MeshRouter.reachable())), ClusterEvent.ReachableMember.class));
+            // A member that comes up publishes its peer seconds later: read again then.
+            cluster.subscriptions().tell(Subscribe.create(ctx.messageAdapter(ClusterEvent.MemberUp.class,
+                    up -> new RouterTell(MeshRouter.memberUp())), ClusterEvent.MemberUp.class));
             return Behaviors.withTimers(timers -> {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
-                return starting(ctx, settings, pools, ipam, blockReclaimer, server, admin, socketOpen);
+                return starting(ctx, settings, pools, ipam, blockReclaimer, server, admin, socketOpen, router);
             });
         });
     }
 
     private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Pools pools, Ipam ipam,
-            BlockReclaimer blockReclaimer, CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen) {
+            BlockReclaimer blockReclaimer, CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen,
+            ActorRef<MeshRouter.Command> router) {
         return Behaviors.receive(Object.class)
+                .onMessage(RouterTell.class, tell -> {
+                    router.tell(tell.command());
+                    return Behaviors.same();
+                })
                 .onMessage(JournalReady.class, ready -> {
                     if (settings.persistence() == Persistence.EMBEDDED) {
                         // H2 has opened its files: any it created itself got the umask's mode.
@@ -191,6 +225,7 @@ public final class Guardian {
                         return fail(ctx, e);
                     }
                     socketOpen.set(true);
+                    router.tell(MeshRouter.Start.INSTANCE);
                     ctx.getLog().info("cadastre-agent ready: node {} (labels {}), CNI socket {}, pools {}", settings.nodeName(),
                             settings.nodeLabels(), settings.cniSocket(), pools.catalog().last().map(c -> c.pools().values().stream()
                                     .map(p -> p.name() + "=" + p.cidr()).toList()).orElse(List.of()));
@@ -203,11 +238,31 @@ public final class Guardian {
                     });
                     return Behaviors.receive(Object.class)
                             .onMessage(AdminFailed.class, failed -> fail(ctx, failed.cause()))
+                            .onMessage(RouterTell.class, tell -> {
+                                router.tell(tell.command());
+                                return Behaviors.same();
+                            })
                             .onAnyMessage(other -> Behaviors.same())
                             .build();
                 })
                 .onMessage(StartFailed.class, failed -> fail(ctx, failed.cause()))
                 .build();
+    }
+
+    /**
+     * {@code cadastre_pod_spoofed_packets_dropped_total}: read from the kernel at every scrape (a
+     * dump of the host ends' qdiscs); a failed reading answers the last value.
+     */
+    private static void watchSpoofDrops(CadastreMetrics metrics, String node, Dataplane dataplane) {
+        java.util.concurrent.atomic.AtomicLong last = new java.util.concurrent.atomic.AtomicLong();
+        metrics.watchSpoofDrops(node, () -> {
+            try {
+                last.set(dataplane.spoofedPacketsDropped());
+            } catch (io.cadastre.dataplane.DataplaneException e) {
+                // keep the last value: a counter must not go back
+            }
+            return last.get();
+        });
     }
 
     /** @return why the agent is not ready: the member is not Up, or the CNI socket is not open */

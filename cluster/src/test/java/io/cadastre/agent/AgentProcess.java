@@ -74,7 +74,10 @@ final class AgentProcess implements AutoCloseable {
     /** Starts the agent and waits until its CNI socket accepts calls (or fails with its log). */
     AgentProcess start() throws IOException {
         Path conf = dir.resolve("agent.conf");
-        Files.writeString(conf, config + "\ncadastre.node-name = \"" + nodeName + "\"\n"
+        // The test's own namespace is the machine's (other tests, other engineers): no routing there
+        // unless a test asks for it.
+        String routing = config.contains("cadastre.routing.mode") ? "" : "cadastre.routing.mode = none\n";
+        Files.writeString(conf, routing + config + "\ncadastre.node-name = \"" + nodeName + "\"\n"
                 + "cadastre.data-dir = \"" + dataDir() + "\"\n"
                 + "cadastre.cni-socket = \"" + socket() + "\"\n"
                 + "cadastre.cluster.port = 0\n"

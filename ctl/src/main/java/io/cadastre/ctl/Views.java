@@ -132,8 +132,10 @@ final class Views {
     }
 
     /**
-     * {@code node show}: the node's summary row, its blocks (affine, borrowed), and its
-     * attachments from {@code GET /v1/nodes/{name}}.
+     * {@code node show}: the node's summary row, its blocks (affine, borrowed), its attachments,
+     * then what it published for other hosts (its peer) and its routing as the answering agent
+     * computes it: the peers and the way to each per family, the routes, what cannot be routed,
+     * and (for the answering agent's own node) the last reconcile; from {@code GET /v1/nodes/{name}}.
      */
     static String node(JsonNode node) {
         Table blocks = new Table("BLOCK", "ROLE");
@@ -144,7 +146,55 @@ final class Views {
             attachments.row(text(a, "handle"), text(a, "ifname"), text(a, "network"), shortId(text(a, "containerId")),
                     pod(a), joined(a.path("addresses")), time(a.path("createdAtMillis")));
         }
-        return nodeRow(nodeTable(), node).render() + "\n" + blocks.render() + "\n" + attachments.render();
+        return nodeRow(nodeTable(), node).render() + "\n" + blocks.render() + "\n" + attachments.render()
+                + peer(node.path("peer")) + routing(text(node, "name"), node.path("routing"));
+    }
+
+    /** The node's published peer, one table row; a line saying so when there is none. */
+    private static String peer(JsonNode peer) {
+        if (!peer.isObject()) {
+            return "\nPeer: none published (its agent has not started since, or runs routing mode none)\n";
+        }
+        return "\nPeer (what other hosts use to reach its pods):\n" + new Table("MODE", "INTERFACE", "IPV4", "IPV6", "VTEP-MAC",
+                "TUNNEL-IPV4", "TUNNEL-IPV6", "MTU")
+                .row(text(peer, "mode"), text(peer, "underlayInterface"), text(peer, "ipv4"), text(peer, "ipv6"),
+                        text(peer, "vtepMac"), text(peer, "tunnelIpv4"), text(peer, "tunnelIpv6"), text(peer, "mtu"))
+                .render();
+    }
+
+    /** The routing section: peers, routes, problems, last reconcile; a line when the agent computed none. */
+    private static String routing(String name, JsonNode routing) {
+        if (!routing.isObject()) {
+            return "\nRouting: not computed by this agent (it routes nothing, or the node published no peer)\n";
+        }
+        StringBuilder out = new StringBuilder("\nRouting of " + name + " (mode " + text(routing, "mode") + "), "
+                + (routing.path("programmed").asBoolean() ? "programmed on this host"
+                        : "as computed on " + text(routing, "computedOn") + " (ask " + name + "'s own agent for its kernel's routes)")
+                + ":\n");
+        Table peers = new Table("PEER", "IPV4", "IPV6", "UNDERLAY", "TUNNEL", "VTEP-MAC");
+        for (JsonNode p : routing.path("peers")) {
+            peers.row(text(p, "node"), text(p, "ipv4"), text(p, "ipv6"), text(p, "underlay"), text(p, "tunnel"),
+                    text(p, "vtepMac"));
+        }
+        Table routes = new Table("DESTINATION", "TYPE", "NODE", "ROUTE");
+        for (JsonNode r : routing.path("routes")) {
+            routes.row(text(r, "destination"), text(r, "type"), text(r, "node"), text(r, "route"));
+        }
+        out.append(peers.render()).append('\n').append(routes.render());
+        List<JsonNode> problems = listOrEmpty(routing, "problems");
+        if (!problems.isEmpty()) {
+            out.append("\nNot routed:\n");
+            problems.forEach(p -> out.append("  ").append(Table.clean(p.asText())).append('\n'));
+        }
+        JsonNode last = routing.path("lastReconcile");
+        if (last.isObject()) {
+            out.append("\nLast reconcile ").append(time(last.path("atMillis"))).append(": ")
+                    .append(last.path("failure").isTextual() ? "FAILED: " + text(last, "failure") : text(last, "summary"))
+                    .append('\n');
+            last.path("errors").forEach(e -> out.append("  error: ").append(Table.clean(e.asText())).append('\n'));
+            last.path("conflicts").forEach(c -> out.append("  conflict: ").append(Table.clean(c.asText())).append('\n'));
+        }
+        return out.toString();
     }
 
     /** {@code ipam address}: where the address lies and who holds it, from {@code GET /v1/addresses/{ip}}. */
@@ -186,6 +236,7 @@ final class Views {
         List<JsonNode> attachments = listOrEmpty(report, "attachmentsWithoutAllocation");
         List<JsonNode> blocks = listOrEmpty(report, "blocksAffineToUnknownNodes");
         List<JsonNode> ofRemoved = listOrEmpty(report, "allocationsOfRemovedNodes");
+        List<JsonNode> routes = listOrEmpty(report, "routeFindings");
         StringBuilder out = new StringBuilder();
         out.append(clean ? "clean" : "NOT CLEAN").append(": checked ")
                 .append(text(report, "checkedAllocations")).append(" allocations and ")
@@ -196,6 +247,8 @@ final class Views {
                 .row("attachments without allocation", attachments.size())
                 .row("blocks affine to unknown nodes", blocks.size())
                 .row("allocations of removed nodes", ofRemoved.size())
+                .row("blocks without their route" + (report.path("routesCheckedOn").isTextual()
+                        ? " on " + text(report, "routesCheckedOn") : " (routes not checked)"), routes.size())
                 .render());
         if (!allocations.isEmpty()) {
             out.append("\nAllocations without attachment (an address held for an interface its node does not know):\n")
@@ -222,6 +275,15 @@ final class Views {
         if (!ofRemoved.isEmpty()) {
             out.append("\nAllocations of removed nodes (release them with 'cadastrectl ipam release --address IP'):\n")
                     .append(allocationTable(ofRemoved).render());
+        }
+        if (!routes.isEmpty()) {
+            Table table = new Table("BLOCK", "POOL", "AFFINITY", "PROBLEM", "EXPECTED", "ACTUAL", "ACTUAL-NODE");
+            for (JsonNode f : routes) {
+                table.row(text(f, "block"), text(f, "pool"), text(f, "affinity"), text(f, "problem"), text(f, "expected"),
+                        text(f, "actual"), text(f, "actualNode"));
+            }
+            out.append("\nBlocks whose route on " + text(report, "routesCheckedOn") + " is not what the claim calls for"
+                    + " (its agent's log says why):\n").append(table.render());
         }
         if (!allocations.isEmpty()) {
             out.append("\nAn ADD in flight shows as an allocation without attachment for a moment:"

@@ -149,6 +149,26 @@ class CommandsTest {
                 HANDLE                          IFNAME   NETWORK    CONTAINER      POD    ADDRESSES                CREATED
                 cadastre.0123456789abcdef0123   eth0     cadastre   0123456789ab   ns/p   198.18.0.3,fd00:198::3   2026-11-22T09:12:14Z
                 macvlan.c2                      net1     macvlan    c2             -      198.18.0.4               -
+
+                Peer (what other hosts use to reach its pods):
+                MODE           INTERFACE   IPV4               IPV6                 VTEP-MAC            TUNNEL-IPV4   TUNNEL-IPV6   MTU
+                cross-subnet   eth0        198.19.255.11/24   fd00:19:255::11/64   0e:3c:91:2a:57:d0   198.18.0.1    -             1500
+
+                Routing of node-a (mode cross-subnet), programmed on this host:
+                PEER     IPV4     IPV6     UNDERLAY                               TUNNEL         VTEP-MAC
+                node-b   direct   direct   198.19.255.12/24, fd00:19:255::12/64   -              0a:11:22:33:44:55
+                node-c   vxlan    -        198.19.254.14/24                       198.18.0.129   0a:66:77:88:99:aa
+
+                DESTINATION       TYPE        NODE     ROUTE
+                169.254.1.1/32    gateway     node-a   169.254.1.1/32 dev lo
+                198.18.0.0/26     blackhole   node-a   blackhole 198.18.0.0/26
+                198.18.0.64/26    block       node-b   198.18.0.64/26 via 198.19.255.12 dev eth0 onlink
+                198.18.0.128/26   block       node-c   198.18.0.128/26 via 198.18.0.129 dev cadastre.vx4 onlink
+
+                Not routed:
+                  node node-c has no IPv6 underlay address: fd00:198::80/122 on node-c is not routed
+
+                Last reconcile 2026-11-22T09:12:14Z: added 4, removed 0, replaced 0, conflicts 0, errors 0 in 3 ms
                 """, run.out());
         assertJsonOutput(Fixtures.NODE_A, ctl("node", "show", "node-a", "-o", "json"));
     }
@@ -227,11 +247,12 @@ class CommandsTest {
         assertEquals(0, run.code(), run.err());
         assertEquals("""
                 clean: checked 130 allocations and 65 attachments in 42 ms
-                FINDING                          COUNT
-                allocations without attachment   0
-                attachments without allocation   0
-                blocks affine to unknown nodes   0
-                allocations of removed nodes     0
+                FINDING                                COUNT
+                allocations without attachment         0
+                attachments without allocation         0
+                blocks affine to unknown nodes         0
+                allocations of removed nodes           0
+                blocks without their route on node-a   0
                 """, run.out());
         Run json = ctl("ipam", "check", "-o", "json");
         assertJsonOutput(Fixtures.CHECK_CLEAN, json);
@@ -245,11 +266,12 @@ class CommandsTest {
         assertEquals("", run.err());
         assertEquals("""
                 NOT CLEAN: checked 130 allocations and 65 attachments in 42 ms
-                FINDING                          COUNT
-                allocations without attachment   1
-                attachments without allocation   1
-                blocks affine to unknown nodes   1
-                allocations of removed nodes     1
+                FINDING                                COUNT
+                allocations without attachment         1
+                attachments without allocation         1
+                blocks affine to unknown nodes         1
+                allocations of removed nodes           1
+                blocks without their route on node-a   1
 
                 Allocations without attachment (an address held for an interface its node does not know):
                 ADDRESS      BLOCK           NODE     HANDLE        IFNAME   POD     ALLOCATED
@@ -266,6 +288,10 @@ class CommandsTest {
                 Allocations of removed nodes (release them with 'cadastrectl ipam release --address IP'):
                 ADDRESS      BLOCK           NODE     HANDLE        IFNAME   POD     ALLOCATED
                 198.18.1.5   198.18.1.0/26   node-x   cadastre.c5   eth0     ns/p5   2026-11-22T09:12:14Z
+
+                Blocks whose route on node-a is not what the claim calls for (its agent's log says why):
+                BLOCK            POOL           AFFINITY   PROBLEM      EXPECTED                                           ACTUAL                                                       ACTUAL-NODE
+                198.18.0.64/26   default-ipv4   node-b     wrong-node   198.18.0.64/26 via 198.19.255.12 dev eth0 onlink   198.18.0.64/26 via 198.19.255.13 dev eth0 onlink proto 202   node-c
 
                 An ADD in flight shows as an allocation without attachment for a moment: run the check again before releasing.
                 """, run.out());

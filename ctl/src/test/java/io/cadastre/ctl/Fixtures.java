@@ -94,7 +94,21 @@ final class Fixtures {
                "containerId":"0123456789abcdef0123","podNamespace":"ns","podName":"p",
                "addresses":["198.18.0.3","fd00:198::3"],"createdAtMillis":1795338734951},
               {"handle":"macvlan.c2","ifname":"net1","network":"macvlan","containerId":"c2",
-               "podNamespace":"","podName":"","addresses":["198.18.0.4"],"createdAtMillis":0}]}
+               "podNamespace":"","podName":"","addresses":["198.18.0.4"],"createdAtMillis":0}],
+             "peer":{"mode":"cross-subnet","underlayInterface":"eth0","ipv4":"198.19.255.11/24","ipv6":"fd00:19:255::11/64",
+              "vtepMac":"0e:3c:91:2a:57:d0","tunnelIpv4":"198.18.0.1","tunnelIpv6":null,"mtu":1500},
+             "routing":{"mode":"cross-subnet","computedOn":"node-a","programmed":true,
+              "peers":[{"node":"node-b","ipv4":"direct","ipv6":"direct","underlay":"198.19.255.12/24, fd00:19:255::12/64",
+                "tunnel":null,"vtepMac":"0a:11:22:33:44:55"},
+               {"node":"node-c","ipv4":"vxlan","ipv6":null,"underlay":"198.19.254.14/24","tunnel":"198.18.0.129",
+                "vtepMac":"0a:66:77:88:99:aa"}],
+              "routes":[{"destination":"169.254.1.1/32","type":"gateway","node":"node-a","route":"169.254.1.1/32 dev lo"},
+               {"destination":"198.18.0.0/26","type":"blackhole","node":"node-a","route":"blackhole 198.18.0.0/26"},
+               {"destination":"198.18.0.64/26","type":"block","node":"node-b","route":"198.18.0.64/26 via 198.19.255.12 dev eth0 onlink"},
+               {"destination":"198.18.0.128/26","type":"block","node":"node-c","route":"198.18.0.128/26 via 198.18.0.129 dev cadastre.vx4 onlink"}],
+              "problems":["node node-c has no IPv6 underlay address: fd00:198::80/122 on node-c is not routed"],
+              "lastReconcile":{"atMillis":1795338734951,"summary":"added 4, removed 0, replaced 0, conflicts 0, errors 0 in 3 ms",
+               "errors":[],"conflicts":[],"failure":null}}}
             """;
 
     static final String ADDRESS_HELD = """
@@ -110,7 +124,7 @@ final class Fixtures {
     static final String CHECK_CLEAN = """
             {"clean":true,"checkedAllocations":130,"checkedAttachments":65,"tookMillis":42,
              "allocationsWithoutAttachment":[],"attachmentsWithoutAllocation":[],"blocksAffineToUnknownNodes":[],
-             "allocationsOfRemovedNodes":[]}
+             "allocationsOfRemovedNodes":[],"routesCheckedOn":"node-a","routeFindings":[]}
             """;
 
     static final String CHECK_DIRTY = """
@@ -125,6 +139,10 @@ final class Fixtures {
              "blocksAffineToUnknownNodes":[{"block":"198.18.1.0/26","pool":"default-ipv4","affinity":"node-x"}],
              "allocationsOfRemovedNodes":[{"address":"198.18.1.5","block":"198.18.1.0/26",
                "allocation":{"handle":"cadastre.c5","ifname":"eth0","node":"node-x","podNamespace":"ns",
-                "podName":"p5","allocatedAtMillis":1795338734951}}]}
+                "podName":"p5","allocatedAtMillis":1795338734951}}],
+             "routesCheckedOn":"node-a",
+             "routeFindings":[{"block":"198.18.0.64/26","pool":"default-ipv4","affinity":"node-b","problem":"wrong-node",
+               "expected":"198.18.0.64/26 via 198.19.255.12 dev eth0 onlink",
+               "actual":"198.18.0.64/26 via 198.19.255.13 dev eth0 onlink proto 202","actualNode":"node-c"}]}
             """;
 }

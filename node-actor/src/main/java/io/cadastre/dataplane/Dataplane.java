@@ -69,4 +69,16 @@ public interface Dataplane {
      *     {@link DataplaneException#netnsMissing()})
      */
     List<String> check(PodAttachment attachment) throws DataplaneException;
+
+    /**
+     * Packets dropped at the host ends because their source was none of the pod's addresses
+     * ({@link PodSourceFilter}), since the agent started: for
+     * {@code cadastre_pod_spoofed_packets_dropped_total}.
+     *
+     * @return packets; 0 for a dataplane that does not filter
+     * @throws DataplaneException when the counts cannot be read
+     */
+    default long spoofedPacketsDropped() throws DataplaneException {
+        return 0;
+    }
 }

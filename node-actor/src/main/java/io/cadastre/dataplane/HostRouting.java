@@ -48,6 +48,31 @@ public interface HostRouting {
     Result reconcile(Desired desired) throws DataplaneException;
 
     /**
+     * Reads the main table as it is now, every protocol's routes, for the consistency check and
+     * the operator's views: what is Cadastre's ({@link Installed#ours()}) and what is in its way.
+     *
+     * @return one entry per route, in the kernel's dump order
+     * @throws DataplaneException when the table cannot be read
+     */
+    List<Installed> installed() throws DataplaneException;
+
+    /**
+     * One main-table route as the kernel holds it.
+     *
+     * @param destination the route's destination
+     * @param protocol rtm_protocol: {@link #PROTOCOL} for Cadastre's, e.g. 2 (kernel), 3 (boot), 4 (static)
+     * @param blackhole whether it is a blackhole route
+     * @param gateway the next hop, or null
+     * @param device the output device's name, or null (a blackhole, a multipath route)
+     * @param text the route as {@code ip route} would show it, e.g. {@code "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink proto 202"}
+     */
+    record Installed(IpPrefix destination, int protocol, boolean blackhole, InetAddress gateway, String device, String text) {
+        public boolean ours() {
+            return protocol == PROTOCOL;
+        }
+    }
+
+    /**
      * The whole desired state of Cadastre's share of the host's network.
      *
      * @param routes main-table routes, at most one per destination
@@ -77,20 +102,22 @@ public interface HostRouting {
     }
 
     /**
-     * A main-table route of protocol {@link #PROTOCOL}: either a blackhole (a node's own block, so
-     * that traffic to its unallocated addresses goes nowhere rather than to the default route), or
-     * a route via a gateway, onlink (the gateway need not be in any of the device's prefixes: a
-     * peer's underlay address in direct mode, its tunnel address in VXLAN mode), out of a device.
+     * A main-table route of protocol {@link #PROTOCOL}: a blackhole (a node's own block, so that
+     * traffic to its unallocated addresses goes nowhere rather than to the default route), a route
+     * via a gateway, onlink (the gateway need not be in any of the device's prefixes: a peer's
+     * underlay address in direct mode, its tunnel address in VXLAN mode), out of a device, or a
+     * route straight onto a device without a gateway (link scope for IPv4: {@code 169.254.1.1/32
+     * dev lo}, which makes proxy ARP answer the pods' gateway on a host without a default route).
      *
      * @param destination a block, or a borrowed address's host prefix
-     * @param gateway the next hop, of the destination's family; null for a blackhole
+     * @param gateway the next hop, of the destination's family; null for a blackhole or a device route
      * @param device the output device's name; null for a blackhole
      * @param mtu the route's MTU metric in bytes (RTAX_MTU); 0 for none
      */
     record Route(IpPrefix destination, InetAddress gateway, String device, int mtu) {
         public Route {
-            if ((gateway == null) != (device == null)) {
-                throw new IllegalArgumentException("route to " + destination + ": a gateway needs a device and back");
+            if (gateway != null && device == null) {
+                throw new IllegalArgumentException("route to " + destination + ": a gateway needs a device");
             }
             if (gateway != null && (gateway instanceof Inet4Address) != destination.v4()) {
                 throw new IllegalArgumentException("route to " + destination + " via " + Rtnetlink.text(gateway)
@@ -99,7 +126,7 @@ public interface HostRouting {
             if (device != null) {
                 requireName(device, "route to " + destination + ": device");
             }
-            if (mtu < 0 || (gateway == null && mtu != 0)) {
+            if (mtu < 0 || (device == null && mtu != 0)) {
                 throw new IllegalArgumentException("route to " + destination + ": mtu " + mtu);
             }
         }
@@ -112,16 +139,26 @@ public interface HostRouting {
             return new Route(destination, gateway, device, mtu);
         }
 
-        public boolean blackhole() {
-            return gateway == null;
+        /** A route straight onto {@code device}, no gateway (e.g. {@code 169.254.1.1/32 dev lo}). */
+        public static Route device(IpPrefix destination, String device) {
+            return new Route(destination, null, device, 0);
         }
 
-        /** @return e.g. {@code "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink mtu 1450"} or {@code "blackhole 198.18.1.0/26"} */
+        public boolean blackhole() {
+            return device == null;
+        }
+
+        /**
+         * @return e.g. {@code "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink mtu 1450"},
+         *     {@code "blackhole 198.18.1.0/26"} or {@code "169.254.1.1/32 dev lo"}
+         */
         @Override
         public String toString() {
-            return blackhole() ? "blackhole " + destination
-                    : destination + " via " + Rtnetlink.text(gateway) + " dev " + device + " onlink"
-                            + (mtu > 0 ? " mtu " + mtu : "");
+            if (blackhole()) {
+                return "blackhole " + destination;
+            }
+            String tail = " dev " + device + (gateway == null ? "" : " onlink") + (mtu > 0 ? " mtu " + mtu : "");
+            return gateway == null ? destination + tail : destination + " via " + Rtnetlink.text(gateway) + tail;
         }
     }
 

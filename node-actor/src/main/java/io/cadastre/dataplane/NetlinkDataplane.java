@@ -36,8 +36,13 @@ public final class NetlinkDataplane implements Dataplane {
     private static final InetAddress V4_ANY = literal("0.0.0.0");
     private static final InetAddress V6_ANY = literal("::");
 
+    /** Priority of the pod's source filter on its host end's ingress hook ({@link PodSourceFilter}). */
+    static final int SOURCE_FILTER_PRIORITY = 1;
+
     /** The namespaces no pod may be wired into: this process's and PID 1's. */
     private final List<Netns.Identity> hostNamespaces;
+    /** The source filters' drops, kept across the pods' removal. */
+    private final SpoofDrops spoofDrops = new SpoofDrops();
 
     /** Creates a dataplane whose host is the calling process's network namespace. */
     public NetlinkDataplane() {
@@ -145,6 +150,7 @@ public final class NetlinkDataplane implements Dataplane {
                 throw new DataplaneException("refusing to delete " + hostIfname + ": not a veth (kind '"
                         + link.get().kind() + "')");
             }
+            spoofDrops.retire(host, link.get().index());
             host.deleteLink(link.get());
         } catch (SyscallException e) {
             // ENODEV: gone between the look-up and the delete, e.g. with its netns.
@@ -195,6 +201,9 @@ public final class NetlinkDataplane implements Dataplane {
         PodAttachment a = plan.attachment();
         Link hostLink = host.existingLink(a.hostIfname());
         configureHostInterface(a.hostIfname(), plan);
+        // Before the link is up: no packet of the pod's passes unchecked.
+        host.addClsact(hostLink);
+        host.addIngressBpfFilter(hostLink, SOURCE_FILTER_PRIORITY, plan.sourceFilter());
         host.setUp(hostLink);
 
         Optional<Link> lo = pod.link("lo");
@@ -296,9 +305,33 @@ public final class NetlinkDataplane implements Dataplane {
                 differences.add("host route " + expected + " dev " + link.name() + " missing");
             }
         }
+        List<Rtnetlink.Filter> filters = host.ingressFilters(link);
+        boolean filtered = filters.stream().anyMatch(f -> f.priority() == SOURCE_FILTER_PRIORITY && "bpf".equals(f.kind())
+                && java.util.Arrays.equals(f.ops(), plan.sourceFilter()) && (f.flags() & Rtnl.TCA_BPF_FLAG_ACT_DIRECT) != 0);
+        if (!filtered) {
+            differences.add(name + (filters.isEmpty() ? " lacks" : " has another filter than")
+                    + " the pod's source filter (anti-spoofing)");
+        }
         String proxyArp = readSysctl(SYSCTL.resolve("ipv4/conf").resolve(link.name()).resolve("proxy_arp"));
         if (!"1".equals(proxyArp)) {
             differences.add(name + " has proxy_arp " + proxyArp + ", expected 1");
+        }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The drops counted by the clsact qdisc of every host end in this namespace (a veth with
+     * the fixed host MAC), plus those of host ends gone since: read at {@link #detach}, or found
+     * gone at the next call (a pod whose netns was deleted without a DEL loses the drops since
+     * the previous call).
+     */
+    @Override
+    public long spoofedPacketsDropped() throws DataplaneException {
+        try (Rtnetlink host = hostRtnetlink()) {
+            return spoofDrops.total(host);
+        } catch (SyscallException e) {
+            throw fail(e);
         }
     }
 
@@ -398,6 +431,11 @@ public final class NetlinkDataplane implements Dataplane {
 
     /** A validated attachment and what follows from it. */
     private record Plan(PodAttachment attachment, PodAddress v4, PodAddress v6) {
+        /** @return the pod's source filter: its own addresses only ({@link PodSourceFilter}) */
+        byte[] sourceFilter() {
+            return PodSourceFilter.program(v4 == null ? null : v4.address(), v6 == null ? null : v6.address());
+        }
+
         static Plan of(PodAttachment a) throws DataplaneException {
             if (a.netnsPath() == null || a.netnsPath().isEmpty()) {
                 throw invalid("netnsPath is empty");

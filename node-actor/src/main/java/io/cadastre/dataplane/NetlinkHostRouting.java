@@ -333,6 +333,31 @@ public final class NetlinkHostRouting implements HostRouting {
 
     // ---- routes ----
 
+    @Override
+    public List<Installed> installed() throws DataplaneException {
+        try (Rtnetlink rt = new Rtnetlink(NetlinkSocket.open(), "")) {
+            Map<Integer, String> names = new HashMap<>();
+            for (Link l : rt.links()) {
+                names.put(l.index(), l.name());
+            }
+            List<Installed> out = new ArrayList<>();
+            for (RouteInfo r : rt.mainTableRoutes()) {
+                IpPrefix destination;
+                try {
+                    destination = new IpPrefix(r.destination(), r.destinationLength());
+                } catch (IllegalArgumentException e) {
+                    continue; // the kernel keeps no host bits; nothing to report if it ever did
+                }
+                boolean blackhole = r.type() == Rtnl.RTN_BLACKHOLE;
+                String device = blackhole || r.outputIndex() <= 0 ? null : names.get(r.outputIndex());
+                out.add(new Installed(destination, r.protocol(), blackhole, r.gateway(), device, r.describe(names)));
+            }
+            return out;
+        } catch (SyscallException e) {
+            throw new DataplaneException(e.getMessage(), false, e);
+        }
+    }
+
     /** A route's identity for ownership: destination and prefix length (the kernel adds metric and tos). */
     private record Destination(InetAddress address, int length) {
         static Destination of(RouteInfo r) {
@@ -432,11 +457,19 @@ public final class NetlinkHostRouting implements HostRouting {
         }
     }
 
-    /** The route as the kernel is asked for it: protocol 202, universe scope, onlink, in the main table. */
+    /**
+     * The route as the kernel is asked for it, in the main table with protocol 202: a blackhole; via
+     * a gateway: universe scope, onlink; onto a device: link scope for IPv4 (IPv6 has no scopes).
+     */
     static RouteInfo routeInfo(Route route, int outputIndex) {
         if (route.blackhole()) {
             return new RouteInfo(route.destination().address(), route.destination().length(), PROTOCOL,
                     Rtnl.RTN_BLACKHOLE, Rtnl.RT_SCOPE_UNIVERSE, 0, null, -1, 0, 0);
+        }
+        if (route.gateway() == null) {
+            return new RouteInfo(route.destination().address(), route.destination().length(), PROTOCOL, Rtnl.RTN_UNICAST,
+                    route.destination().v4() ? Rtnl.RT_SCOPE_LINK : Rtnl.RT_SCOPE_UNIVERSE, 0, null, outputIndex, 0,
+                    route.mtu());
         }
         return new RouteInfo(route.destination().address(), route.destination().length(), PROTOCOL, Rtnl.RTN_UNICAST,
                 Rtnl.RT_SCOPE_UNIVERSE, Rtnl.RTNH_F_ONLINK, route.gateway(), outputIndex, 0, route.mtu());

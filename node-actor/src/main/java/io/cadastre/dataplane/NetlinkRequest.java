@@ -60,6 +60,18 @@ final class NetlinkRequest {
         return this;
     }
 
+    /** struct tcmsg: a qdisc or filter on device {@code index}; {@code info} is a filter's priority and protocol. */
+    NetlinkRequest tcmsg(int family, int index, int handle, int parent, int info) {
+        ensure(Rtnl.TCMSG_LEN);
+        buf.put((byte) family).put((byte) 0).putShort((short) 0).putInt(index).putInt(handle).putInt(parent).putInt(info);
+        return this;
+    }
+
+    /** A u16 attribute in host byte order (TCA_BPF_OPS_LEN). */
+    NetlinkRequest attrU16(int attrType, int value) {
+        return attr(attrType, ByteBuffer.allocate(2).order(ByteOrder.nativeOrder()).putShort((short) value).array());
+    }
+
     NetlinkRequest attr(int attrType, byte[] value) {
         int len = 4 + value.length;
         ensure(align(len));

@@ -114,6 +114,16 @@ final class Rtnetlink implements AutoCloseable {
      */
     record Route(InetAddress destination, int destinationLength, InetAddress gateway, int outputIndex) {}
 
+    /**
+     * A filter on a device's clsact ingress hook, as RTM_GETTFILTER reports it.
+     *
+     * @param priority the filter's priority (tcm_info's upper 16 bits)
+     * @param kind TCA_KIND, e.g. {@code "bpf"}
+     * @param ops a cls_bpf filter's classic instructions (TCA_BPF_OPS), else null
+     * @param flags a cls_bpf filter's TCA_BPF_FLAGS, else 0
+     */
+    record Filter(int priority, String kind, byte[] ops, int flags) {}
+
     private final NetlinkSocket socket;
     private final String where;
 
@@ -497,6 +507,92 @@ final class Rtnetlink implements AutoCloseable {
         return n.family() == Rtnl.AF_BRIDGE
                 ? "fdb " + n.mac() + " dst " + dst + " dev " + device
                 : "neighbour " + dst + " lladdr " + n.mac() + " dev " + device;
+    }
+
+    /**
+     * Adds a clsact qdisc to the link (NLM_F_EXCL): the hooks its ingress and egress filters hang
+     * on. The kernel creates it with the link's first filter user; it goes with the link.
+     */
+    void addClsact(Link link) throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWQDISC, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                .tcmsg(Rtnl.AF_UNSPEC, link.index(), Rtnl.TC_H_CLSACT_HANDLE, Rtnl.TC_H_CLSACT, 0)
+                .attrString(Rtnl.TCA_KIND, "clsact");
+        socket.request(req, "RTM_NEWQDISC clsact dev " + link.name() + where);
+    }
+
+    /**
+     * Adds a cls_bpf filter for every protocol on the link's clsact ingress hook, running classic
+     * BPF {@code ops} in direct-action mode (its return value is the tc action), NLM_F_EXCL.
+     *
+     * @param ops {@code struct sock_filter} instructions in host byte order
+     */
+    void addIngressBpfFilter(Link link, int priority, byte[] ops) throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWTFILTER, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                .tcmsg(Rtnl.AF_UNSPEC, link.index(), 1, Rtnl.TC_H_CLSACT_INGRESS, filterInfo(priority))
+                .attrString(Rtnl.TCA_KIND, "bpf");
+        int options = req.nest(Rtnl.TCA_OPTIONS);
+        req.attrU16(Rtnl.TCA_BPF_OPS_LEN, ops.length / 8).attr(Rtnl.TCA_BPF_OPS, ops)
+                .attrU32(Rtnl.TCA_BPF_FLAGS, Rtnl.TCA_BPF_FLAG_ACT_DIRECT);
+        req.end(options);
+        socket.request(req, "RTM_NEWTFILTER bpf ingress prio " + priority + " dev " + link.name() + where);
+    }
+
+    /** tcm_info of a filter: the priority in the upper 16 bits, the protocol (ETH_P_ALL) in network order below. */
+    static int filterInfo(int priority) {
+        int protocol = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
+                ? Short.toUnsignedInt(Short.reverseBytes((short) Rtnl.ETH_P_ALL)) : Rtnl.ETH_P_ALL;
+        return (priority << 16) | protocol;
+    }
+
+    /** @return the filters on the link's clsact ingress hook; empty when it has no clsact qdisc */
+    List<Filter> ingressFilters(Link link) throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETTFILTER, 0)
+                .tcmsg(Rtnl.AF_UNSPEC, link.index(), 0, Rtnl.TC_H_CLSACT_INGRESS, 0);
+        List<NetlinkMessage> parts;
+        try {
+            parts = socket.dump(req, "RTM_GETTFILTER dump ingress dev " + link.name() + where);
+        } catch (SyscallException e) {
+            if (e.errno() == LibC.EINVAL || e.errno() == LibC.ENOENT) {
+                return List.of(); // no clsact qdisc, so no ingress hook to list
+            }
+            throw e;
+        }
+        List<Filter> out = new ArrayList<>();
+        for (NetlinkMessage m : parts) {
+            if (m.type() != Rtnl.RTM_NEWTFILTER) {
+                continue;
+            }
+            NetlinkMessage.Attributes a = m.attributes(Rtnl.TCMSG_LEN);
+            String kind = a.string(Rtnl.TCA_KIND);
+            NetlinkMessage.Attributes options = a.nested(Rtnl.TCA_OPTIONS, 0);
+            if (!options.has(Rtnl.TCA_BPF_OPS) && !options.has(Rtnl.TCA_BPF_FLAGS)) {
+                continue; // the filter chain's header entry, no filter of its own
+            }
+            int priority = m.payload().getInt(16) >>> 16;
+            out.add(new Filter(priority, kind == null ? "" : kind, options.bytes(Rtnl.TCA_BPF_OPS),
+                    Math.max(options.u32(Rtnl.TCA_BPF_FLAGS), 0)));
+        }
+        return out;
+    }
+
+    /** @return ifindex → the drops counted by that link's clsact qdisc, for every link here that has one */
+    Map<Integer, Long> clsactDrops() throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETQDISC, 0).tcmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0);
+        Map<Integer, Long> out = new java.util.HashMap<>();
+        for (NetlinkMessage m : socket.dump(req, "RTM_GETQDISC dump" + where)) {
+            if (m.type() != Rtnl.RTM_NEWQDISC) {
+                continue;
+            }
+            NetlinkMessage.Attributes a = m.attributes(Rtnl.TCMSG_LEN);
+            if (!"clsact".equals(a.string(Rtnl.TCA_KIND))) {
+                continue;
+            }
+            byte[] queue = a.nested(Rtnl.TCA_STATS2, 0).bytes(Rtnl.TCA_STATS_QUEUE);
+            long drops = queue == null || queue.length < 12 ? 0
+                    : Integer.toUnsignedLong(java.nio.ByteBuffer.wrap(queue).order(java.nio.ByteOrder.nativeOrder()).getInt(8));
+            out.put(m.payload().getInt(4), drops);
+        }
+        return out;
     }
 
     /** @return the name iproute2 gives a route protocol number, else the number */

@@ -40,6 +40,10 @@ final class Rtnl {
     static final int RTM_NEWNEIGH = 28;
     static final int RTM_DELNEIGH = 29;
     static final int RTM_GETNEIGH = 30;
+    static final int RTM_NEWQDISC = 36;
+    static final int RTM_GETQDISC = 38;
+    static final int RTM_NEWTFILTER = 44;
+    static final int RTM_GETTFILTER = 46;
 
     static final int AF_UNSPEC = 0;
     static final int AF_INET = 2;
@@ -53,6 +57,28 @@ final class Rtnl {
     static final int RTMSG_LEN = 12;
     /** sizeof(struct ndmsg). */
     static final int NDMSG_LEN = 12;
+    /** sizeof(struct tcmsg): family, pads, ifindex, handle, parent, info. */
+    static final int TCMSG_LEN = 20;
+
+    /** Traffic control (linux/rtnetlink.h, pkt_sched.h, pkt_cls.h, gen_stats.h). */
+    static final int TCA_KIND = 1;
+    static final int TCA_OPTIONS = 2;
+    static final int TCA_STATS2 = 7;
+    /** In TCA_STATS2: struct gnet_stats_queue (u32 qlen, backlog, drops, requeues, overlimits). */
+    static final int TCA_STATS_QUEUE = 3;
+    /** The clsact qdisc's parent (TC_H_CLSACT, the same value as TC_H_INGRESS) and its handle ffff:. */
+    static final int TC_H_CLSACT = 0xFFFFFFF1;
+    static final int TC_H_CLSACT_HANDLE = 0xFFFF0000;
+    /** Filters on clsact's ingress hook: TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS). */
+    static final int TC_H_CLSACT_INGRESS = 0xFFFFFFF2;
+    /** Every protocol, for a filter's tcm_info (sent in network byte order there). */
+    static final int ETH_P_ALL = 0x0003;
+    /** Options of a cls_bpf filter: u16 instruction count, the classic instructions, u32 flags. */
+    static final int TCA_BPF_OPS_LEN = 4;
+    static final int TCA_BPF_OPS = 5;
+    static final int TCA_BPF_FLAGS = 8;
+    /** The program's return value is the action (TC_ACT_*), no action list needed. */
+    static final int TCA_BPF_FLAG_ACT_DIRECT = 1;
 
     static final int IFF_UP = 0x1;
 

@@ -124,9 +124,20 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * @param reclaimer releases attachments whose netns is gone; also read by the metrics
      */
     public static Behavior<Command> create(Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor, Reclaimer reclaimer) {
+        return create(ipam, dataplane, dataplaneExecutor, reclaimer, PodNetwork.NONE);
+    }
+
+    /**
+     * As {@link #create(Ipam, Dataplane, Executor, Reclaimer)}, with the pod network between hosts.
+     *
+     * @param podNetwork gives the pods' MTU when the netconf gives none, and is told the
+     *     addresses of every ADD and DEL (so that borrowed ones are routed on every host)
+     */
+    public static Behavior<Command> create(Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor, Reclaimer reclaimer,
+            PodNetwork podNetwork) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
             timers.startTimerWithFixedDelay(Tick.INSTANCE, reclaimer.interval());
-            return new NodeAgent(ctx, ipam, dataplane, dataplaneExecutor, reclaimer);
+            return new NodeAgent(ctx, ipam, dataplane, dataplaneExecutor, reclaimer, podNetwork);
         }));
     }
 
@@ -135,6 +146,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private final Executor dataplaneExecutor;
     private final Reclaimer reclaimer;
     private final CadastreMetrics metrics;
+    private final PodNetwork podNetwork;
     /** attachment key → operations waiting for the one in flight to finish. */
     private final Map<String, Queue<Supplier<CompletionStage<?>>>> queues = new HashMap<>();
     /** Whether a reconciliation round is running. */
@@ -143,8 +155,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private final List<ActorRef<Outcome<List<String>>>> nextSweepReplies = new ArrayList<>();
 
     private NodeAgent(ActorContext<Command> ctx, Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor,
-            Reclaimer reclaimer) {
+            Reclaimer reclaimer, PodNetwork podNetwork) {
         super(ctx);
+        this.podNetwork = podNetwork;
         this.ipam = ipam;
         this.dataplane = dataplane;
         this.dataplaneExecutor = dataplaneExecutor;
@@ -350,11 +363,13 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
             AttachmentRecord record = assignment.record();
             if (!assignment.fresh()) {
                 refuseChangedRepeat(id, request, record);
+            } else {
+                podNetwork.addressesChanged(record.addresses().stream().map(h -> h.address()).toList());
             }
             if (request.ipamOnly()) {
                 return CompletableFuture.completedFuture(new Wired(record, null));
             }
-            PodAttachment pod = podAttachment(id, request.netnsPath(), request.mtu(), record);
+            PodAttachment pod = podAttachment(id, request.netnsPath(), mtu(request.mtu()), record);
             if (!assignment.fresh()) {
                 return onDataplane(() -> rewireIfDifferent(id, pod)).thenApply(wired -> new Wired(record, wired));
             }
@@ -427,7 +442,18 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                 });
         return ipam.forget(id.handle(), id.ifname())
                 .thenCombine(unwired, (blocks, done) -> blocks)
-                .thenCompose(blocks -> ipam.free(id.handle(), id.ifname(), blocks));
+                .thenCompose(blocks -> ipam.free(id.handle(), id.ifname(), blocks))
+                .thenApply(released -> {
+                    if (!released.isEmpty()) {
+                        podNetwork.addressesChanged(released);
+                    }
+                    return released;
+                });
+    }
+
+    /** @return the netconf's MTU when it gives one, else the pod network's */
+    private int mtu(int requested) {
+        return requested > 0 ? requested : podNetwork.podMtu();
     }
 
     private CompletionStage<Inspection> inspect(Inspect cmd) {
@@ -435,7 +461,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
             if (found.isEmpty() || cmd.ipamOnly()) {
                 return CompletableFuture.completedFuture(new Inspection(found.orElse(null), List.of()));
             }
-            PodAttachment pod = podAttachment(cmd.id(), cmd.netnsPath(), cmd.mtu(), found.get());
+            PodAttachment pod = podAttachment(cmd.id(), cmd.netnsPath(), mtu(cmd.mtu()), found.get());
             return onDataplane(() -> dataplane.check(pod)).thenApply(diffs -> new Inspection(found.get(), diffs));
         });
     }

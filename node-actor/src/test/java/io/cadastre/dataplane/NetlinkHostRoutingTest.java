@@ -319,6 +319,40 @@ class NetlinkHostRoutingTest {
         assertEquals(2, staticRoutes(ns).size(), "other protocols' routes survive Cadastre's removals");
     }
 
+    /**
+     * A host without a default route: proxy ARP answers the pod's ARP for 169.254.1.1 only once
+     * the host has a unicast route to it through another interface, so without Cadastre's
+     * {@code 169.254.1.1/32 dev lo} the pod reaches nothing, not even its host.
+     */
+    @Test
+    void aDeviceRouteToTheGatewayLetsPodsReachTheirHostWithoutADefaultRoute() throws Exception {
+        String fabric = net.fabric("fabric");
+        TestNet.Host h = net.host("h1", fabric, "198.19.5.11/24", "fd00:19:5::11/64");
+        enableForwarding(h);
+        String pod = net.pod(h, "p1", "198.18.5.5", "fd00:198::5:5");
+        assertFalse(TestNet.ping(pod, "198.19.5.11"), "no route to 169.254.1.1 on the host: no proxy ARP answer");
+        Route gateway = Route.device(IpPrefix.parse("169.254.1.1/32"), "lo");
+        assertEquals("169.254.1.1/32 dev lo", gateway.toString());
+
+        Result added = reconcile(h, new Desired(List.of(gateway), List.of()));
+
+        assertEquals(Set.of("route 169.254.1.1/32 dev lo proto 202"), texts(added.added()), added.toString());
+        assertClean(added);
+        assertEquals(Set.of("169.254.1.1 dev lo"), cadastreRoutes(h.netns(), "-4"));
+        TestNet.awaitPing(pod, "198.19.5.11");
+        TestNet.awaitPing(pod, "fd00:19:5::11");
+        assertEquals(0, reconcile(h, new Desired(List.of(gateway), List.of())).changes(), "the same route again");
+        HostRouting.Installed installed = h.call(() -> new NetlinkHostRouting().installed()).stream()
+                .filter(r -> r.destination().toString().equals("169.254.1.1/32")).findFirst().orElseThrow();
+        assertTrue(installed.ours(), installed.toString());
+        assertEquals("lo", installed.device());
+        assertEquals(null, installed.gateway());
+        assertFalse(installed.blackhole());
+        assertEquals(1, h.call(() -> new NetlinkHostRouting().installed()).stream()
+                .filter(r -> r.destination().toString().equals("198.18.5.5/32") && r.protocol() == Rtnl.RTPROT_BOOT
+                        && !r.ours()).count(), "the pod's own host route, another protocol's");
+    }
+
     @Test
     void devicesAndTheirEntriesAreReconciledAndOnlyCadastresAreTouched() throws Exception {
         TestNet.Host h = singleHost();

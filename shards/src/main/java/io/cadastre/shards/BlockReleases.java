@@ -32,6 +32,8 @@ import org.apache.pekko.pattern.StatusReply;
  */
 public final class BlockReleases {
     private final EntityAsks asks;
+    /** Told the pool of every block given back (routes to it go away at once); null: nobody. */
+    private final MeshHints hints;
 
     /** One claimed block: its pool and the node the pool gave it to. */
     public record Claim(String pool, String node) {}
@@ -46,11 +48,16 @@ public final class BlockReleases {
     public record Outcome(List<Cidr> released, List<Cidr> kept, Map<Cidr, IpamException> failed) {}
 
     public BlockReleases(ActorSystem<?> system, AskTimeouts timeouts) {
-        this(new EntityAsks(ClusterSharding.get(system), timeouts));
+        this(new EntityAsks(ClusterSharding.get(system), timeouts), MeshHints.get(system));
     }
 
     BlockReleases(EntityAsks asks) {
+        this(asks, null);
+    }
+
+    private BlockReleases(EntityAsks asks, MeshHints hints) {
         this.asks = asks;
+        this.hints = hints;
     }
 
     /**
@@ -108,9 +115,14 @@ public final class BlockReleases {
 
     private CompletionStage<Boolean> finish(String pool, Cidr block, String node) {
         return asks.askStatus(asks.pool(pool), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.FinishBlockRelease(block, r))
-                .thenCompose(done -> asks.askStatus(asks.node(node),
-                                (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAffineBlock(block, r))
-                        .handle((forgotten, error) -> true));
+                .thenCompose(done -> {
+                    if (hints != null) {
+                        hints.poolChanged(pool);
+                    }
+                    return asks.askStatus(asks.node(node),
+                                    (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAffineBlock(block, r))
+                            .handle((forgotten, error) -> true);
+                });
     }
 
 }

@@ -1,6 +1,7 @@
 package io.cadastre.shards;
 
 import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -20,6 +21,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
@@ -140,6 +143,14 @@ public final class CadastreMetrics implements Extension {
     private final Counter gcReclamations;
     private final Counter blocksReclaimed;
     private final Counter ipamRefreshFailures;
+    private final Counter routingReconciles;
+    private final Histogram routingReconcileDuration;
+    private final Counter routingChanges;
+    private final Counter routingErrors;
+    /** node → the routing layer's current gauges. */
+    private final Map<String, Supplier<RoutingGauges>> routing = new ConcurrentHashMap<>();
+    /** node → packets its pods' source filters dropped. */
+    private final Map<String, LongSupplier> spoofDrops = new ConcurrentHashMap<>();
     /** node → how many of its attachments wait for the reclaim grace (the node agent's {@code Reclaimer}). */
     private final Map<String, IntSupplier> gcCandidates = new ConcurrentHashMap<>();
     private volatile IpamUsage ipamUsage = IpamUsage.NONE;
@@ -175,6 +186,52 @@ public final class CadastreMetrics implements Extension {
         ipamRefreshFailures = Counter.builder().name("cadastre_ipam_metrics_refresh_failures_total")
                 .help("Readings of the cluster-wide IPAM usage that failed (an entity did not answer); the"
                         + " cadastre_ipam_* gauges then keep the last values read")
+                .register(registry);
+
+        routingReconciles = Counter.builder().name("cadastre_routing_reconciles_total")
+                .help("Reconciles of this host's routes to other hosts' pods, by result: ok, errors (the kernel refused"
+                        + " some objects), failed (the host's state could not be read)")
+                .labelNames("node", "result").register(registry);
+        routingReconcileDuration = durations("cadastre_routing_reconcile_duration_seconds",
+                "Time one reconcile of this host's routes, VXLAN devices and entries took", "node");
+        routingChanges = Counter.builder().name("cadastre_routing_changes_total")
+                .help("Objects reconciles programmed, by kind (route, device, address, fdb, neighbour) and change"
+                        + " (added, removed, replaced)")
+                .labelNames("node", "kind", "change").register(registry);
+        routingErrors = Counter.builder().name("cadastre_routing_errors_total")
+                .help("Objects the kernel refused during reconciles (or devices that could not be set up), by kind")
+                .labelNames("node", "kind").register(registry);
+        GaugeWithCallback.builder().name("cadastre_routing_routes")
+                .help("Routes this host wants, by type: block (another node's block), borrowed (a host route to an"
+                        + " address living on another node), blackhole (this node's own blocks), gateway (the pods' gateway)")
+                .labelNames("node", "type")
+                .callback(cb -> routing.forEach((node, g) -> g.get().routes().forEach((type, n) -> cb.call(n, node, type))))
+                .register(registry);
+        GaugeWithCallback.builder().name("cadastre_routing_peers")
+                .help("Other nodes this host routes to, by mode (direct, vxlan)")
+                .labelNames("node", "mode")
+                .callback(cb -> routing.forEach((node, g) -> g.get().peers().forEach((mode, n) -> cb.call(n, node, mode))))
+                .register(registry);
+        GaugeWithCallback.builder().name("cadastre_routing_entries")
+                .help("FDB and neighbour entries this host wants on its VXLAN devices, by kind (fdb, neighbour)")
+                .labelNames("node", "kind")
+                .callback(cb -> routing.forEach((node, g) -> {
+                    RoutingGauges now = g.get();
+                    cb.call(now.fdb(), node, "fdb");
+                    cb.call(now.neighbours(), node, "neighbour");
+                }))
+                .register(registry);
+        GaugeWithCallback.builder().name("cadastre_routing_conflicts")
+                .help("Wanted routes or devices left alone at the last reconcile because another owner's object is in"
+                        + " the way (a route of another protocol at the destination)")
+                .labelNames("node")
+                .callback(cb -> routing.forEach((node, g) -> cb.call(g.get().conflicts(), node)))
+                .register(registry);
+        CounterWithCallback.builder().name("cadastre_pod_spoofed_packets_dropped_total")
+                .help("Packets of this host's pods dropped at their host-side interface because their source was not"
+                        + " one of the pod's addresses (anti-spoofing), IPv4 and IPv6, since the agent started")
+                .labelNames("node")
+                .callback(cb -> spoofDrops.forEach((node, drops) -> cb.call(drops.getAsLong(), node)))
                 .register(registry);
 
         ipamGauge("cadastre_ipam_ippool_size", "Addresses in the pool's CIDR", List.of("pool"),
@@ -278,6 +335,71 @@ public final class CadastreMetrics implements Extension {
             throw new IllegalArgumentException("unknown block reclaim reason " + reason + " (known: " + BLOCK_REASONS + ")");
         }
         blocksReclaimed.labelValues(reason).inc();
+    }
+
+    /**
+     * The routing layer's current state, for the {@code cadastre_routing_*} gauges.
+     *
+     * @param routes route type (block, borrowed, blackhole, gateway) → how many this host wants
+     * @param peers mode (direct, vxlan) → how many nodes this host routes to that way
+     * @param fdb FDB entries wanted on the VXLAN devices
+     * @param neighbours neighbour entries wanted on the VXLAN devices
+     * @param conflicts objects left alone at the last reconcile (another owner's in the way)
+     */
+    public record RoutingGauges(Map<String, Long> routes, Map<String, Long> peers, long fdb, long neighbours, long conflicts) {
+        public static final RoutingGauges NONE = new RoutingGauges(Map.of(), Map.of(), 0, 0, 0);
+
+        public RoutingGauges {
+            routes = Map.copyOf(routes);
+            peers = Map.copyOf(peers);
+        }
+    }
+
+    /**
+     * Exposes the node's {@code cadastre_routing_routes}, {@code _peers}, {@code _entries} and
+     * {@code _conflicts} gauges, read at every scrape; a second call replaces the first.
+     */
+    public void watchRouting(String node, Supplier<RoutingGauges> gauges) {
+        routing.put(node, Objects.requireNonNull(gauges, "gauges"));
+        for (String result : List.of("ok", "errors", "failed")) {
+            routingReconciles.initLabelValues(node, result);
+        }
+    }
+
+    /**
+     * Counts one reconcile of the host's routes ({@code cadastre_routing_reconciles_total}) and
+     * observes its duration ({@code cadastre_routing_reconcile_duration_seconds}).
+     *
+     * @param result "ok", "errors" (some objects refused) or "failed" (the state could not be read)
+     */
+    public void routingReconciled(String node, String result, Duration took) {
+        routingReconciles.labelValues(node, result).inc();
+        routingReconcileDuration.labelValues(node).observe(seconds(took));
+    }
+
+    /**
+     * Counts programmed objects ({@code cadastre_routing_changes_total}).
+     *
+     * @param kind route, device, address, fdb or neighbour
+     * @param change added, removed or replaced
+     * @param count how many; 0 counts nothing
+     */
+    public void routingChanged(String node, String kind, String change, long count) {
+        if (count > 0) {
+            routingChanges.labelValues(node, kind, change).inc(count);
+        }
+    }
+
+    /** Counts objects the kernel refused ({@code cadastre_routing_errors_total}); 0 counts nothing. */
+    public void routingFailed(String node, String kind, long count) {
+        if (count > 0) {
+            routingErrors.labelValues(node, kind).inc(count);
+        }
+    }
+
+    /** Exposes {@code cadastre_pod_spoofed_packets_dropped_total{node}}, read at every scrape. */
+    public void watchSpoofDrops(String node, LongSupplier drops) {
+        spoofDrops.put(node, Objects.requireNonNull(drops, "drops"));
     }
 
     /** Replaces what the {@code cadastre_ipam_*} gauges report, at once for all of them. */

@@ -82,6 +82,8 @@ public final class Ipam {
     private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
     /** The blocks of other nodes this node has borrowed from. */
     private final BorrowedBlocks borrowed;
+    /** Tells every agent that a pool's claims changed, so that routes follow claims at once. */
+    private final MeshHints hints;
 
     /**
      * @param labels this node's labels, for the pools' node selectors
@@ -99,6 +101,7 @@ public final class Ipam {
         this.borrowed = new BorrowedBlocks(asks, node);
         this.defaultPools = List.copyOf(defaultPools);
         this.clock = clock;
+        this.hints = MeshHints.get(system);
     }
 
     /** @return this node's name */
@@ -470,6 +473,8 @@ public final class Ipam {
                     if (!blocks.contains(block)) {
                         blocks.add(block);
                     }
+                    // The claim is persisted: other hosts may route to the block now.
+                    hints.poolChanged(poolName);
                     return Done.getInstance();
                 });
     }

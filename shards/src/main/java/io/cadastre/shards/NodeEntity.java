@@ -61,7 +61,7 @@ public final class NodeEntity
 
     public sealed interface Command extends CborSerializable
             permits Register, MarkRemoved, GetAttachment, RecordAttachment, ForgetAttachment, NoteAffineBlock,
-                    ForgetAffineBlock, NoteBorrowedBlock, ForgetBorrowedBlock, GetBorrowedBlocks, GetNode {}
+                    ForgetAffineBlock, NoteBorrowedBlock, ForgetBorrowedBlock, GetBorrowedBlocks, GetNode, PublishPeer {}
 
     /**
      * Sent by the node's agent at start: records the node's labels (for pools' node selectors)
@@ -101,6 +101,12 @@ public final class NodeEntity
 
     public record GetNode(ActorRef<NodeView> replyTo) implements Command {}
 
+    /**
+     * Records what other hosts need to reach this node's pods (its agent sends it at start and
+     * whenever it changes); the same again persists nothing.
+     */
+    public record PublishPeer(PeerInfo peer, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+
     // ---- replies ----
 
     /** @param attachment the attachment, or {@code null} when unknown */
@@ -115,15 +121,17 @@ public final class NodeEntity
      * @param borrowedBlocks block → pool name, for the blocks of other nodes this node has borrowed from
      * @param labels the labels its agent registered, sorted by key
      * @param removed whether an operator removed the node (and its agent has not started since)
+     * @param peer what its agent last published for other hosts to reach its pods, or null
      */
     public record NodeView(List<AttachmentRecord> attachments, Map<Cidr, String> affineBlocks,
-            Map<Cidr, String> borrowedBlocks, Map<String, String> labels, boolean removed) implements CborSerializable {}
+            Map<Cidr, String> borrowedBlocks, Map<String, String> labels, boolean removed, PeerInfo peer)
+            implements CborSerializable {}
 
     // ---- events ----
 
     public sealed interface Event extends CborSerializable
             permits NodeRegistered, NodeRemoved, AttachmentRecorded, AttachmentForgotten, AffineBlockNoted,
-                    AffineBlockForgotten, BorrowedBlockNoted, BorrowedBlockForgotten {}
+                    AffineBlockForgotten, BorrowedBlockNoted, BorrowedBlockForgotten, PeerPublished {}
 
     public record NodeRegistered(Map<String, String> labels) implements Event {}
 
@@ -141,6 +149,8 @@ public final class NodeEntity
 
     public record BorrowedBlockForgotten(Cidr block) implements Event {}
 
+    public record PeerPublished(PeerInfo peer) implements Event {}
+
     // ---- state ----
 
     /**
@@ -152,9 +162,12 @@ public final class NodeEntity
      *     were recorded) becomes empty
      * @param labels label key → value; {@code null} (an older snapshot) becomes empty
      * @param removed whether an operator removed the node
+     * @param peer what the node's agent published for other hosts; null before it did (and in
+     *     snapshots from before peers existed)
      */
     public record State(Map<String, AttachmentRecord> attachments, Map<Cidr, String> affineBlocks,
-            Map<Cidr, String> borrowedBlocks, Map<String, String> labels, boolean removed) implements CborSerializable {
+            Map<Cidr, String> borrowedBlocks, Map<String, String> labels, boolean removed, PeerInfo peer)
+            implements CborSerializable {
         public State {
             if (borrowedBlocks == null) {
                 borrowedBlocks = new TreeMap<>();
@@ -166,11 +179,15 @@ public final class NodeEntity
 
         State copy() {
             return new State(new LinkedHashMap<>(attachments), new TreeMap<>(affineBlocks), new TreeMap<>(borrowedBlocks),
-                    new TreeMap<>(labels), removed);
+                    new TreeMap<>(labels), removed, peer);
         }
 
         State withRegistration(Map<String, String> newLabels, boolean isRemoved) {
-            return new State(attachments, affineBlocks, borrowedBlocks, new TreeMap<>(newLabels), isRemoved);
+            return new State(attachments, affineBlocks, borrowedBlocks, new TreeMap<>(newLabels), isRemoved, peer);
+        }
+
+        State withPeer(PeerInfo newPeer) {
+            return new State(attachments, affineBlocks, borrowedBlocks, labels, removed, newPeer);
         }
     }
 
@@ -208,7 +225,7 @@ public final class NodeEntity
 
     @Override
     public State emptyState() {
-        return new State(new LinkedHashMap<>(), new TreeMap<>(), new TreeMap<>(), new TreeMap<>(), false);
+        return new State(new LinkedHashMap<>(), new TreeMap<>(), new TreeMap<>(), new TreeMap<>(), false, null);
     }
 
     @Override
@@ -281,7 +298,11 @@ public final class NodeEntity
                         new BorrowedBlocks(new TreeMap<>(state.borrowedBlocks()))))
                 .onCommand(GetNode.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
                         new NodeView(List.copyOf(state.attachments().values()), new TreeMap<>(state.affineBlocks()),
-                                new TreeMap<>(state.borrowedBlocks()), new TreeMap<>(state.labels()), state.removed())))
+                                new TreeMap<>(state.borrowedBlocks()), new TreeMap<>(state.labels()), state.removed(),
+                                state.peer())))
+                .onCommand(PublishPeer.class, (state, cmd) -> cmd.peer().equals(state.peer())
+                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                        : Effect().persist(new PeerPublished(cmd.peer())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
                 .build();
     }
 
@@ -311,6 +332,7 @@ public final class NodeEntity
                     state.borrowedBlocks().put(e.block(), e.pool());
                     return state;
                 })
+                .onEvent(PeerPublished.class, (state, e) -> state.withPeer(e.peer()))
                 .onEvent(BorrowedBlockForgotten.class, (state, e) -> {
                     state.borrowedBlocks().remove(e.block());
                     return state;

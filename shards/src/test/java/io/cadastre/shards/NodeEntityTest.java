@@ -171,4 +171,37 @@ class NodeEntityTest {
                 r -> new NodeEntity.GetAttachment("net.c2", "eth0", r)).reply();
         assertEquals("/var/run/netns/cni-1", found.attachment().netnsPath());
     }
+
+    private static PeerInfo peer(String tunnel) {
+        return new PeerInfo("node-a", "cross-subnet", "eth0", "198.19.255.11/24", "fd00:19:255::11/64", "02:ca:da:01:02:03",
+                tunnel, null, 1500);
+    }
+
+    @Test
+    void aPublishedPeerIsPersistedOnceAndSurvivesARestart() {
+        var first = kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.PublishPeer(peer(null), r));
+        assertTrue(first.reply().isSuccess());
+        assertEquals(new NodeEntity.PeerPublished(peer(null)), first.event());
+        assertTrue(kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.PublishPeer(peer(null), r)).events().isEmpty(),
+                "the same peer again persists nothing");
+        var changed = kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.PublishPeer(peer("198.18.0.1"), r));
+        assertEquals(new NodeEntity.PeerPublished(peer("198.18.0.1")), changed.event());
+
+        kit.restart();
+
+        assertEquals(peer("198.18.0.1"), kit.<NodeEntity.NodeView>runCommand(NodeEntity.GetNode::new).reply().peer());
+        // An operator's removal keeps the record; the routing layer withdraws a removed node's peer.
+        kit.runCommand(NodeEntity.MarkRemoved::new);
+        NodeEntity.NodeView removed = kit.<NodeEntity.NodeView>runCommand(NodeEntity.GetNode::new).reply();
+        assertTrue(removed.removed());
+        assertEquals(peer("198.18.0.1"), removed.peer());
+    }
+
+    @Test
+    void aSnapshotFromBeforePeersRecoversWithoutOne() {
+        NodeEntity.State state = (NodeEntity.State) readAs(new StateBeforeNetns(Map.of(), Map.of(block(7), "pool"), Map.of()),
+                NodeEntity.State.class);
+        assertNull(state.peer());
+        assertEquals(Map.of(block(7), "pool"), state.affineBlocks());
+    }
 }

@@ -58,6 +58,8 @@ public final class SingleHostAgent implements AutoCloseable {
                 cadastre.cni-socket = "%s"
                 cadastre.admin.bind = "127.0.0.1:%d"
                 cadastre.cluster.port = 0
+                # The machine's own namespace: the agent must not route (forwarding, routes, devices).
+                cadastre.routing.mode = none
                 """.formatted(IPV4_POOL, IPV6_POOL, dir.resolve("data"), dir.resolve("cni.sock"), freePort()));
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         command.addAll(JVM_FLAGS);
