@@ -65,13 +65,27 @@ class CadastreMetricsTest {
                 Map.entry("cadastre_ipam_allocations_in_use", "gauge [node, pool]"),
                 Map.entry("cadastre_ipam_allocations_borrowed", "gauge [node, pool]"),
                 Map.entry("cadastre_ipam_blocks", "gauge [node, pool]"),
-                Map.entry("cadastre_ipam_blocks_per_node", "gauge [node]")));
+                Map.entry("cadastre_ipam_blocks_per_node", "gauge [node]"),
+                Map.entry("cadastre_routing_reconciles", "counter [node, result]"),
+                Map.entry("cadastre_routing_reconcile_duration_seconds", "histogram [node]"),
+                Map.entry("cadastre_routing_changes", "counter [change, kind, node]"),
+                Map.entry("cadastre_routing_errors", "counter [kind, node]"),
+                Map.entry("cadastre_routing_routes", "gauge [node, type]"),
+                Map.entry("cadastre_routing_peers", "gauge [mode, node]"),
+                Map.entry("cadastre_routing_entries", "gauge [kind, node]"),
+                Map.entry("cadastre_routing_conflicts", "gauge [node]"),
+                Map.entry("cadastre_pod_spoofed_packets_dropped", "counter [node]")));
         // one series of each, so that every metric shows its labels
         metrics.cniAnswered("ADD", "ok", Duration.ofMillis(3));
         metrics.recovery(CadastreMetrics.ENTITY_BLOCK).completed(Duration.ofMillis(20));
         metrics.watchGcCandidates("n1", () -> 0);
         metrics.ipamRefreshFailed();
         metrics.publishIpamUsage(new IpamUsage(Map.of("p", 256.0), List.of(new NodeUsage("p", "n1", 1, 0, 1))));
+        metrics.routingReconciled("n1", "ok", Duration.ofMillis(2));
+        metrics.routingChanged("n1", "route", "added", 1);
+        metrics.routingFailed("n1", "route", 1);
+        metrics.watchRouting("n1", () -> new CadastreMetrics.RoutingGauges(Map.of("blackhole", 1L), Map.of("direct", 1L), 1, 1, 0));
+        metrics.watchSpoofDrops("n1", () -> 0);
 
         Map<String, String> found = new TreeMap<>();
         for (MetricSnapshot s : metrics.registry().scrape()) {
