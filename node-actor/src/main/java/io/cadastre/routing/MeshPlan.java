@@ -33,7 +33,8 @@ import java.util.TreeSet;
  * <ul>
  *   <li>every block affine to this node: a blackhole, so that traffic to its unallocated addresses
  *       goes nowhere instead of to the default route (Calico felix's route_mgr blackholes its own
- *       blocks the same way);
+ *       blocks the same way); not a block of one address (/32, /128), whose pod's own host route
+ *       has the same key to the kernel;
  *   <li>every block affine to another node that is not removed and has published a peer: a route
  *       to that peer, direct or over VXLAN by the mode (below);
  *   <li>every address held by a node other than its block's (borrowed), living on another node: a
@@ -183,7 +184,12 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
             IpPrefix block = IpPrefix.parse(e.getKey().toString());
             String owner = e.getValue().node();
             if (owner.equals(self.node())) {
-                routes.put(block, new PlannedRoute(RouteType.BLACKHOLE, owner, Route.blackhole(block)));
+                // A block of one address (/32, /128) holds only the pod's: its host route through
+                // the pod's veth is the route, and a blackhole there would be the same key to the
+                // kernel (destination and metric), refusing the pod's route.
+                if (block.length() < block.address().getAddress().length * 8) {
+                    routes.put(block, new PlannedRoute(RouteType.BLACKHOLE, owner, Route.blackhole(block)));
+                }
                 continue;
             }
             NodeFacts facts = state.nodes().get(owner);

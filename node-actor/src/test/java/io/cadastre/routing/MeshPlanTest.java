@@ -125,6 +125,12 @@ class MeshPlanTest {
                 Set.of("169.254.1.1/32 dev lo", "blackhole 198.18.1.0/26", "blackhole fd00:198::1:0/122",
                         "198.18.1.9/32 via 198.19.255.12 dev eth0 onlink"),
                 Set.of(), List.of("address 198.18.1.9 is recorded by nodes h2 and h3: routed to h2"), Set.of()));
+        cases.add(new Case("blocks of one address: no blackhole for an own one (the pod's route is the route)",
+                self(RoutingMode.DIRECT, V4_ONLY, false),
+                state().claim("198.18.200.0/32", "h1").claim("198.18.200.1/32", "h2")
+                        .node("h2", "direct", "198.19.255.12/24", null, false).build(),
+                Set.of("169.254.1.1/32 dev lo", "198.18.200.1/32 via 198.19.255.12 dev eth0 onlink"),
+                Set.of(), List.of(), Set.of()));
         cases.add(new Case("mode none: nothing at all",
                 self(RoutingMode.NONE, UNDERLAY, true),
                 state().block(1, "h1").block(2, "h2").node("h2", "direct", "198.19.255.12/24", null, false).build(),
