@@ -81,11 +81,11 @@ class CadastreMetricsTest {
         metrics.watchGcCandidates("n1", () -> 0);
         metrics.ipamRefreshFailed();
         metrics.publishIpamUsage(new IpamUsage(Map.of("p", 256.0), List.of(new NodeUsage("p", "n1", 1, 0, 1))));
-        metrics.routingReconciled("n1", "ok", Duration.ofMillis(2));
-        metrics.routingChanged("n1", "route", "added", 1);
-        metrics.routingFailed("n1", "route", 1);
-        metrics.watchRouting("n1", () -> new CadastreMetrics.RoutingGauges(Map.of("blackhole", 1L), Map.of("direct", 1L), 1, 1, 0));
-        metrics.watchSpoofDrops("n1", () -> 0);
+        metrics.watchRouting("n1", () -> new CadastreMetrics.RoutingGauges(Map.of("block", 2L), Map.of("vxlan", 1L), 1, 1, 0));
+        metrics.routingReconciled("n1", "ok", Duration.ofMillis(4));
+        metrics.routingChanged("n1", "route", "added", 2);
+        metrics.routingFailed("n1", "fdb", 1);
+        metrics.watchSpoofDrops("n1", () -> 7);
 
         Map<String, String> found = new TreeMap<>();
         for (MetricSnapshot s : metrics.registry().scrape()) {
@@ -95,6 +95,31 @@ class CadastreMetricsTest {
             found.put(s.getMetadata().getName(), type + " " + new ArrayList<>(labels));
         }
         assertEquals(expected, found);
+    }
+
+    @Test
+    void routingMetricsReadTheRoutersStateAndCountItsReconciles() {
+        CadastreMetrics metrics = new CadastreMetrics();
+        metrics.watchRouting("n1", () -> new CadastreMetrics.RoutingGauges(Map.of("block", 3L, "blackhole", 2L),
+                Map.of("direct", 2L, "vxlan", 1L), 2, 2, 1));
+        metrics.routingReconciled("n1", "ok", Duration.ofMillis(4));
+        metrics.routingReconciled("n1", "errors", Duration.ofMillis(6));
+        metrics.routingChanged("n1", "route", "added", 3);
+        metrics.routingChanged("n1", "route", "added", 0);
+        metrics.routingFailed("n1", "device", 1);
+        metrics.watchSpoofDrops("n1", () -> 42);
+        assertEquals(3.0, metrics.sample("cadastre_routing_routes", "node", "n1", "type", "block").orElseThrow());
+        assertEquals(1.0, metrics.sample("cadastre_routing_peers", "node", "n1", "mode", "vxlan").orElseThrow());
+        assertEquals(2.0, metrics.sample("cadastre_routing_entries", "node", "n1", "kind", "fdb").orElseThrow());
+        assertEquals(1.0, metrics.sample("cadastre_routing_conflicts", "node", "n1").orElseThrow());
+        assertEquals(1.0, metrics.sample("cadastre_routing_reconciles_total", "node", "n1", "result", "ok").orElseThrow());
+        assertEquals(0.0, metrics.sample("cadastre_routing_reconciles_total", "node", "n1", "result", "failed").orElseThrow(),
+                "every result starts at 0");
+        assertEquals(2.0, metrics.sample("cadastre_routing_reconcile_duration_seconds_count", "node", "n1").orElseThrow());
+        assertEquals(3.0, metrics.sample("cadastre_routing_changes_total", "node", "n1", "kind", "route", "change", "added")
+                .orElseThrow());
+        assertEquals(1.0, metrics.sample("cadastre_routing_errors_total", "node", "n1", "kind", "device").orElseThrow());
+        assertEquals(42.0, metrics.sample("cadastre_pod_spoofed_packets_dropped_total", "node", "n1").orElseThrow());
     }
 
     @Test

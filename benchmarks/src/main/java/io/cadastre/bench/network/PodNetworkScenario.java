@@ -11,7 +11,6 @@ import io.cadastre.bench.report.Plot;
 import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.chaos.Cni;
 import io.cadastre.chaos.Member;
-import io.cadastre.chaos.Topology;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -37,9 +36,10 @@ import java.util.regex.Pattern;
  *   <li>TCP throughput pod-to-pod against host-to-host (h1's underlay address to h2's) with
  *       iperf3, the two interleaved in a seeded random order within each mode's rounds;
  *   <li>round-trip latency the same way (busybox ping, one echo every 10 ms);
- *   <li>route convergence: a pod ADDed on h2 in the {@code bench-claims} pool (/32 blocks: every
- *       ADD claims a new block, whose route h1 must learn) while the pod on h1 pings its address
- *       every 5 ms; from the ADD's reply (the plugin's exit) to the first echo;
+ *   <li>route convergence: a pod ADDed on h2 (h3 in the vxlan block) in the {@code bench-claims}
+ *       pool (/32 blocks: every ADD claims a new block while none is freed, whose route h1 must
+ *       learn) while the pod on h1 pings its address every 5 ms; from the ADD's reply (the plugin's
+ *       exit) to the first echo;
  *   <li>entries per host as the cluster grows: {@link RoutingScaleProbe} in a scratch namespace
  *       reconciles for real what {@code MeshPlan} computes for N nodes behind a router (VXLAN to
  *       all, 2 blocks per family each), and times it; plus what h1 holds in vxlan mode.
@@ -101,9 +101,10 @@ public final class PodNetworkScenario implements Scenario {
 
     private Block measure(BenchContext context, List<Member> members, String mode, Random random, List<String> notes)
             throws Exception {
-        Topology topology = context.topology();
         Member h1 = members.get(0);
         Member h2 = members.get(1);
+        // The new blocks' host: one that has none in the claims pool yet, so that every ADD claims one.
+        Member claimer = members.get(mode.equals("direct") ? 1 : 2);
         String tag = "cadbench-net-" + mode + "-";
         List<String> namespaces = new java.util.concurrent.CopyOnWriteArrayList<>();
         // A suite stopped with SIGTERM runs no finally: the pods' namespaces go in a shutdown hook then.
@@ -134,9 +135,14 @@ public final class PodNetworkScenario implements Scenario {
                 work.forEach(Runnable::run);
             }
             List<Double> convergence = new ArrayList<>();
+            List<Pod> claimed = new ArrayList<>();
             int samples = context.quick() ? 3 : CONVERGENCE_SAMPLES;
             for (int i = 0; i < samples; i++) {
-                convergence(a, h2, tag + "c" + i, namespaces, notes).ifPresent(convergence::add);
+                convergence(a, claimer, tag + "c" + i, namespaces, claimed, notes).ifPresent(convergence::add);
+            }
+            // Deleted only now: a pod deleted at once would leave its /32 block free for the next ADD.
+            for (Pod p : claimed) {
+                Cni.run("DEL", p.containerId(), "/var/run/netns/" + p.netns(), Cni.full(p.member()));
             }
             String entries = entries(h1.host.netns());
             notes.add("mode " + mode + ": h1 holds " + entries + "; h1 reaches the pod on h2 by " + via);
@@ -178,7 +184,7 @@ public final class PodNetworkScenario implements Scenario {
      *     plugin exited); empty when the address was not the one predicted
      */
     private java.util.Optional<Double> convergence(Pod from, Member on, String netns, List<String> namespaces,
-            List<String> notes) throws Exception {
+            List<Pod> claimed, List<String> notes) throws Exception {
         String predicted = "198.18.200." + nextClaim;
         Process ping = new ProcessBuilder("ip", "netns", "exec", from.netns(), "busybox", "ping", "-i", "0.005", "-w", "8",
                 predicted).redirectErrorStream(true).start();
@@ -201,6 +207,7 @@ public final class PodNetworkScenario implements Scenario {
             TimeUnit.MILLISECONDS.sleep(100); // the pinger runs before the ADD
             Pod pod = add(on, netns, BenchContext.CLAIM_POOL, namespaces);
             long replied = System.nanoTime();
+            claimed.add(pod);
             nextClaim++;
             if (!predicted.equals(pod.address())) {
                 notes.add("a convergence sample got " + pod.address() + ", not " + predicted + ": skipped");
@@ -208,7 +215,6 @@ public final class PodNetworkScenario implements Scenario {
                 return java.util.Optional.empty();
             }
             long echo = first.get(10, TimeUnit.SECONDS);
-            Cni.run("DEL", pod.containerId(), "/var/run/netns/" + pod.netns(), Cni.full(on));
             if (echo < 0) {
                 throw new IllegalStateException("no echo from " + predicted + " within 8 s of its ADD");
             }
@@ -276,7 +282,7 @@ public final class PodNetworkScenario implements Scenario {
 
     /** @return {@code ip route get ADDRESS} in the namespace, e.g. {@code "... via 198.19.255.12 dev eth0 ..."} */
     private static String routeTo(String netns, String address) {
-        return run("ip", "-n", netns, "route", "get", address).strip();
+        return run("ip", "-n", netns, "route", "get", address).lines().findFirst().orElse("").strip();
     }
 
     /** @return what the host holds of Cadastre's: routes of protocol 202, FDB and permanent neighbour entries */
@@ -286,7 +292,7 @@ public final class PodNetworkScenario implements Scenario {
         long fdb = 0;
         long neighbours = 0;
         for (String dev : List.of("cadastre.vx4", "cadastre.vx6")) {
-            if (run("ip", "-n", netns, "link", "show", dev).contains(dev)) {
+            if (run("ip", "-n", netns, "-o", "link", "show", "dev", dev).matches("(?s)\\d+: .*")) {
                 fdb += run("bridge", "-n", netns, "fdb", "show", "dev", dev).lines().filter(l -> l.contains("dst")).count();
                 neighbours += run("ip", "-n", netns, "neigh", "show", "dev", dev, "nud", "permanent").lines().count();
             }
