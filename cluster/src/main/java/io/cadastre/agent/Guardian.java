@@ -11,6 +11,10 @@ import io.cadastre.routing.MeshRouter;
 import io.cadastre.shards.MeshHints;
 import io.cadastre.shards.MeshReads;
 import io.cadastre.http.CniSocketServer;
+import io.cadastre.kube.AnnotatedIpamChoice;
+import io.cadastre.kube.KubeApi;
+import io.cadastre.kube.NodeLabels;
+import io.cadastre.kube.PodIpamChoice;
 import io.cadastre.node.NodeAgent;
 import io.cadastre.node.Reclaimer;
 import io.cadastre.shards.BlockEntity;
@@ -117,10 +121,15 @@ public final class Guardian {
             NodeEntity.init(ctx.getSystem());
 
             ExecutorService dataplaneThreads = Executors.newFixedThreadPool(settings.dataplaneThreads(), platformThreads());
+            KubeApi kube = settings.kubernetes().enabled() ? KubeApi.connect(settings.kubernetes()) : null;
             PoolCatalog catalog = new PoolCatalog(ctx.getSystem(), settings.askTimeouts(), settings.poolCatalogMaxAge());
             Pools pools = new Pools(ctx.getSystem(), settings.askTimeouts(), catalog);
             Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.nodeLabels(), catalog, settings.defaultPools(),
                     settings.askTimeouts(), Clock.systemUTC());
+            NodeLabels nodeLabels = new NodeLabels(ipam);
+            if (kube != null) {
+                kube.start(nodeLabels::onNode);
+            }
             Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace());
             BlockReclaimer blockReclaimer = new BlockReclaimer(ctx.getSystem(), settings.askTimeouts(), catalog,
                     settings.blockReclaim().interval(), settings.blockReclaim().grace());
@@ -135,7 +144,8 @@ public final class Guardian {
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
             MemberFence fence = MemberFence.get(ctx.getSystem());
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
-                    settings.askTimeouts().total().multipliedBy(3), ipam::poolSpec, fence);
+                    settings.askTimeouts().total().multipliedBy(3), ipam::poolSpec, fence,
+                    kube == null ? PodIpamChoice.NONE : new AnnotatedIpamChoice(kube));
             CadastreMetrics metrics = CadastreMetrics.get(ctx.getSystem());
             CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend, metrics::cniAnswered),
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
@@ -156,6 +166,9 @@ public final class Guardian {
                     (java.util.function.Supplier<CompletionStage<Done>>) admin::stop);
             shutdown.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "stop-dataplane-threads", (java.util.function.Supplier<CompletionStage<Done>>) () -> {
                 dataplaneThreads.shutdown();
+                if (kube != null) {
+                    kube.close();
+                }
                 return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
             });
 
@@ -169,14 +182,16 @@ public final class Guardian {
                     up -> new RouterTell(MeshRouter.memberUp())), ClusterEvent.MemberUp.class));
             return Behaviors.withTimers(timers -> {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
-                return starting(ctx, settings, pools, ipam, blockReclaimer, server, admin, socketOpen, router);
+                return starting(ctx, settings, pools, ipam, blockReclaimer, server, admin, socketOpen, router,
+                        kube == null ? java.util.concurrent.CompletableFuture.completedFuture(null)
+                                : nodeLabels.firstTakenIn(settings.kubernetes().labelsWait()));
             });
         });
     }
 
     private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Pools pools, Ipam ipam,
             BlockReclaimer blockReclaimer, CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen,
-            ActorRef<MeshRouter.Command> router) {
+            ActorRef<MeshRouter.Command> router, CompletionStage<Void> labelsRead) {
         return Behaviors.receive(Object.class)
                 .onMessage(RouterTell.class, tell -> {
                     router.tell(tell.command());
@@ -202,7 +217,9 @@ public final class Guardian {
                     return Behaviors.same();
                 })
                 .onMessage(DefinePools.class, define -> {
-                    ctx.pipeToSelf(pools.defineConfigured(settings.pools()).thenCompose(d -> ipam.registerNode()),
+                    // With Kubernetes, the Node's labels first (bounded): the pools' selectors match them.
+                    ctx.pipeToSelf(pools.defineConfigured(settings.pools()).thenCompose(d -> labelsRead)
+                                    .thenCompose(d -> ipam.registerNode()),
                             (done, failure) -> failure == null ? new Started(server) : new DefineFailed(failure));
                     return Behaviors.same();
                 })
@@ -227,7 +244,7 @@ public final class Guardian {
                     socketOpen.set(true);
                     router.tell(MeshRouter.Start.INSTANCE);
                     ctx.getLog().info("cadastre-agent ready: node {} (labels {}), CNI socket {}, pools {}", settings.nodeName(),
-                            settings.nodeLabels(), settings.cniSocket(), pools.catalog().last().map(c -> c.pools().values().stream()
+                            ipam.labels(), settings.cniSocket(), pools.catalog().last().map(c -> c.pools().values().stream()
                                     .map(p -> p.name() + "=" + p.cidr()).toList()).orElse(List.of()));
                     ctx.pipeToSelf(admin.start(), (bound, failure) -> {
                         if (failure == null) {
