@@ -12,10 +12,12 @@ import io.cadastre.shards.MeshHints;
 import io.cadastre.shards.MeshReads;
 import io.cadastre.http.CniSocketServer;
 import io.cadastre.kube.AnnotatedIpamChoice;
+import io.cadastre.kube.ApiPodPresence;
 import io.cadastre.kube.KubeApi;
 import io.cadastre.kube.NodeLabels;
 import io.cadastre.kube.PodIpamChoice;
 import io.cadastre.node.NodeAgent;
+import io.cadastre.node.PodPresence;
 import io.cadastre.node.Reclaimer;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.BlockReclaimer;
@@ -130,7 +132,8 @@ public final class Guardian {
             if (kube != null) {
                 kube.start(nodeLabels::onNode);
             }
-            Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace());
+            Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace(),
+                    kube != null && settings.kubernetes().reclaimDeletedPods() ? new ApiPodPresence(kube) : PodPresence.NONE);
             BlockReclaimer blockReclaimer = new BlockReclaimer(ctx.getSystem(), settings.askTimeouts(), catalog,
                     settings.blockReclaim().interval(), settings.blockReclaim().grace());
             CadastreMetrics routingMetrics = CadastreMetrics.get(ctx.getSystem());

@@ -50,12 +50,14 @@ public final class KubeApi implements AutoCloseable {
     private final String namespace;
     private final Duration requestTimeout;
     private final ExecutorService calls;
+    private final boolean serverSelectsPods;
     private volatile SharedIndexInformer<Node> ownNode;
     private volatile SharedIndexInformer<Namespace> namespaces;
     private volatile SharedIndexInformer<Pod> pods;
 
-    private KubeApi(KubernetesClient client, String node, String namespace, Duration requestTimeout) {
+    private KubeApi(KubernetesClient client, String node, String namespace, Duration requestTimeout, boolean serverSelectsPods) {
         this.client = client;
+        this.serverSelectsPods = serverSelectsPods;
         this.node = node;
         this.namespace = namespace == null || namespace.isEmpty() ? client.getNamespace() : namespace;
         this.requestTimeout = requestTimeout;
@@ -78,16 +80,20 @@ public final class KubeApi implements AutoCloseable {
                 .withConnectionTimeout(timeoutMs)
                 .build();
         return new KubeApi(new KubernetesClientBuilder().withConfig(config).build(), settings.nodeName(), settings.namespace(),
-                settings.requestTimeout());
+                settings.requestTimeout(), true);
     }
 
     /**
      * Over a client made elsewhere (tests: the mock API server's); {@link #close()} closes it.
      *
      * @param namespace the agents' namespace; empty for the client's
+     * @param serverSelectsPods whether the server can select pods by {@code spec.nodeName} (an API
+     *     server can; fabric8's mock server cannot, and then the pod cache holds every pod, which
+     *     readers tolerate: they check the pod's node themselves)
      */
-    public static KubeApi over(KubernetesClient client, String node, String namespace, Duration requestTimeout) {
-        return new KubeApi(client, node, namespace, requestTimeout);
+    public static KubeApi over(KubernetesClient client, String node, String namespace, Duration requestTimeout,
+            boolean serverSelectsPods) {
+        return new KubeApi(client, node, namespace, requestTimeout, serverSelectsPods);
     }
 
     /** @return this host's Node name */
@@ -133,8 +139,8 @@ public final class KubeApi implements AutoCloseable {
         });
         namespaces = started(client.namespaces().runnableInformer(0), "namespaces", null);
         // spec.nodeName: the API server sends only this node's pods (the kubelet's own selector).
-        pods = started(client.pods().inAnyNamespace().withField("spec.nodeName", node).runnableInformer(0),
-                "pods of node " + node, null);
+        pods = started(serverSelectsPods ? client.pods().inAnyNamespace().withField("spec.nodeName", node).runnableInformer(0)
+                : client.pods().inAnyNamespace().runnableInformer(0), "pods of node " + node, null);
     }
 
     /**

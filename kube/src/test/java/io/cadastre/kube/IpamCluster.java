@@ -28,7 +28,12 @@ final class IpamCluster implements AutoCloseable {
     final Pools pools;
 
     IpamCluster(String name, List<PoolSpec> specs) {
-        testKit = TestCluster.start(name, "pekko.loglevel = WARNING");
+        this(name, specs, "");
+    }
+
+    /** @param overrides HOCON over TestCluster's ({@code pekko.actor.serialize-messages = off} for a local node agent) */
+    IpamCluster(String name, List<PoolSpec> specs, String overrides) {
+        testKit = TestCluster.start(name, overrides + "\npekko.loglevel = WARNING");
         pools = new Pools(system(), TIMEOUTS, new PoolCatalog(system(), TIMEOUTS, Duration.ofMillis(100)));
         await(pools.defineConfigured(specs));
     }

@@ -39,7 +39,8 @@ final class MockApi implements AutoCloseable {
 
     /** @return the API as the agent of {@code node} sees it; close it after the test */
     KubeApi agentApi(String node, Duration requestTimeout) {
-        return KubeApi.over(server.createClient(), node, AGENTS, requestTimeout);
+        // The mock server cannot select pods by spec.nodeName: the agent's pod cache holds them all.
+        return KubeApi.over(server.createClient(), node, AGENTS, requestTimeout, false);
     }
 
     KubernetesClient admin() {
