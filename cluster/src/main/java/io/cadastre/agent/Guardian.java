@@ -13,6 +13,7 @@ import io.cadastre.shards.MeshReads;
 import io.cadastre.http.CniSocketServer;
 import io.cadastre.kube.AnnotatedIpamChoice;
 import io.cadastre.kube.ApiPodPresence;
+import io.cadastre.kube.DeletedNodeReleaser;
 import io.cadastre.kube.KubeApi;
 import io.cadastre.kube.NodeLabels;
 import io.cadastre.kube.PodIpamChoice;
@@ -154,8 +155,12 @@ public final class Guardian {
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
 
             AtomicBoolean socketOpen = new AtomicBoolean();
-            AdminServer admin = new AdminServer(ctx.getSystem(),
-                    new Inventory(ctx.getSystem(), pools, settings.askTimeouts()), ipam,
+            Inventory inventory = new Inventory(ctx.getSystem(), pools, settings.askTimeouts());
+            DeletedNodeReleaser nodeReleaser = kube == null || !settings.kubernetes().nodeRelease().enabled() ? null
+                    : new DeletedNodeReleaser(DeletedNodeReleaser.adminNodes(inventory), DeletedNodeReleaser.nodeObjects(kube),
+                            settings.kubernetes().nodeRelease().grace(), settings.kubernetes().nodeRelease().interval(),
+                            System::nanoTime);
+            AdminServer admin = new AdminServer(ctx.getSystem(), inventory, ipam,
                     () -> unreadiness(cluster, socketOpen), adminSettings,
                     new MeshRoutes(router, ctx.getSystem(), settings.nodeName(), settings.askTimeouts().total()));
 
@@ -185,7 +190,7 @@ public final class Guardian {
                     up -> new RouterTell(MeshRouter.memberUp())), ClusterEvent.MemberUp.class));
             return Behaviors.withTimers(timers -> {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
-                return starting(ctx, settings, pools, ipam, blockReclaimer, server, admin, socketOpen, router,
+                return starting(ctx, settings, pools, ipam, blockReclaimer, nodeReleaser, server, admin, socketOpen, router,
                         kube == null ? java.util.concurrent.CompletableFuture.completedFuture(null)
                                 : nodeLabels.firstTakenIn(settings.kubernetes().labelsWait()));
             });
@@ -193,7 +198,8 @@ public final class Guardian {
     }
 
     private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Pools pools, Ipam ipam,
-            BlockReclaimer blockReclaimer, CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen,
+            BlockReclaimer blockReclaimer, DeletedNodeReleaser nodeReleaser, CniSocketServer server, AdminServer admin,
+            AtomicBoolean socketOpen,
             ActorRef<MeshRouter.Command> router, CompletionStage<Void> labelsRead) {
         return Behaviors.receive(Object.class)
                 .onMessage(RouterTell.class, tell -> {
@@ -216,6 +222,9 @@ public final class Guardian {
                     ctx.getLog().info("cluster member up; defining the pools");
                     // Runs on the oldest member; here it may only be a proxy.
                     BlockReclaimer.startSingleton(ctx.getSystem(), blockReclaimer);
+                    if (nodeReleaser != null) {
+                        DeletedNodeReleaser.startSingleton(ctx.getSystem(), nodeReleaser);
+                    }
                     ctx.getSelf().tell(new DefinePools());
                     return Behaviors.same();
                 })
