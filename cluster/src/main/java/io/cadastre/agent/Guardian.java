@@ -13,6 +13,7 @@ import io.cadastre.shards.MeshReads;
 import io.cadastre.http.CniSocketServer;
 import io.cadastre.kube.AnnotatedIpamChoice;
 import io.cadastre.kube.ApiPodPresence;
+import io.cadastre.kube.ClusterBootstrap;
 import io.cadastre.kube.DeletedNodeReleaser;
 import io.cadastre.kube.KubeApi;
 import io.cadastre.kube.NodeLabels;
@@ -59,7 +60,8 @@ import org.apache.pekko.cluster.typed.Subscribe;
 
 /**
  * The agent's root actor. Start-up, in order: prepare the journal ({@link Persistence#prepare}:
- * connected, tables there), join the cluster (alone when no seed nodes are configured) and wait
+ * connected, tables there), join the cluster (through the seed nodes, alone when none are
+ * configured, or — with {@code cadastre.kubernetes} — through the agents' pods, {@link ClusterBootstrap}) and wait
  * until this member is Up, start the cluster's {@link BlockReclaimer} singleton (or its proxy),
  * define the configured pools, and only then open the CNI socket, so that a plugin that can
  * connect is served; then bind the admin API (its {@code /readyz} says ready while the member is
@@ -132,6 +134,10 @@ public final class Guardian {
             NodeLabels nodeLabels = new NodeLabels(ipam);
             if (kube != null) {
                 kube.start(nodeLabels::onNode);
+                if (settings.kubernetes().bootstrap().enabled()) {
+                    // Answered from the start: other agents ask before this one has joined.
+                    ctx.spawn(ClusterBootstrap.responder(), ClusterBootstrap.PROBE_NAME);
+                }
             }
             Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace(),
                     kube != null && settings.kubernetes().reclaimDeletedPods() ? new ApiPodPresence(kube) : PodPresence.NONE);
@@ -192,7 +198,7 @@ public final class Guardian {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
                 return starting(ctx, settings, pools, ipam, blockReclaimer, nodeReleaser, server, admin, socketOpen, router,
                         kube == null ? java.util.concurrent.CompletableFuture.completedFuture(null)
-                                : nodeLabels.firstTakenIn(settings.kubernetes().labelsWait()));
+                                : nodeLabels.firstTakenIn(settings.kubernetes().labelsWait()), kube);
             });
         });
     }
@@ -200,7 +206,7 @@ public final class Guardian {
     private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Pools pools, Ipam ipam,
             BlockReclaimer blockReclaimer, DeletedNodeReleaser nodeReleaser, CniSocketServer server, AdminServer admin,
             AtomicBoolean socketOpen,
-            ActorRef<MeshRouter.Command> router, CompletionStage<Void> labelsRead) {
+            ActorRef<MeshRouter.Command> router, CompletionStage<Void> labelsRead, KubeApi kube) {
         return Behaviors.receive(Object.class)
                 .onMessage(RouterTell.class, tell -> {
                     router.tell(tell.command());
@@ -215,7 +221,13 @@ public final class Guardian {
                             return fail(ctx, e);
                         }
                     }
-                    join(ctx);
+                    if (kube != null && settings.kubernetes().bootstrap().enabled()) {
+                        ctx.getLog().info("journal ready; joining the cluster through the agents' pods in Kubernetes");
+                        ctx.spawn(ClusterBootstrap.create(kube, settings.kubernetes().bootstrap(), System::nanoTime),
+                                "cluster-bootstrap");
+                    } else {
+                        join(ctx);
+                    }
                     return Behaviors.same();
                 })
                 .onMessage(MemberUp.class, up -> {
