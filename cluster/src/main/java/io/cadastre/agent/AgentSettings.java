@@ -62,7 +62,7 @@ public record AgentSettings(
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
      *     pool, a pool over special-purpose addresses ({@link SpecialRanges}), overlapping pools,
      *     a duplicate name, a default pool that is not defined, a reclaim or block-reclaim
-     *     duration that is not positive
+     *     duration that is not positive, a {@code cadastre.kubernetes} value ({@link KubeSettings#from})
      */
     public static AgentSettings from(Config root) {
         Config c = root.getConfig("cadastre");

@@ -170,22 +170,6 @@ public final class KubeApi implements AutoCloseable {
         return informer;
     }
 
-    /** @return a stage completing when this Node has been listed (never failing; it may never complete) */
-    public CompletionStage<Node> ownNodeListed() {
-        SharedIndexInformer<Node> informer = ownNode;
-        if (informer == null) {
-            return new CompletableFuture<>();
-        }
-        CompletableFuture<Node> listed = new CompletableFuture<>();
-        informer.start().thenRun(() -> {
-            Node found = informer.getStore().getByKey(node);
-            if (found != null) {
-                listed.complete(found);
-            }
-        });
-        return listed;
-    }
-
     /** @return the pod as the node's pod cache holds it (it may be stale or missing) */
     public Optional<Pod> cachedPod(String podNamespace, String podName) {
         SharedIndexInformer<Pod> informer = pods;
