@@ -42,13 +42,18 @@ import java.util.concurrent.CompletionStage;
  *
  * <p>Stages fail with {@link AdminException}: CONFLICT, NOT_FOUND, UNAVAILABLE (an entity did not
  * answer; what was done stays done).
+ *
+ * <p>Also used by the Kubernetes integration (module kube, {@code DeletedNodeReleaser}): a Node
+ * deleted from Kubernetes gets the removal with {@code releaseAddresses}, as Calico's
+ * kube-controllers release the addresses of deleted Nodes.
  */
-final class NodeRemoval {
+public final class NodeRemoval {
     private final Inventory inventory;
     private final EntityReads reads;
     private final BlockReleases releases;
 
-    NodeRemoval(Inventory inventory) {
+    /** @param inventory the cluster's pools, blocks and nodes, as the admin API reads them */
+    public NodeRemoval(Inventory inventory) {
         this.inventory = inventory;
         this.reads = inventory.reads();
         this.releases = inventory.poolOperations().releases();
@@ -59,7 +64,7 @@ final class NodeRemoval {
      * @param releaseAddresses whether to release what is held for the node before its blocks
      * @return what was released and what remains
      */
-    CompletionStage<NodeRemoved> remove(String name, boolean releaseAddresses) {
+    public CompletionStage<NodeRemoved> remove(String name, boolean releaseAddresses) {
         return Inventory.guard(() -> {
             Members.Standing standing = inventory.members().get(name);
             if (standing != null) {

@@ -6,6 +6,7 @@ import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.NodeSelector;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.ipam.SpecialRanges;
+import io.cadastre.kube.KubeSettings;
 import io.cadastre.routing.RoutingMode;
 import io.cadastre.routing.RoutingSettings;
 import io.cadastre.shards.AskTimeouts;
@@ -39,6 +40,7 @@ import java.util.TreeMap;
  * @param poolCatalogMaxAge how long this agent uses its copy of the cluster's pool catalogue
  * @param blockReclaim when the blocks of nodes gone from the cluster are released (once per cluster)
  * @param routing how this host reaches other hosts' pods ({@code cadastre.routing})
+ * @param kubernetes whether and how Kubernetes objects drive the IPAM ({@code cadastre.kubernetes})
  */
 public record AgentSettings(
         String nodeName,
@@ -53,17 +55,21 @@ public record AgentSettings(
         Map<String, String> nodeLabels,
         Duration poolCatalogMaxAge,
         BlockReclaim blockReclaim,
-        RoutingSettings routing) {
+        RoutingSettings routing,
+        KubeSettings kubernetes) {
 
     /**
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
      *     pool, a pool over special-purpose addresses ({@link SpecialRanges}), overlapping pools,
      *     a duplicate name, a default pool that is not defined, a reclaim or block-reclaim
-     *     duration that is not positive
+     *     duration that is not positive, a {@code cadastre.kubernetes} value ({@link KubeSettings#from})
      */
     public static AgentSettings from(Config root) {
         Config c = root.getConfig("cadastre");
-        String node = c.getString("node-name").isBlank() ? hostname() : c.getString("node-name").trim();
+        KubeSettings kubernetes = KubeSettings.from(c.getConfig("kubernetes"), c.getString("node-name"));
+        String node = !c.getString("node-name").isBlank() ? c.getString("node-name").trim()
+                : kubernetes.enabled() && !kubernetes.nodeName().isEmpty() ? kubernetes.nodeName() : hostname();
+        kubernetes = kubernetes.enabled() ? kubernetes.withNodeName(node) : KubeSettings.DISABLED;
         Config defaults = c.getConfig("pool-defaults");
         List<PoolSpec> pools = new ArrayList<>();
         for (Config p : c.getConfigList("pools")) {
@@ -102,7 +108,7 @@ public record AgentSettings(
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
                 askTimeouts(c), c.getInt("dataplane-threads"), Reclaim.from(c), List.copyOf(pools),
                 List.copyOf(c.getStringList("default-pools")), nodeLabels(c), catalogMaxAge, BlockReclaim.from(c),
-                routing(c));
+                routing(c), kubernetes);
     }
 
     /**

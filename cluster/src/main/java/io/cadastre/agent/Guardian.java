@@ -11,7 +11,15 @@ import io.cadastre.routing.MeshRouter;
 import io.cadastre.shards.MeshHints;
 import io.cadastre.shards.MeshReads;
 import io.cadastre.http.CniSocketServer;
+import io.cadastre.kube.AnnotatedIpamChoice;
+import io.cadastre.kube.ApiPodPresence;
+import io.cadastre.kube.ClusterBootstrap;
+import io.cadastre.kube.DeletedNodeReleaser;
+import io.cadastre.kube.KubeApi;
+import io.cadastre.kube.NodeLabels;
+import io.cadastre.kube.PodIpamChoice;
 import io.cadastre.node.NodeAgent;
+import io.cadastre.node.PodPresence;
 import io.cadastre.node.Reclaimer;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.BlockReclaimer;
@@ -52,7 +60,8 @@ import org.apache.pekko.cluster.typed.Subscribe;
 
 /**
  * The agent's root actor. Start-up, in order: prepare the journal ({@link Persistence#prepare}:
- * connected, tables there), join the cluster (alone when no seed nodes are configured) and wait
+ * connected, tables there), join the cluster (through the seed nodes, alone when none are
+ * configured, or — with {@code cadastre.kubernetes} — through the agents' pods, {@link ClusterBootstrap}) and wait
  * until this member is Up, start the cluster's {@link BlockReclaimer} singleton (or its proxy),
  * define the configured pools, and only then open the CNI socket, so that a plugin that can
  * connect is served; then bind the admin API (its {@code /readyz} says ready while the member is
@@ -117,11 +126,21 @@ public final class Guardian {
             NodeEntity.init(ctx.getSystem());
 
             ExecutorService dataplaneThreads = Executors.newFixedThreadPool(settings.dataplaneThreads(), platformThreads());
+            KubeApi kube = settings.kubernetes().enabled() ? KubeApi.connect(settings.kubernetes()) : null;
             PoolCatalog catalog = new PoolCatalog(ctx.getSystem(), settings.askTimeouts(), settings.poolCatalogMaxAge());
             Pools pools = new Pools(ctx.getSystem(), settings.askTimeouts(), catalog);
             Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.nodeLabels(), catalog, settings.defaultPools(),
                     settings.askTimeouts(), Clock.systemUTC());
-            Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace());
+            NodeLabels nodeLabels = new NodeLabels(ipam);
+            if (kube != null) {
+                kube.start(nodeLabels::onNode);
+                if (settings.kubernetes().bootstrap().enabled()) {
+                    // Answered from the start: other agents ask before this one has joined.
+                    ctx.spawn(ClusterBootstrap.responder(), ClusterBootstrap.PROBE_NAME);
+                }
+            }
+            Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace(),
+                    kube != null && settings.kubernetes().reclaimDeletedPods() ? new ApiPodPresence(kube) : PodPresence.NONE);
             BlockReclaimer blockReclaimer = new BlockReclaimer(ctx.getSystem(), settings.askTimeouts(), catalog,
                     settings.blockReclaim().interval(), settings.blockReclaim().grace());
             CadastreMetrics routingMetrics = CadastreMetrics.get(ctx.getSystem());
@@ -135,14 +154,19 @@ public final class Guardian {
             // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
             MemberFence fence = MemberFence.get(ctx.getSystem());
             var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
-                    settings.askTimeouts().total().multipliedBy(3), ipam::poolSpec, fence);
+                    settings.askTimeouts().total().multipliedBy(3), ipam::poolSpec, fence,
+                    kube == null ? PodIpamChoice.NONE : new AnnotatedIpamChoice(kube));
             CadastreMetrics metrics = CadastreMetrics.get(ctx.getSystem());
             CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend, metrics::cniAnswered),
                     CniSocketServer.Settings.defaults(settings.cniSocket()));
 
             AtomicBoolean socketOpen = new AtomicBoolean();
-            AdminServer admin = new AdminServer(ctx.getSystem(),
-                    new Inventory(ctx.getSystem(), pools, settings.askTimeouts()), ipam,
+            Inventory inventory = new Inventory(ctx.getSystem(), pools, settings.askTimeouts());
+            DeletedNodeReleaser nodeReleaser = kube == null || !settings.kubernetes().nodeRelease().enabled() ? null
+                    : new DeletedNodeReleaser(DeletedNodeReleaser.adminNodes(inventory), DeletedNodeReleaser.nodeObjects(kube),
+                            settings.kubernetes().nodeRelease().grace(), settings.kubernetes().nodeRelease().interval(),
+                            System::nanoTime);
+            AdminServer admin = new AdminServer(ctx.getSystem(), inventory, ipam,
                     () -> unreadiness(cluster, socketOpen), adminSettings,
                     new MeshRoutes(router, ctx.getSystem(), settings.nodeName(), settings.askTimeouts().total()));
 
@@ -156,6 +180,9 @@ public final class Guardian {
                     (java.util.function.Supplier<CompletionStage<Done>>) admin::stop);
             shutdown.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "stop-dataplane-threads", (java.util.function.Supplier<CompletionStage<Done>>) () -> {
                 dataplaneThreads.shutdown();
+                if (kube != null) {
+                    kube.close();
+                }
                 return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
             });
 
@@ -169,14 +196,17 @@ public final class Guardian {
                     up -> new RouterTell(MeshRouter.memberUp())), ClusterEvent.MemberUp.class));
             return Behaviors.withTimers(timers -> {
                 timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
-                return starting(ctx, settings, pools, ipam, blockReclaimer, server, admin, socketOpen, router);
+                return starting(ctx, settings, pools, ipam, blockReclaimer, nodeReleaser, server, admin, socketOpen, router,
+                        kube == null ? java.util.concurrent.CompletableFuture.completedFuture(null)
+                                : nodeLabels.firstTakenIn(settings.kubernetes().labelsWait()), kube);
             });
         });
     }
 
     private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Pools pools, Ipam ipam,
-            BlockReclaimer blockReclaimer, CniSocketServer server, AdminServer admin, AtomicBoolean socketOpen,
-            ActorRef<MeshRouter.Command> router) {
+            BlockReclaimer blockReclaimer, DeletedNodeReleaser nodeReleaser, CniSocketServer server, AdminServer admin,
+            AtomicBoolean socketOpen,
+            ActorRef<MeshRouter.Command> router, CompletionStage<Void> labelsRead, KubeApi kube) {
         return Behaviors.receive(Object.class)
                 .onMessage(RouterTell.class, tell -> {
                     router.tell(tell.command());
@@ -191,18 +221,29 @@ public final class Guardian {
                             return fail(ctx, e);
                         }
                     }
-                    join(ctx);
+                    if (kube != null && settings.kubernetes().bootstrap().enabled()) {
+                        ctx.getLog().info("journal ready; joining the cluster through the agents' pods in Kubernetes");
+                        ctx.spawn(ClusterBootstrap.create(kube, settings.kubernetes().bootstrap(), System::nanoTime),
+                                "cluster-bootstrap");
+                    } else {
+                        join(ctx);
+                    }
                     return Behaviors.same();
                 })
                 .onMessage(MemberUp.class, up -> {
                     ctx.getLog().info("cluster member up; defining the pools");
                     // Runs on the oldest member; here it may only be a proxy.
                     BlockReclaimer.startSingleton(ctx.getSystem(), blockReclaimer);
+                    if (nodeReleaser != null) {
+                        DeletedNodeReleaser.startSingleton(ctx.getSystem(), nodeReleaser);
+                    }
                     ctx.getSelf().tell(new DefinePools());
                     return Behaviors.same();
                 })
                 .onMessage(DefinePools.class, define -> {
-                    ctx.pipeToSelf(pools.defineConfigured(settings.pools()).thenCompose(d -> ipam.registerNode()),
+                    // With Kubernetes, the Node's labels first (bounded): the pools' selectors match them.
+                    ctx.pipeToSelf(pools.defineConfigured(settings.pools()).thenCompose(d -> labelsRead)
+                                    .thenCompose(d -> ipam.registerNode()),
                             (done, failure) -> failure == null ? new Started(server) : new DefineFailed(failure));
                     return Behaviors.same();
                 })
@@ -227,7 +268,7 @@ public final class Guardian {
                     socketOpen.set(true);
                     router.tell(MeshRouter.Start.INSTANCE);
                     ctx.getLog().info("cadastre-agent ready: node {} (labels {}), CNI socket {}, pools {}", settings.nodeName(),
-                            settings.nodeLabels(), settings.cniSocket(), pools.catalog().last().map(c -> c.pools().values().stream()
+                            ipam.labels(), settings.cniSocket(), pools.catalog().last().map(c -> c.pools().values().stream()
                                     .map(p -> p.name() + "=" + p.cidr()).toList()).orElse(List.of()));
                     ctx.pipeToSelf(admin.start(), (bound, failure) -> {
                         if (failure == null) {

@@ -12,6 +12,7 @@ import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.ipam.RangeSet;
+import io.cadastre.kube.PodIpamChoice;
 import io.cadastre.node.AttachmentId;
 import io.cadastre.node.NodeAgent;
 import io.cadastre.node.PodRequest;
@@ -45,7 +46,9 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
  * 100; requested address taken → 101; requested address outside the usable pools → 102; netns
  * missing or no network namespace → 3; a netns that is the host's, or another than the
  * attachment's → 4; any other dataplane failure → 103; an entity or the node agent not answering
- * in time → 11; this member refused by its {@link MemberFence} → 11 (STATUS: 50).
+ * in time → 11; this member refused by its {@link MemberFence} → 11 (STATUS: 50); a malformed
+ * IPAM annotation of the pod or its namespace, or a pod's {@code ipAddrs}
+ * that differs from the addresses the request asks for → 7, before anything is changed.
  */
 public final class NodeAgentCniBackend implements CniBackend {
     private final ActorRef<NodeAgent.Command> nodeAgent;
@@ -53,20 +56,25 @@ public final class NodeAgentCniBackend implements CniBackend {
     private final Duration timeout;
     private final Function<String, Optional<PoolSpec>> pools;
     private final MemberFence fence;
+    private final PodIpamChoice annotations;
 
     /**
      * @param timeout how long one CNI operation may take end to end (several entity round trips
      *     and the dataplane)
      * @param pools a pool's definition by name, for the prefix lengths of IPAM-only results
      * @param fence says when this member must not serve
+     * @param annotations what the pod's and namespace's annotations choose ({@link PodIpamChoice#NONE}
+     *     without Kubernetes); they win over the request's pools per family, and their addresses
+     *     over none asked
      */
     public NodeAgentCniBackend(ActorRef<NodeAgent.Command> nodeAgent, Scheduler scheduler, Duration timeout,
-            Function<String, Optional<PoolSpec>> pools, MemberFence fence) {
+            Function<String, Optional<PoolSpec>> pools, MemberFence fence, PodIpamChoice annotations) {
         this.nodeAgent = nodeAgent;
         this.scheduler = scheduler;
         this.timeout = timeout;
         this.pools = pools;
         this.fence = fence;
+        this.annotations = annotations;
     }
 
     @Override
@@ -80,11 +88,15 @@ public final class NodeAgentCniBackend implements CniBackend {
             return java.util.concurrent.CompletableFuture.failedFuture(
                     new CniException(CniCodes.INVALID_NETWORK_CONFIG, "invalid ipam ranges", e.getMessage()));
         }
-        AssignRequest ipam = new AssignRequest(id.handle(), id.ifname(), a.network(), a.containerId(), a.netns(),
-                request.pod().namespace(), request.pod().name(), request.pools(), request.requestedIps(), rules);
-        PodRequest pod = new PodRequest(ipam, a.netns(), request.ipamOnly(), request.mtu());
-        return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))
-                .thenApply(wired -> wired.pod() == null ? ipamOnlyResult(wired.attachment()) : podResult(wired.pod()));
+        AddressRules addressRules = rules;
+        return annotations.choose(request.pod().namespace(), request.pod().name()).thenCompose(choice -> {
+            AssignRequest ipam = new AssignRequest(id.handle(), id.ifname(), a.network(), a.containerId(), a.netns(),
+                    request.pod().namespace(), request.pod().name(), request.pools(), choice.requestedIps(request.requestedIps()),
+                    addressRules, choice.poolsByFamily());
+            PodRequest pod = new PodRequest(ipam, a.netns(), request.ipamOnly(), request.mtu());
+            return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))
+                    .thenApply(wired -> wired.pod() == null ? ipamOnlyResult(wired.attachment()) : podResult(wired.pod()));
+        });
     }
 
     /**

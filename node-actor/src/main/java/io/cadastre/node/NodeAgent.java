@@ -55,7 +55,7 @@ import org.slf4j.LoggerFactory;
  * <p>Metrics ({@link CadastreMetrics}): the reclaimer's candidates are exposed as
  * {@code cadastre_ipam_allocations_gc_candidates{node}}; attachments released by the reclaim and
  * by CNI GC are counted in {@code cadastre_ipam_allocations_gc_reclamations_total{node, reason}}
- * (reasons {@code netns-gone}, {@code cni-gc}).
+ * (reasons {@code netns-gone}, {@code pod-gone}, {@code cni-gc}).
  */
 public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
@@ -321,11 +321,13 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
             if (!current.equals(Optional.of(listed))) { // released meanwhile (a DEL, GC), or recorded anew
                 return CompletableFuture.completedFuture(Optional.<String>empty());
             }
-            return onDataplane(() -> reclaimer.isGone(listed.netnsPath())).thenCompose(gone -> !gone
+            return onDataplane(() -> reclaimer.goneCause(listed)).thenCompose(cause -> cause == null
                     ? CompletableFuture.completedFuture(Optional.<String>empty())
                     : detach(id, false).thenApply(released -> {
-                        reclaimer.countReclaim(due, released);
-                        metrics.gcReclaimed(ipam.node(), CadastreMetrics.GC_NETNS_GONE, 1);
+                        Reclaimer.Due now = new Reclaimer.Due(due.attachment(), due.goneFor(), cause);
+                        reclaimer.countReclaim(now, released);
+                        metrics.gcReclaimed(ipam.node(), cause == Reclaimer.Cause.POD_GONE
+                                ? CadastreMetrics.GC_POD_GONE : CadastreMetrics.GC_NETNS_GONE, 1);
                         return Optional.of(listed.key());
                     }));
         });

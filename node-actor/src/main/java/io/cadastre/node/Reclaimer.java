@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -26,6 +27,12 @@ import org.slf4j.LoggerFactory;
  * those in the attachment's own slot of its per-attachment queue, after checking once more that
  * the record and the absence still hold, so a reclaim never overlaps an ADD, DEL or CHECK of the
  * same attachment.
+ *
+ * <p>With Kubernetes, an attachment whose pod is gone from the API ({@link PodPresence}: a synced
+ * cache lacks it and a GET confirms) counts as gone too, with the same grace and the same release
+ * ({@link Cause#POD_GONE}): the kubelet that should have sent DEL may be gone with its node's
+ * state, and the namespace file may outlive it. An attachment without a pod (outside Kubernetes,
+ * the mesh's tunnel addresses) is never reclaimed by this rule.
  *
  * <p>Why a grace period: the runtime may remove the namespace and still be about to send DEL (or
  * retrying one), and Kubernetes' own GC follows; the reclaim is for the cases where neither comes
@@ -47,6 +54,7 @@ public final class Reclaimer {
     private final Duration interval;
     private final Duration grace;
     private final NetnsPresence presence;
+    private final PodPresence pods;
     private final LongSupplier nanoClock;
 
     /** Attachment key → its netns path and since when it has been seen gone; node agent's actor only. */
@@ -56,21 +64,42 @@ public final class Reclaimer {
 
     private record Missing(String netnsPath, long sinceNanos) {}
 
+    /** What is gone. */
+    public enum Cause {
+        /** The attachment's netns path no longer exists ({@link NetnsPresence}). */
+        NETNS_GONE,
+        /** The attachment's pod no longer exists in the Kubernetes API ({@link PodPresence}). */
+        POD_GONE
+    }
+
     /**
      * One attachment and what the probe saw.
      *
-     * @param attachment as listed by the node, with a netns path
-     * @param gone whether its netns path is gone ({@link NetnsPresence#isGone})
+     * @param attachment as listed by the node, with a netns path or a pod
+     * @param gone whether its netns path is gone ({@link NetnsPresence#isGone}) or its pod
+     *     ({@link PodPresence#isGone})
+     * @param cause which of the two, when gone
      */
-    public record Observation(AttachmentRecord attachment, boolean gone) {}
+    public record Observation(AttachmentRecord attachment, boolean gone, Cause cause) {
+        /** An observation of the netns. */
+        public Observation(AttachmentRecord attachment, boolean gone) {
+            this(attachment, gone, Cause.NETNS_GONE);
+        }
+    }
 
     /**
      * An attachment to release.
      *
      * @param attachment as listed when it became due
-     * @param goneFor how long its netns has been seen gone, at least the grace
+     * @param goneFor how long its netns or pod has been seen gone, at least the grace
+     * @param cause what is gone at the last look
      */
-    public record Due(AttachmentRecord attachment, Duration goneFor) {}
+    public record Due(AttachmentRecord attachment, Duration goneFor, Cause cause) {
+        /** A netns gone. */
+        public Due(AttachmentRecord attachment, Duration goneFor) {
+            this(attachment, goneFor, Cause.NETNS_GONE);
+        }
+    }
 
     /**
      * @param interval how often the node's attachments are looked at; positive
@@ -80,18 +109,34 @@ public final class Reclaimer {
      * @throws IllegalArgumentException if a duration is not positive
      */
     public Reclaimer(Duration interval, Duration grace, NetnsPresence presence, LongSupplier nanoClock) {
+        this(interval, grace, presence, PodPresence.NONE, nanoClock);
+    }
+
+    /**
+     * As {@link #Reclaimer(Duration, Duration, NetnsPresence, LongSupplier)}, with the pods of the
+     * Kubernetes API.
+     *
+     * @param pods tells whether an attachment's pod is gone from the API
+     */
+    public Reclaimer(Duration interval, Duration grace, NetnsPresence presence, PodPresence pods, LongSupplier nanoClock) {
         if (interval.isNegative() || interval.isZero() || grace.isNegative() || grace.isZero()) {
             throw new IllegalArgumentException("reclaim interval and grace must be positive: " + interval + ", " + grace);
         }
         this.interval = interval;
         this.grace = grace;
         this.presence = presence;
+        this.pods = pods;
         this.nanoClock = nanoClock;
     }
 
     /** @return a reclaimer on the real file system and clock */
     public static Reclaimer onThisHost(Duration interval, Duration grace) {
-        return new Reclaimer(interval, grace, NetnsPresence.FILES, System::nanoTime);
+        return onThisHost(interval, grace, PodPresence.NONE);
+    }
+
+    /** @return a reclaimer on the real file system and clock, and these pods */
+    public static Reclaimer onThisHost(Duration interval, Duration grace, PodPresence pods) {
+        return new Reclaimer(interval, grace, NetnsPresence.FILES, pods, System::nanoTime);
     }
 
     /** @return how often the node's attachments are looked at */
@@ -107,7 +152,7 @@ public final class Reclaimer {
     /**
      * The node agent counts the same releases in {@code cadastre_ipam_allocations_gc_reclamations_total{reason="netns-gone"}}.
      *
-     * @return how many attachments have been released because their netns was gone, since start
+     * @return how many attachments have been released because their netns or pod was gone, since start
      */
     public long reclaimed() {
         return reclaimed.get();
@@ -124,20 +169,35 @@ public final class Reclaimer {
     }
 
     /**
-     * Looks at the netns path of every attachment that has one. Blocks on the file system: call
-     * it on a dataplane thread.
+     * Looks at the netns path of every attachment that has one, and at the pod of those whose
+     * netns is there or unknown. Blocks on the file system and, for a pod missing from the API's
+     * cache, on one bounded GET: call it on a dataplane thread.
      *
      * @param attachments the node's attachments
-     * @return one observation per attachment with a netns path, in the same order
+     * @return one observation per attachment with a netns path or a pod, in the same order
      */
     List<Observation> probe(Collection<AttachmentRecord> attachments) {
         List<Observation> seen = new ArrayList<>();
         for (AttachmentRecord a : attachments) {
-            if (a.netnsPath() != null) {
-                seen.add(new Observation(a, isGone(a.netnsPath())));
+            if (a.netnsPath() == null && !hasPod(a)) {
+                continue;
             }
+            Cause cause = goneCause(a);
+            seen.add(new Observation(a, cause != null, cause == null ? Cause.NETNS_GONE : cause));
         }
         return seen;
+    }
+
+    /** @return what of the attachment is gone now, or null when neither its netns nor its pod is; blocks */
+    Cause goneCause(AttachmentRecord a) {
+        if (a.netnsPath() != null && isGone(a.netnsPath())) {
+            return Cause.NETNS_GONE;
+        }
+        return hasPod(a) && pods.isGone(a.podNamespace(), a.podName()) ? Cause.POD_GONE : null;
+    }
+
+    private static boolean hasPod(AttachmentRecord a) {
+        return a.podNamespace() != null && a.podName() != null;
     }
 
     /** @return whether the netns path is gone now; blocks on the file system */
@@ -168,20 +228,21 @@ public final class Reclaimer {
             Missing m = missing.get(key);
             if (!o.gone()) {
                 if (m != null) {
-                    LOG.info("netns {} of attachment {} is back: not reclaimed", a.netnsPath(), key);
+                    LOG.info("netns {} and pod {} of attachment {} are back: not reclaimed", a.netnsPath(), pod(a), key);
                     missing.remove(key);
                 }
                 continue;
             }
-            if (m == null || !m.netnsPath().equals(a.netnsPath())) {
-                LOG.info("netns {} of attachment {} is gone without a DEL: its addresses {} are released after {}"
-                        + " unless a DEL comes first", a.netnsPath(), key, addresses(a), grace);
+            if (m == null || !Objects.equals(m.netnsPath(), a.netnsPath())) {
+                LOG.info("{} of attachment {} is gone without a DEL: its addresses {} are released after {}"
+                        + " unless a DEL comes first", o.cause() == Cause.POD_GONE ? "pod " + pod(a) : "netns " + a.netnsPath(),
+                        key, addresses(a), grace);
                 missing.put(key, new Missing(a.netnsPath(), now));
                 continue;
             }
             Duration goneFor = Duration.ofNanos(now - m.sinceNanos());
             if (goneFor.compareTo(grace) >= 0) {
-                due.add(new Due(a, goneFor));
+                due.add(new Due(a, goneFor, o.cause()));
             }
         }
         missing.keySet().retainAll(listed);
@@ -203,8 +264,13 @@ public final class Reclaimer {
     void countReclaim(Due due, List<String> released) {
         reclaimed.incrementAndGet();
         AttachmentRecord a = due.attachment();
-        LOG.info("reclaimed attachment {} (handle {}, ifname {}): netns {} gone for {} ms without a DEL; released {}",
-                a.key(), a.handle(), a.ifname(), a.netnsPath(), due.goneFor().toMillis(), released);
+        LOG.info("reclaimed attachment {} (handle {}, ifname {}): {} gone for {} ms without a DEL; released {}",
+                a.key(), a.handle(), a.ifname(), due.cause() == Cause.POD_GONE ? "pod " + pod(a) : "netns " + a.netnsPath(),
+                due.goneFor().toMillis(), released);
+    }
+
+    private static String pod(AttachmentRecord a) {
+        return a.podNamespace() + "/" + a.podName();
     }
 
     private static List<String> addresses(AttachmentRecord a) {

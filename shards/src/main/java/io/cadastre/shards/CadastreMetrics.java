@@ -54,6 +54,8 @@ public final class CadastreMetrics implements Extension {
 
     /** Reasons of {@code cadastre_ipam_allocations_gc_reclamations_total}: the node agent's netns-gone reclaim. */
     public static final String GC_NETNS_GONE = "netns-gone";
+    /** ... the node agent's reclaim of attachments whose Kubernetes pod is gone from the API. */
+    public static final String GC_POD_GONE = "pod-gone";
     /** ... CNI GC through the node agent. */
     public static final String GC_CNI = "cni-gc";
     /** ... the admin API's {@code POST /v1/gc}. */
@@ -71,7 +73,7 @@ public final class CadastreMetrics implements Extension {
     /** ... the block's pool was deleted. */
     public static final String BLOCK_POOL_DELETED = "pool-deleted";
 
-    private static final Set<String> GC_REASONS = Set.of(GC_NETNS_GONE, GC_CNI, GC_ADMIN);
+    private static final Set<String> GC_REASONS = Set.of(GC_NETNS_GONE, GC_POD_GONE, GC_CNI, GC_ADMIN);
     private static final List<String> BLOCK_REASONS = List.of(BLOCK_NODE_GONE, BLOCK_UNFINISHED_RELEASE, BLOCK_NODE_REMOVED,
             BLOCK_POOL_DELETED);
 
@@ -171,12 +173,13 @@ public final class CadastreMetrics implements Extension {
                 "entity");
         ENTITIES.forEach(entityRecovery::initLabelValues);
         GaugeWithCallback.builder().name("cadastre_ipam_allocations_gc_candidates")
-                .help("Attachments of this agent's node whose network namespace is gone and that wait for the reclaim grace")
+                .help("Attachments of this agent's node whose network namespace or Kubernetes pod is gone and that wait for"
+                        + " the reclaim grace")
                 .labelNames("node")
                 .callback(cb -> gcCandidates.forEach((node, count) -> cb.call(count.getAsInt(), node)))
                 .register(registry);
         gcReclamations = Counter.builder().name("cadastre_ipam_allocations_gc_reclamations_total")
-                .help("Attachments of this agent's node released by reconciliation, by reason: netns-gone (the node"
+                .help("Attachments of this agent's node released by reconciliation, by reason: netns-gone, pod-gone (the node"
                         + " agent's reclaim), cni-gc (CNI GC), admin-gc (the admin API's GC)")
                 .labelNames("node", "reason").register(registry);
         blocksReclaimed = Counter.builder().name("cadastre_ipam_blocks_reclaimed_total")
@@ -312,7 +315,7 @@ public final class CadastreMetrics implements Extension {
     /**
      * Counts attachments released by reconciliation ({@code cadastre_ipam_allocations_gc_reclamations_total}).
      *
-     * @param reason {@link #GC_NETNS_GONE}, {@link #GC_CNI} or {@link #GC_ADMIN}
+     * @param reason {@link #GC_NETNS_GONE}, {@link #GC_POD_GONE}, {@link #GC_CNI} or {@link #GC_ADMIN}
      * @param attachments how many attachments were released; 0 counts nothing
      * @throws IllegalArgumentException for another reason or a negative count
      */

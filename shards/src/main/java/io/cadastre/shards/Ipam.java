@@ -40,7 +40,9 @@ import org.apache.pekko.pattern.StatusReply;
  * <p>Which pools: those the request names, in its order; when it names none, the agent's default
  * pools, and when there are none, every enabled pool whose node selector matches this node's
  * labels, by name (Calico's order: the pod's choice, the namespace's, the netconf's, then the
- * pools that select the node — the first three are resolved at the CNI edge). A disabled pool, or
+ * pools that select the node — the first three are resolved at the CNI edge). The pod's and
+ * namespace's annotations may replace the pools of a family ({@link AssignRequest#poolsByFamily},
+ * {@link PoolChoice}). A disabled pool, or
  * one whose selector does not match the node, serves nothing new to it, even when named. Pools
  * come from the cluster's {@link PoolCatalog}.
  *
@@ -67,7 +69,8 @@ import org.apache.pekko.pattern.StatusReply;
 public final class Ipam {
     private final EntityAsks asks;
     private final String node;
-    private final Map<String, String> labels;
+    /** This node's labels, replaced when they change (the Node object's, live: module kube). */
+    private volatile Map<String, String> labels;
     private final PoolCatalog catalog;
     private final List<String> defaultPools;
     private final Clock clock;
@@ -121,7 +124,25 @@ public final class Ipam {
 
     /** Records this node's labels on its entity and clears an operator's removal; idempotent. */
     public CompletionStage<Done> registerNode() {
-        return asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.Register(labels, r));
+        Map<String, String> now = labels;
+        return asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.Register(now, r));
+    }
+
+    /**
+     * The node's labels changed: the pools' node selectors are matched against these from now on
+     * (an ADD already choosing its pools keeps the labels it read), and they are recorded on the
+     * node's entity ({@link #registerNode}).
+     *
+     * @param newLabels label key → value, already checked ({@code NodeSelector.isLabelKey}, {@code isLabelValue})
+     * @return when the entity has recorded them; at once when they are the labels already held
+     */
+    public CompletionStage<Done> updateLabels(Map<String, String> newLabels) {
+        Map<String, String> copy = Map.copyOf(newLabels);
+        if (copy.equals(labels)) {
+            return CompletableFuture.completedFuture(Done.getInstance());
+        }
+        labels = copy;
+        return registerNode();
     }
 
     /**
@@ -158,14 +179,16 @@ public final class Ipam {
         AddressRules rules = request.rules();
         if (!request.requestedIps().isEmpty()) {
             Map<IpFamily, String> requested = requestedByFamily(request.requestedIps());
-            return catalog.current().thenCompose(pools -> {
-                // Every address is checked against the rules before any is assigned.
-                requested.values().forEach(ip -> requireAllowed(ip, pools, request.pools(), rules));
+            return catalogHolding(request.poolsByFamily().values().stream().flatMap(List::stream).toList()).thenCompose(pools -> {
+                // Every address is checked against the rules, and its pools resolved, before any is assigned.
+                Map<String, List<String>> candidates = new java.util.HashMap<>();
+                requested.forEach((family, ip) -> candidates.put(ip, candidatePools(pools, request, family)));
+                requested.values().forEach(ip -> requireAllowed(ip, pools, candidates.get(ip), rules));
                 return assignAll(request, requested.values().stream()
-                        .map(ip -> assignSpecific(ip, pools, request.pools(), allocation).toCompletableFuture()).toList());
+                        .map(ip -> assignSpecific(ip, pools, candidates.get(ip), allocation).toCompletableFuture()).toList());
             });
         }
-        return choosePools(request.pools()).thenApply(chosen -> forRangeSets(chosen, rules))
+        return choosePools(request.pools(), request.poolsByFamily()).thenApply(chosen -> forRangeSets(chosen, rules))
                 .thenCompose(chosen -> assignAll(request, chosen.entrySet().stream()
                         .map(family -> assignFromPools(family.getKey(), family.getValue(), allocation, rules).toCompletableFuture())
                         .toList()));
@@ -267,11 +290,31 @@ public final class Ipam {
      *     select this node
      */
     private CompletionStage<Map<IpFamily, List<PoolSpec>>> choosePools(List<String> names) {
+        return choosePools(names, Map.of());
+    }
+
+    /** As {@link #choosePools(List)}, with the annotations' pools per family ({@link AssignRequest#poolsByFamily}). */
+    private CompletionStage<Map<IpFamily, List<PoolSpec>>> choosePools(List<String> names, Map<IpFamily, List<String>> byFamily) {
         List<String> chosen = names.isEmpty() ? defaultPools : names;
-        return catalog.current()
-                .thenCompose(pools -> chosen.stream().allMatch(n -> pools.spec(n).isPresent())
-                        ? CompletableFuture.completedFuture(pools) : catalog.fresh())
-                .thenApply(pools -> PoolChoice.choose(pools, node, labels, chosen));
+        Map<String, String> labelsNow = labels;
+        List<String> all = Stream.concat(chosen.stream(), byFamily.values().stream().flatMap(List::stream)).toList();
+        return catalogHolding(all).thenApply(pools -> PoolChoice.choose(pools, node, labelsNow, chosen, byFamily));
+    }
+
+    /** @return the catalogue this agent holds, or a fresh one when it does not know every pool named (it may be new) */
+    private CompletionStage<PoolRegistry.Catalog> catalogHolding(List<String> poolRefs) {
+        return catalog.current().thenCompose(pools -> poolRefs.stream().allMatch(n -> PoolChoice.resolvable(pools, n))
+                ? CompletableFuture.completedFuture(pools) : catalog.fresh());
+    }
+
+    /**
+     * @return the names of the pools a requested address of this family may lie in: the
+     *     annotations' for the family when they choose, else the request's (empty: any pool)
+     * @throws IpamException UNKNOWN_POOL for an annotation's pool not defined
+     */
+    private static List<String> candidatePools(PoolRegistry.Catalog pools, AssignRequest request, IpFamily family) {
+        List<String> annotated = request.poolsByFamily().get(family);
+        return annotated == null ? request.pools() : annotated.stream().map(ref -> PoolChoice.resolve(pools, ref).name()).toList();
     }
 
     private CompletionStage<HeldAddress> assignFromPools(IpFamily family, List<PoolSpec> pools, Allocation allocation,

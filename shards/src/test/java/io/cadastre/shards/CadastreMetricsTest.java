@@ -194,7 +194,7 @@ class CadastreMetricsTest {
         assertEquals(OptionalDouble.of(2.0), sample("cadastre_ipam_allocations_gc_candidates", "node", "n1"));
         candidates.set(0);
         assertEquals(OptionalDouble.of(0.0), sample("cadastre_ipam_allocations_gc_candidates", "node", "n1"));
-        for (String reason : List.of("netns-gone", "cni-gc", "admin-gc")) {
+        for (String reason : List.of("netns-gone", "pod-gone", "cni-gc", "admin-gc")) {
             assertEquals(OptionalDouble.of(0.0), reclamations("n1", reason), "shown from the start: " + reason);
         }
 
