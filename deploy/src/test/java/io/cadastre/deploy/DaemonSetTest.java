@@ -133,6 +133,20 @@ class DaemonSetTest {
     }
 
     @Test
+    void noVolumeIsMountedInsideAnother() {
+        for (Container c : List.of(container(POD, "install-cni"), container(POD, "agent"))) {
+            List<String> paths = c.getVolumeMounts().stream().map(VolumeMount::getMountPath).toList();
+            for (String outer : paths) {
+                for (String inner : paths) {
+                    // The runtime would have to make the inner mount point inside the outer volume,
+                    // which fails when that one is read-only (a ConfigMap, a Secret).
+                    assertFalse(inner.startsWith(outer + "/"), c.getName() + ": " + inner + " inside " + outer);
+                }
+            }
+        }
+    }
+
+    @Test
     void probesAskTheAdminApiOnTheNodesLoopback() {
         Container agent = container(POD, "agent");
         String bind = ConfigMapTest.setting("cadastre.admin.bind");

@@ -57,10 +57,12 @@ public final class KubeletPods {
     /**
      * @return {@code sandbox} as kubelet makes it for a pod with {@code hostNetwork: true}: the
      *     network namespace is the node's (NODE), and so no CNI call is made for it; PID and IPC
-     *     namespaces stay the pod's own (kubelet sets the PID mode CONTAINER for v1 pods)
+     *     namespaces stay the pod's own (kubelet sets the PID mode CONTAINER for v1 pods); no
+     *     hostname (kubelet sets none for such a pod: it shares the node's UTS namespace)
      */
     public static PodSandboxConfig hostNetwork(PodSandboxConfig sandbox) {
         return sandbox.toBuilder()
+                .clearHostname()
                 .setLinux(LinuxPodSandboxConfig.newBuilder()
                         .setSecurityContext(LinuxSandboxSecurityContext.newBuilder()
                                 .setNamespaceOptions(NamespaceOption.newBuilder()
