@@ -19,7 +19,8 @@ import java.util.Optional;
 
 /**
  * The production {@link Dataplane}: rtnetlink over NETLINK_ROUTE sockets, libc through jnr-ffi,
- * per-interface settings through {@code /proc/sys/net}. No process is ever started.
+ * per-interface settings through the sysctl tree's {@code net} ({@code /proc/sys/net} unless
+ * constructed with another tree). No process is ever started.
  *
  * <p>"The host" is the network namespace of the threads that call this class, which is the
  * process's own namespace: nothing here moves a caller's thread (see {@link Netns}). Every call
