@@ -68,7 +68,7 @@ import org.junit.jupiter.api.Test;
  * static one from the image, which talks to the containerized agent over the CNI socket; the pod
  * gets an IPv4 and an IPv6 address, cadastrectl in the agent's container shows the attachment, and
  * the pod's removal (CNI DEL) frees both addresses. {@code /readyz} and {@code /healthz} answer on
- * the agent's admin port.
+ * the agent's admin port, and the agent's effective capabilities are exactly the manifest's.
  */
 class ImageCriEndToEndTest {
     private static final Path IMAGE_TAR = Path.of(System.getProperty("cadastre.image.tar"));
@@ -76,6 +76,9 @@ class ImageCriEndToEndTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Duration DEADLINE = Duration.ofSeconds(120);
     private static final String NODE = "img-node";
+    /** Bit numbers of the capabilities the manifest may add (linux/capability.h). */
+    private static final Map<String, Integer> CAPABILITY_BITS = Map.of("NET_ADMIN", 12, "NET_RAW", 13, "SYS_PTRACE", 19,
+            "SYS_ADMIN", 21, "BPF", 39);
     /**
      * Directories whose paths leave the container: the CNI socket's (the conflist names it to the
      * plugin on the host) and the netns one (the runtime on the host names CNI_NETNS there).
@@ -153,6 +156,14 @@ class ImageCriEndToEndTest {
             String base = "http://127.0.0.1:" + adminPort;
             awaitReady(cri, agent, agentPod, base + readinessPath(agentSpec));
             assertEquals(200, get(base + agentSpec.getLivenessProbe().getHttpGet().getPath()).statusCode());
+            // It runs with the manifest's capabilities and no others: what follows needs no more.
+            ExecResult caps = cri.execSync(agent, 30, "/bin/sh", "-c",
+                    "while read key value; do [ \"$key\" = CapEff: ] && echo $value; done < /proc/1/status");
+            long expected = 0;
+            for (String cap : agentSpec.getSecurityContext().getCapabilities().getAdd()) {
+                expected |= 1L << CAPABILITY_BITS.get(cap);
+            }
+            assertEquals(expected, Long.parseLong(caps.stdout().trim(), 16), "the agent's effective capabilities: " + caps);
             containerd.awaitNetworkReady(Duration.ofSeconds(30));
 
             // An ordinary pod on the node: its network from the installed plugin and the agent in the image.
@@ -251,6 +262,8 @@ class ImageCriEndToEndTest {
                     .setPrivileged(Boolean.TRUE.equals(sc.getPrivileged()))
                     .setReadonlyRootfs(Boolean.TRUE.equals(sc.getReadOnlyRootFilesystem()))
                     .setNoNewPrivs(Boolean.FALSE.equals(sc.getAllowPrivilegeEscalation()))
+                    // kubelet gives each container its pod's namespace modes (PID: the container's own)
+                    .setNamespaceOptions(sandbox.getLinux().getSecurityContext().getNamespaceOptions())
                     .addAllMaskedPaths(KubeletPods.MASKED_PATHS)
                     .addAllReadonlyPaths(KubeletPods.READONLY_PATHS)
                     .setCapabilities(Capability.newBuilder()
