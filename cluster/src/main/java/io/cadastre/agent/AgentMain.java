@@ -51,12 +51,12 @@ public final class AgentMain implements Callable<Integer> {
      *
      * @throws IllegalArgumentException or a {@code ConfigException} for an invalid configuration
      */
-    static Config loadConfig(File overrides) {
+    public static Config loadConfig(File overrides) {
         return loadConfig(overrides, ConfigFactory.empty());
     }
 
     /** As {@link #loadConfig(File)}, with {@code forced} settings above the file and application.conf. */
-    static Config loadConfig(File overrides, Config forced) {
+    public static Config loadConfig(File overrides, Config forced) {
         Config app = ConfigFactory.parseResourcesAnySyntax("application");
         Config base = forced.withFallback(overrides == null ? app : ConfigFactory.parseFile(overrides).withFallback(app));
         Config resolved = ConfigFactory.load(base);
@@ -105,7 +105,7 @@ public final class AgentMain implements Callable<Integer> {
             admin = AdminConfig.from(config, settings.dataDir());
             // Before the actor system too: a host that cannot route pods never joins the cluster.
             host = HostPreflight.check(settings.routing(), clusterAddress(config), families(settings),
-                    HostPreflight.Host.REAL);
+                    HostPreflight.Host.real(settings.procSys()));
         } catch (IOException | UncheckedIOException e) {
             System.err.println("cadastre-agent: cannot prepare the data directory: " + e);
             return 1;
@@ -117,7 +117,7 @@ public final class AgentMain implements Callable<Integer> {
         transport.log(log);
         cassandra.ifPresent(c -> c.log(log));
         host.changes().forEach(change -> log.info("host set for the pod network: {}", change));
-        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin.settings(), new NetlinkDataplane(),
+        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin.settings(), new NetlinkDataplane(settings.procSys()),
                 new NetlinkHostRouting(), host.underlay(), host.podMtu()), "cadastre", config);
         system.getWhenTerminated().toCompletableFuture().join();
         return exitCode(CoordinatedShutdown.get(system).getShutdownReason());

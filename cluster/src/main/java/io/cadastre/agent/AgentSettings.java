@@ -41,6 +41,9 @@ import java.util.TreeMap;
  * @param blockReclaim when the blocks of nodes gone from the cluster are released (once per cluster)
  * @param routing how this host reaches other hosts' pods ({@code cadastre.routing})
  * @param kubernetes whether and how Kubernetes objects drive the IPAM ({@code cadastre.kubernetes})
+ * @param procSys where the kernel's sysctl tree is, for the network settings under its {@code net}
+ *     ({@code cadastre.proc-sys}: {@code /proc/sys}, or a writable mount of the host's
+ *     {@code /proc/sys/net} in a container whose own {@code /proc/sys} is read-only)
  */
 public record AgentSettings(
         String nodeName,
@@ -56,13 +59,15 @@ public record AgentSettings(
         Duration poolCatalogMaxAge,
         BlockReclaim blockReclaim,
         RoutingSettings routing,
-        KubeSettings kubernetes) {
+        KubeSettings kubernetes,
+        Path procSys) {
 
     /**
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
      *     pool, a pool over special-purpose addresses ({@link SpecialRanges}), overlapping pools,
      *     a duplicate name, a default pool that is not defined, a reclaim or block-reclaim
-     *     duration that is not positive, a {@code cadastre.kubernetes} value ({@link KubeSettings#from})
+     *     duration that is not positive, a {@code cadastre.kubernetes} value ({@link KubeSettings#from}),
+     *     a {@code proc-sys} that is not an absolute path
      */
     public static AgentSettings from(Config root) {
         Config c = root.getConfig("cadastre");
@@ -108,7 +113,19 @@ public record AgentSettings(
         return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
                 askTimeouts(c), c.getInt("dataplane-threads"), Reclaim.from(c), List.copyOf(pools),
                 List.copyOf(c.getStringList("default-pools")), nodeLabels(c), catalogMaxAge, BlockReclaim.from(c),
-                routing(c), kubernetes);
+                routing(c), kubernetes, procSys(c));
+    }
+
+    /**
+     * @return {@code cadastre.proc-sys}
+     * @throws IllegalArgumentException naming the key when it is not an absolute path
+     */
+    static Path procSys(Config c) {
+        Path path = Path.of(c.getString("proc-sys").trim());
+        if (!path.isAbsolute()) {
+            throw new IllegalArgumentException("cadastre.proc-sys must be an absolute path, not '" + path + "'");
+        }
+        return path.normalize();
     }
 
     /**

@@ -14,6 +14,7 @@ import java.net.BindException;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -69,67 +70,73 @@ final class HostPreflight {
         /** The host's kernel settings ({@link HostSysctls} for the real one). */
         Sysctls sysctls();
 
-        /** This process's namespace, through rtnetlink and /proc/sys. */
-        Host REAL = new Host() {
-            @Override
-            public Optional<Underlay> underlay(String device, InetAddress preferred) throws DataplaneException {
-                return HostNetwork.underlay(device, preferred);
-            }
-
-            @Override
-            public List<VxlanPort> vxlanPorts() throws DataplaneException {
-                return HostNetwork.vxlanPorts();
-            }
-
-            @Override
-            public List<String> ipv6DefaultRouteDevices() throws DataplaneException {
-                return HostNetwork.ipv6DefaultRouteDevices();
-            }
-
-            @Override
-            public boolean udpPortFree(int port) {
-                // The wildcard of a dual-stack socket conflicts with a socket of either family.
-                try (DatagramSocket s = new DatagramSocket(null)) {
-                    s.setReuseAddress(false);
-                    s.bind(new InetSocketAddress(port));
-                    return true;
-                } catch (BindException e) {
-                    return false;
-                } catch (IOException e) {
-                    return true; // not a conflict; the device's creation will say what is wrong
+        /**
+         * This process's network namespace, through rtnetlink and the sysctl tree at {@code procSys}
+         * ({@code cadastre.proc-sys}: {@code /proc/sys}, or where a container has the host's
+         * {@code /proc/sys/net} mounted writable).
+         */
+        static Host real(Path procSys) {
+            return new Host() {
+                @Override
+                public Optional<Underlay> underlay(String device, InetAddress preferred) throws DataplaneException {
+                    return HostNetwork.underlay(device, preferred);
                 }
-            }
 
-            @Override
-            public Sysctls sysctls() {
-                HostSysctls real = new HostSysctls();
-                return new Sysctls() {
-                    @Override
-                    public boolean forwarding(IpFamily family) throws DataplaneException {
-                        return family == IpFamily.V4 ? real.ipv4Forwarding() : real.ipv6Forwarding();
+                @Override
+                public List<VxlanPort> vxlanPorts() throws DataplaneException {
+                    return HostNetwork.vxlanPorts();
+                }
+
+                @Override
+                public List<String> ipv6DefaultRouteDevices() throws DataplaneException {
+                    return HostNetwork.ipv6DefaultRouteDevices();
+                }
+
+                @Override
+                public boolean udpPortFree(int port) {
+                    // The wildcard of a dual-stack socket conflicts with a socket of either family.
+                    try (DatagramSocket s = new DatagramSocket(null)) {
+                        s.setReuseAddress(false);
+                        s.bind(new InetSocketAddress(port));
+                        return true;
+                    } catch (BindException e) {
+                        return false;
+                    } catch (IOException e) {
+                        return true; // not a conflict; the device's creation will say what is wrong
                     }
+                }
 
-                    @Override
-                    public void enableForwarding(IpFamily family) throws DataplaneException {
-                        if (family == IpFamily.V4) {
-                            real.setIpv4Forwarding(true);
-                        } else {
-                            real.setIpv6Forwarding(true);
+                @Override
+                public Sysctls sysctls() {
+                    HostSysctls real = new HostSysctls(procSys);
+                    return new Sysctls() {
+                        @Override
+                        public boolean forwarding(IpFamily family) throws DataplaneException {
+                            return family == IpFamily.V4 ? real.ipv4Forwarding() : real.ipv6Forwarding();
                         }
-                    }
 
-                    @Override
-                    public int acceptRa(String ifname) throws DataplaneException {
-                        return real.acceptRa(ifname);
-                    }
+                        @Override
+                        public void enableForwarding(IpFamily family) throws DataplaneException {
+                            if (family == IpFamily.V4) {
+                                real.setIpv4Forwarding(true);
+                            } else {
+                                real.setIpv6Forwarding(true);
+                            }
+                        }
 
-                    @Override
-                    public void setAcceptRa(String ifname, int value) throws DataplaneException {
-                        real.setAcceptRa(ifname, value);
-                    }
-                };
-            }
-        };
+                        @Override
+                        public int acceptRa(String ifname) throws DataplaneException {
+                            return real.acceptRa(ifname);
+                        }
+
+                        @Override
+                        public void setAcceptRa(String ifname, int value) throws DataplaneException {
+                            real.setAcceptRa(ifname, value);
+                        }
+                    };
+                }
+            };
+        }
     }
 
     /** The kernel settings the preflight reads and writes. */

@@ -32,7 +32,7 @@ class KubernetesSettingsTest {
         assertEquals(Duration.ofSeconds(10), k.labelsWait());
         assertTrue(k.reclaimDeletedPods());
         assertEquals(new KubeSettings.NodeRelease(true, Duration.ofMinutes(5), Duration.ofMinutes(1)), k.nodeRelease());
-        assertEquals(new KubeSettings.Bootstrap(true, "app.kubernetes.io/name=cadastre-agent", "cluster", 1, Duration.ofSeconds(5),
+        assertEquals(new KubeSettings.Bootstrap(true, "app.kubernetes.io/name=cadastre", "cluster", 1, Duration.ofSeconds(5),
                 Duration.ofSeconds(1)), k.bootstrap());
     }
 

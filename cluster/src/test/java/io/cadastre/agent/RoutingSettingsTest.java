@@ -67,6 +67,14 @@ class RoutingSettingsTest {
         assertRefused("cadastre.routing.interface = \"a/b\"", "cadastre.routing.interface: 'a/b' is no interface name");
     }
 
+    /** The sysctl tree: /proc/sys, or where a container has the host's /proc/sys/net mounted. */
+    @Test
+    void procSysDefaultsToTheKernelsAndMustBeAbsolute() {
+        assertEquals(java.nio.file.Path.of("/proc/sys"), settings("").procSys());
+        assertEquals(java.nio.file.Path.of("/host/proc/sys"), settings("cadastre.proc-sys = \"/host/proc/sys/\"").procSys());
+        assertRefused("cadastre.proc-sys = \"host/proc/sys\"", "cadastre.proc-sys must be an absolute path, not 'host/proc/sys'");
+    }
+
     private static void assertRefused(String setting, String message) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> settings(setting));
         assertTrue(e.getMessage().startsWith(message), e.getMessage());

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
 class KubernetesBootstrapTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final KubeSettings.Bootstrap SETTINGS = new KubeSettings.Bootstrap(true,
-            "app.kubernetes.io/name=cadastre-agent", "cluster", 3, Duration.ofSeconds(1), Duration.ofMillis(200));
+            "app.kubernetes.io/name=cadastre", "cluster", 3, Duration.ofSeconds(1), Duration.ofMillis(200));
 
     private record Agent(String node, int port, ActorTestKit member, KubeApi api) {}
 

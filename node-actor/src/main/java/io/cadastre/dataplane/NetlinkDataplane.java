@@ -19,7 +19,8 @@ import java.util.Optional;
 
 /**
  * The production {@link Dataplane}: rtnetlink over NETLINK_ROUTE sockets, libc through jnr-ffi,
- * per-interface settings through {@code /proc/sys/net}. No process is ever started.
+ * per-interface settings through the sysctl tree's {@code net} ({@code /proc/sys/net} unless
+ * constructed with another tree). No process is ever started.
  *
  * <p>"The host" is the network namespace of the threads that call this class, which is the
  * process's own namespace: nothing here moves a caller's thread (see {@link Netns}). Every call
@@ -29,7 +30,6 @@ import java.util.Optional;
  * <p>Requires CAP_NET_ADMIN in both namespaces and CAP_SYS_ADMIN for setns (in practice: root).
  */
 public final class NetlinkDataplane implements Dataplane {
-    private static final Path SYSCTL = Path.of("/proc/sys/net");
     private static final byte[] HOST_MAC_BYTES = HexFormat.ofDelimiter(":").parseHex(HOST_MAC);
     private static final InetAddress V4_GATEWAY = literal(IPV4_GATEWAY);
     private static final InetAddress V6_GATEWAY = literal(IPV6_GATEWAY);
@@ -39,14 +39,29 @@ public final class NetlinkDataplane implements Dataplane {
     /** Priority of the pod's source filter on its host end's ingress hook ({@link PodSourceFilter}). */
     static final int SOURCE_FILTER_PRIORITY = 1;
 
-    /** The namespaces no pod may be wired into: this process's and PID 1's. */
+    /** The network namespaces no pod may be wired into: this process's and PID 1's. */
     private final List<Netns.Identity> hostNamespaces;
+    /** The kernel's per-interface network settings: {@code net} under the sysctl tree given at construction. */
+    private final Path sysctlNet;
     /** The source filters' drops, kept across the pods' removal. */
     private final SpoofDrops spoofDrops = new SpoofDrops();
 
-    /** Creates a dataplane whose host is the calling process's network namespace. */
+    /** Creates a dataplane whose host is the calling process's network namespace, with the sysctls under {@code /proc/sys}. */
     public NetlinkDataplane() {
+        this(Path.of("/proc/sys"));
+    }
+
+    /**
+     * Creates a dataplane whose host is the calling process's network namespace.
+     *
+     * @param procSys where the kernel's sysctl tree is mounted: {@code /proc/sys}, or a writable
+     *     mount of the host's {@code /proc/sys/net} at {@code procSys/net} where {@code /proc/sys}
+     *     is read-only (an unprivileged container). Files under {@code net} show and set the
+     *     network namespace of the thread that opens them, wherever they are mounted.
+     */
+    public NetlinkDataplane(Path procSys) {
         this.hostNamespaces = Netns.Identity.host();
+        this.sysctlNet = procSys.resolve("net");
     }
 
     /**
@@ -116,7 +131,7 @@ public final class NetlinkDataplane implements Dataplane {
      * An ADD repeated for a pod that is wired already: the wiring as it is when nothing differs
      * from the plan (a retry must not flap the pod's link or change its MAC), else a refusal.
      */
-    private static WiredPod alreadyWired(Plan plan, Link hostLink, Rtnetlink pod, Rtnetlink host, String netnsPath)
+    private WiredPod alreadyWired(Plan plan, Link hostLink, Rtnetlink pod, Rtnetlink host, String netnsPath)
             throws SyscallException, DataplaneException {
         PodAttachment a = plan.attachment();
         List<String> differences = differences(plan, Optional.of(hostLink), pod, host, " in netns " + netnsPath);
@@ -179,7 +194,7 @@ public final class NetlinkDataplane implements Dataplane {
         }
     }
 
-    private static List<String> differences(Plan plan, Optional<Link> hostLink, Rtnetlink pod, Rtnetlink host,
+    private List<String> differences(Plan plan, Optional<Link> hostLink, Rtnetlink pod, Rtnetlink host,
             String where) throws SyscallException {
         PodAttachment attachment = plan.attachment();
         List<String> differences = new ArrayList<>();
@@ -197,7 +212,7 @@ public final class NetlinkDataplane implements Dataplane {
         return differences;
     }
 
-    private static WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host) throws SyscallException {
+    private WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host) throws SyscallException {
         PodAttachment a = plan.attachment();
         Link hostLink = host.existingLink(a.hostIfname());
         configureHostInterface(a.hostIfname(), plan);
@@ -234,11 +249,11 @@ public final class NetlinkDataplane implements Dataplane {
      * on, is fe80::ecee:eeff:feee:eeee only in EUI-64 mode (hosts may default to stable-privacy),
      * and needs no DAD: every host end has the same one, each on its own link.
      */
-    private static void configureHostInterface(String ifname, Plan plan) throws SyscallException {
-        writeSysctl(SYSCTL.resolve("ipv4/conf").resolve(ifname).resolve("proxy_arp"), "1");
-        writeSysctl(SYSCTL.resolve("ipv4/neigh").resolve(ifname).resolve("proxy_delay"), "0");
-        writeSysctl(SYSCTL.resolve("ipv4/conf").resolve(ifname).resolve("forwarding"), "1");
-        Path v6 = SYSCTL.resolve("ipv6/conf").resolve(ifname);
+    private void configureHostInterface(String ifname, Plan plan) throws SyscallException {
+        writeSysctl(sysctlNet.resolve("ipv4/conf").resolve(ifname).resolve("proxy_arp"), "1");
+        writeSysctl(sysctlNet.resolve("ipv4/neigh").resolve(ifname).resolve("proxy_delay"), "0");
+        writeSysctl(sysctlNet.resolve("ipv4/conf").resolve(ifname).resolve("forwarding"), "1");
+        Path v6 = sysctlNet.resolve("ipv6/conf").resolve(ifname);
         if (!Files.isDirectory(v6)) {
             return; // IPv6 not compiled in or disabled at boot; an IPv6 route will say so.
         }
@@ -282,7 +297,7 @@ public final class NetlinkDataplane implements Dataplane {
         }
     }
 
-    private static void checkHost(Plan plan, Link link, Rtnetlink host, List<String> differences)
+    private void checkHost(Plan plan, Link link, Rtnetlink host, List<String> differences)
             throws SyscallException {
         PodAttachment a = plan.attachment();
         String name = "host link " + link.name();
@@ -312,7 +327,7 @@ public final class NetlinkDataplane implements Dataplane {
             differences.add(name + (filters.isEmpty() ? " lacks" : " has another filter than")
                     + " the pod's source filter (anti-spoofing)");
         }
-        String proxyArp = readSysctl(SYSCTL.resolve("ipv4/conf").resolve(link.name()).resolve("proxy_arp"));
+        String proxyArp = readSysctl(sysctlNet.resolve("ipv4/conf").resolve(link.name()).resolve("proxy_arp"));
         if (!"1".equals(proxyArp)) {
             differences.add(name + " has proxy_arp " + proxyArp + ", expected 1");
         }

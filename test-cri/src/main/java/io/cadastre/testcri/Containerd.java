@@ -99,8 +99,7 @@ public final class Containerd implements AutoCloseable {
             containerd.launch();
             Path archive = containerd.dir.resolve("pause.tar");
             PauseImage.write(PauseImage.BUSYBOX, archive);
-            run(List.of("ctr", "--address", containerd.socket().toString(), "-n", "k8s.io", "images", "import", archive.toString()),
-                    Duration.ofSeconds(60));
+            containerd.importImage(archive);
             return containerd;
         } catch (IOException | RuntimeException e) {
             try {
@@ -148,6 +147,27 @@ public final class Containerd implements AutoCloseable {
     /** @return containerd's state directory (the pods' network namespaces are under it) */
     public Path stateDir() {
         return dir.resolve("state");
+    }
+
+    /**
+     * @return where this containerd bind-mounts the pods' network namespaces (the {@code CNI_NETNS}
+     *     paths; a node's {@code /var/run/netns}): its CRI plugin's state directory's {@code netns}
+     *     ({@code netns_mounts_under_state_dir})
+     */
+    public Path netnsDir() {
+        return stateDir().resolve("io.containerd.grpc.v1.cri").resolve("netns");
+    }
+
+    /**
+     * Imports an image archive into the CRI plugin's namespace ({@code ctr -n k8s.io images import}),
+     * as an operator loads an image onto a node without a registry.
+     *
+     * @param archive an OCI image layout or Docker archive (tar)
+     * @throws IOException with ctr's output when the import fails
+     */
+    public void importImage(Path archive) throws IOException {
+        run(List.of("ctr", "--address", socket().toString(), "-n", "k8s.io", "images", "import", archive.toString()),
+                Duration.ofSeconds(120));
     }
 
     /** @return containerd's log, appended to across restarts */

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.cadastre.testcri.v1.ContainerConfig;
+import io.cadastre.testcri.v1.ContainerStatus;
+import io.cadastre.testcri.v1.ContainerStatusRequest;
 import io.cadastre.testcri.v1.CreateContainerRequest;
 import io.cadastre.testcri.v1.ExecSyncRequest;
 import io.cadastre.testcri.v1.ExecSyncResponse;
@@ -206,6 +208,11 @@ public final class CriClient implements AutoCloseable {
     /** CRI {@code StopContainer}, killing it after {@code graceSeconds}. */
     public void stopContainer(String containerId, long graceSeconds) {
         call().stopContainer(StopContainerRequest.newBuilder().setContainerId(containerId).setTimeout(graceSeconds).build());
+    }
+
+    /** CRI {@code ContainerStatus}: state, exit code once exited, and the runtime's reason and message. */
+    public ContainerStatus containerStatus(String containerId) {
+        return call().containerStatus(ContainerStatusRequest.newBuilder().setContainerId(containerId).build()).getStatus();
     }
 
     /** CRI {@code RemoveContainer}. */

@@ -4,11 +4,16 @@ import io.cadastre.testcri.v1.ContainerConfig;
 import io.cadastre.testcri.v1.ContainerMetadata;
 import io.cadastre.testcri.v1.DNSConfig;
 import io.cadastre.testcri.v1.ImageSpec;
+import io.cadastre.testcri.v1.LinuxPodSandboxConfig;
+import io.cadastre.testcri.v1.LinuxSandboxSecurityContext;
+import io.cadastre.testcri.v1.NamespaceMode;
+import io.cadastre.testcri.v1.NamespaceOption;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxMetadata;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -33,7 +38,39 @@ public final class KubeletPods {
     /** The cluster DNS service address written into sandboxes' resolv.conf (in the benchmarking range 198.18.0.0/15). */
     public static final String CLUSTER_DNS = "198.18.255.10";
 
+    /**
+     * What kubelet asks the runtime to mask in an unprivileged container (procMount Default;
+     * kubelet's {@code securitycontext} defaults): bind-mounted over with nothing.
+     */
+    public static final List<String> MASKED_PATHS = List.of("/proc/asound", "/proc/acpi", "/proc/kcore",
+            "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+            "/sys/firmware", "/sys/devices/virtual/powercap");
+    /**
+     * What kubelet asks the runtime to make read-only in an unprivileged container (procMount
+     * Default): {@code /proc/sys} among them, so that such a container cannot set sysctls there.
+     */
+    public static final List<String> READONLY_PATHS = List.of("/proc/bus", "/proc/fs", "/proc/irq",
+            "/proc/sys", "/proc/sysrq-trigger");
+
     private KubeletPods() {}
+
+    /**
+     * @return {@code sandbox} as kubelet makes it for a pod with {@code hostNetwork: true}: the
+     *     network namespace is the node's (NODE), and so no CNI call is made for it; PID and IPC
+     *     namespaces stay the pod's own (kubelet sets the PID mode CONTAINER for v1 pods); no
+     *     hostname (kubelet sets none for such a pod: it shares the node's UTS namespace)
+     */
+    public static PodSandboxConfig hostNetwork(PodSandboxConfig sandbox) {
+        return sandbox.toBuilder()
+                .clearHostname()
+                .setLinux(LinuxPodSandboxConfig.newBuilder()
+                        .setSecurityContext(LinuxSandboxSecurityContext.newBuilder()
+                                .setNamespaceOptions(NamespaceOption.newBuilder()
+                                        .setNetwork(NamespaceMode.NODE)
+                                        .setPid(NamespaceMode.CONTAINER)
+                                        .setIpc(NamespaceMode.POD))))
+                .build();
+    }
 
     /**
      * @param logRoot where pod log directories go (kubelet's {@code /var/log/pods})
@@ -84,7 +121,7 @@ public final class KubeletPods {
         return ContainerConfig.newBuilder()
                 .setMetadata(ContainerMetadata.newBuilder().setName(name).setAttempt(0))
                 .setImage(ImageSpec.newBuilder().setImage(image))
-                .addAllCommand(java.util.List.of(argv))
+                .addAllCommand(List.of(argv))
                 .putLabels("io.kubernetes.container.name", name)
                 .putLabels("io.kubernetes.pod.name", pod.getName())
                 .putLabels("io.kubernetes.pod.namespace", pod.getNamespace())
