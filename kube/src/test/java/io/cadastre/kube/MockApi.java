@@ -74,7 +74,7 @@ final class MockApi implements AutoCloseable {
     /** An agent's pod of the DaemonSet: labelled for discovery, host network, its cluster port named. */
     Pod agentPod(String name, String node, String ip, int clusterPort) {
         return admin.pods().inNamespace(AGENTS).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(AGENTS)
-                .addToLabels("app.kubernetes.io/name", "cadastre-agent").endMetadata()
+                .addToLabels("app.kubernetes.io/name", "cadastre").endMetadata()
                 .withNewSpec().withNodeName(node).withHostNetwork(true).addNewContainer().withName("agent").withImage("cadastre")
                 .withPorts(new ContainerPortBuilder().withName("cluster").withContainerPort(clusterPort).build()).endContainer()
                 .endSpec().withNewStatus().withPhase("Running").withPodIP(ip).endStatus().build()).createOr(existing -> existing.update());
