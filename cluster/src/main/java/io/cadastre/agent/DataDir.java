@@ -21,14 +21,14 @@ import java.util.Set;
  * every file in it that group or others may read or write. The directory is the barrier; the
  * files' own modes keep them private if it is ever opened up, or moved.
  *
- * <p>H2 creates its files with the process's umask (0644 usually): the embedded journal's main
- * file is therefore created here first, empty and 0600, and H2 opens it as a new store. Whatever
- * else H2 creates later (a trace file after an error, temporary files) is within the 0700
- * directory, and tightened at the next start.
+ * <p>The embedded journal lives in the subdirectory {@value #JOURNAL_DIR}, which it creates 0700
+ * with its files 0600 ({@code io.cadastre.journal.SegmentLog}); an existing one is tightened here
+ * like the data directory. An H2 journal of an older agent ({@code journal.mv.db}) is tightened
+ * like any file, then migrated and renamed ({@code io.cadastre.journal.H2Migration}).
  */
 final class DataDir {
-    /** The embedded journal's main file, as {@code application.conf}'s H2 URL names it. */
-    static final String JOURNAL_FILE = "journal.mv.db";
+    /** The embedded journal's directory, as {@code application.conf}'s {@code cadastre.embedded-journal.dir} names it. */
+    static final String JOURNAL_DIR = "journal";
     private static final Set<PosixFilePermission> GROUP_OR_OTHERS = EnumSet.of(
             PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_EXECUTE,
             PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);
@@ -37,11 +37,11 @@ final class DataDir {
 
     /**
      * Creates the directory 0700 (its missing parents with the usual permissions), or tightens an
-     * existing one and the files in it; with the embedded journal, creates its file 0600 when
-     * absent.
+     * existing one and the files in it, and the embedded journal's directory and files when it
+     * exists (the journal creates them with those modes).
      *
      * @param dir the data directory; a link to a directory is followed
-     * @param embeddedJournal whether the entities' journal is the embedded H2 one
+     * @param embeddedJournal whether the entities' journal is the embedded one
      * @return what was tightened, one sentence each ("X was rwxr-xr-x, now rwx------"), for a
      *     warning: empty for a directory created here or already private
      * @throws IllegalArgumentException when the path exists and is not a directory
@@ -67,14 +67,10 @@ final class DataDir {
         }
         tighten(dir, Files.getPosixFilePermissions(dir), "data directory " + dir, changed);
         changed.addAll(tightenFiles(dir));
-        if (embeddedJournal) {
-            Path journal = dir.resolve(JOURNAL_FILE);
-            try {
-                Files.createFile(journal, PosixFilePermissions.asFileAttribute(
-                        EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
-            } catch (FileAlreadyExistsException e) {
-                // The journal of an earlier run, tightened above.
-            }
+        Path journal = dir.resolve(JOURNAL_DIR);
+        if (embeddedJournal && Files.isDirectory(journal, LinkOption.NOFOLLOW_LINKS)) {
+            tighten(journal, Files.getPosixFilePermissions(journal), "journal directory " + journal, changed);
+            changed.addAll(tightenFiles(journal));
         }
         return changed;
     }

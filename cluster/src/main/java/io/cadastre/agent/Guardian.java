@@ -214,9 +214,11 @@ public final class Guardian {
                 })
                 .onMessage(JournalReady.class, ready -> {
                     if (settings.persistence() == Persistence.EMBEDDED) {
-                        // H2 has opened its files: any it created itself got the umask's mode.
+                        // The journal is open: a file of it, or the migrated H2 journal, that a
+                        // looser umask or an older agent left readable is tightened.
                         try {
                             DataDir.tightenFiles(settings.dataDir()).forEach(change -> ctx.getLog().warn("{}", change));
+                            DataDir.tightenFiles(settings.dataDir().resolve(DataDir.JOURNAL_DIR)).forEach(change -> ctx.getLog().warn("{}", change));
                         } catch (java.io.IOException e) {
                             return fail(ctx, e);
                         }

@@ -3,22 +3,28 @@ package io.cadastre.agent;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
+import io.cadastre.journal.EmbeddedStore;
+import io.cadastre.journal.H2Migration;
+import io.cadastre.journal.SegmentLog;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.stream.connectors.cassandra.javadsl.CassandraSessionRegistry;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils;
 
 /**
  * The event journal behind the entities, chosen by {@code cadastre.persistence}: {@code embedded}
- * (H2 through pekko-persistence-jdbc, in {@code cadastre.data-dir}: one host) or {@code cassandra}
+ * (the segment log of {@code io.cadastre.journal}, in {@code cadastre.data-dir}: one host) or {@code cassandra}
  * (pekko-persistence-cassandra: every member of a cluster shares it).
  */
 public enum Persistence {
-    EMBEDDED("jdbc-journal", "jdbc-snapshot-store"),
+    EMBEDDED("cadastre.embedded-journal.journal", "cadastre.embedded-journal.snapshot"),
     CASSANDRA("pekko.persistence.cassandra.journal", "pekko.persistence.cassandra.snapshot");
 
     private final String journalPlugin;
@@ -73,12 +79,26 @@ public enum Persistence {
 
     /**
      * Prepares the journal before the member joins the cluster (and entities may start here): the
-     * embedded journal's tables are created if missing; for Cassandra the journal's session is
+     * embedded journal is opened (recovered) and an H2 journal of an older agent migrated into it
+     * ({@link H2Migration}; a failure fails start-up); for Cassandra the journal's session is
      * connected (it waits while Cassandra is down; the schema is created ahead by
      * {@link SchemaCommand} or by the plugin).
      */
     public CompletionStage<Done> prepare(ActorSystem<?> system) {
-        return this == EMBEDDED ? SchemaUtils.createIfNotExists(system)
+        return this == EMBEDDED ? CompletableFuture.supplyAsync(() -> {
+                    try {
+                        SegmentLog log = EmbeddedStore.ID.get(system).log();
+                        H2Migration.Result migrated = H2Migration.migrateIfPresent(
+                                Path.of(system.settings().config().getString("cadastre.data-dir")), log);
+                        if (migrated != null) {
+                            system.log().info("migrated the H2 journal into the embedded journal: {} ({} renamed to {})",
+                                    migrated, H2Migration.H2_FILE, H2Migration.MIGRATED);
+                        }
+                        return Done.getInstance();
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                })
                 : CassandraSessionRegistry.get(system).sessionFor("pekko.persistence.cassandra").underlying()
                         .thenApply(session -> Done.getInstance());
     }

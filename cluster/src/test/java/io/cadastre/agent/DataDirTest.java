@@ -21,12 +21,19 @@ class DataDirTest {
     }
 
     @Test
-    void aNewDirectoryIs0700WithItsJournalFile0600AndNothingToWarnAbout() throws Exception {
+    void aNewDirectoryIs0700AndTheJournalsFiles0600AndNothingToWarnAbout() throws Exception {
         Path dir = tmp.resolve("var/lib/cadastre");
         assertEquals(List.of(), DataDir.prepare(dir, true));
         assertEquals("rwx------", mode(dir));
-        assertEquals("rw-------", mode(dir.resolve("journal.mv.db")));
-        assertEquals(0, Files.size(dir.resolve("journal.mv.db")), "empty: H2 makes a new store of it");
+        try (io.cadastre.journal.SegmentLog log = io.cadastre.journal.SegmentLog.open(dir.resolve("journal"), 1 << 20, 4 << 20)) {
+            log.deleteEventsTo("p", 1).join();
+        }
+        assertEquals("rwx------", mode(dir.resolve("journal")));
+        try (var files = Files.list(dir.resolve("journal"))) {
+            for (Path f : files.toList()) {
+                assertEquals("rw-------", mode(f), f.toString());
+            }
+        }
         assertEquals("rwxr-xr-x", mode(dir.getParent()), "parents as usual");
         assertEquals(List.of(), DataDir.prepare(dir, true), "again: nothing changes");
     }

@@ -1,0 +1,82 @@
+package io.cadastre.journal;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.persistence.AtomicWrite;
+import org.apache.pekko.persistence.PersistentRepr;
+import org.apache.pekko.persistence.journal.Tagged;
+import org.apache.pekko.persistence.journal.japi.AsyncWriteJournal;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializer;
+import org.apache.pekko.serialization.Serializers;
+import scala.concurrent.Future;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.jdk.javaapi.FutureConverters;
+
+/**
+ * Pekko journal plugin over the {@link EmbeddedStore}'s {@link SegmentLog}: a write completes
+ * once fsync'd (group commit). Events are stored with their serializer id and manifest (tags and
+ * event metadata are not kept: nothing in Cadastre reads them). Configure as
+ * {@code class = "io.cadastre.journal.EmbeddedJournal"}.
+ */
+public final class EmbeddedJournal extends AsyncWriteJournal {
+    private final SegmentLog log = EmbeddedStore.ID.get(context().system()).log();
+    private final Serialization serialization = SerializationExtension.get(context().system());
+
+    @Override
+    public Future<Iterable<Optional<Exception>>> doAsyncWriteMessages(Iterable<AtomicWrite> messages) {
+        List<Optional<Exception>> results = new ArrayList<>();
+        List<CompletableFuture<Void>> writes = new ArrayList<>();
+        for (AtomicWrite write : messages) {
+            List<SegmentLog.Event> events = new ArrayList<>();
+            try {
+                for (PersistentRepr repr : CollectionConverters.asJava(write.payload())) {
+                    Object payload = repr.payload() instanceof Tagged tagged ? tagged.payload() : repr.payload();
+                    Serializer serializer = serialization.findSerializerFor(payload);
+                    events.add(new SegmentLog.Event(repr.sequenceNr(), repr.writerUuid(), repr.manifest(), repr.timestamp(),
+                            serializer.identifier(), Serializers.manifestFor(serializer, payload),
+                            serializer.toBinary(payload)));
+                }
+            } catch (Exception e) {
+                // Rejected (not written): the entity is told, the journal goes on.
+                results.add(Optional.of(e));
+                continue;
+            }
+            results.add(Optional.empty());
+            writes.add(log.appendEvents(write.persistenceId(), events));
+        }
+        // Completes when every write is durable; an I/O failure fails the whole call (Pekko stops the writers).
+        return FutureConverters.asScala(CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new))
+                .thenApply(done -> (Iterable<Optional<Exception>>) results));
+    }
+
+    @Override
+    public Future<Void> doAsyncDeleteMessagesTo(String persistenceId, long toSequenceNr) {
+        return FutureConverters.asScala(log.deleteEventsTo(persistenceId, toSequenceNr));
+    }
+
+    @Override
+    public Future<Void> doAsyncReplayMessages(String persistenceId, long fromSequenceNr, long toSequenceNr, long max,
+            Consumer<PersistentRepr> replayCallback) {
+        try {
+            log.replay(persistenceId, fromSequenceNr, toSequenceNr, max, event -> {
+                Object payload = serialization.deserialize(event.payload(), event.serializerId(), event.serializerManifest()).get();
+                replayCallback.accept(PersistentRepr.apply(payload, event.seqNr(), persistenceId, event.adapterManifest(), false,
+                        ActorRef.noSender(), event.writerUuid()).withTimestamp(event.timestamp()));
+            });
+            return scala.concurrent.Future$.MODULE$.successful(null);
+        } catch (Exception e) {
+            return scala.concurrent.Future$.MODULE$.failed(e);
+        }
+    }
+
+    @Override
+    public Future<Long> doAsyncReadHighestSequenceNr(String persistenceId, long fromSequenceNr) {
+        return scala.concurrent.Future$.MODULE$.successful(log.highestSeqNr(persistenceId));
+    }
+}

@@ -1,0 +1,75 @@
+package io.cadastre.journal;
+
+import java.util.Optional;
+import org.apache.pekko.persistence.SelectedSnapshot;
+import org.apache.pekko.persistence.SnapshotMetadata;
+import org.apache.pekko.persistence.SnapshotSelectionCriteria;
+import org.apache.pekko.persistence.snapshot.japi.SnapshotStore;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializer;
+import org.apache.pekko.serialization.Serializers;
+import scala.concurrent.Future;
+import scala.jdk.javaapi.FutureConverters;
+
+/**
+ * Pekko snapshot store plugin over the {@link EmbeddedStore}'s {@link SegmentLog}: snapshots are
+ * records of the same log (one sync path, one recovery), fsync'd before a save completes, and
+ * compacted away with the log once deleted. Configure as
+ * {@code class = "io.cadastre.journal.EmbeddedSnapshotStore"}.
+ */
+public final class EmbeddedSnapshotStore extends SnapshotStore {
+    private final SegmentLog log = EmbeddedStore.ID.get(context().system()).log();
+    private final Serialization serialization = SerializationExtension.get(context().system());
+
+    @Override
+    public Future<Optional<SelectedSnapshot>> doLoadAsync(String persistenceId, SnapshotSelectionCriteria criteria) {
+        try {
+            Optional<SelectedSnapshot> selected = log.latestSnapshot(persistenceId, criteria.minSequenceNr(),
+                    criteria.maxSequenceNr(), criteria.minTimestamp(), criteria.maxTimestamp()).map(s -> SelectedSnapshot.create(
+                            SnapshotMetadata.apply(persistenceId, s.seqNr(), s.timestamp()),
+                            serialization.deserialize(s.payload(), s.serializerId(), s.serializerManifest()).get()));
+            return scala.concurrent.Future$.MODULE$.successful(selected);
+        } catch (Exception e) {
+            return scala.concurrent.Future$.MODULE$.failed(e);
+        }
+    }
+
+    @Override
+    public Future<Void> doSaveAsync(SnapshotMetadata metadata, Object snapshot) {
+        try {
+            Serializer serializer = serialization.findSerializerFor(snapshot);
+            return FutureConverters.asScala(log.saveSnapshot(new SegmentLog.Snapshot(metadata.persistenceId(),
+                    metadata.sequenceNr(), metadata.timestamp(), serializer.identifier(),
+                    Serializers.manifestFor(serializer, snapshot), serializer.toBinary(snapshot))));
+        } catch (Exception e) {
+            return scala.concurrent.Future$.MODULE$.failed(e);
+        }
+    }
+
+    @Override
+    public Future<Void> doDeleteAsync(SnapshotMetadata metadata) {
+        // Timestamp 0: any snapshot of that sequence number (Pekko's convention).
+        long min = metadata.timestamp() == 0 ? 0 : metadata.timestamp();
+        long max = metadata.timestamp() == 0 ? Long.MAX_VALUE : metadata.timestamp();
+        return FutureConverters.asScala(log.deleteSnapshots(metadata.persistenceId(), metadata.sequenceNr(),
+                metadata.sequenceNr(), min, max));
+    }
+
+    /**
+     * Deletes the matching snapshots, and with them the events up to the highest sequence number
+     * deleted when a newer snapshot remains: Pekko's retention ({@code snapshotEvery(n, keep)})
+     * deletes the snapshots older than the ones it keeps, so recovery never reads those events
+     * again. Doing it here keeps the entities' retention unchanged for Cassandra, whose journal the
+     * chaos tests audit event by event.
+     */
+    @Override
+    public Future<Void> doDeleteAsync(String persistenceId, SnapshotSelectionCriteria criteria) {
+        long coveredTo = Math.min(criteria.maxSequenceNr(), log.highestSeqNr(persistenceId));
+        boolean newerKept = log.hasSnapshotAfter(persistenceId, coveredTo);
+        return FutureConverters.asScala(log.deleteSnapshots(persistenceId, criteria.minSequenceNr(), criteria.maxSequenceNr(),
+                criteria.minTimestamp(), criteria.maxTimestamp())
+                .thenCompose(done -> newerKept ? log.deleteEventsTo(persistenceId, coveredTo)
+                        : java.util.concurrent.CompletableFuture.<Void>completedFuture(null)));
+    }
+}
