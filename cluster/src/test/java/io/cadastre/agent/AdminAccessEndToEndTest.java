@@ -154,7 +154,15 @@ class AdminAccessEndToEndTest {
                 assertEquals("rw-------", mode(file), file.toString());
             }
         }
-        assertTrue(files.containsAll(List.of("admin.token", "journal.mv.db", "journal.trace.db")), files.toString());
+        assertTrue(files.containsAll(List.of("admin.token", "journal.trace.db")), files.toString());
+        assertEquals("rwx------", mode(data.resolve("journal")));
+        try (Stream<Path> segments = Files.list(data.resolve("journal"))) {
+            List<Path> all = segments.toList();
+            assertTrue(!all.isEmpty(), "the embedded journal's segments");
+            for (Path segment : all) {
+                assertEquals("rw-------", mode(segment), segment.toString());
+            }
+        }
         String token = Files.readString(agent.adminTokenFile()).strip();
         assertTrue(token.matches("[0-9a-f]{64}"), "256 random bits as hex");
         String log = Files.readString(agent.log());
