@@ -100,6 +100,9 @@ public final class AgentMain implements Callable<Integer> {
             config = withNodeRole(transport.applyTo(config), settings.nodeName());
             cassandra = settings.persistence() == Persistence.CASSANDRA
                     ? Optional.of(CassandraSecurity.from(config.getConfig("cadastre.cassandra"))) : Optional.empty();
+            if (settings.persistence() == Persistence.EMBEDDED) {
+                io.cadastre.journal.EmbeddedStore.settings(config);
+            }
             List<String> tightened = DataDir.prepare(settings.dataDir(), settings.persistence() == Persistence.EMBEDDED);
             tightened.forEach(change -> log.warn("{}: only the agent's user may read the journal and the admin token", change));
             admin = AdminConfig.from(config, settings.dataDir());

@@ -22,8 +22,8 @@ import java.util.Set;
  * files' own modes keep them private if it is ever opened up, or moved.
  *
  * <p>The embedded journal lives in the subdirectory {@value #JOURNAL_DIR}, which it creates 0700
- * with its files 0600 ({@code io.cadastre.journal.SegmentLog}); an existing one is tightened here
- * like the data directory. An H2 journal of an older agent ({@code journal.mv.db}) is tightened
+ * and whose files it keeps 0600 ({@code io.cadastre.journal.RocksJournalStore}); an existing one
+ * is tightened here like the data directory. An H2 journal of an older agent ({@code journal.mv.db}) is tightened
  * like any file, then migrated and renamed ({@code io.cadastre.journal.H2Migration}).
  */
 final class DataDir {

@@ -5,7 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import io.cadastre.journal.EmbeddedStore;
 import io.cadastre.journal.H2Migration;
-import io.cadastre.journal.SegmentLog;
+import io.cadastre.journal.RocksJournalStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -20,7 +20,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
  * The event journal behind the entities, chosen by {@code cadastre.persistence}: {@code embedded}
- * (the segment log of {@code io.cadastre.journal}, in {@code cadastre.data-dir}: one host) or {@code cassandra}
+ * (RocksDB through {@code io.cadastre.journal}, in {@code cadastre.data-dir}: one host) or {@code cassandra}
  * (pekko-persistence-cassandra: every member of a cluster shares it).
  */
 public enum Persistence {
@@ -79,7 +79,7 @@ public enum Persistence {
 
     /**
      * Prepares the journal before the member joins the cluster (and entities may start here): the
-     * embedded journal is opened (recovered) and an H2 journal of an older agent migrated into it
+     * embedded journal is opened (RocksDB recovers it) and an H2 journal of an older agent migrated into it
      * ({@link H2Migration}; a failure fails start-up); for Cassandra the journal's session is
      * connected (it waits while Cassandra is down; the schema is created ahead by
      * {@link SchemaCommand} or by the plugin).
@@ -87,9 +87,9 @@ public enum Persistence {
     public CompletionStage<Done> prepare(ActorSystem<?> system) {
         return this == EMBEDDED ? CompletableFuture.supplyAsync(() -> {
                     try {
-                        SegmentLog log = EmbeddedStore.ID.get(system).log();
+                        RocksJournalStore store = EmbeddedStore.ID.get(system).store();
                         H2Migration.Result migrated = H2Migration.migrateIfPresent(
-                                Path.of(system.settings().config().getString("cadastre.data-dir")), log);
+                                Path.of(system.settings().config().getString("cadastre.data-dir")), store);
                         if (migrated != null) {
                             system.log().info("migrated the H2 journal into the embedded journal: {} ({} renamed to {})",
                                     migrated, H2Migration.H2_FILE, H2Migration.MIGRATED);

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.persistence.AtomicWrite;
@@ -19,52 +20,62 @@ import scala.jdk.javaapi.CollectionConverters;
 import scala.jdk.javaapi.FutureConverters;
 
 /**
- * Pekko journal plugin over the {@link EmbeddedStore}'s {@link SegmentLog}: a write completes
- * once fsync'd (group commit). Events are stored with their serializer id and manifest (tags and
- * event metadata are not kept: nothing in Cadastre reads them). Configure as
- * {@code class = "io.cadastre.journal.EmbeddedJournal"}.
+ * Pekko journal plugin over the {@link EmbeddedStore}'s {@link RocksJournalStore}: a write
+ * completes once synced (group commit). Events are stored with their serializer id and manifest
+ * (tags and event metadata are not kept: nothing in Cadastre reads them). A write the store
+ * refuses as stale ({@link RocksJournalStore.StaleWriteException}: its sequence number is taken)
+ * is rejected, so the entity that sent it stops without replying, and the journal goes on.
+ * Configure as {@code class = "io.cadastre.journal.EmbeddedJournal"}.
  */
 public final class EmbeddedJournal extends AsyncWriteJournal {
-    private final SegmentLog log = EmbeddedStore.ID.get(context().system()).log();
+    private final RocksJournalStore store = EmbeddedStore.ID.get(context().system()).store();
     private final Serialization serialization = SerializationExtension.get(context().system());
 
     @Override
     public Future<Iterable<Optional<Exception>>> doAsyncWriteMessages(Iterable<AtomicWrite> messages) {
-        List<Optional<Exception>> results = new ArrayList<>();
-        List<CompletableFuture<Void>> writes = new ArrayList<>();
+        List<CompletableFuture<Optional<Exception>>> results = new ArrayList<>();
         for (AtomicWrite write : messages) {
-            List<SegmentLog.Event> events = new ArrayList<>();
+            List<RocksJournalStore.Event> events = new ArrayList<>();
             try {
                 for (PersistentRepr repr : CollectionConverters.asJava(write.payload())) {
                     Object payload = repr.payload() instanceof Tagged tagged ? tagged.payload() : repr.payload();
                     Serializer serializer = serialization.findSerializerFor(payload);
-                    events.add(new SegmentLog.Event(repr.sequenceNr(), repr.writerUuid(), repr.manifest(), repr.timestamp(),
+                    events.add(new RocksJournalStore.Event(repr.sequenceNr(), repr.writerUuid(), repr.manifest(), repr.timestamp(),
                             serializer.identifier(), Serializers.manifestFor(serializer, payload),
                             serializer.toBinary(payload)));
                 }
             } catch (Exception e) {
                 // Rejected (not written): the entity is told, the journal goes on.
-                results.add(Optional.of(e));
+                results.add(CompletableFuture.completedFuture(Optional.of(e)));
                 continue;
             }
-            results.add(Optional.empty());
-            writes.add(log.appendEvents(write.persistenceId(), events));
+            results.add(store.appendEvents(write.persistenceId(), events).handle((done, failure) -> {
+                Throwable cause = failure instanceof CompletionException ? failure.getCause() : failure;
+                if (cause == null) {
+                    return Optional.<Exception>empty();
+                }
+                if (cause instanceof RocksJournalStore.StaleWriteException stale) {
+                    return Optional.<Exception>of(stale);
+                }
+                // An I/O failure fails the whole call: Pekko stops the writers.
+                throw new CompletionException(cause);
+            }));
         }
-        // Completes when every write is durable; an I/O failure fails the whole call (Pekko stops the writers).
-        return FutureConverters.asScala(CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new))
-                .thenApply(done -> (Iterable<Optional<Exception>>) results));
+        // Completes when every write is synced or refused.
+        return FutureConverters.asScala(CompletableFuture.allOf(results.toArray(CompletableFuture[]::new))
+                .thenApply(done -> (Iterable<Optional<Exception>>) results.stream().map(CompletableFuture::join).toList()));
     }
 
     @Override
     public Future<Void> doAsyncDeleteMessagesTo(String persistenceId, long toSequenceNr) {
-        return FutureConverters.asScala(log.deleteEventsTo(persistenceId, toSequenceNr));
+        return FutureConverters.asScala(store.deleteEventsTo(persistenceId, toSequenceNr));
     }
 
     @Override
     public Future<Void> doAsyncReplayMessages(String persistenceId, long fromSequenceNr, long toSequenceNr, long max,
             Consumer<PersistentRepr> replayCallback) {
         try {
-            log.replay(persistenceId, fromSequenceNr, toSequenceNr, max, event -> {
+            store.replay(persistenceId, fromSequenceNr, toSequenceNr, max, event -> {
                 Object payload = serialization.deserialize(event.payload(), event.serializerId(), event.serializerManifest()).get();
                 replayCallback.accept(PersistentRepr.apply(payload, event.seqNr(), persistenceId, event.adapterManifest(), false,
                         ActorRef.noSender(), event.writerUuid()).withTimestamp(event.timestamp()));
@@ -77,6 +88,10 @@ public final class EmbeddedJournal extends AsyncWriteJournal {
 
     @Override
     public Future<Long> doAsyncReadHighestSequenceNr(String persistenceId, long fromSequenceNr) {
-        return scala.concurrent.Future$.MODULE$.successful(log.highestSeqNr(persistenceId));
+        try {
+            return scala.concurrent.Future$.MODULE$.successful(store.highestSeqNr(persistenceId));
+        } catch (Exception e) {
+            return scala.concurrent.Future$.MODULE$.failed(e);
+        }
     }
 }

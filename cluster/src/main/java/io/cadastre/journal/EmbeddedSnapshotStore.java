@@ -13,19 +13,19 @@ import scala.concurrent.Future;
 import scala.jdk.javaapi.FutureConverters;
 
 /**
- * Pekko snapshot store plugin over the {@link EmbeddedStore}'s {@link SegmentLog}: snapshots are
- * records of the same log (one sync path, one recovery), fsync'd before a save completes, and
- * compacted away with the log once deleted. Configure as
+ * Pekko snapshot store plugin over the {@link EmbeddedStore}'s {@link RocksJournalStore}:
+ * snapshots are in the same database as the events (their own column family; one write-ahead
+ * log, one sync path, one recovery), synced before a save completes. Configure as
  * {@code class = "io.cadastre.journal.EmbeddedSnapshotStore"}.
  */
 public final class EmbeddedSnapshotStore extends SnapshotStore {
-    private final SegmentLog log = EmbeddedStore.ID.get(context().system()).log();
+    private final RocksJournalStore store = EmbeddedStore.ID.get(context().system()).store();
     private final Serialization serialization = SerializationExtension.get(context().system());
 
     @Override
     public Future<Optional<SelectedSnapshot>> doLoadAsync(String persistenceId, SnapshotSelectionCriteria criteria) {
         try {
-            Optional<SelectedSnapshot> selected = log.latestSnapshot(persistenceId, criteria.minSequenceNr(),
+            Optional<SelectedSnapshot> selected = store.latestSnapshot(persistenceId, criteria.minSequenceNr(),
                     criteria.maxSequenceNr(), criteria.minTimestamp(), criteria.maxTimestamp()).map(s -> SelectedSnapshot.create(
                             SnapshotMetadata.apply(persistenceId, s.seqNr(), s.timestamp()),
                             serialization.deserialize(s.payload(), s.serializerId(), s.serializerManifest()).get()));
@@ -39,7 +39,7 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
     public Future<Void> doSaveAsync(SnapshotMetadata metadata, Object snapshot) {
         try {
             Serializer serializer = serialization.findSerializerFor(snapshot);
-            return FutureConverters.asScala(log.saveSnapshot(new SegmentLog.Snapshot(metadata.persistenceId(),
+            return FutureConverters.asScala(store.saveSnapshot(new RocksJournalStore.Snapshot(metadata.persistenceId(),
                     metadata.sequenceNr(), metadata.timestamp(), serializer.identifier(),
                     Serializers.manifestFor(serializer, snapshot), serializer.toBinary(snapshot))));
         } catch (Exception e) {
@@ -52,7 +52,7 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
         // Timestamp 0: any snapshot of that sequence number (Pekko's convention).
         long min = metadata.timestamp() == 0 ? 0 : metadata.timestamp();
         long max = metadata.timestamp() == 0 ? Long.MAX_VALUE : metadata.timestamp();
-        return FutureConverters.asScala(log.deleteSnapshots(metadata.persistenceId(), metadata.sequenceNr(),
+        return FutureConverters.asScala(store.deleteSnapshots(metadata.persistenceId(), metadata.sequenceNr(),
                 metadata.sequenceNr(), min, max));
     }
 
@@ -65,11 +65,15 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
      */
     @Override
     public Future<Void> doDeleteAsync(String persistenceId, SnapshotSelectionCriteria criteria) {
-        long coveredTo = Math.min(criteria.maxSequenceNr(), log.highestSeqNr(persistenceId));
-        boolean newerKept = log.hasSnapshotAfter(persistenceId, coveredTo);
-        return FutureConverters.asScala(log.deleteSnapshots(persistenceId, criteria.minSequenceNr(), criteria.maxSequenceNr(),
-                criteria.minTimestamp(), criteria.maxTimestamp())
-                .thenCompose(done -> newerKept ? log.deleteEventsTo(persistenceId, coveredTo)
-                        : java.util.concurrent.CompletableFuture.<Void>completedFuture(null)));
+        try {
+            long coveredTo = Math.min(criteria.maxSequenceNr(), store.highestSeqNr(persistenceId));
+            boolean newerKept = store.hasSnapshotAfter(persistenceId, coveredTo);
+            return FutureConverters.asScala(store.deleteSnapshots(persistenceId, criteria.minSequenceNr(), criteria.maxSequenceNr(),
+                    criteria.minTimestamp(), criteria.maxTimestamp())
+                    .thenCompose(done -> newerKept ? store.deleteEventsTo(persistenceId, coveredTo)
+                            : java.util.concurrent.CompletableFuture.<Void>completedFuture(null)));
+        } catch (Exception e) {
+            return scala.concurrent.Future$.MODULE$.failed(e);
+        }
     }
 }

@@ -3,43 +3,75 @@ package io.cadastre.journal;
 import com.typesafe.config.Config;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import org.apache.pekko.actor.AbstractExtensionId;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.Extension;
 import org.apache.pekko.actor.ExtensionIdProvider;
+import org.rocksdb.NativeLibraryLoader;
 
 /**
- * The one {@link SegmentLog} of an actor system, shared by {@link EmbeddedJournal} and
+ * The one {@link RocksJournalStore} of an actor system, shared by {@link EmbeddedJournal} and
  * {@link EmbeddedSnapshotStore}, opened on first use from {@code cadastre.embedded-journal}
- * ({@code dir}, {@code segment-size}, {@code compact-above}) and closed when the system
- * terminates.
+ * ({@code dir}, {@code write-buffer-size}, {@code max-wal-size}, {@code compact-above},
+ * {@code native-library-dir}) and closed when the system terminates.
+ *
+ * <p>RocksDB's native library is extracted from its jar into {@code native-library-dir} (created
+ * 0700) rather than into {@code java.io.tmpdir}: the extracted copy is deleted only when the JVM
+ * exits normally, and one left by a killed agent is replaced at the next start instead of piling
+ * up (about 15 MB each); a temporary directory mounted {@code noexec} cannot load it at all.
  */
 public final class EmbeddedStore implements Extension {
     /** The extension's id: {@code EmbeddedStore.ID.get(system)}. */
     public static final Id ID = new Id();
 
-    private final SegmentLog log;
+    private final RocksJournalStore store;
 
     private EmbeddedStore(ExtendedActorSystem system) {
         Config c = system.settings().config().getConfig("cadastre.embedded-journal");
         try {
-            log = SegmentLog.open(Path.of(c.getString("dir")), c.getBytes("segment-size"), c.getBytes("compact-above"));
+            Path nativeDir = Path.of(c.getString("native-library-dir"));
+            if (!Files.isDirectory(nativeDir)) {
+                Files.createDirectories(nativeDir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            }
+            NativeLibraryLoader.getInstance().loadLibrary(nativeDir.toString());
+            store = RocksJournalStore.open(Path.of(c.getString("dir")), settings(system.settings().config()));
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot open the embedded journal in " + c.getString("dir"), e);
+            throw new UncheckedIOException("cannot open the embedded journal in " + c.getString("dir") + ": " + e.getMessage(), e);
         }
         system.registerOnTermination(() -> {
             try {
-                log.close();
+                store.close();
             } catch (IOException e) {
-                system.log().warning("closing the embedded journal: {}", e);
+                system.log().warning("closing the embedded journal: {}", e.getMessage());
             }
         });
     }
 
-    /** @return the log */
-    public SegmentLog log() {
-        return log;
+    /**
+     * Reads the store's sizes; the agent calls it before its actor system starts, so that a bad
+     * value is a configuration error (exit 2) rather than a failed start.
+     *
+     * @param root the whole configuration
+     * @return {@code cadastre.embedded-journal}'s {@code write-buffer-size}, {@code max-wal-size}
+     *     and {@code compact-above} (bytes)
+     * @throws IllegalArgumentException naming the section when a size is below 64 KiB or not a size
+     */
+    public static RocksJournalStore.Settings settings(Config root) {
+        Config c = root.getConfig("cadastre.embedded-journal");
+        try {
+            return new RocksJournalStore.Settings(c.getBytes("write-buffer-size"), c.getBytes("max-wal-size"),
+                    c.getBytes("compact-above"));
+        } catch (IllegalArgumentException | com.typesafe.config.ConfigException e) {
+            throw new IllegalArgumentException("cadastre.embedded-journal: " + e.getMessage(), e);
+        }
+    }
+
+    /** @return the store */
+    public RocksJournalStore store() {
+        return store;
     }
 
     /** The extension's id. */

@@ -25,8 +25,9 @@ class DataDirTest {
         Path dir = tmp.resolve("var/lib/cadastre");
         assertEquals(List.of(), DataDir.prepare(dir, true));
         assertEquals("rwx------", mode(dir));
-        try (io.cadastre.journal.SegmentLog log = io.cadastre.journal.SegmentLog.open(dir.resolve("journal"), 1 << 20, 4 << 20)) {
-            log.deleteEventsTo("p", 1).join();
+        try (io.cadastre.journal.RocksJournalStore store = io.cadastre.journal.RocksJournalStore.open(dir.resolve("journal"),
+                io.cadastre.journal.RocksJournalStore.Settings.DEFAULT)) {
+            store.deleteEventsTo("p", 1).join();
         }
         assertEquals("rwx------", mode(dir.resolve("journal")));
         try (var files = Files.list(dir.resolve("journal"))) {

@@ -62,34 +62,40 @@ class H2MigrationTest {
     @Test
     void anOldH2JournalIsMigratedOnceAndRenamed() throws Exception {
         oldJournal();
-        try (SegmentLog log = SegmentLog.open(dataDir.resolve("journal"), 1 << 20, 4 << 20)) {
-            H2Migration.Result result = H2Migration.migrateIfPresent(dataDir, log);
+        try (RocksJournalStore store = RocksJournalStore.open(dataDir.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
+            H2Migration.Result result = H2Migration.migrateIfPresent(dataDir, store);
             assertEquals(new H2Migration.Result(2, 2, 1), result, "block-a's events after its snapshot");
             assertFalse(Files.exists(dataDir.resolve(H2Migration.H2_FILE)));
             assertTrue(Files.exists(dataDir.resolve(H2Migration.MIGRATED)));
-            assertNull(H2Migration.migrateIfPresent(dataDir, log), "nothing left to migrate");
+            assertNull(H2Migration.migrateIfPresent(dataDir, store), "nothing left to migrate");
+
+            // A crash after the copy was synced but before the rename: the next start copies again.
+            Files.copy(dataDir.resolve(H2Migration.MIGRATED), dataDir.resolve(H2Migration.H2_FILE));
+            assertEquals(new H2Migration.Result(2, 2, 1), H2Migration.migrateIfPresent(dataDir, store), "again, the same");
         }
-        try (SegmentLog log = SegmentLog.open(dataDir.resolve("journal"), 1 << 20, 4 << 20)) {
-            List<SegmentLog.Event> events = new ArrayList<>();
-            log.replay("block-a", 4, Long.MAX_VALUE, Long.MAX_VALUE, events::add);
-            assertEquals(List.of(4L, 5L), events.stream().map(SegmentLog.Event::seqNr).toList());
+        try (RocksJournalStore store = RocksJournalStore.open(dataDir.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
+            List<RocksJournalStore.Event> events = new ArrayList<>();
+            store.replay("block-a", 4, Long.MAX_VALUE, Long.MAX_VALUE, events::add);
+            assertEquals(List.of(4L, 5L), events.stream().map(RocksJournalStore.Event::seqNr).toList());
             assertArrayEquals("event 5".getBytes(), events.get(1).payload());
             assertEquals(105, events.get(1).timestamp());
             assertEquals("A", events.get(1).serializerManifest());
-            SegmentLog.Snapshot s = log.latestSnapshot("block-a", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow();
+            RocksJournalStore.Snapshot s = store.latestSnapshot("block-a", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow();
             assertEquals(3, s.seqNr());
             assertArrayEquals(new byte[] {1, 2}, s.payload());
-            assertEquals(5, log.highestSeqNr("block-a"));
-            assertEquals(2, log.highestSeqNr("node-x"), "its next event is 3, though none is kept");
+            assertEquals(5, store.highestSeqNr("block-a"));
+            assertEquals(2, store.highestSeqNr("node-x"), "its next event is 3, though none is kept");
+            assertEquals(List.of(), events.stream().filter(e -> e.seqNr() <= 3).toList(), "none covered by the snapshot");
+            store.appendEvents("node-x", List.of(new RocksJournalStore.Event(3, "w2", "", 9, 33, "A", new byte[] {3}))).join();
         }
     }
 
     @Test
     void theEmptyPlaceholderOfOlderAgentsIsRemoved() throws Exception {
         Files.createFile(dataDir.resolve(H2Migration.H2_FILE));
-        try (SegmentLog log = SegmentLog.open(dataDir.resolve("journal"), 1 << 20, 4 << 20)) {
-            assertNull(H2Migration.migrateIfPresent(dataDir, log));
-            assertTrue(log.isEmpty());
+        try (RocksJournalStore store = RocksJournalStore.open(dataDir.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
+            assertNull(H2Migration.migrateIfPresent(dataDir, store));
+            assertTrue(store.isEmpty());
         }
         assertFalse(Files.exists(dataDir.resolve(H2Migration.H2_FILE)));
     }
