@@ -101,6 +101,7 @@ public final class AgentMain implements Callable<Integer> {
             cassandra = settings.persistence() == Persistence.CASSANDRA
                     ? Optional.of(CassandraSecurity.from(config.getConfig("cadastre.cassandra"))) : Optional.empty();
             if (settings.persistence() == Persistence.EMBEDDED) {
+                // Read now so that a bad size is exit 2, not a journal failing to open later.
                 io.cadastre.journal.EmbeddedStore.settings(config);
             }
             List<String> tightened = DataDir.prepare(settings.dataDir(), settings.persistence() == Persistence.EMBEDDED);

@@ -22,8 +22,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -37,8 +37,8 @@ import org.rocksdb.CompactRangeOptions;
 import org.rocksdb.DBOptions;
 import org.rocksdb.InfoLogLevel;
 import org.rocksdb.LRUCache;
-import org.rocksdb.MemTableInfo;
 import org.rocksdb.Logger;
+import org.rocksdb.MemTableInfo;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
@@ -77,13 +77,14 @@ import org.slf4j.LoggerFactory;
  * capped ({@link Settings#maxWalBytes}: past it RocksDB flushes the column families that hold the
  * oldest log back), and RocksDB's own level compaction, which drops deleted events once their
  * range deletion reaches the last level; besides, when the table files pass
- * {@link Settings#compactAboveBytes} the store compacts both column families fully on a
- * background thread. RocksDB's messages of level WARN and above go to this class's slf4j logger
- * (no LOG file).
+ * {@link Settings#compactAboveBytes} and twice what the last such compaction left, the store
+ * compacts both column families fully on a thread of its own. RocksDB's messages of level WARN
+ * and above go to this class's slf4j logger (no LOG file).
  *
  * <p>Files: the directory is created 0700 when absent; RocksDB creates its files with the
- * process's umask, so the store takes group's and others' permissions from them after opening and
- * after every flush and compaction (the directory keeps them private in between). Thread-safe.
+ * process's umask, so the store takes group's and others' permissions from them after opening,
+ * whenever a memtable is sealed (a new log) and whenever a table file is written (the directory
+ * keeps them private in between). Thread-safe.
  */
 public final class RocksJournalStore implements AutoCloseable {
     private static final org.slf4j.Logger LOG = LoggerFactory.getLogger(RocksJournalStore.class);
@@ -162,7 +163,7 @@ public final class RocksJournalStore implements AutoCloseable {
 
     private final Path dir;
     private final Settings settings;
-    /** What {@link #close} closes, in reverse order: options, the database, its handles. */
+    /** Options, the database and its handles, in the order opened: {@link #close} closes them in reverse. */
     private final List<AutoCloseable> resources;
     private final RocksDB db;
     private final ColumnFamilyHandle events;
@@ -215,7 +216,7 @@ public final class RocksJournalStore implements AutoCloseable {
                     .setLogger(keep(resources, new Logger(InfoLogLevel.WARN_LEVEL) {
                         @Override
                         protected void log(InfoLogLevel level, String message) {
-                            // HEADER (the options at open) is above FATAL in RocksDB's order: not a problem.
+                            // HEADER (the version and options RocksDB writes at open) ranks above FATAL.
                             switch (level) {
                                 case WARN_LEVEL -> LOG.warn("RocksDB: {}", message);
                                 case ERROR_LEVEL, FATAL_LEVEL -> LOG.error("RocksDB: {}", message);

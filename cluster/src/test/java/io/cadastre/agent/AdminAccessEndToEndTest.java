@@ -156,11 +156,11 @@ class AdminAccessEndToEndTest {
         }
         assertTrue(files.containsAll(List.of("admin.token", "journal.trace.db")), files.toString());
         assertEquals("rwx------", mode(data.resolve("journal")));
-        try (Stream<Path> segments = Files.list(data.resolve("journal"))) {
-            List<Path> all = segments.toList();
-            assertTrue(!all.isEmpty(), "the embedded journal's segments");
-            for (Path segment : all) {
-                assertEquals("rw-------", mode(segment), segment.toString());
+        try (Stream<Path> journalFiles = Files.list(data.resolve("journal"))) {
+            List<Path> all = journalFiles.toList();
+            assertTrue(!all.isEmpty(), "the embedded journal's files");
+            for (Path file : all) {
+                assertEquals("rw-------", mode(file), file.toString());
             }
         }
         String token = Files.readString(agent.adminTokenFile()).strip();

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
 import io.cadastre.admin.AdminToken;
+import io.cadastre.journal.EmbeddedStore;
+import io.cadastre.journal.RocksJournalStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -84,6 +86,24 @@ class AgentMainTest {
         assertEquals(token, admin.tokenFile());
         assertEquals(null, admin.kept(), "the agent keeps no token of its own then");
         assertFalse(Files.exists(dir.resolve("admin.token")));
+    }
+
+    @Test
+    void theEmbeddedJournalsSizesDefaultAsDocumentedAndASmallOneIsAConfigurationErrorExitTwo() throws Exception {
+        assertEquals(RocksJournalStore.Settings.DEFAULT, EmbeddedStore.settings(AgentMain.loadConfig(null)));
+        Path conf = Files.writeString(dir.resolve("agent.conf"), """
+                cadastre.node-name = "node-a"
+                cadastre.data-dir = "%s"
+                cadastre.embedded-journal.write-buffer-size = 4KiB
+                """.formatted(dir.resolve("data")));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> EmbeddedStore.settings(AgentMain.loadConfig(conf.toFile())));
+        assertTrue(e.getMessage().startsWith("cadastre.embedded-journal: embedded journal sizes must be at least 64 KiB, not 4096"),
+                e.getMessage());
+        AgentMain main = new AgentMain();
+        main.configFile = conf.toFile();
+        assertEquals(2, assertTimeoutPreemptively(Duration.ofSeconds(30), main::call));
+        assertFalse(Files.exists(dir.resolve("data")), "refused before anything is created");
     }
 
     @Test

@@ -92,6 +92,9 @@ class RocksJournalStoreTest {
 
     /** Writes events one by one in a child JVM, printing each once acknowledged; killed with SIGKILL mid-way. */
     public static void main(String[] args) throws Exception {
+        // Extracted beside the journal, in the test's directory: a killed JVM leaves its copy behind.
+        Path nativeDir = Files.createDirectories(Path.of(args[0]).resolveSibling("native"));
+        org.rocksdb.NativeLibraryLoader.getInstance().loadLibrary(nativeDir.toString());
         RocksJournalStore store = RocksJournalStore.open(Path.of(args[0]), SMALL);
         byte[] payload = new byte[200];
         for (long seq = 1; ; seq++) {
