@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.agent.CniExec.Result;
 import io.cadastre.ipam.Cidr;
+import io.cadastre.kube.KubeObjects;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -56,12 +57,12 @@ class KubernetesApiAwayAtStartEndToEndTest {
             assertTrue(Cidr.parse(ZONE_B).contains(first), first + " in " + ZONE_B);
 
             api = MockKubernetesApi.start(dir, apiPort, false);
-            api.namespace("k8saway", Map.of());
-            api.pod("k8saway", "while-away", node, Map.of());
-            api.node(node, Map.of(ZONE, "e2e-a"));
+            KubeObjects.namespace(api.admin(), "k8saway", Map.of());
+            KubeObjects.pod(api.admin(), "k8saway", "while-away", node, Map.of());
+            KubeObjects.node(api.admin(), node, Map.of(ZONE, "e2e-a"));
             KubernetesEndToEndTest.await(() -> labels(adminUrl, agent, node).equals(Map.of(ZONE, "e2e-a")),
                     () -> "the Node's labels were not taken once the API answered:\n" + agent.tail());
-            api.pod("k8saway", "once-back", node, Map.of());
+            KubeObjects.pod(api.admin(), "k8saway", "once-back", node, Map.of());
             String onceBack = CniEndToEndTest.container();
             String second = add(agent, after, onceBack, "once-back");
             assertTrue(Cidr.parse(ZONE_A).contains(second), second + " in " + ZONE_A);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.cadastre.kube.KubeObjects;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -119,8 +120,8 @@ class KubernetesBootstrapEndToEndTest {
     private static void run(MockKubernetesApi api, Path dir, Agent first, Agent second) throws Exception {
         TestPki ca = TestPki.authority("k8sboot-ca");
         for (Agent a : List.of(first, second)) {
-            api.node(a.node, Map.of());
-            api.agentPod("cadastre-agent-" + a.node, a.node, a.ip, a.port);
+            KubeObjects.node(api.admin(), a.node, Map.of());
+            KubeObjects.agentPod(api.admin(), MockKubernetesApi.AGENTS, "cadastre-agent-" + a.node, a.node, a.ip, a.port);
             Path agentDir = Files.createDirectories(dir.resolve(a.node));
             Map<String, String> env = new HashMap<>(a == first ? api.inClusterEnvironment(agentDir)
                     : api.kubeconfigEnvironment(agentDir));

@@ -10,6 +10,7 @@ import io.cadastre.agent.CniExec.Result;
 import io.cadastre.agent.CtlOutput.Run;
 import io.cadastre.dataplane.HostInterfaceName;
 import io.cadastre.ipam.Cidr;
+import io.cadastre.kube.KubeObjects;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -112,10 +113,10 @@ class KubernetesEndToEndTest {
         dir = Files.createTempDirectory("cad-k8se2e");
         try {
             api = MockKubernetesApi.start(dir);
-            api.node(node, Map.of(ZONE, "e2e-a"));
-            api.namespace(PLAIN, Map.of());
+            KubeObjects.node(api.admin(), node, Map.of(ZONE, "e2e-a"));
+            KubeObjects.namespace(api.admin(), PLAIN, Map.of());
             int clusterPort = freePort("127.0.0.1");
-            api.agentPod("cadastre-agent-" + node, node, "127.0.0.1", clusterPort);
+            KubeObjects.agentPod(api.admin(), MockKubernetesApi.AGENTS, "cadastre-agent-" + node, node, "127.0.0.1", clusterPort);
             Map<String, String> env = new HashMap<>(api.inClusterEnvironment(dir));
             env.put("CADASTRE_KUBERNETES_ENABLED", "true");
             env.put("CADASTRE_KUBERNETES_NODE_NAME", node);
@@ -180,7 +181,7 @@ class KubernetesEndToEndTest {
         assertIn(ZONE_A, first.v4());
         assertIn(IPV6, first.v6());
 
-        api.node(node, Map.of(ZONE, "e2e-b"));
+        KubeObjects.node(api.admin(), node, Map.of(ZONE, "e2e-b"));
         try {
             awaitLabels(Map.of(ZONE, "e2e-b"));
             PodAdd second = add(PLAIN, "labels-2", Map.of());
@@ -188,7 +189,7 @@ class KubernetesEndToEndTest {
             assertIn(IPV6, second.v6());
             assertTrue(first.ns().addresses("eth0").contains(first.v4() + "/32"), "a running pod keeps its address");
         } finally {
-            api.node(node, Map.of(ZONE, "e2e-a"));
+            KubeObjects.node(api.admin(), node, Map.of(ZONE, "e2e-a"));
             awaitLabels(Map.of(ZONE, "e2e-a"));
         }
     }
@@ -196,7 +197,7 @@ class KubernetesEndToEndTest {
     @Test
     @Order(2)
     void aNamespaceAnnotationChoosesThePoolsAndThePodsWins() throws Exception {
-        api.namespace(ANNOTATED, Map.of(IPV4_POOLS, "[\"k8se2e-b-namespace\"]"));
+        KubeObjects.namespace(api.admin(), ANNOTATED, Map.of(IPV4_POOLS, "[\"k8se2e-b-namespace\"]"));
         PodAdd byNamespace = add(ANNOTATED, "by-namespace", Map.of());
         assertIn(FOR_NAMESPACES, byNamespace.v4());
         assertIn(IPV6, byNamespace.v6()); // the family the annotation does not name keeps the Node's selection
@@ -230,7 +231,7 @@ class KubernetesEndToEndTest {
     @Order(4)
     void aBadAnnotationIsRefusedWithItsCodeAndChangesNothing() throws Exception {
         PodAdd holder = add(PLAIN, "holder", Map.of(IP_ADDRS, "[\"198.18.179.88\"]"));
-        api.namespace("k8se2e-bad-namespace", Map.of(IPV4_POOLS, "[1, 2]"));
+        KubeObjects.namespace(api.admin(), "k8se2e-bad-namespace", Map.of(IPV4_POOLS, "[1, 2]"));
         String before = ipamState();
 
         record Bad(String namespace, String annotation, String value, int code, String inMessage) {}
@@ -264,7 +265,7 @@ class KubernetesEndToEndTest {
         PodAdd kept = add(PLAIN, "kept", Map.of());
         double podGone = reclaimed("pod-gone");
 
-        api.deletePod(PLAIN, "deleted");
+        api.admin().pods().inNamespace(PLAIN).withName("deleted").delete();
         // The release is counted once the node has forgotten the attachment: wait for both.
         await(() -> !attached(deleted.container()) && reclaimed("pod-gone") == podGone + 1,
                 () -> "attachment of the deleted pod not released:\n" + agent.tail());
@@ -334,7 +335,7 @@ class KubernetesEndToEndTest {
     private static PodAdd tryAdd(String namespace, String name, Map<String, String> annotations, String netconf)
             throws Exception {
         if (!api.stopped()) {
-            api.pod(namespace, name, node, annotations);
+            KubeObjects.pod(api.admin(), namespace, name, node, annotations);
         }
         TestNetns ns = TestNetns.create();
         namespaces.add(ns);

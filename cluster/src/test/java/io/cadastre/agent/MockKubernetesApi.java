@@ -1,12 +1,5 @@
 package io.cadastre.agent;
 
-import io.fabric8.kubernetes.api.model.ContainerPortBuilder;
-import io.fabric8.kubernetes.api.model.Namespace;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
-import io.fabric8.kubernetes.api.model.Node;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
-import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -37,7 +30,8 @@ import java.util.UUID;
  * ({@code kube/target/mock-api.classpath}, written by its build, named by the system property
  * {@code cadastre.kube-mock-classpath}) in a class loader of its own whose parent is the platform's,
  * and driven by reflection through its start and stop. Objects are made through this module's
- * fabric8 client over HTTPS, as kubectl makes them ({@link #admin()}).
+ * fabric8 client over HTTPS, as kubectl makes them ({@link #admin()}; module kube's
+ * {@code KubeObjects}).
  *
  * <p>One difference from an API server matters to the agent: the mock selects by labels and by
  * {@code metadata.name} only, so the agent's informer of the pods bound to its node (field selector
@@ -48,9 +42,6 @@ import java.util.UUID;
 final class MockKubernetesApi implements AutoCloseable {
     /** The agents' namespace, as the manifests name it. */
     static final String AGENTS = "cadastre-system";
-    /** The label the DaemonSet gives its pods ({@code cadastre.kubernetes.bootstrap.pod-label-selector}). */
-    static final Map<String, String> AGENT_LABELS = Map.of("app.kubernetes.io/name", "cadastre-agent");
-
     private final Object server;
     private final int port;
     /** The CA a client must trust; null when the API is plain HTTP. */
@@ -228,41 +219,6 @@ final class MockKubernetesApi implements AutoCloseable {
         Files.writeString(path, content);
         Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
         return path;
-    }
-
-    /** Creates the Node, or replaces its labels. */
-    Node node(String name, Map<String, String> labels) {
-        return admin.nodes().resource(new NodeBuilder().withNewMetadata().withName(name).withLabels(labels).endMetadata().build())
-                .createOr(existing -> existing.update());
-    }
-
-    /** Creates the namespace, or replaces its annotations. */
-    Namespace namespace(String name, Map<String, String> annotations) {
-        return admin.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(name).withAnnotations(annotations)
-                .endMetadata().build()).createOr(existing -> existing.update());
-    }
-
-    /** Creates a pod bound to {@code node} (scheduled: its ADD is next), or replaces its annotations. */
-    Pod pod(String namespace, String name, String node, Map<String, String> annotations) {
-        return admin.pods().inNamespace(namespace).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(namespace)
-                .withAnnotations(annotations).endMetadata().withNewSpec().withNodeName(node).addNewContainer().withName("app")
-                .withImage("pause").endContainer().endSpec().build()).createOr(existing -> existing.update());
-    }
-
-    void deletePod(String namespace, String name) {
-        admin.pods().inNamespace(namespace).withName(name).delete();
-    }
-
-    /**
-     * An agent's pod of the DaemonSet: its labels, host network, the agent container's cluster
-     * port named {@code cluster}, Running with the pod IP (a host network pod's IP is its node's).
-     */
-    Pod agentPod(String name, String node, String ip, int clusterPort) {
-        return admin.pods().inNamespace(AGENTS).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(AGENTS)
-                .withLabels(AGENT_LABELS).endMetadata()
-                .withNewSpec().withNodeName(node).withHostNetwork(true).addNewContainer().withName("agent").withImage("cadastre")
-                .withPorts(new ContainerPortBuilder().withName("cluster").withContainerPort(clusterPort).build()).endContainer()
-                .endSpec().withNewStatus().withPhase("Running").withPodIP(ip).endStatus().build()).createOr(existing -> existing.update());
     }
 
     /**
