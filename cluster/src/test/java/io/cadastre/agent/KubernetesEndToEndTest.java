@@ -78,7 +78,7 @@ class KubernetesEndToEndTest {
     private static final String IPV6_POOLS = "cadastre.io/ipv6pools";
     private static final String IP_ADDRS = "cadastre.io/ipAddrs";
 
-    private static final String node = "k8se2e-" + UUID.randomUUID().toString().substring(0, 8);
+    private static final String NODE = "k8se2e-" + UUID.randomUUID().toString().substring(0, 8);
     private static Path dir;
     private static MockKubernetesApi api;
     private static AgentProcess agent;
@@ -113,16 +113,16 @@ class KubernetesEndToEndTest {
         dir = Files.createTempDirectory("cad-k8se2e");
         try {
             api = MockKubernetesApi.start(dir);
-            KubeObjects.node(api.admin(), node, Map.of(ZONE, "e2e-a"));
+            KubeObjects.node(api.admin(), NODE, Map.of(ZONE, "e2e-a"));
             KubeObjects.namespace(api.admin(), PLAIN, Map.of());
             int clusterPort = freePort("127.0.0.1");
-            KubeObjects.agentPod(api.admin(), MockKubernetesApi.AGENTS, "cadastre-agent-" + node, node, "127.0.0.1", clusterPort);
+            KubeObjects.agentPod(api.admin(), MockKubernetesApi.AGENTS, "cadastre-agent-" + NODE, NODE, "127.0.0.1", clusterPort);
             Map<String, String> env = new HashMap<>(api.inClusterEnvironment(dir));
             env.put("CADASTRE_KUBERNETES_ENABLED", "true");
-            env.put("CADASTRE_KUBERNETES_NODE_NAME", node);
+            env.put("CADASTRE_KUBERNETES_NODE_NAME", NODE);
             env.put("CADASTRE_CLUSTER_HOSTNAME", "127.0.0.1");
             env.put("CADASTRE_CLUSTER_PORT", Integer.toString(clusterPort));
-            agent = new AgentProcess(dir, node, CONFIG).withEnvironment(env).start();
+            agent = new AgentProcess(dir, NODE, CONFIG).withEnvironment(env).start();
             adminUrl = agent.adminUrl();
         } catch (Exception | AssertionError e) {
             stop();
@@ -175,13 +175,13 @@ class KubernetesEndToEndTest {
     @Order(1)
     void theNodesLabelsSelectThePoolsAndTheNextAddFollowsAChange() throws Exception {
         // The socket opened only once the Node's labels were read (labels-wait).
-        assertTrue(Files.readString(agent.log()).contains("cadastre-agent ready: node " + node + " (labels {" + ZONE + "=e2e-a})"),
+        assertTrue(Files.readString(agent.log()).contains("cadastre-agent ready: node " + NODE + " (labels {" + ZONE + "=e2e-a})"),
                 agent.tail());
         PodAdd first = add(PLAIN, "labels-1", Map.of());
         assertIn(ZONE_A, first.v4());
         assertIn(IPV6, first.v6());
 
-        KubeObjects.node(api.admin(), node, Map.of(ZONE, "e2e-b"));
+        KubeObjects.node(api.admin(), NODE, Map.of(ZONE, "e2e-b"));
         try {
             awaitLabels(Map.of(ZONE, "e2e-b"));
             PodAdd second = add(PLAIN, "labels-2", Map.of());
@@ -189,7 +189,7 @@ class KubernetesEndToEndTest {
             assertIn(IPV6, second.v6());
             assertTrue(first.ns().addresses("eth0").contains(first.v4() + "/32"), "a running pod keeps its address");
         } finally {
-            KubeObjects.node(api.admin(), node, Map.of(ZONE, "e2e-a"));
+            KubeObjects.node(api.admin(), NODE, Map.of(ZONE, "e2e-a"));
             awaitLabels(Map.of(ZONE, "e2e-a"));
         }
     }
@@ -304,7 +304,7 @@ class KubernetesEndToEndTest {
         await(() -> !attached(witness.container()) && reclaimed("netns-gone") == netnsGone + 1,
                 () -> "the witness was not reclaimed:\n" + agent.tail());
         assertEquals(podGone, reclaimed("pod-gone"), "nothing released for a pod the API could not be asked about");
-        assertTrue(attached(held.container()), "a pod the API last listed keeps its attachment");
+        assertTrue(attached(held.container()), "a pod still in the API when it went away keeps its attachment");
         assertTrue(TestNetns.hostHasLink(held.hostLink()), "and its host end");
         assertTrue(attached(unseen.container()), "a pod the API never listed keeps its attachment");
         assertEquals(labels, labels(), "the Node's last labels stand");
@@ -335,7 +335,7 @@ class KubernetesEndToEndTest {
     private static PodAdd tryAdd(String namespace, String name, Map<String, String> annotations, String netconf)
             throws Exception {
         if (!api.stopped()) {
-            KubeObjects.pod(api.admin(), namespace, name, node, annotations);
+            KubeObjects.pod(api.admin(), namespace, name, NODE, annotations);
         }
         TestNetns ns = TestNetns.create();
         namespaces.add(ns);
@@ -387,7 +387,7 @@ class KubernetesEndToEndTest {
     }
 
     private static JsonNode nodeDetail() throws Exception {
-        return ctl("node", "show", node, "-o", "json").json();
+        return ctl("node", "show", NODE, "-o", "json").json();
     }
 
     private static Map<String, String> labels() throws Exception {
@@ -442,7 +442,7 @@ class KubernetesEndToEndTest {
         Matcher m = Pattern.compile("^cadastre_ipam_allocations_gc_reclamations_total\\{([^}]*)\\} (\\S+)$", Pattern.MULTILINE)
                 .matcher(reply.body());
         while (m.find()) {
-            if (m.group(1).contains("node=\"" + node + "\"") && m.group(1).contains("reason=\"" + reason + "\"")) {
+            if (m.group(1).contains("node=\"" + NODE + "\"") && m.group(1).contains("reason=\"" + reason + "\"")) {
                 return Double.parseDouble(m.group(2));
             }
         }
