@@ -6,7 +6,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
@@ -33,6 +35,8 @@ final class AgentProcess implements AutoCloseable {
     private final String config;
     /** The network namespace the agent runs in ({@code ip netns exec}), or null for the test's own. */
     private String netns;
+    /** Variables added to the test's environment for the agent (a DaemonSet's {@code env}, say). */
+    private final Map<String, String> environment = new LinkedHashMap<>();
     private Process process;
     /** The log's length when this run of the agent started. */
     private long logStart;
@@ -46,6 +50,16 @@ final class AgentProcess implements AutoCloseable {
     /** Runs the agent in the named network namespace (which must have {@code lo} up). */
     AgentProcess inNetns(String name) {
         this.netns = name;
+        return this;
+    }
+
+    /**
+     * Adds variables to the agent's environment (the test's own, inherited, plus these), as a
+     * DaemonSet's {@code env} gives them; the configuration file still wins over the variables that
+     * application.conf reads ({@code ${?CADASTRE_...}}) for the keys it sets.
+     */
+    AgentProcess withEnvironment(Map<String, String> variables) {
+        environment.putAll(variables);
         return this;
     }
 
@@ -77,10 +91,13 @@ final class AgentProcess implements AutoCloseable {
         // The test's own namespace is the machine's (other tests, other engineers): no routing there
         // unless a test asks for it.
         String routing = config.contains("cadastre.routing.mode") ? "" : "cadastre.routing.mode = none\n";
+        // Any free port, unless the test chose one (other members must then know it in advance).
+        String clusterPort = config.contains("cadastre.cluster.port") || environment.containsKey("CADASTRE_CLUSTER_PORT") ? ""
+                : "cadastre.cluster.port = 0\n";
         Files.writeString(conf, routing + config + "\ncadastre.node-name = \"" + nodeName + "\"\n"
                 + "cadastre.data-dir = \"" + dataDir() + "\"\n"
                 + "cadastre.cni-socket = \"" + socket() + "\"\n"
-                + "cadastre.cluster.port = 0\n"
+                + clusterPort
                 + "cadastre.admin.bind = \"127.0.0.1:0\"\n");
         List<String> command = new ArrayList<>(netns == null ? List.of() : List.of("ip", "netns", "exec", netns));
         command.addAll(List.of(
@@ -94,6 +111,7 @@ final class AgentProcess implements AutoCloseable {
         logStart = Files.exists(log()) ? Files.size(log()) : 0;
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
+        builder.environment().putAll(environment);
         process = builder.start();
         long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
         while (!Files.exists(socket())) {
@@ -121,9 +139,7 @@ final class AgentProcess implements AutoCloseable {
         Pattern line = Pattern.compile("admin API on (http://\\S+)\\R");
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (true) {
-            byte[] log = Files.readAllBytes(log());
-            int from = (int) Math.min(logStart, log.length);
-            Matcher m = line.matcher(new String(log, from, log.length - from, StandardCharsets.UTF_8));
+            Matcher m = line.matcher(logOfThisRun());
             if (m.find()) {
                 return m.group(1);
             }
@@ -151,6 +167,13 @@ final class AgentProcess implements AutoCloseable {
             throw new IllegalStateException("agent did not stop on SIGTERM within 60 s");
         }
         return process.exitValue();
+    }
+
+    /** @return what this run of the agent has logged so far (the log is appended to across restarts) */
+    String logOfThisRun() throws IOException {
+        byte[] log = Files.readAllBytes(log());
+        int from = (int) Math.min(logStart, log.length);
+        return new String(log, from, log.length - from, StandardCharsets.UTF_8);
     }
 
     String tail() {

@@ -142,11 +142,18 @@ final class CtlAgent implements AutoCloseable {
      * and otherwise an empty environment.
      */
     Run ctl(String... args) {
+        return ctl(adminUrl, agent.adminTokenFile(), args);
+    }
+
+    /**
+     * Runs cadastrectl in this process against the admin API at {@code adminUrl}, with
+     * {@code tokenFile} as its default token file and otherwise an empty environment.
+     */
+    static Run ctl(String adminUrl, Path tokenFile, String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         String[] withServer = Stream.concat(Stream.of("--server", adminUrl), Stream.of(args)).toArray(String[]::new);
-        int code = Cadastrectl.execute(Map.of(), agent.adminTokenFile(), new PrintWriter(out, true), new PrintWriter(err, true),
-                withServer);
+        int code = Cadastrectl.execute(Map.of(), tokenFile, new PrintWriter(out, true), new PrintWriter(err, true), withServer);
         return new Run(code, out.toString(), err.toString());
     }
 

@@ -10,11 +10,11 @@ import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.LongSupplier;
 import org.apache.pekko.actor.Address;
@@ -38,9 +38,10 @@ import org.slf4j.LoggerFactory;
  * (the {@link #responder()} every agent runs at {@value #PROBE_NAME}; with TLS on, only members of
  * the cluster's CA can ask). Every {@code probe-interval}:
  * <ol>
- *   <li>list the pods; each Running pod with an IP is a contact point at that IP and its
- *       container port named {@code port-name} (else this member's own port). A change of the set
- *       restarts the stability clock;
+ *   <li>list the pods; each Running pod with an IP is a contact point at that IP (as Pekko writes
+ *       a host: an IPv6 one in brackets) and its container port named {@code port-name} (else
+ *       this member's own port). A change of the set restarts the stability clock; contact points
+ *       and answers are matched by IP and port, however the address is written;
  *   <li>ask every contact point but this member;
  *   <li>if any answered that it is a member (Up): join the members that said so
  *       ({@code JoinSeedNodes}: Pekko retries them, and never forms a cluster from there) — so a
@@ -116,10 +117,15 @@ public final class ClusterBootstrap {
         private Set<Address> contactPoints = Set.of();
         private long changedAt;
         private boolean listing;
-        /** contact point → its last answer and when it came. */
-        private final Map<Address, Answer> answers = new HashMap<>();
+        /**
+         * contact point → its last answer and when it came; keyed in {@link #ORDER} (IP as a number,
+         * port), as {@link #contactPoints}, so that an answer is the contact point's however either
+         * spells the address.
+         */
+        private final Map<Address, Answer> answers = new TreeMap<>(ORDER);
 
-        private record Answer(boolean member, long atNanos) {}
+        /** @param reported the member's address as it wrote it: where a join goes */
+        private record Answer(boolean member, long atNanos, Address reported) {}
 
         Round(ActorContext<Command> ctx, KubeApi api, KubeSettings.Bootstrap settings, LongSupplier nanoClock) {
             this.ctx = ctx;
@@ -146,7 +152,7 @@ public final class ClusterBootstrap {
                     .onMessage(ProbeReply.class, reply -> {
                         try {
                             Address from = org.apache.pekko.actor.AddressFromURIString.parse(reply.address());
-                            answers.put(from, new Answer(reply.member(), nanoClock.getAsLong()));
+                            answers.put(from, new Answer(reply.member(), nanoClock.getAsLong(), from));
                         } catch (RuntimeException e) {
                             LOG.warn("cluster bootstrap: an answer names no address: {}", io.cadastre.cni.CniText.quoted(reply.address()));
                         }
@@ -171,8 +177,7 @@ public final class ClusterBootstrap {
             }
             answers.keySet().retainAll(found);
             // A member found: join the running cluster, never form another.
-            List<Address> members = answers.entrySet().stream().filter(e -> e.getValue().member()).map(Map.Entry::getKey)
-                    .sorted(ORDER).toList();
+            List<Address> members = answers.values().stream().filter(Answer::member).map(Answer::reported).sorted(ORDER).toList();
             if (!members.isEmpty()) {
                 LOG.info("cluster bootstrap: joining the cluster of {}", members);
                 Cluster.get(ctx.getSystem()).manager().tell(new JoinSeedNodes(members));
@@ -186,7 +191,7 @@ public final class ClusterBootstrap {
             }
             ActorRef<ProbeReply> replyTo = ctx.getSelf().narrow();
             for (Address contact : found) {
-                if (!contact.equals(self)) {
+                if (!same(contact, self)) {
                     Adapter.toClassic(ctx.getSystem()).actorSelection(contact + "/user/" + PROBE_NAME)
                             .tell(new Probe(replyTo), org.apache.pekko.actor.ActorRef.noSender());
                 }
@@ -196,13 +201,13 @@ public final class ClusterBootstrap {
 
         private boolean mayForm(long now) {
             if (contactPoints.size() < settings.requiredContactPoints() || !contactPoints.contains(self)
-                    || !contactPoints.iterator().next().equals(self)) {
+                    || !same(contactPoints.iterator().next(), self)) {
                 return false;
             }
             if (now - changedAt < settings.stableMargin().toNanos()) {
                 return false;
             }
-            return contactPoints.stream().filter(c -> !c.equals(self)).allMatch(c -> {
+            return contactPoints.stream().filter(c -> !same(c, self)).allMatch(c -> {
                 Answer a = answers.get(c);
                 return a != null && !a.member() && a.atNanos() >= changedAt;
             });
@@ -223,7 +228,7 @@ public final class ClusterBootstrap {
                 if (port <= 0 || port > 65535) {
                     continue;
                 }
-                found.add(new Address(self.protocol(), self.system(), ip.get(), port));
+                found.add(new Address(self.protocol(), self.system(), host(ip.get()), port));
             }
             return found;
         }
@@ -243,6 +248,22 @@ public final class ClusterBootstrap {
             }
         }
         return Optional.empty();
+    }
+
+    /**
+     * @param ip a pod IP, a literal ({@link #isIpLiteral})
+     * @return the host of its Pekko address: the canonical form (RFC 5952 for IPv6), an IPv6 one in
+     *     brackets as Pekko writes it ({@code pekko://cadastre@[fd00::7]:2552}); without them the
+     *     address names no host Pekko can reach, and never equals a member's own
+     */
+    static String host(String ip) {
+        String canonical = io.cadastre.ipam.IpAddresses.canonical(ip);
+        return canonical.contains(":") ? "[" + canonical + "]" : canonical;
+    }
+
+    /** @return whether the two addresses are the same contact point: the same IP (however written) and port */
+    static boolean same(Address a, Address b) {
+        return ORDER.compare(a, b) == 0;
     }
 
     /** A pod IP from the API: used only when it is a literal address (never a name to resolve). */

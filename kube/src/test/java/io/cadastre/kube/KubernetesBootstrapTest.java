@@ -17,38 +17,47 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Cluster bootstrap from the API: three agents (actor systems in this JVM on loopback, each with
  * the production {@link KubeApi} and {@link ClusterBootstrap} over fabric8's mock API server) find
  * each other through the pod list of their DaemonSet and form one cluster; the member that formed
  * it, restarted alone on its address, joins the running cluster instead of forming a second one.
+ * With IPv4 pod IPs and IPv6 ones (an IPv6 cluster: Pekko writes an IPv6 host in brackets, the
+ * API without).
  */
 class KubernetesBootstrapTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final KubeSettings.Bootstrap SETTINGS = new KubeSettings.Bootstrap(true,
             "app.kubernetes.io/name=cadastre", "cluster", 3, Duration.ofSeconds(1), Duration.ofMillis(200));
 
-    private record Agent(String node, int port, ActorTestKit member, KubeApi api) {}
+    private record Agent(String node, String ip, int port, ActorTestKit member, KubeApi api) {
+        /** @return the member's address as Pekko writes it (an IPv6 host in brackets) */
+        String address() {
+            return "pekko://kube-boot@" + (ip.contains(":") ? "[" + ip + "]" : ip) + ":" + port;
+        }
+    }
 
-    @Test
-    void threeAgentsFormOneClusterAndARestartedOneJoinsIt() throws Exception {
+    @ParameterizedTest
+    @ValueSource(strings = {"127.0.0.1", "::1"})
+    void threeAgentsFormOneClusterAndARestartedOneJoinsIt(String ip) throws Exception {
         List<Agent> agents = new ArrayList<>();
         try (MockApi mock = new MockApi()) {
             // A pod of another app in the namespace is no contact point.
             mock.admin().pods().inNamespace(MockApi.AGENTS).resource(new io.fabric8.kubernetes.api.model.PodBuilder()
                     .withNewMetadata().withName("other").addToLabels("app.kubernetes.io/name", "other").endMetadata()
-                    .withNewStatus().withPhase("Running").withPodIP("127.0.0.1").endStatus().build()).create();
+                    .withNewStatus().withPhase("Running").withPodIP(ip).endStatus().build()).create();
             for (String node : List.of("boot-a", "boot-b", "boot-c")) {
-                int port = freePort();
-                mock.agentPod("agent-" + node, node, "127.0.0.1", port);
-                agents.add(new Agent(node, port, null, null));
+                int port = freePort(ip);
+                mock.agentPod("agent-" + node, node, ip, port);
+                agents.add(new Agent(node, ip, port, null, null));
             }
             for (int i = 0; i < agents.size(); i++) {
                 agents.set(i, start(mock, agents.get(i)));
             }
-            Set<String> all = agents.stream().map(a -> "pekko://kube-boot@127.0.0.1:" + a.port()).collect(Collectors.toCollection(TreeSet::new));
+            Set<String> all = agents.stream().map(Agent::address).collect(Collectors.toCollection(TreeSet::new));
             for (Agent agent : agents) {
                 awaitMembers(agent.member().system(), all);
             }
@@ -57,8 +66,7 @@ class KubernetesBootstrapTest {
             Agent lowest = agents.stream().min(java.util.Comparator.comparingInt(Agent::port)).orElseThrow();
             stop(lowest);
             agents.remove(lowest);
-            Set<String> others = agents.stream().map(a -> "pekko://kube-boot@127.0.0.1:" + a.port())
-                    .collect(Collectors.toCollection(TreeSet::new));
+            Set<String> others = agents.stream().map(Agent::address).collect(Collectors.toCollection(TreeSet::new));
             for (Agent agent : agents) {
                 awaitMembers(agent.member().system(), others);
             }
@@ -73,11 +81,11 @@ class KubernetesBootstrapTest {
     }
 
     private static Agent start(MockApi mock, Agent agent) {
-        ActorTestKit member = TestMembers.member("kube-boot", agent.node(), agent.port());
+        ActorTestKit member = TestMembers.member("kube-boot", agent.node(), agent.ip(), agent.port());
         KubeApi api = mock.agentApi(agent.node(), Duration.ofSeconds(1));
         member.spawn(ClusterBootstrap.responder(), ClusterBootstrap.PROBE_NAME);
         member.spawn(ClusterBootstrap.create(api, SETTINGS, System::nanoTime), "cluster-bootstrap");
-        return new Agent(agent.node(), agent.port(), member, api);
+        return new Agent(agent.node(), agent.ip(), agent.port(), member, api);
     }
 
     private static void stop(Agent agent) {
@@ -103,8 +111,8 @@ class KubernetesBootstrapTest {
                 .collect(Collectors.toCollection(TreeSet::new));
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+    private static int freePort(String ip) throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getByName(ip))) {
             return socket.getLocalPort();
         }
     }

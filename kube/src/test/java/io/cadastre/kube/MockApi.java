@@ -1,12 +1,8 @@
 package io.cadastre.kube;
 
-import io.fabric8.kubernetes.api.model.ContainerPortBuilder;
 import io.fabric8.kubernetes.api.model.Namespace;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Node;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
@@ -48,8 +44,7 @@ final class MockApi implements AutoCloseable {
     }
 
     Node node(String name, Map<String, String> labels) {
-        return admin.nodes().resource(new NodeBuilder().withNewMetadata().withName(name).withLabels(labels).endMetadata().build())
-                .createOr(existing -> existing.update());
+        return KubeObjects.node(admin, name, labels);
     }
 
     void deleteNode(String name) {
@@ -57,27 +52,20 @@ final class MockApi implements AutoCloseable {
     }
 
     Namespace namespace(String name, Map<String, String> annotations) {
-        return admin.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(name).withAnnotations(annotations)
-                .endMetadata().build()).createOr(existing -> existing.update());
+        return KubeObjects.namespace(admin, name, annotations);
     }
 
     Pod pod(String namespace, String name, String node, Map<String, String> annotations) {
-        return admin.pods().inNamespace(namespace).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(namespace)
-                .withAnnotations(annotations).endMetadata().withNewSpec().withNodeName(node).addNewContainer().withName("app")
-                .withImage("pause").endContainer().endSpec().build()).createOr(existing -> existing.update());
+        return KubeObjects.pod(admin, namespace, name, node, annotations);
     }
 
     void deletePod(String namespace, String name) {
         admin.pods().inNamespace(namespace).withName(name).delete();
     }
 
-    /** An agent's pod of the DaemonSet: labelled for discovery, host network, its cluster port named. */
+    /** An agent's pod of the DaemonSet ({@link KubeObjects#agentPod}) in {@link #AGENTS}. */
     Pod agentPod(String name, String node, String ip, int clusterPort) {
-        return admin.pods().inNamespace(AGENTS).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(AGENTS)
-                .addToLabels("app.kubernetes.io/name", "cadastre").endMetadata()
-                .withNewSpec().withNodeName(node).withHostNetwork(true).addNewContainer().withName("agent").withImage("cadastre")
-                .withPorts(new ContainerPortBuilder().withName("cluster").withContainerPort(clusterPort).build()).endContainer()
-                .endSpec().withNewStatus().withPhase("Running").withPodIP(ip).endStatus().build()).createOr(existing -> existing.update());
+        return KubeObjects.agentPod(admin, AGENTS, name, node, ip, clusterPort);
     }
 
     void deleteAgentPod(String name) {

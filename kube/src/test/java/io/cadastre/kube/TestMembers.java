@@ -25,16 +25,22 @@ import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 final class TestMembers {
     private TestMembers() {}
 
+    /** As {@link #member(String, String, String, int)} on 127.0.0.1. */
+    static ActorTestKit member(String system, String node, int port) {
+        return member(system, node, "127.0.0.1", port);
+    }
+
     /**
      * @param system the cluster's name: members of one cluster share it
      * @param node the member's node (its role)
-     * @param port the cluster port on 127.0.0.1; 0 for any
+     * @param host the loopback address the member's cluster port is on: 127.0.0.1 or ::1
+     * @param port the cluster port; 0 for any
      * @return the member, not joined; its entities registered
      */
-    static ActorTestKit member(String system, String node, int port) {
+    static ActorTestKit member(String system, String node, String host, int port) {
         Config config = ConfigFactory.parseString("""
                 pekko.actor.provider = cluster
-                pekko.remote.artery.canonical.hostname = 127.0.0.1
+                pekko.remote.artery.canonical.hostname = "%s"
                 pekko.remote.artery.canonical.port = %d
                 pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
                 pekko.cluster.sharding.passivation.strategy = none
@@ -42,7 +48,7 @@ final class TestMembers {
                 pekko.loglevel = WARNING
                 pekko.coordinated-shutdown.terminate-actor-system = on
                 pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                """.formatted(port, NodeRoles.role(node)))
+                """.formatted(host, port, NodeRoles.role(node)))
                 .withFallback(PersistenceTestKitPlugin.getInstance().config())
                 .withFallback(PersistenceTestKitSnapshotPlugin.config())
                 .withFallback(ConfigFactory.load());
