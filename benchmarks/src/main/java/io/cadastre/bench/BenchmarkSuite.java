@@ -2,6 +2,7 @@ package io.cadastre.bench;
 
 import io.cadastre.bench.cluster.FailoverScenario;
 import io.cadastre.bench.cluster.IpamThroughputScenario;
+import io.cadastre.bench.host.AgentCostScenario;
 import io.cadastre.bench.host.BurstScenario;
 import io.cadastre.bench.host.CriSandboxScenario;
 import io.cadastre.bench.host.PluginExecScenario;
@@ -125,6 +126,7 @@ public final class BenchmarkSuite implements Callable<Integer> {
         Map<String, LongFunction<Scenario>> s = new LinkedHashMap<>();
         s.put("micro", seed -> new MicroBenchmarks());
         s.put("plugin-exec", PluginExecScenario::new);
+        s.put("agent-cost", seed -> new AgentCostScenario());
         s.put("burst", BurstScenario::new);
         s.put("cri-sandbox", CriSandboxScenario::new);
         s.put("ipam-throughput", IpamThroughputScenario::new);

@@ -1,0 +1,213 @@
+package io.cadastre.bench.host;
+
+import io.cadastre.bench.BenchContext;
+import io.cadastre.bench.Scenario;
+import io.cadastre.bench.cluster.CniSocketClient;
+import io.cadastre.bench.report.Distribution;
+import io.cadastre.bench.report.Figure;
+import io.cadastre.bench.report.Goal;
+import io.cadastre.bench.report.Plot;
+import io.cadastre.bench.report.ScenarioReport;
+import io.cadastre.bench.report.SideBySide;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.stream.Stream;
+
+/**
+ * What one IPAM call costs the node: the agent's CPU per ADD and DEL through the real
+ * {@code cadastre-ipam} plugin (serial, after warm-up, the embedded journal, the agent's default
+ * JVM flags), where that CPU goes (a JFR recording of the measured calls, summarised), the agent's
+ * memory (heap after a full GC, metaspace, RSS idle and peak), its start (exec to the first served
+ * ADD) and the embedded journal's size on disk after a long churn of live pods.
+ */
+public final class AgentCostScenario implements Scenario {
+    static final String ADD = "IPAM ADD through the plugin";
+    static final String DEL = "IPAM DEL through the plugin";
+    static final String START = "agent exec to a served ADD";
+    static final String CPU_PER_CALL = "agent CPU per IPAM call";
+    static final String JOURNAL_BYTES = "embedded journal on disk after the churn";
+    static final String CHURN_CALL = "IPAM call on the socket during the churn";
+    /** The issue-17 goals: CPU per call, journal size, start time. */
+    static final double CPU_GOAL_MS = 0.3;
+    static final double JOURNAL_GOAL_MIB = 10;
+    static final double START_GOAL_MS = 2_000;
+
+    private static final int WARM_UP_PAIRS = 1_500;
+    private static final int MEASURED_PAIRS = 1_500;
+    private static final int STARTS = 3;
+    private static final int LIVE_PODS = 100;
+    /** Calls of the churn; {@code -Dcadastre.bench.churn-calls} overrides it. */
+    private static final int CHURN_CALLS = 100_000;
+    private static final String SUBJECT = "cadastre";
+
+    @Override
+    public String id() {
+        return "agent-cost";
+    }
+
+    @Override
+    public ScenarioReport run(BenchContext context) throws Exception {
+        SideBySide results = new SideBySide(SUBJECT, Set.of());
+        List<Figure> figures = new ArrayList<>();
+        List<String> notes = new ArrayList<>();
+        int starts = context.quick() ? 1 : STARTS;
+        for (int i = 0; i < starts; i++) {
+            results.record(START, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-" + i)));
+        }
+        int warmUp = context.quick() ? 20 : WARM_UP_PAIRS;
+        int measured = context.quick() ? 50 : MEASURED_PAIRS;
+        int churn = context.quick() ? 500 : Integer.getInteger("cadastre.bench.churn-calls", CHURN_CALLS);
+        double cpuPerCallMs;
+        double journalMib;
+        List<double[]> journalGrowth = new ArrayList<>();
+        try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"))) {
+            String netconf = CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL);
+            agent.warmUp(context.plugin(), warmUp);
+            AgentProbe probe = new AgentProbe(agent.pid());
+            AgentProbe.Heap idle = probe.heapAfterFullGc();
+            long idleRss = probe.rssBytes();
+            Path recording = context.workDir(id()).resolve("measured.jfr");
+            probe.startRecording();
+            long cpuBefore = probe.cpuNanos();
+            for (int i = 0; i < measured; i++) {
+                for (String command : List.of("ADD", "DEL")) {
+                    PluginExec.Run run = PluginExec.run(context.plugin(), command, "cost-" + i, "/var/run/netns/none",
+                            context.referencePlugins(), netconf, null);
+                    if (run.exit() != 0) {
+                        throw new IOException(command + " failed: " + run.stdout());
+                    }
+                    results.record(command.equals("ADD") ? ADD : DEL, SUBJECT, run.nanos());
+                }
+            }
+            long cpu = probe.cpuNanos() - cpuBefore;
+            probe.stopRecording(recording);
+            cpuPerCallMs = cpu / 1e6 / (2.0 * measured);
+            figures.add(new Figure(CPU_PER_CALL, SUBJECT, "ms", Distribution.single(cpuPerCallMs)));
+            figures.add(new Figure("agent heap after a full GC, idle", SUBJECT, "MiB", Distribution.single(mib(idle.heapUsedBytes()))));
+            figures.add(new Figure("agent metaspace, idle", SUBJECT, "MiB", Distribution.single(mib(idle.metaspaceUsedBytes()))));
+            figures.add(new Figure("agent RSS, idle after warm-up", SUBJECT, "MiB", Distribution.single(mib(idleRss))));
+            notes.add(JfrSummary.of(recording).markdown(
+                    "Where the agent's CPU went during the measured calls (JFR execution samples, "
+                            + "the agent's default flags)"));
+
+            CniSocketClient socket = new CniSocketClient(agent.socket(), netconf);
+            Path journal = agent.dataDir();
+            Deque<String> live = new ArrayDeque<>();
+            int next = 0;
+            for (; next < LIVE_PODS; next++) {
+                call(socket, "ADD", "churn-" + next);
+                live.add("churn-" + next);
+            }
+            int step = Math.max(1, churn / 20);
+            for (int done = 0; done < churn; done += 2) {
+                long t0 = System.nanoTime();
+                call(socket, "DEL", live.removeFirst());
+                results.record(CHURN_CALL, SUBJECT, System.nanoTime() - t0);
+                t0 = System.nanoTime();
+                call(socket, "ADD", "churn-" + next);
+                results.record(CHURN_CALL, SUBJECT, System.nanoTime() - t0);
+                live.add("churn-" + next++);
+                if ((done + 2) % step < 2) {
+                    journalGrowth.add(new double[] {done + 2, mib(directoryBytes(journal))});
+                }
+            }
+            journalMib = mib(directoryBytes(journal));
+            figures.add(new Figure(JOURNAL_BYTES, SUBJECT, "MiB", Distribution.single(journalMib)));
+            figures.add(new Figure("agent RSS, peak (VmHWM)", SUBJECT, "MiB", Distribution.single(mib(probe.peakRssBytes()))));
+        }
+        figures.addAll(0, results.figures());
+        double startMs = results.histogram(START, SUBJECT).getValueAtPercentile(50) / 1e6;
+        List<Goal> goals = List.of(
+                new Goal(String.format(Locale.ROOT, "agent CPU per IPAM call (ADD or DEL), serial through the plugin: ≤ %.1f ms",
+                        CPU_GOAL_MS), String.format(Locale.ROOT, "%.3f ms", cpuPerCallMs), cpuPerCallMs <= CPU_GOAL_MS,
+                        cpuPerCallMs <= CPU_GOAL_MS ? null : "see the JFR summary in the notes"),
+                new Goal(String.format(Locale.ROOT, "embedded journal after %,d calls of %d live pods: ≤ %.0f MiB", churn,
+                        LIVE_PODS, JOURNAL_GOAL_MIB), String.format(Locale.ROOT, "%.1f MiB", journalMib),
+                        journalMib <= JOURNAL_GOAL_MIB, journalMib <= JOURNAL_GOAL_MIB ? null : "the journal's store does not reclaim"),
+                new Goal(String.format(Locale.ROOT, "agent exec to a served ADD: ≤ %.0f ms (median of %d starts)", START_GOAL_MS,
+                        starts), String.format(Locale.ROOT, "%.0f ms", startMs), startMs <= START_GOAL_MS,
+                        startMs <= START_GOAL_MS ? null : "JVM start, class loading and the actor system's start"));
+        List<Plot> plots = new ArrayList<>(List.of(results.plot(ADD, "agent-cost-calls.png", "IPAM calls through the plugin")));
+        if (journalGrowth.size() > 1) {
+            plots.add(new Plot("agent-cost-journal.png", "Embedded journal on disk during the churn", "calls", "MiB", false,
+                    List.of(new Plot.Series(SUBJECT, journalGrowth.stream().mapToDouble(p -> p[0]).toArray(),
+                            journalGrowth.stream().mapToDouble(p -> p[1]).toArray()))));
+        }
+        notes.add(0, "CPU is the agent process's user + system time from /proc over the measured calls (clock ticks "
+                + "of 10 ms, over seconds of calls), divided by the number of calls; the plugin's own CPU is not in it.");
+        return new ScenarioReport(id(), "The agent's cost per IPAM call, memory, start and journal size",
+                String.format(Locale.ROOT, "One agent on this host with the embedded journal and its default JVM flags (%s). "
+                        + "Start: %d fresh agents, each timed from exec until an IPAM ADD on its socket is answered. "
+                        + "Then one agent warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
+                        + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), measured over %d "
+                        + "more pairs, serial, recorded with JFR. Then %d live pods and %,d calls of churn on the socket "
+                        + "(DEL the oldest, ADD a new one), the journal's directory measured as it goes.",
+                        String.join(" ", SingleHostAgent.JVM_FLAGS), starts, warmUp, measured, LIVE_PODS, churn),
+                figures, List.of(), goals, plots, notes);
+    }
+
+    private static long timeToFirstAdd(Path dir) throws IOException, InterruptedException {
+        try (SingleHostAgent agent = SingleHostAgent.launch(dir)) {
+            CniSocketClient socket = new CniSocketClient(agent.socket(),
+                    CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL));
+            long deadline = agent.launchedNanos() + 120_000_000_000L;
+            while (System.nanoTime() < deadline && agent.isAlive()) {
+                if (Files.exists(agent.socket())) {
+                    try {
+                        if (socket.call("ADD", "first").status() == 200) {
+                            return System.nanoTime() - agent.launchedNanos();
+                        }
+                    } catch (IOException notYet) {
+                        // The socket file exists before the server accepts: try again.
+                    }
+                }
+                Thread.sleep(5);
+            }
+            throw new IOException("the agent served no ADD within 120 s:\n" + agent.tail());
+        }
+    }
+
+    private static void call(CniSocketClient socket, String command, String container) throws IOException {
+        CniSocketClient.Reply reply = socket.call(command, container);
+        if (reply.status() != 200) {
+            throw new IOException(command + " " + container + " answered " + reply.status() + ": " + reply.body());
+        }
+    }
+
+    /** The sizes of the files under {@code dir}; walked again when the store removed a file meanwhile. */
+    private static long directoryBytes(Path dir) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            try {
+                return sizes(dir);
+            } catch (UncheckedIOException raced) {
+                if (attempt == 10) {
+                    throw raced.getCause();
+                }
+            }
+        }
+    }
+
+    private static long sizes(Path dir) throws IOException {
+        try (Stream<Path> files = Files.walk(dir)) {
+            return files.filter(Files::isRegularFile).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException gone) {
+                    return 0; // removed by the store while walking
+                }
+            }).sum();
+        }
+    }
+
+    private static double mib(long bytes) {
+        return bytes / (1024.0 * 1024.0);
+    }
+}
