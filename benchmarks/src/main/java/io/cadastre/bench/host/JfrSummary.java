@@ -16,7 +16,8 @@ import jdk.jfr.consumer.RecordingFile;
 /**
  * A JFR recording's CPU samples ({@code jdk.ExecutionSample}, Java threads running Java code)
  * summed up for the report: the share per thread pool, per method at the top of the stack (self
- * time), and per package anywhere on the stack (total time), the largest first.
+ * time), and per package anywhere on the stack (total time; the JDK's own packages left out, every
+ * thread runs through them), the largest first.
  *
  * @param samples how many execution samples the recording holds
  * @param byThread samples per thread pool (a thread's name without its trailing number)
@@ -47,6 +48,7 @@ record JfrSummary(long samples, Map<String, Long> byThread, Map<String, Long> by
             bySelf.merge(top.getMethod().getType().getName().replaceAll(".*\\.", "") + "." + top.getMethod().getName(), 1L,
                     Long::sum);
             stack.getFrames().stream().map(f -> packageOf(f.getMethod().getType().getName())).distinct()
+                    .filter(p -> !p.startsWith("java.") && !p.startsWith("jdk.") && !p.startsWith("sun."))
                     .forEach(p -> byPackage.merge(p, 1L, Long::sum));
         }
         return new JfrSummary(samples, top(byThread), top(bySelf), top(byPackage));
@@ -69,7 +71,7 @@ record JfrSummary(long samples, Map<String, Long> byThread, Map<String, Long> by
 
     /** The first three parts of a class's package ({@code org.h2.mvstore}), enough to name a library's layer. */
     private static String packageOf(String className) {
-        String[] parts = className.split("\\.");
+        String[] parts = className.replaceFirst("\\$.*", "").split("\\.");
         int keep = Math.min(3, parts.length - 1);
         return keep <= 0 ? className : String.join(".", List.of(parts).subList(0, keep));
     }
