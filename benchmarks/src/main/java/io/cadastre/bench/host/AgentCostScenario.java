@@ -10,21 +10,25 @@ import io.cadastre.bench.report.Plot;
 import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
 
 /**
  * What one IPAM call costs the node: the agent's CPU per ADD and DEL through the real
  * {@code cadastre-ipam} plugin (serial, after warm-up, the embedded journal, the agent's default
- * JVM flags), where that CPU goes (a JFR recording of the measured calls, summarised), the agent's
+ * JVM flags), where that CPU goes (async-profiler over as many calls again, summarised, and its
+ * flame graph), the agent's
  * memory (heap after a full GC, metaspace, RSS idle and peak), its start (exec to the first served
  * ADD) and the embedded journal's size on disk after a long churn of live pods.
  */
@@ -42,6 +46,8 @@ public final class AgentCostScenario implements Scenario {
 
     private static final int WARM_UP_PAIRS = 1_500;
     private static final int MEASURED_PAIRS = 1_500;
+    private static final int PROFILED_PAIRS = 1_000;
+    static final String FLAME_GRAPH = "agent-cost-flame.html";
     private static final int STARTS = 3;
     private static final int LIVE_PODS = 100;
     /** Calls of the churn; {@code -Dcadastre.bench.churn-calls} overrides it. */
@@ -74,29 +80,21 @@ public final class AgentCostScenario implements Scenario {
             AgentProbe probe = new AgentProbe(agent.pid());
             AgentProbe.Heap idle = probe.heapAfterFullGc();
             long idleRss = probe.rssBytes();
-            Path recording = context.workDir(id()).resolve("measured.jfr");
-            probe.startRecording();
-            long cpuBefore = probe.cpuNanos();
-            for (int i = 0; i < measured; i++) {
-                for (String command : List.of("ADD", "DEL")) {
-                    PluginExec.Run run = PluginExec.run(context.plugin(), command, "cost-" + i, "/var/run/netns/none",
-                            context.referencePlugins(), netconf, null);
-                    if (run.exit() != 0) {
-                        throw new IOException(command + " failed: " + run.stdout());
-                    }
-                    results.record(command.equals("ADD") ? ADD : DEL, SUBJECT, run.nanos());
-                }
-            }
-            long cpu = probe.cpuNanos() - cpuBefore;
-            probe.stopRecording(recording);
-            cpuPerCallMs = cpu / 1e6 / (2.0 * measured);
+            AgentProbe.Cpu cpuBefore = probe.cpu();
+            Map<String, Long> threadsBefore = probe.cpuByThread();
+            pairs(context, netconf, "cost-", measured, results);
+            AgentProbe.Cpu cpu = probe.cpu().minus(cpuBefore);
+            Map<String, Long> threads = probe.cpuByThread();
+            int calls = 2 * measured;
+            cpuPerCallMs = cpu.total() / 1e6 / calls;
+            notes.add(cpuByThread(threadsBefore, threads, calls, cpu, cpuPerCallMs));
+            notes.add(profile(context, probe, netconf, context.quick() ? 20 : PROFILED_PAIRS)
+                    .markdown("Where the agent's CPU goes in " + (context.quick() ? 20 : PROFILED_PAIRS)
+                            + " more pairs, profiled after the measured ones"));
             figures.add(new Figure(CPU_PER_CALL, SUBJECT, "ms", Distribution.single(cpuPerCallMs)));
             figures.add(new Figure("agent heap after a full GC, idle", SUBJECT, "MiB", Distribution.single(mib(idle.heapUsedBytes()))));
             figures.add(new Figure("agent metaspace, idle", SUBJECT, "MiB", Distribution.single(mib(idle.metaspaceUsedBytes()))));
             figures.add(new Figure("agent RSS, idle after warm-up", SUBJECT, "MiB", Distribution.single(mib(idleRss))));
-            notes.add(JfrSummary.of(recording).markdown(
-                    "Where the agent's CPU went during the measured calls (JFR execution samples, "
-                            + "the agent's default flags)"));
 
             CniSocketClient socket = new CniSocketClient(agent.socket(), netconf);
             Path journal = agent.dataDir();
@@ -141,6 +139,7 @@ public final class AgentCostScenario implements Scenario {
                     List.of(new Plot.Series(SUBJECT, journalGrowth.stream().mapToDouble(p -> p[0]).toArray(),
                             journalGrowth.stream().mapToDouble(p -> p[1]).toArray()))));
         }
+        notes.add("The profile as a flame graph: [" + FLAME_GRAPH + "](" + FLAME_GRAPH + ") (async-profiler; absent when it fell back to JFR).");
         notes.add(0, "CPU is the agent process's user + system time from /proc over the measured calls (clock ticks "
                 + "of 10 ms, over seconds of calls), divided by the number of calls; the plugin's own CPU is not in it.");
         return new ScenarioReport(id(), "The agent's cost per IPAM call, memory, start and journal size",
@@ -152,6 +151,21 @@ public final class AgentCostScenario implements Scenario {
                         + "(DEL the oldest, ADD a new one), the journal's directory measured as it goes.",
                         String.join(" ", SingleHostAgent.JVM_FLAGS), starts, warmUp, measured, LIVE_PODS, churn),
                 figures, List.of(), goals, plots, notes);
+    }
+
+    /** A markdown table: CPU per call by thread group over the measured calls, the largest first. */
+    private static String cpuByThread(Map<String, Long> before, Map<String, Long> after, int calls, AgentProbe.Cpu cpu,
+            double perCallMs) {
+        StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "The agent's CPU per call by thread (from "
+                + "/proc/<pid>/task, 10 ms ticks): %.3f ms per call in all, %.0f%% of it in the kernel.%n%n",
+                perCallMs, 100.0 * cpu.system() / Math.max(1, cpu.total())));
+        out.append("| thread | ms per call |\n| --- | --- |\n");
+        after.entrySet().stream()
+                .map(e -> Map.entry(e.getKey(), e.getValue() - before.getOrDefault(e.getKey(), 0L)))
+                .filter(e -> e.getValue() > 0)
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                .forEach(e -> out.append(String.format(Locale.ROOT, "| `%s` | %.3f |%n", e.getKey(), e.getValue() / 1e6 / calls)));
+        return out.toString().stripTrailing();
     }
 
     private static long timeToFirstAdd(Path dir) throws IOException, InterruptedException {
@@ -172,6 +186,62 @@ public final class AgentCostScenario implements Scenario {
                 Thread.sleep(5);
             }
             throw new IOException("the agent served no ADD within 120 s:\n" + agent.tail());
+        }
+    }
+
+    /** IPAM-only ADD/DEL pairs through the real plugin, serial; recorded when {@code results} is given. */
+    private static void pairs(BenchContext context, String netconf, String prefix, int count, SideBySide results)
+            throws IOException, InterruptedException {
+        for (int i = 0; i < count; i++) {
+            for (String command : List.of("ADD", "DEL")) {
+                PluginExec.Run run = PluginExec.run(context.plugin(), command, prefix + i, "/var/run/netns/none",
+                        context.referencePlugins(), netconf, null);
+                if (run.exit() != 0) {
+                    throw new IOException(command + " failed: " + run.stdout());
+                }
+                if (results != null) {
+                    results.record(command.equals("ADD") ? ADD : DEL, SUBJECT, run.nanos());
+                }
+            }
+        }
+    }
+
+    /**
+     * Profiles {@code count} more pairs with async-profiler (a flame graph in the report's
+     * directory); with JFR where async-profiler cannot load (another platform, a JVM that refuses
+     * agents).
+     */
+    private ProfileSummary profile(BenchContext context, AgentProbe probe, String netconf, int count) throws Exception {
+        Path work = context.workDir(id());
+        try {
+            Path library = asyncProfilerLibrary(work);
+            probe.startProfiler(library);
+            pairs(context, netconf, "profiled-", count, null);
+            Path collapsed = work.resolve("profile.collapsed");
+            probe.stopProfiler(library, collapsed, context.outputDir().resolve(FLAME_GRAPH));
+            return ProfileSummary.ofCollapsed(collapsed);
+        } catch (IOException asyncProfilerFailed) {
+            Path recording = work.resolve("profile.jfr");
+            probe.startRecording();
+            pairs(context, netconf, "recorded-", count, null);
+            probe.stopRecording(recording);
+            ProfileSummary jfr = ProfileSummary.ofJfr(recording);
+            return new ProfileSummary(jfr.source() + "; async-profiler failed: " + asyncProfilerFailed.getMessage(),
+                    jfr.samples(), jfr.byThread(), jfr.bySelf(), jfr.byPackage());
+        }
+    }
+
+    /** async-profiler's native library for this machine, copied out of its jar on the class path. */
+    private static Path asyncProfilerLibrary(Path work) throws IOException {
+        String arch = System.getProperty("os.arch").equals("aarch64") ? "arm64" : "x64";
+        String resource = "/linux-" + arch + "/libasyncProfiler.so";
+        try (InputStream in = AgentCostScenario.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IOException(resource + " is not on the class path");
+            }
+            Path library = work.resolve("libasyncProfiler.so");
+            Files.copy(in, library, StandardCopyOption.REPLACE_EXISTING);
+            return library;
         }
     }
 

@@ -1,10 +1,13 @@
 package io.cadastre.bench.host;
 
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -33,13 +36,52 @@ final class AgentProbe {
         this.pid = pid;
     }
 
-    /** @return user + system CPU time of the whole process (all threads) so far, in nanoseconds */
-    long cpuNanos() throws IOException {
-        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+    /**
+     * CPU time so far, in nanoseconds.
+     *
+     * @param user in user mode
+     * @param system in the kernel on the process's behalf
+     */
+    record Cpu(long user, long system) {
+        long total() {
+            return user + system;
+        }
+
+        Cpu minus(Cpu earlier) {
+            return new Cpu(user - earlier.user, system - earlier.system);
+        }
+    }
+
+    /** @return the CPU time of the whole process (all threads, exited ones included) so far */
+    Cpu cpu() throws IOException {
+        return cpuOf(Path.of("/proc", Long.toString(pid), "stat"));
+    }
+
+    /**
+     * @return CPU time so far per thread group: the live threads' names ({@code comm}, 15
+     *     characters at most) without their trailing number, summed
+     */
+    Map<String, Long> cpuByThread() throws IOException {
+        Map<String, Long> out = new TreeMap<>();
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : tasks) {
+                try {
+                    String name = Files.readString(task.resolve("comm")).strip().replaceAll("[-#]?\\d+$", "");
+                    out.merge(name, cpuOf(task.resolve("stat")).total(), Long::sum);
+                } catch (IOException exited) {
+                    // The thread ended between the listing and the read.
+                }
+            }
+        }
+        return out;
+    }
+
+    private static Cpu cpuOf(Path stat) throws IOException {
+        String line = Files.readString(stat);
         // Fields after the command name (which may hold spaces) in parentheses: state is field 3.
-        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]); // utime (14), stime (15)
-        return ticks * (1_000_000_000L / TICKS_PER_SECOND);
+        String[] fields = line.substring(line.lastIndexOf(')') + 2).split(" ");
+        long nanosPerTick = 1_000_000_000L / TICKS_PER_SECOND;
+        return new Cpu(Long.parseLong(fields[11]) * nanosPerTick, Long.parseLong(fields[12]) * nanosPerTick); // utime, stime
     }
 
     /** @return the resident set now ({@code VmRSS}), in bytes */
@@ -81,6 +123,54 @@ final class AgentProbe {
         jcmd("JFR.stop", "name=agent-cost", "filename=" + file.toAbsolutePath());
         if (!Files.exists(file)) {
             throw new IOException("jcmd wrote no recording to " + file);
+        }
+    }
+
+    /**
+     * Loads async-profiler into the agent's JVM ({@code jcmd JVMTI.agent_load}) and starts CPU
+     * sampling: perf events where the kernel allows them, else the CPU-time timer.
+     *
+     * @param library async-profiler's {@code libasyncProfiler.so} for this platform
+     * @throws IOException when it cannot be loaded or started
+     */
+    void startProfiler(Path library) throws IOException, InterruptedException {
+        IOException refused = null;
+        for (String event : List.of("cpu", "ctimer")) {
+            try {
+                profiler(library, "start,threads,event=" + event + ",interval=1ms");
+                return;
+            } catch (IOException e) {
+                refused = e;
+            }
+        }
+        throw refused;
+    }
+
+    /**
+     * One async-profiler command through {@code jcmd JVMTI.agent_load}: quoted, since jcmd would
+     * read its {@code key=value} pairs as its own arguments.
+     *
+     * @throws IOException when the agent answers with another return code than 0 (its message is
+     *     in the agent's own output)
+     */
+    private void profiler(Path library, String command) throws IOException, InterruptedException {
+        String out = jcmd("JVMTI.agent_load", library.toAbsolutePath().toString(), "\"" + command + "\"");
+        if (!out.contains("return code: 0")) {
+            throw new IOException("async-profiler refused " + command.replaceFirst(",.*", "") + ": " + out.strip());
+        }
+    }
+
+    /**
+     * Stops the profiler: its collapsed stacks (thread names, dotted Java names) and a flame graph.
+     *
+     * @param collapsed where the stacks go, one line per stack
+     * @param flameGraph where the HTML flame graph goes
+     */
+    void stopProfiler(Path library, Path collapsed, Path flameGraph) throws IOException, InterruptedException {
+        profiler(library, "dump,collapsed,dot,file=" + collapsed.toAbsolutePath());
+        profiler(library, "stop,file=" + flameGraph.toAbsolutePath());
+        if (!Files.exists(collapsed) || !Files.exists(flameGraph)) {
+            throw new IOException("async-profiler wrote no profile to " + collapsed + " / " + flameGraph);
         }
     }
 

@@ -34,8 +34,11 @@ class AgentCostScenarioTest {
         assertEquals(500, figure(report, AgentCostScenario.CHURN_CALL).distribution().count());
         assertEquals(1, figure(report, AgentCostScenario.START).distribution().count());
         assertEquals(3, report.goals().size());
-        assertTrue(report.notes().stream().anyMatch(n -> n.contains("JFR execution samples") && n.contains("| thread pool |")),
-                "the JFR summary is in the notes");
+        assertTrue(report.notes().stream().anyMatch(n -> n.contains("profiled after the measured ones") && n.contains("| thread pool |")),
+                "the profile's summary is in the notes");
+        assertTrue(report.notes().stream().anyMatch(n -> n.contains("(async-profiler, CPU time")),
+                "async-profiler ran (not the JFR fallback): " + report.notes());
+        assertTrue(Files.size(out.resolve(AgentCostScenario.FLAME_GRAPH)) > 0, "the flame graph is written");
     }
 
     private static Figure figure(ScenarioReport report, String metric) {
