@@ -48,6 +48,7 @@ public final class AgentCostScenario implements Scenario {
     private static final int MEASURED_PAIRS = 1_500;
     private static final int PROFILED_PAIRS = 1_000;
     static final String FLAME_GRAPH = "agent-cost-flame.html";
+    static final String COLLAPSED_STACKS = "agent-cost-stacks.txt";
     private static final int STARTS = 3;
     private static final int LIVE_PODS = 100;
     /** Calls of the churn; {@code -Dcadastre.bench.churn-calls} overrides it. */
@@ -139,7 +140,8 @@ public final class AgentCostScenario implements Scenario {
                     List.of(new Plot.Series(SUBJECT, journalGrowth.stream().mapToDouble(p -> p[0]).toArray(),
                             journalGrowth.stream().mapToDouble(p -> p[1]).toArray()))));
         }
-        notes.add("The profile as a flame graph: [" + FLAME_GRAPH + "](" + FLAME_GRAPH + ") (async-profiler; absent when it fell back to JFR).");
+        notes.add("The profile as a flame graph: [" + FLAME_GRAPH + "](" + FLAME_GRAPH + "), and its stacks, one per line: ["
+                + COLLAPSED_STACKS + "](" + COLLAPSED_STACKS + ") (async-profiler; both absent when it fell back to JFR).");
         notes.add(0, "CPU is the agent process's user + system time from /proc over the measured calls (clock ticks "
                 + "of 10 ms, over seconds of calls), divided by the number of calls; the plugin's own CPU is not in it.");
         return new ScenarioReport(id(), "The agent's cost per IPAM call, memory, start and journal size",
@@ -218,7 +220,11 @@ public final class AgentCostScenario implements Scenario {
             probe.startProfiler(library);
             pairs(context, netconf, "profiled-", count, null);
             Path collapsed = work.resolve("profile.collapsed");
-            probe.stopProfiler(library, collapsed, context.outputDir().resolve(FLAME_GRAPH));
+            Path flameGraph = work.resolve(FLAME_GRAPH);
+            probe.stopProfiler(library, collapsed, flameGraph);
+            Path report = Files.createDirectories(context.outputDir());
+            Files.copy(flameGraph, report.resolve(FLAME_GRAPH), StandardCopyOption.REPLACE_EXISTING);
+            Files.copy(collapsed, report.resolve(COLLAPSED_STACKS), StandardCopyOption.REPLACE_EXISTING);
             return ProfileSummary.ofCollapsed(collapsed);
         } catch (IOException asyncProfilerFailed) {
             Path recording = work.resolve("profile.jfr");
