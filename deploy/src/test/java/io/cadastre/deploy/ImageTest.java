@@ -95,10 +95,16 @@ class ImageTest {
         config.path("config").path("Entrypoint").forEach(e -> entrypoint.add(e.asText()));
         assertEquals(List.of("/usr/local/bin/cadastre-agent"), entrypoint);
         String agentLauncher = read("usr/local/bin/cadastre-agent");
-        assertTrue(agentLauncher.contains("exec /opt/java/bin/java @/opt/cadastre/agent.jvm.options "), "java as PID 1 with the "
-                + "agent's JVM defaults: " + agentLauncher);
-        assertTrue(agentLauncher.contains("-Dcadastre.plugin=/opt/cadastre/bin/cadastre"), "install's --plugin default");
-        assertTrue(agentLauncher.strip().endsWith("io.cadastre.agent.AgentMain \"$@\""), agentLauncher);
+        assertTrue(agentLauncher.contains("exec /opt/java/bin/java @/opt/cadastre/agent.jvm.options "), "java as PID 1: "
+                + agentLauncher);
+        assertEquals(agentLauncher.split("/opt/java/bin/java ", -1).length,
+                agentLauncher.split("/opt/java/bin/java @/opt/cadastre/agent.jvm.options ", -1).length,
+                "every java the launcher starts has the agent's JVM defaults first");
+        assertEquals(agentLauncher.split("/opt/java/bin/java ", -1).length,
+                agentLauncher.split("-Dcadastre.plugin=/opt/cadastre/bin/cadastre ", -1).length, "install's --plugin default");
+        assertTrue(agentLauncher.contains("-XX:ArchiveClassesAtExit=\"$archive.partial\"")
+                && agentLauncher.contains("mv -f \"$archive.partial\" \"$archive\""),
+                "the class data archive is moved into place once written whole");
         assertEquals(AgentJvm.defaultOptions(), Arrays.stream(read("opt/cadastre/agent.jvm.options").split("\n"))
                 .map(line -> line.replaceFirst("#.*", "").strip()).filter(line -> !line.isEmpty()).toList(),
                 "the image's JVM defaults are the agent's");

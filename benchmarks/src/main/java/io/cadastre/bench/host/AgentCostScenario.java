@@ -36,6 +36,7 @@ public final class AgentCostScenario implements Scenario {
     static final String ADD = "IPAM ADD through the plugin";
     static final String DEL = "IPAM DEL through the plugin";
     static final String START = "agent exec to a served ADD";
+    static final String START_FIRST = "agent exec to a served ADD, first start (no class data archive yet)";
     static final String CPU_PER_CALL = "agent CPU per IPAM call";
     static final String JOURNAL_BYTES = "embedded journal on disk after the churn";
     static final String CHURN_CALL = "IPAM call on the socket during the churn";
@@ -66,8 +67,15 @@ public final class AgentCostScenario implements Scenario {
         List<Figure> figures = new ArrayList<>();
         List<String> notes = new ArrayList<>();
         int starts = context.quick() ? 1 : STARTS;
+        // As bin/cadastre-agent and the image run it: the first start writes the class data
+        // sharing archive when it exits, every later one maps it.
+        Path archive = context.workDir(id()).resolve("cadastre-agent.jsa");
+        results.record(START_FIRST, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-first"), archive));
+        if (!Files.exists(archive)) {
+            throw new IOException("the first agent wrote no class data sharing archive at exit");
+        }
         for (int i = 0; i < starts; i++) {
-            results.record(START, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-" + i)));
+            results.record(START, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-" + i), archive));
         }
         int warmUp = context.quick() ? 20 : WARM_UP_PAIRS;
         int measured = context.quick() ? 50 : MEASURED_PAIRS;
@@ -98,7 +106,9 @@ public final class AgentCostScenario implements Scenario {
             figures.add(new Figure("agent RSS, idle after warm-up", SUBJECT, "MiB", Distribution.single(mib(idleRss))));
 
             CniSocketClient socket = new CniSocketClient(agent.socket(), netconf);
-            Path journal = agent.dataDir();
+            // The journal's own directory (application.conf: cadastre.embedded-journal.dir), not the
+            // native library the agent unpacks beside it.
+            Path journal = agent.dataDir().resolve("journal");
             Deque<String> live = new ArrayDeque<>();
             int next = 0;
             for (; next < LIVE_PODS; next++) {
@@ -127,12 +137,12 @@ public final class AgentCostScenario implements Scenario {
         List<Goal> goals = List.of(
                 new Goal(String.format(Locale.ROOT, "agent CPU per IPAM call (ADD or DEL), serial through the plugin: ≤ %.1f ms",
                         CPU_GOAL_MS), String.format(Locale.ROOT, "%.3f ms", cpuPerCallMs), cpuPerCallMs <= CPU_GOAL_MS,
-                        cpuPerCallMs <= CPU_GOAL_MS ? null : "see the JFR summary in the notes"),
+                        cpuPerCallMs <= CPU_GOAL_MS ? null : "see the CPU by thread and the profile in the notes"),
                 new Goal(String.format(Locale.ROOT, "embedded journal after %,d calls of %d live pods: ≤ %.0f MiB", churn,
                         LIVE_PODS, JOURNAL_GOAL_MIB), String.format(Locale.ROOT, "%.1f MiB", journalMib),
                         journalMib <= JOURNAL_GOAL_MIB, journalMib <= JOURNAL_GOAL_MIB ? null : "the journal's store does not reclaim"),
-                new Goal(String.format(Locale.ROOT, "agent exec to a served ADD: ≤ %.0f ms (median of %d starts)", START_GOAL_MS,
-                        starts), String.format(Locale.ROOT, "%.0f ms", startMs), startMs <= START_GOAL_MS,
+                new Goal(String.format(Locale.ROOT, "agent exec to a served ADD: ≤ %.0f ms (median of %d starts after the "
+                        + "first)", START_GOAL_MS, starts), String.format(Locale.ROOT, "%.0f ms", startMs), startMs <= START_GOAL_MS,
                         startMs <= START_GOAL_MS ? null : "JVM start, class loading and the actor system's start"));
         List<Plot> plots = new ArrayList<>(List.of(results.plot(ADD, "agent-cost-calls.png", "IPAM calls through the plugin")));
         if (journalGrowth.size() > 1) {
@@ -146,11 +156,13 @@ public final class AgentCostScenario implements Scenario {
                 + "of 10 ms, over seconds of calls), divided by the number of calls; the plugin's own CPU is not in it.");
         return new ScenarioReport(id(), "The agent's cost per IPAM call, memory, start and journal size",
                 String.format(Locale.ROOT, "One agent on this host with the embedded journal and its default JVM flags (%s). "
-                        + "Start: %d fresh agents, each timed from exec until an IPAM ADD on its socket is answered. "
+                        + "Start: a first agent, then %d more, each with a fresh data directory, timed from exec until "
+                        + "an IPAM ADD on its socket is answered; the first writes its class data sharing archive when "
+                        + "it exits, the others map it (as bin/cadastre-agent and the image do). "
                         + "Then one agent warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
                         + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), measured over %d "
                         + "more pairs, serial, recorded with JFR. Then %d live pods and %,d calls of churn on the socket "
-                        + "(DEL the oldest, ADD a new one), the journal's directory measured as it goes.",
+                        + "(DEL the oldest, ADD a new one), the journal's directory (<data-dir>/journal) measured as it goes.",
                         String.join(" ", SingleHostAgent.JVM_FLAGS), starts, warmUp, measured, LIVE_PODS, churn),
                 figures, List.of(), goals, plots, notes);
     }
@@ -170,8 +182,8 @@ public final class AgentCostScenario implements Scenario {
         return out.toString().stripTrailing();
     }
 
-    private static long timeToFirstAdd(Path dir) throws IOException, InterruptedException {
-        try (SingleHostAgent agent = SingleHostAgent.launch(dir)) {
+    private static long timeToFirstAdd(Path dir, Path cdsArchive) throws IOException, InterruptedException {
+        try (SingleHostAgent agent = SingleHostAgent.launch(dir, cdsArchive)) {
             CniSocketClient socket = new CniSocketClient(agent.socket(),
                     CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL));
             long deadline = agent.launchedNanos() + 120_000_000_000L;

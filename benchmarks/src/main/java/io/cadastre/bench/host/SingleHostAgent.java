@@ -62,6 +62,16 @@ public final class SingleHostAgent implements AutoCloseable {
      * @param dir an empty directory for its journal, socket, configuration and log
      */
     public static SingleHostAgent launch(Path dir) throws IOException {
+        return launch(dir, null);
+    }
+
+    /**
+     * Starts the agent and returns at once, with class data sharing as {@code bin/cadastre-agent}
+     * does it: the archive mapped when it exists, else written when this agent exits.
+     *
+     * @param cdsArchive the archive's path, or null for none
+     */
+    public static SingleHostAgent launch(Path dir, Path cdsArchive) throws IOException {
         Path conf = dir.resolve("agent.conf");
         Files.writeString(conf, """
                 cadastre.pools = [
@@ -78,6 +88,14 @@ public final class SingleHostAgent implements AutoCloseable {
                 """.formatted(IPV4_POOL, IPV6_POOL, dir.resolve("data"), dir.resolve("cni.sock"), freePort()));
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         command.addAll(JVM_FLAGS);
+        if (cdsArchive != null) {
+            command.add((Files.exists(cdsArchive) ? "-XX:SharedArchiveFile=" : "-XX:ArchiveClassesAtExit=") + cdsArchive);
+        }
+        // Experiments with other flags or settings (-Dpekko..., -Xmx...), after the defaults so that they win.
+        String extra = System.getProperty("cadastre.bench.agent-flags", "").strip();
+        if (!extra.isEmpty()) {
+            command.addAll(List.of(extra.split("\\s+")));
+        }
         command.addAll(List.of("-Dlogback.configurationFile=logback-text.xml",
                 "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "--config", conf.toString()));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)

@@ -33,6 +33,7 @@ class AgentCostScenarioTest {
         assertEquals(50, figure(report, AgentCostScenario.ADD).distribution().count());
         assertEquals(500, figure(report, AgentCostScenario.CHURN_CALL).distribution().count());
         assertEquals(1, figure(report, AgentCostScenario.START).distribution().count());
+        assertEquals(1, figure(report, AgentCostScenario.START_FIRST).distribution().count());
         assertEquals(3, report.goals().size());
         assertTrue(report.notes().stream().anyMatch(n -> n.contains("profiled after the measured ones") && n.contains("| thread pool |")),
                 "the profile's summary is in the notes");
