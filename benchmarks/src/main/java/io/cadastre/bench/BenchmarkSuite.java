@@ -2,9 +2,11 @@ package io.cadastre.bench;
 
 import io.cadastre.bench.cluster.FailoverScenario;
 import io.cadastre.bench.cluster.IpamThroughputScenario;
+import io.cadastre.bench.host.AgentCostScenario;
 import io.cadastre.bench.host.BurstScenario;
 import io.cadastre.bench.host.CriSandboxScenario;
 import io.cadastre.bench.host.PluginExecScenario;
+import io.cadastre.bench.host.SingleHostAgent;
 import io.cadastre.bench.micro.MicroBenchmarks;
 import io.cadastre.bench.network.PodNetworkScenario;
 import io.cadastre.bench.recovery.RecoveryScenario;
@@ -110,6 +112,9 @@ public final class BenchmarkSuite implements Callable<Integer> {
         env.put("cadastre commit", System.getProperty("cadastre.commit", "unknown"));
         env.put("reference plugins", System.getProperty("cadastre.reference.version", "unknown"));
         env.put("cassandra", "5.0.9 (one node, in a network namespace of this machine)");
+        String extraFlags = System.getProperty("cadastre.bench.agent-flags", "").strip();
+        env.put("agent JVM flags", String.join(" ", SingleHostAgent.JVM_FLAGS)
+                + (extraFlags.isEmpty() ? " (the agent's defaults)" : " then, for this run, " + extraFlags));
         return env;
     }
 
@@ -125,6 +130,7 @@ public final class BenchmarkSuite implements Callable<Integer> {
         Map<String, LongFunction<Scenario>> s = new LinkedHashMap<>();
         s.put("micro", seed -> new MicroBenchmarks());
         s.put("plugin-exec", PluginExecScenario::new);
+        s.put("agent-cost", seed -> new AgentCostScenario());
         s.put("burst", BurstScenario::new);
         s.put("cri-sandbox", CriSandboxScenario::new);
         s.put("ipam-throughput", IpamThroughputScenario::new);

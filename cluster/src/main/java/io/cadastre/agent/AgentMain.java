@@ -9,6 +9,7 @@ import io.cadastre.dataplane.NetlinkHostRouting;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -106,6 +107,9 @@ public final class AgentMain implements Callable<Integer> {
             }
             List<String> tightened = DataDir.prepare(settings.dataDir(), settings.persistence() == Persistence.EMBEDDED);
             tightened.forEach(change -> log.warn("{}: only the agent's user may read the journal and the admin token", change));
+            DataDir.removeStaleClassArchives(settings.dataDir(),
+                    ManagementFactory.getRuntimeMXBean().getInputArguments())
+                    .forEach(archive -> log.info("removed {}: the class data archive of another build", archive));
             admin = AdminConfig.from(config, settings.dataDir());
             // Before the actor system too: a host that cannot route pods never joins the cluster.
             host = HostPreflight.check(settings.routing(), clusterAddress(config), families(settings),

@@ -11,6 +11,7 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
@@ -73,6 +74,37 @@ final class DataDir {
             changed.addAll(tightenFiles(journal));
         }
         return changed;
+    }
+
+    /**
+     * Removes the class data sharing archives ({@code cadastre-agent-<build>.jsa}) that the image's
+     * launcher wrote for other builds of the agent: each is tens of MiB, and an upgraded node would
+     * keep one per version. The archive this JVM maps or writes at exit stays.
+     *
+     * @param jvmArguments this JVM's arguments (the runtime MXBean's), naming its archive in
+     *     {@code -XX:SharedArchiveFile=} or {@code -XX:ArchiveClassesAtExit=}
+     * @return the files removed
+     * @throws IOException when the directory cannot be listed or a file removed
+     */
+    static List<Path> removeStaleClassArchives(Path dir, List<String> jvmArguments) throws IOException {
+        Set<Path> inUse = new HashSet<>();
+        for (String argument : jvmArguments) {
+            for (String flag : List.of("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit=")) {
+                if (argument.startsWith(flag)) {
+                    inUse.add(Path.of(argument.substring(flag.length())).toAbsolutePath().normalize());
+                }
+            }
+        }
+        List<Path> removed = new ArrayList<>();
+        try (DirectoryStream<Path> archives = Files.newDirectoryStream(dir, "cadastre-agent-*.jsa")) {
+            for (Path archive : archives) {
+                if (!inUse.contains(archive.toAbsolutePath().normalize()) && Files.isRegularFile(archive, LinkOption.NOFOLLOW_LINKS)) {
+                    Files.delete(archive);
+                    removed.add(archive);
+                }
+            }
+        }
+        return removed;
     }
 
     /**

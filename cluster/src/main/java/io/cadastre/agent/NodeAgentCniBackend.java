@@ -22,6 +22,7 @@ import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.IpamException;
 import io.cadastre.shards.MemberFence;
+import io.cadastre.shards.Replies;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -200,7 +201,8 @@ public final class NodeAgentCniBackend implements CniBackend {
             return java.util.concurrent.CompletableFuture.failedFuture(
                     new CniException(CniCodes.TRY_AGAIN_LATER, "this member cannot serve now", refusal.get()));
         }
-        return AskPattern.<NodeAgent.Command, NodeAgent.Outcome<T>>ask(nodeAgent, command::apply, timeout, scheduler)
+        return Replies.onReplyingThread(
+                        AskPattern.<NodeAgent.Command, NodeAgent.Outcome<T>>ask(nodeAgent, command::apply, timeout, scheduler))
                 .handle((outcome, error) -> {
                     if (error != null) {
                         throw new CniException(CniCodes.TRY_AGAIN_LATER, "the node agent did not answer in time",

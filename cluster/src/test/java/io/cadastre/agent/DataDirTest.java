@@ -2,6 +2,7 @@ package io.cadastre.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -83,5 +84,24 @@ class DataDirTest {
         Path file = Files.writeString(tmp.resolve("file"), "");
         assertEquals("cadastre.data-dir " + file + " is not a directory",
                 assertThrows(IllegalArgumentException.class, () -> DataDir.prepare(file, true)).getMessage());
+    }
+
+    @Test
+    void classDataArchivesOfOtherBuildsAreRemovedAndTheOneInUseStays() throws Exception {
+        Path data = tmp.resolve("data");
+        DataDir.prepare(data, true);
+        Path current = Files.writeString(data.resolve("cadastre-agent-0.2.0-abc.jsa"), "mapped");
+        Path older = Files.writeString(data.resolve("cadastre-agent-0.1.0-def.jsa"), "another build");
+        Path unrelated = Files.writeString(data.resolve("admin.token"), "token");
+
+        List<Path> removed = DataDir.removeStaleClassArchives(data,
+                List.of("-Xmx256m", "-XX:SharedArchiveFile=" + current));
+
+        assertEquals(List.of(older), removed);
+        assertTrue(Files.exists(current));
+        assertTrue(Files.exists(unrelated));
+        // Being written at exit is in use too.
+        Path next = Files.writeString(data.resolve("cadastre-agent-0.3.0-0ab.jsa"), "partial");
+        assertEquals(List.of(current), DataDir.removeStaleClassArchives(data, List.of("-XX:ArchiveClassesAtExit=" + next)));
     }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.cadastre.agent.AgentJvm;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -92,9 +93,21 @@ class ImageTest {
     void theEntrypointRunsTheAgentOnTheImagesOwnJava() {
         List<String> entrypoint = new ArrayList<>();
         config.path("config").path("Entrypoint").forEach(e -> entrypoint.add(e.asText()));
-        assertEquals("/opt/java/bin/java", entrypoint.get(0));
-        assertEquals("io.cadastre.agent.AgentMain", entrypoint.get(entrypoint.size() - 1));
-        assertTrue(entrypoint.contains("-Dcadastre.plugin=/opt/cadastre/bin/cadastre"), "install's --plugin default");
+        assertEquals(List.of("/usr/local/bin/cadastre-agent"), entrypoint);
+        String agentLauncher = read("usr/local/bin/cadastre-agent");
+        assertTrue(agentLauncher.contains("exec /opt/java/bin/java @/opt/cadastre/agent.jvm.options "), "java as PID 1: "
+                + agentLauncher);
+        assertEquals(agentLauncher.split("/opt/java/bin/java ", -1).length,
+                agentLauncher.split("/opt/java/bin/java @/opt/cadastre/agent.jvm.options ", -1).length,
+                "every java the launcher starts has the agent's JVM defaults first");
+        assertEquals(agentLauncher.split("/opt/java/bin/java ", -1).length,
+                agentLauncher.split("-Dcadastre.plugin=/opt/cadastre/bin/cadastre ", -1).length, "install's --plugin default");
+        assertTrue(agentLauncher.contains("-XX:ArchiveClassesAtExit=\"$archive.partial\"")
+                && agentLauncher.contains("mv -f \"$archive.partial\" \"$archive\""),
+                "the class data archive is moved into place once written whole");
+        assertEquals(AgentJvm.defaultOptions(), Arrays.stream(read("opt/cadastre/agent.jvm.options").split("\n"))
+                .map(line -> line.replaceFirst("#.*", "").strip()).filter(line -> !line.isEmpty()).toList(),
+                "the image's JVM defaults are the agent's");
         assertExecutable("opt/java/bin/java");
         assertExecutable("opt/cadastre/bin/cadastre");
         for (String launcher : List.of("usr/local/bin/cadastrectl", "usr/local/bin/cadastre-agent")) {

@@ -78,11 +78,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Transport: Netty's native epoll Unix-domain-socket channels with its HTTP/1.1 codec. Every
  * CNI call is one short connection from the C plugin, so the per-connection cost is what matters:
- * a connection is accepted on one thread ({@code cadastre-cni-accept}) and then lives entirely on
- * one of two I/O threads ({@code cadastre-cni-io-N}), which read and decode the request, call the
- * handler and, once its stage completes (usually on an actor thread), write the reply from the
- * same I/O thread. No thread is held per connection; three threads serve any number. The handler
- * is therefore called on an I/O thread and must not block: {@link CniHandler} decodes and
+ * one event-loop thread ({@code cadastre-cni}) accepts a connection and keeps it, reads and
+ * decodes the request, calls the handler and, once its stage completes (usually on an actor
+ * thread), writes the reply. A separate accept thread handing connections to I/O threads cost a
+ * thread wake-up per call for nothing: the work per request is tens of microseconds, and a node's
+ * runtime makes at most tens of calls per second. No thread is held per connection. The handler
+ * is therefore called on that thread and must not block: {@link CniHandler} decodes and
  * validates, then hands the work to its backend asynchronously. The native library ships for
  * Linux x86_64 only and is unpacked to {@code java.io.tmpdir} (override: {@code
  * -Dio.netty.native.workdir}); where it cannot load, {@link #start()} fails with the reason.
@@ -154,8 +155,6 @@ public final class CniSocketServer {
      */
     private static final int MAX_HEADER_BYTES = 256 * 1024;
     private static final int MAX_CHUNK_BYTES = 64 * 1024;
-    /** One accept thread and two I/O threads: this runs on every node and serves short calls. */
-    private static final int IO_THREADS = 2;
     static final Duration DEFAULT_READ_TIMEOUT = Duration.ofSeconds(30);
     /** A reply is a few KiB and fits the socket buffer; this only bounds a client that never reads. */
     private static final Duration WRITE_TIMEOUT = Duration.ofSeconds(30);
@@ -261,8 +260,9 @@ public final class CniSocketServer {
             }
             removeStale(socketPath);
             Files.deleteIfExists(tmp);
-            EventLoopGroup accept = new EpollEventLoopGroup(1, threads("cadastre-cni-accept", false));
-            EventLoopGroup io = new EpollEventLoopGroup(IO_THREADS, threads("cadastre-cni-io-", true));
+            // One thread accepts and serves (see the class comment); both roles name the same group.
+            EventLoopGroup accept = new EpollEventLoopGroup(1, threads("cadastre-cni"));
+            EventLoopGroup io = accept;
             Channel channel = null;
             try {
                 ServerBootstrap bootstrap = new ServerBootstrap()
@@ -669,11 +669,10 @@ public final class CniSocketServer {
     }
 
     /** Daemon threads, as the JDK's were: an agent that forgot stop() still exits. */
-    private static ThreadFactory threads(String name, boolean numbered) {
-        AtomicInteger n = new AtomicInteger();
+    private static ThreadFactory threads(String name) {
         return r -> {
             // FastThreadLocalThread: Netty's buffer pools use its fast thread-locals.
-            Thread t = new FastThreadLocalThread(r, numbered ? name + n.incrementAndGet() : name);
+            Thread t = new FastThreadLocalThread(r, name);
             t.setDaemon(true);
             return t;
         };

@@ -465,7 +465,7 @@ class CniSocketServerTest {
         };
         send(request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
 
-        assertTrue(thread.get().startsWith("cadastre-cni-io-"), thread.get());
+        assertEquals("cadastre-cni", thread.get());
     }
 
     @Test

@@ -50,7 +50,7 @@ final class EntityAsks {
      * @return the reply; fails with UNAVAILABLE when none comes within the total timeout
      */
     <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
-        return retrying(timeout -> ref.ask(command::apply, timeout), System.nanoTime() + timeouts.total().toNanos())
+        return retrying(timeout -> Replies.onReplyingThread(ref.ask(command::apply, timeout)), System.nanoTime() + timeouts.total().toNanos())
                 .exceptionally(e -> {
                     throw unavailable(ref, e);
                 });
@@ -63,7 +63,7 @@ final class EntityAsks {
      *     and UNAVAILABLE when no reply comes within the total timeout
      */
     <C, R> CompletionStage<R> askStatus(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
-        return statusFailures(ref, retrying(timeout -> ref.askWithStatus(command::apply, timeout),
+        return statusFailures(ref, retrying(timeout -> Replies.onReplyingThread(ref.askWithStatus(command::apply, timeout)),
                 System.nanoTime() + timeouts.total().toNanos()));
     }
 
@@ -74,7 +74,7 @@ final class EntityAsks {
      * @return as {@link #askStatus}
      */
     <C, R> CompletionStage<R> askStatusOnce(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
-        return statusFailures(ref, ref.askWithStatus(command::apply, timeouts.total()));
+        return statusFailures(ref, Replies.onReplyingThread(ref.askWithStatus(command::apply, timeouts.total())));
     }
 
     private static <R> CompletionStage<R> statusFailures(EntityRef<?> ref, CompletionStage<R> reply) {

@@ -70,7 +70,8 @@ public final class ProcessMemory implements AutoCloseable {
         return bytes;
     }
 
-    private static long statusKib(long pid, String field) {
+    /** @return a {@code kB} field of {@code /proc/<pid>/status} ({@code VmRSS:}, {@code VmHWM:}), 0 when the process is gone */
+    static long statusKib(long pid, String field) {
         try {
             for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
                 if (line.startsWith(field)) {

@@ -1,5 +1,6 @@
 package io.cadastre.bench.host;
 
+import io.cadastre.agent.AgentJvm;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -15,14 +16,8 @@ import java.util.concurrent.TimeUnit;
  * root network namespace. Started and stopped (SIGTERM) by its PID only.
  */
 public final class SingleHostAgent implements AutoCloseable {
-    /**
-     * The agent's JVM flags, as README recommends them for small nodes: a 256 MiB heap (a
-     * DaemonSet's memory limit), the serial collector, and C1 only: measured on 2 cores, the C2
-     * compiler kept compiling for 2,000+ requests (several ms of CPU per ADD), while C1 alone
-     * settles within ~400 at about the same steady latency.
-     */
-    public static final List<String> JVM_FLAGS = List.of("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1");
+    /** The agent's JVM flags: its defaults ({@link AgentJvm}), what {@code bin/cadastre-agent} starts it with. */
+    public static final List<String> JVM_FLAGS = AgentJvm.defaultOptions();
 
     /** IPAM-only ADD/DEL cycles that warm a fresh agent up before a scenario measures it. */
     public static final int WARM_UP_CYCLES = 500;
@@ -34,10 +29,12 @@ public final class SingleHostAgent implements AutoCloseable {
 
     private final Path dir;
     private final Process process;
+    private final long launchedNanos;
 
-    private SingleHostAgent(Path dir, Process process) {
+    private SingleHostAgent(Path dir, Process process, long launchedNanos) {
         this.dir = dir;
         this.process = process;
+        this.launchedNanos = launchedNanos;
     }
 
     /**
@@ -47,6 +44,34 @@ public final class SingleHostAgent implements AutoCloseable {
      * @throws IOException when it exits or does not open its socket within 120 s (it is stopped then)
      */
     public static SingleHostAgent start(Path dir) throws IOException, InterruptedException {
+        SingleHostAgent agent = launch(dir);
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (!Files.exists(agent.socket())) {
+            if (!agent.process.isAlive() || System.nanoTime() > deadline) {
+                agent.close();
+                throw new IOException("the agent did not open its socket:\n" + agent.tail());
+            }
+            Thread.sleep(50);
+        }
+        return agent;
+    }
+
+    /**
+     * Starts the agent and returns at once, for a caller that times its start ({@link #launchedNanos()}).
+     *
+     * @param dir an empty directory for its journal, socket, configuration and log
+     */
+    public static SingleHostAgent launch(Path dir) throws IOException {
+        return launch(dir, null);
+    }
+
+    /**
+     * Starts the agent and returns at once, with class data sharing as {@code bin/cadastre-agent}
+     * does it: the archive mapped when it exists, else written when this agent exits.
+     *
+     * @param cdsArchive the archive's path, or null for none
+     */
+    public static SingleHostAgent launch(Path dir, Path cdsArchive) throws IOException {
         Path conf = dir.resolve("agent.conf");
         Files.writeString(conf, """
                 cadastre.pools = [
@@ -63,21 +88,21 @@ public final class SingleHostAgent implements AutoCloseable {
                 """.formatted(IPV4_POOL, IPV6_POOL, dir.resolve("data"), dir.resolve("cni.sock"), freePort()));
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         command.addAll(JVM_FLAGS);
+        if (cdsArchive != null) {
+            command.add((Files.exists(cdsArchive) ? "-XX:SharedArchiveFile=" : "-XX:ArchiveClassesAtExit=") + cdsArchive);
+        }
+        // Experiments with other flags or settings (-Dpekko..., -Xmx...), after the defaults so that they win.
+        String extra = System.getProperty("cadastre.bench.agent-flags", "").strip();
+        if (!extra.isEmpty()) {
+            command.addAll(List.of(extra.split("\\s+")));
+        }
         command.addAll(List.of("-Dlogback.configurationFile=logback-text.xml",
                 "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "--config", conf.toString()));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("agent.log").toFile()));
         builder.environment().put("CADASTRE_PERSISTENCE", "embedded");
-        SingleHostAgent agent = new SingleHostAgent(dir, builder.start());
-        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-        while (!Files.exists(agent.socket())) {
-            if (!agent.process.isAlive() || System.nanoTime() > deadline) {
-                agent.close();
-                throw new IOException("the agent did not open its socket:\n" + agent.tail());
-            }
-            Thread.sleep(50);
-        }
-        return agent;
+        long launched = System.nanoTime();
+        return new SingleHostAgent(dir, builder.start(), launched);
     }
 
     /**
@@ -108,6 +133,21 @@ public final class SingleHostAgent implements AutoCloseable {
 
     public long pid() {
         return process.pid();
+    }
+
+    /** @return {@link System#nanoTime()} just before its process was started */
+    public long launchedNanos() {
+        return launchedNanos;
+    }
+
+    /** @return whether its process still runs */
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** @return the agent's data directory (its journal among it) */
+    public Path dataDir() {
+        return dir.resolve("data");
     }
 
     /** @return the last lines of its log, for a failure message */

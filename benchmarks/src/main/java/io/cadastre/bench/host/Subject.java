@@ -4,8 +4,9 @@ import java.nio.file.Path;
 
 /**
  * What a plugin run measures: a plugin executable with its network configuration. Cadastre and the
- * reference plugins each get an IPv4 range of their own (RFC 2544 space), IPv4 only so that the
- * work compared is the same: one veth pair into the pod, one address, routes. The reference
+ * reference plugins each get an IPv4 range of their own (RFC 2544 space), and for the dual-stack
+ * pair an IPv6 range too, so that the work compared is the same: one veth pair into the pod, the
+ * same addresses, routes. The reference
  * plugins take CNI 1.0.0 at most, so every configuration says 1.0.0.
  *
  * @param name the subject's name in the report ({@code cadastre}, {@code bridge+host-local})
@@ -35,6 +36,18 @@ public record Subject(String name, Path plugin, String netconf, boolean peer) {
                 {"cniVersion":"1.0.0","name":"bench-bridge","type":"bridge","bridge":"%s","isGateway":true,\
                 "ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"%s"}]],"dataDir":"%s"}}"""
                 .formatted(bridgeName, subnet, dataDir), true);
+    }
+
+    /**
+     * The reference bridge plugin with host-local IPAM handing out an IPv4 and an IPv6 address (two
+     * ranges), the like-for-like peer of {@link #cadastreDualStack}.
+     */
+    public static Subject bridgeHostLocalDualStack(Path referencePlugins, String bridgeName, String subnet4,
+            String subnet6, Path dataDir) {
+        return new Subject("bridge+host-local dual-stack", referencePlugins.resolve("bridge"), """
+                {"cniVersion":"1.0.0","name":"bench-bridge-ds","type":"bridge","bridge":"%s","isGateway":true,\
+                "ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"%s"}],[{"subnet":"%s"}]],\
+                "dataDir":"%s"}}""".formatted(bridgeName, subnet4, subnet6, dataDir), true);
     }
 
     /** The reference ptp plugin (a veth pair, the pod's address routed to it) with host-local IPAM. */

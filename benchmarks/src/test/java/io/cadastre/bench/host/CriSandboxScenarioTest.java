@@ -35,7 +35,7 @@ class CriSandboxScenarioTest {
             }
         }
         assertEquals(4, report.comparisons().size(), "every metric against bridge+host-local");
-        assertEquals(2, report.goals().size());
+        assertEquals(4, report.goals().size());
         assertFalse(ProcessHandle.allProcesses().anyMatch(p -> p.info().command().orElse("").endsWith("/containerd")
                 && p.parent().map(pp -> pp.pid() == ProcessHandle.current().pid()).orElse(false)), "containerd still runs");
     }

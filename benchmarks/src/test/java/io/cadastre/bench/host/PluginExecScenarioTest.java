@@ -25,7 +25,8 @@ class PluginExecScenarioTest {
                 Path.of(System.getProperty("cadastre.plugin")), Path.of("/usr/lib/cni"))) {
             report = new PluginExecScenario(42).run(context);
         }
-        for (String subject : List.of("cadastre", "bridge+host-local", "ptp+host-local", "cadastre dual-stack")) {
+        for (String subject : List.of("cadastre", "bridge+host-local", "ptp+host-local", "cadastre dual-stack",
+                "bridge+host-local dual-stack")) {
             for (String metric : List.of(PluginExecScenario.ADD, PluginExecScenario.DEL)) {
                 Figure f = report.figures().stream()
                         .filter(x -> x.subject().equals(subject) && x.metric().equals(metric)).findFirst().orElseThrow();
@@ -33,8 +34,8 @@ class PluginExecScenarioTest {
                 assertTrue(f.distribution().median() > 0 && f.distribution().median() <= f.distribution().max());
             }
         }
-        assertEquals(4, report.comparisons().size(), "ADD and DEL against two peers");
-        assertEquals(1, report.goals().size());
+        assertEquals(6, report.comparisons().size(), "ADD and DEL against two IPv4 peers and the dual-stack one");
+        assertEquals(2, report.goals().size(), "dual-stack ADD and DEL");
         assertFalse(Netns.ip("netns", "list").contains("cadbench"), "a pod namespace was left behind");
     }
 }

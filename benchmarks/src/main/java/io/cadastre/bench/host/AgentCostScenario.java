@@ -1,0 +1,301 @@
+package io.cadastre.bench.host;
+
+import io.cadastre.bench.BenchContext;
+import io.cadastre.bench.Scenario;
+import io.cadastre.bench.cluster.CniSocketClient;
+import io.cadastre.bench.report.Distribution;
+import io.cadastre.bench.report.Figure;
+import io.cadastre.bench.report.Goal;
+import io.cadastre.bench.report.Plot;
+import io.cadastre.bench.report.ScenarioReport;
+import io.cadastre.bench.report.SideBySide;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
+
+/**
+ * What one IPAM call costs the node: the agent's CPU per ADD and DEL through the real
+ * {@code cadastre-ipam} plugin (serial, after warm-up, the embedded journal, the agent's default
+ * JVM flags), where that CPU goes (async-profiler over as many calls again, summarised, and its
+ * flame graph), the agent's
+ * memory (heap after a full GC, metaspace, RSS idle and peak), its start (exec to the first served
+ * ADD) and the embedded journal's size on disk after a long churn of live pods.
+ */
+public final class AgentCostScenario implements Scenario {
+    static final String ADD = "IPAM ADD through the plugin";
+    static final String DEL = "IPAM DEL through the plugin";
+    static final String START = "agent exec to a served ADD";
+    static final String START_FIRST = "agent exec to a served ADD, first start (no class data archive yet)";
+    static final String CPU_PER_CALL = "agent CPU per IPAM call";
+    static final String JOURNAL_BYTES = "embedded journal on disk after the churn";
+    static final String CHURN_CALL = "IPAM call on the socket during the churn";
+    /** The issue-17 goals: CPU per call, journal size, start time. */
+    static final double CPU_GOAL_MS = 0.3;
+    static final double JOURNAL_GOAL_MIB = 10;
+    static final double START_GOAL_MS = 2_000;
+
+    private static final int WARM_UP_PAIRS = 1_500;
+    private static final int MEASURED_PAIRS = 1_500;
+    private static final int PROFILED_PAIRS = 1_000;
+    static final String FLAME_GRAPH = "agent-cost-flame.html";
+    static final String COLLAPSED_STACKS = "agent-cost-stacks.txt";
+    private static final int STARTS = 3;
+    private static final int LIVE_PODS = 100;
+    /** Calls of the churn; {@code -Dcadastre.bench.churn-calls} overrides it. */
+    private static final int CHURN_CALLS = 100_000;
+    private static final String SUBJECT = "cadastre";
+
+    @Override
+    public String id() {
+        return "agent-cost";
+    }
+
+    @Override
+    public ScenarioReport run(BenchContext context) throws Exception {
+        SideBySide results = new SideBySide(SUBJECT, Set.of());
+        List<Figure> figures = new ArrayList<>();
+        List<String> notes = new ArrayList<>();
+        int starts = context.quick() ? 1 : STARTS;
+        // As bin/cadastre-agent and the image run it: the first start writes the class data
+        // sharing archive when it exits, every later one maps it.
+        Path archive = context.workDir(id()).resolve("cadastre-agent.jsa");
+        results.record(START_FIRST, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-first"), archive));
+        if (!Files.exists(archive)) {
+            throw new IOException("the first agent wrote no class data sharing archive at exit");
+        }
+        for (int i = 0; i < starts; i++) {
+            results.record(START, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-" + i), archive));
+        }
+        int warmUp = context.quick() ? 20 : WARM_UP_PAIRS;
+        int measured = context.quick() ? 50 : MEASURED_PAIRS;
+        int churn = context.quick() ? 500 : Integer.getInteger("cadastre.bench.churn-calls", CHURN_CALLS);
+        double cpuPerCallMs;
+        double journalMib;
+        List<double[]> journalGrowth = new ArrayList<>();
+        try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"))) {
+            String netconf = CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL);
+            agent.warmUp(context.plugin(), warmUp);
+            AgentProbe probe = new AgentProbe(agent.pid());
+            AgentProbe.Heap idle = probe.heapAfterFullGc();
+            long idleRss = probe.rssBytes();
+            AgentProbe.Cpu cpuBefore = probe.cpu();
+            Map<String, Long> threadsBefore = probe.cpuByThread();
+            pairs(context, netconf, "cost-", measured, results);
+            AgentProbe.Cpu cpu = probe.cpu().minus(cpuBefore);
+            Map<String, Long> threads = probe.cpuByThread();
+            int calls = 2 * measured;
+            cpuPerCallMs = cpu.total() / 1e6 / calls;
+            notes.add(cpuByThread(threadsBefore, threads, calls, cpu, cpuPerCallMs));
+            notes.add(profile(context, probe, netconf, context.quick() ? 20 : PROFILED_PAIRS)
+                    .markdown("Where the agent's CPU goes in " + (context.quick() ? 20 : PROFILED_PAIRS)
+                            + " more pairs, profiled after the measured ones"));
+            figures.add(new Figure(CPU_PER_CALL, SUBJECT, "ms", Distribution.single(cpuPerCallMs)));
+            figures.add(new Figure("agent heap after a full GC, idle", SUBJECT, "MiB", Distribution.single(mib(idle.heapUsedBytes()))));
+            figures.add(new Figure("agent metaspace, idle", SUBJECT, "MiB", Distribution.single(mib(idle.metaspaceUsedBytes()))));
+            figures.add(new Figure("agent RSS, idle after warm-up", SUBJECT, "MiB", Distribution.single(mib(idleRss))));
+
+            CniSocketClient socket = new CniSocketClient(agent.socket(), netconf);
+            // The journal's own directory (application.conf: cadastre.embedded-journal.dir), not the
+            // native library the agent unpacks beside it.
+            Path journal = agent.dataDir().resolve("journal");
+            Deque<String> live = new ArrayDeque<>();
+            int next = 0;
+            for (; next < LIVE_PODS; next++) {
+                call(socket, "ADD", "churn-" + next);
+                live.add("churn-" + next);
+            }
+            int step = Math.max(1, churn / 20);
+            for (int done = 0; done < churn; done += 2) {
+                long t0 = System.nanoTime();
+                call(socket, "DEL", live.removeFirst());
+                results.record(CHURN_CALL, SUBJECT, System.nanoTime() - t0);
+                t0 = System.nanoTime();
+                call(socket, "ADD", "churn-" + next);
+                results.record(CHURN_CALL, SUBJECT, System.nanoTime() - t0);
+                live.add("churn-" + next++);
+                if ((done + 2) % step < 2) {
+                    journalGrowth.add(new double[] {done + 2, mib(directoryBytes(journal))});
+                }
+            }
+            journalMib = mib(directoryBytes(journal));
+            figures.add(new Figure(JOURNAL_BYTES, SUBJECT, "MiB", Distribution.single(journalMib)));
+            figures.add(new Figure("agent RSS, peak (VmHWM)", SUBJECT, "MiB", Distribution.single(mib(probe.peakRssBytes()))));
+        }
+        figures.addAll(0, results.figures());
+        double startMs = results.histogram(START, SUBJECT).getValueAtPercentile(50) / 1e6;
+        List<Goal> goals = List.of(
+                new Goal(String.format(Locale.ROOT, "agent CPU per IPAM call (ADD or DEL), serial through the plugin: ≤ %.1f ms",
+                        CPU_GOAL_MS), String.format(Locale.ROOT, "%.3f ms", cpuPerCallMs), cpuPerCallMs <= CPU_GOAL_MS,
+                        cpuPerCallMs <= CPU_GOAL_MS ? null : "see the CPU by thread and the profile in the notes"),
+                new Goal(String.format(Locale.ROOT, "embedded journal after %,d calls of %d live pods: ≤ %.0f MiB", churn,
+                        LIVE_PODS, JOURNAL_GOAL_MIB), String.format(Locale.ROOT, "%.1f MiB", journalMib),
+                        journalMib <= JOURNAL_GOAL_MIB, journalMib <= JOURNAL_GOAL_MIB ? null : "the journal's store does not reclaim"),
+                new Goal(String.format(Locale.ROOT, "agent exec to a served ADD: ≤ %.0f ms (median of %d starts after the "
+                        + "first)", START_GOAL_MS, starts), String.format(Locale.ROOT, "%.0f ms", startMs), startMs <= START_GOAL_MS,
+                        startMs <= START_GOAL_MS ? null : "JVM start, class loading and the actor system's start"));
+        List<Plot> plots = new ArrayList<>(List.of(results.plot(ADD, "agent-cost-calls.png", "IPAM calls through the plugin")));
+        if (journalGrowth.size() > 1) {
+            plots.add(new Plot("agent-cost-journal.png", "Embedded journal on disk during the churn", "calls", "MiB", false,
+                    List.of(new Plot.Series(SUBJECT, journalGrowth.stream().mapToDouble(p -> p[0]).toArray(),
+                            journalGrowth.stream().mapToDouble(p -> p[1]).toArray()))));
+        }
+        notes.add("The profile as a flame graph: [" + FLAME_GRAPH + "](" + FLAME_GRAPH + "), and its stacks, one per line: ["
+                + COLLAPSED_STACKS + "](" + COLLAPSED_STACKS + ") (async-profiler; both absent when it fell back to JFR).");
+        notes.add(0, "CPU is the agent process's user + system time from /proc over the measured calls (clock ticks "
+                + "of 10 ms, over seconds of calls), divided by the number of calls; the plugin's own CPU is not in it.");
+        return new ScenarioReport(id(), "The agent's cost per IPAM call, memory, start and journal size",
+                String.format(Locale.ROOT, "One agent on this host with the embedded journal and its default JVM flags (%s). "
+                        + "Start: a first agent, then %d more, each with a fresh data directory, timed from exec until "
+                        + "an IPAM ADD on its socket is answered; the first writes its class data sharing archive when "
+                        + "it exits, the others map it (as bin/cadastre-agent and the image do). "
+                        + "Then one agent warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
+                        + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), measured over %d "
+                        + "more pairs, serial, recorded with JFR. Then %d live pods and %,d calls of churn on the socket "
+                        + "(DEL the oldest, ADD a new one), the journal's directory (<data-dir>/journal) measured as it goes.",
+                        String.join(" ", SingleHostAgent.JVM_FLAGS), starts, warmUp, measured, LIVE_PODS, churn),
+                figures, List.of(), goals, plots, notes);
+    }
+
+    /** A markdown table: CPU per call by thread group over the measured calls, the largest first. */
+    private static String cpuByThread(Map<String, Long> before, Map<String, Long> after, int calls, AgentProbe.Cpu cpu,
+            double perCallMs) {
+        StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "The agent's CPU per call by thread (from "
+                + "/proc/<pid>/task, 10 ms ticks): %.3f ms per call in all, %.0f%% of it in the kernel.%n%n",
+                perCallMs, 100.0 * cpu.system() / Math.max(1, cpu.total())));
+        out.append("| thread | ms per call |\n| --- | --- |\n");
+        after.entrySet().stream()
+                .map(e -> Map.entry(e.getKey(), e.getValue() - before.getOrDefault(e.getKey(), 0L)))
+                .filter(e -> e.getValue() > 0)
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                .forEach(e -> out.append(String.format(Locale.ROOT, "| `%s` | %.3f |%n", e.getKey(), e.getValue() / 1e6 / calls)));
+        return out.toString().stripTrailing();
+    }
+
+    private static long timeToFirstAdd(Path dir, Path cdsArchive) throws IOException, InterruptedException {
+        try (SingleHostAgent agent = SingleHostAgent.launch(dir, cdsArchive)) {
+            CniSocketClient socket = new CniSocketClient(agent.socket(),
+                    CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL));
+            long deadline = agent.launchedNanos() + 120_000_000_000L;
+            while (System.nanoTime() < deadline && agent.isAlive()) {
+                if (Files.exists(agent.socket())) {
+                    try {
+                        if (socket.call("ADD", "first").status() == 200) {
+                            return System.nanoTime() - agent.launchedNanos();
+                        }
+                    } catch (IOException notYet) {
+                        // The socket file exists before the server accepts: try again.
+                    }
+                }
+                Thread.sleep(5);
+            }
+            throw new IOException("the agent served no ADD within 120 s:\n" + agent.tail());
+        }
+    }
+
+    /** IPAM-only ADD/DEL pairs through the real plugin, serial; recorded when {@code results} is given. */
+    private static void pairs(BenchContext context, String netconf, String prefix, int count, SideBySide results)
+            throws IOException, InterruptedException {
+        for (int i = 0; i < count; i++) {
+            for (String command : List.of("ADD", "DEL")) {
+                PluginExec.Run run = PluginExec.run(context.plugin(), command, prefix + i, "/var/run/netns/none",
+                        context.referencePlugins(), netconf, null);
+                if (run.exit() != 0) {
+                    throw new IOException(command + " failed: " + run.stdout());
+                }
+                if (results != null) {
+                    results.record(command.equals("ADD") ? ADD : DEL, SUBJECT, run.nanos());
+                }
+            }
+        }
+    }
+
+    /**
+     * Profiles {@code count} more pairs with async-profiler (a flame graph in the report's
+     * directory); with JFR where async-profiler cannot load (another platform, a JVM that refuses
+     * agents).
+     */
+    private ProfileSummary profile(BenchContext context, AgentProbe probe, String netconf, int count) throws Exception {
+        Path work = context.workDir(id());
+        try {
+            Path library = asyncProfilerLibrary(work);
+            probe.startProfiler(library);
+            pairs(context, netconf, "profiled-", count, null);
+            Path collapsed = work.resolve("profile.collapsed");
+            Path flameGraph = work.resolve(FLAME_GRAPH);
+            probe.stopProfiler(library, collapsed, flameGraph);
+            Path report = Files.createDirectories(context.outputDir());
+            Files.copy(flameGraph, report.resolve(FLAME_GRAPH), StandardCopyOption.REPLACE_EXISTING);
+            Files.copy(collapsed, report.resolve(COLLAPSED_STACKS), StandardCopyOption.REPLACE_EXISTING);
+            return ProfileSummary.ofCollapsed(collapsed);
+        } catch (IOException asyncProfilerFailed) {
+            Path recording = work.resolve("profile.jfr");
+            probe.startRecording();
+            pairs(context, netconf, "recorded-", count, null);
+            probe.stopRecording(recording);
+            ProfileSummary jfr = ProfileSummary.ofJfr(recording);
+            return new ProfileSummary(jfr.source() + "; async-profiler failed: " + asyncProfilerFailed.getMessage(),
+                    jfr.samples(), jfr.byThread(), jfr.bySelf(), jfr.byPackage());
+        }
+    }
+
+    /** async-profiler's native library for this machine, copied out of its jar on the class path. */
+    private static Path asyncProfilerLibrary(Path work) throws IOException {
+        String arch = System.getProperty("os.arch").equals("aarch64") ? "arm64" : "x64";
+        String resource = "/linux-" + arch + "/libasyncProfiler.so";
+        try (InputStream in = AgentCostScenario.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IOException(resource + " is not on the class path");
+            }
+            Path library = work.resolve("libasyncProfiler.so");
+            Files.copy(in, library, StandardCopyOption.REPLACE_EXISTING);
+            return library;
+        }
+    }
+
+    private static void call(CniSocketClient socket, String command, String container) throws IOException {
+        CniSocketClient.Reply reply = socket.call(command, container);
+        if (reply.status() != 200) {
+            throw new IOException(command + " " + container + " answered " + reply.status() + ": " + reply.body());
+        }
+    }
+
+    /** The sizes of the files under {@code dir}; walked again when the store removed a file meanwhile. */
+    private static long directoryBytes(Path dir) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            try {
+                return sizes(dir);
+            } catch (UncheckedIOException raced) {
+                if (attempt == 10) {
+                    throw raced.getCause();
+                }
+            }
+        }
+    }
+
+    private static long sizes(Path dir) throws IOException {
+        try (Stream<Path> files = Files.walk(dir)) {
+            return files.filter(Files::isRegularFile).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException gone) {
+                    return 0; // removed by the store while walking
+                }
+            }).sum();
+        }
+    }
+
+    private static double mib(long bytes) {
+        return bytes / (1024.0 * 1024.0);
+    }
+}
