@@ -198,6 +198,17 @@ class ImageCriEndToEndTest {
                 assertTrue(address.path("allocation").isNull(), ip + " is free again: " + address);
             }
             assertEquals(200, get(base + readinessPath(agentSpec)).statusCode());
+
+            // kubelet stops the agent with SIGTERM and its grace: this first run of the image leaves the
+            // class data archive that every later start maps (the launcher), whole, and nothing partial.
+            cri.stopContainer(agent, 60);
+            List<String> archives;
+            try (Stream<Path> files = Files.list(node.hostPath("/var/lib/cadastre"))) {
+                archives = files.map(f -> f.getFileName().toString()).filter(f -> f.startsWith("cadastre-agent-")).toList();
+            }
+            assertEquals(1, archives.size(), archives.toString());
+            assertTrue(archives.get(0).endsWith(".jsa"), archives.toString());
+            assertTrue(Files.size(node.hostPath("/var/lib/cadastre").resolve(archives.get(0))) > 1 << 20, archives.toString());
         } finally {
             if (containerd != null) {
                 // The pods on the pod network first, while the agent still answers their DEL.
