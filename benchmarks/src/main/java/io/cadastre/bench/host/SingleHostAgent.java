@@ -89,6 +89,7 @@ public final class SingleHostAgent implements AutoCloseable {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         command.addAll(JVM_FLAGS);
         if (cdsArchive != null) {
+            // -Xshare:auto: a class path with directories (a test's) cannot be archived; the agent runs without.
             command.add((Files.exists(cdsArchive) ? "-XX:SharedArchiveFile=" : "-XX:ArchiveClassesAtExit=") + cdsArchive);
         }
         // Experiments with other flags or settings (-Dpekko..., -Xmx...), after the defaults so that they win.
