@@ -5,6 +5,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -175,7 +176,7 @@ final class AgentProbe {
     }
 
     private String jcmd(String... command) throws IOException, InterruptedException {
-        List<String> argv = new java.util.ArrayList<>(List.of(
+        List<String> argv = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(), Long.toString(pid)));
         argv.addAll(List.of(command));
         Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
