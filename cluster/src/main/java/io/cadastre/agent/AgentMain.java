@@ -127,9 +127,26 @@ public final class AgentMain implements Callable<Integer> {
         host.changes().forEach(change -> log.info("host set for the pod network: {}", change));
         ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin.settings(), new NetlinkDataplane(settings.procSys()),
                 new NetlinkHostRouting(), host.underlay(), host.podMtu()), "cadastre", config);
-        system.getWhenTerminated().toCompletableFuture().join();
-        return exitCode(CoordinatedShutdown.get(system).getShutdownReason());
+        DispatcherStallWatch.start(system, config.getDuration("cadastre.stall-report-after"));
+        boolean terminated;
+        try {
+            terminated = TerminationWatch.await(system, TERMINATION_GRACE);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            terminated = false;
+        }
+        int code = exitCode(CoordinatedShutdown.get(system).getShutdownReason());
+        if (!terminated) {
+            log.error("the actor system did not terminate {} s after its shutdown ran; ending the process with exit code {}"
+                    + " so that it is restarted. All threads:\n{}", TERMINATION_GRACE.toSeconds(), code, ThreadDump.take());
+            // Not System.exit: its shutdown hooks may wait on what is stuck.
+            Runtime.getRuntime().halt(code);
+        }
+        return code;
     }
+
+    /** How long the actor system may take to terminate after its coordinated shutdown's last phase. */
+    static final java.time.Duration TERMINATION_GRACE = java.time.Duration.ofSeconds(10);
 
     /**
      * @return {@code cadastre.cluster.hostname} as an address (a literal, or the name resolved), or

@@ -1,0 +1,115 @@
+package io.cadastre.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** A dispatcher that runs nothing is reported once, with the threads, and its recovery too; a paused JVM is not. */
+class DispatcherStallWatchTest {
+    private final AtomicLong clock = new AtomicLong(1_000_000_000L);
+    private final List<Runnable> queued = new ArrayList<>();
+    private final Executor held = queued::add;
+    private final List<String> warnings = new ArrayList<>();
+    private final List<String> infos = new ArrayList<>();
+    private final DispatcherStallWatch watch = new DispatcherStallWatch(List.of(Map.entry("internal", held)),
+            Duration.ofSeconds(5), clock::get, warnings::add, infos::add, () -> "THREADS");
+
+    private void advance(long millis) {
+        clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(millis));
+    }
+
+    /** Advances in steps shorter than the threshold, checking after each, as the watcher's thread does. */
+    private void watchFor(long millis) {
+        for (long done = 0; done < millis; done += 500) {
+            advance(500);
+            watch.check();
+        }
+    }
+
+    @Test
+    void aProbeWaitingPastTheThresholdIsReportedOnceWithTheThreadsAndItsEndIsLogged() {
+        watch.check();
+        assertEquals(1, queued.size(), "one probe sent");
+        watchFor(5_000);
+        assertEquals(List.of(), warnings, "5 s is not past the threshold");
+        watchFor(1_000);
+        assertEquals(1, warnings.size());
+        assertTrue(warnings.get(0).startsWith("the internal dispatcher has run nothing for 5.5 s"), warnings.get(0));
+        assertTrue(warnings.get(0).endsWith("THREADS"), warnings.get(0));
+        watchFor(10_000);
+        assertEquals(1, warnings.size(), "reported once per stall");
+        assertEquals(1, queued.size(), "no second probe while the first waits");
+        queued.remove(0).run();
+        watch.check();
+        assertEquals(List.of("the internal dispatcher runs again after 16.0 s"), infos);
+        assertEquals(1, queued.size(), "probing goes on");
+    }
+
+    @Test
+    void aDispatcherThatRunsItsProbesIsNeverReported() {
+        for (int i = 0; i < 100; i++) {
+            watch.check();
+            queued.forEach(Runnable::run);
+            queued.clear();
+            advance(500);
+        }
+        assertEquals(List.of(), warnings);
+        assertEquals(List.of(), infos);
+    }
+
+    @Test
+    void aGapInTheWatchersOwnScheduleIsAPauseNotAStall() {
+        watch.check();
+        advance(30_000);
+        watch.check();
+        watchFor(4_500);
+        assertEquals(List.of(), warnings, "the probe's clock restarted after the watcher's own 30 s gap");
+        watchFor(1_000);
+        assertEquals(1, warnings.size(), "a stall after the pause is still reported");
+    }
+
+    @Test
+    void theReportOfARealBlockedExecutorNamesWhereItsThreadWaits() throws Exception {
+        ExecutorService single = Executors.newSingleThreadExecutor(r -> new Thread(r, "stall-test-worker"));
+        CountDownLatch release = new CountDownLatch(1);
+        List<String> reports = new CopyOnWriteArrayList<>();
+        try {
+            single.execute(() -> {
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            DispatcherStallWatch real = new DispatcherStallWatch(List.of(Map.entry("test", single)), Duration.ofMillis(200),
+                    System::nanoTime, reports::add, reports::add, ThreadDump::take);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (reports.isEmpty() && System.nanoTime() < deadline) {
+                real.check();
+                Thread.sleep(50);
+            }
+            assertEquals(1, reports.size(), "reported within the deadline");
+            String report = reports.get(0);
+            assertTrue(report.contains("\"stall-test-worker\" WAITING"), report);
+            assertTrue(report.contains("java.util.concurrent.CountDownLatch.await("), report);
+            assertTrue(report.contains("DispatcherStallWatchTest.lambda$theReportOfARealBlockedExecutorNamesWhereItsThreadWaits"),
+                    report);
+        } finally {
+            release.countDown();
+            single.shutdown();
+            assertTrue(single.awaitTermination(10, TimeUnit.SECONDS));
+        }
+    }
+}
