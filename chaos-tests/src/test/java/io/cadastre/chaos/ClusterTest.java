@@ -161,6 +161,9 @@ class ClusterTest {
                 .filter(l -> !l.contains("Retry [") && !l.contains("Younger observed") && !l.contains("state change"))
                 .limit(40).forEach(l -> System.out.println("  " + l));
         assertTrue(windowMs < 60_000, "failover took " + windowMs + " ms");
+        // The victim's port refused connections: a survivor downed it then, not after stable-after.
+        assertTrue(cluster.members().stream().filter(m -> m != victim).anyMatch(m -> m.logLines(killedAtClock.minusSeconds(1))
+                .stream().anyMatch(l -> l.contains("its cluster port refused"))), "no survivor downed the victim on its refusals");
 
         // Not seeds = [itself]: a first seed node alone in its list joins itself at once and would
         // form a second cluster on the same journal beside the survivors'.

@@ -61,12 +61,13 @@ public final class FencedCassandraJournal extends CassandraJournal {
         super(config, configPath);
         var system = Adapter.toTyped(context().system());
         this.fence = MemberFence.get(system);
-        Config journal = context().system().settings().config().getConfig(PLUGIN_PATH + ".journal");
+        Config plugin = context().system().settings().config().getConfig(PLUGIN_PATH);
+        Config journal = plugin.getConfig("journal");
         String keyspaceStatement = new KeyspaceAndTableStatements(context().system(), PLUGIN_PATH,
                 PluginSettings.apply(context().system())).createJournalKeyspaceStatement();
         this.heads = new CassandraJournalHeads(CassandraSessionRegistry.get(system).sessionFor(PLUGIN_PATH).underlying(),
                 journal.getString("keyspace"), journal.getBoolean("tables-autocreate"), keyspaceStatement,
-                journal.getString("write-profile"));
+                plugin.getString("write-profile"));
     }
 
     /**
