@@ -29,7 +29,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * one entity would, through Pekko's journal protocol, against the Cassandra it is given (the
  * agent's configuration and {@code CADASTRE_CASSANDRA_*} environment): incarnation A writes 1 and
  * 2, the live incarnation B takes over and writes 3, then A, stale, writes its own 3. Then a claim
- * whose events never landed (the writer died between claim and write) is recovered past. Prints
+ * whose events never landed (the writer died between claim and write) is recovered past, and the
+ * journal with that gap in its sequence numbers is recovered again. Prints
  * one line per step and {@code FENCING OK} or {@code FENCING FAILED: why}; runs as its own JVM in a
  * host namespace ({@link ClusterTest}), where the db address is reachable.
  */
@@ -142,6 +143,7 @@ public final class JournalFencingProbe {
             expect(failures, "D, recovered, writes 5", probe.write("D", 5), "ok");
             expect(failures, "B, stale, writes 4", probe.write("B", 4).startsWith("failed:") ? "refused" : "written", "refused");
             expect(failures, "rows at the end", probe.rows(session, keyspace).toString(), "[1:A, 2:A, 3:B, 5:D]");
+            expect(failures, "recovery over the gap", probe.recover(), "highest 5 events [1:A-1, 2:A-2, 3:B-3, 5:D-5]");
             System.out.println(failures.isEmpty() ? "FENCING OK" : "FENCING FAILED: " + failures);
             exit = failures.isEmpty() ? 0 : 1;
         } catch (Exception e) {

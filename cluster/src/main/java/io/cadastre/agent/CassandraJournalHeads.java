@@ -23,9 +23,12 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>A claim granted but whose events never landed (the writer died in between) leaves the head
  * ahead of the events: recovery reads the head ({@link #head}) as the highest sequence number, so
- * the next incarnation continues after it and that number stays a gap. Those events were never
- * acknowledged (the write had not completed). An entity whose events predate this table has no
- * head row; its first claim creates it.
+ * the next incarnation continues after it and that number stays a gap (the journal is replayed
+ * with {@code query.gap-free-sequence-numbers = off}). Those events were never acknowledged (the
+ * write had not completed). One window remains: the writer's event write delayed in the network
+ * (its member cut off just after the claim) past the next incarnation's recovery, and completed
+ * after it; the late events are then replayed in their place on the next recovery. An entity
+ * whose events predate this table has no head row; its first claim creates it.
  *
  * <p>Cost: one Paxos round per write batch (four round trips to the replicas instead of one) and
  * one serial read per recovery.
