@@ -82,7 +82,7 @@ public final class FailoverScenario implements Scenario {
                 String.format(Locale.ROOT, "median %.1f s, p99 %.1f s, worst %.1f s over %d kills", d.median() / 1000,
                         d.p99() / 1000, d.max() / 1000, windows.size()),
                 d.max() < 5_000,
-                d.max() < 5_000 ? null : "failure detection (heartbeats every 500 ms, 1.5 s acceptable pause), the "
+                d.max() < 5_000 ? null : "failure detection (heartbeats every 500 ms, 1 s acceptable pause), the "
                         + "refused-port check that downs a crashed member at once (CrashedMemberDowning), the leader's "
                         + "removal and margin, then the entities' recovery on a survivor");
         double[] x = new double[windows.size()];
