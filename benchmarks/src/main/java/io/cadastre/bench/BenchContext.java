@@ -164,7 +164,11 @@ public final class BenchContext implements AutoCloseable {
             if (topology != null) {
                 topology.close();
             }
-            Files.walk(workDir).sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            if (Boolean.getBoolean("cadastre.bench.keep-work")) {
+                System.out.println("kept the agents' and Cassandra's files in " + workDir + " (-Dcadastre.bench.keep-work)");
+            } else {
+                Files.walk(workDir).sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
         }
     }
 }

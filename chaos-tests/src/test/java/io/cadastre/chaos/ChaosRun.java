@@ -55,12 +55,8 @@ final class ChaosRun implements AutoCloseable {
     /** CNI code for "no address left" (Cadastre's code 100). */
     private static final int POOL_EXHAUSTED = 100;
 
-    /**
-     * What the test reports. {@code anomalies} (duplicate sequence numbers in the journal) are
-     * reported but do not fail the run: see {@link Checker#singleWriter}.
-     */
-    record Result(String summary, String timelines, List<Checker.Violation> violations,
-            List<Checker.Violation> anomalies, List<String> problems) {
+    /** What the test reports; the journal audit's duplicates are among the violations ({@link Checker#singleWriter}). */
+    record Result(String summary, String timelines, List<Checker.Violation> violations, List<String> problems) {
         boolean passed() {
             return violations.isEmpty() && problems.isEmpty();
         }
@@ -120,7 +116,7 @@ final class ChaosRun implements AutoCloseable {
             String journal = journalEvidence(result.violations());
             java.nio.file.Files.writeString(dir.resolve("journal-evidence.txt"), journal);
             result = new Result(result.summary(), result.timelines() + "\n==== journal evidence ====\n" + journal,
-                    result.violations(), result.anomalies(), result.problems());
+                    result.violations(), result.problems());
         }
         if (failure != null) {
             if (result != null) {
@@ -453,9 +449,9 @@ final class ChaosRun implements AutoCloseable {
     private Result check() {
         List<Operation> ops = history.operations();
         List<FaultRecord> faults = history.faults();
-        List<Checker.Violation> violations = Checker.check(ops,
-                new Checker.Spec(settings.seed(), ChaosSettings.ipv4Addresses()));
-        List<Checker.Violation> anomalies = Checker.singleWriter(journalAudit, settings.seed());
+        List<Checker.Violation> violations = new ArrayList<>(Checker.check(ops,
+                new Checker.Spec(settings.seed(), ChaosSettings.ipv4Addresses())));
+        violations.addAll(Checker.singleWriter(journalAudit, settings.seed()));
         if (injector != null) {
             Map<FaultPlan.Kind, Integer> counts = injector.injected();
             int[] wanted = {settings.kills(), settings.pauses(), settings.partitions(), settings.cassandraRestarts()};
@@ -469,11 +465,9 @@ final class ChaosRun implements AutoCloseable {
         }
         Summary.Span span = new Summary.Span(workloadFrom, workloadTo == 0 ? history.now() : workloadTo, faultsFrom,
                 faultsTo == 0 ? history.now() : faultsTo);
-        String summary = Summary.render(settings, ops, faults, violations, anomalies, List.copyOf(problems), span,
+        String summary = Summary.render(settings, ops, faults, violations, List.copyOf(problems), span,
                 System.nanoTime() - startedAt, agentLogs(), historyFile().toString());
-        List<Checker.Violation> all = new ArrayList<>(violations);
-        all.addAll(anomalies);
-        return new Result(summary, Summary.timelines(all, ops, faults), violations, anomalies, List.copyOf(problems));
+        return new Result(summary, Summary.timelines(violations, ops, faults), List.copyOf(violations), List.copyOf(problems));
     }
 
     /**

@@ -45,7 +45,7 @@ import java.util.stream.Collectors;
  *       then every host is told the pool is exhausted (code 100).
  * </ul>
  * {@link #singleWriter} turns the journal audit's findings (two rows with one sequence number) into
- * SINGLE_WRITER reports; the run prints them but does not fail on them (see there).
+ * SINGLE_WRITER violations.
  * DURABLE is checked only when the history reached {@link Phase#DURABLE}, RELEASED only when it
  * reached {@link Phase#EXHAUST}.
  */
@@ -316,12 +316,11 @@ final class Checker {
 
     /**
      * SINGLE_WRITER: the journal audit's duplicate lines (one per entity and sequence number
-     * written more than once, see {@code JournalDump}) as reports. Each is a write of a stale
-     * incarnation (a member paused or cut off past failover) that landed after the live one
-     * reused its sequence number. The journal does not fence such writes; by design (shards
-     * DESIGN.md) Pekko's replay filter, {@code repair-by-discard-old}, drops the stale row on the
-     * next recovery, so these are anomalies to watch rather than violations: what they could
-     * break is checked by UNIQUE, DURABLE and RELEASED after the cluster restart.
+     * written more than once, see {@code JournalDump}) as violations. Each would be a write of a
+     * stale incarnation (a member paused or cut off past failover) that landed after the live one
+     * had used its sequence number; the journal refuses those (the head's compare-and-set in
+     * {@code CassandraJournalHeads}), so none may be found. Pekko's replay filter would repair one
+     * on the next recovery, but "never a duplicate" does not rest on a repair.
      */
     static List<Violation> singleWriter(List<String> duplicates, long seed) {
         return duplicates.stream().map(line -> new Violation("SINGLE_WRITER", "two events with one sequence number: "

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.ipam.Cidr;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -14,6 +15,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -159,6 +161,9 @@ class ClusterTest {
                 .filter(l -> !l.contains("Retry [") && !l.contains("Younger observed") && !l.contains("state change"))
                 .limit(40).forEach(l -> System.out.println("  " + l));
         assertTrue(windowMs < 60_000, "failover took " + windowMs + " ms");
+        // The victim's port refused connections: a survivor downed it then, not after stable-after.
+        assertTrue(cluster.members().stream().filter(m -> m != victim).anyMatch(m -> m.logLines(killedAtClock.minusSeconds(1))
+                .stream().anyMatch(l -> l.contains("its cluster port refused"))), "no survivor downed the victim on its refusals");
 
         // Not seeds = [itself]: a first seed node alone in its list joins itself at once and would
         // form a second cluster on the same journal beside the survivors'.
@@ -228,6 +233,39 @@ class ClusterTest {
         assertTrue(withoutLogin.output().contains("Authentication error"), withoutLogin.output());
         assertEquals(1, withoutTls.exit(), withoutTls.output());
         assertEquals(0, Schema.execute(cluster.topology(), env, 60).exit(), "the secured schema command");
+    }
+
+    /**
+     * Issue 18, in the store: a stale incarnation's write of a sequence number the live one has
+     * written is refused by Cassandra itself (the journal head's compare-and-set), and recovery
+     * continues past a claim whose events never landed ({@link JournalFencingProbe}, against this
+     * cluster's Cassandra with its login over TLS).
+     */
+    @Test
+    @Order(6)
+    void cassandraRefusesAStaleIncarnationsWrite() throws Exception {
+        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
+                "-Dlogback.configurationFile=logback-text.xml", "-cp", System.getProperty("java.class.path"),
+                JournalFencingProbe.class.getName());
+        Process p = cluster.topology().exec(cluster.topology().host(1), command, pb -> {
+            pb.environment().putAll(cluster.cassandra().clientEnvironment());
+            pb.environment().put("CADASTRE_LOG_LEVEL", "WARN");
+            pb.redirectErrorStream(true);
+        });
+        var output = CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(p.getInputStream().readAllBytes());
+            } catch (java.io.IOException e) {
+                return "(output unreadable: " + e + ")";
+            }
+        });
+        if (!p.waitFor(180, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            p.waitFor();
+        }
+        String out = output.get(30, TimeUnit.SECONDS);
+        assertTrue(out.contains("FENCING OK"), out);
+        assertEquals(0, p.exitValue(), out);
     }
 
     private static String run(String... command) throws Exception {

@@ -36,7 +36,7 @@ final class Summary {
 
     /** @param agentLogs the entity recoveries the members logged, for {@link Failover#section} */
     static String render(ChaosSettings settings, List<Operation> ops, List<FaultRecord> faults,
-            List<Violation> violations, List<Violation> anomalies, List<String> problems, Span span, long totalNanos,
+            List<Violation> violations, List<String> problems, Span span, long totalNanos,
             AgentLogs.Read agentLogs, String historyFile) {
         StringBuilder b = new StringBuilder();
         b.append("==== chaos summary ====\n");
@@ -66,8 +66,6 @@ final class Summary {
         Map<String, Integer> byViolation = new TreeMap<>();
         violations.forEach(v -> byViolation.merge(v.kind(), 1, Integer::sum));
         b.append("violations: ").append(violations.size()).append(violations.isEmpty() ? "" : " " + byViolation).append('\n');
-        b.append("journal anomalies (two rows with one sequence number; repaired on replay, not failing): ")
-                .append(anomalies.size()).append('\n');
         if (!problems.isEmpty()) {
             b.append("problems (liveness, harness): ").append(problems).append('\n');
         }

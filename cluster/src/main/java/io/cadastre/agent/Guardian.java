@@ -186,6 +186,15 @@ public final class Guardian {
                 return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
             });
 
+            if (ctx.getSystem().settings().config().getBoolean("cadastre.cluster.down-crashed-members")) {
+                ExecutorService probeThread = Executors.newSingleThreadExecutor(r -> {
+                    Thread t = new Thread(r, "cadastre-member-probe");
+                    t.setDaemon(true);
+                    return t;
+                });
+                ctx.spawn(CrashedMemberDowning.create(CrashedMemberDowning.Settings.DEFAULT, probeThread, fence),
+                        "crashed-member-downing");
+            }
             cluster.subscriptions().tell(Subscribe.create(
                     ctx.messageAdapter(SelfUp.class, up -> new MemberUp()), SelfUp.class));
             // A member reachable again may have claimed or released blocks meanwhile: read everything.

@@ -58,6 +58,8 @@ public final class SchemaCommand implements Callable<Integer> {
             List<String> statements = new ArrayList<>();
             statements.add(cql.createJournalKeyspaceStatement());
             statements.addAll(cql.getCreateJournalTablesStatements());
+            statements.add(CassandraJournalHeads.createTableStatement(
+                    system.settings().config().getString(FencedCassandraJournal.PLUGIN_PATH + ".journal.keyspace")));
             statements.add(cql.createSnapshotKeyspaceStatement());
             statements.addAll(cql.getCreateSnapshotTablesStatements());
             if (!execute) {

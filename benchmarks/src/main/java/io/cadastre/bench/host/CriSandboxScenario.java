@@ -37,7 +37,7 @@ import org.HdrHistogram.Histogram;
  * Cadastre against the reference {@code bridge}+{@code host-local}. Both networks live on the same
  * containerd: each subject is a runtime handler (a RuntimeClass) with a CNI conf dir of its own,
  * so everything but the network (image, snapshots, runc, the pause process, the {@code loopback}
- * plugin) is the same work. Interleaved: 50 sandboxes one at a time, each round both subjects in
+ * plugin) is the same work. Interleaved: 200 sandboxes one at a time, each round both subjects in
  * a fresh random order; then rounds of 20 sandboxes started at once per subject, the subjects
  * taking turns. Every sandbox is checked outside the timed part: ready, its IP in the subject's
  * range and on {@code eth0} inside its network namespace. IPv4 only for both.
@@ -49,7 +49,7 @@ public final class CriSandboxScenario implements Scenario {
     static final String STOP_PARALLEL = "Stop + Remove, 20 at once";
     static final String CADASTRE = "cadastre";
     static final String REFERENCE = "bridge+host-local";
-    private static final int SEQUENTIAL = 50;
+    private static final int SEQUENTIAL = 200;
     private static final int PARALLEL = 20;
     private static final int PARALLEL_ROUNDS = 10;
     /** Rounds of parallel sandboxes run and discarded first: the agent's first burst grows pools and compiles new paths. */
