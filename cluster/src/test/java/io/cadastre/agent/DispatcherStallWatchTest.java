@@ -83,24 +83,27 @@ class DispatcherStallWatchTest {
     @Test
     void theReportOfARealBlockedExecutorNamesWhereItsThreadWaits() throws Exception {
         ExecutorService single = Executors.newSingleThreadExecutor(r -> new Thread(r, "stall-test-worker"));
+        CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         List<String> reports = new CopyOnWriteArrayList<>();
         try {
             single.execute(() -> {
+                entered.countDown();
                 try {
                     release.await();
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
             });
-            DispatcherStallWatch real = new DispatcherStallWatch(List.of(Map.entry("test", single)), Duration.ofMillis(200),
-                    System::nanoTime, reports::add, reports::add, ThreadDump::take);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (reports.isEmpty() && System.nanoTime() < deadline) {
+            assertTrue(entered.await(10, TimeUnit.SECONDS));
+            DispatcherStallWatch real = new DispatcherStallWatch(List.of(Map.entry("test", single)), Duration.ofSeconds(5),
+                    clock::get, reports::add, reports::add, ThreadDump::take);
+            real.check();
+            for (int i = 0; i < 12; i++) {
+                advance(500);
                 real.check();
-                Thread.sleep(50);
             }
-            assertEquals(1, reports.size(), "reported within the deadline");
+            assertEquals(1, reports.size(), "the probe queued behind the blocked task is reported");
             String report = reports.get(0);
             assertTrue(report.contains("\"stall-test-worker\" WAITING"), report);
             assertTrue(report.contains("java.util.concurrent.CountDownLatch.await("), report);

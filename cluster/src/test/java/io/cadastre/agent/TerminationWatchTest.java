@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -52,17 +53,15 @@ class TerminationWatchTest {
     @Test
     void aSystemThatStopsLaterIsWaitedForAndTerminates() throws Exception {
         ActorSystem<String> system = ActorSystem.create(Behaviors.ignore(), "healthy", LOCAL);
-        Thread stopper = new Thread(() -> {
+        CompletableFuture<Boolean> watched = CompletableFuture.supplyAsync(() -> {
             try {
-                Thread.sleep(300);
+                return TerminationWatch.await(system, Duration.ofSeconds(10));
             } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
             }
-            system.terminate();
         });
-        stopper.start();
-        assertTrue(TerminationWatch.await(system, Duration.ofSeconds(10)));
+        system.terminate();
+        assertTrue(watched.get(30, TimeUnit.SECONDS));
         assertTrue(system.getWhenTerminated().toCompletableFuture().isDone());
-        stopper.join();
     }
 }
