@@ -17,9 +17,9 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 /**
- * Checks a run's history against Cadastre's invariants (../shared/DESIGN.md). Pure: a list of
- * {@link Operation}s in, a list of {@link Violation}s out; no cluster needed, so it is unit-tested
- * on hand-made histories ({@code CheckerTest}).
+ * Checks a run's history against Cadastre's invariants (listed below and in chaos-tests/DESIGN.md).
+ * Pure: a list of {@link Operation}s in, a list of {@link Violation}s out; no cluster needed, so it
+ * is unit-tested on hand-made histories ({@code CheckerTest}).
  *
  * <h2>Holdings</h2>
  * An attachment holds the addresses of an ADD that succeeded from that ADD's <em>completion</em>

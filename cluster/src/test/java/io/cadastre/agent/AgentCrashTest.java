@@ -22,7 +22,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 
 /**
- * Durability (DESIGN.md invariants 1-3): ADDs run concurrently, the agent is killed with SIGKILL
+ * Durability (an acknowledged allocation survives a crash; no address is handed out twice): ADDs run concurrently, the agent is killed with SIGKILL
  * while some are in flight, and a new agent on the same journal must still hold every
  * acknowledged allocation (a retried ADD returns the same address) and must never hand an address
  * to two attachments.

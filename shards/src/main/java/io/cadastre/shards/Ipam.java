@@ -251,7 +251,7 @@ public final class Ipam {
                     List<HeldAddress> held = (List<HeldAddress>) pair[0];
                     Throwable error = (Throwable) pair[1];
                     if (error != null) {
-                        // Dual-stack is all or nothing (DESIGN.md invariant 5): give back what we got.
+                        // Dual-stack is all or nothing (shards/DESIGN.md): give back what we got.
                         return releaseFromBlocks(request.handle(), request.ifname(), blocksOf(held))
                                 .handle((r, e) -> { throw EntityAsks.asIpam(error); });
                     }
