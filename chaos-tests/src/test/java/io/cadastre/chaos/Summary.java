@@ -40,8 +40,9 @@ final class Summary {
             AgentLogs.Read agentLogs, String historyFile) {
         StringBuilder b = new StringBuilder();
         b.append("==== chaos summary ====\n");
-        b.append("seed: ").append(settings.seed()).append("   (reproduce: mvn -B -o -q -pl chaos-tests verify ")
-                .append("-Dtest=ChaosTest -Dchaos.seed=").append(settings.seed()).append(")\n");
+        b.append("seed: ").append(settings.seed()).append("   (reproduce: mvn -B -o -q -pl test-cassandra,chaos-tests -am ")
+                .append("verify -Dsurefire.failIfNoSpecifiedTests=false -Dtest=ChaosTest -Dchaos.seed=").append(settings.seed())
+                .append(")\n");
         b.append("settings: ").append(settings).append('\n');
         b.append(String.format(Locale.ROOT, "duration: %s in all; workload %s; fault injection %s%n",
                 minutes(totalNanos), minutes(span.workloadTo() - span.workloadFrom()),
