@@ -76,10 +76,10 @@ public final class FencedCassandraJournal extends CassandraJournal {
      */
     @Override
     public Future<Seq<Try<BoxedUnit>>> asyncWriteMessages(Seq<AtomicWrite> messages) {
-        Optional<String> refusal = fence.refusal();
-        if (refusal.isPresent()) {
-            return Futures.failed(new FencedException(refusal.get()));
-        }
+        return unlessFenced(fence, () -> claimThenWrite(messages));
+    }
+
+    private Future<Seq<Try<BoxedUnit>>> claimThenWrite(Seq<AtomicWrite> messages) {
         AtomicWrite first = messages.head();
         long to = messages.last().highestSequenceNr();
         Promise<Seq<Try<BoxedUnit>>> written = Futures.promise();
