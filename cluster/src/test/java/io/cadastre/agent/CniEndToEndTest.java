@@ -118,8 +118,7 @@ class CniEndToEndTest {
 
             Result del = cni("DEL", id, ns, conf);
             assertEquals(0, del.exit(), del.toString());
-            assertFalse(ns.hasLink("eth0"));
-            assertFalse(TestNetns.hostHasLink(hostIf));
+            TestNetns.awaitPairGone(hostIf, ns, "eth0");
         }
     }
 

@@ -101,7 +101,7 @@ class CriEndToEndTest {
             // kubelet stops a sandbox more than once; the second is a no-op.
             cri.stopPodSandbox(sandbox);
             assertEquals(List.of(), node.attachments("shop", "web-0"), "released at the first stop");
-            assertFalse(TestNetns.hostHasLink(hostEnd), "host end removed");
+            TestNetns.awaitPairGone(hostEnd, null, null);
             cri.stopPodSandbox(sandbox);
             assertEquals(PodSandboxState.SANDBOX_NOTREADY, cri.podSandboxStatus(sandbox).getState());
             cri.removePodSandbox(sandbox);

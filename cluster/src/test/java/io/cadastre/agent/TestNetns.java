@@ -81,6 +81,32 @@ final class TestNetns implements AutoCloseable {
         return false;
     }
 
+    /**
+     * What a DEL leaves of a pod's veth pair: at most a host end that is down (DEL replies once
+     * nothing routes to the pod), and nothing once the pair's deletion, which finishes after the
+     * reply, is done: waited for with a deadline of 10 s.
+     *
+     * @throws AssertionError when the host end is up, or either end is still there at the deadline
+     */
+    static void awaitPairGone(String hostIfname, TestNetns pod, String podIfname) throws IOException, InterruptedException {
+        for (JsonNode link : CniExec.JSON.readTree(ip("-j", "link", "show"))) {
+            if (link.path("ifname").asText().equals(hostIfname)) {
+                for (JsonNode flag : link.path("flags")) {
+                    if (flag.asText().equals("UP")) {
+                        throw new AssertionError("host end " + hostIfname + " still up after DEL: " + link);
+                    }
+                }
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (hostHasLink(hostIfname) || (pod != null && pod.hasLink(podIfname))) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("veth pair " + hostIfname + " not deleted within 10 s of DEL");
+            }
+            Thread.sleep(50);
+        }
+    }
+
     static String ip(String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of("ip"));
         command.addAll(List.of(args));

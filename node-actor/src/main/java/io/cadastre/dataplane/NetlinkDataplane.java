@@ -152,18 +152,10 @@ public final class NetlinkDataplane implements Dataplane {
      */
     @Override
     public void detach(String hostIfname) throws DataplaneException {
-        String invalid = invalidName(hostIfname);
-        if (invalid != null) {
-            throw new DataplaneException("invalid hostIfname: " + invalid);
-        }
         try (Rtnetlink host = hostRtnetlink()) {
-            Optional<Link> link = host.link(hostIfname);
+            Optional<Link> link = hostVeth(host, hostIfname);
             if (link.isEmpty()) {
                 return;
-            }
-            if (!"veth".equals(link.get().kind())) {
-                throw new DataplaneException("refusing to delete " + hostIfname + ": not a veth (kind '"
-                        + link.get().kind() + "')");
             }
             spoofDrops.retire(host, link.get().index());
             host.deleteLink(link.get());
@@ -173,6 +165,50 @@ public final class NetlinkDataplane implements Dataplane {
                 throw fail(e);
             }
         }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Refuses (DataplaneException) to touch a link that exists but is not a veth, as
+     * {@link #detach} does.
+     */
+    @Override
+    public boolean unplug(String hostIfname) throws DataplaneException {
+        try (Rtnetlink host = hostRtnetlink()) {
+            Optional<Link> link = hostVeth(host, hostIfname);
+            if (link.isEmpty()) {
+                return false;
+            }
+            if (link.get().up()) {
+                host.setDown(link.get());
+                spoofDrops.retire(host, link.get().index());
+            }
+            return true;
+        } catch (SyscallException e) {
+            if (e.errno() != LibC.ENODEV) {
+                throw fail(e);
+            }
+            return false;
+        }
+    }
+
+    /**
+     * @return the host end of a pod's veth pair by name, empty when there is none
+     * @throws DataplaneException when the name is not one {@link HostInterfaceName} gives, or the
+     *     link is not a veth
+     */
+    private static Optional<Link> hostVeth(Rtnetlink host, String hostIfname) throws DataplaneException, SyscallException {
+        String invalid = invalidName(hostIfname);
+        if (invalid != null) {
+            throw new DataplaneException("invalid hostIfname: " + invalid);
+        }
+        Optional<Link> link = host.link(hostIfname);
+        if (link.isPresent() && !"veth".equals(link.get().kind())) {
+            throw new DataplaneException("refusing to delete " + hostIfname + ": not a veth (kind '"
+                    + link.get().kind() + "')");
+        }
+        return link;
     }
 
     /**

@@ -190,6 +190,17 @@ final class Rtnetlink implements AutoCloseable {
     }
 
     /**
+     * Sets a link down: the kernel then drops every route through it (IPv4 {@code
+     * fib_sync_down_dev}, IPv6 {@code rt6_sync_down_dev}) and its neighbour entries, without the
+     * RCU grace periods a delete waits for.
+     */
+    void setDown(Link link) throws SyscallException {
+        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
+                .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, Rtnl.IFF_UP);
+        socket.request(req, "RTM_SETLINK " + link.name() + " down" + where);
+    }
+
+    /**
      * Deletes a link by index, so that a name reused meanwhile cannot redirect the delete. A veth
      * takes its peer along, and each end takes its addresses and routes.
      */

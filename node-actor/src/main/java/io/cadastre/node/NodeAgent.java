@@ -25,9 +25,12 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -39,7 +42,8 @@ import org.slf4j.LoggerFactory;
  * The node agent: one per agent process, local (not sharded), the only actor that touches this
  * host's network. For an ADD it gets the addresses from IPAM, then wires the pod through the
  * {@link Dataplane}; if wiring fails it releases the addresses again (no partial state, DESIGN.md
- * invariant 5). DEL unwires, then releases.
+ * invariant 5). DEL takes the pod off the network, releases, and replies; the veth pair's deletion
+ * finishes after the reply, still in the attachment's slot.
  *
  * <p>Operations on the same attachment run one after another in arrival order (an ADD and the DEL
  * that a runtime sends after a timed-out ADD must not overlap); different attachments run
@@ -48,7 +52,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Reconciliation ({@link Reclaimer}): every {@link Reclaimer#interval()} the node agent lists
  * the node's attachments and releases, through the DEL path, those whose netns has been gone for
- * the grace period. Each release runs in the attachment's own slot of the per-attachment queue,
+ * the grace period, unwiring it completely before the release. Each release runs in the attachment's own slot of the per-attachment queue,
  * so it never overlaps an ADD, DEL or CHECK of that attachment; attachments with an operation in
  * flight are skipped in that round. One round runs at a time.
  *
@@ -144,6 +148,16 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private final Ipam ipam;
     private final Dataplane dataplane;
     private final Executor dataplaneExecutor;
+    /**
+     * Deletes the veth pairs DEL unplugged, one after another, off the dataplane threads: each
+     * delete blocks for the kernel's RCU grace periods, and ADDs must not queue behind them.
+     */
+    private final ExecutorService teardownThread = Executors.newSingleThreadExecutor(r -> {
+        // A platform thread in the host's netns, as the dataplane threads.
+        Thread t = new Thread(r, "cadastre-teardown");
+        t.setDaemon(true);
+        return t;
+    });
     private final Reclaimer reclaimer;
     private final CadastreMetrics metrics;
     private final PodNetwork podNetwork;
@@ -175,7 +189,11 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                 })
                 .onMessage(Detach.class, cmd -> {
                     reclaimer.forget(cmd.id().key());
-                    return enqueue(cmd.id().key(), () -> reply(detach(cmd.id(), cmd.ipamOnly()), cmd.replyTo()));
+                    return enqueue(cmd.id().key(), () -> {
+                        Release release = releaseForDel(cmd.id(), cmd.ipamOnly());
+                        reply(release.released(), cmd.replyTo());
+                        return release.settled();
+                    });
                 })
                 .onMessage(Inspect.class, cmd -> enqueue(cmd.id().key(), () -> reply(inspect(cmd), cmd.replyTo())))
                 .onMessage(CollectGarbage.class, cmd -> {
@@ -194,6 +212,10 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                 .onMessage(Tick.class, tick -> sweepUnlessRunning())
                 .onMessage(Probed.class, this::onProbed)
                 .onMessage(SweepFinished.class, this::onSweepFinished)
+                .onSignal(PostStop.class, stopped -> {
+                    teardownThread.shutdown();
+                    return this;
+                })
                 .build();
     }
 
@@ -323,7 +345,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
             }
             return onDataplane(() -> reclaimer.goneCause(listed)).thenCompose(cause -> cause == null
                     ? CompletableFuture.completedFuture(Optional.<String>empty())
-                    : detach(id, false).thenApply(released -> {
+                    : detach(id).thenApply(released -> {
                         Reclaimer.Due now = new Reclaimer.Due(due.attachment(), due.goneFor(), cause);
                         reclaimer.countReclaim(now, released);
                         metrics.gcReclaimed(ipam.node(), cause == Reclaimer.Cause.POD_GONE
@@ -430,18 +452,54 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     }
 
     /**
-     * Unwiring (the kernel's veth teardown is the slow part of DEL) and the node forgetting the
-     * attachment run at once; the blocks free the addresses only after both, so an address is
-     * never free while a host route to it still exists. If unwiring fails, the addresses stay
-     * held as orphans and DEL reports the failure; the runtime's retried DEL sweeps them.
+     * What a DEL does, in two parts: {@code released} (the addresses, for the reply) and
+     * {@code settled} (also the veth pair deleted: the attachment's slot in the queue waits for it).
      */
-    private CompletionStage<List<String>> detach(AttachmentId id, boolean ipamOnly) {
-        CompletionStage<Void> unwired = ipamOnly
-                ? CompletableFuture.completedFuture(null)
-                : onDataplane(() -> {
-                    dataplane.detach(id.hostIfname());
-                    return null;
-                });
+    private record Release(CompletionStage<List<String>> released, CompletionStage<?> settled) {}
+
+    /**
+     * DEL (CNI spec 1.1 §DEL): the pod off the network (its host end down, so no host route to it
+     * is left: {@link Dataplane#unplug}) and the node forgetting the attachment run at once; the
+     * blocks free the addresses after both. The veth pair's deletion, which waits for the kernel's
+     * RCU grace periods (most of a DEL's time before), runs after the unplug on the teardown
+     * thread while the reply goes out; the attachment's slot stays taken until it is done, so a
+     * repeated ADD or DEL of the attachment finds the pair gone. A delete that fails is logged:
+     * the addresses are free by then, and the down link goes with its netns or is deleted by the
+     * attachment's next ADD.
+     */
+    private Release releaseForDel(AttachmentId id, boolean ipamOnly) {
+        CompletionStage<Boolean> unplugged = ipamOnly
+                ? CompletableFuture.completedFuture(false)
+                : onDataplane(() -> dataplane.unplug(id.hostIfname()));
+        CompletionStage<List<String>> released = release(id, unplugged);
+        CompletionStage<Void> deleted = unplugged.thenCompose(present -> !present
+                ? CompletableFuture.<Void>completedFuture(null)
+                : CompletableFuture.runAsync(() -> {
+                    try {
+                        dataplane.detach(id.hostIfname());
+                    } catch (DataplaneException | RuntimeException e) {
+                        LOG.warn("DEL of {}: the unplugged host end {} could not be deleted: {}", id.key(), id.hostIfname(),
+                                e.toString());
+                    }
+                }, teardownThread));
+        return new Release(released, released.handle((v, e) -> null).thenCombine(deleted.handle((v, e) -> null), (a, b) -> null));
+    }
+
+    /** Unwires (deleting the pair) and releases, as DEL does but waiting for the delete: reclaim's path. */
+    private CompletionStage<List<String>> detach(AttachmentId id) {
+        return release(id, onDataplane(() -> {
+            dataplane.detach(id.hostIfname());
+            return null;
+        }));
+    }
+
+    /**
+     * The node forgets the attachment while {@code unwired} completes; the blocks free the
+     * addresses only after both, so an address is never free while a host route to it still
+     * exists. If unwiring fails, the addresses stay held as orphans and the call fails; the
+     * runtime's retried DEL (or the next reclaim round) sweeps them.
+     */
+    private CompletionStage<List<String>> release(AttachmentId id, CompletionStage<?> unwired) {
         return ipam.forget(id.handle(), id.ifname())
                 .thenCombine(unwired, (blocks, done) -> blocks)
                 .thenCompose(blocks -> ipam.free(id.handle(), id.ifname(), blocks))

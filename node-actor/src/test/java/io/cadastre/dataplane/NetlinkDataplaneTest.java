@@ -234,6 +234,34 @@ class NetlinkDataplaneTest {
     }
 
     @Test
+    void unplugLeavesNoHostRouteToThePodAndDetachThenDeletesThePair() throws Exception {
+        String v4 = randomV4();
+        String v6 = randomV6();
+        PodAttachment a = attachment(ns, "eth0", 0, v4 + "/32", v6 + "/128");
+        dataplane.attach(a);
+        assertTrue(Ip.run("-6", "route", "show", "table", "main").contains(v6), "routed before");
+
+        assertTrue(dataplane.unplug(a.hostIfname()));
+
+        assertTrue(Ip.linkExists(null, a.hostIfname()), "the pair is left for detach");
+        assertFalse(Ip.run("link", "show", a.hostIfname()).contains(",UP"), "host end down");
+        assertFalse(Ip.run("-4", "route", "show", "table", "main").contains(v4), "no IPv4 host route");
+        assertFalse(Ip.run("-6", "route", "show", "table", "main").contains(v6), "no IPv6 host route");
+        assertTrue(dataplane.unplug(a.hostIfname()), "again: still there, still down");
+        dataplane.detach(a.hostIfname());
+        assertFalse(Ip.linkExists(null, a.hostIfname()));
+        assertFalse(Ip.linkExists(ns, "eth0"));
+        assertFalse(dataplane.unplug(a.hostIfname()), "gone");
+    }
+
+    @Test
+    void unplugRefusesALinkThatIsNotAVeth() {
+        DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.unplug("lo"));
+        assertTrue(e.getMessage().contains("not a veth"), e.getMessage());
+        assertTrue(Ip.run("link", "show", "lo").contains(",UP"), "lo untouched");
+    }
+
+    @Test
     void detachTwiceAndDetachOfAnUnknownLinkSucceed() throws Exception {
         PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
         dataplane.attach(a);

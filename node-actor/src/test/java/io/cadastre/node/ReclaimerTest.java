@@ -49,6 +49,8 @@ import org.junit.jupiter.api.Test;
  * one-member cluster, with a fake dataplane, a fake netns check ({@link NetnsPresence}) and a
  * clock the test moves. Rounds are started by {@link NodeAgent.Reconcile} (the timer's interval is
  * an hour), so nothing depends on real time. Each test has its own node, pool and addresses.
+ * Also DEL's two parts, which share the per-attachment slot with the reclaim: the reply after the
+ * unplug and the release, the pair's deletion after the reply.
  */
 class ReclaimerTest {
     private static final Duration GRACE = Duration.ofMinutes(5);
@@ -327,19 +329,84 @@ class ReclaimerTest {
     }
 
     @Test
+    void delRepliesBeforeThePairIsDeletedAndTheAttachmentsNextAddWaitsForTheDelete() {
+        AttachmentRecord first = add("a");
+        dataplane.blockDetach(id("a").hostIfname());
+
+        TestProbe<NodeAgent.Outcome<List<String>>> delA = testKit.createTestProbe();
+        agent.tell(new NodeAgent.Detach(id("a"), false, delA.ref()));
+        NodeAgent.Outcome<List<String>> deleted = delA.receiveMessage(WAIT);
+
+        assertNull(deleted.failure());
+        assertEquals(first.addresses().stream().map(h -> h.address()).toList(), deleted.value());
+        assertEquals(List.of(id("a").hostIfname()), dataplane.unplugged);
+        assertTrue(lookup("a").isEmpty(), "released before the pair is deleted");
+        TestProbe<NodeAgent.Outcome<Wired>> addAgain = testKit.createTestProbe();
+        send("a", false, addAgain.ref());
+        // The ADD waits in the attachment's slot: IPAM has not been asked yet.
+        testKit.createTestProbe().awaitAssert(WAIT, () -> {
+            assertTrue(dataplane.detachWaiting(id("a").hostIfname()));
+            return null;
+        });
+        assertTrue(lookup("a").isEmpty(), "the next ADD of the attachment waits for the delete");
+
+        dataplane.releaseAll();
+        assertNull(addAgain.receiveMessage(WAIT).failure());
+        assertTrue(lookup("a").isPresent());
+    }
+
+    @Test
+    void aDelOfAPairAlreadyGoneDeletesNothing() {
+        add("b");
+        dataplane.gone.add(id("b").hostIfname());
+        dataplane.detached.clear();
+
+        del("b");
+        add("b");
+
+        assertEquals(List.of(id("b").hostIfname()), dataplane.detached, "only the second ADD's clean-up");
+    }
+
+    @Test
     void durationsMustBePositive() {
         assertThrows(IllegalArgumentException.class, () -> new Reclaimer(Duration.ZERO, GRACE, p -> false, System::nanoTime));
         assertThrows(IllegalArgumentException.class,
                 () -> new Reclaimer(Duration.ofSeconds(1), Duration.ofSeconds(-1), p -> false, System::nanoTime));
     }
 
-    /** Wires nothing; can hold an attach until released, and records what was detached. */
+    /**
+     * Wires nothing; can hold an attach or a detach until released, and records what was unplugged
+     * and detached.
+     */
     private static final class FakeDataplane implements Dataplane {
         final List<String> detached = new CopyOnWriteArrayList<>();
+        final List<String> unplugged = new CopyOnWriteArrayList<>();
+        /** Host ends that unplug finds missing. */
+        final Set<String> gone = ConcurrentHashMap.newKeySet();
         private final Map<String, CountDownLatch> held = new ConcurrentHashMap<>();
+        private final Set<String> detachesWaiting = ConcurrentHashMap.newKeySet();
 
         void blockAttach(String netnsPath) {
             held.put(netnsPath, new CountDownLatch(1));
+        }
+
+        void blockDetach(String hostIfname) {
+            held.put(hostIfname, new CountDownLatch(1));
+        }
+
+        boolean detachWaiting(String hostIfname) {
+            return detachesWaiting.contains(hostIfname);
+        }
+
+        private void awaitRelease(String key) {
+            CountDownLatch latch = held.get(key);
+            if (latch != null) {
+                try {
+                    latch.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
         }
 
         void releaseAll() {
@@ -351,21 +418,26 @@ class ReclaimerTest {
 
         @Override
         public WiredPod attach(PodAttachment a) {
-            CountDownLatch latch = held.get(a.netnsPath());
-            if (latch != null) {
-                try {
-                    latch.await(60, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
+            awaitRelease(a.netnsPath());
             return new WiredPod(a.hostIfname(), HOST_MAC, a.podIfname(), "02:00:00:00:00:01", a.netnsPath(),
                     a.addresses(), List.of());
         }
 
         @Override
         public void detach(String hostIfname) {
+            detachesWaiting.add(hostIfname);
+            awaitRelease(hostIfname);
+            detachesWaiting.remove(hostIfname);
             detached.add(hostIfname);
+        }
+
+        @Override
+        public boolean unplug(String hostIfname) {
+            if (gone.contains(hostIfname)) {
+                return false;
+            }
+            unplugged.add(hostIfname);
+            return true;
         }
 
         @Override

@@ -396,6 +396,11 @@ class MeshRouterTest {
         public void detach(String hostIfname) {}
 
         @Override
+        public boolean unplug(String hostIfname) {
+            return false;
+        }
+
+        @Override
         public List<String> check(PodAttachment attachment) {
             return List.of();
         }
