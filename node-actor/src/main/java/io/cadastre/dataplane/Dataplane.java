@@ -1,6 +1,7 @@
 package io.cadastre.dataplane;
 
 import java.util.List;
+import java.util.OptionalInt;
 
 /**
  * The only way Cadastre touches a host's network: wires a pod's network namespace to the host
@@ -61,18 +62,30 @@ public interface Dataplane {
     void detach(String hostIfname) throws DataplaneException;
 
     /**
-     * Takes a pod off the network at once and leaves the deletion of its veth pair to a later
-     * {@link #detach}: sets the host end down, whereupon the kernel drops every route through it,
-     * so that the pod's addresses may be freed before the pair is gone. DEL's reply waits for this,
-     * not for the delete: deleting a veth waits for RCU grace periods in the kernel (30-40 ms
-     * measured on the benchmark machine), setting it down does not. The pod end keeps its
-     * addresses until the pair is deleted, but nothing on the host routes to it.
+     * Takes a pod off the network at once and leaves the deletion of its veth pair for later
+     * ({@link #deleteUnplugged}): sets the host end down, whereupon the kernel drops every route
+     * through it, so that the pod's addresses may be freed before the pair is gone. DEL's reply
+     * waits for this, not for a delete: deleting a veth waits for RCU grace periods in the kernel
+     * (30-40 ms measured on the benchmark machine), setting it down does not. The pod end keeps its
+     * addresses until the pair is deleted, but nothing on the host routes to it. Idempotent.
      *
      * @param hostIfname the host end's name, as {@link HostInterfaceName#of} gives it
-     * @return true when the host end exists (down now; {@link #detach} it), false when it did not
+     * @return the host end's ifindex when it exists (down now), empty when there is none
      * @throws DataplaneException when the link is not a pod's host end, or the kernel refuses
      */
-    boolean unplug(String hostIfname) throws DataplaneException;
+    OptionalInt unplug(String hostIfname) throws DataplaneException;
+
+    /**
+     * Deletes a veth pair that {@link #unplug} set down, if it is still that pair: the host end of
+     * that name still has {@code hostIndex} and is still down. Nothing to do (false) when the pair
+     * went with its netns (the runtime removes it after DEL), or when the name now belongs to
+     * another pair (an ADD of the same attachment deleted the old one and wired anew).
+     *
+     * @param hostIndex the ifindex {@link #unplug} returned
+     * @return whether this call deleted the pair
+     * @throws DataplaneException when the kernel refuses for another reason than the link's absence
+     */
+    boolean deleteUnplugged(String hostIfname, int hostIndex) throws DataplaneException;
 
     /**
      * Compares the netns and the host with what {@link #attach} would have configured

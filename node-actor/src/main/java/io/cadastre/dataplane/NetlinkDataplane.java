@@ -16,6 +16,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalInt;
 
 /**
  * The production {@link Dataplane}: rtnetlink over NETLINK_ROUTE sockets, libc through jnr-ffi,
@@ -174,16 +175,35 @@ public final class NetlinkDataplane implements Dataplane {
      * {@link #detach} does.
      */
     @Override
-    public boolean unplug(String hostIfname) throws DataplaneException {
+    public OptionalInt unplug(String hostIfname) throws DataplaneException {
         try (Rtnetlink host = hostRtnetlink()) {
             Optional<Link> link = hostVeth(host, hostIfname);
             if (link.isEmpty()) {
-                return false;
+                return OptionalInt.empty();
             }
             if (link.get().up()) {
                 host.setDown(link.get());
                 spoofDrops.retire(host, link.get().index());
             }
+            return OptionalInt.of(link.get().index());
+        } catch (SyscallException e) {
+            if (e.errno() != LibC.ENODEV) {
+                throw fail(e);
+            }
+            return OptionalInt.empty();
+        }
+    }
+
+    @Override
+    public boolean deleteUnplugged(String hostIfname, int hostIndex) throws DataplaneException {
+        try (Rtnetlink host = hostRtnetlink()) {
+            Optional<Link> link = hostVeth(host, hostIfname);
+            // Another index under the name: an ADD deleted the unplugged pair and wired a new one.
+            if (link.isEmpty() || link.get().index() != hostIndex || link.get().up()) {
+                return false;
+            }
+            spoofDrops.retire(host, hostIndex);
+            host.deleteLink(link.get());
             return true;
         } catch (SyscallException e) {
             if (e.errno() != LibC.ENODEV) {

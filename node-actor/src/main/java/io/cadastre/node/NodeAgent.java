@@ -12,12 +12,14 @@ import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.IpamException;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Queue;
 import java.util.Set;
 import java.util.TreeSet;
@@ -27,6 +29,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -42,8 +45,8 @@ import org.slf4j.LoggerFactory;
  * The node agent: one per agent process, local (not sharded), the only actor that touches this
  * host's network. For an ADD it gets the addresses from IPAM, then wires the pod through the
  * {@link Dataplane}; if wiring fails it releases the addresses again (no partial state, DESIGN.md
- * invariant 5). DEL takes the pod off the network, releases, and replies; the veth pair's deletion
- * finishes after the reply, still in the attachment's slot.
+ * invariant 5). DEL takes the pod off the network, releases, and replies; the veth pair goes with
+ * the pod's netns, or is deleted by the agent a little later.
  *
  * <p>Operations on the same attachment run one after another in arrival order (an ADD and the DEL
  * that a runtime sends after a timed-out ADD must not overlap); different attachments run
@@ -63,6 +66,12 @@ import org.slf4j.LoggerFactory;
  */
 public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
+
+    /**
+     * How long an unplugged veth pair may wait for its netns to be removed before the agent
+     * deletes it itself: containerd and CRI-O remove the netns right after DEL returns.
+     */
+    static final Duration TEARDOWN_DELAY = Duration.ofSeconds(2);
 
     /** Messages; local only, never serialized. */
     public sealed interface Command
@@ -149,8 +158,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private final Dataplane dataplane;
     private final Executor dataplaneExecutor;
     /**
-     * Deletes the veth pairs DEL unplugged, one after another, off the dataplane threads: each
-     * delete blocks for the kernel's RCU grace periods, and ADDs must not queue behind them.
+     * Deletes the veth pairs DEL unplugged that outlived {@link #TEARDOWN_DELAY}, one after
+     * another, off the dataplane threads: each delete blocks for the kernel's RCU grace periods,
+     * and ADDs must not queue behind them.
      */
     private final ExecutorService teardownThread = Executors.newSingleThreadExecutor(r -> {
         // A platform thread in the host's netns, as the dataplane threads.
@@ -189,11 +199,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                 })
                 .onMessage(Detach.class, cmd -> {
                     reclaimer.forget(cmd.id().key());
-                    return enqueue(cmd.id().key(), () -> {
-                        Release release = releaseForDel(cmd.id(), cmd.ipamOnly());
-                        reply(release.released(), cmd.replyTo());
-                        return release.settled();
-                    });
+                    return enqueue(cmd.id().key(), () -> reply(releaseForDel(cmd.id(), cmd.ipamOnly()), cmd.replyTo()));
                 })
                 .onMessage(Inspect.class, cmd -> enqueue(cmd.id().key(), () -> reply(inspect(cmd), cmd.replyTo())))
                 .onMessage(CollectGarbage.class, cmd -> {
@@ -452,37 +458,28 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     }
 
     /**
-     * What a DEL does, in two parts: {@code released} (the addresses, for the reply) and
-     * {@code settled} (also the veth pair deleted: the attachment's slot in the queue waits for it).
-     */
-    private record Release(CompletionStage<List<String>> released, CompletionStage<?> settled) {}
-
-    /**
      * DEL (CNI spec 1.1 §DEL): the pod off the network (its host end down, so no host route to it
      * is left: {@link Dataplane#unplug}) and the node forgetting the attachment run at once; the
-     * blocks free the addresses after both. The veth pair's deletion, which waits for the kernel's
-     * RCU grace periods (most of a DEL's time before), runs after the unplug on the teardown
-     * thread while the reply goes out; the attachment's slot stays taken until it is done, so a
-     * repeated ADD or DEL of the attachment finds the pair gone. A delete that fails is logged:
-     * the addresses are free by then, and the down link goes with its netns or is deleted by the
-     * attachment's next ADD.
+     * blocks free the addresses after both, and the reply goes out. The veth pair is left for
+     * {@link #TEARDOWN_DELAY}: the runtime removes the pod's netns right after DEL, and the kernel
+     * then deletes the pair with the netns's other devices, sparing this host a delete of its own
+     * (each waits for RCU grace periods). Whatever is left then is deleted on the teardown thread,
+     * by ifindex, so that a pair wired anew under the same name meanwhile (an ADD of the
+     * attachment deletes a leftover of its host name first) is not touched. A delete that fails is
+     * logged: the addresses are free, and the down link goes with its netns.
      */
-    private Release releaseForDel(AttachmentId id, boolean ipamOnly) {
-        CompletionStage<Boolean> unplugged = ipamOnly
-                ? CompletableFuture.completedFuture(false)
+    private CompletionStage<List<String>> releaseForDel(AttachmentId id, boolean ipamOnly) {
+        CompletionStage<OptionalInt> unplugged = ipamOnly
+                ? CompletableFuture.completedFuture(OptionalInt.empty())
                 : onDataplane(() -> dataplane.unplug(id.hostIfname()));
-        CompletionStage<List<String>> released = release(id, unplugged);
-        CompletionStage<Void> deleted = unplugged.thenCompose(present -> !present
-                ? CompletableFuture.<Void>completedFuture(null)
-                : CompletableFuture.runAsync(() -> {
-                    try {
-                        dataplane.detach(id.hostIfname());
-                    } catch (DataplaneException | RuntimeException e) {
-                        LOG.warn("DEL of {}: the unplugged host end {} could not be deleted: {}", id.key(), id.hostIfname(),
-                                e.toString());
-                    }
-                }, teardownThread));
-        return new Release(released, released.handle((v, e) -> null).thenCombine(deleted.handle((v, e) -> null), (a, b) -> null));
+        unplugged.thenAccept(index -> index.ifPresent(hostIndex -> CompletableFuture.runAsync(() -> {
+            try {
+                dataplane.deleteUnplugged(id.hostIfname(), hostIndex);
+            } catch (DataplaneException | RuntimeException e) {
+                LOG.warn("DEL of {}: the unplugged host end {} could not be deleted: {}", id.key(), id.hostIfname(), e.toString());
+            }
+        }, CompletableFuture.delayedExecutor(TEARDOWN_DELAY.toMillis(), TimeUnit.MILLISECONDS, teardownThread))));
+        return release(id, unplugged);
     }
 
     /** Unwires (deleting the pair) and releases, as DEL does but waiting for the delete: reclaim's path. */

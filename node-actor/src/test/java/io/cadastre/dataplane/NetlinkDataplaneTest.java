@@ -17,6 +17,7 @@ import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CyclicBarrier;
@@ -234,24 +235,41 @@ class NetlinkDataplaneTest {
     }
 
     @Test
-    void unplugLeavesNoHostRouteToThePodAndDetachThenDeletesThePair() throws Exception {
+    void unplugLeavesNoHostRouteToThePodAndDeleteUnpluggedThenDeletesThePair() throws Exception {
         String v4 = randomV4();
         String v6 = randomV6();
         PodAttachment a = attachment(ns, "eth0", 0, v4 + "/32", v6 + "/128");
         dataplane.attach(a);
         assertTrue(Ip.run("-6", "route", "show", "table", "main").contains(v6), "routed before");
 
-        assertTrue(dataplane.unplug(a.hostIfname()));
+        OptionalInt index = dataplane.unplug(a.hostIfname());
 
-        assertTrue(Ip.linkExists(null, a.hostIfname()), "the pair is left for detach");
+        assertTrue(index.isPresent());
+        assertTrue(Ip.linkExists(null, a.hostIfname()), "the pair is left for later");
         assertFalse(Ip.run("link", "show", a.hostIfname()).contains(",UP"), "host end down");
         assertFalse(Ip.run("-4", "route", "show", "table", "main").contains(v4), "no IPv4 host route");
         assertFalse(Ip.run("-6", "route", "show", "table", "main").contains(v6), "no IPv6 host route");
-        assertTrue(dataplane.unplug(a.hostIfname()), "again: still there, still down");
-        dataplane.detach(a.hostIfname());
+        assertEquals(index, dataplane.unplug(a.hostIfname()), "again: still there, still down");
+        assertFalse(dataplane.deleteUnplugged(a.hostIfname(), index.getAsInt() + 1), "another index: not that pair");
+        assertTrue(Ip.linkExists(null, a.hostIfname()));
+        assertTrue(dataplane.deleteUnplugged(a.hostIfname(), index.getAsInt()));
         assertFalse(Ip.linkExists(null, a.hostIfname()));
         assertFalse(Ip.linkExists(ns, "eth0"));
-        assertFalse(dataplane.unplug(a.hostIfname()), "gone");
+        assertEquals(OptionalInt.empty(), dataplane.unplug(a.hostIfname()), "gone");
+        assertFalse(dataplane.deleteUnplugged(a.hostIfname(), index.getAsInt()), "gone");
+    }
+
+    @Test
+    void deleteUnpluggedSparesAPairWiredAnewUnderTheSameName() throws Exception {
+        PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
+        dataplane.attach(a);
+        int old = dataplane.unplug(a.hostIfname()).getAsInt();
+        dataplane.detach(a.hostIfname()); // what the attachment's next ADD does first
+        dataplane.attach(a);
+
+        assertFalse(dataplane.deleteUnplugged(a.hostIfname(), old));
+
+        assertTrue(Ip.run("link", "show", a.hostIfname()).contains(",UP"), "the new pair is untouched");
     }
 
     @Test

@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalDouble;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -49,8 +50,7 @@ import org.junit.jupiter.api.Test;
  * one-member cluster, with a fake dataplane, a fake netns check ({@link NetnsPresence}) and a
  * clock the test moves. Rounds are started by {@link NodeAgent.Reconcile} (the timer's interval is
  * an hour), so nothing depends on real time. Each test has its own node, pool and addresses.
- * Also DEL's two parts, which share the per-attachment slot with the reclaim: the reply after the
- * unplug and the release, the pair's deletion after the reply.
+ * Also DEL's two parts: the reply after the unplug and the release, the pair's deletion later.
  */
 class ReclaimerTest {
     private static final Duration GRACE = Duration.ofMinutes(5);
@@ -329,9 +329,9 @@ class ReclaimerTest {
     }
 
     @Test
-    void delRepliesBeforeThePairIsDeletedAndTheAttachmentsNextAddWaitsForTheDelete() {
+    void delRepliesOnceUnpluggedAndThePairIsDeletedLaterByItsIndex() {
         AttachmentRecord first = add("a");
-        dataplane.blockDetach(id("a").hostIfname());
+        dataplane.blockDelete(id("a").hostIfname());
 
         TestProbe<NodeAgent.Outcome<List<String>>> delA = testKit.createTestProbe();
         agent.tell(new NodeAgent.Detach(id("a"), false, delA.ref()));
@@ -341,30 +341,27 @@ class ReclaimerTest {
         assertEquals(first.addresses().stream().map(h -> h.address()).toList(), deleted.value());
         assertEquals(List.of(id("a").hostIfname()), dataplane.unplugged);
         assertTrue(lookup("a").isEmpty(), "released before the pair is deleted");
-        TestProbe<NodeAgent.Outcome<Wired>> addAgain = testKit.createTestProbe();
-        send("a", false, addAgain.ref());
-        // The ADD waits in the attachment's slot: IPAM has not been asked yet.
+        assertEquals(List.of(), dataplane.deletedUnplugged, "the delete is held: the reply did not wait for it");
+        dataplane.releaseAll();
         testKit.createTestProbe().awaitAssert(WAIT, () -> {
-            assertTrue(dataplane.detachWaiting(id("a").hostIfname()));
+            assertEquals(List.of(id("a").hostIfname() + "#" + FakeDataplane.index(id("a").hostIfname())),
+                    dataplane.deletedUnplugged);
             return null;
         });
-        assertTrue(lookup("a").isEmpty(), "the next ADD of the attachment waits for the delete");
-
-        dataplane.releaseAll();
-        assertNull(addAgain.receiveMessage(WAIT).failure());
-        assertTrue(lookup("a").isPresent());
     }
 
     @Test
-    void aDelOfAPairAlreadyGoneDeletesNothing() {
-        add("b");
-        dataplane.gone.add(id("b").hostIfname());
+    void anAddOfTheAttachmentRightAfterItsDelDoesNotWaitForTheTeardown() {
+        add("a");
+        dataplane.blockDelete(id("a").hostIfname());
+        del("a");
         dataplane.detached.clear();
 
-        del("b");
-        add("b");
+        AttachmentRecord again = add("a");
 
-        assertEquals(List.of(id("b").hostIfname()), dataplane.detached, "only the second ADD's clean-up");
+        assertEquals(List.of(id("a").hostIfname()), dataplane.detached, "the ADD deletes the leftover of its host name itself");
+        assertEquals(Optional.of(again), lookup("a"));
+        assertEquals(List.of(), dataplane.deletedUnplugged, "the delayed delete still held");
     }
 
     @Test
@@ -375,27 +372,27 @@ class ReclaimerTest {
     }
 
     /**
-     * Wires nothing; can hold an attach or a detach until released, and records what was unplugged
-     * and detached.
+     * Wires nothing; can hold an attach or the delete after an unplug until released, and records
+     * what was detached, unplugged and deleted.
      */
     private static final class FakeDataplane implements Dataplane {
         final List<String> detached = new CopyOnWriteArrayList<>();
         final List<String> unplugged = new CopyOnWriteArrayList<>();
-        /** Host ends that unplug finds missing. */
-        final Set<String> gone = ConcurrentHashMap.newKeySet();
+        /** {@code <host name>#<ifindex>} of each pair deleted after an unplug. */
+        final List<String> deletedUnplugged = new CopyOnWriteArrayList<>();
         private final Map<String, CountDownLatch> held = new ConcurrentHashMap<>();
-        private final Set<String> detachesWaiting = ConcurrentHashMap.newKeySet();
 
         void blockAttach(String netnsPath) {
             held.put(netnsPath, new CountDownLatch(1));
         }
 
-        void blockDetach(String hostIfname) {
-            held.put(hostIfname, new CountDownLatch(1));
+        void blockDelete(String hostIfname) {
+            held.put("delete " + hostIfname, new CountDownLatch(1));
         }
 
-        boolean detachWaiting(String hostIfname) {
-            return detachesWaiting.contains(hostIfname);
+        /** @return the ifindex the fake gives a host end */
+        static int index(String hostIfname) {
+            return hostIfname.hashCode() & 0x7fffffff;
         }
 
         private void awaitRelease(String key) {
@@ -425,18 +422,19 @@ class ReclaimerTest {
 
         @Override
         public void detach(String hostIfname) {
-            detachesWaiting.add(hostIfname);
-            awaitRelease(hostIfname);
-            detachesWaiting.remove(hostIfname);
             detached.add(hostIfname);
         }
 
         @Override
-        public boolean unplug(String hostIfname) {
-            if (gone.contains(hostIfname)) {
-                return false;
-            }
+        public OptionalInt unplug(String hostIfname) {
             unplugged.add(hostIfname);
+            return OptionalInt.of(index(hostIfname));
+        }
+
+        @Override
+        public boolean deleteUnplugged(String hostIfname, int hostIndex) {
+            awaitRelease("delete " + hostIfname);
+            deletedUnplugged.add(hostIfname + "#" + hostIndex);
             return true;
         }
 

@@ -27,6 +27,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -396,7 +397,12 @@ class MeshRouterTest {
         public void detach(String hostIfname) {}
 
         @Override
-        public boolean unplug(String hostIfname) {
+        public OptionalInt unplug(String hostIfname) {
+            return OptionalInt.empty();
+        }
+
+        @Override
+        public boolean deleteUnplugged(String hostIfname, int hostIndex) {
             return false;
         }
 
