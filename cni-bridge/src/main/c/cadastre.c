@@ -4,7 +4,7 @@
  * The container runtime execs this once per pod operation, so it is a thin, libc-only client: it
  * answers VERSION itself and forwards everything else, as one HTTP/1.1 request over a Unix socket,
  * to the local cadastre agent, which owns every CNI rule. The wire protocol and the errors this
- * program reports itself are specified in ../../../DESIGN.md; keep the two in step.
+ * program reports itself are specified in cni-bridge/DESIGN.md; keep the two in step.
  *
  * No heap: stdin and the reply live in fixed static buffers (bounded reads), so there is nothing
  * to free and nothing to leak. stdin is never printed or logged: it may carry credentials.
@@ -34,9 +34,10 @@
 /* Deeper netconfs are not walked (so no agentSocket is taken from them): Jackson's default nesting
  * limit, which the agent parses with, so both give up on the same documents. */
 #define JSON_MAX_DEPTH 1000
-/* The longest CNI variable values forwarded, in bytes before percent-encoding (DESIGN.md,
- * "Request"). Checked before connecting, so that the agent's header limit, which is larger even
- * when every byte is percent-encoded, never cuts a request off while it is being sent. */
+/* The longest CNI variable values forwarded, in bytes before percent-encoding
+ * (cni-bridge/DESIGN.md, "Request"). Checked before connecting, so that the agent's header
+ * limit, which is larger even when every byte is percent-encoded, never cuts a request off while
+ * it is being sent. */
 #define CNI_COMMAND_MAX 64       /* the verbs are at most 7 bytes; room for new ones */
 #define CNI_CONTAINERID_MAX 255
 #define CNI_NETNS_MAX 4095       /* PATH_MAX - 1 */
@@ -672,8 +673,8 @@ static int header_is(const char *line, size_t n, const char *name)
 }
 
 /* Splits the raw reply into status and body. PARSE_SHORT means the agent closed before a whole
- * reply (which DESIGN.md makes code 11); PARSE_BAD that it is not an HTTP/1.x reply we accept,
- * with *why saying how. */
+ * reply (which cni-bridge/DESIGN.md makes code 11); PARSE_BAD that it is not an HTTP/1.x reply
+ * we accept, with *why saying how. */
 static enum parse parse_reply(char *buf, size_t n, int *status, char **body, size_t *body_len,
                               const char **why)
 {

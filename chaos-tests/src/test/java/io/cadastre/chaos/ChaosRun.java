@@ -222,7 +222,8 @@ final class ChaosRun implements AutoCloseable {
             return;
         }
         // An ADD whose outcome was unknown may have allocated in a block its retry did not ask
-        // again: an orphan by design (DESIGN.md: found and released by GC), even once resolved.
+        // again: an orphan by design (root DESIGN.md, invariant 4: found and released by GC),
+        // even once resolved.
         Set<String> inDoubt = new HashSet<>();
         history.operations().stream()
                 .filter(o -> o.kind() == Operation.Kind.ADD

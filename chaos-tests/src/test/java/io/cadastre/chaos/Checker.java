@@ -17,7 +17,8 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 /**
- * Checks a run's history against Cadastre's invariants (listed below and in chaos-tests/DESIGN.md).
+ * Checks a run's history against Cadastre's invariants, numbered in the root DESIGN.md (the checks
+ * below name the number they check; chaos-tests/DESIGN.md, "Checks").
  * Pure: a list of {@link Operation}s in, a list of {@link Violation}s out; no cluster needed, so it
  * is unit-tested on hand-made histories ({@code CheckerTest}).
  *
@@ -33,19 +34,19 @@ import java.util.stream.Collectors;
  *
  * <h2>Invariants</h2>
  * <ul>
- *   <li>UNIQUE: no address is held by two attachments at overlapping times.
- *   <li>IDEMPOTENT: an ADD that succeeds for an attachment that holds addresses answers exactly
- *       those addresses.
- *   <li>RESULT: an ADD that succeeds answers one IPv4 and one IPv6 address.
- *   <li>DURABLE: every attachment held at the end of {@link Phase#WORKLOAD} is answered, by the
- *       first {@link Purpose#VERIFY} ADD that succeeds, exactly the addresses it was acknowledged
- *       with; a definite failure before that is a loss too.
- *   <li>RELEASED: after every attachment was deleted and GC ran on every host, ADDs of fresh
- *       attachments ({@link Purpose#FILL}) get every address of the IPv4 pool, each once, and
- *       then every host is told the pool is exhausted (code 100).
+ *   <li>UNIQUE (invariant 1): no address is held by two attachments at overlapping times.
+ *   <li>IDEMPOTENT (invariant 4): an ADD that succeeds for an attachment that holds addresses
+ *       answers exactly those addresses.
+ *   <li>RESULT (invariant 5): an ADD that succeeds answers one IPv4 and one IPv6 address.
+ *   <li>DURABLE (invariant 2): every attachment held at the end of {@link Phase#WORKLOAD} is
+ *       answered, by the first {@link Purpose#VERIFY} ADD that succeeds, exactly the addresses it
+ *       was acknowledged with; a definite failure before that is a loss too.
+ *   <li>RELEASED (invariant 9): after every attachment was deleted and GC ran on every host,
+ *       ADDs of fresh attachments ({@link Purpose#FILL}) get every address of the IPv4 pool, each
+ *       once, and then every host is told the pool is exhausted (code 100).
  * </ul>
  * {@link #singleWriter} turns the journal audit's findings (two rows with one sequence number) into
- * SINGLE_WRITER violations.
+ * SINGLE_WRITER violations (invariant 8).
  * DURABLE is checked only when the history reached {@link Phase#DURABLE}, RELEASED only when it
  * reached {@link Phase#EXHAUST}.
  */

@@ -13,7 +13,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The limits on CNI variables the plugin checks before it sends anything (DESIGN.md, "Request"),
+ * The limits on CNI variables the plugin checks before it sends anything (cni-bridge/DESIGN.md, "Request"),
  * and a refusal the agent sends while the plugin is still sending: the plugin must print it, not
  * report the reset as code 11 (which the runtime would retry for ever).
  */

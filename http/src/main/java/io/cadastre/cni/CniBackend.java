@@ -53,7 +53,7 @@ public interface CniBackend {
      * @param netns CNI_NETNS (a path); may be {@code null} for DEL and GC
      */
     record Attachment(String network, String containerId, String ifname, String netns) {
-        /** @return the IPAM handle, {@code <network>.<containerId>} (DESIGN.md) */
+        /** @return the IPAM handle, {@code <network>.<containerId>} (root DESIGN.md, "Names") */
         public String handle() {
             return network + "." + containerId;
         }

@@ -9,8 +9,8 @@ import java.util.List;
 
 /**
  * A request that passed every check and can go to the {@link CniBackend}: nothing reaches the
- * backend before the whole request is known to be valid, so bad input changes nothing (DESIGN.md,
- * invariant 7).
+ * backend before the whole request is known to be valid, so bad input changes nothing (root
+ * DESIGN.md, invariant 7).
  *
  * <p>Checks, in order (the first failure is reported):
  *

@@ -8,12 +8,13 @@ import java.util.OptionalInt;
  * and unwires it again. The production implementation speaks rtnetlink ({@link NetlinkDataplane});
  * IPAM tests use a fake behind this same interface.
  *
- * <p>Wiring, per DESIGN.md: a veth pair whose host end is named {@link PodAttachment#hostIfname()}
- * and carries the fixed MAC {@link #HOST_MAC}; the pod end is moved into the netns and renamed to
- * the CNI ifname; each pod address is configured as a host address (/32 or /128); in the pod,
- * IPv4 gets a link-scope route to {@link #IPV4_GATEWAY} and a default route via it, IPv6 a default
- * route via {@link #IPV6_GATEWAY} (the host end's link-local address, derived from {@link #HOST_MAC});
- * on the host, proxy ARP on the host end and a /32 or /128 route per pod address through it.
+ * <p>Wiring (node-actor/DESIGN.md): a veth pair whose host end is named
+ * {@link PodAttachment#hostIfname()} and carries the fixed MAC {@link #HOST_MAC}; the pod end is
+ * created inside the netns under the CNI ifname; each pod address is configured as a host
+ * address (/32 or /128); in the pod, IPv4 gets a link-scope route to {@link #IPV4_GATEWAY} and a
+ * default route via it, IPv6 a default route via {@link #IPV6_GATEWAY} (the host end's link-local
+ * address, derived from {@link #HOST_MAC}); on the host, proxy ARP on the host end and a /32 or
+ * /128 route per pod address through it.
  *
  * <p>Implementations are thread-safe: the node agent may wire several pods at once.
  */

@@ -12,9 +12,9 @@ import java.util.Set;
  * The host's routes to other hosts' pods, declaratively: given the whole desired state (routes,
  * VXLAN devices and their FDB and neighbour entries), {@link #reconcile} makes Cadastre's share of
  * the host's network equal to it and reports what it changed. It knows nothing of peers, blocks or
- * modes: the node agent computes the desired state from cluster state (see DESIGN.md). The
- * production implementation speaks rtnetlink ({@link NetlinkHostRouting}); the agent's tests use a
- * fake behind this interface.
+ * modes: the node agent computes the desired state from cluster state (node-actor/DESIGN.md,
+ * "Host routing"). The production implementation speaks rtnetlink ({@link NetlinkHostRouting});
+ * the agent's tests use a fake behind this interface.
  *
  * <p>What is Cadastre's: main-table routes of protocol {@link #PROTOCOL}, VXLAN devices whose name
  * starts with {@link #DEVICE_PREFIX}, and every FDB entry and every permanent neighbour entry on

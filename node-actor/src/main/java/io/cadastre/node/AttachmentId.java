@@ -11,7 +11,7 @@ import io.cadastre.shards.AttachmentRecord;
  * @param ifname CNI_IFNAME
  */
 public record AttachmentId(String network, String containerId, String ifname) {
-    /** @return the IPAM handle, {@code <network>.<containerId>} (DESIGN.md) */
+    /** @return the IPAM handle, {@code <network>.<containerId>} (root DESIGN.md, "Names") */
     public String handle() {
         return network + "." + containerId;
     }

@@ -44,9 +44,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The node agent: one per agent process, local (not sharded), the only actor that touches this
  * host's network. For an ADD it gets the addresses from IPAM, then wires the pod through the
- * {@link Dataplane}; if wiring fails it releases the addresses again (no partial state, DESIGN.md
- * invariant 5). DEL takes the pod off the network, releases, and replies; the veth pair goes with
- * the pod's netns, or is deleted by the agent a little later.
+ * {@link Dataplane}; if wiring fails it releases the addresses again (no partial state: root
+ * DESIGN.md, invariant 5). DEL takes the pod off the network, releases, and replies; the veth
+ * pair goes with the pod's netns, or is deleted by the agent a little later.
  *
  * <p>Operations on the same attachment run one after another in arrival order (an ADD and the DEL
  * that a runtime sends after a timed-out ADD must not overlap); different attachments run

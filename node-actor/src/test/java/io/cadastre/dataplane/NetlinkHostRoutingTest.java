@@ -70,7 +70,7 @@ class NetlinkHostRoutingTest {
         for (int i = 1; i <= 3; i++) {
             TestNet.Host h = net.host("h" + i, fabric, "198.19.1.1" + i + "/24", "fd00:19:1::1" + i + "/64");
             // As real hosts have. Proxy ARP answers the pod's ARP for 169.254.1.1 only when the
-            // host has a unicast route to it (DESIGN.md); 198.19.1.1 is no one's.
+            // host has a unicast route to it (node-actor/DESIGN.md); 198.19.1.1 is no one's.
             Ip.run("-n", h.netns(), "route", "add", "default", "via", "198.19.1.1", "dev", "eth0");
             enableForwarding(h);
             hosts.add(new DirectHost(i, h, net.pod(h, "p" + i, podV4(i), podV6(i))));

@@ -15,7 +15,8 @@ import java.util.function.Predicate;
 
 /**
  * A pool and its block affinities: which block of the pool is claimed by which node. The pool is
- * the source of truth for affinity (DESIGN.md); a block is claimed by at most one node.
+ * the source of truth for affinity (root DESIGN.md, invariant 3); a block is claimed by at most
+ * one node.
  *
  * <p>Queries are pure; {@link #claim}, {@link #release} and {@link #redefine} are for the entity's
  * event handlers only. Blocks are handed out lowest address first.

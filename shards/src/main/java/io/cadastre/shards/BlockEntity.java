@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
 /**
  * One CIDR block, sharded by its CIDR ({@code 198.18.0.64-26}): the single writer of which address
  * of the block is allocated to which attachment. Every allocation is persisted before the reply
- * (DESIGN.md, invariant 2), so an answered assignment survives any crash.
+ * (root DESIGN.md, invariant 2), so an answered assignment survives any crash.
  *
  * <p>The block learns its affinity from {@link ClaimAffinity}, sent after the pool has persisted
  * the claim; it allocates to other nodes only when the caller says the pool allows borrowing.

@@ -33,7 +33,7 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.pattern.StatusReply;
 
 /**
- * One node's IP address management over the sharded entities: the ADD and DEL flows of DESIGN.md.
+ * One node's IP address management over the sharded entities: the ADD and DEL flows of the root DESIGN.md.
  * There is one per agent, for the agent's own node, and it is the only caller that allocates for
  * that node, so it may cache the node's affine blocks.
  *
@@ -51,7 +51,7 @@ import org.apache.pekko.pattern.StatusReply;
  * block. An IPAM-only request's {@link AddressRules} narrow this to the addresses its L2 subnet
  * allows (never the subnet's network, IPv4 broadcast or gateway address; within its ranges): only
  * blocks holding such an address are asked or claimed, and the block picks among them
- * (DESIGN.md, "IPAM-only on an L2 subnet"). Pools are tried in the order given. Every step is idempotent per attachment, so a crash
+ * (shards/DESIGN.md, "IPAM-only on an L2 subnet"). Pools are tried in the order given. Every step is idempotent per attachment, so a crash
  * between steps leaves at worst an orphan allocation that a retry reuses or GC releases, never a
  * duplicate. Before it borrows from a block, the node entity lists the block ({@link BorrowedBlocks}),
  * so that a DEL the node cannot match to an attachment sweeps that block too.
