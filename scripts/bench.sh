@@ -1,26 +1,20 @@
 #!/usr/bin/env bash
-# The benchmark suite (issue 5), one command on a fresh Debian 12 machine, as root: installs what
-# is missing (the reference CNI plugins among it), builds, runs every scenario and writes the
-# report to benchmarks/target/report (report.md, report.json, PNG plots). Everything it starts
-# (agents, Cassandra, network namespaces) is stopped and removed when it ends, also on failure.
-#   sudo scripts/bench.sh                 # the full suite (~15 min on 2 cores)
-#   sudo scripts/bench.sh --quick         # a few repetitions: checks that it runs
-#   sudo scripts/bench.sh --only burst    # some scenarios; --help lists them
+# The benchmark suite (issue 5), one command on a fresh Debian 12 machine, as root (or through
+# sudo, which it runs itself again with when not root): installs what is missing (the reference
+# CNI plugins among it), builds, runs every scenario and writes the report to
+# benchmarks/target/report (report.md, report.json, PNG plots). Everything it starts (agents,
+# Cassandra, network namespaces) is stopped and removed when it ends, also on failure.
+#   scripts/bench.sh                 # the full suite (~15 min on 2 cores)
+#   scripts/bench.sh --quick         # a few repetitions: checks that it runs
+#   scripts/bench.sh --only burst    # some scenarios; --help lists them
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/lib/host.sh"
+become_root bench "it creates network namespaces" "$@"
 cd "$root"
-if [[ $EUID -ne 0 ]]; then echo "bench: run as root (it creates network namespaces)" >&2; exit 1; fi
-export DEBIAN_FRONTEND=noninteractive
 # iperf3 and busybox (ping): the pod network's throughput, latency and convergence (pod-network).
-packages=(openjdk-17-jdk-headless maven gcc libc6-dev iproute2 containernetworking-plugins containerd runc busybox-static
-  fontconfig fonts-dejavu-core iperf3)
-missing=()
-for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if ((${#missing[@]})); then
-  echo "== installing ${missing[*]}"
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+install_missing bench openjdk-17-jdk-headless maven gcc libc6-dev iproute2 containernetworking-plugins containerd runc \
+  busybox-static fontconfig fonts-dejavu-core iperf3
 echo "== building (mvn -DskipTests package)"
 mvn -B -q -DskipTests package
 jar=$(ls benchmarks/target/cadastre-benchmarks-*.jar | head -1)

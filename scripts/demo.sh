@@ -2,12 +2,15 @@
 # One host, end to end, as a container runtime would do it: build, start a cadastre-agent on the
 # embedded journal, install the plugin, create a network namespace (the "pod"), run CNI ADD, show
 # the result and what the namespace got, run DEL, and clean up everything it made.
-# Needs root (network namespaces), Java 17, Maven, gcc and iproute2 (`ip` is used here only to
-# create the namespace and to show its contents; Cadastre itself speaks netlink).
+# Needs root (network namespaces): as root it runs at once, otherwise it runs itself again through
+# sudo. Installs what it uses when missing: Java 17, Maven, gcc and iproute2 (`ip` is used here
+# only to create the namespace and to show its contents; Cadastre itself speaks netlink).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/lib/host.sh"
+become_root demo "it creates a network namespace" "$@"
 cd "$root"
-if [[ $EUID -ne 0 ]]; then echo "demo: run as root (it creates a network namespace)" >&2; exit 1; fi
+install_missing demo openjdk-17-jdk-headless maven gcc libc6-dev iproute2
 for tool in ip java mvn gcc; do
   command -v "$tool" >/dev/null || { echo "demo: $tool is missing (see README: Requirements)" >&2; exit 1; }
 done
