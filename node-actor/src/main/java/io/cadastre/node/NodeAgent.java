@@ -493,8 +493,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     /**
      * The node forgets the attachment while {@code unwired} completes; the blocks free the
      * addresses only after both, so an address is never free while a host route to it still
-     * exists. If unwiring fails, the addresses stay held as orphans and the call fails; the
-     * runtime's retried DEL (or the next reclaim round) sweeps them.
+     * exists (root DESIGN.md, invariant 6). If unwiring fails, the addresses stay held as orphans
+     * and the call fails; the runtime's retried DEL (or the next reclaim round) sweeps them.
      */
     private CompletionStage<List<String>> release(AttachmentId id, CompletionStage<?> unwired) {
         return ipam.forget(id.handle(), id.ifname())
