@@ -215,7 +215,7 @@ class UntrustedCniInputTest {
         Result del = CniExec.run(CniExec.env("DEL", pod.container(), pod.ns().path(), "eth0"), conf);
 
         assertEquals(0, del.exit(), del.toString());
-        assertEquals(List.of(), addressesOf(pod), "the DEL released the pod");
+        TestNetns.awaitPairGone(HostInterfaceName.of(pod.network(), pod.container(), "eth0"), pod.ns(), "eth0");
     }
 
     /** The ranges a probe created pools over, each refused with 400 and no pool made. */
