@@ -54,6 +54,33 @@ public interface Dataplane {
     WiredPod attach(PodAttachment attachment) throws DataplaneException;
 
     /**
+     * The half of a fresh ADD's wiring that needs no addresses, so that it runs while IPAM assigns
+     * them: creates the veth pair, both ends down, when neither {@code hostIfname} on the host nor
+     * {@code podIfname} in the netns exists. Nothing routes to a prepared pair; {@link
+     * #attach(PodAttachment, OptionalInt)} configures it, or {@link #deleteUnplugged} deletes it
+     * when the ADD fails before that. A dataplane may prepare nothing (the default).
+     *
+     * @param netnsPath CNI_NETNS, checked as {@link #checkPodNetns} does
+     * @param mtu bytes; 0 for the kernel's default
+     * @return the host end's ifindex when this call created the pair; empty when it created
+     *     nothing (either name taken: {@link #attach} decides as without this step)
+     * @throws DataplaneException as {@link #attach} for the netns, the names and the MTU
+     */
+    default OptionalInt prepare(String netnsPath, String hostIfname, String podIfname, int mtu) throws DataplaneException {
+        return OptionalInt.empty();
+    }
+
+    /**
+     * As {@link #attach(PodAttachment)}, configuring the pair {@link #prepare} created (the host
+     * end of that name, still down, with index {@code prepared}) instead of creating one.
+     *
+     * @param prepared what {@link #prepare} returned, or empty
+     */
+    default WiredPod attach(PodAttachment attachment, OptionalInt prepared) throws DataplaneException {
+        return attach(attachment);
+    }
+
+    /**
      * Removes the pod's veth pair (deleting the host end removes the pod end too) and with it the
      * host routes. Idempotent: a missing link or netns is success (CNI spec 1.1 §DEL).
      *

@@ -102,12 +102,49 @@ public final class NetlinkDataplane implements Dataplane {
      */
     @Override
     public WiredPod attach(PodAttachment attachment) throws DataplaneException {
+        return attach(attachment, OptionalInt.empty());
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Creates the pair, both ends down, the pod end inside the netns, as {@link #attach} would
+     * first; nothing when either name is taken. Checks the names and the MTU as attach does.
+     */
+    @Override
+    public OptionalInt prepare(String netnsPath, String hostIfname, String podIfname, int mtu) throws DataplaneException {
+        Plan.checkNames(hostIfname, podIfname, mtu);
+        try (Netns netns = Netns.openPod(netnsPath, hostNamespaces);
+                Rtnetlink pod = netns.rtnetlink();
+                Rtnetlink host = hostRtnetlink()) {
+            if (host.link(hostIfname).isPresent() || pod.link(podIfname).isPresent()) {
+                return OptionalInt.empty();
+            }
+            host.createVeth(hostIfname, HOST_MAC_BYTES, mtu, podIfname, netns);
+            return OptionalInt.of(host.existingLink(hostIfname).index());
+        } catch (SyscallException e) {
+            throw fail(e);
+        }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>A host end that exists, is down and has the index {@code prepared} is {@link #prepare}'s
+     * pair: it is configured as a pair just created. Any other existing host end is an earlier
+     * wiring, compared with the plan as {@link #attach(PodAttachment)} does.
+     */
+    @Override
+    public WiredPod attach(PodAttachment attachment, OptionalInt prepared) throws DataplaneException {
         Plan plan = Plan.of(attachment);
         try (Netns netns = Netns.openPod(attachment.netnsPath(), hostNamespaces);
                 Rtnetlink pod = netns.rtnetlink();
                 Rtnetlink host = hostRtnetlink()) {
             try {
                 Optional<Link> existing = host.link(attachment.hostIfname());
+                if (existing.isPresent() && isPrepared(existing.get(), prepared)) {
+                    return configureOrRollBack(plan, pod, host);
+                }
                 if (existing.isPresent()) {
                     return alreadyWired(plan, existing.get(), pod, host, netns.path());
                 }
@@ -120,11 +157,21 @@ public final class NetlinkDataplane implements Dataplane {
             } catch (SyscallException e) {
                 throw fail(e);
             }
-            try {
-                return configure(plan, pod, host);
-            } catch (SyscallException | RuntimeException e) {
-                throw rollBack(e, host, attachment.hostIfname());
-            }
+            return configureOrRollBack(plan, pod, host);
+        }
+    }
+
+    private static boolean isPrepared(Link hostLink, OptionalInt prepared) {
+        return prepared.isPresent() && hostLink.index() == prepared.getAsInt() && !hostLink.up()
+                && "veth".equals(hostLink.kind());
+    }
+
+    /** Configures a pair that exists and is not configured yet; deletes it when that fails. */
+    private WiredPod configureOrRollBack(Plan plan, Rtnetlink pod, Rtnetlink host) throws DataplaneException {
+        try {
+            return configure(plan, pod, host);
+        } catch (SyscallException | RuntimeException e) {
+            throw rollBack(e, host, plan.attachment().hostIfname());
         }
     }
 
@@ -511,15 +558,7 @@ public final class NetlinkDataplane implements Dataplane {
             if (a.netnsPath() == null || a.netnsPath().isEmpty()) {
                 throw invalid("netnsPath is empty");
             }
-            for (String[] field : new String[][] {{"podIfname", a.podIfname()}, {"hostIfname", a.hostIfname()}}) {
-                String why = invalidName(field[1]);
-                if (why != null) {
-                    throw invalid(field[0] + " " + why);
-                }
-            }
-            if (a.mtu() < 0) {
-                throw invalid("mtu " + a.mtu() + " is negative");
-            }
+            checkNames(a.hostIfname(), a.podIfname(), a.mtu());
             PodAddress v4 = null;
             PodAddress v6 = null;
             for (PodAddress p : a.addresses()) {
@@ -537,6 +576,19 @@ public final class NetlinkDataplane implements Dataplane {
                 }
             }
             return new Plan(a, v4, v6);
+        }
+
+        /** @throws DataplaneException for a name {@link #invalidName} refuses, or a negative MTU */
+        static void checkNames(String hostIfname, String podIfname, int mtu) throws DataplaneException {
+            for (String[] field : new String[][] {{"podIfname", podIfname}, {"hostIfname", hostIfname}}) {
+                String why = invalidName(field[1]);
+                if (why != null) {
+                    throw invalid(field[0] + " " + why);
+                }
+            }
+            if (mtu < 0) {
+                throw invalid("mtu " + mtu + " is negative");
+            }
         }
 
         /** IPv4: the gateway on the link, then the default route through it; IPv6: the default route. */

@@ -30,6 +30,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -172,7 +173,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private final CadastreMetrics metrics;
     private final PodNetwork podNetwork;
     /** attachment key → operations waiting for the one in flight to finish. */
-    private final Map<String, Queue<Supplier<CompletionStage<?>>>> queues = new HashMap<>();
+    private final Map<String, Queue<Operation<?>>> queues = new HashMap<>();
     /** Whether a reconciliation round is running. */
     private boolean sweeping;
     /** Callers waiting for the next reconciliation round. */
@@ -195,13 +196,13 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         return newReceiveBuilder()
                 .onMessage(Attach.class, cmd -> {
                     reclaimer.forget(cmd.id().key());
-                    return enqueue(cmd.id().key(), () -> reply(attach(cmd.id(), cmd.request()), cmd.replyTo()));
+                    return enqueue(cmd.id().key(), () -> attach(cmd.id(), cmd.request()), replier(cmd.replyTo()));
                 })
                 .onMessage(Detach.class, cmd -> {
                     reclaimer.forget(cmd.id().key());
-                    return enqueue(cmd.id().key(), () -> reply(releaseForDel(cmd.id(), cmd.ipamOnly()), cmd.replyTo()));
+                    return enqueue(cmd.id().key(), () -> releaseForDel(cmd.id(), cmd.ipamOnly()), replier(cmd.replyTo()));
                 })
-                .onMessage(Inspect.class, cmd -> enqueue(cmd.id().key(), () -> reply(inspect(cmd), cmd.replyTo())))
+                .onMessage(Inspect.class, cmd -> enqueue(cmd.id().key(), () -> inspect(cmd), replier(cmd.replyTo())))
                 .onMessage(CollectGarbage.class, cmd -> {
                     reply(collectGarbage(cmd), cmd.replyTo());
                     return this;
@@ -225,8 +226,17 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                 .build();
     }
 
-    private Behavior<Command> enqueue(String key, Supplier<CompletionStage<?>> operation) {
-        Queue<Supplier<CompletionStage<?>>> queue = queues.get(key);
+    /**
+     * One operation in an attachment's slot, and what hears its outcome: told only after the slot
+     * is free again, so that whoever hears it and sends the attachment's next command finds the
+     * slot free (a reconcile round right after an ADD's reply must see the ADD done).
+     */
+    private record Operation<T>(Supplier<CompletionStage<T>> work, BiConsumer<? super T, ? super Throwable> outcome) {}
+
+    private <T> Behavior<Command> enqueue(String key, Supplier<CompletionStage<T>> work,
+            BiConsumer<? super T, ? super Throwable> outcome) {
+        Operation<T> operation = new Operation<>(work, outcome);
+        Queue<Operation<?>> queue = queues.get(key);
         if (queue != null) {
             queue.add(operation);
         } else {
@@ -236,23 +246,26 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         return this;
     }
 
-    private void run(String key, Supplier<CompletionStage<?>> operation) {
+    private <T> void run(String key, Operation<T> operation) {
         ActorRef<Command> self = getContext().getSelf();
-        CompletionStage<?> stage;
+        CompletionStage<T> stage;
         try {
-            stage = operation.get();
+            stage = operation.work().get();
         } catch (RuntimeException e) {
             stage = CompletableFuture.failedFuture(e);
         }
-        stage.whenComplete((v, e) -> self.tell(new Finished(key)));
+        stage.whenComplete((v, e) -> {
+            self.tell(new Finished(key));
+            operation.outcome().accept(v, e);
+        });
     }
 
     private Behavior<Command> onFinished(Finished finished) {
-        Queue<Supplier<CompletionStage<?>>> queue = queues.get(finished.key());
+        Queue<Operation<?>> queue = queues.get(finished.key());
         if (queue == null) {
             return this;
         }
-        Supplier<CompletionStage<?>> next = queue.poll();
+        Operation<?> next = queue.poll();
         if (next == null) {
             queues.remove(finished.key());
         } else {
@@ -262,7 +275,11 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     }
 
     private static <T> CompletionStage<T> reply(CompletionStage<T> stage, ActorRef<Outcome<T>> replyTo) {
-        return stage.whenComplete((value, failure) -> replyTo.tell(Outcome.of(value, failure)));
+        return stage.whenComplete(replier(replyTo));
+    }
+
+    private static <T> BiConsumer<T, Throwable> replier(ActorRef<Outcome<T>> replyTo) {
+        return (value, failure) -> replyTo.tell(Outcome.of(value, failure));
     }
 
     // ---- reconciliation ----
@@ -297,20 +314,12 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         for (Reclaimer.Due d : due) {
             CompletableFuture<Optional<String>> released = new CompletableFuture<>();
             releases.add(released);
-            enqueue(d.attachment().key(), () -> {
-                CompletionStage<Optional<String>> stage;
-                try {
-                    stage = reclaim(d);
-                } catch (RuntimeException e) {
-                    stage = CompletableFuture.failedFuture(e);
+            enqueue(d.attachment().key(), () -> reclaim(d), (key, failure) -> {
+                if (failure != null) {
+                    LOG.warn("reclaiming attachment {} failed, trying again next round: {}", d.attachment().key(),
+                            Outcome.of(null, failure).failure().toString());
                 }
-                return stage.whenComplete((key, failure) -> {
-                    if (failure != null) {
-                        LOG.warn("reclaiming attachment {} failed, trying again next round: {}", d.attachment().key(),
-                                Outcome.of(null, failure).failure().toString());
-                    }
-                    released.complete(failure == null ? key : Optional.empty());
-                });
+                released.complete(failure == null ? key : Optional.empty());
             });
         }
         getContext().pipeToSelf(CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)),
@@ -370,6 +379,12 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * a path it cannot see (an IPAM-only ADD from a runtime whose namespaces live elsewhere) would
      * look gone at once and lose a live pod its addresses.
      *
+     * <p>Once the netns passes, a full ADD makes the veth pair ({@link Dataplane#prepare}, both
+     * ends down, nothing routed to it) on the dataplane thread while IPAM assigns the addresses,
+     * the two slow steps of an ADD overlapping; the wiring then configures that pair. An ADD
+     * that fails before the wiring (IPAM refused, a repeat refused) deletes the pair before it
+     * answers, so a refused ADD leaves nothing behind.
+     *
      * <p>A repeated ADD (the node knows the attachment) may come while the pod runs on the
      * addresses the first ADD gave it: it never releases them and never rewires a pod that is
      * wired as asked (the dataplane returns the wiring unchanged). It is refused, changing
@@ -377,43 +392,95 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * than the attachment's.
      */
     private CompletionStage<Wired> attach(AttachmentId id, PodRequest request) {
-        String netns = request.ipam().netnsPath();
-        CompletionStage<AssignRequest> checked;
-        if (!request.ipamOnly()) {
-            checked = onDataplane(() -> {
-                dataplane.checkPodNetns(request.netnsPath());
-                return request.ipam();
+        if (request.ipamOnly()) {
+            String netns = request.ipam().netnsPath();
+            CompletionStage<AssignRequest> checked = netns == null
+                    ? CompletableFuture.completedFuture(request.ipam())
+                    : onDataplane(() -> reclaimer.isGone(netns) ? request.ipam().withNetnsPath(null) : request.ipam());
+            return checked.thenCompose(ipam::assignOrFind).thenApply(assignment -> {
+                recordAssignment(id, request, assignment);
+                return new Wired(assignment.record(), null);
             });
-        } else if (netns == null) {
-            checked = CompletableFuture.completedFuture(request.ipam());
-        } else {
-            checked = onDataplane(() -> reclaimer.isGone(netns) ? request.ipam().withNetnsPath(null) : request.ipam());
         }
-        return checked.thenCompose(ipam::assignOrFind).thenCompose(assignment -> {
-            AttachmentRecord record = assignment.record();
-            if (!assignment.fresh()) {
-                refuseChangedRepeat(id, request, record);
-            } else {
-                podNetwork.addressesChanged(record.addresses().stream().map(h -> h.address()).toList());
+        CompletableFuture<AssignRequest> checked = new CompletableFuture<>();
+        int mtu = mtu(request.mtu());
+        CompletableFuture<OptionalInt> prepared = CompletableFuture.supplyAsync(() -> {
+            try {
+                dataplane.checkPodNetns(request.netnsPath());
+            } catch (DataplaneException | RuntimeException e) {
+                checked.completeExceptionally(e);
+                return OptionalInt.empty();
             }
-            if (request.ipamOnly()) {
-                return CompletableFuture.completedFuture(new Wired(record, null));
+            checked.complete(request.ipam()); // IPAM starts now, while the pair is made
+            try {
+                return dataplane.prepare(request.netnsPath(), id.hostIfname(), id.ifname(), mtu);
+            } catch (DataplaneException | RuntimeException e) {
+                return OptionalInt.empty(); // attach meets the same problem and reports it
             }
-            PodAttachment pod = podAttachment(id, request.netnsPath(), mtu(request.mtu()), record);
-            if (!assignment.fresh()) {
-                return onDataplane(() -> rewireIfDifferent(id, pod)).thenApply(wired -> new Wired(record, wired));
-            }
-            return onDataplane(() -> {
+        }, dataplaneExecutor);
+        return checked.thenCompose(ipam::assignOrFind)
+                .handle((assignment, failure) -> prepared.thenCompose(pair -> failure == null
+                        ? wire(id, request, assignment, pair)
+                        : this.<Wired>discardThenFail(id, pair, failure)))
+                .thenCompose(wiring -> wiring);
+    }
+
+    /** The second half of a full ADD, once IPAM has answered: the refusals of a repeat, then the wiring. */
+    private CompletionStage<Wired> wire(AttachmentId id, PodRequest request, Ipam.Assignment assignment, OptionalInt prepared) {
+        AttachmentRecord record = assignment.record();
+        try {
+            recordAssignment(id, request, assignment);
+        } catch (RuntimeException e) {
+            return discardThenFail(id, prepared, e);
+        }
+        PodAttachment pod = podAttachment(id, request.netnsPath(), mtu(request.mtu()), record);
+        if (!assignment.fresh()) {
+            return onDataplane(() -> rewireIfDifferent(id, pod, prepared)).thenApply(wired -> new Wired(record, wired));
+        }
+        return onDataplane(() -> {
+            if (prepared.isEmpty()) {
                 // The host end's name is a hash of the attachment, and IPAM did not know the
                 // attachment: a link of that name is left from an earlier attempt that failed.
                 dataplane.detach(id.hostIfname());
-                return dataplane.attach(pod);
-            }).thenApply(wired -> new Wired(record, wired))
-                    // No partial state: give the addresses back, then report the wiring failure.
-                    .exceptionallyCompose(failure -> ipam.release(id.handle(), id.ifname())
-                            .handle((released, releaseFailure) -> {
-                                throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
-                            }));
+            }
+            return dataplane.attach(pod, prepared);
+        }).thenApply(wired -> new Wired(record, wired))
+                // No partial state: give the addresses back, then report the wiring failure.
+                .exceptionallyCompose(failure -> ipam.release(id.handle(), id.ifname())
+                        .handle((released, releaseFailure) -> {
+                            throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
+                        }));
+    }
+
+    /**
+     * A repeat is checked ({@link #refuseChangedRepeat}); a fresh assignment's addresses are told
+     * to the pod network.
+     */
+    private void recordAssignment(AttachmentId id, PodRequest request, Ipam.Assignment assignment) {
+        if (!assignment.fresh()) {
+            refuseChangedRepeat(id, request, assignment.record());
+        } else {
+            podNetwork.addressesChanged(assignment.record().addresses().stream().map(h -> h.address()).toList());
+        }
+    }
+
+    /**
+     * An ADD that failed before its wiring: the pair {@link Dataplane#prepare} made for it (if
+     * any) is deleted before the failure is reported, so that the ADD leaves nothing behind.
+     */
+    private <T> CompletionStage<T> discardThenFail(AttachmentId id, OptionalInt prepared, Throwable failure) {
+        CompletionStage<Void> discarded = prepared.isEmpty()
+                ? CompletableFuture.completedFuture(null)
+                : onDataplane(() -> {
+                    dataplane.deleteUnplugged(id.hostIfname(), prepared.getAsInt());
+                    return null;
+                });
+        return discarded.handle((v, e) -> {
+            if (e != null) {
+                LOG.warn("ADD of {} failed, and its prepared pair {} could not be deleted: {}", id.key(), id.hostIfname(),
+                        e.toString());
+            }
+            throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
         });
     }
 
@@ -445,9 +512,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * A repeated full ADD: the wiring as it is when it matches; rewired when the host end exists
      * but differs (left half-done by an attempt that failed, or the MTU changed), or is missing.
      */
-    private WiredPod rewireIfDifferent(AttachmentId id, PodAttachment pod) throws DataplaneException {
+    private WiredPod rewireIfDifferent(AttachmentId id, PodAttachment pod, OptionalInt prepared) throws DataplaneException {
         try {
-            return dataplane.attach(pod);
+            return dataplane.attach(pod, prepared);
         } catch (DataplaneException e) {
             if (e.kind() != DataplaneException.Kind.WIRED_DIFFERENTLY) {
                 throw e;

@@ -438,6 +438,52 @@ class NetlinkDataplaneTest {
     }
 
     @Test
+    void aPreparedPairIsConfiguredByAttachAsAFreshOne() throws Exception {
+        PodAttachment a = attachment(ns, "eth0", 1400, randomV4() + "/32", randomV6() + "/128");
+
+        OptionalInt prepared = dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), a.mtu());
+
+        assertTrue(prepared.isPresent());
+        assertTrue(Ip.linkExists(ns, "eth0"));
+        assertFalse(Ip.run("link", "show", a.hostIfname()).contains(",UP"), "prepared: host end down");
+        assertEquals(OptionalInt.empty(), dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), a.mtu()),
+                "the names are taken now: nothing made");
+        WiredPod wired = dataplane.attach(a, prepared);
+        assertEquals(a.addresses(), wired.addresses());
+        assertEquals(List.of(), dataplane.check(a));
+    }
+
+    @Test
+    void aPreparedPairThatIsNotConfiguredIsDeletedAsAnUnpluggedOne() throws Exception {
+        PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
+        int prepared = dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), 0).getAsInt();
+
+        assertTrue(dataplane.deleteUnplugged(a.hostIfname(), prepared));
+
+        assertFalse(Ip.linkExists(null, a.hostIfname()));
+        assertFalse(Ip.linkExists(ns, "eth0"));
+    }
+
+    @Test
+    void aHostEndThatIsNotThePreparedOneIsComparedWithThePlan() throws Exception {
+        PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
+        int prepared = dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), 0).getAsInt();
+
+        DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(a, OptionalInt.of(prepared + 1)));
+
+        assertEquals(DataplaneException.Kind.WIRED_DIFFERENTLY, e.kind(), e.getMessage());
+    }
+
+    @Test
+    void prepareRefusesTheHostsNamespaceAndCreatesNothing() {
+        String hostEnd = host("cadhost" + randomHex(4));
+        DataplaneException e = assertThrows(DataplaneException.class,
+                () -> dataplane.prepare("/proc/self/ns/net", hostEnd, "cadpod" + randomHex(4), 0));
+        assertEquals(DataplaneException.Kind.INVALID_NETNS, e.kind(), e.getMessage());
+        assertFalse(Ip.linkExists(null, hostEnd));
+    }
+
+    @Test
     void attachIntoTheHostsNamespaceIsRefusedBeforeAnythingIsCreated() {
         // No addresses and a pod ifname of its own: even a regression would only add a veth pair,
         // which removeEverything deletes with its host end.

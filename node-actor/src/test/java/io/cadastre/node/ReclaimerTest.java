@@ -2,6 +2,7 @@ package io.cadastre.node;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -365,6 +366,36 @@ class ReclaimerTest {
     }
 
     @Test
+    void anAddThatIpamRefusesDeletesThePairItPreparedBeforeItAnswers() {
+        dataplane.preparing = true;
+        AttachmentId id = id("p");
+        AssignRequest outsideThePool = new AssignRequest(id.handle(), id.ifname(), id.network(), "p", netns("p"),
+                "default", "p", List.of(), List.of("198.19.250.1"));
+        TestProbe<NodeAgent.Outcome<Wired>> probe = testKit.createTestProbe();
+
+        agent.tell(new NodeAgent.Attach(id, new PodRequest(outsideThePool, netns("p"), false, 0), probe.ref()));
+
+        assertNotNull(probe.receiveMessage(WAIT).failure());
+        assertEquals(List.of(id.hostIfname()), dataplane.preparedPairs);
+        assertEquals(List.of(id.hostIfname() + "#" + FakeDataplane.index(id.hostIfname())), dataplane.deletedUnplugged,
+                "deleted before the answer");
+        assertTrue(lookup("p").isEmpty());
+    }
+
+    @Test
+    void aFreshAddConfiguresThePairItPreparedAndDeletesNoLeftover() {
+        dataplane.preparing = true;
+        dataplane.detached.clear();
+
+        add("q");
+
+        assertEquals(List.of(id("q").hostIfname()), dataplane.preparedPairs);
+        assertEquals(List.of(id("q").hostIfname() + "#" + FakeDataplane.index(id("q").hostIfname())),
+                dataplane.attachedPrepared);
+        assertEquals(List.of(), dataplane.detached, "the prepared pair is not a leftover");
+    }
+
+    @Test
     void durationsMustBePositive() {
         assertThrows(IllegalArgumentException.class, () -> new Reclaimer(Duration.ZERO, GRACE, p -> false, System::nanoTime));
         assertThrows(IllegalArgumentException.class,
@@ -380,6 +411,11 @@ class ReclaimerTest {
         final List<String> unplugged = new CopyOnWriteArrayList<>();
         /** {@code <host name>#<ifindex>} of each pair deleted after an unplug. */
         final List<String> deletedUnplugged = new CopyOnWriteArrayList<>();
+        /** Whether {@link #prepare} makes pairs (a dataplane may prepare nothing: the default). */
+        volatile boolean preparing;
+        final List<String> preparedPairs = new CopyOnWriteArrayList<>();
+        /** {@code <host name>#<ifindex>} of each prepared pair an attach configured. */
+        final List<String> attachedPrepared = new CopyOnWriteArrayList<>();
         private final Map<String, CountDownLatch> held = new ConcurrentHashMap<>();
 
         void blockAttach(String netnsPath) {
@@ -423,6 +459,21 @@ class ReclaimerTest {
         @Override
         public void detach(String hostIfname) {
             detached.add(hostIfname);
+        }
+
+        @Override
+        public OptionalInt prepare(String netnsPath, String hostIfname, String podIfname, int mtu) {
+            if (!preparing) {
+                return OptionalInt.empty();
+            }
+            preparedPairs.add(hostIfname);
+            return OptionalInt.of(index(hostIfname));
+        }
+
+        @Override
+        public WiredPod attach(PodAttachment a, OptionalInt prepared) {
+            prepared.ifPresent(i -> attachedPrepared.add(a.hostIfname() + "#" + i));
+            return attach(a);
         }
 
         @Override
