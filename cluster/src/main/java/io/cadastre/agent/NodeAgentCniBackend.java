@@ -37,6 +37,7 @@ import java.util.stream.Collectors;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.pattern.StatusReply;
 
 /**
  * The CNI layer's backend over the {@link NodeAgent}: turns validated CNI calls into node agent
@@ -195,23 +196,20 @@ public final class NodeAgentCniBackend implements CniBackend {
         });
     }
 
-    private <T> CompletionStage<T> ask(Function<ActorRef<NodeAgent.Outcome<T>>, NodeAgent.Command> command) {
+    private <T> CompletionStage<T> ask(Function<ActorRef<StatusReply<T>>, NodeAgent.Command> command) {
         var refusal = fence.refusal();
         if (refusal.isPresent()) {
             return java.util.concurrent.CompletableFuture.failedFuture(
                     new CniException(CniCodes.TRY_AGAIN_LATER, "this member cannot serve now", refusal.get()));
         }
         return Replies.onReplyingThread(
-                        AskPattern.<NodeAgent.Command, NodeAgent.Outcome<T>>ask(nodeAgent, command::apply, timeout, scheduler))
-                .handle((outcome, error) -> {
-                    if (error != null) {
+                        AskPattern.<NodeAgent.Command, T>askWithStatus(nodeAgent, command::apply, timeout, scheduler))
+                .exceptionally(error -> {
+                    if (unwrap(error) instanceof TimeoutException late) {
                         throw new CniException(CniCodes.TRY_AGAIN_LATER, "the node agent did not answer in time",
-                                String.valueOf(unwrap(error).getMessage()));
+                                String.valueOf(late.getMessage()));
                     }
-                    if (outcome.failure() != null) {
-                        throw toCni(outcome.failure());
-                    }
-                    return outcome.value();
+                    throw toCni(error);
                 });
     }
 
