@@ -359,7 +359,7 @@ final class AdminRoutes {
         if (cause instanceof IpamException ipam) {
             AdminException.Kind kind = switch (ipam.reason()) {
                 case UNAVAILABLE -> AdminException.Kind.UNAVAILABLE;
-                case CONFLICT -> AdminException.Kind.CONFLICT;
+                case CONFLICT, AFFINE_TO_OTHER_NODE, BLOCK_RELEASING -> AdminException.Kind.CONFLICT;
                 case UNKNOWN_POOL -> AdminException.Kind.NOT_FOUND;
                 default -> AdminException.Kind.BAD_REQUEST;
             };

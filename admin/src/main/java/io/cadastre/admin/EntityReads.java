@@ -6,6 +6,7 @@ import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolEntity;
+import io.cadastre.shards.Refusal;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
@@ -129,7 +130,7 @@ final class EntityReads {
             if (cause instanceof TimeoutException && deadlineNanos - System.nanoTime() > 0) {
                 return retrying(attempt, ref, deadlineNanos);
             }
-            if (cause instanceof StatusReply.ErrorMessage) {
+            if (cause instanceof Refusal) {
                 // The entity refused: for the commands asked here that is a bug, not the caller's input.
                 return CompletableFuture.<R>failedFuture(new IllegalStateException(
                         ref.getEntityId() + " refused: " + cause.getMessage(), cause));

@@ -139,7 +139,7 @@ public final class NodeRemoval {
 
     /**
      * Releases every block the pools give the node that is empty. A block whose pool has given it
-     * to another node meanwhile (the view was stale; INVALID_REQUEST) is in neither list: it is not
+     * to another node meanwhile (the view was stale; AFFINE_TO_OTHER_NODE) is in neither list: it is not
      * the node's any more. Any other failure fails the stage.
      */
     private CompletionStage<BlockReleases.Outcome> releaseEmptyBlocks(String name) {
@@ -152,7 +152,7 @@ public final class NodeRemoval {
             });
             return releases.releaseEachIfEmpty(ofNode);
         }).thenApply(outcome -> {
-            outcome.failed().values().stream().filter(e -> e.reason() != IpamException.Reason.INVALID_REQUEST).findFirst()
+            outcome.failed().values().stream().filter(e -> e.reason() != IpamException.Reason.AFFINE_TO_OTHER_NODE).findFirst()
                     .ifPresent(e -> {
                         throw e;
                     });

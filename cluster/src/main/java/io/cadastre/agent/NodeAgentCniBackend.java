@@ -37,19 +37,19 @@ import java.util.stream.Collectors;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.pattern.StatusReply;
 
 /**
  * The CNI layer's backend over the {@link NodeAgent}: turns validated CNI calls into node agent
  * commands and the outcomes into CNI results or errors.
  *
- * <p>Error mapping (CNI spec 1.1 §Error; Cadastre's own codes in {@link CniCodes}): unknown pool or
- * a malformed request (a repeated ADD asking for other addresses included) → 7; no address left →
- * 100; requested address taken → 101; requested address outside the usable pools → 102; netns
- * missing or no network namespace → 3; a netns that is the host's, or another than the
- * attachment's → 4; any other dataplane failure → 103; an entity or the node agent not answering
- * in time → 11; this member refused by its {@link MemberFence} → 11 (STATUS: 50); a malformed
- * IPAM annotation of the pod or its namespace, or a pod's {@code ipAddrs}
- * that differs from the addresses the request asks for → 7, before anything is changed.
+ * <p>Error mapping (CNI spec 1.1 §Error; Cadastre's own codes in {@link CniCodes}): an IPAM
+ * refusal by its reason, in one table ({@link #toCni(IpamException)}); netns missing or no network
+ * namespace → 3; a netns that is the host's, or another than the attachment's → 4; any other
+ * dataplane failure → 103; the node agent not answering in time → 11; this member refused by its
+ * {@link MemberFence} → 11 (STATUS: 50); a malformed IPAM annotation of the pod or its namespace,
+ * or a pod's {@code ipAddrs} that differs from the addresses the request asks for → 7, before
+ * anything is changed.
  */
 public final class NodeAgentCniBackend implements CniBackend {
     private final ActorRef<NodeAgent.Command> nodeAgent;
@@ -195,28 +195,69 @@ public final class NodeAgentCniBackend implements CniBackend {
         });
     }
 
-    private <T> CompletionStage<T> ask(Function<ActorRef<NodeAgent.Outcome<T>>, NodeAgent.Command> command) {
+    private <T> CompletionStage<T> ask(Function<ActorRef<StatusReply<T>>, NodeAgent.Command> command) {
         var refusal = fence.refusal();
         if (refusal.isPresent()) {
             return java.util.concurrent.CompletableFuture.failedFuture(
                     new CniException(CniCodes.TRY_AGAIN_LATER, "this member cannot serve now", refusal.get()));
         }
         return Replies.onReplyingThread(
-                        AskPattern.<NodeAgent.Command, NodeAgent.Outcome<T>>ask(nodeAgent, command::apply, timeout, scheduler))
-                .handle((outcome, error) -> {
-                    if (error != null) {
+                        AskPattern.<NodeAgent.Command, T>askWithStatus(nodeAgent, command::apply, timeout, scheduler))
+                .exceptionally(error -> {
+                    if (unwrap(error) instanceof TimeoutException late) {
                         throw new CniException(CniCodes.TRY_AGAIN_LATER, "the node agent did not answer in time",
-                                String.valueOf(unwrap(error).getMessage()));
+                                String.valueOf(late.getMessage()));
                     }
-                    if (outcome.failure() != null) {
-                        throw toCni(outcome.failure());
-                    }
-                    return outcome.value();
+                    throw toCni(error);
                 });
     }
 
     private static Throwable unwrap(Throwable e) {
         return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    }
+
+    /**
+     * The one mapping of an IPAM refusal's reason to its CNI error code (CNI spec 1.1 §Error
+     * codes: 7 invalid network config, 11 try again later; 100+ Cadastre's own, {@link CniCodes});
+     * the README's "CNI error codes" lists the same table.
+     *
+     * <table>
+     *   <caption>IpamException.Reason → CNI code</caption>
+     *   <tr><th>reason</th><th>code</th><th>why</th></tr>
+     *   <tr><td>UNKNOWN_POOL</td><td>7</td><td>the netconf, CNI_ARGS or an annotation names a pool
+     *       that is not defined (or none selects the node)</td></tr>
+     *   <tr><td>INVALID_REQUEST</td><td>7</td><td>the request is malformed or asks a repeated ADD
+     *       for other addresses</td></tr>
+     *   <tr><td>POOL_EXHAUSTED</td><td>100</td><td>no pool that may serve the node has an address
+     *       left</td></tr>
+     *   <tr><td>ADDRESS_TAKEN</td><td>101</td><td>the requested address is held by another
+     *       attachment</td></tr>
+     *   <tr><td>ADDRESS_NOT_IN_POOL, POOL_DISABLED, NODE_BLOCK_LIMIT</td><td>102</td><td>the requested
+     *       address is in no usable pool, in a disabled pool, or in a new block the node may not
+     *       claim ({@code maxBlocksPerNode})</td></tr>
+     *   <tr><td>AFFINE_TO_OTHER_NODE</td><td>105</td><td>the pool gave the node a block that still
+     *       serves another node: retrying does not help until the state is repaired</td></tr>
+     *   <tr><td>BLOCK_RELEASING, CONFLICT, UNAVAILABLE</td><td>11</td><td>a release in progress, a
+     *       state change in progress, or an entity that did not answer in time (a member fenced or
+     *       failing over): the same ADD succeeds later</td></tr>
+     * </table>
+     *
+     * @return the CNI error carrying the refusal's message as details
+     */
+    static CniException toCni(IpamException refusal) {
+        String details = refusal.getMessage();
+        return switch (refusal.reason()) {
+            case UNKNOWN_POOL -> new CniException(CniCodes.INVALID_NETWORK_CONFIG, "unknown pool", details);
+            case INVALID_REQUEST -> new CniException(CniCodes.INVALID_NETWORK_CONFIG, "invalid IPAM request", details);
+            case POOL_EXHAUSTED -> new CniException(CniCodes.POOL_EXHAUSTED, "no address left", details);
+            case ADDRESS_TAKEN -> new CniException(CniCodes.ADDRESS_TAKEN, "requested address is taken", details);
+            case ADDRESS_NOT_IN_POOL, POOL_DISABLED, NODE_BLOCK_LIMIT ->
+                    new CniException(CniCodes.ADDRESS_NOT_IN_POOL, "requested address is not available here", details);
+            case AFFINE_TO_OTHER_NODE -> new CniException(CniCodes.BLOCK_AFFINITY_CONFLICT,
+                    "a block's affinity disagrees between its pool and the block", details);
+            case BLOCK_RELEASING, CONFLICT, UNAVAILABLE ->
+                    new CniException(CniCodes.TRY_AGAIN_LATER, "IPAM is not available", details);
+        };
     }
 
     /** @return the CNI error for a node agent failure (see the class comment for the mapping) */
@@ -226,14 +267,7 @@ public final class NodeAgentCniBackend implements CniBackend {
             return cni;
         }
         if (e instanceof IpamException ipam) {
-            return switch (ipam.reason()) {
-                case UNKNOWN_POOL -> new CniException(CniCodes.INVALID_NETWORK_CONFIG, "unknown pool", ipam.getMessage());
-                case INVALID_REQUEST -> new CniException(CniCodes.INVALID_NETWORK_CONFIG, "invalid IPAM request", ipam.getMessage());
-                case POOL_EXHAUSTED -> new CniException(CniCodes.POOL_EXHAUSTED, "no address left", ipam.getMessage());
-                case ADDRESS_TAKEN -> new CniException(CniCodes.ADDRESS_TAKEN, "requested address is taken", ipam.getMessage());
-                case ADDRESS_NOT_IN_POOL -> new CniException(CniCodes.ADDRESS_NOT_IN_POOL, "requested address is not available here", ipam.getMessage());
-                case CONFLICT, UNAVAILABLE -> new CniException(CniCodes.TRY_AGAIN_LATER, "IPAM is not available", ipam.getMessage());
-            };
+            return toCni(ipam);
         }
         if (e instanceof DataplaneException dp) {
             return switch (dp.kind()) {

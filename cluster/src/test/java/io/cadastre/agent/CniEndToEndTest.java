@@ -35,13 +35,16 @@ import org.junit.jupiter.params.provider.ValueSource;
  * journal, the real plugin executable, real network namespaces (root).
  */
 class CniEndToEndTest {
+    /** A pool of which a node may claim one block (maxBlocksPerNode). */
+    private static final String LIMITED_POOL =
+            "cadastre.pools += { name = \"limit-ipv4\", cidr = \"198.18.32.0/24\", block-size = 28, max-blocks-per-node = 1 }\n";
     private static Path dir;
     private static AgentProcess agent;
 
     @BeforeAll
     static void startAgent() throws Exception {
         dir = Files.createTempDirectory("cad-e2e");
-        agent = new AgentProcess(dir, "e2e-node", AgentProcess.TEST_POOLS).start();
+        agent = new AgentProcess(dir, "e2e-node", AgentProcess.TEST_POOLS + LIMITED_POOL).start();
     }
 
     @AfterAll
@@ -215,6 +218,30 @@ class CniEndToEndTest {
             assertEquals(List.of("198.18.9.78/32"), ipsOf(viaRuntimeConfig.json()), viaRuntimeConfig.toString());
             cni("DEL", c, other, conf);
             cni("DEL", a, ns, conf);
+        }
+    }
+
+    /**
+     * A specific address in a block the node may not claim, since it holds the pool's one block
+     * (maxBlocksPerNode 1): the pool entity refuses with NODE_BLOCK_LIMIT, which reaches the
+     * runtime as 102, with the entity's words as details.
+     */
+    @Test
+    void aSpecificAddressBeyondTheNodesBlockLimitIsRefusedWith102() throws Exception {
+        String conf = netconf("1.1.0", "\"ipam\":{\"pools\":[\"limit-ipv4\"]}");
+        String a = container();
+        String b = container();
+        try (TestNetns ns = TestNetns.create(); TestNetns other = TestNetns.create()) {
+            Result first = cni("ADD", a, ns, conf);
+            assertEquals(0, first.exit(), first.toString());
+            assertTrue(ipsOf(first.json()).get(0).startsWith("198.18.32."), "the node claims the pool's lowest block: " + first);
+            Map<String, String> env = CniExec.env("ADD", b, other.path(), "eth0");
+            env.put("CNI_ARGS", "IP=198.18.32.200");
+            Result refused = CniExec.run(env, conf);
+            assertEquals(102, refused.code(), refused.toString());
+            assertTrue(refused.json().path("details").asText().contains("maxBlocksPerNode"), refused.toString());
+            assertFalse(other.hasLink("eth0"), "a refused ADD leaves no interface");
+            assertEquals(0, cni("DEL", a, ns, conf).exit());
         }
     }
 

@@ -27,6 +27,12 @@ public final class CniCodes {
      * differences as data, and the spec defines no code for them).
      */
     public static final int CHECK_FAILED = 104;
+    /**
+     * A block's pool gave it to this node while the block still serves another node's
+     * allocations: IPAM's state needs a look ({@code cadastrectl ipam check}); retrying alone does
+     * not help.
+     */
+    public static final int BLOCK_AFFINITY_CONFLICT = 105;
 
     private CniCodes() {}
 }

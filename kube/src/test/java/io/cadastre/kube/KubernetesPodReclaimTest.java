@@ -2,7 +2,6 @@ package io.cadastre.kube;
 
 import static io.cadastre.shards.TestCluster.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.dataplane.NetlinkDataplane;
@@ -27,6 +26,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -145,19 +145,19 @@ class KubernetesPodReclaimTest {
         PodIpamChoice.Choice chosen = await(choice.choose(namespace, pod));
         AssignRequest request = new AssignRequest(id.handle(), id.ifname(), id.network(), container, null, namespace, pod,
                 List.of(), chosen.requestedIps(List.of()), AddressRules.ROUTED, chosen.poolsByFamily());
-        TestProbe<NodeAgent.Outcome<Wired>> probe = cluster.testKit().createTestProbe();
+        TestProbe<StatusReply<Wired>> probe = cluster.testKit().createTestProbe();
         agent.tell(new NodeAgent.Attach(id, new PodRequest(request, null, true, 0), probe.ref()));
-        NodeAgent.Outcome<Wired> outcome = probe.receiveMessage(WAIT);
-        assertNull(outcome.failure(), () -> "ADD " + container + ": " + outcome.failure());
-        return outcome.value().attachment();
+        StatusReply<Wired> outcome = probe.receiveMessage(WAIT);
+        assertTrue(outcome.isSuccess(), () -> "ADD " + container + ": " + outcome);
+        return outcome.getValue().attachment();
     }
 
     /** @return the keys of the attachments one reconciliation round released */
     private List<String> reconcile() {
-        TestProbe<NodeAgent.Outcome<List<String>>> probe = cluster.testKit().createTestProbe();
+        TestProbe<StatusReply<List<String>>> probe = cluster.testKit().createTestProbe();
         agent.tell(new NodeAgent.Reconcile(probe.ref()));
-        NodeAgent.Outcome<List<String>> outcome = probe.receiveMessage(WAIT);
-        assertNull(outcome.failure());
-        return outcome.value();
+        StatusReply<List<String>> outcome = probe.receiveMessage(WAIT);
+        assertTrue(outcome.isSuccess());
+        return outcome.getValue();
     }
 }

@@ -39,6 +39,7 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.pattern.StatusReply;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,38 +75,33 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      */
     static final Duration TEARDOWN_DELAY = Duration.ofSeconds(2);
 
-    /** Messages; local only, never serialized. */
+    /**
+     * Messages; local only, never serialized. Each operation replies with a {@link StatusReply}:
+     * the value, or the failure (an {@link IpamException} or a {@code DataplaneException}) as the
+     * error; ask with {@code AskPattern.askWithStatus}.
+     */
     public sealed interface Command
             permits Attach, Detach, Inspect, CollectGarbage, Status, Reconcile, Finished, Tick, Probed, SweepFinished {}
 
-    /** The result of an operation: a value, or the failure (IpamException, DataplaneException). */
-    public record Outcome<T>(T value, Throwable failure) {
-        static <T> Outcome<T> of(T value, Throwable failure) {
-            Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-                    ? failure.getCause() : failure;
-            return new Outcome<>(cause == null ? value : null, cause);
-        }
-    }
-
     /** ADD (CNI spec 1.1 §ADD): idempotent; a retry for a known attachment gets the same addresses. */
-    public record Attach(AttachmentId id, PodRequest request, ActorRef<Outcome<Wired>> replyTo) implements Command {}
+    public record Attach(AttachmentId id, PodRequest request, ActorRef<StatusReply<Wired>> replyTo) implements Command {}
 
     /** DEL (CNI spec 1.1 §DEL): idempotent; releases the addresses it had (the list). */
-    public record Detach(AttachmentId id, boolean ipamOnly, ActorRef<Outcome<List<String>>> replyTo) implements Command {}
+    public record Detach(AttachmentId id, boolean ipamOnly, ActorRef<StatusReply<List<String>>> replyTo) implements Command {}
 
     /** CHECK (CNI spec 1.1 §CHECK): what IPAM holds for the attachment, and the dataplane's differences. */
     public record Inspect(AttachmentId id, String netnsPath, boolean ipamOnly, int mtu,
-            ActorRef<Outcome<Inspection>> replyTo) implements Command {}
+            ActorRef<StatusReply<Inspection>> replyTo) implements Command {}
 
     /**
      * GC (CNI spec 1.1 §GC): releases every allocation of {@code network} on this node that is not
      * in {@code keep} (attachment keys, {@link AttachmentId#key()}), and unwires what it released.
      */
     public record CollectGarbage(String network, Set<String> keep, boolean ipamOnly,
-            ActorRef<Outcome<List<String>>> replyTo) implements Command {}
+            ActorRef<StatusReply<List<String>>> replyTo) implements Command {}
 
     /** STATUS (CNI spec 1.1 §STATUS): empty when ADD can be served, else why not. */
-    public record Status(List<String> pools, ActorRef<Outcome<Optional<String>>> replyTo) implements Command {}
+    public record Status(List<String> pools, ActorRef<StatusReply<Optional<String>>> replyTo) implements Command {}
 
     /**
      * One reconciliation round now, as the timer starts every {@link Reclaimer#interval()}; if a
@@ -114,7 +110,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * node's attachments could not be listed. A release that fails is logged and tried again in
      * the next round.
      */
-    public record Reconcile(ActorRef<Outcome<List<String>>> replyTo) implements Command {}
+    public record Reconcile(ActorRef<StatusReply<List<String>>> replyTo) implements Command {}
 
     private record Finished(String key) implements Command {}
 
@@ -122,9 +118,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private enum Tick implements Command { INSTANCE }
 
     private record Probed(List<Reclaimer.Observation> observations, Throwable failure,
-            List<ActorRef<Outcome<List<String>>>> replyTo) implements Command {}
+            List<ActorRef<StatusReply<List<String>>>> replyTo) implements Command {}
 
-    private record SweepFinished(List<String> reclaimed, List<ActorRef<Outcome<List<String>>>> replyTo) implements Command {}
+    private record SweepFinished(List<String> reclaimed, List<ActorRef<StatusReply<List<String>>>> replyTo) implements Command {}
 
     /**
      * @param attachment the IPAM record, or {@code null} when IPAM does not know the attachment
@@ -177,7 +173,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     /** Whether a reconciliation round is running. */
     private boolean sweeping;
     /** Callers waiting for the next reconciliation round. */
-    private final List<ActorRef<Outcome<List<String>>>> nextSweepReplies = new ArrayList<>();
+    private final List<ActorRef<StatusReply<List<String>>>> nextSweepReplies = new ArrayList<>();
 
     private NodeAgent(ActorContext<Command> ctx, Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor,
             Reclaimer reclaimer, PodNetwork podNetwork) {
@@ -274,12 +270,21 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         return this;
     }
 
-    private static <T> CompletionStage<T> reply(CompletionStage<T> stage, ActorRef<Outcome<T>> replyTo) {
+    private static <T> CompletionStage<T> reply(CompletionStage<T> stage, ActorRef<StatusReply<T>> replyTo) {
         return stage.whenComplete(replier(replyTo));
     }
 
-    private static <T> BiConsumer<T, Throwable> replier(ActorRef<Outcome<T>> replyTo) {
-        return (value, failure) -> replyTo.tell(Outcome.of(value, failure));
+    private static <T> BiConsumer<T, Throwable> replier(ActorRef<StatusReply<T>> replyTo) {
+        return (value, failure) -> replyTo.tell(statusOf(value, failure));
+    }
+
+    /** @return the reply for an operation's value, or its failure (unwrapped from a CompletionException) */
+    private static <T> StatusReply<T> statusOf(T value, Throwable failure) {
+        return failure == null ? StatusReply.success(value) : StatusReply.error(cause(failure));
+    }
+
+    private static Throwable cause(Throwable failure) {
+        return failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     }
 
     // ---- reconciliation ----
@@ -289,7 +294,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
             return this;
         }
         sweeping = true;
-        List<ActorRef<Outcome<List<String>>>> replyTo = List.copyOf(nextSweepReplies);
+        List<ActorRef<StatusReply<List<String>>>> replyTo = List.copyOf(nextSweepReplies);
         nextSweepReplies.clear();
         CompletionStage<List<Reclaimer.Observation>> probed;
         try {
@@ -304,8 +309,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
 
     private Behavior<Command> onProbed(Probed probed) {
         if (probed.failure() != null) {
-            Outcome<List<String>> failed = Outcome.of(null, probed.failure());
-            LOG.warn("reconciliation could not list the node's attachments: {}", failed.failure().toString());
+            StatusReply<List<String>> failed = statusOf(null, probed.failure());
+            LOG.warn("reconciliation could not list the node's attachments: {}", failed.getError().toString());
             probed.replyTo().forEach(r -> r.tell(failed));
             return sweepDone();
         }
@@ -317,7 +322,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
             enqueue(d.attachment().key(), () -> reclaim(d), (key, failure) -> {
                 if (failure != null) {
                     LOG.warn("reclaiming attachment {} failed, trying again next round: {}", d.attachment().key(),
-                            Outcome.of(null, failure).failure().toString());
+                            cause(failure).toString());
                 }
                 released.complete(failure == null ? key : Optional.empty());
             });
@@ -330,7 +335,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
 
     private Behavior<Command> onSweepFinished(SweepFinished finished) {
         finished.reclaimed().forEach(reclaimer::forget);
-        finished.replyTo().forEach(r -> r.tell(Outcome.of(finished.reclaimed(), null)));
+        finished.replyTo().forEach(r -> r.tell(StatusReply.success(finished.reclaimed())));
         return sweepDone();
     }
 

@@ -2,7 +2,6 @@ package io.cadastre.node;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -40,6 +39,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -109,7 +109,7 @@ class ReclaimerTest {
         return new AttachmentId("net", container, "eth0");
     }
 
-    private void send(String container, boolean ipamOnly, ActorRef<NodeAgent.Outcome<Wired>> replyTo) {
+    private void send(String container, boolean ipamOnly, ActorRef<StatusReply<Wired>> replyTo) {
         AttachmentId id = id(container);
         AssignRequest request = new AssignRequest(id.handle(), id.ifname(), id.network(), container, netns(container),
                 "default", container, List.of(), List.of());
@@ -121,26 +121,26 @@ class ReclaimerTest {
     }
 
     private AttachmentRecord add(String container, boolean ipamOnly) {
-        TestProbe<NodeAgent.Outcome<Wired>> probe = testKit.createTestProbe();
+        TestProbe<StatusReply<Wired>> probe = testKit.createTestProbe();
         send(container, ipamOnly, probe.ref());
-        NodeAgent.Outcome<Wired> outcome = probe.receiveMessage(WAIT);
-        assertNull(outcome.failure(), () -> "ADD " + container + ": " + outcome.failure());
-        return outcome.value().attachment();
+        StatusReply<Wired> outcome = probe.receiveMessage(WAIT);
+        assertTrue(outcome.isSuccess(), () -> "ADD " + container + ": " + outcome);
+        return outcome.getValue().attachment();
     }
 
     private void del(String container) {
-        TestProbe<NodeAgent.Outcome<List<String>>> probe = testKit.createTestProbe();
+        TestProbe<StatusReply<List<String>>> probe = testKit.createTestProbe();
         agent.tell(new NodeAgent.Detach(id(container), false, probe.ref()));
-        assertNull(probe.receiveMessage(WAIT).failure());
+        assertTrue(probe.receiveMessage(WAIT).isSuccess());
     }
 
     /** Runs one reconciliation round. @return the keys of the attachments it released */
     private List<String> reconcile() {
-        TestProbe<NodeAgent.Outcome<List<String>>> probe = testKit.createTestProbe();
+        TestProbe<StatusReply<List<String>>> probe = testKit.createTestProbe();
         agent.tell(new NodeAgent.Reconcile(probe.ref()));
-        NodeAgent.Outcome<List<String>> outcome = probe.receiveMessage(WAIT);
-        assertNull(outcome.failure());
-        return outcome.value();
+        StatusReply<List<String>> outcome = probe.receiveMessage(WAIT);
+        assertTrue(outcome.isSuccess());
+        return outcome.getValue();
     }
 
     /** @return {@code cadastre_ipam_allocations_gc_candidates} of this agent's node */
@@ -260,7 +260,7 @@ class ReclaimerTest {
     @Test
     void anAttachmentWithAnAddInFlightIsNotTouched() {
         dataplane.blockAttach(netns("a"));
-        TestProbe<NodeAgent.Outcome<Wired>> addA = testKit.createTestProbe();
+        TestProbe<StatusReply<Wired>> addA = testKit.createTestProbe();
         send("a", false, addA.ref());
         // IPAM records the attachment before the dataplane wires it: the ADD is now in flight.
         testKit.createTestProbe().awaitAssert(WAIT, () -> {
@@ -276,7 +276,7 @@ class ReclaimerTest {
         assertTrue(lookup("a").isPresent());
 
         dataplane.releaseAll();
-        assertNull(addA.receiveMessage(WAIT).failure());
+        assertTrue(addA.receiveMessage(WAIT).isSuccess());
         assertEquals(List.of(id("a").hostIfname()), dataplane.detached, "only the ADD's own clean-up: nothing reclaimed");
         // Once the ADD is done the rule applies, with a grace of its own.
         assertEquals(List.of(), reconcile());
@@ -316,15 +316,15 @@ class ReclaimerTest {
         AttachmentRecord a = add("a");
         AttachmentRecord b = add("b");
         add("c");
-        TestProbe<NodeAgent.Outcome<List<String>>> probe = testKit.createTestProbe();
+        TestProbe<StatusReply<List<String>>> probe = testKit.createTestProbe();
         agent.tell(new NodeAgent.CollectGarbage("net", Set.of(b.key()), false, probe.ref()));
-        NodeAgent.Outcome<List<String>> outcome = probe.receiveMessage(WAIT);
-        assertNull(outcome.failure());
-        assertEquals(Set.of(a.key(), id("c").key()), Set.copyOf(outcome.value()));
+        StatusReply<List<String>> outcome = probe.receiveMessage(WAIT);
+        assertTrue(outcome.isSuccess());
+        assertEquals(Set.of(a.key(), id("c").key()), Set.copyOf(outcome.getValue()));
         assertEquals(OptionalDouble.of(2), reclamationsMetric(CadastreMetrics.GC_CNI));
 
         agent.tell(new NodeAgent.CollectGarbage("net", Set.of(b.key()), false, probe.ref()));
-        assertEquals(List.of(), probe.receiveMessage(WAIT).value());
+        assertEquals(List.of(), probe.receiveMessage(WAIT).getValue());
         assertEquals(OptionalDouble.of(2), reclamationsMetric(CadastreMetrics.GC_CNI), "nothing more released, nothing more counted");
         assertEquals(OptionalDouble.of(0), reclamationsMetric(CadastreMetrics.GC_NETNS_GONE));
     }
@@ -334,12 +334,12 @@ class ReclaimerTest {
         AttachmentRecord first = add("a");
         dataplane.blockDelete(id("a").hostIfname());
 
-        TestProbe<NodeAgent.Outcome<List<String>>> delA = testKit.createTestProbe();
+        TestProbe<StatusReply<List<String>>> delA = testKit.createTestProbe();
         agent.tell(new NodeAgent.Detach(id("a"), false, delA.ref()));
-        NodeAgent.Outcome<List<String>> deleted = delA.receiveMessage(WAIT);
+        StatusReply<List<String>> deleted = delA.receiveMessage(WAIT);
 
-        assertNull(deleted.failure());
-        assertEquals(first.addresses().stream().map(h -> h.address()).toList(), deleted.value());
+        assertTrue(deleted.isSuccess());
+        assertEquals(first.addresses().stream().map(h -> h.address()).toList(), deleted.getValue());
         assertEquals(List.of(id("a").hostIfname()), dataplane.unplugged);
         assertTrue(lookup("a").isEmpty(), "released before the pair is deleted");
         assertEquals(List.of(), dataplane.deletedUnplugged, "the delete is held: the reply did not wait for it");
@@ -371,11 +371,11 @@ class ReclaimerTest {
         AttachmentId id = id("p");
         AssignRequest outsideThePool = new AssignRequest(id.handle(), id.ifname(), id.network(), "p", netns("p"),
                 "default", "p", List.of(), List.of("198.19.250.1"));
-        TestProbe<NodeAgent.Outcome<Wired>> probe = testKit.createTestProbe();
+        TestProbe<StatusReply<Wired>> probe = testKit.createTestProbe();
 
         agent.tell(new NodeAgent.Attach(id, new PodRequest(outsideThePool, netns("p"), false, 0), probe.ref()));
 
-        assertNotNull(probe.receiveMessage(WAIT).failure());
+        assertTrue(probe.receiveMessage(WAIT).isError());
         assertEquals(List.of(id.hostIfname()), dataplane.preparedPairs);
         assertEquals(List.of(id.hostIfname() + "#" + FakeDataplane.index(id.hostIfname())), dataplane.deletedUnplugged,
                 "deleted before the answer");

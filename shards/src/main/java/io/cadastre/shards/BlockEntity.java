@@ -67,8 +67,9 @@ public final class BlockEntity
             permits ClaimAffinity, ReleaseAffinity, AutoAssign, AssignSpecific, Release, GetBlock {}
 
     /**
-     * Makes the block affine to {@code node}. Idempotent for the same node; refused while the
-     * block holds allocations and is affine to another node.
+     * Makes the block affine to {@code node}. Idempotent for the same node; refused ({@link
+     * Refusal}) with AFFINE_TO_OTHER_NODE while the block holds allocations and is affine to
+     * another node.
      *
      * @param excluded the pool's excluded ranges inside this block ({@link
      *     io.cadastre.ipam.PoolSpec#excludedWithin}): never allocated; {@code null} keeps the
@@ -78,9 +79,9 @@ public final class BlockEntity
 
     /**
      * Gives up the block's affinity to {@code node}, so that its pool can release the claim: the
-     * second step of {@link BlockReleases}. Refused while the block holds any allocation (checked
-     * here, by the block's single writer, so no ADD can slip in between) or is affine to another
-     * node; success when the block has no affinity. Afterwards the block allocates to nobody
+     * second step of {@link BlockReleases}. Refused ({@link Refusal}) with CONFLICT while the
+     * block holds any allocation (checked here, by the block's single writer, so no ADD can slip
+     * in between), with AFFINE_TO_OTHER_NODE when it is affine to another node; success when the block has no affinity. Afterwards the block allocates to nobody
      * until it is claimed again.
      */
     public record ReleaseAffinity(String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
@@ -231,7 +232,7 @@ public final class BlockEntity
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (block.affinity() != null && !block.isEmpty() && !cmd.node().equals(block.affinity())) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error(
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.AFFINE_TO_OTHER_NODE,
                     "block " + cidr + " is affine to " + block.affinity() + " and holds allocations"));
         }
         return Effect().persist(new AffinityClaimed(cmd.node(), cmd.excluded())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
@@ -243,12 +244,12 @@ public final class BlockEntity
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (!block.affinity().equals(cmd.node())) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("block " + cidr + " is affine to " + block.affinity()
-                    + ", not " + cmd.node()));
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.AFFINE_TO_OTHER_NODE, "block " + cidr
+                    + " is affine to " + block.affinity() + ", not " + cmd.node()));
         }
         if (!block.isEmpty()) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("block " + cidr + " holds " + block.allocatedCount()
-                    + " allocations"));
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.CONFLICT, "block " + cidr + " holds "
+                    + block.allocatedCount() + " allocations"));
         }
         return Effect().persist(new AffinityReleased(cmd.node())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }

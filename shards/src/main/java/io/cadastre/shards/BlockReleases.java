@@ -65,7 +65,7 @@ public final class BlockReleases {
      * @param block the block
      * @param node the node the pool gave the block to
      * @return true when the claim is gone (also when it was gone already), false when the block
-     *     holds allocations and stays claimed; fails with INVALID_REQUEST when the pool gave the
+     *     holds allocations and stays claimed; fails with AFFINE_TO_OTHER_NODE when the pool gave the
      *     block to another node, UNAVAILABLE when an entity did not answer (the block may then stay
      *     marked as releasing until the release is run again)
      */
@@ -78,10 +78,11 @@ public final class BlockReleases {
                                 return finish(pool, block, node);
                             }
                             IpamException failure = EntityAsks.asIpam(error);
-                            if (failure.reason() != IpamException.Reason.INVALID_REQUEST) {
+                            if (failure.reason() != IpamException.Reason.CONFLICT
+                                    && failure.reason() != IpamException.Reason.AFFINE_TO_OTHER_NODE) {
                                 throw failure;
                             }
-                            // The block refused: it holds allocations. It stays the node's.
+                            // The block refused: it holds allocations, or serves another node. The claim stays.
                             return asks.askStatus(asks.pool(pool),
                                             (ActorRef<StatusReply<Done>> r) -> new PoolEntity.CancelBlockRelease(block, r))
                                     .thenApply(cancelled -> false);

@@ -15,7 +15,7 @@ import org.apache.pekko.pattern.StatusReply;
 /**
  * How {@link Ipam} talks to the sharded entities: references by id, asks that are sent again
  * after each attempt's timeout until the total has passed ({@link AskTimeouts}), failures turned
- * into {@link IpamException}s, and the confirmation of slow replies (see {@link Ipam}).
+ * into {@link IpamException}s (an entity's {@link Refusal} keeps its reason), and the confirmation of slow replies (see {@link Ipam}).
  */
 final class EntityAsks {
     private final ClusterSharding sharding;
@@ -59,8 +59,9 @@ final class EntityAsks {
     /**
      * Asks an idempotent command that answers with a status, again after each attempt's timeout.
      *
-     * @return the success value; fails with INVALID_REQUEST for an error reply (the entity refused)
-     *     and UNAVAILABLE when no reply comes within the total timeout
+     * @return the success value; fails with the {@link Refusal}'s reason when the entity refused,
+     *     and UNAVAILABLE when no reply comes within the total timeout (or the error reply is not a
+     *     refusal)
      */
     <C, R> CompletionStage<R> askStatus(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
         return statusFailures(ref, retrying(timeout -> Replies.onReplyingThread(ref.askWithStatus(command::apply, timeout)),
@@ -80,8 +81,8 @@ final class EntityAsks {
     private static <R> CompletionStage<R> statusFailures(EntityRef<?> ref, CompletionStage<R> reply) {
         return reply.exceptionally(e -> {
             Throwable cause = unwrap(e);
-            if (cause instanceof StatusReply.ErrorMessage) {
-                throw new IpamException(IpamException.Reason.INVALID_REQUEST, cause.getMessage(), cause);
+            if (cause instanceof Refusal refusal) {
+                throw new IpamException(refusal.reason(), refusal.getMessage(), refusal);
             }
             throw unavailable(ref, cause);
         });

@@ -66,19 +66,20 @@ public final class PoolEntity
                     FinishBlockRelease, CancelBlockRelease, GetPool {}
 
     /**
-     * Creates the pool, or updates its flags. Refused (error reply) when the pool exists with
-     * another CIDR or block size, or the name does not match the entity.
+     * Creates the pool, or updates its flags. Refused ({@link Refusal}) with CONFLICT when the
+     * pool exists with another CIDR, block size or excluded ranges, INVALID_REQUEST when the name
+     * does not match the entity.
      */
     public record DefinePool(PoolSpec spec, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     /**
      * Disables the pool (no block is claimed any more; existing claims and allocations stay) or
-     * enables it again. Idempotent; an error reply when the pool is not defined.
+     * enables it again. Idempotent; refused with UNKNOWN_POOL when the pool is not defined.
      */
     public record SetDisabled(boolean disabled, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     /**
-     * Deletes the pool, so that its name and range can be defined anew. Refused (error reply)
+     * Deletes the pool, so that its name and range can be defined anew. Refused with CONFLICT
      * while any block is claimed: release them first ({@link BlockReleases}). Deleting a pool
      * that is not defined is success.
      */
@@ -88,11 +89,17 @@ public final class PoolEntity
      * Claims the lowest unclaimed block for {@code node}.
      *
      * @param within the ranges of an L2 subnet the block must hold an allowed address of (the
-     *     lowest such block is claimed; EXHAUSTED when none is left); {@code null} for any block
+     *     lowest such block is claimed; EXHAUSTED when none is left); {@code null} for any block;
+     *     refused with UNKNOWN_POOL when the pool is not defined
      */
     public record ClaimBlock(String node, RangeSet within, ActorRef<StatusReply<ClaimOutcome>> replyTo) implements Command {}
 
-    /** Claims one given block (for a specific address) for {@code node}; idempotent. */
+    /**
+     * Claims one given block (for a specific address) for {@code node}; idempotent. Answers
+     * CLAIMED or OWNED_BY_OTHER; refused ({@link Refusal}) with UNKNOWN_POOL, INVALID_REQUEST (not
+     * a block of the pool), ADDRESS_NOT_IN_POOL (wholly excluded), BLOCK_RELEASING, POOL_DISABLED
+     * or NODE_BLOCK_LIMIT.
+     */
     public record ClaimSpecificBlock(Cidr block, String node, ActorRef<StatusReply<ClaimOutcome>> replyTo)
             implements Command {}
 
@@ -100,7 +107,7 @@ public final class PoolEntity
      * The first step of releasing a block ({@link BlockReleases}): marks it as being released, so
      * that its node stops using it (the view lists it in {@code releasing}) while the block is
      * asked to give up its affinity. Success when the block is not claimed (already released);
-     * an error reply when another node holds the claim.
+     * refused with AFFINE_TO_OTHER_NODE when another node holds the claim.
      */
     public record BeginBlockRelease(Cidr block, String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
@@ -114,13 +121,18 @@ public final class PoolEntity
 
     // ---- replies ----
 
-    /** DISABLED: the pool is disabled, and nothing new may come from it (no borrowing either). */
-    public enum ClaimStatus { CLAIMED, EXHAUSTED, REFUSED, DISABLED, OWNED_BY_OTHER }
+    /**
+     * The answers to a claim that the caller goes on from (another pool, borrowing); a claim the
+     * pool refuses outright is an error reply with a {@link Refusal} instead. DISABLED: the pool is
+     * disabled, and nothing new may come from it (no borrowing either). LIMIT_REACHED: the node
+     * holds the pool's {@code maxBlocksPerNode} blocks (it may still borrow).
+     */
+    public enum ClaimStatus { CLAIMED, EXHAUSTED, LIMIT_REACHED, DISABLED, OWNED_BY_OTHER }
 
     /**
      * @param status what happened
      * @param block the block claimed (CLAIMED) or asked for (OWNED_BY_OTHER), else {@code null}
-     * @param detail the owner (OWNED_BY_OTHER) or the reason (REFUSED, EXHAUSTED)
+     * @param detail the owner (OWNED_BY_OTHER) or why not (EXHAUSTED, LIMIT_REACHED, DISABLED)
      */
     public record ClaimOutcome(ClaimStatus status, Cidr block, String detail) implements CborSerializable {}
 
@@ -242,14 +254,14 @@ public final class PoolEntity
     private ReplyEffect<Event, State> onDefine(State state, DefinePool cmd) {
         PoolSpec spec = cmd.spec();
         if (!spec.name().equals(poolName)) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("pool name " + spec.name() + " does not match " + poolName));
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.INVALID_REQUEST, "pool name " + spec.name() + " does not match " + poolName));
         }
         if (state.pool() == null) {
             return Effect().persist(new PoolDefined(spec)).thenReply(cmd.replyTo(), s -> StatusReply.ack());
         }
         PoolSpec current = state.pool().spec();
         if (!current.sameRangeAs(spec)) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("pool " + poolName + " exists as " + current.cidr()
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.CONFLICT, "pool " + poolName + " exists as " + current.cidr()
                     + " with /" + current.blockPrefix() + " blocks" + (current.excluded().isEmpty() ? "" : " excluding "
                     + current.excluded()) + "; its CIDR, block size and excluded ranges cannot change"));
         }
@@ -261,7 +273,7 @@ public final class PoolEntity
 
     private ReplyEffect<Event, State> onSetDisabled(State state, SetDisabled cmd) {
         if (state.pool() == null) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("unknown pool " + poolName));
+            return Effect().reply(cmd.replyTo(), unknownPool());
         }
         if (state.pool().disabled() == cmd.disabled()) {
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
@@ -275,7 +287,7 @@ public final class PoolEntity
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (!state.pool().claims().isEmpty()) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("pool " + poolName + " still has "
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.CONFLICT, "pool " + poolName + " still has "
                     + state.pool().claims().size() + " claimed blocks"));
         }
         return Effect().persist(new PoolDeleted()).thenReply(cmd.replyTo(), s -> StatusReply.ack());
@@ -287,7 +299,7 @@ public final class PoolEntity
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (!owner.get().equals(cmd.node())) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("block " + cmd.block() + " is affine to "
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.AFFINE_TO_OTHER_NODE, "block " + cmd.block() + " is affine to "
                     + owner.get() + ", not " + cmd.node()));
         }
         return Effect().persist(new BlockReleaseBegun(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
@@ -296,16 +308,16 @@ public final class PoolEntity
     private ReplyEffect<Event, State> onClaimBlock(State state, ClaimBlock cmd) {
         Pool pool = state.pool();
         if (pool == null) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("unknown pool " + poolName));
+            return Effect().reply(cmd.replyTo(), unknownPool());
         }
         if (pool.disabled()) {
             return Effect().reply(cmd.replyTo(), StatusReply.success(
                     new ClaimOutcome(ClaimStatus.DISABLED, null, "pool " + poolName + " is disabled")));
         }
         Optional<String> refusal = pool.refusalToClaim(cmd.node());
-        if (refusal.isPresent()) {
+        if (refusal.isPresent()) { // not disabled (above): the node holds maxBlocksPerNode blocks
             return Effect().reply(cmd.replyTo(), StatusReply.success(
-                    new ClaimOutcome(ClaimStatus.REFUSED, null, refusal.get())));
+                    new ClaimOutcome(ClaimStatus.LIMIT_REACHED, null, refusal.get())));
         }
         Optional<Cidr> free = pool.firstUnclaimedBlock(cmd.within());
         if (free.isEmpty()) {
@@ -320,18 +332,18 @@ public final class PoolEntity
     private ReplyEffect<Event, State> onClaimSpecificBlock(State state, ClaimSpecificBlock cmd) {
         Pool pool = state.pool();
         if (pool == null) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error("unknown pool " + poolName));
+            return Effect().reply(cmd.replyTo(), unknownPool());
         }
         if (!pool.spec().cidr().contains(cmd.block()) || cmd.block().prefixLength() != pool.spec().blockPrefix()) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error(cmd.block() + " is not a block of pool " + poolName));
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.INVALID_REQUEST, cmd.block() + " is not a block of pool " + poolName));
         }
         if (pool.spec().isWhollyExcluded(cmd.block())) {
-            return Effect().reply(cmd.replyTo(), StatusReply.error(cmd.block() + " lies in an excluded range of pool " + poolName));
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.ADDRESS_NOT_IN_POOL, cmd.block() + " lies in an excluded range of pool " + poolName));
         }
         Optional<String> owner = pool.ownerOf(cmd.block());
         if (owner.isPresent() && pool.releasing().contains(cmd.block())) {
-            return Effect().reply(cmd.replyTo(), StatusReply.success(new ClaimOutcome(ClaimStatus.REFUSED, cmd.block(),
-                    "block " + cmd.block() + " is being released")));
+            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.BLOCK_RELEASING,
+                    "block " + cmd.block() + " of pool " + poolName + " is being released"));
         }
         if (owner.isPresent()) {
             ClaimStatus status = owner.get().equals(cmd.node()) ? ClaimStatus.CLAIMED : ClaimStatus.OWNED_BY_OTHER;
@@ -339,11 +351,15 @@ public final class PoolEntity
         }
         Optional<String> refusal = pool.refusalToClaim(cmd.node());
         if (refusal.isPresent()) {
-            return Effect().reply(cmd.replyTo(), StatusReply.success(
-                    new ClaimOutcome(ClaimStatus.REFUSED, cmd.block(), refusal.get())));
+            return Effect().reply(cmd.replyTo(), Refusal.reply(pool.disabled() ? IpamException.Reason.POOL_DISABLED
+                    : IpamException.Reason.NODE_BLOCK_LIMIT, refusal.get()));
         }
         return Effect().persist(new BlockClaimed(cmd.block(), cmd.node())).thenReply(cmd.replyTo(),
                 s -> StatusReply.success(new ClaimOutcome(ClaimStatus.CLAIMED, cmd.block(), null)));
+    }
+
+    private <T> StatusReply<T> unknownPool() {
+        return Refusal.reply(IpamException.Reason.UNKNOWN_POOL, "unknown pool " + poolName);
     }
 
     private static PoolView view(State state) {

@@ -76,7 +76,7 @@ public final class PoolRegistry
      */
     public record Register(PoolSpec spec, boolean mayUpdate, ActorRef<StatusReply<Registration>> replyTo) implements Command {}
 
-    /** Mirrors a pool's disabled flag; an error reply for an unknown pool. */
+    /** Mirrors a pool's disabled flag; refused ({@link Refusal}) with UNKNOWN_POOL for an unknown pool. */
     public record SetDisabled(String name, boolean disabled, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     /** Removes a pool; an unknown one is success. */
@@ -186,7 +186,7 @@ public final class PoolRegistry
                 .onCommand(Register.class, this::onRegister)
                 .onCommand(SetDisabled.class, (state, cmd) -> {
                     if (!state.pools().containsKey(cmd.name())) {
-                        return Effect().reply(cmd.replyTo(), StatusReply.error("unknown pool " + cmd.name()));
+                        return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.UNKNOWN_POOL, "unknown pool " + cmd.name()));
                     }
                     if (state.disabled().contains(cmd.name()) == cmd.disabled()) {
                         return Effect().reply(cmd.replyTo(), StatusReply.ack());

@@ -72,7 +72,7 @@ class EntityAsksTest {
         return Behaviors.receiveMessage(ping -> {
             int n = count.incrementAndGet();
             if (ping.refuse()) {
-                ping.replyTo().tell(StatusReply.error("refused"));
+                ping.replyTo().tell(Refusal.reply(IpamException.Reason.BLOCK_RELEASING, "block 198.18.0.0/26 is being released"));
             } else if (n > ping.lose()) {
                 ping.replyTo().tell(StatusReply.success(n));
             }
@@ -121,7 +121,9 @@ class EntityAsksTest {
         EntityRef<Ping> ref = entity();
         CompletionException e = assertThrows(CompletionException.class, () -> asks(Duration.ofSeconds(10), Duration.ofSeconds(5))
                 .askStatus(ref, (ActorRef<StatusReply<Integer>> r) -> new Ping(0, true, r)).toCompletableFuture().join());
-        assertEquals(IpamException.Reason.INVALID_REQUEST, assertInstanceOf(IpamException.class, e.getCause()).reason());
+        IpamException refused = assertInstanceOf(IpamException.class, e.getCause());
+        assertEquals(IpamException.Reason.BLOCK_RELEASING, refused.reason(), "the refusal keeps its reason");
+        assertEquals("block 198.18.0.0/26 is being released", refused.getMessage());
         assertEquals(1, received.get(ref.getEntityId()).get());
     }
 }
