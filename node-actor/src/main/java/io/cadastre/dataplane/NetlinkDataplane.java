@@ -109,7 +109,10 @@ public final class NetlinkDataplane implements Dataplane {
      * {@inheritDoc}
      *
      * <p>Creates the pair, both ends down, the pod end inside the netns, as {@link #attach} would
-     * first; nothing when either name is taken. Checks the names and the MTU as attach does.
+     * first, and does what needs no address: the host end's settings (IPv6's too, as for an IPv6
+     * pod: they only shape the host end's link-local address, which an IPv4 pod does not use),
+     * its clsact qdisc (the source filter itself needs the addresses), and {@code lo} up in the
+     * netns. Nothing when either name is taken. Checks the names and the MTU as attach does.
      */
     @Override
     public OptionalInt prepare(String netnsPath, String hostIfname, String podIfname, int mtu) throws DataplaneException {
@@ -121,7 +124,15 @@ public final class NetlinkDataplane implements Dataplane {
                 return OptionalInt.empty();
             }
             host.createVeth(hostIfname, HOST_MAC_BYTES, mtu, podIfname, netns);
-            return OptionalInt.of(host.existingLink(hostIfname).index());
+            Link hostLink = host.existingLink(hostIfname);
+            try {
+                configureHostInterface(hostIfname, true);
+                host.addClsact(hostLink);
+                podLoopbackUp(pod);
+            } catch (SyscallException | RuntimeException e) {
+                throw rollBack(e, host, hostIfname);
+            }
+            return OptionalInt.of(hostLink.index());
         } catch (SyscallException e) {
             throw fail(e);
         }
@@ -143,7 +154,7 @@ public final class NetlinkDataplane implements Dataplane {
             try {
                 Optional<Link> existing = host.link(attachment.hostIfname());
                 if (existing.isPresent() && isPrepared(existing.get(), prepared)) {
-                    return configureOrRollBack(plan, pod, host);
+                    return configureOrRollBack(plan, pod, host, true);
                 }
                 if (existing.isPresent()) {
                     return alreadyWired(plan, existing.get(), pod, host, netns.path());
@@ -157,7 +168,7 @@ public final class NetlinkDataplane implements Dataplane {
             } catch (SyscallException e) {
                 throw fail(e);
             }
-            return configureOrRollBack(plan, pod, host);
+            return configureOrRollBack(plan, pod, host, false);
         }
     }
 
@@ -166,10 +177,13 @@ public final class NetlinkDataplane implements Dataplane {
                 && "veth".equals(hostLink.kind());
     }
 
-    /** Configures a pair that exists and is not configured yet; deletes it when that fails. */
-    private WiredPod configureOrRollBack(Plan plan, Rtnetlink pod, Rtnetlink host) throws DataplaneException {
+    /**
+     * Configures a pair that exists and is not configured yet ({@code prepared}: {@link #prepare}
+     * did its part); deletes it when that fails.
+     */
+    private WiredPod configureOrRollBack(Plan plan, Rtnetlink pod, Rtnetlink host, boolean prepared) throws DataplaneException {
         try {
-            return configure(plan, pod, host);
+            return configure(plan, pod, host, prepared);
         } catch (SyscallException | RuntimeException e) {
             throw rollBack(e, host, plan.attachment().hostIfname());
         }
@@ -315,19 +329,18 @@ public final class NetlinkDataplane implements Dataplane {
         return differences;
     }
 
-    private WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host) throws SyscallException {
+    private WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host, boolean prepared) throws SyscallException {
         PodAttachment a = plan.attachment();
         Link hostLink = host.existingLink(a.hostIfname());
-        configureHostInterface(a.hostIfname(), plan);
+        if (!prepared) {
+            configureHostInterface(a.hostIfname(), plan.v6() != null);
+            host.addClsact(hostLink);
+            podLoopbackUp(pod);
+        }
         // Before the link is up: no packet of the pod's passes unchecked.
-        host.addClsact(hostLink);
         host.addIngressBpfFilter(hostLink, SOURCE_FILTER_PRIORITY, plan.sourceFilter());
         host.setUp(hostLink);
 
-        Optional<Link> lo = pod.link("lo");
-        if (lo.isPresent() && !lo.get().up()) {
-            pod.setUp(lo.get());
-        }
         Link podLink = pod.existingLink(a.podIfname());
         // Before routes: the kernel refuses routes through a link that is down (ENETDOWN).
         pod.setUp(podLink);
@@ -345,6 +358,13 @@ public final class NetlinkDataplane implements Dataplane {
                 pod.existingLink(a.podIfname()).mac(), a.netnsPath(), a.addresses(), routes);
     }
 
+    private static void podLoopbackUp(Rtnetlink pod) throws SyscallException {
+        Optional<Link> lo = pod.link("lo");
+        if (lo.isPresent() && !lo.get().up()) {
+            pod.setUp(lo.get());
+        }
+    }
+
     /**
      * Proxy ARP (without the default 0.8 s random delay) answers the pod's ARP for 169.254.1.1 with
      * the host end's MAC; it and the routing of pod traffic need forwarding on the input interface.
@@ -352,7 +372,7 @@ public final class NetlinkDataplane implements Dataplane {
      * on, is fe80::ecee:eeff:feee:eeee only in EUI-64 mode (hosts may default to stable-privacy),
      * and needs no DAD: every host end has the same one, each on its own link.
      */
-    private void configureHostInterface(String ifname, Plan plan) throws SyscallException {
+    private void configureHostInterface(String ifname, boolean ipv6Pod) throws SyscallException {
         writeSysctl(sysctlNet.resolve("ipv4/conf").resolve(ifname).resolve("proxy_arp"), "1");
         writeSysctl(sysctlNet.resolve("ipv4/neigh").resolve(ifname).resolve("proxy_delay"), "0");
         writeSysctl(sysctlNet.resolve("ipv4/conf").resolve(ifname).resolve("forwarding"), "1");
@@ -361,7 +381,7 @@ public final class NetlinkDataplane implements Dataplane {
             return; // IPv6 not compiled in or disabled at boot; an IPv6 route will say so.
         }
         writeSysctl(v6.resolve("disable_ipv6"), "0");
-        if (plan.v6() != null) {
+        if (ipv6Pod) {
             writeSysctl(v6.resolve("accept_dad"), "0");
             Path mode = v6.resolve("addr_gen_mode");
             if (Files.exists(mode) && !"0".equals(readSysctl(mode))) {

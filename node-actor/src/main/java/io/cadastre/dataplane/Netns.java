@@ -8,8 +8,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.FutureTask;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -17,15 +20,25 @@ import java.util.concurrent.atomic.AtomicLong;
  * IFLA_NET_NS_FD, and the way to get a netlink socket that talks to that namespace.
  *
  * <p>setns(2) moves only the calling OS thread, so {@link #rtnetlink()} never switches a caller's
- * thread (which may be a pooled or virtual thread). It starts a new platform thread that enters
- * the namespace, creates the socket and switches back; a socket keeps the namespace it was created
- * in, so the caller then uses it from its own thread. A fresh thread per socket means that a
- * thread whose switch back failed simply ends, and that nothing else can ever run in the wrong
- * namespace. Threads created meanwhile would inherit it, so the switched thread only calls
- * setns and socket. Close to release the fd; not shared between threads.
+ * thread (which may be a pooled or virtual thread). A platform thread of its own
+ * ({@code cadastre-netns}) enters the namespace, creates the socket and switches back; a socket
+ * keeps the namespace it was created in, so the caller then uses it from its own thread. That
+ * thread runs nothing else, and each of its tasks enters the target namespace explicitly, so it
+ * never acts on the namespace it happens to be in. A thread whose switch back failed ends (its
+ * task throws past the pool, which replaces it): it never runs another task. It is one thread
+ * reused, not one per socket: starting a thread cost about 0.1 ms per socket, twice per ADD.
+ * Close to release the fd; not shared between threads.
  */
 final class Netns implements AutoCloseable {
     private static final AtomicLong THREADS = new AtomicLong();
+    /** Runs {@link #socketInside} only; a worker whose switch back failed is replaced. */
+    private static final ThreadPoolExecutor SOCKET_THREAD = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
+            new LinkedBlockingQueue<>(), r -> {
+                Thread t = new Thread(r, "cadastre-netns-" + THREADS.incrementAndGet());
+                t.setDaemon(true);
+                t.setUncaughtExceptionHandler((thread, e) -> { }); // the task's caller has the failure
+                return t;
+            });
     private final String path;
     private final int fd;
     private boolean closed;
@@ -135,13 +148,20 @@ final class Netns implements AutoCloseable {
      *     namespace (e.g. the mount point of a deleted one), or on any socket error
      */
     Rtnetlink rtnetlink() throws DataplaneException {
-        FutureTask<Integer> task = new FutureTask<>(this::socketInside);
-        Thread thread = new Thread(task, "cadastre-netns-" + THREADS.incrementAndGet());
-        thread.setDaemon(true);
-        thread.start();
+        CompletableFuture<Integer> socket = new CompletableFuture<>();
+        SOCKET_THREAD.execute(() -> {
+            try {
+                socket.complete(socketInside());
+            } catch (StrandedThread e) {
+                socket.completeExceptionally(e.getCause());
+                throw e; // this thread may be in the pod's namespace: it ends, the pool makes another
+            } catch (SyscallException | NotANetns | RuntimeException e) {
+                socket.completeExceptionally(e);
+            }
+        });
         int socketFd;
         try {
-            socketFd = getUninterruptibly(task);
+            socketFd = getUninterruptibly(socket);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
             throw new DataplaneException(cause.getMessage(), cause instanceof NotANetns, cause);
@@ -161,7 +181,7 @@ final class Netns implements AutoCloseable {
         }
     }
 
-    /** Runs on its own short-lived thread: enter, socket(), leave. */
+    /** Runs on {@link #SOCKET_THREAD}: enter, socket(), leave. */
     private int socketInside() throws SyscallException, NotANetns {
         int own = C.open("/proc/thread-self/ns/net", LibC.O_RDONLY | LibC.O_CLOEXEC);
         if (own < 0) {
@@ -183,10 +203,9 @@ final class Netns implements AutoCloseable {
                 failure = e;
             }
             if (C.setns(own, LibC.CLONE_NEWNET) != 0) {
-                // Harmless: this thread ends with the task. Still fail, something is very wrong.
                 int errno = LibC.errno();
                 LibC.closeQuietly(socketFd);
-                throw new SyscallException("setns back from " + path, errno);
+                throw new StrandedThread(new SyscallException("setns back from " + path, errno));
             }
             if (failure != null) {
                 throw failure;
@@ -197,7 +216,7 @@ final class Netns implements AutoCloseable {
         }
     }
 
-    private static int getUninterruptibly(FutureTask<Integer> task) throws ExecutionException {
+    private static int getUninterruptibly(CompletableFuture<Integer> task) throws ExecutionException {
         boolean interrupted = false;
         try {
             while (true) {
@@ -212,6 +231,13 @@ final class Netns implements AutoCloseable {
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
+        }
+    }
+
+    /** The switch back failed: the thread that threw it must end. */
+    private static final class StrandedThread extends RuntimeException {
+        StrandedThread(SyscallException cause) {
+            super(cause.getMessage(), cause, false, false);
         }
     }
 
