@@ -81,7 +81,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * error; ask with {@code AskPattern.askWithStatus}.
      */
     public sealed interface Command
-            permits Attach, Detach, Inspect, CollectGarbage, Status, Reconcile, Finished, Tick, Probed, SweepFinished {}
+            permits Attach, Detach, Inspect, CollectGarbage, Status, Reconcile, Finished, Tick, Probed, SweepFinished,
+            GarbageListed {}
 
     /** ADD (CNI spec 1.1 §ADD): idempotent; a retry for a known attachment gets the same addresses. */
     public record Attach(AttachmentId id, PodRequest request, ActorRef<StatusReply<Wired>> replyTo) implements Command {}
@@ -119,6 +120,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
 
     private record Probed(List<Reclaimer.Observation> observations, Throwable failure,
             List<ActorRef<StatusReply<List<String>>>> replyTo) implements Command {}
+
+    /** The node's attachments, read for a CNI GC. */
+    private record GarbageListed(CollectGarbage gc, List<AttachmentRecord> attachments, Throwable failure) implements Command {}
 
     private record SweepFinished(List<String> reclaimed, List<ActorRef<StatusReply<List<String>>>> replyTo) implements Command {}
 
@@ -199,10 +203,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                     return enqueue(cmd.id().key(), () -> releaseForDel(cmd.id(), cmd.ipamOnly()), replier(cmd.replyTo()));
                 })
                 .onMessage(Inspect.class, cmd -> enqueue(cmd.id().key(), () -> inspect(cmd), replier(cmd.replyTo())))
-                .onMessage(CollectGarbage.class, cmd -> {
-                    reply(collectGarbage(cmd), cmd.replyTo());
-                    return this;
-                })
+                .onMessage(CollectGarbage.class, this::onCollectGarbage)
+                .onMessage(GarbageListed.class, this::onGarbageListed)
                 .onMessage(Status.class, cmd -> {
                     reply(ipam.unavailability(cmd.pools()), cmd.replyTo());
                     return this;
@@ -595,10 +597,52 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         });
     }
 
-    private CompletionStage<List<String>> collectGarbage(CollectGarbage cmd) {
-        return ipam.collectGarbage(cmd.network(), cmd.keep()).thenCompose(releasedKeys -> {
+    /**
+     * GC (CNI spec 1.1 §GC), a full one: the node's attachments are read first, and those the GC
+     * will release are taken off the network ({@link Dataplane#unplug}) before IPAM releases them,
+     * so that no freed address is still routed here; then their pairs are deleted. Attachments
+     * with an operation in their slot are left to IPAM's own rule (an ADD in flight is kept). An
+     * attachment IPAM releases that was not listed (recorded meanwhile) is unwired after.
+     */
+    private Behavior<Command> onCollectGarbage(CollectGarbage cmd) {
+        if (cmd.ipamOnly()) {
+            reply(ipam.collectGarbage(cmd.network(), cmd.keep()).thenApply(released -> {
+                metrics.gcReclaimed(ipam.node(), CadastreMetrics.GC_CNI, released.size());
+                return released;
+            }), cmd.replyTo());
+            return this;
+        }
+        getContext().pipeToSelf(ipam.attachments(), (attachments, failure) -> new GarbageListed(cmd, attachments, failure));
+        return this;
+    }
+
+    private Behavior<Command> onGarbageListed(GarbageListed listed) {
+        CollectGarbage cmd = listed.gc();
+        if (listed.failure() != null) {
+            cmd.replyTo().tell(statusOf(null, listed.failure()));
+            return this;
+        }
+        List<AttachmentId> dropped = new ArrayList<>();
+        for (AttachmentRecord r : listed.attachments()) {
+            AttachmentId id = new AttachmentId(r.network(), r.containerId(), r.ifname());
+            if (r.network().equals(cmd.network()) && !cmd.keep().contains(r.key()) && id.handle().equals(r.handle())
+                    && !queues.containsKey(r.key())) {
+                dropped.add(id);
+            }
+        }
+        CompletionStage<Void> unplugged = dropped.isEmpty() ? CompletableFuture.completedFuture(null) : onDataplane(() -> {
+            for (AttachmentId id : dropped) {
+                try {
+                    dataplane.unplug(id.hostIfname());
+                } catch (DataplaneException e) {
+                    LOG.warn("GC of {}: its host end {} could not be set down: {}", id.key(), id.hostIfname(), e.toString());
+                }
+            }
+            return null;
+        });
+        reply(unplugged.thenCompose(v -> ipam.collectGarbage(cmd.network(), cmd.keep())).thenCompose(releasedKeys -> {
             metrics.gcReclaimed(ipam.node(), CadastreMetrics.GC_CNI, releasedKeys.size());
-            if (cmd.ipamOnly() || releasedKeys.isEmpty()) {
+            if (releasedKeys.isEmpty()) {
                 return CompletableFuture.completedFuture(releasedKeys);
             }
             return onDataplane(() -> {
@@ -610,7 +654,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                 }
                 return releasedKeys;
             });
-        });
+        }), cmd.replyTo());
+        return this;
     }
 
     /** @return the attachment behind a key {@code <network>.<containerId>/<ifname>}, or null if malformed */

@@ -36,6 +36,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -330,6 +331,22 @@ class ReclaimerTest {
     }
 
     @Test
+    void cniGcTakesWhatItReleasesOffTheNetworkBeforeIpamFreesItsAddresses() {
+        AttachmentRecord a = add("a");
+        AttachmentRecord b = add("b");
+        Map<String, Boolean> heldWhenUnplugged = new ConcurrentHashMap<>();
+        dataplane.onUnplug = hostIfname -> heldWhenUnplugged.put(hostIfname, lookup("a").isPresent());
+        dataplane.detached.clear();
+        TestProbe<StatusReply<List<String>>> probe = testKit.createTestProbe();
+
+        agent.tell(new NodeAgent.CollectGarbage("net", Set.of(b.key()), false, probe.ref()));
+
+        assertEquals(List.of(a.key()), probe.receiveMessage(WAIT).getValue());
+        assertEquals(Map.of(id("a").hostIfname(), true), heldWhenUnplugged, "unplugged while IPAM still held it; b untouched");
+        assertEquals(List.of(id("a").hostIfname()), dataplane.detached, "and its pair deleted after");
+    }
+
+    @Test
     void delRepliesOnceUnpluggedAndThePairIsDeletedLaterByItsIndex() {
         AttachmentRecord first = add("a");
         dataplane.blockDelete(id("a").hostIfname());
@@ -417,6 +434,8 @@ class ReclaimerTest {
         /** {@code <host name>#<ifindex>} of each prepared pair an attach configured. */
         final List<String> attachedPrepared = new CopyOnWriteArrayList<>();
         private final Map<String, CountDownLatch> held = new ConcurrentHashMap<>();
+        /** Called by each unplug, with the host end's name. */
+        volatile Consumer<String> onUnplug = hostIfname -> { };
 
         void blockAttach(String netnsPath) {
             held.put(netnsPath, new CountDownLatch(1));
@@ -478,6 +497,7 @@ class ReclaimerTest {
 
         @Override
         public OptionalInt unplug(String hostIfname) {
+            onUnplug.accept(hostIfname);
             unplugged.add(hostIfname);
             return OptionalInt.of(index(hostIfname));
         }
