@@ -5,6 +5,9 @@ import io.cadastre.chaos.Operation.Kind;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.Netns;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -24,10 +27,10 @@ final class Calls {
 
     private final History history;
     private final Map<String, Member> members;
-    private final PodNamespaces pods;
+    private final Netns pods;
 
     /** @param members by host name */
-    Calls(History history, Map<String, Member> members, PodNamespaces pods) {
+    Calls(History history, Map<String, Member> members, Netns pods) {
         this.history = history;
         this.members = Map.copyOf(members);
         this.pods = pods;
@@ -39,14 +42,14 @@ final class Calls {
 
     Operation add(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
-        return call(phase, Kind.ADD, purpose, a.host(), client, a, full, full ? pods.path(a) : NO_NETNS,
-                full ? Cni.full(m) : Cni.ipamOnly(m));
+        return call(phase, Kind.ADD, purpose, a.host(), client, a, full, full ? Netns.path(pods.name(a.containerId())) : NO_NETNS,
+                full ? CniExec.full(m) : CniExec.ipamOnly(m));
     }
 
     Operation del(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
-        return call(phase, Kind.DEL, purpose, a.host(), client, a, full, full ? pods.path(a) : null,
-                full ? Cni.full(m) : Cni.ipamOnly(m));
+        return call(phase, Kind.DEL, purpose, a.host(), client, a, full, full ? Netns.path(pods.name(a.containerId())) : null,
+                full ? CniExec.full(m) : CniExec.ipamOnly(m));
     }
 
     /** GC of the network on the host with no valid attachment: everything of it there is released. */
@@ -69,9 +72,9 @@ final class Calls {
     private Operation call(Phase phase, Kind kind, Purpose purpose, String host, int client, Attachment a,
             boolean full, String netns, String netconf) {
         Operation invoked = history.invoke(phase, kind, purpose, host, client, a, full);
-        Cni.Result r;
+        CniExec.Result r;
         try {
-            r = Cni.run(kind.name(), a == null ? null : a.containerId(), netns, netconf);
+            r = CniExec.run(kind.name(), a == null ? null : a.containerId(), netns, netconf);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return history.complete(invoked, Status.UNKNOWN, List.of(), -1, "interrupted");

@@ -3,6 +3,7 @@ package io.cadastre.chaos;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
+import io.cadastre.testsupport.Netns;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -27,7 +28,7 @@ final class Client implements Runnable {
     record Live(Attachment attachment, boolean full, List<String> addresses) {}
 
     private final Calls calls;
-    private final PodNamespaces pods;
+    private final Netns pods;
     private final String host;
     private final int index;
     private final Random random;
@@ -39,7 +40,7 @@ final class Client implements Runnable {
     private int created;
     private int target;
 
-    Client(Calls calls, PodNamespaces pods, String host, int index, long seed, ChaosSettings settings) {
+    Client(Calls calls, Netns pods, String host, int index, long seed, ChaosSettings settings) {
         this.calls = calls;
         this.pods = pods;
         this.host = host;
@@ -172,19 +173,19 @@ final class Client implements Runnable {
 
     private boolean createNetns(Attachment a) {
         try {
-            pods.create(a);
+            pods.create(a.containerId());
             return true;
         } catch (Exception e) {
-            calls.history().event("netns-failed", host, "ip netns add " + pods.name(a) + ": " + e.getMessage());
+            calls.history().event("netns-failed", host, "ip netns add " + pods.name(a.containerId()) + ": " + e.getMessage());
             return false;
         }
     }
 
     private void removeNetns(Attachment a) {
         try {
-            pods.remove(a);
+            pods.remove(pods.name(a.containerId()));
         } catch (Exception e) {
-            calls.history().event("netns-failed", host, "ip netns del " + pods.name(a) + ": " + e.getMessage());
+            calls.history().event("netns-failed", host, "ip netns del " + pods.name(a.containerId()) + ": " + e.getMessage());
         }
     }
 

@@ -7,6 +7,9 @@ import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.Goal;
 import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Ip;
+import io.cadastre.testsupport.Netns;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,10 +75,10 @@ public final class PluginExecScenario implements Scenario {
                 for (Subject s : order) {
                     String netns = pods.create(pod);
                     String container = "bench-" + tag + "-" + pod++;
-                    PluginExec.Run add = PluginExec.run(s.plugin(), "ADD", container, Netns.path(netns),
+                    CniExec.Result add = CniExec.run(s.plugin(), "ADD", container, Netns.path(netns),
                             context.referencePlugins(), s.netconf(), null);
                     checkWired(s, add, netns);
-                    PluginExec.Run del = PluginExec.run(s.plugin(), "DEL", container, Netns.path(netns),
+                    CniExec.Result del = CniExec.run(s.plugin(), "DEL", container, Netns.path(netns),
                             context.referencePlugins(), s.netconf(), null);
                     if (del.exit() != 0) {
                         throw new IOException(s.name() + " DEL failed: " + del.stdout());
@@ -133,7 +136,7 @@ public final class PluginExecScenario implements Scenario {
     }
 
     /** Exit 0, and the result's first address present on the pod's eth0. */
-    static void checkWired(Subject s, PluginExec.Run add, String netns) throws IOException, InterruptedException {
+    static void checkWired(Subject s, CniExec.Result add, String netns) throws IOException, InterruptedException {
         if (add.exit() != 0 || add.addresses().isEmpty()) {
             throw new IOException(s.name() + " ADD failed (exit " + add.exit() + "): " + add.stdout());
         }
@@ -146,10 +149,10 @@ public final class PluginExecScenario implements Scenario {
     /** Removes the reference bridge plugin's bridge, which its DEL leaves behind by design. */
     static void removeLink(String name) throws IOException, InterruptedException {
         try {
-            Netns.ip("link", "show", "dev", name);
+            Ip.run("link", "show", "dev", name);
         } catch (IOException absent) {
             return;
         }
-        Netns.ip("link", "del", "dev", name);
+        Ip.run("link", "del", "dev", name);
     }
 }

@@ -1,7 +1,5 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -27,9 +25,8 @@ public final class Schema {
      * @param timeoutSeconds the command's own timeout per statement; the process gets twice as long
      */
     public static Result execute(Topology topology, Map<String, String> environment, int timeoutSeconds) throws Exception {
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "schema", "--execute",
-                "--timeout-seconds", Integer.toString(timeoutSeconds)));
+        List<String> command = AgentExec.command("schema", "--execute", "--timeout-seconds",
+                Integer.toString(timeoutSeconds));
         Process p = topology.exec(topology.host(1), command, pb -> {
             pb.environment().putAll(environment);
             pb.redirectErrorStream(true);

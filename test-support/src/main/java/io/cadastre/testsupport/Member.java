@@ -1,14 +1,10 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
-import io.cadastre.agent.TestPki;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * One cadastre-agent, the real main on this module's class path, running inside a host namespace
@@ -136,24 +132,9 @@ public final class Member implements AutoCloseable {
                 + "cadastre.node-name = \"" + host.name() + "\"\n"
                 + "cadastre.cni-socket = \"" + socket() + "\"\n"
                 + "cadastre.data-dir = \"" + dataDir() + "\"\n");
-        List<String> command = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dlogback.configurationFile=logback-text.xml",
-                "-cp", System.getProperty("java.class.path"),
-                "io.cadastre.agent.AgentMain", "--config", conf.toString()));
-        Process started = startIn(command);
+        Process started = startIn(AgentExec.command("--config", conf.toString()));
         process = started;
-        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-        while (!Files.exists(socket())) {
-            if (!started.isAlive()) {
-                throw new IllegalStateException(name() + " exited with " + started.exitValue() + ":\n" + tail());
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(name() + " did not open its socket in 120 s:\n" + tail());
-            }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
-        }
+        AgentExec.awaitSocket(started, socket(), Duration.ofSeconds(120), name(), log());
         return this;
     }
 
@@ -197,9 +178,7 @@ public final class Member implements AutoCloseable {
 
     /** SIGKILL: a crash, no shutdown hook runs. */
     public void kill() throws InterruptedException {
-        Process p = process;
-        p.destroyForcibly();
-        p.waitFor(30, TimeUnit.SECONDS);
+        AgentExec.kill(process);
     }
 
     /** @return the log's lines stamped at or after {@code from} (this machine's local time, HH:mm:ss.SSS), for diagnostics */
@@ -217,23 +196,16 @@ public final class Member implements AutoCloseable {
         }
     }
 
+    /** @return the last 40 lines of the member's log */
     public String tail() {
-        try {
-            List<String> lines = Files.readAllLines(log());
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-        } catch (IOException e) {
-            return "(no log: " + e + ")";
-        }
+        return LogFile.tail(log());
     }
 
     @Override
     public void close() throws InterruptedException {
         Process p = process;
         if (p != null && p.isAlive()) {
-            p.destroy();
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
+            AgentExec.terminate(p, Duration.ofSeconds(30));
         }
     }
 }

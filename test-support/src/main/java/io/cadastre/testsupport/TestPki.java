@@ -1,4 +1,4 @@
-package io.cadastre.agent;
+package io.cadastre.testsupport;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,6 +1,5 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
-import io.cadastre.agent.TestPki;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
