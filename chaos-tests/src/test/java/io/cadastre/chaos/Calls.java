@@ -7,7 +7,7 @@ import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.Member;
-import io.cadastre.testsupport.Netns;
+import io.cadastre.testsupport.PodNamespaces;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -27,10 +27,10 @@ final class Calls {
 
     private final History history;
     private final Map<String, Member> members;
-    private final Netns pods;
+    private final PodNamespaces pods;
 
     /** @param members by host name */
-    Calls(History history, Map<String, Member> members, Netns pods) {
+    Calls(History history, Map<String, Member> members, PodNamespaces pods) {
         this.history = history;
         this.members = Map.copyOf(members);
         this.pods = pods;
@@ -42,14 +42,19 @@ final class Calls {
 
     Operation add(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
-        return call(phase, Kind.ADD, purpose, a.host(), client, a, full, full ? Netns.path(pods.name(a.containerId())) : NO_NETNS,
+        return call(phase, Kind.ADD, purpose, a.host(), client, a, full, full ? podNetns(a) : NO_NETNS,
                 full ? CniExec.full(m) : CniExec.ipamOnly(m));
     }
 
     Operation del(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
-        return call(phase, Kind.DEL, purpose, a.host(), client, a, full, full ? Netns.path(pods.name(a.containerId())) : null,
+        return call(phase, Kind.DEL, purpose, a.host(), client, a, full, full ? podNetns(a) : null,
                 full ? CniExec.full(m) : CniExec.ipamOnly(m));
+    }
+
+    /** @return the path of the attachment's pod namespace ({@code <topology>-p<containerId>}) */
+    private String podNetns(Attachment a) {
+        return PodNamespaces.path(pods.name(a.containerId()));
     }
 
     /** GC of the network on the host with no valid attachment: everything of it there is released. */

@@ -7,7 +7,7 @@ import io.cadastre.chaos.Operation.Status;
 import io.cadastre.testsupport.AgentLogs;
 import io.cadastre.testsupport.CassandraNode;
 import io.cadastre.testsupport.Member;
-import io.cadastre.testsupport.Netns;
+import io.cadastre.testsupport.PodNamespaces;
 import io.cadastre.testsupport.Schema;
 import io.cadastre.testsupport.TestPki;
 import io.cadastre.testsupport.Topology;
@@ -80,7 +80,7 @@ final class ChaosRun implements AutoCloseable {
     private History history;
     private Topology topology;
     private CassandraNode cassandra;
-    private Netns pods;
+    private PodNamespaces pods;
     private Calls calls;
     private Supervisor supervisor;
     private FaultInjector injector;
@@ -142,7 +142,7 @@ final class ChaosRun implements AutoCloseable {
             return t;
         });
         topology = Topology.up(Topology.randomName(), settings.hosts());
-        pods = new Netns(topology.name() + "-p");
+        pods = new PodNamespaces(topology.name() + "-p");
         Runtime.getRuntime().addShutdownHook(podCleanup); // the fork killed with TERM: no close()
         cassandra = CassandraNode.start(topology, dir.resolve("cassandra"));
         Schema.create(topology, cassandra);

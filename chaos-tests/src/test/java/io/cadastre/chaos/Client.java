@@ -3,7 +3,7 @@ package io.cadastre.chaos;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
-import io.cadastre.testsupport.Netns;
+import io.cadastre.testsupport.PodNamespaces;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -28,7 +28,7 @@ final class Client implements Runnable {
     record Live(Attachment attachment, boolean full, List<String> addresses) {}
 
     private final Calls calls;
-    private final Netns pods;
+    private final PodNamespaces pods;
     private final String host;
     private final int index;
     private final Random random;
@@ -40,7 +40,7 @@ final class Client implements Runnable {
     private int created;
     private int target;
 
-    Client(Calls calls, Netns pods, String host, int index, long seed, ChaosSettings settings) {
+    Client(Calls calls, PodNamespaces pods, String host, int index, long seed, ChaosSettings settings) {
         this.calls = calls;
         this.pods = pods;
         this.host = host;

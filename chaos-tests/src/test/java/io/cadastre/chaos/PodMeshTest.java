@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.Member;
-import io.cadastre.testsupport.Netns;
+import io.cadastre.testsupport.PodNamespaces;
 import io.cadastre.testsupport.Topology;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -51,7 +51,7 @@ class PodMeshTest {
     private static final long DEADLINE_SECONDS = 30;
 
     private static ClusterFixture cluster;
-    private static Netns namespaces;
+    private static PodNamespaces namespaces;
     /** Pod name → its pod, in ADD order. */
     private static final Map<String, Pod> pods = new LinkedHashMap<>();
 
@@ -63,7 +63,7 @@ class PodMeshTest {
         assumeTrue(Topology.supported(), "needs root (network namespaces), iproute2 and scripts/topology.sh");
         assumeTrue(run("busybox", "true").exit() == 0, "needs busybox for ping and wget");
         cluster = ClusterFixture.start("cad-mesh", 3, 1, 4, false, POOLS);
-        namespaces = new Netns(cluster.topology().name() + "-p");
+        namespaces = new PodNamespaces(cluster.topology().name() + "-p");
     }
 
     @AfterAll
@@ -290,7 +290,7 @@ class PodMeshTest {
         if (extra != null) {
             netconf = netconf.substring(0, netconf.length() - 1) + "," + extra + "}";
         }
-        CniExec.Result r = CniExec.run("ADD", containerId, Netns.path(namespaces.name(attachment.containerId())), netconf);
+        CniExec.Result r = CniExec.run("ADD", containerId, PodNamespaces.path(namespaces.name(attachment.containerId())), netconf);
         assertEquals(0, r.exit(), name + ": " + r);
         String v4 = null;
         String v6 = null;

@@ -8,7 +8,7 @@ import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
 import io.cadastre.testsupport.CniExec;
-import io.cadastre.testsupport.Netns;
+import io.cadastre.testsupport.PodNamespaces;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -61,7 +61,7 @@ public final class BurstScenario implements Scenario {
         long agentHighWater;
         ExecutorService runtime = Executors.newFixedThreadPool(PODS);
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
-                Netns pods = new Netns("cadburst" + tag + "-")) {
+                PodNamespaces pods = new PodNamespaces("cadburst" + tag + "-")) {
             agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             List<Subject> subjects = List.of(
                     Subject.cadastre(context.plugin(), agent.socket()),
@@ -155,7 +155,7 @@ public final class BurstScenario implements Scenario {
         List<Future<CniExec.Result>> runs = new ArrayList<>();
         for (int i = 0; i < containers.size(); i++) {
             String container = containers.get(i);
-            String path = Netns.path(netns.get(i));
+            String path = PodNamespaces.path(netns.get(i));
             runs.add(runtime.submit(() -> {
                 ready.countDown();
                 go.await();

@@ -9,7 +9,7 @@ import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.Ip;
-import io.cadastre.testsupport.Netns;
+import io.cadastre.testsupport.PodNamespaces;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -58,7 +58,7 @@ public final class PluginExecScenario implements Scenario {
         SideBySide results = new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
         SideBySide dualStack = new SideBySide(DUAL_STACK, Set.of(DUAL_STACK_PEER));
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
-                Netns pods = new Netns("cadbench" + tag + "-")) {
+                PodNamespaces pods = new PodNamespaces("cadbench" + tag + "-")) {
             agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             List<Subject> subjects = List.of(
                     Subject.cadastre(context.plugin(), agent.socket()),
@@ -75,10 +75,10 @@ public final class PluginExecScenario implements Scenario {
                 for (Subject s : order) {
                     String netns = pods.create(pod);
                     String container = "bench-" + tag + "-" + pod++;
-                    CniExec.Result add = CniExec.run(s.plugin(), "ADD", container, Netns.path(netns),
+                    CniExec.Result add = CniExec.run(s.plugin(), "ADD", container, PodNamespaces.path(netns),
                             context.referencePlugins(), s.netconf(), null);
                     checkWired(s, add, netns);
-                    CniExec.Result del = CniExec.run(s.plugin(), "DEL", container, Netns.path(netns),
+                    CniExec.Result del = CniExec.run(s.plugin(), "DEL", container, PodNamespaces.path(netns),
                             context.referencePlugins(), s.netconf(), null);
                     if (del.exit() != 0) {
                         throw new IOException(s.name() + " DEL failed: " + del.stdout());
@@ -140,7 +140,7 @@ public final class PluginExecScenario implements Scenario {
         if (add.exit() != 0 || add.addresses().isEmpty()) {
             throw new IOException(s.name() + " ADD failed (exit " + add.exit() + "): " + add.stdout());
         }
-        String onEth0 = Netns.addresses(netns, "eth0");
+        String onEth0 = PodNamespaces.addresses(netns, "eth0");
         if (!onEth0.contains(" " + add.addresses().get(0) + "/")) {
             throw new IOException(s.name() + " ADD answered " + add.addresses() + " but eth0 has: " + onEth0);
         }

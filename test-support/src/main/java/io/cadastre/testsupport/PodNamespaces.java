@@ -13,12 +13,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * lost track of (a creation cut short between {@code ip netns add} and recording it); it goes on
  * after a failed removal and throws only for a namespace that is still there. Thread-safe.
  */
-public final class Netns implements AutoCloseable {
+public final class PodNamespaces implements AutoCloseable {
     private final String prefix;
     private final Set<String> created = ConcurrentHashMap.newKeySet();
 
     /** @param prefix 1-20 of [A-Za-z0-9-], unique to this run (other runs' namespaces must not start with it) */
-    public Netns(String prefix) {
+    public PodNamespaces(String prefix) {
         this.prefix = prefix;
     }
 
