@@ -15,8 +15,10 @@ import java.time.LocalTime;
 import java.time.ZoneId;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -123,10 +125,10 @@ public final class AgentLogs {
         if (!read.problems().isEmpty()) {
             throw new IOException("cannot read the agents' logs: " + read.problems());
         }
-        Map<String, Recovery> latest = new java.util.HashMap<>();
+        Map<String, Recovery> latest = new HashMap<>();
         read.recoveries().stream().filter(r -> r.entity().kind() == EntityKind.NODE)
                 .forEach(r -> latest.merge(r.entity().id(), r, (a, b) -> b.atNanos() >= a.atNanos() ? b : a));
-        Map<String, String> homes = new java.util.TreeMap<>();
+        Map<String, String> homes = new TreeMap<>();
         latest.forEach((node, r) -> homes.put(node, r.member()));
         return homes;
     }

@@ -1,7 +1,9 @@
 package io.cadastre.testsupport;
 
+import java.io.IOException;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /** Creates Cadastre's keyspaces and tables ahead, as production does: {@code cadastre-agent schema --execute}. */
@@ -31,10 +33,10 @@ public final class Schema {
             pb.environment().putAll(environment);
             pb.redirectErrorStream(true);
         });
-        var output = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+        var output = CompletableFuture.supplyAsync(() -> {
             try {
                 return new String(p.getInputStream().readAllBytes());
-            } catch (java.io.IOException e) {
+            } catch (IOException e) {
                 return "(output unreadable: " + e + ")";
             }
         });
