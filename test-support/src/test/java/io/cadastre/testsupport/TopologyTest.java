@@ -1,4 +1,4 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.cadastre.testsupport.Topology;
 import io.cadastre.testsupport.Topology.Host;
 import io.cadastre.testsupport.Topology.Member;
 import java.io.BufferedReader;
