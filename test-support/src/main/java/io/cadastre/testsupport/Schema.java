@@ -1,9 +1,9 @@
 package io.cadastre.testsupport;
 
-import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /** Creates Cadastre's keyspaces and tables ahead, as production does: {@code cadastre-agent schema --execute}. */
@@ -33,17 +33,17 @@ public final class Schema {
             pb.environment().putAll(environment);
             pb.redirectErrorStream(true);
         });
-        var output = CompletableFuture.supplyAsync(() -> {
-            try {
-                return new String(p.getInputStream().readAllBytes());
-            } catch (IOException e) {
-                return "(output unreadable: " + e + ")";
-            }
-        });
+        CompletableFuture<String> output = Streams.readAll(p.getInputStream(), "schema-output");
         if (!p.waitFor(2L * timeoutSeconds + 60, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
+            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             throw new IllegalStateException("cadastre-agent schema did not exit");
         }
-        return new Result(p.exitValue(), output.get(30, TimeUnit.SECONDS));
+        String out;
+        try {
+            out = output.get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            out = "(output unreadable: " + e.getCause() + ")";
+        }
+        return new Result(p.exitValue(), out);
     }
 }
