@@ -1,10 +1,10 @@
 package io.cadastre.bench;
 
-import io.cadastre.agent.TestPki;
-import io.cadastre.chaos.CassandraNode;
-import io.cadastre.chaos.Member;
-import io.cadastre.chaos.Schema;
-import io.cadastre.chaos.Topology;
+import io.cadastre.testsupport.CassandraNode;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.Schema;
+import io.cadastre.testsupport.TestPki;
+import io.cadastre.testsupport.Topology;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

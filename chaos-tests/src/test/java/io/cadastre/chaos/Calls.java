@@ -5,6 +5,9 @@ import io.cadastre.chaos.Operation.Kind;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.PodNamespaces;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -39,14 +42,19 @@ final class Calls {
 
     Operation add(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
-        return call(phase, Kind.ADD, purpose, a.host(), client, a, full, full ? pods.path(a) : NO_NETNS,
-                full ? Cni.full(m) : Cni.ipamOnly(m));
+        return call(phase, Kind.ADD, purpose, a.host(), client, a, full, full ? podNetns(a) : NO_NETNS,
+                full ? CniExec.full(m) : CniExec.ipamOnly(m));
     }
 
     Operation del(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
-        return call(phase, Kind.DEL, purpose, a.host(), client, a, full, full ? pods.path(a) : null,
-                full ? Cni.full(m) : Cni.ipamOnly(m));
+        return call(phase, Kind.DEL, purpose, a.host(), client, a, full, full ? podNetns(a) : null,
+                full ? CniExec.full(m) : CniExec.ipamOnly(m));
+    }
+
+    /** @return the path of the attachment's pod namespace ({@code <topology>-p<containerId>}) */
+    private String podNetns(Attachment a) {
+        return PodNamespaces.path(pods.name(a.containerId()));
     }
 
     /** GC of the network on the host with no valid attachment: everything of it there is released. */
@@ -69,9 +77,9 @@ final class Calls {
     private Operation call(Phase phase, Kind kind, Purpose purpose, String host, int client, Attachment a,
             boolean full, String netns, String netconf) {
         Operation invoked = history.invoke(phase, kind, purpose, host, client, a, full);
-        Cni.Result r;
+        CniExec.Result r;
         try {
-            r = Cni.run(kind.name(), a == null ? null : a.containerId(), netns, netconf);
+            r = CniExec.run(kind.name(), a == null ? null : a.containerId(), netns, netconf);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return history.complete(invoked, Status.UNKNOWN, List.of(), -1, "interrupted");

@@ -1,10 +1,16 @@
 package io.cadastre.chaos;
 
-import io.cadastre.agent.TestPki;
 import io.cadastre.chaos.Operation.Kind;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
+import io.cadastre.testsupport.AgentLogs;
+import io.cadastre.testsupport.CassandraNode;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.PodNamespaces;
+import io.cadastre.testsupport.Schema;
+import io.cadastre.testsupport.TestPki;
+import io.cadastre.testsupport.Topology;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -136,7 +142,7 @@ final class ChaosRun implements AutoCloseable {
             return t;
         });
         topology = Topology.up(Topology.randomName(), settings.hosts());
-        pods = new PodNamespaces(topology.name());
+        pods = new PodNamespaces(topology.name() + "-p");
         Runtime.getRuntime().addShutdownHook(podCleanup); // the fork killed with TERM: no close()
         cassandra = CassandraNode.start(topology, dir.resolve("cassandra"));
         Schema.create(topology, cassandra);
@@ -374,9 +380,9 @@ final class ChaosRun implements AutoCloseable {
                 }
                 if (e.getValue()) {
                     try {
-                        pods.remove(a);
+                        pods.remove(pods.name(a.containerId()));
                     } catch (Exception ex) {
-                        history.event("netns-failed", host, "ip netns del " + pods.name(a) + ": " + ex.getMessage());
+                        history.event("netns-failed", host, "ip netns del " + pods.name(a.containerId()) + ": " + ex.getMessage());
                     }
                 }
             }

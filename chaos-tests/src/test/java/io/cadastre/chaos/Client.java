@@ -3,6 +3,7 @@ package io.cadastre.chaos;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
+import io.cadastre.testsupport.PodNamespaces;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -172,19 +173,19 @@ final class Client implements Runnable {
 
     private boolean createNetns(Attachment a) {
         try {
-            pods.create(a);
+            pods.create(a.containerId());
             return true;
         } catch (Exception e) {
-            calls.history().event("netns-failed", host, "ip netns add " + pods.name(a) + ": " + e.getMessage());
+            calls.history().event("netns-failed", host, "ip netns add " + pods.name(a.containerId()) + ": " + e.getMessage());
             return false;
         }
     }
 
     private void removeNetns(Attachment a) {
         try {
-            pods.remove(a);
+            pods.remove(pods.name(a.containerId()));
         } catch (Exception e) {
-            calls.history().event("netns-failed", host, "ip netns del " + pods.name(a) + ": " + e.getMessage());
+            calls.history().event("netns-failed", host, "ip netns del " + pods.name(a.containerId()) + ": " + e.getMessage());
         }
     }
 

@@ -5,7 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.cadastre.agent.TestPki;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.TestPki;
+import io.cadastre.testsupport.Topology;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -257,9 +260,9 @@ class ClusterAuthTest {
         for (Member m : cluster.members()) {
             assertTrue(m.alive(), m.name() + " died " + when + ":\n" + m.tail());
             String id = "auth-" + m.name() + "-" + System.nanoTime();
-            Cni.Result add = Cni.run("ADD", id, "/var/run/netns/unused", Cni.ipamOnly(m));
+            CniExec.Result add = CniExec.run("ADD", id, "/var/run/netns/unused", CniExec.ipamOnly(m));
             assertEquals(0, add.exit(), m.name() + " " + when + ": " + add);
-            assertEquals(0, Cni.run("DEL", id, "/var/run/netns/unused", Cni.ipamOnly(m)).exit(), m.name() + " DEL " + when);
+            assertEquals(0, CniExec.run("DEL", id, "/var/run/netns/unused", CniExec.ipamOnly(m)).exit(), m.name() + " DEL " + when);
         }
     }
 

@@ -1,6 +1,10 @@
 package io.cadastre.chaos;
 
-import io.cadastre.agent.TestPki;
+import io.cadastre.testsupport.CassandraNode;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.Schema;
+import io.cadastre.testsupport.TestPki;
+import io.cadastre.testsupport.Topology;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.ipam.Cidr;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.Schema;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -55,9 +58,9 @@ class ClusterTest {
         }
     }
 
-    private static Cni.Result add(Member m, String id) {
+    private static CniExec.Result add(Member m, String id) {
         try {
-            return Cni.run("ADD", id, "/var/run/netns/unused", Cni.ipamOnly(m));
+            return CniExec.run("ADD", id, "/var/run/netns/unused", CniExec.ipamOnly(m));
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
@@ -72,7 +75,7 @@ class ClusterTest {
             for (int i = 0; i < 30; i++) {
                 String id = m.name() + "-u" + i;
                 all.add(CompletableFuture.runAsync(() -> {
-                    Cni.Result r = add(m, id);
+                    CniExec.Result r = add(m, id);
                     assertEquals(0, r.exit(), m.name() + ": " + r);
                     synchronized (hostOf) {
                         String previous = hostOf.put(r.firstAddress(), m.name());
@@ -98,12 +101,12 @@ class ClusterTest {
         String id = "wired-" + UUID.randomUUID().toString().substring(0, 6);
         run("ip", "netns", "add", pod);
         try {
-            Cni.Result r = Cni.run("ADD", id, "/var/run/netns/" + pod, Cni.full(h2));
+            CniExec.Result r = CniExec.run("ADD", id, "/var/run/netns/" + pod, CniExec.full(h2));
             assertEquals(0, r.exit(), r.toString());
             String hostEnd = r.json().path("interfaces").get(0).path("name").asText();
             assertTrue(run("ip", "-n", h2.host.netns(), "link", "show", hostEnd).contains(hostEnd), "host end in h2");
             assertTrue(run("ip", "-n", pod, "addr", "show", "eth0").contains(r.firstAddress()));
-            assertEquals(0, Cni.run("DEL", id, "/var/run/netns/" + pod, Cni.full(h2)).exit());
+            assertEquals(0, CniExec.run("DEL", id, "/var/run/netns/" + pod, CniExec.full(h2)).exit());
         } finally {
             run("ip", "netns", "del", pod);
         }
@@ -121,7 +124,7 @@ class ClusterTest {
         Member survivor = cluster.members().get(1);
         Map<String, String> before = new HashMap<>();
         for (int i = 0; i < 10; i++) {
-            Cni.Result r = add(victim, "k" + i);
+            CniExec.Result r = add(victim, "k" + i);
             assertEquals(0, r.exit(), r.toString());
             before.put("k" + i, r.firstAddress());
         }
@@ -136,7 +139,7 @@ class ClusterTest {
         long slowestNanos = 0;
         for (int i = 0; i < 40; i++) {
             long invoked = System.nanoTime();
-            Cni.Result r = add(survivor, "s" + i);
+            CniExec.Result r = add(survivor, "s" + i);
             slowestNanos = Math.max(slowestNanos, System.nanoTime() - invoked);
             if (r.exit() == 0) {
                 assertTrue(seen.add(r.firstAddress()), r.firstAddress() + " handed out twice");
@@ -169,11 +172,11 @@ class ClusterTest {
         // form a second cluster on the same journal beside the survivors'.
         victim.seeds(cluster.members().stream().filter(m -> m != victim).map(m -> Member.address(m.host)).toList()).start();
         for (var e : before.entrySet()) {
-            Cni.Result r = add(victim, e.getKey());
+            CniExec.Result r = add(victim, e.getKey());
             assertEquals(0, r.exit(), r.toString());
             assertEquals(e.getValue(), r.firstAddress(), "allocation of " + e.getKey() + " lost");
         }
-        Cni.Result fresh = add(victim, "after");
+        CniExec.Result fresh = add(victim, "after");
         assertTrue(seen.add(fresh.firstAddress()), "duplicate after restart");
     }
 
@@ -187,7 +190,7 @@ class ClusterTest {
     void aMemberLeavingCleanlyHandsItsShardsOff() throws Exception {
         Member leaver = cluster.members().get(2);
         Member survivor = cluster.members().get(1);
-        Cni.Result held = add(leaver, "leaver-1");
+        CniExec.Result held = add(leaver, "leaver-1");
         assertEquals(0, held.exit(), held.toString());
         long stoppedAt = System.nanoTime();
         leaver.close();
@@ -195,7 +198,7 @@ class ClusterTest {
         long slowest = 0;
         for (int i = 0; i < 20; i++) {
             long started = System.nanoTime();
-            Cni.Result r = add(survivor, "after-leave-" + i);
+            CniExec.Result r = add(survivor, "after-leave-" + i);
             slowest = Math.max(slowest, System.nanoTime() - started);
             if (r.exit() != 0) {
                 assertEquals(11, r.code(), r.toString());
@@ -206,7 +209,7 @@ class ClusterTest {
                 failures, slowest / 1_000_000, (System.nanoTime() - stoppedAt) / 1_000_000);
         assertTrue(failures <= 1, failures + " ADDs failed after a graceful leave");
         leaver.start();
-        Cni.Result back = add(leaver, "leaver-1");
+        CniExec.Result back = add(leaver, "leaver-1");
         assertEquals(held.firstAddress(), back.firstAddress(), "the leaver's allocation after its return");
     }
 

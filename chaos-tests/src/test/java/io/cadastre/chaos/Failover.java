@@ -2,6 +2,10 @@ package io.cadastre.chaos;
 
 import io.cadastre.chaos.Operation.Kind;
 import io.cadastre.chaos.Operation.Phase;
+import io.cadastre.testsupport.AgentLogs;
+import io.cadastre.testsupport.AgentLogs.Entity;
+import io.cadastre.testsupport.AgentLogs.EntityKind;
+import io.cadastre.testsupport.AgentLogs.Recovery;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -47,36 +51,6 @@ final class Failover {
     /** Nodes first, then blocks, each in {@link #NAME_ORDER}. */
     private static final Comparator<Entity> ENTITY_ORDER = Comparator.comparing(Entity::kind)
             .thenComparing(Entity::id, NAME_ORDER);
-
-    /** The sharded entities whose recoveries the agents log. */
-    enum EntityKind {
-        NODE,
-        BLOCK
-    }
-
-    /**
-     * One sharded entity.
-     *
-     * @param id a NodeEntity's node name (its host's name), or a BlockEntity's CIDR as the agents
-     *     print it ({@code 198.18.0.64/26}, {@code fd00:198:3::1c0/122})
-     */
-    record Entity(EntityKind kind, String id) {
-        static Entity node(String name) {
-            return new Entity(EntityKind.NODE, name);
-        }
-
-        static Entity block(String cidr) {
-            return new Entity(EntityKind.BLOCK, cidr);
-        }
-    }
-
-    /**
-     * An entity recovered (started, journal replayed), as a member logged it.
-     *
-     * @param atNanos when the line was logged, in history time (millisecond precision: the log's)
-     * @param member the member (host name) whose log holds the line: where the entity now lives
-     */
-    record Recovery(long atNanos, Entity entity, String member) {}
 
     /** Where a surviving host's NodeEntity lived at the kill. */
     enum Place {

@@ -1,5 +1,8 @@
 package io.cadastre.chaos;
 
+import io.cadastre.testsupport.CassandraNode;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.Topology;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.EnumMap;

@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.ipam.Cidr;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.PodNamespaces;
+import io.cadastre.testsupport.Topology;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -59,7 +63,7 @@ class PodMeshTest {
         assumeTrue(Topology.supported(), "needs root (network namespaces), iproute2 and scripts/topology.sh");
         assumeTrue(run("busybox", "true").exit() == 0, "needs busybox for ping and wget");
         cluster = ClusterFixture.start("cad-mesh", 3, 1, 4, false, POOLS);
-        namespaces = new PodNamespaces(cluster.topology().name());
+        namespaces = new PodNamespaces(cluster.topology().name() + "-p");
     }
 
     @AfterAll
@@ -169,7 +173,7 @@ class PodMeshTest {
         assertTrue(remote.contains("Routing of h4 (mode cross-subnet), as computed on h1"), remote);
         assertTrue(Pattern.compile("(?m)^h1 +vxlan +vxlan ").matcher(remote).find(), remote);
 
-        JsonNode clean = Cni.JSON.readTree(ctl(member(3), "ipam", "check", "-o", "json"));
+        JsonNode clean = CniExec.JSON.readTree(ctl(member(3), "ipam", "check", "-o", "json"));
         assertEquals("h3", clean.get("routesCheckedOn").asText());
         assertEquals(0, clean.get("routeFindings").size(), clean.toString());
 
@@ -181,7 +185,7 @@ class PodMeshTest {
         try {
             Run check = runIn(member(3), ctlCommand(member(3), "ipam", "check", "-o", "json"));
             assertEquals(1, check.exit(), check.out());
-            JsonNode finding = Cni.JSON.readTree(check.out()).get("routeFindings").get(0);
+            JsonNode finding = CniExec.JSON.readTree(check.out()).get("routeFindings").get(0);
             assertEquals(h4Block, finding.get("block").asText());
             assertEquals("h4", finding.get("affinity").asText());
             assertEquals("conflict", finding.get("problem").asText());
@@ -209,7 +213,7 @@ class PodMeshTest {
                 + " waits up to 1 s)%n", millis);
         awaitPing(pods.get("p4"), late.v6(), null);
 
-        Cni.Result del = Cni.run("DEL", late.containerId(), "/var/run/netns/" + late.netns(), Cni.full(late.member()));
+        CniExec.Result del = CniExec.run("DEL", late.containerId(), "/var/run/netns/" + late.netns(), CniExec.full(late.member()));
         assertEquals(0, del.exit(), del.toString());
         pods.remove("late");
         ctl(member(1), "pool", "delete", "late-ipv4");
@@ -281,12 +285,12 @@ class PodMeshTest {
     private static Pod add(String name, Member member, String extra) throws Exception {
         String containerId = name + "-" + Long.toHexString(System.nanoTime() & 0xfffffff);
         Attachment attachment = new Attachment(member.name(), containerId);
-        namespaces.create(attachment);
-        String netconf = Cni.full(member);
+        namespaces.create(attachment.containerId());
+        String netconf = CniExec.full(member);
         if (extra != null) {
             netconf = netconf.substring(0, netconf.length() - 1) + "," + extra + "}";
         }
-        Cni.Result r = Cni.run("ADD", containerId, namespaces.path(attachment), netconf);
+        CniExec.Result r = CniExec.run("ADD", containerId, PodNamespaces.path(namespaces.name(attachment.containerId())), netconf);
         assertEquals(0, r.exit(), name + ": " + r);
         String v4 = null;
         String v6 = null;
@@ -298,7 +302,7 @@ class PodMeshTest {
                 v4 = a;
             }
         }
-        Pod pod = new Pod(name, member, namespaces.name(attachment), containerId, v4, v6);
+        Pod pod = new Pod(name, member, namespaces.name(attachment.containerId()), containerId, v4, v6);
         pods.put(name, pod);
         return pod;
     }

@@ -4,6 +4,7 @@ import io.cadastre.chaos.Checker.Violation;
 import io.cadastre.chaos.Operation.Kind;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.chaos.Operation.Status;
+import io.cadastre.testsupport.AgentLogs;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;

@@ -1,5 +1,6 @@
 package io.cadastre.chaos;
 
+import io.cadastre.testsupport.Member;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;

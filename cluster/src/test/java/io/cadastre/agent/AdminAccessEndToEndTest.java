@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.agent.CtlAgent.Pod;
+import io.cadastre.testsupport.CniExec;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -1,5 +1,7 @@
 package io.cadastre.agent;
 
+import io.cadastre.testsupport.AgentExec;
+import io.cadastre.testsupport.LogFile;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -9,13 +11,11 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A real cadastre-agent as a child process (the same main and class path the launcher uses), on
+ * A real cadastre-agent as a child process ({@link AgentExec}: the same main and class path the launcher uses), on
  * the embedded journal in a directory of the test's. Stopped by PID: SIGTERM, or SIGKILL for crash
  * tests; {@link #close()} makes sure it is gone.
  */
@@ -100,29 +100,15 @@ final class AgentProcess implements AutoCloseable {
                 + clusterPort
                 + "cadastre.admin.bind = \"127.0.0.1:0\"\n");
         List<String> command = new ArrayList<>(netns == null ? List.of() : List.of("ip", "netns", "exec", netns));
-        command.addAll(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dlogback.configurationFile=logback-text.xml",
-                "-cp", System.getProperty("java.class.path"),
-                AgentMain.class.getName(), "--config", conf.toString()));
-        // A killed agent leaves its socket file behind; readiness is the new one appearing.
+        command.addAll(AgentExec.command("--config", conf.toString()));
+        // A killed agent leaves its socket file behind: readiness is the new one appearing.
         Files.deleteIfExists(socket());
         logStart = Files.exists(log()) ? Files.size(log()) : 0;
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
         builder.environment().putAll(environment);
         process = builder.start();
-        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-        while (!Files.exists(socket())) {
-            if (!process.isAlive()) {
-                throw new IllegalStateException("agent exited with " + process.exitValue() + ":\n" + tail());
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("agent did not open its socket in 90 s:\n" + tail());
-            }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
-        }
+        AgentExec.awaitSocket(process, socket(), Duration.ofSeconds(90), "agent", log());
         return this;
     }
 
@@ -137,33 +123,23 @@ final class AgentProcess implements AutoCloseable {
     String adminUrl() throws IOException {
         // Up to the line's end: a line being written could end mid-port.
         Pattern line = Pattern.compile("admin API on (http://\\S+)\\R");
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (true) {
-            Matcher m = line.matcher(logOfThisRun());
-            if (m.find()) {
-                return m.group(1);
-            }
-            if (!process.isAlive()) {
-                throw new IllegalStateException("agent exited with " + process.exitValue() + ":\n" + tail());
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("agent did not start its admin API in 60 s:\n" + tail());
-            }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        AgentExec.awaitCondition(process, () -> line.matcher(logOfThisRunOrEmpty()).find(), Duration.ofSeconds(60), "agent",
+                "start its admin API", log());
+        Matcher m = line.matcher(logOfThisRun());
+        if (!m.find()) {
+            throw new IllegalStateException("the agent's admin API line is gone from its log");
         }
+        return m.group(1);
     }
 
     /** SIGKILL, as a crash: no shutdown hook runs. */
     void kill() throws InterruptedException {
-        process.destroyForcibly();
-        process.waitFor(30, TimeUnit.SECONDS);
+        AgentExec.kill(process);
     }
 
     /** SIGTERM, and waits for the clean exit. @return the exit code */
     int stop() throws InterruptedException {
-        process.destroy();
-        if (!process.waitFor(60, TimeUnit.SECONDS)) {
-            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        if (!AgentExec.terminate(process, Duration.ofSeconds(60))) {
             throw new IllegalStateException("agent did not stop on SIGTERM within 60 s");
         }
         return process.exitValue();
@@ -176,20 +152,22 @@ final class AgentProcess implements AutoCloseable {
         return new String(log, from, log.length - from, StandardCharsets.UTF_8);
     }
 
-    String tail() {
+    private String logOfThisRunOrEmpty() {
         try {
-            List<String> lines = Files.readAllLines(log());
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-        } catch (IOException e) {
-            return "(no log: " + e + ")";
+            return logOfThisRun();
+        } catch (IOException notYet) {
+            return "";
         }
+    }
+
+    String tail() {
+        return LogFile.tail(log());
     }
 
     @Override
     public void close() throws InterruptedException {
         if (process != null && process.isAlive()) {
-            process.destroyForcibly();
-            process.waitFor(30, TimeUnit.SECONDS);
+            AgentExec.kill(process);
         }
     }
 }

@@ -12,11 +12,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.agent.CtlAgent.Pod;
 import io.cadastre.agent.CtlOutput.Run;
 import io.cadastre.cni.CniCodes;
 import io.cadastre.ipam.Cidr;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

@@ -6,8 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.dataplane.HostInterfaceName;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.Ip;
+import io.cadastre.testsupport.TestNetns;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -182,7 +185,7 @@ class CniEndToEndTest {
             String conf = netconf("1.1.0", "\"ipam\":{}");
             Result add = cni("ADD", id, ns, conf);
             String v4 = ipsOf(add.json()).get(0);
-            TestNetns.ip("-n", ns.name, "addr", "del", v4, "dev", "eth0");
+            Ip.run("-n", ns.name, "addr", "del", v4, "dev", "eth0");
             Result check = cni("CHECK", id, ns, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + add.stdout()));
             assertNotEquals(0, check.exit());
             assertTrue(check.json().path("details").asText().contains(v4.split("/")[0]), check.toString());

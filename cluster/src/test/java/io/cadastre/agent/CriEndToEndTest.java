@@ -13,6 +13,7 @@ import io.cadastre.testcri.KubeletPods;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxState;
 import io.cadastre.testcri.v1.PodSandboxStatus;
+import io.cadastre.testsupport.TestNetns;
 import io.grpc.StatusRuntimeException;
 import java.util.ArrayList;
 import java.util.HashSet;

@@ -7,6 +7,7 @@ import io.cadastre.testcri.CriClient;
 import io.cadastre.testcri.KubeletPods;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxStatus;
+import io.cadastre.testsupport.CniExec;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -3,9 +3,11 @@ package io.cadastre.agent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.agent.CtlOutput.Run;
 import io.cadastre.ctl.Cadastrectl;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.TestNetns;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;

@@ -3,7 +3,8 @@ package io.cadastre.agent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cadastre.agent.CniExec.Result;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -3,8 +3,11 @@ package io.cadastre.agent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.ctl.Cadastrectl;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.Ip;
+import io.cadastre.testsupport.TestNetns;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -33,7 +36,7 @@ class HostNetnsRefusedTest {
     static void start() throws Exception {
         dir = Files.createTempDirectory("cad-hostns");
         host = TestNetns.create();
-        TestNetns.ip("-n", host.name, "link", "set", "lo", "up");
+        Ip.run("-n", host.name, "link", "set", "lo", "up");
         agent = new AgentProcess(dir, "hostns-node", AgentProcess.TEST_POOLS).inNetns(host.name).start();
         adminUrl = agent.adminUrl();
     }

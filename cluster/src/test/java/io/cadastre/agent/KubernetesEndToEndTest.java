@@ -6,11 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.agent.CtlOutput.Run;
 import io.cadastre.dataplane.HostInterfaceName;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.kube.KubeObjects;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.TestNetns;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

@@ -3,6 +3,8 @@ package io.cadastre.agent;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Ip;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -63,6 +65,6 @@ final class NetnsState {
             command.add(netns);
         }
         command.addAll(List.of(args));
-        return CniExec.JSON.readTree(TestNetns.ip(command.toArray(String[]::new)));
+        return CniExec.JSON.readTree(Ip.run(command.toArray(String[]::new)));
     }
 }

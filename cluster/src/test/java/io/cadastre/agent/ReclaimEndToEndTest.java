@@ -4,8 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.dataplane.HostInterfaceName;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.TestNetns;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

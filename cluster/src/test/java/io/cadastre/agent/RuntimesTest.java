@@ -4,8 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.dataplane.HostInterfaceName;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.Ip;
+import io.cadastre.testsupport.TestNetns;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -97,7 +100,7 @@ class RuntimesTest {
             assertFalse(ns.hasLink("eth0"));
         } finally {
             if (TestNetns.hostHasLink(bridge)) {
-                TestNetns.ip("link", "del", bridge);
+                Ip.run("link", "del", bridge);
             }
         }
     }

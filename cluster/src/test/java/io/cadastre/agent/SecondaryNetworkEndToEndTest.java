@@ -5,11 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.testcri.CriClient;
 import io.cadastre.testcri.CriClient.ExecResult;
 import io.cadastre.testcri.KubeletPods;
 import io.cadastre.testcri.v1.PodSandboxConfig;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.Ip;
+import io.cadastre.testsupport.TestNetns;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -44,10 +47,10 @@ class SecondaryNetworkEndToEndTest {
         String suffix = UUID.randomUUID().toString().substring(0, 8);
         master = "cadl2" + suffix;
         // The kernel here has no dummy links: a veth pair's end is the "uplink" the macvlans sit on.
-        TestNetns.ip("link", "add", master, "type", "veth", "peer", "name", "cadl2p" + suffix);
+        Ip.run("link", "add", master, "type", "veth", "peer", "name", "cadl2p" + suffix);
         try {
-            TestNetns.ip("link", "set", master, "up");
-            TestNetns.ip("link", "set", "cadl2p" + suffix, "up");
+            Ip.run("link", "set", master, "up");
+            Ip.run("link", "set", "cadl2p" + suffix, "up");
             // eth1: macvlan on the L2 subnet 198.19.64.0/24 in host-local's single-range form.
             String secondary = "{\"cniVersion\":\"1.0.0\",\"name\":\"l2net\",\"plugins\":[{\"type\":\"macvlan\",\"master\":\""
                     + master + "\",\"mode\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\"%SOCKET%\","
@@ -55,7 +58,7 @@ class SecondaryNetworkEndToEndTest {
                     + "\"routes\":[{\"dst\":\"198.19.0.0/16\"}]}}]}";
             node = CriNode.start(NODE, POOLS, 2, Map.of("20-l2.conflist", secondary));
         } catch (Exception | AssertionError e) {
-            TestNetns.ip("link", "del", master);
+            Ip.run("link", "del", master);
             throw e;
         }
     }
@@ -68,7 +71,7 @@ class SecondaryNetworkEndToEndTest {
             }
         } finally {
             if (TestNetns.hostHasLink(master)) {
-                TestNetns.ip("link", "del", master);
+                Ip.run("link", "del", master);
             }
         }
     }

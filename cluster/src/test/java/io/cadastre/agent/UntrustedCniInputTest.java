@@ -5,10 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.cadastre.agent.CniExec.Result;
 import io.cadastre.agent.CtlAgent.Pod;
 import io.cadastre.agent.CtlOutput.Run;
 import io.cadastre.dataplane.HostInterfaceName;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.Ip;
+import io.cadastre.testsupport.TestNetns;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
@@ -51,7 +54,7 @@ class UntrustedCniInputTest {
         String hostIf = HostInterfaceName.of(agent.network, pod.container(), "eth0");
         return String.join("\n", "node: " + node.out(), "blocks: " + blocks.out(),
                 "pod: " + NetnsState.of(pod.ns().name),
-                "host link: " + TestNetns.ip("-j", "link", "show", "dev", hostIf));
+                "host link: " + Ip.run("-j", "link", "show", "dev", hostIf));
     }
 
     private static Map<String, String> env(String command, Pod pod, String netns) {

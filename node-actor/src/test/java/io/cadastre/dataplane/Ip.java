@@ -1,41 +1,37 @@
 package io.cadastre.dataplane;
 
+import io.cadastre.testsupport.Command;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 
 /**
  * Runs iproute2 for the tests: setting up namespaces and looking at what the dataplane did from
  * the outside. Tests only; product code never starts a process.
  */
 final class Ip {
-    record Result(int exit, String out, String err) {}
-
     private Ip() {}
 
     /** Runs {@code ip args...} and returns its exit code and output, failing only if it cannot start. */
-    static Result tryRun(String... args) {
+    static Command.Result tryRun(String... args) {
         List<String> command = new ArrayList<>();
         command.add("ip");
         command.addAll(Arrays.asList(args));
         return tryRunCommand(command.toArray(String[]::new));
     }
 
-    /** Runs any command (e.g. {@code bridge}, {@code ip netns exec ...}), failing only if it cannot start. */
-    static Result tryRunCommand(String... command) {
+    /**
+     * Runs any command (e.g. {@code bridge}, {@code ip netns exec ...}) to its end (test-support's
+     * {@link Command}: 30 s at most), failing only if it cannot start or outlives that.
+     */
+    static Command.Result tryRunCommand(String... command) {
         try {
-            Process p = new ProcessBuilder(command).start();
-            p.getOutputStream().close();
-            CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(p.getErrorStream()));
-            String out = read(p.getInputStream());
-            return new Result(p.waitFor(), out, err.join());
+            return Command.run(List.of(command));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {
@@ -46,7 +42,7 @@ final class Ip {
 
     /** Runs {@code ip args...}, failing the test unless it exits 0. @return its standard output */
     static String run(String... args) {
-        Result r = tryRun(args);
+        Command.Result r = tryRun(args);
         if (r.exit() != 0) {
             throw new AssertionError("ip " + String.join(" ", args) + " exited " + r.exit() + ": " + r.err());
         }
@@ -55,7 +51,7 @@ final class Ip {
 
     /** Runs any command, failing the test unless it exits 0. @return its standard output */
     static String runCommand(String... command) {
-        Result r = tryRunCommand(command);
+        Command.Result r = tryRunCommand(command);
         if (r.exit() != 0) {
             throw new AssertionError(String.join(" ", command) + " exited " + r.exit() + ": " + r.err());
         }
@@ -121,13 +117,5 @@ final class Ip {
                     + (r.containsKey("scope") ? " scope " + r.get("scope") : ""));
         }
         return out;
-    }
-
-    private static String read(java.io.InputStream in) {
-        try (in) {
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 }

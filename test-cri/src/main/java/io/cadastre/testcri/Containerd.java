@@ -2,6 +2,7 @@ package io.cadastre.testcri;
 
 import io.cadastre.testcri.v1.PodSandbox;
 import io.cadastre.testcri.v1.RuntimeCondition;
+import io.cadastre.testsupport.LogFile;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -280,12 +281,7 @@ public final class Containerd implements AutoCloseable {
 
     /** @return the last 40 lines of containerd's log */
     public String tail() {
-        try {
-            List<String> lines = Files.readAllLines(log());
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-        } catch (IOException e) {
-            return "(no log: " + e + ")";
-        }
+        return LogFile.tail(log());
     }
 
     /**

@@ -9,6 +9,7 @@ import io.cadastre.bench.report.Goal;
 import io.cadastre.bench.report.Plot;
 import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
+import io.cadastre.testsupport.CniExec;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -211,7 +212,7 @@ public final class AgentCostScenario implements Scenario {
             throws IOException, InterruptedException {
         for (int i = 0; i < count; i++) {
             for (String command : List.of("ADD", "DEL")) {
-                PluginExec.Run run = PluginExec.run(context.plugin(), command, prefix + i, "/var/run/netns/none",
+                CniExec.Result run = CniExec.run(context.plugin(), command, prefix + i, "/var/run/netns/none",
                         context.referencePlugins(), netconf, null);
                 if (run.exit() != 0) {
                     throw new IOException(command + " failed: " + run.stdout());

@@ -7,6 +7,8 @@ import io.cadastre.bench.report.Distribution;
 import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.PodNamespaces;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -59,7 +61,7 @@ public final class BurstScenario implements Scenario {
         long agentHighWater;
         ExecutorService runtime = Executors.newFixedThreadPool(PODS);
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
-                Netns pods = new Netns("cadburst" + tag + "-")) {
+                PodNamespaces pods = new PodNamespaces("cadburst" + tag + "-")) {
             agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             List<Subject> subjects = List.of(
                     Subject.cadastre(context.plugin(), agent.socket()),
@@ -92,7 +94,7 @@ public final class BurstScenario implements Scenario {
                         PluginExecScenario.checkWired(s, add.runs().get(i), netns.get(i));
                     }
                     Burst del = burst(runtime, s, "DEL", containers, netns, context, null);
-                    for (PluginExec.Run r : del.runs()) {
+                    for (CniExec.Result r : del.runs()) {
                         if (r.exit() != 0) {
                             throw new IOException(s.name() + " DEL failed: " + r.stdout());
                         }
@@ -144,28 +146,28 @@ public final class BurstScenario implements Scenario {
     }
 
     /** What a burst gave: every pod's run, in pod order, and the time until the last exited (ns). */
-    private record Burst(List<PluginExec.Run> runs, long allNanos) {}
+    private record Burst(List<CniExec.Result> runs, long allNanos) {}
 
     private static Burst burst(ExecutorService runtime, Subject s, String command, List<String> containers,
             List<String> netns, BenchContext context, ProcessMemory memory) throws Exception {
         CountDownLatch ready = new CountDownLatch(containers.size());
         CountDownLatch go = new CountDownLatch(1);
-        List<Future<PluginExec.Run>> runs = new ArrayList<>();
+        List<Future<CniExec.Result>> runs = new ArrayList<>();
         for (int i = 0; i < containers.size(); i++) {
             String container = containers.get(i);
-            String path = Netns.path(netns.get(i));
+            String path = PodNamespaces.path(netns.get(i));
             runs.add(runtime.submit(() -> {
                 ready.countDown();
                 go.await();
-                return PluginExec.run(s.plugin(), command, container, path, context.referencePlugins(), s.netconf(),
+                return CniExec.run(s.plugin(), command, container, path, context.referencePlugins(), s.netconf(),
                         memory == null ? null : memory::add);
             }));
         }
         ready.await();
         long t0 = System.nanoTime();
         go.countDown();
-        List<PluginExec.Run> done = new ArrayList<>();
-        for (Future<PluginExec.Run> f : runs) {
+        List<CniExec.Result> done = new ArrayList<>();
+        for (Future<CniExec.Result> f : runs) {
             done.add(f.get());
         }
         return new Burst(done, System.nanoTime() - t0);

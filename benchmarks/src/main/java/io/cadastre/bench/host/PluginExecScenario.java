@@ -7,6 +7,9 @@ import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.Goal;
 import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Ip;
+import io.cadastre.testsupport.PodNamespaces;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -55,7 +58,7 @@ public final class PluginExecScenario implements Scenario {
         SideBySide results = new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
         SideBySide dualStack = new SideBySide(DUAL_STACK, Set.of(DUAL_STACK_PEER));
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
-                Netns pods = new Netns("cadbench" + tag + "-")) {
+                PodNamespaces pods = new PodNamespaces("cadbench" + tag + "-")) {
             agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             List<Subject> subjects = List.of(
                     Subject.cadastre(context.plugin(), agent.socket()),
@@ -72,10 +75,10 @@ public final class PluginExecScenario implements Scenario {
                 for (Subject s : order) {
                     String netns = pods.create(pod);
                     String container = "bench-" + tag + "-" + pod++;
-                    PluginExec.Run add = PluginExec.run(s.plugin(), "ADD", container, Netns.path(netns),
+                    CniExec.Result add = CniExec.run(s.plugin(), "ADD", container, PodNamespaces.path(netns),
                             context.referencePlugins(), s.netconf(), null);
                     checkWired(s, add, netns);
-                    PluginExec.Run del = PluginExec.run(s.plugin(), "DEL", container, Netns.path(netns),
+                    CniExec.Result del = CniExec.run(s.plugin(), "DEL", container, PodNamespaces.path(netns),
                             context.referencePlugins(), s.netconf(), null);
                     if (del.exit() != 0) {
                         throw new IOException(s.name() + " DEL failed: " + del.stdout());
@@ -133,11 +136,11 @@ public final class PluginExecScenario implements Scenario {
     }
 
     /** Exit 0, and the result's first address present on the pod's eth0. */
-    static void checkWired(Subject s, PluginExec.Run add, String netns) throws IOException, InterruptedException {
+    static void checkWired(Subject s, CniExec.Result add, String netns) throws IOException, InterruptedException {
         if (add.exit() != 0 || add.addresses().isEmpty()) {
             throw new IOException(s.name() + " ADD failed (exit " + add.exit() + "): " + add.stdout());
         }
-        String onEth0 = Netns.addresses(netns, "eth0");
+        String onEth0 = PodNamespaces.addresses(netns, "eth0");
         if (!onEth0.contains(" " + add.addresses().get(0) + "/")) {
             throw new IOException(s.name() + " ADD answered " + add.addresses() + " but eth0 has: " + onEth0);
         }
@@ -146,10 +149,10 @@ public final class PluginExecScenario implements Scenario {
     /** Removes the reference bridge plugin's bridge, which its DEL leaves behind by design. */
     static void removeLink(String name) throws IOException, InterruptedException {
         try {
-            Netns.ip("link", "show", "dev", name);
+            Ip.run("link", "show", "dev", name);
         } catch (IOException absent) {
             return;
         }
-        Netns.ip("link", "del", "dev", name);
+        Ip.run("link", "del", "dev", name);
     }
 }

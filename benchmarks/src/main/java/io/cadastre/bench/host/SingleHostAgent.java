@@ -1,6 +1,9 @@
 package io.cadastre.bench.host;
 
 import io.cadastre.agent.AgentJvm;
+import io.cadastre.testsupport.AgentExec;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.LogFile;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -8,7 +11,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A cadastre-agent on this host as the quick start runs it: the real main in its own JVM, the
@@ -86,19 +88,17 @@ public final class SingleHostAgent implements AutoCloseable {
                 # The machine's own namespace: the agent must not route (forwarding, routes, devices).
                 cadastre.routing.mode = none
                 """.formatted(IPV4_POOL, IPV6_POOL, dir.resolve("data"), dir.resolve("cni.sock"), freePort()));
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        command.addAll(JVM_FLAGS);
+        List<String> flags = new ArrayList<>(JVM_FLAGS);
         if (cdsArchive != null) {
             // -Xshare:auto: a class path with directories (a test's) cannot be archived; the agent runs without.
-            command.add((Files.exists(cdsArchive) ? "-XX:SharedArchiveFile=" : "-XX:ArchiveClassesAtExit=") + cdsArchive);
+            flags.add((Files.exists(cdsArchive) ? "-XX:SharedArchiveFile=" : "-XX:ArchiveClassesAtExit=") + cdsArchive);
         }
         // Experiments with other flags or settings (-Dpekko..., -Xmx...), after the defaults so that they win.
         String extra = System.getProperty("cadastre.bench.agent-flags", "").strip();
         if (!extra.isEmpty()) {
-            command.addAll(List.of(extra.split("\\s+")));
+            flags.addAll(List.of(extra.split("\\s+")));
         }
-        command.addAll(List.of("-Dlogback.configurationFile=logback-text.xml",
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "--config", conf.toString()));
+        List<String> command = AgentExec.command(flags, "--config", conf.toString());
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("agent.log").toFile()));
         builder.environment().put("CADASTRE_PERSISTENCE", "embedded");
@@ -118,7 +118,7 @@ public final class SingleHostAgent implements AutoCloseable {
                 "agentSocket":"%s","pools":["%s"]}}""".formatted(socket(), IPV4_POOL);
         for (int i = 0; i < cycles; i++) {
             for (String command : List.of("ADD", "DEL")) {
-                PluginExec.Run run = PluginExec.run(plugin, command, "warm-up-" + i, "/var/run/netns/none",
+                CniExec.Result run = CniExec.run(plugin, command, "warm-up-" + i, "/var/run/netns/none",
                         Path.of("/usr/lib/cni"), netconf, null);
                 if (run.exit() != 0) {
                     throw new IOException("warm-up " + command + " failed: " + run.stdout());
@@ -152,9 +152,8 @@ public final class SingleHostAgent implements AutoCloseable {
     }
 
     /** @return the last lines of its log, for a failure message */
-    public String tail() throws IOException {
-        List<String> lines = Files.readAllLines(dir.resolve("agent.log"));
-        return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
+    public String tail() {
+        return LogFile.tail(dir.resolve("agent.log"));
     }
 
     private static int freePort() throws IOException {
@@ -167,10 +166,7 @@ public final class SingleHostAgent implements AutoCloseable {
     @Override
     public void close() throws InterruptedException {
         if (process.isAlive()) {
-            process.destroy();
-            if (!process.waitFor(30, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
+            AgentExec.terminate(process, Duration.ofSeconds(30));
         }
     }
 }

@@ -9,8 +9,8 @@ import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.Goal;
 import io.cadastre.bench.report.Plot;
 import io.cadastre.bench.report.ScenarioReport;
-import io.cadastre.chaos.Cni;
-import io.cadastre.chaos.Member;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Member;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -142,12 +142,12 @@ public final class PodNetworkScenario implements Scenario {
             }
             // Deleted only now: a pod deleted at once would leave its /32 block free for the next ADD.
             for (Pod p : claimed) {
-                Cni.run("DEL", p.containerId(), "/var/run/netns/" + p.netns(), Cni.full(p.member()));
+                CniExec.run("DEL", p.containerId(), "/var/run/netns/" + p.netns(), CniExec.full(p.member()));
             }
             String entries = entries(h1.host.netns());
             notes.add("mode " + mode + ": h1 holds " + entries + "; h1 reaches the pod on h2 by " + via);
             for (Pod p : List.of(a, b)) {
-                Cni.run("DEL", p.containerId(), "/var/run/netns/" + p.netns(), Cni.full(p.member()));
+                CniExec.run("DEL", p.containerId(), "/var/run/netns/" + p.netns(), CniExec.full(p.member()));
             }
             return new Block(mode, hostGbps, podGbps, hostRtt, podRtt, convergence, entries);
         } finally {
@@ -165,11 +165,11 @@ public final class PodNetworkScenario implements Scenario {
     private static Pod add(Member m, String netns, String pool, List<String> namespaces) throws Exception {
         run("ip", "netns", "add", netns);
         namespaces.add(netns);
-        String conf = Cni.full(m);
+        String conf = CniExec.full(m);
         if (pool != null) {
             conf = conf.substring(0, conf.length() - 1) + ",\"runtimeConfig\":{\"pools\":[\"" + pool + "\"]}}";
         }
-        Cni.Result r = Cni.run("ADD", netns, "/var/run/netns/" + netns, conf);
+        CniExec.Result r = CniExec.run("ADD", netns, "/var/run/netns/" + netns, conf);
         if (r.exit() != 0) {
             throw new IllegalStateException("ADD of " + netns + " on " + m.name() + ": " + r);
         }
@@ -243,7 +243,7 @@ public final class PodNetworkScenario implements Scenario {
                 if (!client.waitFor(seconds + 30, TimeUnit.SECONDS) || client.exitValue() != 0) {
                     throw new IllegalStateException("iperf3 to " + address + ": " + json);
                 }
-                JsonNode result = Cni.JSON.readTree(json);
+                JsonNode result = CniExec.JSON.readTree(json);
                 return result.path("end").path("sum_received").path("bits_per_second").asDouble() / 1e9;
             } finally {
                 server.destroy();

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cadastre.bench.BenchContext;
 import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.ScenarioReport;
+import io.cadastre.testsupport.Ip;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -36,6 +37,6 @@ class PluginExecScenarioTest {
         }
         assertEquals(6, report.comparisons().size(), "ADD and DEL against two IPv4 peers and the dual-stack one");
         assertEquals(2, report.goals().size(), "dual-stack ADD and DEL");
-        assertFalse(Netns.ip("netns", "list").contains("cadbench"), "a pod namespace was left behind");
+        assertFalse(Ip.run("netns", "list").contains("cadbench"), "a pod namespace was left behind");
     }
 }

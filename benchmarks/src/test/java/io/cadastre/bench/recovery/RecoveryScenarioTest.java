@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.cadastre.bench.BenchContext;
 import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.ScenarioReport;
-import io.cadastre.chaos.Topology;
+import io.cadastre.testsupport.Topology;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;

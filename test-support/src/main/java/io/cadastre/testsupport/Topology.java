@@ -1,10 +1,8 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -388,8 +386,8 @@ public final class Topology implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot run " + command, e);
         }
-        CompletableFuture<String> stdout = readAll(process.getInputStream());
-        CompletableFuture<String> stderr = readAll(process.getErrorStream());
+        CompletableFuture<String> stdout = Streams.readAll(process.getInputStream(), "topology-output");
+        CompletableFuture<String> stderr = Streams.readAll(process.getErrorStream(), "topology-output");
         try {
             if (!process.waitFor(SCRIPT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.destroyForcibly();
@@ -403,19 +401,5 @@ public final class Topology implements AutoCloseable {
         } catch (ExecutionException | TimeoutException e) {
             throw new IllegalStateException("cannot read the output of " + command, e);
         }
-    }
-
-    private static CompletableFuture<String> readAll(InputStream in) {
-        CompletableFuture<String> result = new CompletableFuture<>();
-        Thread reader = new Thread(() -> {
-            try (in) {
-                result.complete(new String(in.readAllBytes(), StandardCharsets.UTF_8));
-            } catch (IOException e) {
-                result.completeExceptionally(e);
-            }
-        }, "topology-output");
-        reader.setDaemon(true);
-        reader.start();
-        return result;
     }
 }

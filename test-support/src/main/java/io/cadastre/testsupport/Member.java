@@ -1,19 +1,22 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
-import io.cadastre.agent.TestPki;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.time.LocalTime;
+import java.time.format.DateTimeParseException;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 
 /**
- * One cadastre-agent, the real main on this module's class path, running inside a host namespace
- * of the topology as a cluster member on Cassandra. Its node name is the host's name; it joins
- * through the seed nodes given. Members authenticate each other with mutual TLS, as by default in
+ * One cadastre-agent, the real main on the caller's class path ({@link AgentExec}), running
+ * inside a host namespace of the topology as a cluster member on Cassandra. Its node name is the
+ * host's name; it joins through the seed nodes given. Members authenticate each other with mutual TLS, as by default in
  * production: each has a certificate from the run's CA ({@link TestPki#member}: CN
  * {@code cadastre-<host>}, the cluster's shared DNS name, its address), written with its key and
  * the CA into {@code <dir>/tls}, mode 0600. Killed (SIGKILL), paused (SIGSTOP/SIGCONT), stopped
@@ -31,7 +34,7 @@ public final class Member implements AutoCloseable {
     private volatile boolean insecurePlaintext;
     private final String extraConfig;
     /** More environment for the next starts, e.g. {@code CADASTRE_ROUTING_MODE}. */
-    private final java.util.Map<String, String> environment = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<String, String> environment = new ConcurrentHashMap<>();
     private volatile Process process;
 
     /**
@@ -117,9 +120,9 @@ public final class Member implements AutoCloseable {
     }
 
     /** @return the exit code of the last process, if it has exited */
-    public java.util.OptionalInt exitValue() {
+    public OptionalInt exitValue() {
         Process p = process;
-        return p == null || p.isAlive() ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(p.exitValue());
+        return p == null || p.isAlive() ? OptionalInt.empty() : OptionalInt.of(p.exitValue());
     }
 
     public boolean alive() {
@@ -136,24 +139,9 @@ public final class Member implements AutoCloseable {
                 + "cadastre.node-name = \"" + host.name() + "\"\n"
                 + "cadastre.cni-socket = \"" + socket() + "\"\n"
                 + "cadastre.data-dir = \"" + dataDir() + "\"\n");
-        List<String> command = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dlogback.configurationFile=logback-text.xml",
-                "-cp", System.getProperty("java.class.path"),
-                "io.cadastre.agent.AgentMain", "--config", conf.toString()));
-        Process started = startIn(command);
+        Process started = startIn(AgentExec.command("--config", conf.toString()));
         process = started;
-        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-        while (!Files.exists(socket())) {
-            if (!started.isAlive()) {
-                throw new IllegalStateException(name() + " exited with " + started.exitValue() + ":\n" + tail());
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(name() + " did not open its socket in 120 s:\n" + tail());
-            }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
-        }
+        AgentExec.awaitSocket(started, socket(), Duration.ofSeconds(120), name(), log());
         return this;
     }
 
@@ -163,17 +151,17 @@ public final class Member implements AutoCloseable {
      *
      * @throws IllegalStateException when a member does not start (the others may be running)
      */
-    public static void startTogether(List<Member> members, java.util.concurrent.Executor executor) throws IOException {
+    public static void startTogether(List<Member> members, Executor executor) throws IOException {
         members.get(0).start();
-        List<java.util.concurrent.CompletableFuture<Void>> rest = members.subList(1, members.size()).stream()
-                .map(m -> java.util.concurrent.CompletableFuture.runAsync(() -> {
+        List<CompletableFuture<Void>> rest = members.subList(1, members.size()).stream()
+                .map(m -> CompletableFuture.runAsync(() -> {
                     try {
                         m.start();
                     } catch (IOException e) {
                         throw new IllegalStateException(e);
                     }
                 }, executor)).toList();
-        rest.forEach(java.util.concurrent.CompletableFuture::join);
+        rest.forEach(CompletableFuture::join);
     }
 
     private Process startIn(List<String> command) {
@@ -197,18 +185,16 @@ public final class Member implements AutoCloseable {
 
     /** SIGKILL: a crash, no shutdown hook runs. */
     public void kill() throws InterruptedException {
-        Process p = process;
-        p.destroyForcibly();
-        p.waitFor(30, TimeUnit.SECONDS);
+        AgentExec.kill(process);
     }
 
     /** @return the log's lines stamped at or after {@code from} (this machine's local time, HH:mm:ss.SSS), for diagnostics */
-    public List<String> logLines(java.time.LocalTime from) {
+    public List<String> logLines(LocalTime from) {
         try {
             return Files.readAllLines(log()).stream().filter(l -> {
                 try {
-                    return l.length() >= 12 && !java.time.LocalTime.parse(l.substring(0, 12)).isBefore(from);
-                } catch (java.time.format.DateTimeParseException e) {
+                    return l.length() >= 12 && !LocalTime.parse(l.substring(0, 12)).isBefore(from);
+                } catch (DateTimeParseException e) {
                     return false;
                 }
             }).toList();
@@ -217,23 +203,16 @@ public final class Member implements AutoCloseable {
         }
     }
 
+    /** @return the last 40 lines of the member's log */
     public String tail() {
-        try {
-            List<String> lines = Files.readAllLines(log());
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-        } catch (IOException e) {
-            return "(no log: " + e + ")";
-        }
+        return LogFile.tail(log());
     }
 
     @Override
     public void close() throws InterruptedException {
         Process p = process;
         if (p != null && p.isAlive()) {
-            p.destroy();
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
+            AgentExec.terminate(p, Duration.ofSeconds(30));
         }
     }
 }

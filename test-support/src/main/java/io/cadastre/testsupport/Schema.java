@@ -1,9 +1,9 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /** Creates Cadastre's keyspaces and tables ahead, as production does: {@code cadastre-agent schema --execute}. */
@@ -27,24 +27,23 @@ public final class Schema {
      * @param timeoutSeconds the command's own timeout per statement; the process gets twice as long
      */
     public static Result execute(Topology topology, Map<String, String> environment, int timeoutSeconds) throws Exception {
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain", "schema", "--execute",
-                "--timeout-seconds", Integer.toString(timeoutSeconds)));
+        List<String> command = AgentExec.command("schema", "--execute", "--timeout-seconds",
+                Integer.toString(timeoutSeconds));
         Process p = topology.exec(topology.host(1), command, pb -> {
             pb.environment().putAll(environment);
             pb.redirectErrorStream(true);
         });
-        var output = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-            try {
-                return new String(p.getInputStream().readAllBytes());
-            } catch (java.io.IOException e) {
-                return "(output unreadable: " + e + ")";
-            }
-        });
+        CompletableFuture<String> output = Streams.readAll(p.getInputStream(), "schema-output");
         if (!p.waitFor(2L * timeoutSeconds + 60, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
+            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             throw new IllegalStateException("cadastre-agent schema did not exit");
         }
-        return new Result(p.exitValue(), output.get(30, TimeUnit.SECONDS));
+        String out;
+        try {
+            out = output.get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            out = "(output unreadable: " + e.getCause() + ")";
+        }
+        return new Result(p.exitValue(), out);
     }
 }

@@ -1,5 +1,6 @@
-package io.cadastre.agent;
+package io.cadastre.testsupport;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
@@ -227,7 +228,7 @@ public final class TestPki {
     }
 
     private static Path writeStore(KeyStore store, Path file, char[] password) throws IOException, GeneralSecurityException {
-        var bytes = new java.io.ByteArrayOutputStream();
+        var bytes = new ByteArrayOutputStream();
         store.store(bytes, password);
         writePrivate(file, bytes.toByteArray());
         return file;

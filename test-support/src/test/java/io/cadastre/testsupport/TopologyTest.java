@@ -1,4 +1,4 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.cadastre.chaos.Topology.Host;
-import io.cadastre.chaos.Topology.Member;
+import io.cadastre.testsupport.Topology.Host;
+import io.cadastre.testsupport.Topology.Member;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

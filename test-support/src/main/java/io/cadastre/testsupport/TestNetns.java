@@ -1,8 +1,7 @@
-package io.cadastre.agent;
+package io.cadastre.testsupport;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -14,28 +13,29 @@ import java.util.concurrent.TimeUnit;
  * A test may remove it early with {@link #close()} (a namespace vanishing under a pod); closing
  * again does nothing.
  */
-final class TestNetns implements AutoCloseable {
-    final String name;
+public final class TestNetns implements AutoCloseable {
+    /** The namespace's name ({@code cadtest-} and 8 hex digits). */
+    public final String name;
     private boolean deleted;
 
     private TestNetns(String name) {
         this.name = name;
     }
 
-    static TestNetns create() throws IOException, InterruptedException {
+    public static TestNetns create() throws IOException, InterruptedException {
         TestNetns ns = new TestNetns("cadtest-" + UUID.randomUUID().toString().substring(0, 8));
-        ip("netns", "add", ns.name);
+        Ip.run("netns", "add", ns.name);
         return ns;
     }
 
-    String path() {
+    public String path() {
         return "/var/run/netns/" + name;
     }
 
     /** @return the addresses on {@code ifname} in CIDR notation (link-local IPv6 excluded) */
-    List<String> addresses(String ifname) throws IOException, InterruptedException {
+    public List<String> addresses(String ifname) throws IOException, InterruptedException {
         List<String> addresses = new ArrayList<>();
-        JsonNode links = CniExec.JSON.readTree(ip("-n", name, "-j", "addr", "show"));
+        JsonNode links = CniExec.JSON.readTree(Ip.run("-n", name, "-j", "addr", "show"));
         for (JsonNode link : links) {
             if (!link.path("ifname").asText().equals(ifname)) {
                 continue;
@@ -50,12 +50,12 @@ final class TestNetns implements AutoCloseable {
     }
 
     /** @return the MTU of {@code ifname} in the namespace, in bytes */
-    int mtu(String ifname) throws IOException, InterruptedException {
-        return CniExec.JSON.readTree(ip("-n", name, "-j", "link", "show", ifname)).get(0).path("mtu").asInt();
+    public int mtu(String ifname) throws IOException, InterruptedException {
+        return CniExec.JSON.readTree(Ip.run("-n", name, "-j", "link", "show", ifname)).get(0).path("mtu").asInt();
     }
 
-    boolean hasLink(String ifname) throws IOException, InterruptedException {
-        for (JsonNode link : CniExec.JSON.readTree(ip("-n", name, "-j", "link", "show"))) {
+    public boolean hasLink(String ifname) throws IOException, InterruptedException {
+        for (JsonNode link : CniExec.JSON.readTree(Ip.run("-n", name, "-j", "link", "show"))) {
             if (link.path("ifname").asText().equals(ifname)) {
                 return true;
             }
@@ -64,16 +64,16 @@ final class TestNetns implements AutoCloseable {
     }
 
     /** @return "dst via gw" lines of the family's main routing table in the namespace */
-    List<String> routes(int family) throws IOException, InterruptedException {
+    public List<String> routes(int family) throws IOException, InterruptedException {
         List<String> routes = new ArrayList<>();
-        for (JsonNode r : CniExec.JSON.readTree(ip("-n", name, "-" + family, "-j", "route", "show"))) {
+        for (JsonNode r : CniExec.JSON.readTree(Ip.run("-n", name, "-" + family, "-j", "route", "show"))) {
             routes.add(r.path("dst").asText() + (r.has("gateway") ? " via " + r.path("gateway").asText() : ""));
         }
         return routes;
     }
 
-    static boolean hostHasLink(String ifname) throws IOException, InterruptedException {
-        for (JsonNode link : CniExec.JSON.readTree(ip("-j", "link", "show"))) {
+    public static boolean hostHasLink(String ifname) throws IOException, InterruptedException {
+        for (JsonNode link : CniExec.JSON.readTree(Ip.run("-j", "link", "show"))) {
             if (link.path("ifname").asText().equals(ifname)) {
                 return true;
             }
@@ -88,8 +88,8 @@ final class TestNetns implements AutoCloseable {
      *
      * @throws AssertionError when the host end is up, or either end is still there at the deadline
      */
-    static void awaitPairGone(String hostIfname, TestNetns pod, String podIfname) throws IOException, InterruptedException {
-        for (JsonNode link : CniExec.JSON.readTree(ip("-j", "link", "show"))) {
+    public static void awaitPairGone(String hostIfname, TestNetns pod, String podIfname) throws IOException, InterruptedException {
+        for (JsonNode link : CniExec.JSON.readTree(Ip.run("-j", "link", "show"))) {
             if (link.path("ifname").asText().equals(hostIfname)) {
                 for (JsonNode flag : link.path("flags")) {
                     if (flag.asText().equals("UP")) {
@@ -107,21 +107,10 @@ final class TestNetns implements AutoCloseable {
         }
     }
 
-    static String ip(String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of("ip"));
-        command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", command) + " failed: " + out);
-        }
-        return out;
-    }
-
     @Override
     public void close() throws IOException, InterruptedException {
         if (!deleted) {
-            ip("netns", "del", name);
+            Ip.run("netns", "del", name);
             deleted = true;
         }
     }

@@ -1,10 +1,10 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
-import io.cadastre.agent.TestPki;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
@@ -106,7 +106,7 @@ public final class CassandraNode implements AutoCloseable {
     }
 
     private void run(String... args) throws IOException, InterruptedException {
-        List<String> command = new java.util.ArrayList<>(List.of(script().toString()));
+        List<String> command = new ArrayList<>(List.of(script().toString()));
         command.addAll(List.of(args));
         Process p = topology.exec(topology.db(), command, pb -> {
             pb.environment().putAll(serverEnvironment);

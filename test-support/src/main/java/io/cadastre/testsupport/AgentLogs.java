@@ -1,4 +1,4 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -15,14 +15,16 @@ import java.time.LocalTime;
 import java.time.ZoneId;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * Reads the entity recoveries out of the members' agent logs ({@link Member#log()}, one file per
- * host, appended across restarts) for {@link Failover}. The agents log with logback's
+ * host, appended across restarts), for the chaos tests' failover figures and the benchmarks. The agents log with logback's
  * {@code %d{HH:mm:ss.SSS} %-5level %logger{30} - %msg%n} (logback-text.xml); each time an entity
  * recovers on a member, that member logs
  * <ul>
@@ -42,6 +44,36 @@ import java.util.regex.Pattern;
  * clocks are read at slightly different moments) as just before it, not a day later.
  */
 public final class AgentLogs {
+    /** The sharded entities whose recoveries the agents log. */
+    public enum EntityKind {
+        NODE,
+        BLOCK
+    }
+
+    /**
+     * One sharded entity.
+     *
+     * @param id a NodeEntity's node name (its host's name), or a BlockEntity's CIDR as the agents
+     *     print it ({@code 198.18.0.64/26}, {@code fd00:198:3::1c0/122})
+     */
+    public record Entity(EntityKind kind, String id) {
+        public static Entity node(String name) {
+            return new Entity(EntityKind.NODE, name);
+        }
+
+        public static Entity block(String cidr) {
+            return new Entity(EntityKind.BLOCK, cidr);
+        }
+    }
+
+    /**
+     * An entity recovered (started, journal replayed), as a member logged it.
+     *
+     * @param atNanos when the line was logged, in history time (millisecond precision: the log's)
+     * @param member the member (host name) whose log holds the line: where the entity now lives
+     */
+    public record Recovery(long atNanos, Entity entity, String member) {}
+
     private static final String TIME = "(\\d{2}):(\\d{2}):(\\d{2})\\.(\\d{3})";
     /** Where the time starts: a line's first characters, before level, logger and message. */
     private static final Pattern LINE_TIME = Pattern.compile("^" + TIME + " ");
@@ -55,24 +87,24 @@ public final class AgentLogs {
      *
      * @param message the message's fixed start, to skip most lines before running the pattern
      */
-    private record Shape(Failover.EntityKind kind, String message, Pattern pattern) {
-        Shape(Failover.EntityKind kind, String message, String rest) {
+    private record Shape(EntityKind kind, String message, Pattern pattern) {
+        Shape(EntityKind kind, String message, String rest) {
             this(kind, message, Pattern.compile(BEFORE_MESSAGE + message + rest));
         }
     }
 
     private static final List<Shape> SHAPES = List.of(
-            new Shape(Failover.EntityKind.NODE, "recovered node entity ",
+            new Shape(EntityKind.NODE, "recovered node entity ",
                     "(\\S+): \\d+ attachments, \\d+ affine blocks(, \\d+ borrowed blocks)?\\s*$"),
-            new Shape(Failover.EntityKind.BLOCK, "recovered block ",
+            new Shape(EntityKind.BLOCK, "recovered block ",
                     "([0-9A-Fa-f.:]+/\\d{1,3}): \\d+ allocations, affine to \\S+\\s*$"));
 
     /**
      * @param recoveries every recovery found, per file in the file's order
      * @param problems the files that could not be read, and why
      */
-    record Read(List<Failover.Recovery> recoveries, List<String> problems) {
-        Read {
+    public record Read(List<Recovery> recoveries, List<String> problems) {
+        public Read {
             recoveries = List.copyOf(recoveries);
             problems = List.copyOf(problems);
         }
@@ -82,7 +114,7 @@ public final class AgentLogs {
 
     /**
      * Where each node's NodeEntity lives now: an entity lives on the member that logged its
-     * latest recovery (see {@link Failover}).
+     * latest recovery.
      *
      * @param logs each member's host name and the path of its agent log (all on this machine's clock)
      * @return node name → host name of the member it last recovered on; nodes never recovered are absent
@@ -93,10 +125,10 @@ public final class AgentLogs {
         if (!read.problems().isEmpty()) {
             throw new IOException("cannot read the agents' logs: " + read.problems());
         }
-        Map<String, Failover.Recovery> latest = new java.util.HashMap<>();
-        read.recoveries().stream().filter(r -> r.entity().kind() == Failover.EntityKind.NODE)
+        Map<String, Recovery> latest = new HashMap<>();
+        read.recoveries().stream().filter(r -> r.entity().kind() == EntityKind.NODE)
                 .forEach(r -> latest.merge(r.entity().id(), r, (a, b) -> b.atNanos() >= a.atNanos() ? b : a));
-        Map<String, String> homes = new java.util.TreeMap<>();
+        Map<String, String> homes = new TreeMap<>();
         latest.forEach((node, r) -> homes.put(node, r.member()));
         return homes;
     }
@@ -109,8 +141,8 @@ public final class AgentLogs {
      * @param originEpochMillis the history's origin on the wall clock (ms since the epoch)
      * @param zone the time zone the agents log in
      */
-    static Read read(Map<String, Path> logs, long originEpochMillis, ZoneId zone) {
-        List<Failover.Recovery> recoveries = new ArrayList<>();
+    public static Read read(Map<String, Path> logs, long originEpochMillis, ZoneId zone) {
+        List<Recovery> recoveries = new ArrayList<>();
         List<String> problems = new ArrayList<>();
         logs.forEach((member, file) -> {
             // The decoder replaces bytes that are not UTF-8 (a line cut by SIGKILL, binary noise)
@@ -133,8 +165,8 @@ public final class AgentLogs {
      * @param member the host name whose log it is
      * @param originEpochMillis the history's origin on the wall clock (ms since the epoch)
      */
-    static List<Failover.Recovery> parse(String member, Iterable<String> lines, long originEpochMillis, ZoneId zone) {
-        List<Failover.Recovery> found = new ArrayList<>();
+    public static List<Recovery> parse(String member, Iterable<String> lines, long originEpochMillis, ZoneId zone) {
+        List<Recovery> found = new ArrayList<>();
         long anchor = originEpochMillis;
         for (String line : lines) {
             Shape shape = null;
@@ -163,8 +195,8 @@ public final class AgentLogs {
             }
             anchor = nearest(of, anchor, zone);
             if (recovered != null) {
-                found.add(new Failover.Recovery((anchor - originEpochMillis) * 1_000_000L,
-                        new Failover.Entity(shape.kind(), recovered.group(5)), member));
+                found.add(new Recovery((anchor - originEpochMillis) * 1_000_000L,
+                        new Entity(shape.kind(), recovered.group(5)), member));
             }
         }
         return found;
@@ -174,7 +206,7 @@ public final class AgentLogs {
      * @return the wall-clock time (ms since the epoch) with that time of day, in the zone, that is
      *     nearest {@code anchorEpochMillis}: on the anchor's day, the day before or the day after
      */
-    static long nearest(LocalTime time, long anchorEpochMillis, ZoneId zone) {
+    public static long nearest(LocalTime time, long anchorEpochMillis, ZoneId zone) {
         LocalDate day = Instant.ofEpochMilli(anchorEpochMillis).atZone(zone).toLocalDate();
         long best = 0;
         long bestDistance = Long.MAX_VALUE;

@@ -1,4 +1,4 @@
-package io.cadastre.chaos;
+package io.cadastre.testsupport;
 
 import java.io.IOException;
 import java.io.OutputStream;

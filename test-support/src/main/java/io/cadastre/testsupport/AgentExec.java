@@ -1,0 +1,108 @@
+package io.cadastre.testsupport;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The real cadastre-agent as a child process, started the way both the single-host tests
+ * (cluster's {@code AgentProcess}) and the fabric's {@link Member} start it: the agent's main on
+ * the caller's class path (the same main and class path the launcher uses), a small heap, text
+ * logs; ready when its CNI socket appears. Stopped by PID only.
+ */
+public final class AgentExec {
+    /** The agent's main class, named: this module does not depend on the agent's. */
+    public static final String MAIN = "io.cadastre.agent.AgentMain";
+    /** How often a wait looks again, in ms. */
+    private static final long POLL_MILLIS = 50;
+
+    private AgentExec() {}
+
+    /**
+     * The tests' JVM flags: a small heap, the serial collector and C1 only, so that several agents
+     * start fast side by side on a small machine.
+     */
+    public static final List<String> TEST_FLAGS = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+
+    /**
+     * @param args the agent's arguments, e.g. {@code --config FILE} or {@code schema --execute}
+     * @return {@code java <TEST_FLAGS> -cp <this class path> AgentMain args...} with logback's text
+     *     layout ({@code logback-text.xml}, which {@link AgentLogs} reads)
+     */
+    public static List<String> command(String... args) {
+        return command(TEST_FLAGS, args);
+    }
+
+    /**
+     * As {@link #command(String...)} with other JVM flags, e.g. the agent's defaults that the
+     * launcher uses (the benchmarks measure what users run).
+     */
+    public static List<String> command(List<String> jvmFlags, String... args) {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        command.addAll(jvmFlags);
+        command.addAll(List.of("-Dlogback.configurationFile=logback-text.xml", "-cp", System.getProperty("java.class.path"),
+                MAIN));
+        command.addAll(List.of(args));
+        return command;
+    }
+
+    /**
+     * Waits until {@code socket} exists: the agent opens its CNI socket once it has joined and
+     * defined its pools. A killed agent leaves its socket file behind: delete it before the start.
+     *
+     * @param who the agent's name in the messages
+     * @param log the agent's log, whose tail the messages carry
+     * @throws IllegalStateException when the process exits first, or at the deadline (the process
+     *     keeps running: its owner stops it)
+     */
+    public static void awaitSocket(Process process, Path socket, Duration deadline, String who, Path log) {
+        awaitCondition(process, () -> Files.exists(socket), deadline, who, "open its socket", log);
+    }
+
+    /**
+     * Waits until {@code done} holds, polling every 50 ms.
+     *
+     * @param what what the agent did not do, for the message ("open its socket")
+     * @throws IllegalStateException when the process exits first (with its exit code and log's
+     *     tail), or at the deadline
+     */
+    public static void awaitCondition(Process process, BooleanSupplier done, Duration deadline, String who, String what,
+            Path log) {
+        long end = System.nanoTime() + deadline.toNanos();
+        while (!done.getAsBoolean()) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException(who + " exited with " + process.exitValue() + ":\n" + LogFile.tail(log));
+            }
+            if (System.nanoTime() > end) {
+                throw new IllegalStateException(who + " did not " + what + " in " + deadline.toSeconds() + " s:\n"
+                        + LogFile.tail(log));
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(POLL_MILLIS));
+        }
+    }
+
+    /** SIGKILL, as a crash (no shutdown hook runs), and waits up to 30 s for the process to be gone. */
+    public static void kill(Process process) throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    /**
+     * SIGTERM, and waits for the clean exit; SIGKILL after {@code grace}.
+     *
+     * @return whether it exited within {@code grace}
+     */
+    public static boolean terminate(Process process, Duration grace) throws InterruptedException {
+        process.destroy();
+        if (process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+            return true;
+        }
+        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        return false;
+    }
+}
