@@ -173,8 +173,8 @@ public final class CniExec {
         if (started != null) {
             started.accept(p.pid());
         }
-        CompletableFuture<String> out = Streams.readAll(p.getInputStream(), "cni-exec-stdout");
-        CompletableFuture<String> err = Streams.readAll(p.getErrorStream(), "cni-exec-stderr");
+        CompletableFuture<String> out = Streams.readAll(p.getInputStream());
+        CompletableFuture<String> err = Streams.readAll(p.getErrorStream());
         try (OutputStream in = p.getOutputStream()) {
             in.write(stdin.getBytes(StandardCharsets.UTF_8));
         } catch (IOException closedEarly) {

@@ -38,8 +38,8 @@ public final class Command {
     public static Result run(List<String> command) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(command).start();
         p.getOutputStream().close();
-        CompletableFuture<String> out = Streams.readAll(p.getInputStream(), "command-stdout");
-        CompletableFuture<String> err = Streams.readAll(p.getErrorStream(), "command-stderr");
+        CompletableFuture<String> out = Streams.readAll(p.getInputStream());
+        CompletableFuture<String> err = Streams.readAll(p.getErrorStream());
         if (!p.waitFor(DEADLINE.toMillis(), TimeUnit.MILLISECONDS)) {
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             throw new IOException(String.join(" ", command) + " did not finish in " + DEADLINE.toSeconds() + " s; killed");

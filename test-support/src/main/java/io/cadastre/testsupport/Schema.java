@@ -33,7 +33,7 @@ public final class Schema {
             pb.environment().putAll(environment);
             pb.redirectErrorStream(true);
         });
-        CompletableFuture<String> output = Streams.readAll(p.getInputStream(), "schema-output");
+        CompletableFuture<String> output = Streams.readAll(p.getInputStream());
         if (!p.waitFor(2L * timeoutSeconds + 60, TimeUnit.SECONDS)) {
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             throw new IllegalStateException("cadastre-agent schema did not exit");

@@ -386,8 +386,8 @@ public final class Topology implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot run " + command, e);
         }
-        CompletableFuture<String> stdout = Streams.readAll(process.getInputStream(), "topology-output");
-        CompletableFuture<String> stderr = Streams.readAll(process.getErrorStream(), "topology-output");
+        CompletableFuture<String> stdout = Streams.readAll(process.getInputStream());
+        CompletableFuture<String> stderr = Streams.readAll(process.getErrorStream());
         try {
             if (!process.waitFor(SCRIPT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.destroyForcibly();
