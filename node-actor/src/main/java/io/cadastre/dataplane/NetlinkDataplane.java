@@ -154,7 +154,7 @@ public final class NetlinkDataplane implements Dataplane {
             try {
                 Optional<Link> existing = host.link(attachment.hostIfname());
                 if (existing.isPresent() && isPrepared(existing.get(), prepared)) {
-                    return configureOrRollBack(plan, pod, host, true);
+                    return configureOrRollBack(plan, pod, host, existing.get(), true);
                 }
                 if (existing.isPresent()) {
                     return alreadyWired(plan, existing.get(), pod, host, netns.path());
@@ -168,7 +168,13 @@ public final class NetlinkDataplane implements Dataplane {
             } catch (SyscallException e) {
                 throw fail(e);
             }
-            return configureOrRollBack(plan, pod, host, false);
+            Link created;
+            try {
+                created = host.existingLink(attachment.hostIfname());
+            } catch (SyscallException e) {
+                throw rollBack(e, host, attachment.hostIfname());
+            }
+            return configureOrRollBack(plan, pod, host, created, false);
         }
     }
 
@@ -181,9 +187,10 @@ public final class NetlinkDataplane implements Dataplane {
      * Configures a pair that exists and is not configured yet ({@code prepared}: {@link #prepare}
      * did its part); deletes it when that fails.
      */
-    private WiredPod configureOrRollBack(Plan plan, Rtnetlink pod, Rtnetlink host, boolean prepared) throws DataplaneException {
+    private WiredPod configureOrRollBack(Plan plan, Rtnetlink pod, Rtnetlink host, Link hostLink, boolean prepared)
+            throws DataplaneException {
         try {
-            return configure(plan, pod, host, prepared);
+            return configure(plan, pod, host, hostLink, prepared);
         } catch (SyscallException | RuntimeException e) {
             throw rollBack(e, host, plan.attachment().hostIfname());
         }
@@ -329,9 +336,13 @@ public final class NetlinkDataplane implements Dataplane {
         return differences;
     }
 
-    private WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host, boolean prepared) throws SyscallException {
+    /**
+     * @param hostLink the host end as just read (its MAC is the one it keeps: links going up and
+     *     addresses do not change MACs)
+     */
+    private WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host, Link hostLink, boolean prepared)
+            throws SyscallException {
         PodAttachment a = plan.attachment();
-        Link hostLink = host.existingLink(a.hostIfname());
         if (!prepared) {
             configureHostInterface(a.hostIfname(), plan.v6() != null);
             host.addClsact(hostLink);
@@ -354,8 +365,8 @@ public final class NetlinkDataplane implements Dataplane {
             host.addRoute(hostLink, address.address(), address.prefixLength(), null);
         }
         List<PodRoute> routes = plan.podRoutes().stream().map(RouteSpec::toPodRoute).toList();
-        return new WiredPod(a.hostIfname(), host.existingLink(a.hostIfname()).mac(), a.podIfname(),
-                pod.existingLink(a.podIfname()).mac(), a.netnsPath(), a.addresses(), routes);
+        return new WiredPod(a.hostIfname(), hostLink.mac(), a.podIfname(), podLink.mac(), a.netnsPath(), a.addresses(),
+                routes);
     }
 
     private static void podLoopbackUp(Rtnetlink pod) throws SyscallException {
