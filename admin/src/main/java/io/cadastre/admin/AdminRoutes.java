@@ -77,12 +77,16 @@ import org.slf4j.LoggerFactory;
  */
 final class AdminRoutes {
     private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
-    private static final ContentType YAML = MediaTypes.applicationWithOpenCharset("yaml", "yaml").toContentType(HttpCharsets.UTF_8);
-    private static final ContentType PROMETHEUS_TEXT = ContentTypes.parse(MetricsEndpoint.CONTENT_TYPE);
+    private static final ContentType YAML =
+            MediaTypes.applicationWithOpenCharset("yaml", "yaml").toContentType(HttpCharsets.UTF_8);
+    private static final ContentType PROMETHEUS_TEXT =
+            ContentTypes.parse(MetricsEndpoint.CONTENT_TYPE);
+
     /** The interface name a release by handle means when it names none, as for the CLI and CNI. */
     static final String DEFAULT_IFNAME = "eth0";
 
-    private final ObjectMapper json = JsonMapper.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+    private final ObjectMapper json =
+            JsonMapper.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
     private final Inventory inventory;
     private final ConsistencyCheck check;
     private final PoolAdmin poolAdmin;
@@ -102,8 +106,14 @@ final class AdminRoutes {
      * @param metricsEndpoint what {@code /metrics} answers
      * @param metrics where GC counts the attachments it released
      */
-    AdminRoutes(Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness, String token,
-            MetricsEndpoint metricsEndpoint, CadastreMetrics metrics, HostRoutes hostRoutes) {
+    AdminRoutes(
+            Inventory inventory,
+            Ipam ipam,
+            Supplier<Optional<String>> unreadiness,
+            String token,
+            MetricsEndpoint metricsEndpoint,
+            CadastreMetrics metrics,
+            HostRoutes hostRoutes) {
         this.inventory = inventory;
         this.hostRoutes = hostRoutes;
         this.check = new ConsistencyCheck(inventory, hostRoutes);
@@ -130,35 +140,179 @@ final class AdminRoutes {
     }
 
     Route route() {
-        return handleExceptions(exceptions(), () -> handleRejections(rejections(), () -> concat(
-                path("healthz", () -> get(() -> complete(response(200, new AdminViews.Status("ok", null))))),
-                path("readyz", () -> get(() -> complete(readiness()))),
-                path("openapi.yaml", () -> get(() -> complete(HttpResponse.create().withEntity(YAML, openApi)))),
-                path("metrics", () -> get(() -> completeWithFuture(metricsEndpoint.scrape()
-                        .thenApply(text -> HttpResponse.create().withEntity(PROMETHEUS_TEXT, text))))),
-                pathPrefix("v1", () -> authorized(this::v1)))));
+        return handleExceptions(
+                exceptions(),
+                () ->
+                        handleRejections(
+                                rejections(),
+                                () ->
+                                        concat(
+                                                path(
+                                                        "healthz",
+                                                        () ->
+                                                                get(
+                                                                        () ->
+                                                                                complete(
+                                                                                        response(
+                                                                                                200,
+                                                                                                new AdminViews
+                                                                                                        .Status(
+                                                                                                        "ok",
+                                                                                                        null))))),
+                                                path(
+                                                        "readyz",
+                                                        () -> get(() -> complete(readiness()))),
+                                                path(
+                                                        "openapi.yaml",
+                                                        () ->
+                                                                get(
+                                                                        () ->
+                                                                                complete(
+                                                                                        HttpResponse
+                                                                                                .create()
+                                                                                                .withEntity(
+                                                                                                        YAML,
+                                                                                                        openApi)))),
+                                                path(
+                                                        "metrics",
+                                                        () ->
+                                                                get(
+                                                                        () ->
+                                                                                completeWithFuture(
+                                                                                        metricsEndpoint
+                                                                                                .scrape()
+                                                                                                .thenApply(
+                                                                                                        text ->
+                                                                                                                HttpResponse
+                                                                                                                        .create()
+                                                                                                                        .withEntity(
+                                                                                                                                PROMETHEUS_TEXT,
+                                                                                                                                text))))),
+                                                pathPrefix("v1", () -> authorized(this::v1)))));
     }
 
     private Route v1() {
         return concat(
-                pathPrefix("pools", () -> concat(
-                        pathEnd(() -> concat(
-                                get(() -> answer(inventory.pools())),
-                                post(() -> jsonBody(this::createPool)))),
-                        pathPrefix(segment(), name -> concat(
-                                pathEnd(() -> delete(() -> answer(poolAdmin.delete(name)))),
-                                path("disable", () -> post(() -> answer(poolAdmin.setDisabled(name, true)))),
-                                path("enable", () -> post(() -> answer(poolAdmin.setDisabled(name, false)))))))),
-                path("blocks", () -> get(() -> parameterOptional("pool", pool -> parameterOptional("node", node ->
-                        answer(Inventory.guard(() -> inventory.blocks(nonEmpty("pool", pool), nonEmpty("node", node)))))))),
-                pathPrefix("nodes", () -> concat(
-                        pathEnd(() -> get(() -> answer(inventory.nodes()))),
-                        path(segment(), name -> concat(
-                                get(() -> answer(inventory.node(name).thenCompose(detail -> hostRoutes.routing(name)
-                                        .thenApply(routing -> detail.with(routing.orElse(null)))))),
-                                delete(() -> parameterOptional("releaseAddresses", release -> answer(Inventory.guard(() ->
-                                        nodeRemoval.remove(name, flag("releaseAddresses", release)))))))))),
-                pathPrefix("addresses", () -> path(segment(), address -> get(() -> answer(inventory.address(address))))),
+                pathPrefix(
+                        "pools",
+                        () ->
+                                concat(
+                                        pathEnd(
+                                                () ->
+                                                        concat(
+                                                                get(
+                                                                        () ->
+                                                                                answer(
+                                                                                        inventory
+                                                                                                .pools())),
+                                                                post(
+                                                                        () ->
+                                                                                jsonBody(
+                                                                                        this
+                                                                                                ::createPool)))),
+                                        pathPrefix(
+                                                segment(),
+                                                name ->
+                                                        concat(
+                                                                pathEnd(
+                                                                        () ->
+                                                                                delete(
+                                                                                        () ->
+                                                                                                answer(
+                                                                                                        poolAdmin
+                                                                                                                .delete(
+                                                                                                                        name)))),
+                                                                path(
+                                                                        "disable",
+                                                                        () ->
+                                                                                post(
+                                                                                        () ->
+                                                                                                answer(
+                                                                                                        poolAdmin
+                                                                                                                .setDisabled(
+                                                                                                                        name,
+                                                                                                                        true)))),
+                                                                path(
+                                                                        "enable",
+                                                                        () ->
+                                                                                post(
+                                                                                        () ->
+                                                                                                answer(
+                                                                                                        poolAdmin
+                                                                                                                .setDisabled(
+                                                                                                                        name,
+                                                                                                                        false)))))))),
+                path(
+                        "blocks",
+                        () ->
+                                get(
+                                        () ->
+                                                parameterOptional(
+                                                        "pool",
+                                                        pool ->
+                                                                parameterOptional(
+                                                                        "node",
+                                                                        node ->
+                                                                                answer(
+                                                                                        Inventory
+                                                                                                .guard(
+                                                                                                        () ->
+                                                                                                                inventory
+                                                                                                                        .blocks(
+                                                                                                                                nonEmpty(
+                                                                                                                                        "pool",
+                                                                                                                                        pool),
+                                                                                                                                nonEmpty(
+                                                                                                                                        "node",
+                                                                                                                                        node)))))))),
+                pathPrefix(
+                        "nodes",
+                        () ->
+                                concat(
+                                        pathEnd(() -> get(() -> answer(inventory.nodes()))),
+                                        path(
+                                                segment(),
+                                                name ->
+                                                        concat(
+                                                                get(
+                                                                        () ->
+                                                                                answer(
+                                                                                        inventory
+                                                                                                .node(
+                                                                                                        name)
+                                                                                                .thenCompose(
+                                                                                                        detail ->
+                                                                                                                hostRoutes
+                                                                                                                        .routing(
+                                                                                                                                name)
+                                                                                                                        .thenApply(
+                                                                                                                                routing ->
+                                                                                                                                        detail
+                                                                                                                                                .with(
+                                                                                                                                                        routing
+                                                                                                                                                                .orElse(
+                                                                                                                                                                        null)))))),
+                                                                delete(
+                                                                        () ->
+                                                                                parameterOptional(
+                                                                                        "releaseAddresses",
+                                                                                        release ->
+                                                                                                answer(
+                                                                                                        Inventory
+                                                                                                                .guard(
+                                                                                                                        () ->
+                                                                                                                                nodeRemoval
+                                                                                                                                        .remove(
+                                                                                                                                                name,
+                                                                                                                                                flag(
+                                                                                                                                                        "releaseAddresses",
+                                                                                                                                                        release)))))))))),
+                pathPrefix(
+                        "addresses",
+                        () ->
+                                path(
+                                        segment(),
+                                        address -> get(() -> answer(inventory.address(address))))),
                 path("release", () -> post(() -> body(this::release))),
                 path("check", () -> get(() -> answer(check.run()))),
                 path("gc", () -> post(() -> body(this::gc))));
@@ -166,13 +320,19 @@ final class AdminRoutes {
 
     /** 201 when the pool was created, 200 when an identical one existed. */
     private Route createPool(String text) {
-        CompletionStage<PoolAdmin.Created> created = Inventory.guard(() -> poolAdmin.create(PoolAdmin.specOf(parseObject(text))));
-        return completeWithFuture(created.handle((value, error) -> error == null
-                ? response(value.created() ? 201 : 200, value.pool()) : failure(error)));
+        CompletionStage<PoolAdmin.Created> created =
+                Inventory.guard(() -> poolAdmin.create(PoolAdmin.specOf(parseObject(text))));
+        return completeWithFuture(
+                created.handle(
+                        (value, error) ->
+                                error == null
+                                        ? response(value.created() ? 201 : 200, value.pool())
+                                        : failure(error)));
     }
 
     private HttpResponse readiness() {
-        return unreadiness.get()
+        return unreadiness
+                .get()
                 .map(reason -> response(503, new AdminViews.Status("not ready", reason)))
                 .orElseGet(() -> response(200, new AdminViews.Status("ready", null)));
     }
@@ -180,18 +340,24 @@ final class AdminRoutes {
     // ---- authentication ----
 
     private Route authorized(Supplier<Route> inner) {
-        return optionalHeaderValueByName("Authorization", header -> {
-            Optional<String> presented = header.filter(h -> h.regionMatches(true, 0, "Bearer ", 0, 7))
-                    .map(h -> h.substring(7).trim());
-            if (presented.isEmpty()) {
-                return complete(unauthorized("missing bearer token (Authorization: Bearer <token>)"));
-            }
-            // Constant time: the comparison must not tell how much of a guess was right.
-            if (!MessageDigest.isEqual(presented.get().getBytes(StandardCharsets.UTF_8), token)) {
-                return complete(unauthorized("wrong bearer token"));
-            }
-            return inner.get();
-        });
+        return optionalHeaderValueByName(
+                "Authorization",
+                header -> {
+                    Optional<String> presented =
+                            header.filter(h -> h.regionMatches(true, 0, "Bearer ", 0, 7))
+                                    .map(h -> h.substring(7).trim());
+                    if (presented.isEmpty()) {
+                        return complete(
+                                unauthorized(
+                                        "missing bearer token (Authorization: Bearer <token>)"));
+                    }
+                    // Constant time: the comparison must not tell how much of a guess was right.
+                    if (!MessageDigest.isEqual(
+                            presented.get().getBytes(StandardCharsets.UTF_8), token)) {
+                        return complete(unauthorized("wrong bearer token"));
+                    }
+                    return inner.get();
+                });
     }
 
     private HttpResponse unauthorized(String message) {
@@ -207,14 +373,21 @@ final class AdminRoutes {
 
     /** The body as text when it is declared JSON (with any parameters, such as a charset), else 415. */
     private Route jsonBody(Function<String, Route> inner) {
-        return extractRequestEntity(entity -> {
-            ContentType type = entity.getContentType();
-            if (!type.mediaType().equals(MediaTypes.APPLICATION_JSON)) {
-                return complete(response(415, new AdminViews.ErrorReply("the body must be JSON (Content-Type: "
-                        + MediaTypes.APPLICATION_JSON + "), not " + type)));
-            }
-            return entity(Unmarshaller.entityToString(), inner);
-        });
+        return extractRequestEntity(
+                entity -> {
+                    ContentType type = entity.getContentType();
+                    if (!type.mediaType().equals(MediaTypes.APPLICATION_JSON)) {
+                        return complete(
+                                response(
+                                        415,
+                                        new AdminViews.ErrorReply(
+                                                "the body must be JSON (Content-Type: "
+                                                        + MediaTypes.APPLICATION_JSON
+                                                        + "), not "
+                                                        + type)));
+                    }
+                    return entity(Unmarshaller.entityToString(), inner);
+                });
     }
 
     /**
@@ -227,7 +400,8 @@ final class AdminRoutes {
         try (JsonParser parser = json.createParser(text)) {
             node = json.readTree(parser);
             if (node != null && parser.nextToken() != null) {
-                throw AdminException.badRequest("malformed JSON: more after the JSON value (one object only)");
+                throw AdminException.badRequest(
+                        "malformed JSON: more after the JSON value (one object only)");
             }
         } catch (JsonProcessingException e) {
             throw AdminException.badRequest("malformed JSON: " + e.getOriginalMessage());
@@ -246,14 +420,18 @@ final class AdminRoutes {
         boolean byAddress = body.has("address");
         boolean byHandle = body.has("node") || body.has("handle") || body.has("ifname");
         if (byAddress == byHandle) {
-            throw AdminException.badRequest("give either \"address\" or \"node\" and \"handle\" (with \"ifname\", default "
-                    + DEFAULT_IFNAME + "), " + (byAddress ? "not both" : "none was given"));
+            throw AdminException.badRequest(
+                    "give either \"address\" or \"node\" and \"handle\" (with \"ifname\", default "
+                            + DEFAULT_IFNAME
+                            + "), "
+                            + (byAddress ? "not both" : "none was given"));
         }
         if (byAddress) {
             return inventory.releaseAddress(requiredText(body, "address"));
         }
         String ifname = body.has("ifname") ? requiredText(body, "ifname") : DEFAULT_IFNAME;
-        return inventory.releaseAttachment(requiredText(body, "node"), requiredText(body, "handle"), ifname);
+        return inventory.releaseAttachment(
+                requiredText(body, "node"), requiredText(body, "handle"), ifname);
     }
 
     /** {@code {"node": ..., "network": ..., "validAttachments": [{"containerId": ..., "ifname": ...}]}}. */
@@ -264,28 +442,37 @@ final class AdminRoutes {
         JsonNode valid = body.get("validAttachments");
         // Required even when empty: a forgotten list must not mean "nothing is valid, release all".
         if (valid == null || !valid.isArray()) {
-            throw AdminException.badRequest("\"validAttachments\" must be an array (empty to keep nothing)");
+            throw AdminException.badRequest(
+                    "\"validAttachments\" must be an array (empty to keep nothing)");
         }
         Set<String> keep = new HashSet<>();
         for (JsonNode attachment : valid) {
             if (!attachment.isObject()) {
-                throw AdminException.badRequest("each of \"validAttachments\" must be an object with containerId and ifname");
+                throw AdminException.badRequest(
+                        "each of \"validAttachments\" must be an object with containerId and ifname");
             }
             onlyFields(attachment, "containerId", "ifname");
-            keep.add(AttachmentRecord.key(network + "." + requiredText(attachment, "containerId"),
-                    requiredText(attachment, "ifname")));
+            keep.add(
+                    AttachmentRecord.key(
+                            network + "." + requiredText(attachment, "containerId"),
+                            requiredText(attachment, "ifname")));
         }
         if (!node.equals(ipam.node())) {
-            throw AdminException.badRequest("GC runs on the node's own agent: this agent is node " + ipam.node()
-                    + ", not " + node);
+            throw AdminException.badRequest(
+                    "GC runs on the node's own agent: this agent is node "
+                            + ipam.node()
+                            + ", not "
+                            + node);
         }
-        return ipam.collectGarbage(network, keep).handle((released, error) -> {
-            if (error != null) {
-                throw asAdmin(error);
-            }
-            metrics.gcReclaimed(node, CadastreMetrics.GC_ADMIN, released.size());
-            return new AdminViews.Released(released);
-        });
+        return ipam.collectGarbage(network, keep)
+                .handle(
+                        (released, error) -> {
+                            if (error != null) {
+                                throw asAdmin(error);
+                            }
+                            metrics.gcReclaimed(node, CadastreMetrics.GC_ADMIN, released.size());
+                            return new AdminViews.Released(released);
+                        });
     }
 
     static void onlyFields(JsonNode object, String... allowed) {
@@ -297,8 +484,13 @@ final class AdminRoutes {
             }
         }
         if (!unknown.isEmpty()) {
-            throw AdminException.badRequest("unknown field" + (unknown.size() > 1 ? "s " : " ") + String.join(", ", unknown)
-                    + " (expected " + String.join(", ", allowed) + ")");
+            throw AdminException.badRequest(
+                    "unknown field"
+                            + (unknown.size() > 1 ? "s " : " ")
+                            + String.join(", ", unknown)
+                            + " (expected "
+                            + String.join(", ", allowed)
+                            + ")");
         }
     }
 
@@ -328,17 +520,25 @@ final class AdminRoutes {
         if (value.get().equals("true")) {
             return true;
         }
-        throw AdminException.badRequest("query parameter " + parameter + " must be true or false, not '" + value.get() + "'");
+        throw AdminException.badRequest(
+                "query parameter "
+                        + parameter
+                        + " must be true or false, not '"
+                        + value.get()
+                        + "'");
     }
 
     // ---- responses ----
 
     private Route answer(CompletionStage<?> result) {
-        return completeWithFuture(result.handle((value, error) -> error == null ? response(200, value) : failure(error)));
+        return completeWithFuture(
+                result.handle(
+                        (value, error) -> error == null ? response(200, value) : failure(error)));
     }
 
     private HttpResponse response(int status, Object body) {
-        return HttpResponse.create().withStatus(StatusCodes.get(status))
+        return HttpResponse.create()
+                .withStatus(StatusCodes.get(status))
                 .withEntity(ContentTypes.APPLICATION_JSON, jsonBytes(body));
     }
 
@@ -357,12 +557,14 @@ final class AdminRoutes {
             return admin;
         }
         if (cause instanceof IpamException ipam) {
-            AdminException.Kind kind = switch (ipam.reason()) {
-                case UNAVAILABLE -> AdminException.Kind.UNAVAILABLE;
-                case CONFLICT, AFFINE_TO_OTHER_NODE, BLOCK_RELEASING -> AdminException.Kind.CONFLICT;
-                case UNKNOWN_POOL -> AdminException.Kind.NOT_FOUND;
-                default -> AdminException.Kind.BAD_REQUEST;
-            };
+            AdminException.Kind kind =
+                    switch (ipam.reason()) {
+                        case UNAVAILABLE -> AdminException.Kind.UNAVAILABLE;
+                        case CONFLICT, AFFINE_TO_OTHER_NODE, BLOCK_RELEASING ->
+                                AdminException.Kind.CONFLICT;
+                        case UNKNOWN_POOL -> AdminException.Kind.NOT_FOUND;
+                        default -> AdminException.Kind.BAD_REQUEST;
+                    };
             return new AdminException(kind, ipam.getMessage(), ipam);
         }
         log.error("admin request failed", cause);
@@ -370,25 +572,36 @@ final class AdminRoutes {
     }
 
     private ExceptionHandler exceptions() {
-        return ExceptionHandler.newBuilder().match(Throwable.class, e -> complete(failure(e))).build();
+        return ExceptionHandler.newBuilder()
+                .match(Throwable.class, e -> complete(failure(e)))
+                .build();
     }
 
     /** Pekko's own rejection answers (404, 405, 400 for a malformed request), their text as {"error": ...}. */
     private RejectionHandler rejections() {
-        return RejectionHandler.defaultHandler().mapRejectionResponse(r -> {
-            if (r.entity().isStrict() && !r.entity().getContentType().equals(ContentTypes.APPLICATION_JSON)) {
-                String text = ((HttpEntity.Strict) r.entity()).getData().utf8String();
-                return r.withEntity(ContentTypes.APPLICATION_JSON, jsonBytes(new AdminViews.ErrorReply(text)));
-            }
-            return r;
-        });
+        return RejectionHandler.defaultHandler()
+                .mapRejectionResponse(
+                        r -> {
+                            if (r.entity().isStrict()
+                                    && !r.entity()
+                                            .getContentType()
+                                            .equals(ContentTypes.APPLICATION_JSON)) {
+                                String text =
+                                        ((HttpEntity.Strict) r.entity()).getData().utf8String();
+                                return r.withEntity(
+                                        ContentTypes.APPLICATION_JSON,
+                                        jsonBytes(new AdminViews.ErrorReply(text)));
+                            }
+                            return r;
+                        });
     }
 
     private byte[] jsonBytes(Object body) {
         try {
             return json.writeValueAsBytes(body);
         } catch (JsonProcessingException e) {
-            throw new IllegalStateException("cannot write " + body.getClass().getSimpleName() + " as JSON", e);
+            throw new IllegalStateException(
+                    "cannot write " + body.getClass().getSimpleName() + " as JSON", e);
         }
     }
 }

@@ -54,7 +54,8 @@ public final class AdminServer {
                 throw new IllegalArgumentException("port " + port + " is outside 0-65535");
             }
             if (metricsRefresh.isNegative()) {
-                throw new IllegalArgumentException("the metrics refresh " + metricsRefresh + " is negative");
+                throw new IllegalArgumentException(
+                        "the metrics refresh " + metricsRefresh + " is negative");
             }
             if (token.isBlank()) {
                 throw new IllegalArgumentException("the admin token is empty");
@@ -75,7 +76,13 @@ public final class AdminServer {
         @Override
         public String toString() {
             // A record prints its components: never the token.
-            return "Settings[host=" + host + ", port=" + port + ", metricsRefresh=" + metricsRefresh + "]";
+            return "Settings[host="
+                    + host
+                    + ", port="
+                    + port
+                    + ", metricsRefresh="
+                    + metricsRefresh
+                    + "]";
         }
 
         /**
@@ -94,13 +101,17 @@ public final class AdminServer {
             if (host.startsWith("[") && host.endsWith("]")) {
                 host = host.substring(1, host.length() - 1);
             } else if (host.contains(":")) {
-                throw new IllegalArgumentException("bind address '" + bind + "': write an IPv6 address in brackets, [::1]:9467");
+                throw new IllegalArgumentException(
+                        "bind address '"
+                                + bind
+                                + "': write an IPv6 address in brackets, [::1]:9467");
             }
             int port;
             try {
                 port = Integer.parseInt(text.substring(colon + 1));
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("bind address '" + bind + "' has no numeric port");
+                throw new IllegalArgumentException(
+                        "bind address '" + bind + "' has no numeric port");
             }
             return new Settings(host, port, token);
         }
@@ -126,7 +137,11 @@ public final class AdminServer {
      * @param ipam this agent's IPAM, for GC of its own node
      * @param unreadiness why the agent is not ready (for {@code /readyz}), or empty when it is
      */
-    public AdminServer(ActorSystem<?> system, Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness,
+    public AdminServer(
+            ActorSystem<?> system,
+            Inventory inventory,
+            Ipam ipam,
+            Supplier<Optional<String>> unreadiness,
             Settings settings) {
         this(system, inventory, ipam, unreadiness, settings, HostRoutes.NONE);
     }
@@ -135,14 +150,32 @@ public final class AdminServer {
      * As {@link #AdminServer(ActorSystem, Inventory, Ipam, Supplier, Settings)}, with this host's
      * routing layer for the node views and the consistency check.
      */
-    public AdminServer(ActorSystem<?> system, Inventory inventory, Ipam ipam, Supplier<Optional<String>> unreadiness,
-            Settings settings, HostRoutes hostRoutes) {
+    public AdminServer(
+            ActorSystem<?> system,
+            Inventory inventory,
+            Ipam ipam,
+            Supplier<Optional<String>> unreadiness,
+            Settings settings,
+            HostRoutes hostRoutes) {
         this.system = system;
         this.settings = settings;
         CadastreMetrics metrics = CadastreMetrics.get(system);
-        MetricsEndpoint metricsEndpoint = new MetricsEndpoint(metrics, inventory::usage, settings.metricsRefresh(),
-                MetricsEndpoint.WAIT, System::nanoTime);
-        this.routes = new AdminRoutes(inventory, ipam, unreadiness, settings.token(), metricsEndpoint, metrics, hostRoutes);
+        MetricsEndpoint metricsEndpoint =
+                new MetricsEndpoint(
+                        metrics,
+                        inventory::usage,
+                        settings.metricsRefresh(),
+                        MetricsEndpoint.WAIT,
+                        System::nanoTime);
+        this.routes =
+                new AdminRoutes(
+                        inventory,
+                        ipam,
+                        unreadiness,
+                        settings.token(),
+                        metricsEndpoint,
+                        metrics,
+                        hostRoutes);
     }
 
     /**
@@ -157,7 +190,11 @@ public final class AdminServer {
             if (binding != null) {
                 throw new IllegalStateException("the admin server was started already");
             }
-            binding = Http.get(system).newServerAt(settings.host(), settings.port()).bind(routes.route()).toCompletableFuture();
+            binding =
+                    Http.get(system)
+                            .newServerAt(settings.host(), settings.port())
+                            .bind(routes.route())
+                            .toCompletableFuture();
             return binding.thenApply(ServerBinding::localAddress);
         }
     }
@@ -166,9 +203,11 @@ public final class AdminServer {
     public CompletionStage<Done> stop() {
         synchronized (lock) {
             if (stopped == null) {
-                stopped = binding == null
-                        ? CompletableFuture.completedFuture(Done.getInstance())
-                        : binding.thenCompose(b -> b.terminate(STOP_GRACE)).handle((t, e) -> Done.getInstance());
+                stopped =
+                        binding == null
+                                ? CompletableFuture.completedFuture(Done.getInstance())
+                                : binding.thenCompose(b -> b.terminate(STOP_GRACE))
+                                        .handle((t, e) -> Done.getInstance());
             }
             return stopped;
         }

@@ -34,14 +34,23 @@ import java.util.regex.Pattern;
 public final class AdminToken {
     /** The agent's own token file, in its data directory. */
     public static final String FILE_NAME = "admin.token";
+
     /** Random bytes in a generated token: 256 bits, written as 64 lower-case hex digits. */
     static final int GENERATED_BYTES = 32;
-    private static final Pattern GENERATED = Pattern.compile("[0-9a-f]{" + 2 * GENERATED_BYTES + "}");
-    private static final Set<PosixFilePermission> OWNER_ONLY = EnumSet.of(PosixFilePermission.OWNER_READ,
-            PosixFilePermission.OWNER_WRITE);
+
+    private static final Pattern GENERATED =
+            Pattern.compile("[0-9a-f]{" + 2 * GENERATED_BYTES + "}");
+    private static final Set<PosixFilePermission> OWNER_ONLY =
+            EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE);
+
     /** Bits that let another user read the token, or replace it with one they know. */
-    private static final Set<PosixFilePermission> GROUP_OR_OTHERS = EnumSet.of(PosixFilePermission.GROUP_READ,
-            PosixFilePermission.GROUP_WRITE, PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE);
+    private static final Set<PosixFilePermission> GROUP_OR_OTHERS =
+            EnumSet.of(
+                    PosixFilePermission.GROUP_READ,
+                    PosixFilePermission.GROUP_WRITE,
+                    PosixFilePermission.OTHERS_READ,
+                    PosixFilePermission.OTHERS_WRITE);
+
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private AdminToken() {}
@@ -51,7 +60,13 @@ public final class AdminToken {
         @Override
         public String toString() {
             // A record prints its components: never the token.
-            return "Kept[file=" + file + ", origin=" + origin + ", replacedBecause=" + replacedBecause + "]";
+            return "Kept[file="
+                    + file
+                    + ", origin="
+                    + origin
+                    + ", replacedBecause="
+                    + replacedBecause
+                    + "]";
         }
     }
 
@@ -81,24 +96,34 @@ public final class AdminToken {
             permissions = Files.getPosixFilePermissions(file);
             token = Files.readString(file, StandardCharsets.UTF_8).strip();
         } catch (NoSuchFileException e) {
-            throw new IllegalArgumentException("the admin token file " + file + " does not exist", e);
+            throw new IllegalArgumentException(
+                    "the admin token file " + file + " does not exist", e);
         } catch (AccessDeniedException e) {
-            throw new IllegalArgumentException("the admin token file " + file + " cannot be read: permission denied", e);
+            throw new IllegalArgumentException(
+                    "the admin token file " + file + " cannot be read: permission denied", e);
         } catch (IOException | UnsupportedOperationException e) {
-            throw new IllegalArgumentException("cannot read the admin token file " + file + ": " + e, e);
+            throw new IllegalArgumentException(
+                    "cannot read the admin token file " + file + ": " + e, e);
         }
         if (permissions.stream().anyMatch(GROUP_OR_OTHERS::contains)) {
-            throw new IllegalArgumentException("the admin token file " + file + " has mode "
-                    + PosixFilePermissions.toString(permissions) + ": only its owner may read it (chmod 600 " + file
-                    + "; for a Kubernetes Secret volume, defaultMode: 0400)");
+            throw new IllegalArgumentException(
+                    "the admin token file "
+                            + file
+                            + " has mode "
+                            + PosixFilePermissions.toString(permissions)
+                            + ": only its owner may read it (chmod 600 "
+                            + file
+                            + "; for a Kubernetes Secret volume, defaultMode: 0400)");
         }
         if (token.isEmpty()) {
             throw new IllegalArgumentException("the admin token file " + file + " is empty");
         }
         // A header value cannot carry line breaks, and blanks would split the bearer credential.
         if (token.chars().anyMatch(c -> c <= ' ' || c == 0x7f)) {
-            throw new IllegalArgumentException("the admin token file " + file
-                    + " holds more than one word (blanks, line breaks or control characters inside the token)");
+            throw new IllegalArgumentException(
+                    "the admin token file "
+                            + file
+                            + " holds more than one word (blanks, line breaks or control characters inside the token)");
         }
         return token;
     }
@@ -117,45 +142,62 @@ public final class AdminToken {
         Path file = dataDir.resolve(FILE_NAME);
         Optional<String> unfit = unfit(file);
         if (unfit.isEmpty()) {
-            return new Kept(Files.readString(file, StandardCharsets.UTF_8).strip(), file, Origin.REUSED, Optional.empty());
+            return new Kept(
+                    Files.readString(file, StandardCharsets.UTF_8).strip(),
+                    file,
+                    Origin.REUSED,
+                    Optional.empty());
         }
         boolean existed = Files.exists(file, LinkOption.NOFOLLOW_LINKS);
         byte[] random = new byte[GENERATED_BYTES];
         RANDOM.nextBytes(random);
         String token = HexFormat.of().formatHex(random);
         write(file, token);
-        return existed ? new Kept(token, file, Origin.REPLACED, unfit) : new Kept(token, file, Origin.GENERATED, Optional.empty());
+        return existed
+                ? new Kept(token, file, Origin.REPLACED, unfit)
+                : new Kept(token, file, Origin.GENERATED, Optional.empty());
     }
 
     /** @return why the agent's token file cannot be used as it is, or empty when it can */
     private static Optional<String> unfit(Path file) throws IOException {
         PosixFileAttributes attributes;
         try {
-            attributes = Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            attributes =
+                    Files.readAttributes(
+                            file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
         } catch (NoSuchFileException e) {
             return Optional.of("absent");
         }
         if (!attributes.isRegularFile()) {
             return Optional.of("not a regular file");
         }
-        // Someone else's file could hold a token they know (a data directory once writable by them).
-        long owner = ((Number) Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS)).longValue();
+        // Someone else's file could hold a token they know (a data directory once writable by
+        // them).
+        long owner =
+                ((Number) Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS))
+                        .longValue();
         if (owner != new com.sun.security.auth.module.UnixSystem().getUid()) {
-            return Optional.of("owned by " + attributes.owner().getName() + ", not this process's user");
+            return Optional.of(
+                    "owned by " + attributes.owner().getName() + ", not this process's user");
         }
         if (attributes.permissions().stream().anyMatch(GROUP_OR_OTHERS::contains)) {
-            return Optional.of("mode " + PosixFilePermissions.toString(attributes.permissions())
-                    + " let others read or write it");
+            return Optional.of(
+                    "mode "
+                            + PosixFilePermissions.toString(attributes.permissions())
+                            + " let others read or write it");
         }
         if (attributes.size() > 4 * GENERATED_BYTES
-                || !GENERATED.matcher(Files.readString(file, StandardCharsets.UTF_8).strip()).matches()) {
+                || !GENERATED
+                        .matcher(Files.readString(file, StandardCharsets.UTF_8).strip())
+                        .matches()) {
             return Optional.of("it holds no token as the agent generates them");
         }
         return Optional.empty();
     }
 
     private static void write(Path file, String token) throws IOException {
-        FileAttribute<Set<PosixFilePermission>> ownerOnly = PosixFilePermissions.asFileAttribute(OWNER_ONLY);
+        FileAttribute<Set<PosixFilePermission>> ownerOnly =
+                PosixFilePermissions.asFileAttribute(OWNER_ONLY);
         Path temporary = Files.createTempFile(file.getParent(), FILE_NAME + ".", ".new", ownerOnly);
         try {
             try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.WRITE);
@@ -165,7 +207,11 @@ public final class AdminToken {
                 channel.force(true);
             }
             // The rename replaces a link itself, never what it points to.
-            Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            Files.move(
+                    temporary,
+                    file,
+                    StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
         } finally {
             Files.deleteIfExists(temporary);
         }

@@ -35,9 +35,19 @@ public final class AdminViews {
      * @param nodeSelector the nodes the pool serves (a Kubernetes label selector), {@code ""} for every node
      * @param excluded the ranges never assigned, CIDRs in address order
      */
-    public record Pool(String name, String cidr, int blockSize, boolean strictAffinity, boolean allowBorrowing,
-            int maxBlocksPerNode, boolean disabled, BigInteger size, BlockCount blocks, long allocated,
-            String nodeSelector, List<String> excluded) {}
+    public record Pool(
+            String name,
+            String cidr,
+            int blockSize,
+            boolean strictAffinity,
+            boolean allowBorrowing,
+            int maxBlocksPerNode,
+            boolean disabled,
+            BigInteger size,
+            BlockCount blocks,
+            long allocated,
+            String nodeSelector,
+            List<String> excluded) {}
 
     /** @param total how many blocks the pool splits into */
     public record BlockCount(long claimed, BigInteger total) {}
@@ -51,25 +61,56 @@ public final class AdminViews {
      * @param size addresses in the block
      * @param borrowedBy the other nodes holding addresses in the block, sorted
      */
-    public record Block(String cidr, String pool, String affinity, int size, int allocated, int free,
+    public record Block(
+            String cidr,
+            String pool,
+            String affinity,
+            int size,
+            int allocated,
+            int free,
             List<String> borrowedBy) {}
 
     public record Blocks(List<Block> blocks) {}
 
     /** Who holds one address of a block (the block's record of the allocation). */
-    public record Allocation(String handle, String ifname, String node, String podNamespace, String podName,
+    public record Allocation(
+            String handle,
+            String ifname,
+            String node,
+            String podNamespace,
+            String podName,
             long allocatedAtMillis) {
         static Allocation of(io.cadastre.ipam.Allocation a) {
-            return new Allocation(a.handle(), a.ifname(), a.node(), a.podNamespace(), a.podName(), a.allocatedAtMillis());
+            return new Allocation(
+                    a.handle(),
+                    a.ifname(),
+                    a.node(),
+                    a.podNamespace(),
+                    a.podName(),
+                    a.allocatedAtMillis());
         }
     }
 
     /** One attachment as its node records it. */
-    public record Attachment(String handle, String ifname, String network, String containerId, String podNamespace,
-            String podName, List<String> addresses, long createdAtMillis) {
+    public record Attachment(
+            String handle,
+            String ifname,
+            String network,
+            String containerId,
+            String podNamespace,
+            String podName,
+            List<String> addresses,
+            long createdAtMillis) {
         static Attachment of(AttachmentRecord a) {
-            return new Attachment(a.handle(), a.ifname(), a.network(), a.containerId(), a.podNamespace(), a.podName(),
-                    a.addresses().stream().map(HeldAddress::address).toList(), a.createdAtMillis());
+            return new Attachment(
+                    a.handle(),
+                    a.ifname(),
+                    a.network(),
+                    a.containerId(),
+                    a.podNamespace(),
+                    a.podName(),
+                    a.addresses().stream().map(HeldAddress::address).toList(),
+                    a.createdAtMillis());
         }
     }
 
@@ -84,8 +125,14 @@ public final class AdminViews {
      * @param labels the labels the node's agent registered, by key
      * @param removed whether an operator removed the node (DELETE /v1/nodes/{name}) and its agent has not started since
      */
-    public record NodeSummary(String name, String member, List<String> affineBlocks, List<String> borrowedBlocks,
-            int attachments, Map<String, String> labels, boolean removed) {}
+    public record NodeSummary(
+            String name,
+            String member,
+            List<String> affineBlocks,
+            List<String> borrowedBlocks,
+            int attachments,
+            Map<String, String> labels,
+            boolean removed) {}
 
     /**
      * A {@link NodeSummary} with the node's attachments, what it published for other hosts to reach
@@ -95,12 +142,29 @@ public final class AdminViews {
      * @param routing its peers and routes, or {@code null} when the answering agent routes nothing
      *     or the node published no peer
      */
-    public record NodeDetail(String name, String member, List<String> affineBlocks, List<String> borrowedBlocks,
-            int attachments, Map<String, String> labels, boolean removed, List<Attachment> attachmentList, Peer peer,
+    public record NodeDetail(
+            String name,
+            String member,
+            List<String> affineBlocks,
+            List<String> borrowedBlocks,
+            int attachments,
+            Map<String, String> labels,
+            boolean removed,
+            List<Attachment> attachmentList,
+            Peer peer,
             Routing routing) {
         NodeDetail with(Routing routing) {
-            return new NodeDetail(name, member, affineBlocks, borrowedBlocks, attachments, labels, removed, attachmentList,
-                    peer, routing);
+            return new NodeDetail(
+                    name,
+                    member,
+                    affineBlocks,
+                    borrowedBlocks,
+                    attachments,
+                    labels,
+                    removed,
+                    attachmentList,
+                    peer,
+                    routing);
         }
     }
 
@@ -116,8 +180,15 @@ public final class AdminViews {
      * @param tunnelIpv6 its IPv6 tunnel address, or null
      * @param mtu its underlay's MTU, bytes
      */
-    public record Peer(String mode, String underlayInterface, String ipv4, String ipv6, String vtepMac, String tunnelIpv4,
-            String tunnelIpv6, int mtu) {}
+    public record Peer(
+            String mode,
+            String underlayInterface,
+            String ipv4,
+            String ipv6,
+            String vtepMac,
+            String tunnelIpv4,
+            String tunnelIpv6,
+            int mtu) {}
 
     /**
      * A node's routing as the answering agent computes it from cluster state.
@@ -130,8 +201,14 @@ public final class AdminViews {
      * @param problems what cannot be routed and why
      * @param lastReconcile the last reconcile on this host (only when {@code programmed}), or null
      */
-    public record Routing(String mode, String computedOn, boolean programmed, List<RoutingPeer> peers,
-            List<RouteView> routes, List<String> problems, Reconcile lastReconcile) {}
+    public record Routing(
+            String mode,
+            String computedOn,
+            boolean programmed,
+            List<RoutingPeer> peers,
+            List<RouteView> routes,
+            List<String> problems,
+            Reconcile lastReconcile) {}
 
     /**
      * @param ipv4 {@code direct}, {@code vxlan}, or null when its IPv4 blocks are not routed (none, or a problem)
@@ -139,7 +216,13 @@ public final class AdminViews {
      * @param underlay the peer's underlay addresses, comma-separated
      * @param tunnel the peer's tunnel addresses, comma-separated, or null
      */
-    public record RoutingPeer(String node, String ipv4, String ipv6, String underlay, String tunnel, String vtepMac) {}
+    public record RoutingPeer(
+            String node,
+            String ipv4,
+            String ipv6,
+            String underlay,
+            String tunnel,
+            String vtepMac) {}
 
     /**
      * @param type {@code block} (another node's block), {@code borrowed} (a host route to an address
@@ -154,7 +237,12 @@ public final class AdminViews {
      * @param summary e.g. {@code "added 3, removed 0, replaced 0, conflicts 0, errors 0 in 4 ms"}
      * @param failure why it could not run (the host's state could not be read), or null
      */
-    public record Reconcile(long atMillis, String summary, List<String> errors, List<String> conflicts, String failure) {}
+    public record Reconcile(
+            long atMillis,
+            String summary,
+            List<String> errors,
+            List<String> conflicts,
+            String failure) {}
 
     public record Nodes(List<NodeSummary> nodes) {}
 
@@ -167,8 +255,12 @@ public final class AdminViews {
      * @param releasedAddresses the addresses released (with releaseAddresses=true), else empty
      * @param remainingAllocations how many allocations are still held for the node
      */
-    public record NodeRemoved(String node, List<String> releasedBlocks, List<String> remainingBlocks,
-            List<String> releasedAddresses, long remainingAllocations) {}
+    public record NodeRemoved(
+            String node,
+            List<String> releasedBlocks,
+            List<String> remainingBlocks,
+            List<String> releasedAddresses,
+            long remainingAllocations) {}
 
     /** @param allocation who holds the address, or {@code null} when it is free */
     public record AddressHolder(String address, String pool, String block, Allocation allocation) {}
@@ -183,7 +275,11 @@ public final class AdminViews {
      * @param allocationsOfRemovedNodes addresses held for nodes an operator removed (same shape as
      *     an allocation without attachment; not listed there too)
      */
-    public record Report(boolean clean, long checkedAllocations, long checkedAttachments, long tookMillis,
+    public record Report(
+            boolean clean,
+            long checkedAllocations,
+            long checkedAttachments,
+            long tookMillis,
             List<AllocationWithoutAttachment> allocationsWithoutAttachment,
             List<AttachmentWithoutAllocation> attachmentsWithoutAllocation,
             List<BlockOfUnknownNode> blocksAffineToUnknownNodes,
@@ -201,14 +297,22 @@ public final class AdminViews {
      * @param actual the route the host holds, or null
      * @param actualNode the node the actual route leads to, or null when unknown
      */
-    public record RouteFinding(String block, String pool, String affinity, String problem, String expected, String actual,
+    public record RouteFinding(
+            String block,
+            String pool,
+            String affinity,
+            String problem,
+            String expected,
+            String actual,
             String actualNode) {}
 
     /** An address a block holds for an attachment its node does not record (an orphan), or for a removed node. */
-    public record AllocationWithoutAttachment(String address, String block, Allocation allocation) {}
+    public record AllocationWithoutAttachment(
+            String address, String block, Allocation allocation) {}
 
     /** An attachment whose node records addresses that its blocks do not hold for it. */
-    public record AttachmentWithoutAllocation(String node, Attachment attachment, List<String> missing) {}
+    public record AttachmentWithoutAllocation(
+            String node, Attachment attachment, List<String> missing) {}
 
     /** A block affine to a node that is not a member and records no attachment, or that an operator removed. */
     public record BlockOfUnknownNode(String block, String pool, String affinity) {}

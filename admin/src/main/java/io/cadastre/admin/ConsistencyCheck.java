@@ -4,11 +4,11 @@ import io.cadastre.admin.AdminViews.AllocationWithoutAttachment;
 import io.cadastre.admin.AdminViews.AttachmentWithoutAllocation;
 import io.cadastre.admin.AdminViews.BlockOfUnknownNode;
 import io.cadastre.admin.AdminViews.Report;
-import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity.BlockView;
+import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.NodeEntity.NodeView;
 import java.util.ArrayList;
@@ -72,17 +72,21 @@ public final class ConsistencyCheck {
     }
 
     /** What one pass read: block views and node views. */
-    private record Snapshot(Map<Cidr, Claim> claims, Map<Cidr, BlockView> blocks, Map<String, NodeView> nodes,
+    private record Snapshot(
+            Map<Cidr, Claim> claims,
+            Map<Cidr, BlockView> blocks,
+            Map<String, NodeView> nodes,
             Map<Cidr, BlockView> referencedBlocks) {
 
         /** @return node → attachment key → record */
         Map<String, Map<String, AttachmentRecord>> records() {
             Map<String, Map<String, AttachmentRecord>> byNode = new HashMap<>();
-            nodes.forEach((name, view) -> {
-                Map<String, AttachmentRecord> byKey = new HashMap<>();
-                view.attachments().forEach(a -> byKey.put(a.key(), a));
-                byNode.put(name, byKey);
-            });
+            nodes.forEach(
+                    (name, view) -> {
+                        Map<String, AttachmentRecord> byKey = new HashMap<>();
+                        view.attachments().forEach(a -> byKey.put(a.key(), a));
+                        byNode.put(name, byKey);
+                    });
             return byNode;
         }
 
@@ -101,77 +105,175 @@ public final class ConsistencyCheck {
         long started = System.nanoTime();
         Map<String, Members.Standing> members = inventory.members();
         EntityReads reads = inventory.reads();
-        return inventory.poolViews().thenCompose(views -> {
-            Map<Cidr, Claim> claims = Inventory.claims(views);
-            Set<String> names = new TreeSet<>(members.keySet());
-            claims.values().forEach(c -> names.add(c.node()));
-            return reads.blocks(claims.keySet()).thenCombine(reads.nodes(names), (blocks, nodes) -> Map.entry(blocks, nodes))
-                    .thenCompose(first -> secondRound(reads, claims, first.getKey(), first.getValue()));
-        }).thenCompose(snapshot -> {
-            Set<String> removed = new TreeSet<>();
-            snapshot.nodes().forEach((name, view) -> {
-                if (view.removed() && !members.containsKey(name)) {
-                    removed.add(name);
-                }
-            });
-            var orphans = confirmOrphans(reads, orphans(snapshot, removed)).toCompletableFuture();
-            var missing = confirmMissing(reads, missing(snapshot)).toCompletableFuture();
-            var ofRemoved = confirmRemoved(reads, heldForRemoved(snapshot, removed)).toCompletableFuture();
-            var routes = hostRoutes.audit(snapshot.claims(), removed).toCompletableFuture();
-            return CompletableFuture.allOf(orphans, missing, ofRemoved, routes).thenApply(v -> {
-                List<BlockOfUnknownNode> unknown = new ArrayList<>();
-                snapshot.claims().forEach((block, claim) -> {
-                    NodeView node = snapshot.nodes().get(claim.node());
-                    if (!members.containsKey(claim.node())
-                            && (node == null || node.attachments().isEmpty() || removed.contains(claim.node()))) {
-                        unknown.add(new BlockOfUnknownNode(block.toString(), claim.pool(), claim.node()));
-                    }
-                });
-                long allocations = snapshot.blocks().values().stream().mapToLong(b -> b.allocations().size()).sum();
-                long attachments = snapshot.nodes().values().stream().mapToLong(n -> n.attachments().size()).sum();
-                long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-                List<AdminViews.RouteFinding> routeFindings = routes.join().orElse(List.of());
-                boolean clean = orphans.join().isEmpty() && missing.join().isEmpty() && unknown.isEmpty()
-                        && ofRemoved.join().isEmpty() && routeFindings.isEmpty();
-                return new Report(clean, allocations, attachments, took, orphans.join(), missing.join(), unknown,
-                        ofRemoved.join(), routes.join().isPresent() ? hostRoutes.node() : null, routeFindings);
-            });
-        });
+        return inventory
+                .poolViews()
+                .thenCompose(
+                        views -> {
+                            Map<Cidr, Claim> claims = Inventory.claims(views);
+                            Set<String> names = new TreeSet<>(members.keySet());
+                            claims.values().forEach(c -> names.add(c.node()));
+                            return reads.blocks(claims.keySet())
+                                    .thenCombine(
+                                            reads.nodes(names),
+                                            (blocks, nodes) -> Map.entry(blocks, nodes))
+                                    .thenCompose(
+                                            first ->
+                                                    secondRound(
+                                                            reads,
+                                                            claims,
+                                                            first.getKey(),
+                                                            first.getValue()));
+                        })
+                .thenCompose(
+                        snapshot -> {
+                            Set<String> removed = new TreeSet<>();
+                            snapshot.nodes()
+                                    .forEach(
+                                            (name, view) -> {
+                                                if (view.removed() && !members.containsKey(name)) {
+                                                    removed.add(name);
+                                                }
+                                            });
+                            var orphans =
+                                    confirmOrphans(reads, orphans(snapshot, removed))
+                                            .toCompletableFuture();
+                            var missing =
+                                    confirmMissing(reads, missing(snapshot)).toCompletableFuture();
+                            var ofRemoved =
+                                    confirmRemoved(reads, heldForRemoved(snapshot, removed))
+                                            .toCompletableFuture();
+                            var routes =
+                                    hostRoutes
+                                            .audit(snapshot.claims(), removed)
+                                            .toCompletableFuture();
+                            return CompletableFuture.allOf(orphans, missing, ofRemoved, routes)
+                                    .thenApply(
+                                            v -> {
+                                                List<BlockOfUnknownNode> unknown =
+                                                        new ArrayList<>();
+                                                snapshot.claims()
+                                                        .forEach(
+                                                                (block, claim) -> {
+                                                                    NodeView node =
+                                                                            snapshot.nodes()
+                                                                                    .get(
+                                                                                            claim
+                                                                                                    .node());
+                                                                    if (!members.containsKey(
+                                                                                    claim.node())
+                                                                            && (node == null
+                                                                                    || node.attachments()
+                                                                                            .isEmpty()
+                                                                                    || removed
+                                                                                            .contains(
+                                                                                                    claim
+                                                                                                            .node()))) {
+                                                                        unknown.add(
+                                                                                new BlockOfUnknownNode(
+                                                                                        block
+                                                                                                .toString(),
+                                                                                        claim
+                                                                                                .pool(),
+                                                                                        claim
+                                                                                                .node()));
+                                                                    }
+                                                                });
+                                                long allocations =
+                                                        snapshot.blocks().values().stream()
+                                                                .mapToLong(
+                                                                        b -> b.allocations().size())
+                                                                .sum();
+                                                long attachments =
+                                                        snapshot.nodes().values().stream()
+                                                                .mapToLong(
+                                                                        n -> n.attachments().size())
+                                                                .sum();
+                                                long took =
+                                                        TimeUnit.NANOSECONDS.toMillis(
+                                                                System.nanoTime() - started);
+                                                List<AdminViews.RouteFinding> routeFindings =
+                                                        routes.join().orElse(List.of());
+                                                boolean clean =
+                                                        orphans.join().isEmpty()
+                                                                && missing.join().isEmpty()
+                                                                && unknown.isEmpty()
+                                                                && ofRemoved.join().isEmpty()
+                                                                && routeFindings.isEmpty();
+                                                return new Report(
+                                                        clean,
+                                                        allocations,
+                                                        attachments,
+                                                        took,
+                                                        orphans.join(),
+                                                        missing.join(),
+                                                        unknown,
+                                                        ofRemoved.join(),
+                                                        routes.join().isPresent()
+                                                                ? hostRoutes.node()
+                                                                : null,
+                                                        routeFindings);
+                                            });
+                        });
     }
 
     /** Reads the nodes named by allocations and the blocks named by attachments that the first round missed. */
-    private static CompletionStage<Snapshot> secondRound(EntityReads reads, Map<Cidr, Claim> claims,
-            Map<Cidr, BlockView> blocks, Map<String, NodeView> nodes) {
+    private static CompletionStage<Snapshot> secondRound(
+            EntityReads reads,
+            Map<Cidr, Claim> claims,
+            Map<Cidr, BlockView> blocks,
+            Map<String, NodeView> nodes) {
         Set<String> moreNodes = new TreeSet<>();
-        blocks.values().forEach(b -> b.allocations().values().forEach(a -> {
-            if (!nodes.containsKey(a.node())) {
-                moreNodes.add(a.node());
-            }
-        }));
+        blocks.values()
+                .forEach(
+                        b ->
+                                b.allocations()
+                                        .values()
+                                        .forEach(
+                                                a -> {
+                                                    if (!nodes.containsKey(a.node())) {
+                                                        moreNodes.add(a.node());
+                                                    }
+                                                }));
         Set<Cidr> moreBlocks = new TreeSet<>();
-        nodes.values().forEach(n -> n.attachments().forEach(a -> a.addresses().forEach(h -> {
-            if (!blocks.containsKey(h.block())) {
-                moreBlocks.add(h.block());
-            }
-        })));
-        return reads.nodes(moreNodes).thenCombine(reads.blocks(moreBlocks), (extraNodes, extraBlocks) -> {
-            Map<String, NodeView> allNodes = new TreeMap<>(nodes);
-            allNodes.putAll(extraNodes);
-            return new Snapshot(claims, blocks, allNodes, extraBlocks);
-        });
+        nodes.values()
+                .forEach(
+                        n ->
+                                n.attachments()
+                                        .forEach(
+                                                a ->
+                                                        a.addresses()
+                                                                .forEach(
+                                                                        h -> {
+                                                                            if (!blocks.containsKey(
+                                                                                    h.block())) {
+                                                                                moreBlocks.add(
+                                                                                        h.block());
+                                                                            }
+                                                                        })));
+        return reads.nodes(moreNodes)
+                .thenCombine(
+                        reads.blocks(moreBlocks),
+                        (extraNodes, extraBlocks) -> {
+                            Map<String, NodeView> allNodes = new TreeMap<>(nodes);
+                            allNodes.putAll(extraNodes);
+                            return new Snapshot(claims, blocks, allNodes, extraBlocks);
+                        });
     }
 
     /** An address a block holds for an attachment its node does not record, or for a removed node. */
     private record Orphan(Cidr block, String address, Allocation allocation) {
         AllocationWithoutAttachment view() {
-            return new AllocationWithoutAttachment(address, block.toString(), AdminViews.Allocation.of(allocation));
+            return new AllocationWithoutAttachment(
+                    address, block.toString(), AdminViews.Allocation.of(allocation));
         }
     }
 
     /** Addresses a node records for an attachment that their blocks do not hold for it. */
     private record Missing(String node, AttachmentRecord attachment, List<HeldAddress> addresses) {
         AttachmentWithoutAllocation view() {
-            return new AttachmentWithoutAllocation(node, AdminViews.Attachment.of(attachment),
+            return new AttachmentWithoutAllocation(
+                    node,
+                    AdminViews.Attachment.of(attachment),
                     addresses.stream().map(HeldAddress::address).toList());
         }
     }
@@ -180,43 +282,77 @@ public final class ConsistencyCheck {
     private static List<Orphan> orphans(Snapshot snapshot, Set<String> removed) {
         Map<String, Map<String, AttachmentRecord>> records = snapshot.records();
         List<Orphan> orphans = new ArrayList<>();
-        snapshot.blocks().forEach((block, view) -> view.allocations().forEach((address, a) -> {
-            AttachmentRecord record = records.getOrDefault(a.node(), Map.of()).get(AttachmentRecord.key(a.handle(), a.ifname()));
-            if (!removed.contains(a.node()) && !records(record, address)) {
-                orphans.add(new Orphan(block, address, a));
-            }
-        }));
+        snapshot.blocks()
+                .forEach(
+                        (block, view) ->
+                                view.allocations()
+                                        .forEach(
+                                                (address, a) -> {
+                                                    AttachmentRecord record =
+                                                            records.getOrDefault(a.node(), Map.of())
+                                                                    .get(
+                                                                            AttachmentRecord.key(
+                                                                                    a.handle(),
+                                                                                    a.ifname()));
+                                                    if (!removed.contains(a.node())
+                                                            && !records(record, address)) {
+                                                        orphans.add(new Orphan(block, address, a));
+                                                    }
+                                                }));
         return orphans;
     }
 
     /** @return the allocations held for removed nodes */
     private static List<Orphan> heldForRemoved(Snapshot snapshot, Set<String> removed) {
         List<Orphan> held = new ArrayList<>();
-        snapshot.blocks().forEach((block, view) -> view.allocations().forEach((address, a) -> {
-            if (removed.contains(a.node())) {
-                held.add(new Orphan(block, address, a));
-            }
-        }));
+        snapshot.blocks()
+                .forEach(
+                        (block, view) ->
+                                view.allocations()
+                                        .forEach(
+                                                (address, a) -> {
+                                                    if (removed.contains(a.node())) {
+                                                        held.add(new Orphan(block, address, a));
+                                                    }
+                                                }));
         return held;
     }
 
     private static List<Missing> missing(Snapshot snapshot) {
         List<Missing> missing = new ArrayList<>();
-        snapshot.nodes().forEach((name, view) -> view.attachments().stream()
-                .sorted(Comparator.comparing((AttachmentRecord a) -> a.key()))
-                .forEach(a -> {
-                    List<HeldAddress> absent = a.addresses().stream()
-                            .filter(h -> !holds(snapshot.anyBlock(h.block()), h.address(), a)).toList();
-                    if (!absent.isEmpty()) {
-                        missing.add(new Missing(name, a, absent));
-                    }
-                }));
+        snapshot.nodes()
+                .forEach(
+                        (name, view) ->
+                                view.attachments().stream()
+                                        .sorted(
+                                                Comparator.comparing(
+                                                        (AttachmentRecord a) -> a.key()))
+                                        .forEach(
+                                                a -> {
+                                                    List<HeldAddress> absent =
+                                                            a.addresses().stream()
+                                                                    .filter(
+                                                                            h ->
+                                                                                    !holds(
+                                                                                            snapshot
+                                                                                                    .anyBlock(
+                                                                                                            h
+                                                                                                                    .block()),
+                                                                                            h
+                                                                                                    .address(),
+                                                                                            a))
+                                                                    .toList();
+                                                    if (!absent.isEmpty()) {
+                                                        missing.add(new Missing(name, a, absent));
+                                                    }
+                                                }));
         return missing;
     }
 
     /** @return whether the node's record of the attachment lists the address */
     private static boolean records(AttachmentRecord record, String address) {
-        return record != null && record.addresses().stream().anyMatch(h -> h.address().equals(address));
+        return record != null
+                && record.addresses().stream().anyMatch(h -> h.address().equals(address));
     }
 
     /** @return whether the block holds the address for the attachment */
@@ -227,17 +363,27 @@ public final class ConsistencyCheck {
 
     private static AttachmentRecord recordOf(NodeView node, String handle, String ifname) {
         String key = AttachmentRecord.key(handle, ifname);
-        return node.attachments().stream().filter(r -> r.key().equals(key)).findFirst().orElse(null);
+        return node.attachments().stream()
+                .filter(r -> r.key().equals(key))
+                .findFirst()
+                .orElse(null);
     }
 
     /** Keeps the orphans whose node (read again first) still does not record them and whose block still holds them. */
-    private static CompletionStage<List<AllocationWithoutAttachment>> confirmOrphans(EntityReads reads, List<Orphan> orphans) {
-        return confirmHeld(reads, orphans, (node, o) -> !records(recordOf(node, o.allocation().handle(),
-                o.allocation().ifname()), o.address()));
+    private static CompletionStage<List<AllocationWithoutAttachment>> confirmOrphans(
+            EntityReads reads, List<Orphan> orphans) {
+        return confirmHeld(
+                reads,
+                orphans,
+                (node, o) ->
+                        !records(
+                                recordOf(node, o.allocation().handle(), o.allocation().ifname()),
+                                o.address()));
     }
 
     /** Keeps the allocations whose node (read again first) is still removed and whose block still holds them. */
-    private static CompletionStage<List<AllocationWithoutAttachment>> confirmRemoved(EntityReads reads, List<Orphan> held) {
+    private static CompletionStage<List<AllocationWithoutAttachment>> confirmRemoved(
+            EntityReads reads, List<Orphan> held) {
         return confirmHeld(reads, held, (node, o) -> node.removed());
     }
 
@@ -245,49 +391,108 @@ public final class ConsistencyCheck {
      * Reads the allocations' nodes, then their blocks, again, and keeps those whose node still
      * says so ({@code nodeSays}) and whose block still holds them.
      */
-    private static CompletionStage<List<AllocationWithoutAttachment>> confirmHeld(EntityReads reads, List<Orphan> found,
-            BiPredicate<NodeView, Orphan> nodeSays) {
+    private static CompletionStage<List<AllocationWithoutAttachment>> confirmHeld(
+            EntityReads reads, List<Orphan> found, BiPredicate<NodeView, Orphan> nodeSays) {
         if (found.isEmpty()) {
             return CompletableFuture.completedFuture(List.of());
         }
         Set<String> nodes = new TreeSet<>();
         Set<Cidr> blocks = new TreeSet<>();
-        found.forEach(o -> {
-            nodes.add(o.allocation().node());
-            blocks.add(o.block());
-        });
-        return reads.nodes(nodes).thenCompose(nodeViews -> reads.blocks(blocks).thenApply(blockViews -> found.stream()
-                .filter(o -> {
-                    Allocation a = o.allocation();
-                    Allocation held = blockViews.get(o.block()).allocations().get(o.address());
-                    return nodeSays.test(nodeViews.get(a.node()), o) && held != null && held.isFor(a.handle(), a.ifname());
-                })
-                .map(Orphan::view).toList()));
+        found.forEach(
+                o -> {
+                    nodes.add(o.allocation().node());
+                    blocks.add(o.block());
+                });
+        return reads.nodes(nodes)
+                .thenCompose(
+                        nodeViews ->
+                                reads.blocks(blocks)
+                                        .thenApply(
+                                                blockViews ->
+                                                        found.stream()
+                                                                .filter(
+                                                                        o -> {
+                                                                            Allocation a =
+                                                                                    o.allocation();
+                                                                            Allocation held =
+                                                                                    blockViews
+                                                                                            .get(
+                                                                                                    o
+                                                                                                            .block())
+                                                                                            .allocations()
+                                                                                            .get(
+                                                                                                    o
+                                                                                                            .address());
+                                                                            return nodeSays.test(
+                                                                                            nodeViews
+                                                                                                    .get(
+                                                                                                            a
+                                                                                                                    .node()),
+                                                                                            o)
+                                                                                    && held != null
+                                                                                    && held.isFor(
+                                                                                            a
+                                                                                                    .handle(),
+                                                                                            a
+                                                                                                    .ifname());
+                                                                        })
+                                                                .map(Orphan::view)
+                                                                .toList()));
     }
 
     /** Keeps the missing addresses whose block (read again first) still lacks them and whose node still records them. */
-    private static CompletionStage<List<AttachmentWithoutAllocation>> confirmMissing(EntityReads reads, List<Missing> missing) {
+    private static CompletionStage<List<AttachmentWithoutAllocation>> confirmMissing(
+            EntityReads reads, List<Missing> missing) {
         if (missing.isEmpty()) {
             return CompletableFuture.completedFuture(List.of());
         }
         Set<Cidr> blocks = new TreeSet<>();
         Set<String> nodes = new TreeSet<>();
-        missing.forEach(m -> {
-            nodes.add(m.node());
-            m.addresses().forEach(h -> blocks.add(h.block()));
-        });
-        return reads.blocks(blocks).thenCompose(blockViews -> reads.nodes(nodes).thenApply(nodeViews -> {
-            List<AttachmentWithoutAllocation> confirmed = new ArrayList<>();
-            for (Missing m : missing) {
-                AttachmentRecord now = recordOf(nodeViews.get(m.node()), m.attachment().handle(), m.attachment().ifname());
-                List<HeldAddress> still = m.addresses().stream()
-                        .filter(h -> records(now, h.address()) && !holds(blockViews.get(h.block()), h.address(), now))
-                        .toList();
-                if (!still.isEmpty()) {
-                    confirmed.add(new Missing(m.node(), now, still).view());
-                }
-            }
-            return confirmed;
-        }));
+        missing.forEach(
+                m -> {
+                    nodes.add(m.node());
+                    m.addresses().forEach(h -> blocks.add(h.block()));
+                });
+        return reads.blocks(blocks)
+                .thenCompose(
+                        blockViews ->
+                                reads.nodes(nodes)
+                                        .thenApply(
+                                                nodeViews -> {
+                                                    List<AttachmentWithoutAllocation> confirmed =
+                                                            new ArrayList<>();
+                                                    for (Missing m : missing) {
+                                                        AttachmentRecord now =
+                                                                recordOf(
+                                                                        nodeViews.get(m.node()),
+                                                                        m.attachment().handle(),
+                                                                        m.attachment().ifname());
+                                                        List<HeldAddress> still =
+                                                                m.addresses().stream()
+                                                                        .filter(
+                                                                                h ->
+                                                                                        records(
+                                                                                                        now,
+                                                                                                        h
+                                                                                                                .address())
+                                                                                                && !holds(
+                                                                                                        blockViews
+                                                                                                                .get(
+                                                                                                                        h
+                                                                                                                                .block()),
+                                                                                                        h
+                                                                                                                .address(),
+                                                                                                        now))
+                                                                        .toList();
+                                                        if (!still.isEmpty()) {
+                                                            confirmed.add(
+                                                                    new Missing(
+                                                                                    m.node(), now,
+                                                                                    still)
+                                                                            .view());
+                                                        }
+                                                    }
+                                                    return confirmed;
+                                                }));
     }
 }

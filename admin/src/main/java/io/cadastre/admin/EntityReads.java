@@ -41,7 +41,8 @@ final class EntityReads {
     }
 
     CompletionStage<PoolEntity.PoolView> pool(String name) {
-        return ask(sharding.entityRefFor(PoolEntity.ENTITY_TYPE_KEY, name), PoolEntity.GetPool::new);
+        return ask(
+                sharding.entityRefFor(PoolEntity.ENTITY_TYPE_KEY, name), PoolEntity.GetPool::new);
     }
 
     CompletionStage<BlockEntity.BlockView> block(Cidr block) {
@@ -53,28 +54,44 @@ final class EntityReads {
     }
 
     /** @return the attachment as its node knows it, if it does */
-    CompletionStage<Optional<AttachmentRecord>> attachment(String node, String handle, String ifname) {
-        return ask(nodeRef(node), (ActorRef<NodeEntity.AttachmentLookup> r) -> new NodeEntity.GetAttachment(handle, ifname, r))
+    CompletionStage<Optional<AttachmentRecord>> attachment(
+            String node, String handle, String ifname) {
+        return ask(
+                        nodeRef(node),
+                        (ActorRef<NodeEntity.AttachmentLookup> r) ->
+                                new NodeEntity.GetAttachment(handle, ifname, r))
                 .thenApply(found -> Optional.ofNullable(found.attachment()));
     }
 
     /** The node forgets the attachment (persisted); an unknown one is success. */
     CompletionStage<Done> forget(String node, String handle, String ifname) {
         EntityRef<NodeEntity.Command> ref = nodeRef(node);
-        return retrying(timeout -> ref.askWithStatus(
-                        (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r), timeout), ref);
+        return retrying(
+                timeout ->
+                        ref.askWithStatus(
+                                (ActorRef<StatusReply<Done>> r) ->
+                                        new NodeEntity.ForgetAttachment(handle, ifname, r),
+                                timeout),
+                ref);
     }
 
     /** Marks the node removed by an operator (persisted); a node removed already is success. */
     CompletionStage<Done> markRemoved(String node) {
         EntityRef<NodeEntity.Command> ref = nodeRef(node);
-        return retrying(timeout -> ref.askWithStatus(
-                        (ActorRef<StatusReply<Done>> r) -> new NodeEntity.MarkRemoved(r), timeout), ref);
+        return retrying(
+                timeout ->
+                        ref.askWithStatus(
+                                (ActorRef<StatusReply<Done>> r) -> new NodeEntity.MarkRemoved(r),
+                                timeout),
+                ref);
     }
 
     /** @return the addresses the block freed for the attachment; empty when it held none there */
     CompletionStage<List<String>> release(Cidr block, String handle, String ifname) {
-        return ask(blockRef(block), (ActorRef<BlockEntity.Released> r) -> new BlockEntity.Release(handle, ifname, r))
+        return ask(
+                        blockRef(block),
+                        (ActorRef<BlockEntity.Released> r) ->
+                                new BlockEntity.Release(handle, ifname, r))
                 .thenApply(BlockEntity.Released::addresses);
     }
 
@@ -93,12 +110,27 @@ final class EntityReads {
         return all(names, this::pool);
     }
 
-    private static <K, V> CompletionStage<Map<K, V>> all(Collection<K> keys, Function<K, CompletionStage<V>> read) {
-        Map<K, CompletableFuture<V>> each = keys.stream().distinct()
-                .collect(Collectors.toMap(k -> k, k -> read.apply(k).toCompletableFuture(), (a, b) -> a, java.util.LinkedHashMap::new));
+    private static <K, V> CompletionStage<Map<K, V>> all(
+            Collection<K> keys, Function<K, CompletionStage<V>> read) {
+        Map<K, CompletableFuture<V>> each =
+                keys.stream()
+                        .distinct()
+                        .collect(
+                                Collectors.toMap(
+                                        k -> k,
+                                        k -> read.apply(k).toCompletableFuture(),
+                                        (a, b) -> a,
+                                        java.util.LinkedHashMap::new));
         return CompletableFuture.allOf(each.values().toArray(CompletableFuture[]::new))
-                .thenApply(v -> each.entrySet().stream().collect(Collectors.toMap(Map.Entry::getKey,
-                        e -> e.getValue().join(), (a, b) -> a, java.util.LinkedHashMap::new)));
+                .thenApply(
+                        v ->
+                                each.entrySet().stream()
+                                        .collect(
+                                                Collectors.toMap(
+                                                        Map.Entry::getKey,
+                                                        e -> e.getValue().join(),
+                                                        (a, b) -> a,
+                                                        java.util.LinkedHashMap::new)));
     }
 
     private EntityRef<BlockEntity.Command> blockRef(Cidr block) {
@@ -113,32 +145,50 @@ final class EntityReads {
         return retrying(timeout -> ref.ask(command::apply, timeout), ref);
     }
 
-    private <R> CompletionStage<R> retrying(Function<Duration, CompletionStage<R>> attempt, EntityRef<?> ref) {
+    private <R> CompletionStage<R> retrying(
+            Function<Duration, CompletionStage<R>> attempt, EntityRef<?> ref) {
         return retrying(attempt, ref, System.nanoTime() + timeouts.total().toNanos());
     }
 
     /** One attempt with the per-attempt timeout (less when the deadline is nearer); again after a timeout. */
-    private <R> CompletionStage<R> retrying(Function<Duration, CompletionStage<R>> attempt, EntityRef<?> ref,
-            long deadlineNanos) {
+    private <R> CompletionStage<R> retrying(
+            Function<Duration, CompletionStage<R>> attempt, EntityRef<?> ref, long deadlineNanos) {
         long remaining = deadlineNanos - System.nanoTime();
-        Duration timeout = Duration.ofNanos(Math.max(1, Math.min(remaining, timeouts.perAttempt().toNanos())));
-        return attempt.apply(timeout).handle((reply, error) -> {
-            if (error == null) {
-                return CompletableFuture.completedFuture(reply);
-            }
-            Throwable cause = unwrap(error);
-            if (cause instanceof TimeoutException && deadlineNanos - System.nanoTime() > 0) {
-                return retrying(attempt, ref, deadlineNanos);
-            }
-            if (cause instanceof Refusal) {
-                // The entity refused: for the commands asked here that is a bug, not the caller's input.
-                return CompletableFuture.<R>failedFuture(new IllegalStateException(
-                        ref.getEntityId() + " refused: " + cause.getMessage(), cause));
-            }
-            return CompletableFuture.<R>failedFuture(new AdminException(AdminException.Kind.UNAVAILABLE,
-                    ref.getTypeKey().name() + " " + ref.getEntityId() + " did not answer within "
-                            + timeouts.total().toMillis() + " ms", cause));
-        }).thenCompose(Function.identity());
+        Duration timeout =
+                Duration.ofNanos(Math.max(1, Math.min(remaining, timeouts.perAttempt().toNanos())));
+        return attempt.apply(timeout)
+                .handle(
+                        (reply, error) -> {
+                            if (error == null) {
+                                return CompletableFuture.completedFuture(reply);
+                            }
+                            Throwable cause = unwrap(error);
+                            if (cause instanceof TimeoutException
+                                    && deadlineNanos - System.nanoTime() > 0) {
+                                return retrying(attempt, ref, deadlineNanos);
+                            }
+                            if (cause instanceof Refusal) {
+                                // The entity refused: for the commands asked here that is a bug,
+                                // not the caller's input.
+                                return CompletableFuture.<R>failedFuture(
+                                        new IllegalStateException(
+                                                ref.getEntityId()
+                                                        + " refused: "
+                                                        + cause.getMessage(),
+                                                cause));
+                            }
+                            return CompletableFuture.<R>failedFuture(
+                                    new AdminException(
+                                            AdminException.Kind.UNAVAILABLE,
+                                            ref.getTypeKey().name()
+                                                    + " "
+                                                    + ref.getEntityId()
+                                                    + " did not answer within "
+                                                    + timeouts.total().toMillis()
+                                                    + " ms",
+                                            cause));
+                        })
+                .thenCompose(Function.identity());
     }
 
     static Throwable unwrap(Throwable e) {

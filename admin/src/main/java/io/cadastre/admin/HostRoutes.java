@@ -17,22 +17,24 @@ import java.util.concurrent.CompletionStage;
  */
 public interface HostRoutes {
     /** Routes nothing: no routing views, no route findings. */
-    HostRoutes NONE = new HostRoutes() {
-        @Override
-        public String node() {
-            return null;
-        }
+    HostRoutes NONE =
+            new HostRoutes() {
+                @Override
+                public String node() {
+                    return null;
+                }
 
-        @Override
-        public CompletionStage<Optional<AdminViews.Routing>> routing(String node) {
-            return CompletableFuture.completedFuture(Optional.empty());
-        }
+                @Override
+                public CompletionStage<Optional<AdminViews.Routing>> routing(String node) {
+                    return CompletableFuture.completedFuture(Optional.empty());
+                }
 
-        @Override
-        public CompletionStage<Optional<List<AdminViews.RouteFinding>>> audit(Map<Cidr, Claim> claims, Set<String> removed) {
-            return CompletableFuture.completedFuture(Optional.empty());
-        }
-    };
+                @Override
+                public CompletionStage<Optional<List<AdminViews.RouteFinding>>> audit(
+                        Map<Cidr, Claim> claims, Set<String> removed) {
+                    return CompletableFuture.completedFuture(Optional.empty());
+                }
+            };
 
     /** @return the node whose host these are (the answering agent's), or null for {@link #NONE} */
     String node();
@@ -49,5 +51,6 @@ public interface HostRoutes {
      * @return the blocks whose route on this host is missing, leads to the wrong node, differs or
      *     conflicts with another protocol's, after one refresh; empty when this agent routes nothing
      */
-    CompletionStage<Optional<List<AdminViews.RouteFinding>>> audit(Map<Cidr, Claim> claims, Set<String> removed);
+    CompletionStage<Optional<List<AdminViews.RouteFinding>>> audit(
+            Map<Cidr, Claim> claims, Set<String> removed);
 }

@@ -11,9 +11,9 @@ import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AttachmentRecord;
+import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.shards.CadastreMetrics;
-import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.NodeEntity.NodeView;
 import io.cadastre.shards.PoolEntity.PoolView;
@@ -83,7 +83,6 @@ public final class Inventory {
 
     // ---- pools and blocks ----
 
-
     /** @return every pool's view, by name */
     CompletionStage<Map<String, PoolView>> poolViews() {
         return catalog().thenCompose(c -> poolViews(c.pools().keySet()));
@@ -91,21 +90,28 @@ public final class Inventory {
 
     /** @return the defined pools' views, in the order given */
     CompletionStage<Map<String, PoolView>> poolViews(Collection<String> names) {
-        return reads.pools(names).thenApply(views -> {
-            Map<String, PoolView> defined = new LinkedHashMap<>();
-            views.forEach((name, view) -> {
-                if (view.defined()) {
-                    defined.put(name, view);
-                }
-            });
-            return defined;
-        });
+        return reads.pools(names)
+                .thenApply(
+                        views -> {
+                            Map<String, PoolView> defined = new LinkedHashMap<>();
+                            views.forEach(
+                                    (name, view) -> {
+                                        if (view.defined()) {
+                                            defined.put(name, view);
+                                        }
+                                    });
+                            return defined;
+                        });
     }
 
     /** @return every claimed block of the pools, in address order */
     static Map<Cidr, Claim> claims(Map<String, PoolView> views) {
         Map<Cidr, Claim> claims = new TreeMap<>();
-        views.forEach((name, view) -> view.claims().forEach((block, node) -> claims.put(block, new Claim(name, node))));
+        views.forEach(
+                (name, view) ->
+                        view.claims()
+                                .forEach(
+                                        (block, node) -> claims.put(block, new Claim(name, node))));
         return claims;
     }
 
@@ -116,26 +122,56 @@ public final class Inventory {
 
     /** @return one pool with its utilisation; NOT_FOUND when it is not defined */
     public CompletionStage<AdminViews.Pool> pool(String name) {
-        return reads.pool(name).thenCompose(view -> {
-            if (!view.defined()) {
-                throw AdminException.notFound("unknown pool " + name);
-            }
-            return poolsOf(Map.of(name, view)).thenApply(p -> p.pools().get(0));
-        });
+        return reads.pool(name)
+                .thenCompose(
+                        view -> {
+                            if (!view.defined()) {
+                                throw AdminException.notFound("unknown pool " + name);
+                            }
+                            return poolsOf(Map.of(name, view)).thenApply(p -> p.pools().get(0));
+                        });
     }
 
     private CompletionStage<AdminViews.Pools> poolsOf(Map<String, PoolView> views) {
         Map<Cidr, Claim> claims = claims(views);
-        return reads.blocks(claims.keySet()).thenApply(blocks -> new AdminViews.Pools(views.values().stream()
-                .map(view -> {
-                    PoolSpec spec = view.spec();
-                    long allocated = view.claims().keySet().stream().mapToLong(b -> blocks.get(b).allocations().size()).sum();
-                    return new AdminViews.Pool(spec.name(), spec.cidr().toString(), spec.blockPrefix(),
-                            spec.strictAffinity(), spec.allowBorrowing(), spec.maxBlocksPerNode(), view.disabled(),
-                            spec.cidr().size(), new BlockCount(view.claims().size(), spec.cidr().subnetCount(spec.blockPrefix())),
-                            allocated, spec.nodeSelector(), AdminViews.cidrs(spec.excluded()));
-                })
-                .toList()));
+        return reads.blocks(claims.keySet())
+                .thenApply(
+                        blocks ->
+                                new AdminViews.Pools(
+                                        views.values().stream()
+                                                .map(
+                                                        view -> {
+                                                            PoolSpec spec = view.spec();
+                                                            long allocated =
+                                                                    view.claims().keySet().stream()
+                                                                            .mapToLong(
+                                                                                    b ->
+                                                                                            blocks.get(
+                                                                                                            b)
+                                                                                                    .allocations()
+                                                                                                    .size())
+                                                                            .sum();
+                                                            return new AdminViews.Pool(
+                                                                    spec.name(),
+                                                                    spec.cidr().toString(),
+                                                                    spec.blockPrefix(),
+                                                                    spec.strictAffinity(),
+                                                                    spec.allowBorrowing(),
+                                                                    spec.maxBlocksPerNode(),
+                                                                    view.disabled(),
+                                                                    spec.cidr().size(),
+                                                                    new BlockCount(
+                                                                            view.claims().size(),
+                                                                            spec.cidr()
+                                                                                    .subnetCount(
+                                                                                            spec
+                                                                                                    .blockPrefix())),
+                                                                    allocated,
+                                                                    spec.nodeSelector(),
+                                                                    AdminViews.cidrs(
+                                                                            spec.excluded()));
+                                                        })
+                                                .toList()));
     }
 
     /**
@@ -147,27 +183,71 @@ public final class Inventory {
      * reads them.
      */
     public CompletionStage<CadastreMetrics.IpamUsage> usage() {
-        return poolViews().thenCompose(views -> {
-            Map<Cidr, Claim> claims = claims(views);
-            return reads.blocks(claims.keySet()).thenApply(blocks -> {
-                Map<String, Double> sizes = new LinkedHashMap<>();
-                views.forEach((name, view) -> sizes.put(name, view.spec().cidr().size().doubleValue()));
-                // (pool, node) -> {in use, borrowed, blocks}
-                Map<Claim, long[]> counts = new TreeMap<>(Comparator.comparing(Claim::pool).thenComparing(Claim::node));
-                claims.forEach((block, claim) -> {
-                    counts.computeIfAbsent(claim, c -> new long[3])[2]++;
-                    for (Allocation a : blocks.get(block).allocations().values()) {
-                        long[] holder = counts.computeIfAbsent(new Claim(claim.pool(), a.node()), c -> new long[3]);
-                        holder[0]++;
-                        if (!a.node().equals(claim.node())) {
-                            holder[1]++;
-                        }
-                    }
-                });
-                return new CadastreMetrics.IpamUsage(sizes, counts.entrySet().stream().map(e -> new CadastreMetrics.NodeUsage(
-                        e.getKey().pool(), e.getKey().node(), e.getValue()[0], e.getValue()[1], e.getValue()[2])).toList());
-            });
-        });
+        return poolViews()
+                .thenCompose(
+                        views -> {
+                            Map<Cidr, Claim> claims = claims(views);
+                            return reads.blocks(claims.keySet())
+                                    .thenApply(
+                                            blocks -> {
+                                                Map<String, Double> sizes = new LinkedHashMap<>();
+                                                views.forEach(
+                                                        (name, view) ->
+                                                                sizes.put(
+                                                                        name,
+                                                                        view.spec()
+                                                                                .cidr()
+                                                                                .size()
+                                                                                .doubleValue()));
+                                                // (pool, node) -> {in use, borrowed, blocks}
+                                                Map<Claim, long[]> counts =
+                                                        new TreeMap<>(
+                                                                Comparator.comparing(Claim::pool)
+                                                                        .thenComparing(
+                                                                                Claim::node));
+                                                claims.forEach(
+                                                        (block, claim) -> {
+                                                            counts.computeIfAbsent(
+                                                                            claim,
+                                                                            c -> new long[3])[2]++;
+                                                            for (Allocation a :
+                                                                    blocks.get(block)
+                                                                            .allocations()
+                                                                            .values()) {
+                                                                long[] holder =
+                                                                        counts.computeIfAbsent(
+                                                                                new Claim(
+                                                                                        claim
+                                                                                                .pool(),
+                                                                                        a.node()),
+                                                                                c -> new long[3]);
+                                                                holder[0]++;
+                                                                if (!a.node()
+                                                                        .equals(claim.node())) {
+                                                                    holder[1]++;
+                                                                }
+                                                            }
+                                                        });
+                                                return new CadastreMetrics.IpamUsage(
+                                                        sizes,
+                                                        counts.entrySet().stream()
+                                                                .map(
+                                                                        e ->
+                                                                                new CadastreMetrics
+                                                                                        .NodeUsage(
+                                                                                        e.getKey()
+                                                                                                .pool(),
+                                                                                        e.getKey()
+                                                                                                .node(),
+                                                                                        e.getValue()[
+                                                                                                0],
+                                                                                        e.getValue()[
+                                                                                                1],
+                                                                                        e.getValue()[
+                                                                                                2]))
+                                                                .toList());
+                                            });
+                        });
     }
 
     /**
@@ -177,37 +257,92 @@ public final class Inventory {
      * @return the claimed blocks, in address order
      */
     public CompletionStage<AdminViews.Blocks> blocks(Optional<String> pool, Optional<String> node) {
-        return guard(() -> {
-            CompletionStage<Boolean> known = node.isPresent() ? nodeKnown(node.get()) : CompletableFuture.completedFuture(true);
-            return known.thenCompose(isKnown -> {
-                if (!isKnown) {
-                    throw AdminException.notFound("unknown node " + node.get());
-                }
-                return catalog();
-            }).thenCompose(catalog -> {
-                pool.ifPresent(name -> requirePool(catalog, name));
-                return poolViews(pool.map(List::of).orElse(List.copyOf(catalog.pools().keySet())));
-            }).thenCompose(views -> {
-                Map<Cidr, Claim> claims = claims(views);
-                return reads.blocks(claims.keySet()).thenApply(blocks -> new AdminViews.Blocks(claims.entrySet().stream()
-                        .map(e -> block(e.getKey(), e.getValue(), blocks.get(e.getKey())))
-                        .filter(b -> node.isEmpty() || node.get().equals(b.affinity()) || b.borrowedBy().contains(node.get()))
-                        .toList()));
-            });
-        });
+        return guard(
+                () -> {
+                    CompletionStage<Boolean> known =
+                            node.isPresent()
+                                    ? nodeKnown(node.get())
+                                    : CompletableFuture.completedFuture(true);
+                    return known.thenCompose(
+                                    isKnown -> {
+                                        if (!isKnown) {
+                                            throw AdminException.notFound(
+                                                    "unknown node " + node.get());
+                                        }
+                                        return catalog();
+                                    })
+                            .thenCompose(
+                                    catalog -> {
+                                        pool.ifPresent(name -> requirePool(catalog, name));
+                                        return poolViews(
+                                                pool.map(List::of)
+                                                        .orElse(
+                                                                List.copyOf(
+                                                                        catalog.pools().keySet())));
+                                    })
+                            .thenCompose(
+                                    views -> {
+                                        Map<Cidr, Claim> claims = claims(views);
+                                        return reads.blocks(claims.keySet())
+                                                .thenApply(
+                                                        blocks ->
+                                                                new AdminViews.Blocks(
+                                                                        claims.entrySet().stream()
+                                                                                .map(
+                                                                                        e ->
+                                                                                                block(
+                                                                                                        e
+                                                                                                                .getKey(),
+                                                                                                        e
+                                                                                                                .getValue(),
+                                                                                                        blocks
+                                                                                                                .get(
+                                                                                                                        e
+                                                                                                                                .getKey())))
+                                                                                .filter(
+                                                                                        b ->
+                                                                                                node
+                                                                                                                .isEmpty()
+                                                                                                        || node.get()
+                                                                                                                .equals(
+                                                                                                                        b
+                                                                                                                                .affinity())
+                                                                                                        || b.borrowedBy()
+                                                                                                                .contains(
+                                                                                                                        node
+                                                                                                                                .get()))
+                                                                                .toList()));
+                                    });
+                });
     }
 
     private static AdminViews.Block block(Cidr cidr, Claim claim, BlockView view) {
-        List<String> borrowedBy = view.allocations().values().stream().map(Allocation::node)
-                .filter(n -> !n.equals(claim.node())).distinct().sorted().toList();
+        List<String> borrowedBy =
+                view.allocations().values().stream()
+                        .map(Allocation::node)
+                        .filter(n -> !n.equals(claim.node()))
+                        .distinct()
+                        .sorted()
+                        .toList();
         int allocated = view.allocations().size();
-        return new AdminViews.Block(cidr.toString(), claim.pool(), claim.node(), view.size(), allocated,
-                view.free(), borrowedBy);
+        return new AdminViews.Block(
+                cidr.toString(),
+                claim.pool(),
+                claim.node(),
+                view.size(),
+                allocated,
+                view.free(),
+                borrowedBy);
     }
 
     private static void requirePool(Catalog catalog, String name) {
         if (catalog.spec(name).isEmpty()) {
-            throw AdminException.notFound("unknown pool " + name + " (known: " + String.join(", ", catalog.pools().keySet()) + ")");
+            throw AdminException.notFound(
+                    "unknown pool "
+                            + name
+                            + " (known: "
+                            + String.join(", ", catalog.pools().keySet())
+                            + ")");
         }
     }
 
@@ -216,56 +351,183 @@ public final class Inventory {
     /** @return every known node: the members, the nodes blocks are affine to, the nodes holding allocations */
     public CompletionStage<AdminViews.Nodes> nodes() {
         Map<String, Members.Standing> members = members();
-        return poolViews().thenCompose(views -> {
-            Map<Cidr, Claim> claims = claims(views);
-            return reads.blocks(claims.keySet()).thenCompose(blocks -> {
-                Set<String> names = new TreeSet<>(members.keySet());
-                claims.values().forEach(c -> names.add(c.node()));
-                blocks.values().forEach(b -> b.allocations().values().forEach(a -> names.add(a.node())));
-                return reads.nodes(names).thenApply(nodes -> new AdminViews.Nodes(names.stream().map(name -> {
-                    List<Cidr> affine = claims.entrySet().stream().filter(e -> e.getValue().node().equals(name))
-                            .map(Map.Entry::getKey).toList();
-                    List<Cidr> borrowed = claims.entrySet().stream()
-                            .filter(e -> !e.getValue().node().equals(name) && holdsFor(blocks.get(e.getKey()), name))
-                            .map(Map.Entry::getKey).toList();
-                    return summary(name, members, affine, borrowed, nodes.get(name));
-                }).toList()));
-            });
-        });
+        return poolViews()
+                .thenCompose(
+                        views -> {
+                            Map<Cidr, Claim> claims = claims(views);
+                            return reads.blocks(claims.keySet())
+                                    .thenCompose(
+                                            blocks -> {
+                                                Set<String> names = new TreeSet<>(members.keySet());
+                                                claims.values().forEach(c -> names.add(c.node()));
+                                                blocks.values()
+                                                        .forEach(
+                                                                b ->
+                                                                        b.allocations()
+                                                                                .values()
+                                                                                .forEach(
+                                                                                        a ->
+                                                                                                names
+                                                                                                        .add(
+                                                                                                                a
+                                                                                                                        .node())));
+                                                return reads.nodes(names)
+                                                        .thenApply(
+                                                                nodes ->
+                                                                        new AdminViews.Nodes(
+                                                                                names.stream()
+                                                                                        .map(
+                                                                                                name -> {
+                                                                                                    List<
+                                                                                                                    Cidr>
+                                                                                                            affine =
+                                                                                                                    claims
+                                                                                                                            .entrySet()
+                                                                                                                            .stream()
+                                                                                                                            .filter(
+                                                                                                                                    e ->
+                                                                                                                                            e.getValue()
+                                                                                                                                                    .node()
+                                                                                                                                                    .equals(
+                                                                                                                                                            name))
+                                                                                                                            .map(
+                                                                                                                                    Map
+                                                                                                                                                    .Entry
+                                                                                                                                            ::getKey)
+                                                                                                                            .toList();
+                                                                                                    List<
+                                                                                                                    Cidr>
+                                                                                                            borrowed =
+                                                                                                                    claims
+                                                                                                                            .entrySet()
+                                                                                                                            .stream()
+                                                                                                                            .filter(
+                                                                                                                                    e ->
+                                                                                                                                            !e.getValue()
+                                                                                                                                                            .node()
+                                                                                                                                                            .equals(
+                                                                                                                                                                    name)
+                                                                                                                                                    && holdsFor(
+                                                                                                                                                            blocks
+                                                                                                                                                                    .get(
+                                                                                                                                                                            e
+                                                                                                                                                                                    .getKey()),
+                                                                                                                                                            name))
+                                                                                                                            .map(
+                                                                                                                                    Map
+                                                                                                                                                    .Entry
+                                                                                                                                            ::getKey)
+                                                                                                                            .toList();
+                                                                                                    return summary(
+                                                                                                            name,
+                                                                                                            members,
+                                                                                                            affine,
+                                                                                                            borrowed,
+                                                                                                            nodes
+                                                                                                                    .get(
+                                                                                                                            name));
+                                                                                                })
+                                                                                        .toList()));
+                                            });
+                        });
     }
 
     /** @return the node with its attachments; NOT_FOUND when the node is unknown */
     public CompletionStage<NodeDetail> node(String name) {
         Map<String, Members.Standing> members = members();
-        return reads.node(name).thenCombine(poolViews(), (view, views) -> {
-            Map<Cidr, Claim> claims = claims(views);
-            List<Cidr> affine = claims.entrySet().stream().filter(e -> e.getValue().node().equals(name))
-                    .map(Map.Entry::getKey).toList();
-            if (!members.containsKey(name) && affine.isEmpty() && view.attachments().isEmpty()
-                    && view.borrowedBlocks().isEmpty() && view.affineBlocks().isEmpty()) {
-                throw AdminException.notFound("unknown node " + name);
-            }
-            // The node lists a block before it borrows from it, and its records name the blocks
-            // its addresses came from: between them they cover every block it may borrow from.
-            Set<Cidr> candidates = new TreeSet<>(view.borrowedBlocks().keySet());
-            view.attachments().forEach(a -> a.addresses().forEach(h -> candidates.add(h.block())));
-            candidates.removeAll(affine);
-            return Map.entry(view, Map.entry(affine, candidates));
-        }).thenCompose(found -> reads.blocks(found.getValue().getValue()).thenApply(blocks -> {
-            NodeView view = found.getKey();
-            List<Cidr> borrowed = blocks.entrySet().stream().filter(e -> holdsFor(e.getValue(), name))
-                    .map(Map.Entry::getKey).toList();
-            NodeSummary s = summary(name, members, found.getValue().getKey(), borrowed, view);
-            List<Attachment> attachments = view.attachments().stream()
-                    .sorted(java.util.Comparator.comparing((AttachmentRecord a) -> a.key())).map(Attachment::of).toList();
-            return new NodeDetail(s.name(), s.member(), s.affineBlocks(), s.borrowedBlocks(), s.attachments(), s.labels(),
-                    s.removed(), attachments, peer(view.peer()), null);
-        }));
+        return reads.node(name)
+                .thenCombine(
+                        poolViews(),
+                        (view, views) -> {
+                            Map<Cidr, Claim> claims = claims(views);
+                            List<Cidr> affine =
+                                    claims.entrySet().stream()
+                                            .filter(e -> e.getValue().node().equals(name))
+                                            .map(Map.Entry::getKey)
+                                            .toList();
+                            if (!members.containsKey(name)
+                                    && affine.isEmpty()
+                                    && view.attachments().isEmpty()
+                                    && view.borrowedBlocks().isEmpty()
+                                    && view.affineBlocks().isEmpty()) {
+                                throw AdminException.notFound("unknown node " + name);
+                            }
+                            // The node lists a block before it borrows from it, and its records
+                            // name the blocks
+                            // its addresses came from: between them they cover every block it may
+                            // borrow from.
+                            Set<Cidr> candidates = new TreeSet<>(view.borrowedBlocks().keySet());
+                            view.attachments()
+                                    .forEach(
+                                            a ->
+                                                    a.addresses()
+                                                            .forEach(
+                                                                    h ->
+                                                                            candidates.add(
+                                                                                    h.block())));
+                            candidates.removeAll(affine);
+                            return Map.entry(view, Map.entry(affine, candidates));
+                        })
+                .thenCompose(
+                        found ->
+                                reads.blocks(found.getValue().getValue())
+                                        .thenApply(
+                                                blocks -> {
+                                                    NodeView view = found.getKey();
+                                                    List<Cidr> borrowed =
+                                                            blocks.entrySet().stream()
+                                                                    .filter(
+                                                                            e ->
+                                                                                    holdsFor(
+                                                                                            e
+                                                                                                    .getValue(),
+                                                                                            name))
+                                                                    .map(Map.Entry::getKey)
+                                                                    .toList();
+                                                    NodeSummary s =
+                                                            summary(
+                                                                    name,
+                                                                    members,
+                                                                    found.getValue().getKey(),
+                                                                    borrowed,
+                                                                    view);
+                                                    List<Attachment> attachments =
+                                                            view.attachments().stream()
+                                                                    .sorted(
+                                                                            java.util.Comparator
+                                                                                    .comparing(
+                                                                                            (AttachmentRecord
+                                                                                                            a) ->
+                                                                                                    a
+                                                                                                            .key()))
+                                                                    .map(Attachment::of)
+                                                                    .toList();
+                                                    return new NodeDetail(
+                                                            s.name(),
+                                                            s.member(),
+                                                            s.affineBlocks(),
+                                                            s.borrowedBlocks(),
+                                                            s.attachments(),
+                                                            s.labels(),
+                                                            s.removed(),
+                                                            attachments,
+                                                            peer(view.peer()),
+                                                            null);
+                                                }));
     }
 
     private static AdminViews.Peer peer(io.cadastre.shards.PeerInfo p) {
-        return p == null ? null : new AdminViews.Peer(p.mode(), p.device(), p.ipv4(), p.ipv6(), p.vtepMac(), p.tunnelIpv4(),
-                p.tunnelIpv6(), p.mtu());
+        return p == null
+                ? null
+                : new AdminViews.Peer(
+                        p.mode(),
+                        p.device(),
+                        p.ipv4(),
+                        p.ipv6(),
+                        p.vtepMac(),
+                        p.tunnelIpv4(),
+                        p.tunnelIpv6(),
+                        p.mtu());
     }
 
     /** @return whether the node is a member, owns a block, or its entity records anything */
@@ -273,20 +535,37 @@ public final class Inventory {
         if (members().containsKey(name)) {
             return CompletableFuture.completedFuture(true);
         }
-        return reads.node(name).thenCombine(poolViews(), (view, views) ->
-                !view.attachments().isEmpty() || !view.affineBlocks().isEmpty() || !view.borrowedBlocks().isEmpty()
-                        || views.values().stream().anyMatch(v -> v.claims().containsValue(name)));
+        return reads.node(name)
+                .thenCombine(
+                        poolViews(),
+                        (view, views) ->
+                                !view.attachments().isEmpty()
+                                        || !view.affineBlocks().isEmpty()
+                                        || !view.borrowedBlocks().isEmpty()
+                                        || views.values().stream()
+                                                .anyMatch(v -> v.claims().containsValue(name)));
     }
 
     private static boolean holdsFor(BlockView view, String node) {
-        return view != null && view.allocations().values().stream().anyMatch(a -> a.node().equals(node));
+        return view != null
+                && view.allocations().values().stream().anyMatch(a -> a.node().equals(node));
     }
 
-    private static NodeSummary summary(String name, Map<String, Members.Standing> members, Collection<Cidr> affine,
-            Collection<Cidr> borrowed, NodeView view) {
+    private static NodeSummary summary(
+            String name,
+            Map<String, Members.Standing> members,
+            Collection<Cidr> affine,
+            Collection<Cidr> borrowed,
+            NodeView view) {
         Members.Standing standing = members.get(name);
-        return new NodeSummary(name, standing == null ? "absent" : Members.spelling(standing), AdminViews.cidrs(affine),
-                AdminViews.cidrs(borrowed), view.attachments().size(), view.labels(), view.removed());
+        return new NodeSummary(
+                name,
+                standing == null ? "absent" : Members.spelling(standing),
+                AdminViews.cidrs(affine),
+                AdminViews.cidrs(borrowed),
+                view.attachments().size(),
+                view.labels(),
+                view.removed());
     }
 
     // ---- addresses ----
@@ -302,11 +581,25 @@ public final class Inventory {
         } catch (IllegalArgumentException e) {
             throw AdminException.badRequest(e.getMessage());
         }
-        return catalog().thenApply(catalog -> {
-            PoolSpec pool = catalog.containing(address).orElseThrow(() -> AdminException.notFound(address
-                    + " is in none of the pools " + String.join(", ", catalog.pools().keySet())));
-            return new Location(address, pool, pool.cidr().subnetContaining(address, pool.blockPrefix()));
-        });
+        return catalog()
+                .thenApply(
+                        catalog -> {
+                            PoolSpec pool =
+                                    catalog.containing(address)
+                                            .orElseThrow(
+                                                    () ->
+                                                            AdminException.notFound(
+                                                                    address
+                                                                            + " is in none of the pools "
+                                                                            + String.join(
+                                                                                    ", ",
+                                                                                    catalog.pools()
+                                                                                            .keySet())));
+                            return new Location(
+                                    address,
+                                    pool,
+                                    pool.cidr().subnetContaining(address, pool.blockPrefix()));
+                        });
     }
 
     /**
@@ -314,16 +607,44 @@ public final class Inventory {
      * @return its pool, block and holder (null when free or when the block is not claimed)
      */
     public CompletionStage<AddressHolder> address(String literal) {
-        return guard(() -> locate(literal).thenCompose(where -> allocationAt(where).thenApply(allocation ->
-                new AddressHolder(where.address(), where.pool().name(), where.block().toString(),
-                        allocation.map(AdminViews.Allocation::of).orElse(null)))));
+        return guard(
+                () ->
+                        locate(literal)
+                                .thenCompose(
+                                        where ->
+                                                allocationAt(where)
+                                                        .thenApply(
+                                                                allocation ->
+                                                                        new AddressHolder(
+                                                                                where.address(),
+                                                                                where.pool().name(),
+                                                                                where.block()
+                                                                                        .toString(),
+                                                                                allocation
+                                                                                        .map(
+                                                                                                AdminViews
+                                                                                                                .Allocation
+                                                                                                        ::of)
+                                                                                        .orElse(
+                                                                                                null)))));
     }
 
     /** @return who holds the address; the block is asked only when its pool has claimed it */
     private CompletionStage<Optional<Allocation>> allocationAt(Location where) {
-        return reads.pool(where.pool().name()).thenCompose(view -> !view.claims().containsKey(where.block())
-                ? CompletableFuture.completedFuture(Optional.<Allocation>empty())
-                : reads.block(where.block()).thenApply(b -> Optional.ofNullable(b.allocations().get(where.address()))));
+        return reads.pool(where.pool().name())
+                .thenCompose(
+                        view ->
+                                !view.claims().containsKey(where.block())
+                                        ? CompletableFuture.completedFuture(
+                                                Optional.<Allocation>empty())
+                                        : reads.block(where.block())
+                                                .thenApply(
+                                                        b ->
+                                                                Optional.ofNullable(
+                                                                        b.allocations()
+                                                                                .get(
+                                                                                        where
+                                                                                                .address()))));
     }
 
     // ---- release ----
@@ -337,14 +658,36 @@ public final class Inventory {
      * @return the addresses freed, empty when the address was free
      */
     public CompletionStage<AdminViews.Released> releaseAddress(String literal) {
-        return guard(() -> locate(literal).thenCompose(where -> allocationAt(where).thenCompose(holder -> {
-                if (holder.isEmpty()) {
-                    return CompletableFuture.completedFuture(new AdminViews.Released(List.of()));
-                }
-                Allocation a = holder.get();
-                return release(a.node(), a.handle(), a.ifname(), () -> CompletableFuture.completedFuture(List.of(where.block())),
-                        List.of(where.block()));
-            })));
+        return guard(
+                () ->
+                        locate(literal)
+                                .thenCompose(
+                                        where ->
+                                                allocationAt(where)
+                                                        .thenCompose(
+                                                                holder -> {
+                                                                    if (holder.isEmpty()) {
+                                                                        return CompletableFuture
+                                                                                .completedFuture(
+                                                                                        new AdminViews
+                                                                                                .Released(
+                                                                                                List
+                                                                                                        .of()));
+                                                                    }
+                                                                    Allocation a = holder.get();
+                                                                    return release(
+                                                                            a.node(),
+                                                                            a.handle(),
+                                                                            a.ifname(),
+                                                                            () ->
+                                                                                    CompletableFuture
+                                                                                            .completedFuture(
+                                                                                                    List
+                                                                                                            .of(
+                                                                                                                    where
+                                                                                                                            .block())),
+                                                                            List.of(where.block()));
+                                                                })));
     }
 
     /**
@@ -354,7 +697,8 @@ public final class Inventory {
      *
      * @return the addresses freed
      */
-    public CompletionStage<AdminViews.Released> releaseAttachment(String node, String handle, String ifname) {
+    public CompletionStage<AdminViews.Released> releaseAttachment(
+            String node, String handle, String ifname) {
         return guard(() -> release(node, handle, ifname, () -> blocksToSweep(node), List.of()));
     }
 
@@ -365,32 +709,67 @@ public final class Inventory {
      * @param unknown the blocks to free in when the node does not record the attachment
      * @param also blocks to free in besides the recorded ones
      */
-    CompletionStage<AdminViews.Released> release(String node, String handle, String ifname,
-            Supplier<CompletionStage<List<Cidr>>> unknown, List<Cidr> also) {
-        return reads.attachment(node, handle, ifname).thenCompose(known -> known.isEmpty()
-                ? unknown.get()
-                : reads.forget(node, handle, ifname).thenApply(done -> Stream.concat(
-                        known.get().addresses().stream().map(HeldAddress::block), also.stream()).distinct().toList()))
-                .thenCompose(blocks -> {
-                    List<CompletableFuture<List<String>>> each = blocks.stream()
-                            .map(b -> reads.release(b, handle, ifname).toCompletableFuture()).toList();
-                    return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new))
-                            .thenApply(v -> new AdminViews.Released(each.stream().flatMap(f -> f.join().stream()).toList()));
-                });
+    CompletionStage<AdminViews.Released> release(
+            String node,
+            String handle,
+            String ifname,
+            Supplier<CompletionStage<List<Cidr>>> unknown,
+            List<Cidr> also) {
+        return reads.attachment(node, handle, ifname)
+                .thenCompose(
+                        known ->
+                                known.isEmpty()
+                                        ? unknown.get()
+                                        : reads.forget(node, handle, ifname)
+                                                .thenApply(
+                                                        done ->
+                                                                Stream.concat(
+                                                                                known
+                                                                                        .get()
+                                                                                        .addresses()
+                                                                                        .stream()
+                                                                                        .map(
+                                                                                                HeldAddress
+                                                                                                        ::block),
+                                                                                also.stream())
+                                                                        .distinct()
+                                                                        .toList()))
+                .thenCompose(
+                        blocks -> {
+                            List<CompletableFuture<List<String>>> each =
+                                    blocks.stream()
+                                            .map(
+                                                    b ->
+                                                            reads.release(b, handle, ifname)
+                                                                    .toCompletableFuture())
+                                            .toList();
+                            return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new))
+                                    .thenApply(
+                                            v ->
+                                                    new AdminViews.Released(
+                                                            each.stream()
+                                                                    .flatMap(f -> f.join().stream())
+                                                                    .toList()));
+                        });
     }
 
     /** @return the blocks the pools give the node (releasing ones included) and those it lists as borrowed from */
     CompletionStage<List<Cidr>> blocksToSweep(String node) {
-        return reads.node(node).thenCombine(poolViews(), (view, views) -> {
-            Set<Cidr> blocks = new LinkedHashSet<>();
-            claims(views).forEach((block, claim) -> {
-                if (claim.node().equals(node)) {
-                    blocks.add(block);
-                }
-            });
-            blocks.addAll(view.borrowedBlocks().keySet());
-            return List.copyOf(blocks);
-        });
+        return reads.node(node)
+                .thenCombine(
+                        poolViews(),
+                        (view, views) -> {
+                            Set<Cidr> blocks = new LinkedHashSet<>();
+                            claims(views)
+                                    .forEach(
+                                            (block, claim) -> {
+                                                if (claim.node().equals(node)) {
+                                                    blocks.add(block);
+                                                }
+                                            });
+                            blocks.addAll(view.borrowedBlocks().keySet());
+                            return List.copyOf(blocks);
+                        });
     }
 
     /** Runs {@code work}, turning what it throws before its stage exists into a failed stage. */

@@ -37,9 +37,20 @@ public final class Members {
      */
     static Map<String, Standing> of(ActorSystem<?> system) {
         Map<String, Standing> nodes = new TreeMap<>();
-        NodeRoles.members(system).forEach((node, statuses) -> nodes.put(node,
-                statuses.stream().anyMatch(s -> s == MemberStatus.up() || s == MemberStatus.weaklyUp())
-                        ? Standing.UP : Standing.PRESENT));
+        NodeRoles.members(system)
+                .forEach(
+                        (node, statuses) ->
+                                nodes.put(
+                                        node,
+                                        statuses.stream()
+                                                        .anyMatch(
+                                                                s ->
+                                                                        s == MemberStatus.up()
+                                                                                || s
+                                                                                        == MemberStatus
+                                                                                                .weaklyUp())
+                                                ? Standing.UP
+                                                : Standing.PRESENT));
         return nodes;
     }
 

@@ -33,6 +33,7 @@ import org.slf4j.LoggerFactory;
 final class MetricsEndpoint {
     /** The Prometheus text format, version 0.0.4. */
     static final String CONTENT_TYPE = PrometheusTextFormatWriter.CONTENT_TYPE;
+
     /** How long a scrape waits for a reading of the IPAM usage before it is answered with the last values. */
     static final Duration WAIT = Duration.ofSeconds(5);
 
@@ -46,9 +47,12 @@ final class MetricsEndpoint {
     private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
 
     private final Object lock = new Object();
+
     /** When the last successful reading started, by {@link #nanoClock}; guarded by lock. */
     private long lastReadNanos;
+
     private boolean everRead; // guarded by lock
+
     /** The reading in flight, or null; guarded by lock. */
     private CompletableFuture<Void> reading;
 
@@ -58,8 +62,12 @@ final class MetricsEndpoint {
      * @param wait how long a scrape waits for a reading
      * @param nanoClock a monotonic clock in nanoseconds ({@code System::nanoTime})
      */
-    MetricsEndpoint(CadastreMetrics metrics, Supplier<CompletionStage<CadastreMetrics.IpamUsage>> usage, Duration refresh,
-            Duration wait, LongSupplier nanoClock) {
+    MetricsEndpoint(
+            CadastreMetrics metrics,
+            Supplier<CompletionStage<CadastreMetrics.IpamUsage>> usage,
+            Duration refresh,
+            Duration wait,
+            LongSupplier nanoClock) {
         this.metrics = metrics;
         this.usage = usage;
         this.refreshNanos = refresh.toNanos();
@@ -102,21 +110,24 @@ final class MetricsEndpoint {
         } catch (RuntimeException e) {
             stage = CompletableFuture.failedFuture(e);
         }
-        return stage.toCompletableFuture().handle((read, failure) -> {
-            synchronized (lock) {
-                if (failure == null) {
-                    metrics.publishIpamUsage(read);
-                    lastReadNanos = started;
-                    everRead = true;
-                } else {
-                    metrics.ipamRefreshFailed();
-                    log.warn("could not read the IPAM usage for /metrics; serving the last values: {}",
-                            EntityReads.unwrap(failure).toString());
-                }
-                reading = null;
-            }
-            return null;
-        });
+        return stage.toCompletableFuture()
+                .handle(
+                        (read, failure) -> {
+                            synchronized (lock) {
+                                if (failure == null) {
+                                    metrics.publishIpamUsage(read);
+                                    lastReadNanos = started;
+                                    everRead = true;
+                                } else {
+                                    metrics.ipamRefreshFailed();
+                                    log.warn(
+                                            "could not read the IPAM usage for /metrics; serving the last values: {}",
+                                            EntityReads.unwrap(failure).toString());
+                                }
+                                reading = null;
+                            }
+                            return null;
+                        });
     }
 
     private byte[] render() {

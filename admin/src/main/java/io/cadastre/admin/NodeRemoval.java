@@ -1,12 +1,12 @@
 package io.cadastre.admin;
 
 import io.cadastre.admin.AdminViews.NodeRemoved;
-import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.BlockReleases;
+import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.IpamException;
 import io.cadastre.shards.NodeEntity.NodeView;
@@ -65,23 +65,56 @@ public final class NodeRemoval {
      * @return what was released and what remains
      */
     public CompletionStage<NodeRemoved> remove(String name, boolean releaseAddresses) {
-        return Inventory.guard(() -> {
-            Members.Standing standing = inventory.members().get(name);
-            if (standing != null) {
-                throw AdminException.conflict("node " + name + " is a cluster member ("
-                        + (standing == Members.Standing.UP ? "up" : "joining or leaving") + "); stop its agent first");
-            }
-            return inventory.nodeKnown(name).thenCompose(known -> {
-                if (!known) {
-                    throw AdminException.notFound("unknown node " + name);
-                }
-                return reads.markRemoved(name);
-            }).thenCompose(removed -> releaseAddresses ? releaseAddresses(name)
-                    : CompletableFuture.completedFuture(List.<String>of()))
-                    .thenCompose(addresses -> releaseEmptyBlocks(name).thenCompose(blocks -> holdings(name)
-                            .thenApply(left -> new NodeRemoved(name, AdminViews.cidrs(blocks.released()),
-                                    AdminViews.cidrs(blocks.kept()), addresses, left.allocationsOfNode().size()))));
-        });
+        return Inventory.guard(
+                () -> {
+                    Members.Standing standing = inventory.members().get(name);
+                    if (standing != null) {
+                        throw AdminException.conflict(
+                                "node "
+                                        + name
+                                        + " is a cluster member ("
+                                        + (standing == Members.Standing.UP
+                                                ? "up"
+                                                : "joining or leaving")
+                                        + "); stop its agent first");
+                    }
+                    return inventory
+                            .nodeKnown(name)
+                            .thenCompose(
+                                    known -> {
+                                        if (!known) {
+                                            throw AdminException.notFound("unknown node " + name);
+                                        }
+                                        return reads.markRemoved(name);
+                                    })
+                            .thenCompose(
+                                    removed ->
+                                            releaseAddresses
+                                                    ? releaseAddresses(name)
+                                                    : CompletableFuture.completedFuture(
+                                                            List.<String>of()))
+                            .thenCompose(
+                                    addresses ->
+                                            releaseEmptyBlocks(name)
+                                                    .thenCompose(
+                                                            blocks ->
+                                                                    holdings(name)
+                                                                            .thenApply(
+                                                                                    left ->
+                                                                                            new NodeRemoved(
+                                                                                                    name,
+                                                                                                    AdminViews
+                                                                                                            .cidrs(
+                                                                                                                    blocks
+                                                                                                                            .released()),
+                                                                                                    AdminViews
+                                                                                                            .cidrs(
+                                                                                                                    blocks
+                                                                                                                            .kept()),
+                                                                                                    addresses,
+                                                                                                    left.allocationsOfNode()
+                                                                                                            .size()))));
+                });
     }
 
     /**
@@ -92,19 +125,33 @@ public final class NodeRemoval {
         /** @return every allocation held for the node, with its block, in block order */
         List<Map.Entry<Cidr, Allocation>> allocationsOfNode() {
             List<Map.Entry<Cidr, Allocation>> held = new ArrayList<>();
-            blocks.forEach((block, view) -> view.allocations().values().stream()
-                    .filter(a -> a.node().equals(node)).forEach(a -> held.add(Map.entry(block, a))));
+            blocks.forEach(
+                    (block, view) ->
+                            view.allocations().values().stream()
+                                    .filter(a -> a.node().equals(node))
+                                    .forEach(a -> held.add(Map.entry(block, a))));
             return held;
         }
     }
 
     private CompletionStage<Holdings> holdings(String name) {
-        return reads.node(name).thenCombine(inventory.blocksToSweep(name), (view, sweep) -> {
-            Set<Cidr> blocks = new TreeSet<>(sweep);
-            view.attachments().forEach(a -> a.addresses().forEach(h -> blocks.add(h.block())));
-            return Map.entry(view, blocks);
-        }).thenCompose(found -> reads.blocks(found.getValue())
-                .thenApply(blocks -> new Holdings(name, found.getKey(), blocks)));
+        return reads.node(name)
+                .thenCombine(
+                        inventory.blocksToSweep(name),
+                        (view, sweep) -> {
+                            Set<Cidr> blocks = new TreeSet<>(sweep);
+                            view.attachments()
+                                    .forEach(
+                                            a -> a.addresses().forEach(h -> blocks.add(h.block())));
+                            return Map.entry(view, blocks);
+                        })
+                .thenCompose(
+                        found ->
+                                reads.blocks(found.getValue())
+                                        .thenApply(
+                                                blocks ->
+                                                        new Holdings(
+                                                                name, found.getKey(), blocks)));
     }
 
     /** One attachment to release and the blocks seen holding its addresses. */
@@ -118,23 +165,73 @@ public final class NodeRemoval {
      * @return the addresses released
      */
     private CompletionStage<List<String>> releaseAddresses(String name) {
-        return holdings(name).thenCompose(holdings -> {
-            Map<String, Held> each = new LinkedHashMap<>();
-            for (AttachmentRecord a : holdings.view().attachments()) {
-                each.computeIfAbsent(a.key(), k -> new Held(a.handle(), a.ifname(), new TreeSet<>()))
-                        .blocks().addAll(a.addresses().stream().map(HeldAddress::block).toList());
-            }
-            holdings.allocationsOfNode().forEach(e -> each.computeIfAbsent(
-                    AttachmentRecord.key(e.getValue().handle(), e.getValue().ifname()),
-                    k -> new Held(e.getValue().handle(), e.getValue().ifname(), new TreeSet<>())).blocks().add(e.getKey()));
-            List<CompletableFuture<AdminViews.Released>> released = each.values().stream()
-                    .map(h -> inventory.release(name, h.handle(), h.ifname(),
-                            () -> CompletableFuture.completedFuture(List.copyOf(h.blocks())), List.copyOf(h.blocks()))
-                            .toCompletableFuture())
-                    .toList();
-            return CompletableFuture.allOf(released.toArray(CompletableFuture[]::new))
-                    .thenApply(v -> released.stream().flatMap(f -> f.join().released().stream()).distinct().toList());
-        });
+        return holdings(name)
+                .thenCompose(
+                        holdings -> {
+                            Map<String, Held> each = new LinkedHashMap<>();
+                            for (AttachmentRecord a : holdings.view().attachments()) {
+                                each.computeIfAbsent(
+                                                a.key(),
+                                                k ->
+                                                        new Held(
+                                                                a.handle(),
+                                                                a.ifname(),
+                                                                new TreeSet<>()))
+                                        .blocks()
+                                        .addAll(
+                                                a.addresses().stream()
+                                                        .map(HeldAddress::block)
+                                                        .toList());
+                            }
+                            holdings.allocationsOfNode()
+                                    .forEach(
+                                            e ->
+                                                    each.computeIfAbsent(
+                                                                    AttachmentRecord.key(
+                                                                            e.getValue().handle(),
+                                                                            e.getValue().ifname()),
+                                                                    k ->
+                                                                            new Held(
+                                                                                    e.getValue()
+                                                                                            .handle(),
+                                                                                    e.getValue()
+                                                                                            .ifname(),
+                                                                                    new TreeSet<>()))
+                                                            .blocks()
+                                                            .add(e.getKey()));
+                            List<CompletableFuture<AdminViews.Released>> released =
+                                    each.values().stream()
+                                            .map(
+                                                    h ->
+                                                            inventory
+                                                                    .release(
+                                                                            name,
+                                                                            h.handle(),
+                                                                            h.ifname(),
+                                                                            () ->
+                                                                                    CompletableFuture
+                                                                                            .completedFuture(
+                                                                                                    List
+                                                                                                            .copyOf(
+                                                                                                                    h
+                                                                                                                            .blocks())),
+                                                                            List.copyOf(h.blocks()))
+                                                                    .toCompletableFuture())
+                                            .toList();
+                            return CompletableFuture.allOf(
+                                            released.toArray(CompletableFuture[]::new))
+                                    .thenApply(
+                                            v ->
+                                                    released.stream()
+                                                            .flatMap(
+                                                                    f ->
+                                                                            f
+                                                                                    .join()
+                                                                                    .released()
+                                                                                    .stream())
+                                                            .distinct()
+                                                            .toList());
+                        });
     }
 
     /**
@@ -143,20 +240,34 @@ public final class NodeRemoval {
      * the node's any more. Any other failure fails the stage.
      */
     private CompletionStage<BlockReleases.Outcome> releaseEmptyBlocks(String name) {
-        return inventory.poolViews().thenCompose(views -> {
-            Map<Cidr, Claim> ofNode = new LinkedHashMap<>();
-            Inventory.claims(views).forEach((block, claim) -> {
-                if (claim.node().equals(name)) {
-                    ofNode.put(block, claim);
-                }
-            });
-            return releases.releaseEachIfEmpty(ofNode);
-        }).thenApply(outcome -> {
-            outcome.failed().values().stream().filter(e -> e.reason() != IpamException.Reason.AFFINE_TO_OTHER_NODE).findFirst()
-                    .ifPresent(e -> {
-                        throw e;
-                    });
-            return outcome;
-        });
+        return inventory
+                .poolViews()
+                .thenCompose(
+                        views -> {
+                            Map<Cidr, Claim> ofNode = new LinkedHashMap<>();
+                            Inventory.claims(views)
+                                    .forEach(
+                                            (block, claim) -> {
+                                                if (claim.node().equals(name)) {
+                                                    ofNode.put(block, claim);
+                                                }
+                                            });
+                            return releases.releaseEachIfEmpty(ofNode);
+                        })
+                .thenApply(
+                        outcome -> {
+                            outcome.failed().values().stream()
+                                    .filter(
+                                            e ->
+                                                    e.reason()
+                                                            != IpamException.Reason
+                                                                    .AFFINE_TO_OTHER_NODE)
+                                    .findFirst()
+                                    .ifPresent(
+                                            e -> {
+                                                throw e;
+                                            });
+                            return outcome;
+                        });
     }
 }

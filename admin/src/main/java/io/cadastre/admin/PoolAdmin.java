@@ -42,23 +42,39 @@ final class PoolAdmin {
      *     invalid, or a range over special-purpose addresses ({@link SpecialRanges})
      */
     static PoolSpec specOf(JsonNode body) {
-        AdminRoutes.onlyFields(body, "name", "cidr", "blockSize", "nodeSelector", "strictAffinity", "allowBorrowing",
-                "maxBlocksPerNode", "excluded", "preset");
+        AdminRoutes.onlyFields(
+                body,
+                "name",
+                "cidr",
+                "blockSize",
+                "nodeSelector",
+                "strictAffinity",
+                "allowBorrowing",
+                "maxBlocksPerNode",
+                "excluded",
+                "preset");
         String name = AdminRoutes.requiredText(body, "name");
         Cidr cidr = cidr(AdminRoutes.requiredText(body, "cidr"), "cidr");
         String preset = body.has("preset") ? AdminRoutes.requiredText(body, "preset") : null;
         if (preset != null && !preset.equals(CLUSTER_POOL)) {
-            throw AdminException.badRequest("unknown preset " + preset + " (known: " + CLUSTER_POOL + ")");
+            throw AdminException.badRequest(
+                    "unknown preset " + preset + " (known: " + CLUSTER_POOL + ")");
         }
         boolean clusterPool = preset != null;
-        int defaultBlock = clusterPool ? (cidr.family() == IpFamily.V4 ? 24 : 120) : PoolSpec.defaultBlockPrefix(cidr.family());
+        int defaultBlock =
+                clusterPool
+                        ? (cidr.family() == IpFamily.V4 ? 24 : 120)
+                        : PoolSpec.defaultBlockPrefix(cidr.family());
         int blockSize = optionalInt(body, "blockSize", defaultBlock);
         boolean strict = optionalBoolean(body, "strictAffinity", clusterPool);
         boolean borrowing = optionalBoolean(body, "allowBorrowing", !clusterPool);
         int maxBlocks = optionalInt(body, "maxBlocksPerNode", clusterPool ? 1 : 0);
         if (clusterPool && (!strict || borrowing || maxBlocks != 1)) {
-            throw AdminException.badRequest("preset " + CLUSTER_POOL + " means strictAffinity true, allowBorrowing false"
-                    + " and maxBlocksPerNode 1: leave them out or give those values");
+            throw AdminException.badRequest(
+                    "preset "
+                            + CLUSTER_POOL
+                            + " means strictAffinity true, allowBorrowing false"
+                            + " and maxBlocksPerNode 1: leave them out or give those values");
         }
         String selector = body.has("nodeSelector") ? text(body, "nodeSelector") : "";
         List<Cidr> excluded = new ArrayList<>();
@@ -76,23 +92,35 @@ final class PoolAdmin {
         }
         try {
             SpecialRanges.requireUsable(cidr);
-            return new PoolSpec(name, cidr, blockSize, strict, borrowing, maxBlocks, selector, excluded);
+            return new PoolSpec(
+                    name, cidr, blockSize, strict, borrowing, maxBlocks, selector, excluded);
         } catch (IllegalArgumentException e) {
             throw AdminException.badRequest(e.getMessage());
         }
     }
 
     CompletionStage<Created> create(PoolSpec spec) {
-        return inventory.poolOperations().create(spec)
-                .thenCompose(created -> inventory.pool(spec.name()).thenApply(pool -> new Created(created, pool)));
+        return inventory
+                .poolOperations()
+                .create(spec)
+                .thenCompose(
+                        created ->
+                                inventory
+                                        .pool(spec.name())
+                                        .thenApply(pool -> new Created(created, pool)));
     }
 
     CompletionStage<AdminViews.Pool> setDisabled(String name, boolean disabled) {
-        return inventory.poolOperations().setDisabled(name, disabled).thenCompose(done -> inventory.pool(name));
+        return inventory
+                .poolOperations()
+                .setDisabled(name, disabled)
+                .thenCompose(done -> inventory.pool(name));
     }
 
     CompletionStage<Deleted> delete(String name) {
-        return inventory.poolOperations().delete(name)
+        return inventory
+                .poolOperations()
+                .delete(name)
                 .thenApply(released -> new Deleted(name, AdminViews.cidrs(released)));
     }
 

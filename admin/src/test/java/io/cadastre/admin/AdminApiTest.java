@@ -46,24 +46,37 @@ class AdminApiTest {
     @Test
     void probesAndTheDocumentNeedNoToken() {
         try (Env env = cluster.env()) {
-            Reply health = env.send(HttpRequest.newBuilder(env.base.resolve("/healthz")).GET(), Optional.empty());
+            Reply health =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/healthz")).GET(),
+                            Optional.empty());
             assertEquals(200, health.status());
             assertEquals("{\"status\":\"ok\"}", health.body());
             assertEquals("application/json", health.contentType());
 
             env.unreadiness.set(Optional.of("cluster member is Joining"));
-            Reply notReady = env.send(HttpRequest.newBuilder(env.base.resolve("/readyz")).GET(), Optional.empty());
+            Reply notReady =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/readyz")).GET(),
+                            Optional.empty());
             assertEquals(503, notReady.status());
             assertEquals("not ready", notReady.json().get("status").asText());
             assertEquals("cluster member is Joining", notReady.json().get("reason").asText());
             env.unreadiness.set(Optional.empty());
-            Reply ready = env.send(HttpRequest.newBuilder(env.base.resolve("/readyz")).GET(), Optional.empty());
+            Reply ready =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/readyz")).GET(),
+                            Optional.empty());
             assertEquals(200, ready.status());
             assertEquals("{\"status\":\"ready\"}", ready.body());
 
-            Reply document = env.send(HttpRequest.newBuilder(env.base.resolve("/openapi.yaml")).GET(), Optional.empty());
+            Reply document =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/openapi.yaml")).GET(),
+                            Optional.empty());
             assertEquals(200, document.status());
-            assertTrue(document.contentType().startsWith("application/yaml"), document.contentType());
+            assertTrue(
+                    document.contentType().startsWith("application/yaml"), document.contentType());
             assertTrue(document.body().startsWith("openapi: 3.0"), document.body());
         }
     }
@@ -71,16 +84,30 @@ class AdminApiTest {
     @Test
     void aServerRefusesV1RequestsWithoutItsTokenOnLoopbackToo() {
         try (Env env = cluster.env()) {
-            Reply missing = env.send(HttpRequest.newBuilder(env.base.resolve("/v1/pools")).GET(), Optional.empty());
+            Reply missing =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/v1/pools")).GET(),
+                            Optional.empty());
             assertTrue(missing.error(401).contains("missing bearer token"));
             assertEquals(Optional.of("Bearer realm=\"cadastre-admin\""), missing.wwwAuthenticate());
-            Reply wrong = env.send(HttpRequest.newBuilder(env.base.resolve("/v1/pools")).GET(), Optional.of("guess"));
+            Reply wrong =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/v1/pools")).GET(),
+                            Optional.of("guess"));
             assertEquals("wrong bearer token", wrong.error(401));
-            Reply prefix = env.send(HttpRequest.newBuilder(env.base.resolve("/v1/pools")).GET(),
-                    Optional.of(AdminCluster.TOKEN.substring(0, AdminCluster.TOKEN.length() - 1)));
+            Reply prefix =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/v1/pools")).GET(),
+                            Optional.of(
+                                    AdminCluster.TOKEN.substring(
+                                            0, AdminCluster.TOKEN.length() - 1)));
             assertEquals("wrong bearer token", prefix.error(401));
-            Reply basic = env.send(HttpRequest.newBuilder(env.base.resolve("/v1/pools")).header("Authorization", "Basic Zm9vOmJhcg==")
-                    .GET(), Optional.empty());
+            Reply basic =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/v1/pools"))
+                                    .header("Authorization", "Basic Zm9vOmJhcg==")
+                                    .GET(),
+                            Optional.empty());
             assertTrue(basic.error(401).contains("missing bearer token"));
             assertEquals(200, env.get("/v1/pools").status(), "with the token");
         }
@@ -95,33 +122,69 @@ class AdminApiTest {
             JsonNode pools = env.get("/v1/pools").ok();
             JsonNode node = env.get("/v1/nodes/" + env.node).ok();
             String json = "application/json";
-            List<HttpRequest.Builder> requests = List.of(
-                    HttpRequest.newBuilder(env.base.resolve("/v1/pools")).GET(),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/blocks")).GET(),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/nodes")).GET(),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/nodes/" + env.node)).GET(),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/addresses/" + address)).GET(),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/check")).GET(),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/release")).header("Content-Type", json)
-                            .POST(HttpRequest.BodyPublishers.ofString("{\"address\":\"" + address + "\"}")),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/gc")).header("Content-Type", json)
-                            .POST(HttpRequest.BodyPublishers.ofString("{\"node\":\"" + env.node
-                                    + "\",\"network\":\"net\",\"validAttachments\":[]}")),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/pools")).header("Content-Type", json)
-                            .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"intruder\",\"cidr\":\"198.19.99.0/24\"}")),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/pools/" + env.v4.name() + "/disable"))
-                            .POST(HttpRequest.BodyPublishers.noBody()),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/pools/" + env.v4.name())).DELETE(),
-                    HttpRequest.newBuilder(env.base.resolve("/v1/nodes/" + env.node + "?releaseAddresses=true")).DELETE());
+            List<HttpRequest.Builder> requests =
+                    List.of(
+                            HttpRequest.newBuilder(env.base.resolve("/v1/pools")).GET(),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/blocks")).GET(),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/nodes")).GET(),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/nodes/" + env.node)).GET(),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/addresses/" + address))
+                                    .GET(),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/check")).GET(),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/release"))
+                                    .header("Content-Type", json)
+                                    .POST(
+                                            HttpRequest.BodyPublishers.ofString(
+                                                    "{\"address\":\"" + address + "\"}")),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/gc"))
+                                    .header("Content-Type", json)
+                                    .POST(
+                                            HttpRequest.BodyPublishers.ofString(
+                                                    "{\"node\":\""
+                                                            + env.node
+                                                            + "\",\"network\":\"net\",\"validAttachments\":[]}")),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/pools"))
+                                    .header("Content-Type", json)
+                                    .POST(
+                                            HttpRequest.BodyPublishers.ofString(
+                                                    "{\"name\":\"intruder\",\"cidr\":\"198.19.99.0/24\"}")),
+                            HttpRequest.newBuilder(
+                                            env.base.resolve(
+                                                    "/v1/pools/" + env.v4.name() + "/disable"))
+                                    .POST(HttpRequest.BodyPublishers.noBody()),
+                            HttpRequest.newBuilder(env.base.resolve("/v1/pools/" + env.v4.name()))
+                                    .DELETE(),
+                            HttpRequest.newBuilder(
+                                            env.base.resolve(
+                                                    "/v1/nodes/"
+                                                            + env.node
+                                                            + "?releaseAddresses=true"))
+                                    .DELETE());
             for (HttpRequest.Builder request : requests) {
                 HttpRequest built = request.copy().build();
                 String what = built.method() + " " + built.uri().getPath();
-                assertTrue(env.send(request.copy(), Optional.empty()).error(401).contains("missing bearer token"), what);
-                assertEquals("wrong bearer token", env.send(request, Optional.of("guess")).error(401), what);
+                assertTrue(
+                        env.send(request.copy(), Optional.empty())
+                                .error(401)
+                                .contains("missing bearer token"),
+                        what);
+                assertEquals(
+                        "wrong bearer token",
+                        env.send(request, Optional.of("guess")).error(401),
+                        what);
             }
             assertEquals(pools, env.get("/v1/pools").ok(), "no pool created, disabled or deleted");
-            assertEquals(node, env.get("/v1/nodes/" + env.node).ok(), "the attachment and its addresses are kept");
-            assertEquals("net.c1", env.get("/v1/addresses/" + address).ok().get("allocation").get("handle").asText());
+            assertEquals(
+                    node,
+                    env.get("/v1/nodes/" + env.node).ok(),
+                    "the attachment and its addresses are kept");
+            assertEquals(
+                    "net.c1",
+                    env.get("/v1/addresses/" + address)
+                            .ok()
+                            .get("allocation")
+                            .get("handle")
+                            .asText());
         }
     }
 
@@ -166,14 +229,23 @@ class AdminApiTest {
             assertEquals(1, v4.get("allocated").asInt());
             assertEquals(63, v4.get("free").asInt());
             assertEquals(0, v4.get("borrowedBy").size());
-            assertEquals(c1.addresses().get(1).block().toString(), blocks.get(1).get("cidr").asText());
+            assertEquals(
+                    c1.addresses().get(1).block().toString(), blocks.get(1).get("cidr").asText());
 
             assertEquals(1, env.get("/v1/blocks?pool=" + env.v6.name()).ok().get("blocks").size());
             assertEquals(2, env.get("/v1/blocks?node=" + env.node).ok().get("blocks").size());
-            assertEquals(0, env.get("/v1/blocks?node=" + AdminCluster.MEMBER_NODE).ok().get("blocks").size(),
+            assertEquals(
+                    0,
+                    env.get("/v1/blocks?node=" + AdminCluster.MEMBER_NODE)
+                            .ok()
+                            .get("blocks")
+                            .size(),
                     "a member with no blocks is known and has none");
 
-            assertTrue(env.get("/v1/blocks?pool=no-such-pool").error(404).contains("unknown pool no-such-pool"));
+            assertTrue(
+                    env.get("/v1/blocks?pool=no-such-pool")
+                            .error(404)
+                            .contains("unknown pool no-such-pool"));
             assertEquals("unknown node nobody", env.get("/v1/blocks?node=nobody").error(404));
             assertEquals("query parameter pool is empty", env.get("/v1/blocks?pool=").error(400));
         }
@@ -184,7 +256,8 @@ class AdminApiTest {
         try (Env env = cluster.env()) {
             env.add("c1");
             Ipam other = env.borrowerAfterClaimingEveryV4Block();
-            AttachmentRecord borrowed = env.add(other, "b1"); // the same ADD again: the same address
+            AttachmentRecord borrowed =
+                    env.add(other, "b1"); // the same ADD again: the same address
             String block = borrowed.addresses().get(0).block().toString();
 
             JsonNode blocks = env.get("/v1/blocks?node=" + other.node()).ok().get("blocks");
@@ -204,17 +277,24 @@ class AdminApiTest {
             AttachmentRecord c1 = env.add("c1");
             JsonNode nodes = env.get("/v1/nodes").ok().get("nodes");
             Set<String> names = new TreeSet<>();
-            nodes.forEach(n -> {
-                OpenApi.assertShape("NodeSummary", n);
-                names.add(n.get("name").asText());
-            });
-            assertTrue(names.containsAll(List.of(AdminCluster.MEMBER_NODE, env.node)), names.toString());
+            nodes.forEach(
+                    n -> {
+                        OpenApi.assertShape("NodeSummary", n);
+                        names.add(n.get("name").asText());
+                    });
+            assertTrue(
+                    names.containsAll(List.of(AdminCluster.MEMBER_NODE, env.node)),
+                    names.toString());
             JsonNode member = find(nodes, AdminCluster.MEMBER_NODE);
             assertEquals("up", member.get("member").asText());
             assertEquals(0, member.get("attachments").asInt());
             JsonNode mine = find(nodes, env.node);
-            assertEquals("absent", mine.get("member").asText(), "no member carries this test node's role");
-            assertEquals(List.of("198.18." + env.n + ".0/26", c1.addresses().get(1).block().toString()),
+            assertEquals(
+                    "absent",
+                    mine.get("member").asText(),
+                    "no member carries this test node's role");
+            assertEquals(
+                    List.of("198.18." + env.n + ".0/26", c1.addresses().get(1).block().toString()),
                     texts(mine.get("affineBlocks")));
             assertEquals(1, mine.get("attachments").asInt());
 
@@ -227,10 +307,14 @@ class AdminApiTest {
             assertEquals("c1", attachment.get("containerId").asText());
             assertEquals("ns", attachment.get("podNamespace").asText());
             assertEquals("pod-c1", attachment.get("podName").asText());
-            assertEquals(c1.addresses().stream().map(h -> h.address()).toList(), texts(attachment.get("addresses")));
+            assertEquals(
+                    c1.addresses().stream().map(h -> h.address()).toList(),
+                    texts(attachment.get("addresses")));
             assertEquals(c1.createdAtMillis(), attachment.get("createdAtMillis").asLong());
 
-            assertEquals("unknown node nobody-" + env.n, env.get("/v1/nodes/nobody-" + env.n).error(404));
+            assertEquals(
+                    "unknown node nobody-" + env.n,
+                    env.get("/v1/nodes/nobody-" + env.n).error(404));
         }
     }
 
@@ -275,18 +359,32 @@ class AdminApiTest {
             assertTrue(unclaimed.get("allocation").isNull());
 
             assertTrue(env.get("/v1/addresses/198.18.1").error(400).contains("198.18.1"));
-            assertTrue(env.get("/v1/addresses/not-an-address").error(400).contains("not-an-address"));
-            assertTrue(env.get("/v1/addresses/192.0.2.1").error(404).contains("192.0.2.1 is in none of the pools"));
+            assertTrue(
+                    env.get("/v1/addresses/not-an-address").error(400).contains("not-an-address"));
+            assertTrue(
+                    env.get("/v1/addresses/192.0.2.1")
+                            .error(404)
+                            .contains("192.0.2.1 is in none of the pools"));
         }
     }
 
     @Test
     void anEntityThatDoesNotAnswerIs503() {
-        cluster.withStuckPool("stuck", "198.18.250.0/24", (env, port) -> {
-            Reply reply = env.send(HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/v1/pools")).GET(),
-                    env.token);
-            assertEquals("Pool stuck did not answer within 1000 ms", reply.error(503));
-        });
+        cluster.withStuckPool(
+                "stuck",
+                "198.18.250.0/24",
+                (env, port) -> {
+                    Reply reply =
+                            env.send(
+                                    HttpRequest.newBuilder(
+                                                    java.net.URI.create(
+                                                            "http://127.0.0.1:"
+                                                                    + port
+                                                                    + "/v1/pools"))
+                                            .GET(),
+                                    env.token);
+                    assertEquals("Pool stuck did not answer within 1000 ms", reply.error(503));
+                });
     }
 
     @Test

@@ -1,7 +1,5 @@
 package io.cadastre.admin;
 
-import io.cadastre.shards.TestCluster;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -18,6 +16,7 @@ import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
 import io.cadastre.shards.PoolRegistry;
 import io.cadastre.shards.Pools;
+import io.cadastre.shards.TestCluster;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -57,13 +56,18 @@ final class AdminCluster implements AutoCloseable {
 
     private final ActorTestKit testKit;
     private final AtomicInteger counter = new AtomicInteger();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    private final HttpClient http =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
     AdminCluster(String name) {
-        testKit = TestCluster.start(name, """
+        testKit =
+                TestCluster.start(
+                        name,
+                        """
                 pekko.cluster.roles = ["%s"]
                 pekko.loglevel = WARNING
-                """.formatted(Members.role(MEMBER_NODE)));
+                """
+                                .formatted(Members.role(MEMBER_NODE)));
     }
 
     ActorSystem<?> system() {
@@ -89,29 +93,57 @@ final class AdminCluster implements AutoCloseable {
         final Inventory inventory;
         final AdminServer server;
         final URI base;
-        final AtomicReference<Optional<String>> unreadiness = new AtomicReference<>(Optional.empty());
+        final AtomicReference<Optional<String>> unreadiness =
+                new AtomicReference<>(Optional.empty());
+
         /** What {@link #get}, {@link #post} and the tests' own requests send as the bearer token: the server's. */
         final Optional<String> token = Optional.of(TOKEN);
 
         Env() {
             n = counter.incrementAndGet();
             v4 = new PoolSpec("v4-" + n, Cidr.parse("198.18." + n + ".0/24"), 26, false, true, 0);
-            v6 = new PoolSpec("v6-" + n, Cidr.parse("fd00:198:0:" + n + "::/120"), 122, false, true, 0);
+            v6 =
+                    new PoolSpec(
+                            "v6-" + n,
+                            Cidr.parse("fd00:198:0:" + n + "::/120"),
+                            122,
+                            false,
+                            true,
+                            0);
             node = "t" + n + "-node";
-            AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
-            pools = new Pools(system(), timeouts, new PoolCatalog(system(), timeouts, Duration.ofMillis(100)));
+            AskTimeouts timeouts =
+                    AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
+            pools =
+                    new Pools(
+                            system(),
+                            timeouts,
+                            new PoolCatalog(system(), timeouts, Duration.ofMillis(100)));
             await(pools.defineConfigured(List.of(v4, v6)));
             ipam = ipam(node, List.of(v4.name(), v6.name()));
             inventory = new Inventory(system(), pools, timeouts);
-            server = new AdminServer(system(), inventory, ipam, unreadiness::get, new AdminServer.Settings("127.0.0.1", 0, TOKEN));
+            server =
+                    new AdminServer(
+                            system(),
+                            inventory,
+                            ipam,
+                            unreadiness::get,
+                            new AdminServer.Settings("127.0.0.1", 0, TOKEN));
             InetSocketAddress bound = await(server.start());
             base = URI.create("http://127.0.0.1:" + bound.getPort());
         }
 
         /** @return an IPAM for another node, allocating from these pools by default */
         Ipam ipam(String nodeName, List<String> defaultPools) {
-            AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
-            return new Ipam(system(), nodeName, Map.of(), pools.catalog(), defaultPools, timeouts, Clock.systemUTC());
+            AskTimeouts timeouts =
+                    AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
+            return new Ipam(
+                    system(),
+                    nodeName,
+                    Map.of(),
+                    pools.catalog(),
+                    defaultPools,
+                    timeouts,
+                    Clock.systemUTC());
         }
 
         /**
@@ -123,9 +155,12 @@ final class AdminCluster implements AutoCloseable {
          */
         Ipam borrowerAfterClaimingEveryV4Block() {
             for (int i = 0; i < 3; i++) {
-                await(ref(PoolEntity.ENTITY_TYPE_KEY, v4.name()).askWithStatus(
-                        (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, null, r),
-                        Duration.ofSeconds(10)));
+                await(
+                        ref(PoolEntity.ENTITY_TYPE_KEY, v4.name())
+                                .askWithStatus(
+                                        (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) ->
+                                                new PoolEntity.ClaimBlock(node, null, r),
+                                        Duration.ofSeconds(10)));
             }
             Ipam other = ipam("t" + n + "-other", List.of(v4.name()));
             add(other, "b1");
@@ -138,8 +173,18 @@ final class AdminCluster implements AutoCloseable {
         }
 
         AttachmentRecord add(Ipam on, String container) {
-            return await(on.assign(new AssignRequest("net." + container, "eth0", "net", container, null, "ns", "pod-" + container,
-                    List.of(), List.of())));
+            return await(
+                    on.assign(
+                            new AssignRequest(
+                                    "net." + container,
+                                    "eth0",
+                                    "net",
+                                    container,
+                                    null,
+                                    "ns",
+                                    "pod-" + container,
+                                    List.of(),
+                                    List.of())));
         }
 
         Reply get(String path) {
@@ -147,16 +192,24 @@ final class AdminCluster implements AutoCloseable {
         }
 
         Reply post(String path, String body) {
-            return send(HttpRequest.newBuilder(base.resolve(path)).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString(body)), token);
+            return send(
+                    HttpRequest.newBuilder(base.resolve(path))
+                            .header("Content-Type", "application/json")
+                            .POST(HttpRequest.BodyPublishers.ofString(body)),
+                    token);
         }
 
         Reply send(HttpRequest.Builder request, Optional<String> bearer) {
             bearer.ifPresent(t -> request.header("Authorization", "Bearer " + t));
             try {
-                HttpResponse<String> response = http.send(request.timeout(Duration.ofSeconds(30)).build(),
-                        HttpResponse.BodyHandlers.ofString());
-                return new Reply(response.statusCode(), response.body(), response.headers().firstValue("Content-Type").orElse(""),
+                HttpResponse<String> response =
+                        http.send(
+                                request.timeout(Duration.ofSeconds(30)).build(),
+                                HttpResponse.BodyHandlers.ofString());
+                return new Reply(
+                        response.statusCode(),
+                        response.body(),
+                        response.headers().firstValue("Content-Type").orElse(""),
                         response.headers().firstValue("WWW-Authenticate"));
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
@@ -182,14 +235,26 @@ final class AdminCluster implements AutoCloseable {
          */
         private void removePools() {
             for (PoolSpec pool : List.of(v4, v6)) {
-                PoolEntity.PoolView view = await(ref(PoolEntity.ENTITY_TYPE_KEY, pool.name()).ask(PoolEntity.GetPool::new,
-                        Duration.ofSeconds(10)));
+                PoolEntity.PoolView view =
+                        await(
+                                ref(PoolEntity.ENTITY_TYPE_KEY, pool.name())
+                                        .ask(PoolEntity.GetPool::new, Duration.ofSeconds(10)));
                 for (Cidr block : view.claims().keySet()) {
                     var blockRef = ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
-                    BlockEntity.BlockView held = await(blockRef.ask(BlockEntity.GetBlock::new, Duration.ofSeconds(10)));
-                    held.allocations().values().forEach(a -> await(blockRef.ask(
-                            (ActorRef<BlockEntity.Released> r) -> new BlockEntity.Release(a.handle(), a.ifname(), r),
-                            Duration.ofSeconds(10))));
+                    BlockEntity.BlockView held =
+                            await(blockRef.ask(BlockEntity.GetBlock::new, Duration.ofSeconds(10)));
+                    held.allocations()
+                            .values()
+                            .forEach(
+                                    a ->
+                                            await(
+                                                    blockRef.ask(
+                                                            (ActorRef<BlockEntity.Released> r) ->
+                                                                    new BlockEntity.Release(
+                                                                            a.handle(),
+                                                                            a.ifname(),
+                                                                            r),
+                                                            Duration.ofSeconds(10))));
                 }
                 await(pools.delete(pool.name()));
             }
@@ -250,22 +315,38 @@ final class AdminCluster implements AutoCloseable {
     void withStuckPool(String name, String cidr, StuckPoolTest test) {
         PoolSpec stuck = new PoolSpec(name, Cidr.parse(cidr), 26, false, false, 0);
         PersistenceTestKit.create(system()).failNextNReads("Pool|" + name, 1_000);
-        AskTimeouts timeouts = new AskTimeouts(Duration.ofSeconds(1), Duration.ofMillis(300), Duration.ofSeconds(2));
+        AskTimeouts timeouts =
+                new AskTimeouts(
+                        Duration.ofSeconds(1), Duration.ofMillis(300), Duration.ofSeconds(2));
         var registry = ref(PoolRegistry.ENTITY_TYPE_KEY, PoolRegistry.ID);
-        await(registry.askWithStatus((ActorRef<StatusReply<PoolRegistry.Registration>> r) ->
-                new PoolRegistry.Register(stuck, false, r), Duration.ofSeconds(10)));
+        await(
+                registry.askWithStatus(
+                        (ActorRef<StatusReply<PoolRegistry.Registration>> r) ->
+                                new PoolRegistry.Register(stuck, false, r),
+                        Duration.ofSeconds(10)));
         try (Env env = env()) {
-            Pools pools = new Pools(system(), timeouts, new PoolCatalog(system(), timeouts, Duration.ofMillis(100)));
-            AdminServer server = new AdminServer(system(), new Inventory(system(), pools, timeouts), env.ipam,
-                    Optional::empty, new AdminServer.Settings("127.0.0.1", 0, TOKEN));
+            Pools pools =
+                    new Pools(
+                            system(),
+                            timeouts,
+                            new PoolCatalog(system(), timeouts, Duration.ofMillis(100)));
+            AdminServer server =
+                    new AdminServer(
+                            system(),
+                            new Inventory(system(), pools, timeouts),
+                            env.ipam,
+                            Optional::empty,
+                            new AdminServer.Settings("127.0.0.1", 0, TOKEN));
             try {
                 test.run(env, await(server.start()).getPort());
             } finally {
                 await(server.stop());
             }
         } finally {
-            await(registry.askWithStatus((ActorRef<StatusReply<Done>> r) -> new PoolRegistry.Unregister(name, r),
-                    Duration.ofSeconds(10)));
+            await(
+                    registry.askWithStatus(
+                            (ActorRef<StatusReply<Done>> r) -> new PoolRegistry.Unregister(name, r),
+                            Duration.ofSeconds(10)));
         }
     }
 
@@ -282,11 +363,18 @@ final class AdminCluster implements AutoCloseable {
      *
      * @param borrow whether the node is not the block's affine one (the pool allows borrowing)
      */
-    BlockEntity.AssignOutcome assignWithoutRecord(Cidr block, String node, String handle, boolean borrow) {
-        Allocation allocation = new Allocation(handle, "eth0", "ns", "pod", node, System.currentTimeMillis());
-        BlockEntity.AssignOutcome outcome = await(ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId())
-                .ask((ActorRef<BlockEntity.AssignOutcome> r) -> new BlockEntity.AutoAssign(allocation, borrow, null, r),
-                        Duration.ofSeconds(10)));
+    BlockEntity.AssignOutcome assignWithoutRecord(
+            Cidr block, String node, String handle, boolean borrow) {
+        Allocation allocation =
+                new Allocation(handle, "eth0", "ns", "pod", node, System.currentTimeMillis());
+        BlockEntity.AssignOutcome outcome =
+                await(
+                        ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId())
+                                .ask(
+                                        (ActorRef<BlockEntity.AssignOutcome> r) ->
+                                                new BlockEntity.AutoAssign(
+                                                        allocation, borrow, null, r),
+                                        Duration.ofSeconds(10)));
         assertEquals(BlockEntity.AssignStatus.ASSIGNED, outcome.status(), outcome.toString());
         return outcome;
     }

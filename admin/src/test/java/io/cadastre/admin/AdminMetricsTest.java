@@ -45,8 +45,11 @@ class AdminMetricsTest {
 
     /** @return the samples that another server, on the port given, answers */
     private static Map<String, Double> scrape(Env env, int port) {
-        Reply reply = env.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).GET(),
-                Optional.empty());
+        Reply reply =
+                env.send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+                                .GET(),
+                        Optional.empty());
         assertEquals(200, reply.status(), reply.body());
         return PrometheusText.samples(reply.body());
     }
@@ -58,11 +61,19 @@ class AdminMetricsTest {
     @Test
     void metricsNeedNoTokenAndAreInThePrometheusTextFormat() {
         try (Env env = cluster.env()) {
-            Reply reply = env.send(HttpRequest.newBuilder(env.base.resolve("/metrics")).GET(), Optional.empty());
+            Reply reply =
+                    env.send(
+                            HttpRequest.newBuilder(env.base.resolve("/metrics")).GET(),
+                            Optional.empty());
             assertEquals(200, reply.status(), reply.body());
-            assertEquals("text/plain; version=0.0.4; charset=utf-8", reply.contentType().toLowerCase());
-            assertTrue(reply.body().contains("# TYPE cadastre_ipam_ippool_size gauge\n"), reply.body());
-            assertTrue(reply.body().contains("# TYPE cadastre_entity_recovery_seconds histogram\n"), reply.body());
+            assertEquals(
+                    "text/plain; version=0.0.4; charset=utf-8", reply.contentType().toLowerCase());
+            assertTrue(
+                    reply.body().contains("# TYPE cadastre_ipam_ippool_size gauge\n"),
+                    reply.body());
+            assertTrue(
+                    reply.body().contains("# TYPE cadastre_entity_recovery_seconds histogram\n"),
+                    reply.body());
             assertTrue(env.post("/metrics", "").error(405).contains("GET"));
         }
     }
@@ -81,23 +92,38 @@ class AdminMetricsTest {
             assertEquals(256.0, m.get("cadastre_ipam_ippool_size{pool=\"" + v6 + "\"}"));
             assertEquals(2.0, m.get(poolNode("cadastre_ipam_allocations_in_use", v4, env.node)));
             assertEquals(2.0, m.get(poolNode("cadastre_ipam_allocations_in_use", v6, env.node)));
-            assertEquals(1.0, m.get(poolNode("cadastre_ipam_allocations_in_use", v4, other.node())));
-            assertEquals(1.0, m.get(poolNode("cadastre_ipam_allocations_borrowed", v4, other.node())));
+            assertEquals(
+                    1.0, m.get(poolNode("cadastre_ipam_allocations_in_use", v4, other.node())));
+            assertEquals(
+                    1.0, m.get(poolNode("cadastre_ipam_allocations_borrowed", v4, other.node())));
             assertEquals(0.0, m.get(poolNode("cadastre_ipam_allocations_borrowed", v4, env.node)));
             assertEquals(4.0, m.get(poolNode("cadastre_ipam_blocks", v4, env.node)));
             assertEquals(1.0, m.get(poolNode("cadastre_ipam_blocks", v6, env.node)));
             assertEquals(0.0, m.get(poolNode("cadastre_ipam_blocks", v4, other.node())));
             assertEquals(5.0, m.get("cadastre_ipam_blocks_per_node{node=\"" + env.node + "\"}"));
-            assertEquals(0.0, m.get("cadastre_ipam_blocks_per_node{node=\"" + other.node() + "\"}"));
-            assertNull(m.get(poolNode("cadastre_ipam_blocks", v6, other.node())), "no block nor address there");
-            assertNull(m.get("cadastre_ipam_blocks_per_node{node=\"" + AdminCluster.MEMBER_NODE + "\"}"),
+            assertEquals(
+                    0.0, m.get("cadastre_ipam_blocks_per_node{node=\"" + other.node() + "\"}"));
+            assertNull(
+                    m.get(poolNode("cadastre_ipam_blocks", v6, other.node())),
+                    "no block nor address there");
+            assertNull(
+                    m.get(
+                            "cadastre_ipam_blocks_per_node{node=\""
+                                    + AdminCluster.MEMBER_NODE
+                                    + "\"}"),
                     "a member without blocks or addresses has no series");
 
             // The entities that served these started here, and their recoveries were timed.
             for (String entity : List.of("pool", "block", "node", "pool-registry")) {
-                Double count = m.get("cadastre_entity_recovery_seconds_count{entity=\"" + entity + "\"}");
+                Double count =
+                        m.get("cadastre_entity_recovery_seconds_count{entity=\"" + entity + "\"}");
                 assertTrue(count != null && count >= 1, entity + ": " + count);
-                assertTrue(m.get("cadastre_entity_recovery_seconds_bucket{entity=\"" + entity + "\",le=\"+Inf\"}") >= 1);
+                assertTrue(
+                        m.get(
+                                        "cadastre_entity_recovery_seconds_bucket{entity=\""
+                                                + entity
+                                                + "\",le=\"+Inf\"}")
+                                >= 1);
             }
             assertEquals(0.0, m.get("cadastre_ipam_metrics_refresh_failures_total"));
         }
@@ -107,14 +133,27 @@ class AdminMetricsTest {
     void aReadingIsReusedForTheConfiguredRefresh() {
         try (Env env = cluster.env()) {
             env.add("c1");
-            AdminServer hourly = new AdminServer(cluster.system(), env.inventory, env.ipam, Optional::empty,
-                    new AdminServer.Settings("127.0.0.1", 0, AdminCluster.TOKEN, Duration.ofHours(1)));
-            AdminServer always = new AdminServer(cluster.system(), env.inventory, env.ipam, Optional::empty,
-                    new AdminServer.Settings("127.0.0.1", 0, AdminCluster.TOKEN, Duration.ZERO));
+            AdminServer hourly =
+                    new AdminServer(
+                            cluster.system(),
+                            env.inventory,
+                            env.ipam,
+                            Optional::empty,
+                            new AdminServer.Settings(
+                                    "127.0.0.1", 0, AdminCluster.TOKEN, Duration.ofHours(1)));
+            AdminServer always =
+                    new AdminServer(
+                            cluster.system(),
+                            env.inventory,
+                            env.ipam,
+                            Optional::empty,
+                            new AdminServer.Settings(
+                                    "127.0.0.1", 0, AdminCluster.TOKEN, Duration.ZERO));
             try {
                 int hourlyPort = AdminCluster.await(hourly.start()).getPort();
                 int alwaysPort = AdminCluster.await(always.start()).getPort();
-                String inUse = poolNode("cadastre_ipam_allocations_in_use", env.v4.name(), env.node);
+                String inUse =
+                        poolNode("cadastre_ipam_allocations_in_use", env.v4.name(), env.node);
                 assertEquals(1.0, scrape(env, hourlyPort).get(inUse));
                 assertEquals(1.0, scrape(env, alwaysPort).get(inUse));
                 env.add("c2");
@@ -129,12 +168,16 @@ class AdminMetricsTest {
 
     @Test
     void aReadingThatFailsIsCountedAndTheScrapeStillAnswers() {
-        cluster.withStuckPool("metrics-stuck", "198.18.251.0/24", (env, port) -> {
-            // The reading fails after the ask timeout (1 s), within the scrape's wait (5 s).
-            Map<String, Double> m = scrape(env, port);
-            assertEquals(1.0, m.get("cadastre_ipam_metrics_refresh_failures_total"));
-            assertFalse(m.containsKey("cadastre_ipam_ippool_size{pool=\"metrics-stuck\"}"));
-        });
+        cluster.withStuckPool(
+                "metrics-stuck",
+                "198.18.251.0/24",
+                (env, port) -> {
+                    // The reading fails after the ask timeout (1 s), within the scrape's wait (5
+                    // s).
+                    Map<String, Double> m = scrape(env, port);
+                    assertEquals(1.0, m.get("cadastre_ipam_metrics_refresh_failures_total"));
+                    assertFalse(m.containsKey("cadastre_ipam_ippool_size{pool=\"metrics-stuck\"}"));
+                });
     }
 
     @Test
@@ -143,14 +186,23 @@ class AdminMetricsTest {
             env.add("c1");
             env.add("c2");
             env.add("c3");
-            String reclaimed = "cadastre_ipam_allocations_gc_reclamations_total{node=\"" + env.node + "\",reason=\"admin-gc\"}";
-            assertNull(scrape(env).get(reclaimed), "this env's node has no node agent here: no series yet");
-            String body = "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[{\"containerId\":\"c2\","
-                    + "\"ifname\":\"eth0\"}]}";
+            String reclaimed =
+                    "cadastre_ipam_allocations_gc_reclamations_total{node=\""
+                            + env.node
+                            + "\",reason=\"admin-gc\"}";
+            assertNull(
+                    scrape(env).get(reclaimed),
+                    "this env's node has no node agent here: no series yet");
+            String body =
+                    "{\"node\":\""
+                            + env.node
+                            + "\",\"network\":\"net\",\"validAttachments\":[{\"containerId\":\"c2\","
+                            + "\"ifname\":\"eth0\"}]}";
             assertEquals(2, env.post("/v1/gc", body).ok().get("released").size());
             assertEquals(2.0, scrape(env).get(reclaimed));
             assertEquals(0, env.post("/v1/gc", body).ok().get("released").size());
-            assertEquals(2.0, scrape(env).get(reclaimed), "nothing more released, nothing more counted");
+            assertEquals(
+                    2.0, scrape(env).get(reclaimed), "nothing more released, nothing more counted");
         }
     }
 }

@@ -53,7 +53,9 @@ class AdminRepairTest {
     }
 
     private static BlockEntity.BlockView block(Cidr cidr) {
-        return AdminCluster.await(cluster.ref(BlockEntity.ENTITY_TYPE_KEY, cidr.entityId()).ask(BlockEntity.GetBlock::new, ASK));
+        return AdminCluster.await(
+                cluster.ref(BlockEntity.ENTITY_TYPE_KEY, cidr.entityId())
+                        .ask(BlockEntity.GetBlock::new, ASK));
     }
 
     private static Optional<AttachmentRecord> recorded(Env env, String container) {
@@ -67,19 +69,41 @@ class AdminRepairTest {
         try (Env env = cluster.env()) {
             AttachmentRecord c1 = env.add("c1");
             AttachmentRecord c2 = env.add("c2");
-            JsonNode released = env.post("/v1/release", "{\"address\":\"" + c1.addresses().get(0).address() + "\"}").ok();
-            assertEquals(addresses(c1), texts(released.get("released")), "both families of the attachment");
+            JsonNode released =
+                    env.post(
+                                    "/v1/release",
+                                    "{\"address\":\"" + c1.addresses().get(0).address() + "\"}")
+                            .ok();
+            assertEquals(
+                    addresses(c1),
+                    texts(released.get("released")),
+                    "both families of the attachment");
 
             assertEquals(Optional.empty(), recorded(env, "c1"), "the node forgot the attachment");
             assertEquals(Optional.of(c2), recorded(env, "c2"), "the other attachment is untouched");
             for (HeldAddress held : c1.addresses()) {
-                assertFalse(block(held.block()).allocations().containsKey(held.address()), held.address() + " is free");
+                assertFalse(
+                        block(held.block()).allocations().containsKey(held.address()),
+                        held.address() + " is free");
             }
-            assertTrue(env.get("/v1/addresses/" + c1.addresses().get(0).address()).ok().get("allocation").isNull());
+            assertTrue(
+                    env.get("/v1/addresses/" + c1.addresses().get(0).address())
+                            .ok()
+                            .get("allocation")
+                            .isNull());
             assertEquals(1, env.get("/v1/nodes/" + env.node).ok().get("attachments").asInt());
 
-            assertEquals(List.of(), texts(env.post("/v1/release", "{\"address\":\"" + c1.addresses().get(0).address() + "\"}")
-                    .ok().get("released")), "again: nothing held, nothing released");
+            assertEquals(
+                    List.of(),
+                    texts(
+                            env.post(
+                                            "/v1/release",
+                                            "{\"address\":\""
+                                                    + c1.addresses().get(0).address()
+                                                    + "\"}")
+                                    .ok()
+                                    .get("released")),
+                    "again: nothing held, nothing released");
             assertTrue(env.get("/v1/check").ok().get("clean").asBoolean());
         }
     }
@@ -88,14 +112,18 @@ class AdminRepairTest {
     void releaseByHandleFreesTheAttachmentAndTheNodeForgetsIt() {
         try (Env env = cluster.env()) {
             AttachmentRecord c1 = env.add("c1");
-            String body = "{\"node\":\"" + env.node + "\",\"handle\":\"net.c1\",\"ifname\":\"eth0\"}";
+            String body =
+                    "{\"node\":\"" + env.node + "\",\"handle\":\"net.c1\",\"ifname\":\"eth0\"}";
             assertEquals(addresses(c1), texts(env.post("/v1/release", body).ok().get("released")));
             assertEquals(Optional.empty(), recorded(env, "c1"));
             assertEquals(0, env.get("/v1/nodes/" + env.node).ok().get("attachmentList").size());
             for (HeldAddress held : c1.addresses()) {
                 assertFalse(block(held.block()).allocations().containsKey(held.address()));
             }
-            assertEquals(List.of(), texts(env.post("/v1/release", body).ok().get("released")), "idempotent");
+            assertEquals(
+                    List.of(),
+                    texts(env.post("/v1/release", body).ok().get("released")),
+                    "idempotent");
         }
     }
 
@@ -104,9 +132,14 @@ class AdminRepairTest {
         try (Env env = cluster.env()) {
             env.add("c1");
             Cidr block = Cidr.parse("198.18." + env.n + ".0/26");
-            BlockEntity.AssignOutcome orphan = cluster.assignWithoutRecord(block, env.node, "net.lost", false);
+            BlockEntity.AssignOutcome orphan =
+                    cluster.assignWithoutRecord(block, env.node, "net.lost", false);
             // ifname defaults to eth0, as in cadastrectl.
-            JsonNode released = env.post("/v1/release", "{\"node\":\"" + env.node + "\",\"handle\":\"net.lost\"}").ok();
+            JsonNode released =
+                    env.post(
+                                    "/v1/release",
+                                    "{\"node\":\"" + env.node + "\",\"handle\":\"net.lost\"}")
+                            .ok();
             assertEquals(List.of(orphan.address()), texts(released.get("released")));
             assertFalse(block(block).allocations().containsKey(orphan.address()));
         }
@@ -117,21 +150,51 @@ class AdminRepairTest {
         try (Env env = cluster.env()) {
             AttachmentRecord c1 = env.add("c1");
             String v4 = c1.addresses().get(0).address();
-            assertTrue(env.post("/v1/release", "{\"address\": ").error(400).startsWith("malformed JSON"));
-            assertEquals("the body must be a JSON object", env.post("/v1/release", "[\"" + v4 + "\"]").error(400));
+            assertTrue(
+                    env.post("/v1/release", "{\"address\": ")
+                            .error(400)
+                            .startsWith("malformed JSON"));
+            assertEquals(
+                    "the body must be a JSON object",
+                    env.post("/v1/release", "[\"" + v4 + "\"]").error(400));
             assertEquals("the body must be a JSON object", env.post("/v1/release", "").error(400));
-            assertTrue(env.post("/v1/release", "{\"address\":\"" + v4 + "\",\"node\":\"" + env.node + "\",\"handle\":\"net.c1\"}")
-                    .error(400).contains("not both"));
+            assertTrue(
+                    env.post(
+                                    "/v1/release",
+                                    "{\"address\":\""
+                                            + v4
+                                            + "\",\"node\":\""
+                                            + env.node
+                                            + "\",\"handle\":\"net.c1\"}")
+                            .error(400)
+                            .contains("not both"));
             assertTrue(env.post("/v1/release", "{}").error(400).contains("none was given"));
-            assertTrue(env.post("/v1/release", "{\"adress\":\"" + v4 + "\"}").error(400).contains("unknown field adress"));
-            assertEquals("\"handle\" is required", env.post("/v1/release", "{\"node\":\"" + env.node + "\"}").error(400));
-            assertEquals("\"address\" must be a non-empty string", env.post("/v1/release", "{\"address\":42}").error(400));
-            assertTrue(env.post("/v1/release", "{\"address\":\"198.18." + env.n + "\"}").error(400).contains("198.18." + env.n));
-            assertTrue(env.post("/v1/release", "{\"address\":\"192.0.2.7\"}").error(404).contains("in none of the pools"));
+            assertTrue(
+                    env.post("/v1/release", "{\"adress\":\"" + v4 + "\"}")
+                            .error(400)
+                            .contains("unknown field adress"));
+            assertEquals(
+                    "\"handle\" is required",
+                    env.post("/v1/release", "{\"node\":\"" + env.node + "\"}").error(400));
+            assertEquals(
+                    "\"address\" must be a non-empty string",
+                    env.post("/v1/release", "{\"address\":42}").error(400));
+            assertTrue(
+                    env.post("/v1/release", "{\"address\":\"198.18." + env.n + "\"}")
+                            .error(400)
+                            .contains("198.18." + env.n));
+            assertTrue(
+                    env.post("/v1/release", "{\"address\":\"192.0.2.7\"}")
+                            .error(404)
+                            .contains("in none of the pools"));
 
             assertEquals(Optional.of(c1), recorded(env, "c1"), "the attachment is still recorded");
             for (HeldAddress held : c1.addresses()) {
-                assertTrue(block(held.block()).allocations().get(held.address()).isFor("net.c1", "eth0"));
+                assertTrue(
+                        block(held.block())
+                                .allocations()
+                                .get(held.address())
+                                .isFor("net.c1", "eth0"));
             }
         }
     }
@@ -143,14 +206,21 @@ class AdminRepairTest {
         try (Env env = cluster.env()) {
             AttachmentRecord c1 = env.add("c1");
             AttachmentRecord c2 = env.add("c2");
-            String body = "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[{\"containerId\":\"c1\",\"ifname\":\"eth0\"}]}";
-            assertEquals(List.of("net.c2/eth0"), texts(env.post("/v1/gc", body).ok().get("released")));
+            String body =
+                    "{\"node\":\""
+                            + env.node
+                            + "\",\"network\":\"net\",\"validAttachments\":[{\"containerId\":\"c1\",\"ifname\":\"eth0\"}]}";
+            assertEquals(
+                    List.of("net.c2/eth0"), texts(env.post("/v1/gc", body).ok().get("released")));
             assertEquals(Optional.of(c1), recorded(env, "c1"));
             assertEquals(Optional.empty(), recorded(env, "c2"));
             for (HeldAddress held : c2.addresses()) {
                 assertFalse(block(held.block()).allocations().containsKey(held.address()));
             }
-            assertEquals(List.of(), texts(env.post("/v1/gc", body).ok().get("released")), "again: nothing left to release");
+            assertEquals(
+                    List.of(),
+                    texts(env.post("/v1/gc", body).ok().get("released")),
+                    "again: nothing left to release");
         }
     }
 
@@ -158,14 +228,32 @@ class AdminRepairTest {
     void badGcRequestsAreRefusedAndChangeNothing() {
         try (Env env = cluster.env()) {
             AttachmentRecord c1 = env.add("c1");
-            assertTrue(env.post("/v1/gc", "{\"node\":\"elsewhere\",\"network\":\"net\",\"validAttachments\":[]}")
-                    .error(400).startsWith("GC runs on the node's own agent"));
-            assertTrue(env.post("/v1/gc", "{\"node\":\"" + env.node + "\",\"network\":\"net\"}")
-                    .error(400).contains("validAttachments"));
-            assertTrue(env.post("/v1/gc", "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[{\"containerId\":\"c1\"}]}")
-                    .error(400).contains("ifname"));
-            assertTrue(env.post("/v1/gc", "{\"node\":\"" + env.node + "\",\"network\":\"net\",\"validAttachments\":[\"c1\"]}")
-                    .error(400).contains("must be an object"));
+            assertTrue(
+                    env.post(
+                                    "/v1/gc",
+                                    "{\"node\":\"elsewhere\",\"network\":\"net\",\"validAttachments\":[]}")
+                            .error(400)
+                            .startsWith("GC runs on the node's own agent"));
+            assertTrue(
+                    env.post("/v1/gc", "{\"node\":\"" + env.node + "\",\"network\":\"net\"}")
+                            .error(400)
+                            .contains("validAttachments"));
+            assertTrue(
+                    env.post(
+                                    "/v1/gc",
+                                    "{\"node\":\""
+                                            + env.node
+                                            + "\",\"network\":\"net\",\"validAttachments\":[{\"containerId\":\"c1\"}]}")
+                            .error(400)
+                            .contains("ifname"));
+            assertTrue(
+                    env.post(
+                                    "/v1/gc",
+                                    "{\"node\":\""
+                                            + env.node
+                                            + "\",\"network\":\"net\",\"validAttachments\":[\"c1\"]}")
+                            .error(400)
+                            .contains("must be an object"));
             assertTrue(env.post("/v1/gc", "{\"node\":").error(400).startsWith("malformed JSON"));
             assertEquals(Optional.of(c1), recorded(env, "c1"));
         }
@@ -196,7 +284,8 @@ class AdminRepairTest {
             env.add("c1");
             // An ADD that crashed after the block allocated and before the node recorded.
             Cidr block = Cidr.parse("198.18." + env.n + ".0/26");
-            BlockEntity.AssignOutcome orphan = cluster.assignWithoutRecord(block, env.node, "net.crashed", false);
+            BlockEntity.AssignOutcome orphan =
+                    cluster.assignWithoutRecord(block, env.node, "net.crashed", false);
 
             JsonNode report = env.get("/v1/check").ok();
             OpenApi.assertShape("Report", report);
@@ -209,8 +298,12 @@ class AdminRepairTest {
             assertEquals(env.node, found.get(0).get("allocation").get("node").asText());
             assertEquals(0, report.get("attachmentsWithoutAllocation").size());
 
-            assertEquals(List.of(orphan.address()),
-                    texts(env.post("/v1/release", "{\"address\":\"" + orphan.address() + "\"}").ok().get("released")));
+            assertEquals(
+                    List.of(orphan.address()),
+                    texts(
+                            env.post("/v1/release", "{\"address\":\"" + orphan.address() + "\"}")
+                                    .ok()
+                                    .get("released")));
             assertTrue(env.get("/v1/check").ok().get("clean").asBoolean());
         }
     }
@@ -219,12 +312,30 @@ class AdminRepairTest {
     void theCheckFindsAnAttachmentWhoseAllocationIsMissing() {
         try (Env env = cluster.env()) {
             AttachmentRecord c1 = env.add("c1");
-            // A record naming an address its block does not hold for it (what the ADD/DEL order rules out).
-            HeldAddress ghost = new HeldAddress("198.18." + env.n + ".9", env.v4.name(), Cidr.parse("198.18." + env.n + ".0/26"));
-            AttachmentRecord record = new AttachmentRecord("net.ghost", "eth0", "net", "ghost", null, "ns", "pod-ghost",
-                    List.of(ghost), 1_000L);
-            AdminCluster.await(cluster.ref(NodeEntity.ENTITY_TYPE_KEY, env.node).askWithStatus(
-                    (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r), ASK));
+            // A record naming an address its block does not hold for it (what the ADD/DEL order
+            // rules out).
+            HeldAddress ghost =
+                    new HeldAddress(
+                            "198.18." + env.n + ".9",
+                            env.v4.name(),
+                            Cidr.parse("198.18." + env.n + ".0/26"));
+            AttachmentRecord record =
+                    new AttachmentRecord(
+                            "net.ghost",
+                            "eth0",
+                            "net",
+                            "ghost",
+                            null,
+                            "ns",
+                            "pod-ghost",
+                            List.of(ghost),
+                            1_000L);
+            AdminCluster.await(
+                    cluster.ref(NodeEntity.ENTITY_TYPE_KEY, env.node)
+                            .askWithStatus(
+                                    (ActorRef<StatusReply<Done>> r) ->
+                                            new NodeEntity.RecordAttachment(record, r),
+                                    ASK));
 
             JsonNode report = env.get("/v1/check").ok();
             assertFalse(report.get("clean").asBoolean());
@@ -244,8 +355,13 @@ class AdminRepairTest {
         try (Env env = cluster.env()) {
             env.add("c1");
             String ghost = "t" + env.n + "-gone";
-            PoolEntity.ClaimOutcome claim = AdminCluster.await(cluster.ref(PoolEntity.ENTITY_TYPE_KEY, env.v4.name()).askWithStatus(
-                    (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(ghost, null, r), ASK));
+            PoolEntity.ClaimOutcome claim =
+                    AdminCluster.await(
+                            cluster.ref(PoolEntity.ENTITY_TYPE_KEY, env.v4.name())
+                                    .askWithStatus(
+                                            (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) ->
+                                                    new PoolEntity.ClaimBlock(ghost, null, r),
+                                            ASK));
 
             JsonNode report = env.get("/v1/check").ok();
             assertFalse(report.get("clean").asBoolean());

@@ -24,21 +24,41 @@ class AdminSettingsTest {
     @Test
     void aBlankTokenIsRefusedWhereverTheServerListens() {
         for (String bind : new String[] {"127.0.0.1:9467", "[::1]:9467", "0.0.0.0:9467"}) {
-            assertTrue(assertThrows(IllegalArgumentException.class, () -> AdminServer.Settings.parse(bind, " "))
-                    .getMessage().contains("token is empty"), bind);
+            assertTrue(
+                    assertThrows(
+                                    IllegalArgumentException.class,
+                                    () -> AdminServer.Settings.parse(bind, " "))
+                            .getMessage()
+                            .contains("token is empty"),
+                    bind);
         }
     }
 
     @Test
     void theSettingsNeverPrintTheToken() {
-        assertFalse(AdminServer.Settings.parse("127.0.0.1:9467", "s3cret").toString().contains("s3cret"));
+        assertFalse(
+                AdminServer.Settings.parse("127.0.0.1:9467", "s3cret")
+                        .toString()
+                        .contains("s3cret"));
     }
 
     @Test
     void malformedBindAddressesAreRefused() {
-        for (String bad : new String[] {"9467", "127.0.0.1", "127.0.0.1:", ":9467", "127.0.0.1:http", "127.0.0.1:70000",
-                "::1:9467", "no-such-host.invalid:9467"}) {
-            assertThrows(IllegalArgumentException.class, () -> AdminServer.Settings.parse(bad, "t"), bad);
+        for (String bad :
+                new String[] {
+                    "9467",
+                    "127.0.0.1",
+                    "127.0.0.1:",
+                    ":9467",
+                    "127.0.0.1:http",
+                    "127.0.0.1:70000",
+                    "::1:9467",
+                    "no-such-host.invalid:9467"
+                }) {
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> AdminServer.Settings.parse(bad, "t"),
+                    bad);
         }
     }
 }

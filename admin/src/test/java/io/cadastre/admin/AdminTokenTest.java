@@ -20,11 +20,11 @@ import org.junit.jupiter.api.io.TempDir;
 class AdminTokenTest {
     private static final Pattern HEX_256_BITS = Pattern.compile("[0-9a-f]{64}");
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     private static String mode(Path file) throws Exception {
-        return PosixFilePermissions.toString(Files.getPosixFilePermissions(file, LinkOption.NOFOLLOW_LINKS));
+        return PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(file, LinkOption.NOFOLLOW_LINKS));
     }
 
     private Path file(String name, String content, String mode) throws Exception {
@@ -43,10 +43,14 @@ class AdminTokenTest {
 
     @Test
     void anOperatorsFileThatOthersMayReadOrWriteIsRefusedWithTheFix() throws Exception {
-        for (String mode : new String[] {"rw-r--r--", "rw-r-----", "rw----r--", "rw--w----", "rw-----w-"}) {
+        for (String mode :
+                new String[] {"rw-r--r--", "rw-r-----", "rw----r--", "rw--w----", "rw-----w-"}) {
             Path file = file("token-" + mode, "abc123\n", mode);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> AdminToken.read(file), mode);
-            assertTrue(e.getMessage().contains("has mode " + mode) && e.getMessage().contains("chmod 600 " + file),
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> AdminToken.read(file), mode);
+            assertTrue(
+                    e.getMessage().contains("has mode " + mode)
+                            && e.getMessage().contains("chmod 600 " + file),
                     e.getMessage());
             assertFalse(e.getMessage().contains("abc123"), "never the token: " + e.getMessage());
         }
@@ -62,12 +66,24 @@ class AdminTokenTest {
 
     @Test
     void anEmptyMissingOrMultiWordFileIsRefused() throws Exception {
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> AdminToken.read(file("empty", " \n", "rw-------")))
-                .getMessage().contains("is empty"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> AdminToken.read(dir.resolve("missing")))
-                .getMessage().contains("does not exist"));
-        IllegalArgumentException twoWords = assertThrows(IllegalArgumentException.class,
-                () -> AdminToken.read(file("two", "secret one\nsecret two\n", "rw-------")));
+        assertTrue(
+                assertThrows(
+                                IllegalArgumentException.class,
+                                () -> AdminToken.read(file("empty", " \n", "rw-------")))
+                        .getMessage()
+                        .contains("is empty"));
+        assertTrue(
+                assertThrows(
+                                IllegalArgumentException.class,
+                                () -> AdminToken.read(dir.resolve("missing")))
+                        .getMessage()
+                        .contains("does not exist"));
+        IllegalArgumentException twoWords =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                AdminToken.read(
+                                        file("two", "secret one\nsecret two\n", "rw-------")));
         assertTrue(twoWords.getMessage().contains("more than one word"), twoWords.getMessage());
         assertFalse(twoWords.getMessage().contains("secret"), twoWords.getMessage());
     }
@@ -88,16 +104,22 @@ class AdminTokenTest {
         AdminToken.Kept again = AdminToken.ensure(dir);
         assertEquals(AdminToken.Origin.REUSED, again.origin());
         assertEquals(first.token(), again.token());
-        assertNotEquals(first.token(), AdminToken.ensure(Files.createDirectory(dir.resolve("other"))).token(), "random");
+        assertNotEquals(
+                first.token(),
+                AdminToken.ensure(Files.createDirectory(dir.resolve("other"))).token(),
+                "random");
     }
 
     @Test
     void aFileOthersCouldReadIsReplacedByANewToken() throws Exception {
         String old = AdminToken.ensure(dir).token();
-        Files.setPosixFilePermissions(dir.resolve("admin.token"), PosixFilePermissions.fromString("rw-r--r--"));
+        Files.setPosixFilePermissions(
+                dir.resolve("admin.token"), PosixFilePermissions.fromString("rw-r--r--"));
         AdminToken.Kept replaced = AdminToken.ensure(dir);
         assertEquals(AdminToken.Origin.REPLACED, replaced.origin());
-        assertTrue(replaced.replacedBecause().orElseThrow().contains("rw-r--r--"), replaced.toString());
+        assertTrue(
+                replaced.replacedBecause().orElseThrow().contains("rw-r--r--"),
+                replaced.toString());
         assertNotEquals(old, replaced.token(), "a token others may have read is not used again");
         assertEquals("rw-------", mode(replaced.file()));
     }
@@ -114,7 +136,11 @@ class AdminTokenTest {
         Files.createSymbolicLink(dir.resolve("admin.token"), elsewhere);
         AdminToken.Kept unlinked = AdminToken.ensure(dir);
         assertEquals(Optional.of("not a regular file"), unlinked.replacedBecause());
-        assertFalse(Files.isSymbolicLink(dir.resolve("admin.token")), "the link itself is replaced");
-        assertEquals(replaced.token() + "\n", Files.readString(elsewhere), "what it pointed to is left alone");
+        assertFalse(
+                Files.isSymbolicLink(dir.resolve("admin.token")), "the link itself is replaced");
+        assertEquals(
+                replaced.token() + "\n",
+                Files.readString(elsewhere),
+                "what it pointed to is left alone");
     }
 }

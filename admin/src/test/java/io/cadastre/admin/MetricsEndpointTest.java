@@ -29,29 +29,39 @@ class MetricsEndpointTest {
 
     private final CadastreMetrics metrics = new CadastreMetrics();
     private final AtomicLong nanos = new AtomicLong(1_000_000_000L);
+
     /** What the next readings answer, in order; a reading beyond them fails the test. */
     private final Queue<CompletableFuture<IpamUsage>> readings = new ArrayDeque<>();
+
     private int reads;
 
     private MetricsEndpoint endpoint(Duration wait) {
-        return new MetricsEndpoint(metrics, () -> {
-            reads++;
-            CompletableFuture<IpamUsage> next = readings.poll();
-            if (next == null) {
-                throw new AssertionError("an unexpected reading");
-            }
-            return next;
-        }, REFRESH, wait, nanos::get);
+        return new MetricsEndpoint(
+                metrics,
+                () -> {
+                    reads++;
+                    CompletableFuture<IpamUsage> next = readings.poll();
+                    if (next == null) {
+                        throw new AssertionError("an unexpected reading");
+                    }
+                    return next;
+                },
+                REFRESH,
+                wait,
+                nanos::get);
     }
 
     private static IpamUsage inUse(long addresses) {
-        return new IpamUsage(Map.of("p", 256.0), List.of(new NodeUsage("p", "n1", addresses, 0, 1)));
+        return new IpamUsage(
+                Map.of("p", 256.0), List.of(new NodeUsage("p", "n1", addresses, 0, 1)));
     }
 
     private static Map<String, Double> scrape(CompletionStage<byte[]> stage) {
         try {
-            return PrometheusText.samples(new String(stage.toCompletableFuture().get(10, TimeUnit.SECONDS),
-                    StandardCharsets.UTF_8));
+            return PrometheusText.samples(
+                    new String(
+                            stage.toCompletableFuture().get(10, TimeUnit.SECONDS),
+                            StandardCharsets.UTF_8));
         } catch (Exception e) {
             throw new AssertionError(e);
         }
@@ -110,15 +120,24 @@ class MetricsEndpointTest {
         assertEquals(1.0, failures(afterFailure));
 
         readings.add(CompletableFuture.completedFuture(inUse(4)));
-        assertEquals(4.0, inUseSample(scrape(endpoint.scrape())), "a failure is not reused: read again at once");
+        assertEquals(
+                4.0,
+                inUseSample(scrape(endpoint.scrape())),
+                "a failure is not reused: read again at once");
         assertEquals(3, reads);
     }
 
     @Test
     void aSourceThatThrowsIsAFailedReading() {
-        MetricsEndpoint endpoint = new MetricsEndpoint(metrics, () -> {
-            throw new IllegalStateException("a bug");
-        }, REFRESH, Duration.ofSeconds(5), nanos::get);
+        MetricsEndpoint endpoint =
+                new MetricsEndpoint(
+                        metrics,
+                        () -> {
+                            throw new IllegalStateException("a bug");
+                        },
+                        REFRESH,
+                        Duration.ofSeconds(5),
+                        nanos::get);
         Map<String, Double> samples = scrape(endpoint.scrape());
         assertEquals(1.0, failures(samples));
         assertEquals(null, inUseSample(samples), "no values yet");
@@ -146,10 +165,18 @@ class MetricsEndpointTest {
         byte[] body = endpoint(Duration.ofSeconds(5)).scrape().toCompletableFuture().join();
         String text = new String(body, StandardCharsets.UTF_8);
         assertTrue(text.contains("# TYPE cadastre_cni_requests_total counter\n"), text);
-        assertTrue(text.contains("cadastre_cni_requests_total{result=\"ok\",verb=\"ADD\"} 1.0\n"), text);
+        assertTrue(
+                text.contains("cadastre_cni_requests_total{result=\"ok\",verb=\"ADD\"} 1.0\n"),
+                text);
         assertTrue(text.contains("# TYPE cadastre_cni_request_duration_seconds histogram\n"), text);
-        assertTrue(text.contains("cadastre_cni_request_duration_seconds_bucket{verb=\"ADD\",le=\"0.005\"} 1\n"), text);
-        assertTrue(text.contains("cadastre_cni_request_duration_seconds_bucket{verb=\"ADD\",le=\"+Inf\"} 1\n"), text);
+        assertTrue(
+                text.contains(
+                        "cadastre_cni_request_duration_seconds_bucket{verb=\"ADD\",le=\"0.005\"} 1\n"),
+                text);
+        assertTrue(
+                text.contains(
+                        "cadastre_cni_request_duration_seconds_bucket{verb=\"ADD\",le=\"+Inf\"} 1\n"),
+                text);
         assertTrue(text.contains("# TYPE cadastre_ipam_allocations_in_use gauge\n"), text);
         assertEquals("text/plain; version=0.0.4; charset=utf-8", MetricsEndpoint.CONTENT_TYPE);
     }

@@ -69,7 +69,8 @@ final class OpenApi {
         }
         Set<String> keys = new TreeSet<>();
         actual.fieldNames().forEachRemaining(keys::add);
-        assertEquals(properties(schema), keys, where + ": the JSON's keys differ from openapi.yaml's");
+        assertEquals(
+                properties(schema), keys, where + ": the JSON's keys differ from openapi.yaml's");
         for (Iterator<String> it = actual.fieldNames(); it.hasNext(); ) {
             String field = it.next();
             JsonNode property = propertySchema(schema, field);
@@ -84,7 +85,10 @@ final class OpenApi {
             return schema.path("properties").get(field);
         }
         for (JsonNode part : schema.path("allOf")) {
-            JsonNode resolved = part.has("$ref") ? schema(part.get("$ref").asText().replaceAll(".*/", "")) : part;
+            JsonNode resolved =
+                    part.has("$ref")
+                            ? schema(part.get("$ref").asText().replaceAll(".*/", ""))
+                            : part;
             JsonNode found = propertySchema(resolved, field);
             if (found != null) {
                 return found;

@@ -28,27 +28,32 @@ public final class BenchContext implements AutoCloseable {
     private final boolean quick;
     private final Path plugin;
     private final Path referencePlugins;
+
     /** The cluster's pool, IPv4 only (RFC 2544 space): one journal write per allocation. */
     public static final String CLUSTER_POOL = "bench-ipv4";
+
     /**
      * A pool of /32 blocks, used only when named: every ADD from it claims a new block, whose route
      * the other hosts must learn (the pod network's convergence).
      */
     public static final String CLAIM_POOL = "bench-claims";
 
-    private static final String CLUSTER_POOLS = """
+    private static final String CLUSTER_POOLS =
+            """
             cadastre.pools = [
               { name = "%s", cidr = "198.18.16.0/20", block-size = 26 }
               { name = "%s", cidr = "198.18.200.0/24", block-size = 32 }
             ]
             cadastre.default-pools = ["%s"]
-            """.formatted(CLUSTER_POOL, CLAIM_POOL, CLUSTER_POOL);
+            """
+                    .formatted(CLUSTER_POOL, CLAIM_POOL, CLUSTER_POOL);
 
     private Topology topology;
     private CassandraNode cassandra;
     private List<Member> members;
 
-    public BenchContext(Path outputDir, Path workDir, boolean quick, Path plugin, Path referencePlugins) {
+    public BenchContext(
+            Path outputDir, Path workDir, boolean quick, Path plugin, Path referencePlugins) {
         this.outputDir = outputDir;
         this.workDir = workDir;
         this.quick = quick;
@@ -111,10 +116,19 @@ public final class BenchContext implements AutoCloseable {
         fabric();
         List<String> seeds = List.of(Member.address(topology.host(1)));
         List<Member> started = new ArrayList<>();
-        // Mutual TLS between the members, as by default: the figures are the secure configuration's.
+        // Mutual TLS between the members, as by default: the figures are the secure
+        // configuration's.
         TestPki ca = TestPki.authority("cadastre-bench-ca");
         for (Topology.Host host : topology.hosts()) {
-            started.add(new Member(topology, host, workDir("member-" + host.name()), cassandra, ca, seeds, CLUSTER_POOLS));
+            started.add(
+                    new Member(
+                            topology,
+                            host,
+                            workDir("member-" + host.name()),
+                            cassandra,
+                            ca,
+                            seeds,
+                            CLUSTER_POOLS));
         }
         members = started;
         Member.startTogether(started, start -> new Thread(start, "member-start").start());
@@ -165,9 +179,14 @@ public final class BenchContext implements AutoCloseable {
                 topology.close();
             }
             if (Boolean.getBoolean("cadastre.bench.keep-work")) {
-                System.out.println("kept the agents' and Cassandra's files in " + workDir + " (-Dcadastre.bench.keep-work)");
+                System.out.println(
+                        "kept the agents' and Cassandra's files in "
+                                + workDir
+                                + " (-Dcadastre.bench.keep-work)");
             } else {
-                Files.walk(workDir).sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                Files.walk(workDir)
+                        .sorted(java.util.Comparator.reverseOrder())
+                        .forEach(p -> p.toFile().delete());
             }
         }
     }

@@ -35,8 +35,11 @@ import picocli.CommandLine.Option;
  * PNG plots) into the output directory. A scenario that fails is reported as failed and the others
  * still run; the exit code is then 1.
  */
-@Command(name = "cadastre-bench", mixinStandardHelpOptions = true,
-        description = "Measures Cadastre side by side with the reference CNI plugins and against its own limits.")
+@Command(
+        name = "cadastre-bench",
+        mixinStandardHelpOptions = true,
+        description =
+                "Measures Cadastre side by side with the reference CNI plugins and against its own limits.")
 public final class BenchmarkSuite implements Callable<Integer> {
     /** The scenarios in the order they run, each made from the run's seed. */
     static final Map<String, LongFunction<Scenario>> SCENARIOS = scenarios();
@@ -44,20 +47,32 @@ public final class BenchmarkSuite implements Callable<Integer> {
     @Option(names = "--out", description = "where the report goes (default: ${DEFAULT-VALUE})")
     Path out = Path.of("benchmarks/target/report");
 
-    @Option(names = "--quick", description = "a few repetitions only: checks that the suite runs, figures not to quote")
+    @Option(
+            names = "--quick",
+            description =
+                    "a few repetitions only: checks that the suite runs, figures not to quote")
     boolean quick;
 
-    @Option(names = "--only", split = ",", description = "run only these scenarios: ${COMPLETION-CANDIDATES}",
+    @Option(
+            names = "--only",
+            split = ",",
+            description = "run only these scenarios: ${COMPLETION-CANDIDATES}",
             completionCandidates = ScenarioIds.class)
     List<String> only;
 
-    @Option(names = "--seed", description = "orders and names everything random (default: the clock)")
+    @Option(
+            names = "--seed",
+            description = "orders and names everything random (default: the clock)")
     long seed = System.nanoTime();
 
-    @Option(names = "--plugin", description = "the cadastre plugin executable (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--plugin",
+            description = "the cadastre plugin executable (default: ${DEFAULT-VALUE})")
     Path plugin = Path.of(System.getProperty("cadastre.plugin", "cni-bridge/target/cadastre"));
 
-    @Option(names = "--reference-plugins", description = "Debian's containernetworking-plugins (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--reference-plugins",
+            description = "Debian's containernetworking-plugins (default: ${DEFAULT-VALUE})")
     Path referencePlugins = Path.of("/usr/lib/cni");
 
     public static void main(String[] args) {
@@ -67,15 +82,21 @@ public final class BenchmarkSuite implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (only != null && !SCENARIOS.keySet().containsAll(only)) {
-            throw new CommandLine.ParameterException(new CommandLine(this),
+            throw new CommandLine.ParameterException(
+                    new CommandLine(this),
                     "unknown scenario in " + only + "; known: " + SCENARIOS.keySet());
         }
         Instant started = Instant.now();
         long t0 = System.nanoTime();
         List<ScenarioReport> reports = new ArrayList<>();
         boolean failed = false;
-        try (BenchContext context = new BenchContext(out, Files.createTempDirectory("cadastre-bench"), quick,
-                plugin.toAbsolutePath(), referencePlugins)) {
+        try (BenchContext context =
+                new BenchContext(
+                        out,
+                        Files.createTempDirectory("cadastre-bench"),
+                        quick,
+                        plugin.toAbsolutePath(),
+                        referencePlugins)) {
             for (var e : SCENARIOS.entrySet()) {
                 if (only != null && !only.contains(e.getKey())) {
                     continue;
@@ -90,10 +111,13 @@ public final class BenchmarkSuite implements Callable<Integer> {
                     reports.add(failedReport(scenario.id(), failure));
                     failure.printStackTrace();
                 }
-                System.out.printf("   %s took %.0f s%n", scenario.id(), (System.nanoTime() - s0) / 1e9);
+                System.out.printf(
+                        "   %s took %.0f s%n", scenario.id(), (System.nanoTime() - s0) / 1e9);
             }
         }
-        SuiteReport report = new SuiteReport(started.toString(), (System.nanoTime() - t0) / 1e9, environment(), reports);
+        SuiteReport report =
+                new SuiteReport(
+                        started.toString(), (System.nanoTime() - t0) / 1e9, environment(), reports);
         ReportWriter.write(report, out);
         System.out.printf("report: %s%n", out.resolve("report.md").toAbsolutePath());
         return failed ? 1 : 0;
@@ -104,26 +128,49 @@ public final class BenchmarkSuite implements Callable<Integer> {
         env.put("seed", Long.toString(seed));
         env.put("mode", quick ? "quick (few repetitions: not figures to quote)" : "full");
         env.put("cores", Integer.toString(Runtime.getRuntime().availableProcessors()));
-        env.put("memory", Files.readAllLines(Path.of("/proc/meminfo")).get(0).replaceAll("MemTotal:\\s+", ""));
-        env.put("cpu", Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
-                .findFirst().map(l -> l.replaceAll("model name\\s*:\\s*", "")).orElse("unknown"));
+        env.put(
+                "memory",
+                Files.readAllLines(Path.of("/proc/meminfo"))
+                        .get(0)
+                        .replaceAll("MemTotal:\\s+", ""));
+        env.put(
+                "cpu",
+                Files.readAllLines(Path.of("/proc/cpuinfo")).stream()
+                        .filter(l -> l.startsWith("model name"))
+                        .findFirst()
+                        .map(l -> l.replaceAll("model name\\s*:\\s*", ""))
+                        .orElse("unknown"));
         env.put("kernel", Files.readString(Path.of("/proc/sys/kernel/osrelease")).strip());
-        env.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
+        env.put(
+                "java",
+                System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
         env.put("cadastre commit", System.getProperty("cadastre.commit", "unknown"));
         env.put("reference plugins", System.getProperty("cadastre.reference.version", "unknown"));
         env.put("cassandra", "5.0.9 (one node, in a network namespace of this machine)");
         String extraFlags = System.getProperty("cadastre.bench.agent-flags", "").strip();
-        env.put("agent JVM flags", String.join(" ", SingleHostAgent.JVM_FLAGS)
-                + (extraFlags.isEmpty() ? " (the agent's defaults)" : " then, for this run, " + extraFlags));
+        env.put(
+                "agent JVM flags",
+                String.join(" ", SingleHostAgent.JVM_FLAGS)
+                        + (extraFlags.isEmpty()
+                                ? " (the agent's defaults)"
+                                : " then, for this run, " + extraFlags));
         return env;
     }
 
     private static ScenarioReport failedReport(String id, Throwable failure) {
         StringWriter trace = new StringWriter();
         failure.printStackTrace(new PrintWriter(trace));
-        String first = trace.toString().lines().limit(8).reduce((a, b) -> a + " " + b.strip()).orElse("");
-        return new ScenarioReport(id, id + " (FAILED)", "The scenario failed; no figures.", List.of(), List.of(),
-                List.of(), List.of(), List.of("Failure: " + first));
+        String first =
+                trace.toString().lines().limit(8).reduce((a, b) -> a + " " + b.strip()).orElse("");
+        return new ScenarioReport(
+                id,
+                id + " (FAILED)",
+                "The scenario failed; no figures.",
+                List.of(),
+                List.of(),
+                List.of(),
+                List.of(),
+                List.of("Failure: " + first));
     }
 
     private static Map<String, LongFunction<Scenario>> scenarios() {

@@ -21,8 +21,10 @@ import java.util.Map;
  */
 final class Calls {
     static final String NETWORK = "chaos";
+
     /** ADD needs a CNI_NETNS; IPAM-only never opens it. */
     private static final String NO_NETNS = "/var/run/netns/unused";
+
     private static final int DETAIL_MAX = 300;
 
     private final History history;
@@ -42,13 +44,29 @@ final class Calls {
 
     Operation add(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
-        return call(phase, Kind.ADD, purpose, a.host(), client, a, full, full ? podNetns(a) : NO_NETNS,
+        return call(
+                phase,
+                Kind.ADD,
+                purpose,
+                a.host(),
+                client,
+                a,
+                full,
+                full ? podNetns(a) : NO_NETNS,
                 full ? CniExec.full(m) : CniExec.ipamOnly(m));
     }
 
     Operation del(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
-        return call(phase, Kind.DEL, purpose, a.host(), client, a, full, full ? podNetns(a) : null,
+        return call(
+                phase,
+                Kind.DEL,
+                purpose,
+                a.host(),
+                client,
+                a,
+                full,
+                full ? podNetns(a) : null,
                 full ? CniExec.full(m) : CniExec.ipamOnly(m));
     }
 
@@ -60,9 +78,14 @@ final class Calls {
     /** GC of the network on the host with no valid attachment: everything of it there is released. */
     Operation gc(Phase phase, String host, int client) {
         Member m = member(host);
-        String conf = "{\"cniVersion\":\"1.1.0\",\"name\":\"" + NETWORK + "\",\"type\":\"bridge\","
-                + "\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\"" + m.socket() + "\"},"
-                + "\"cni.dev/valid-attachments\":[]}";
+        String conf =
+                "{\"cniVersion\":\"1.1.0\",\"name\":\""
+                        + NETWORK
+                        + "\",\"type\":\"bridge\","
+                        + "\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\""
+                        + m.socket()
+                        + "\"},"
+                        + "\"cni.dev/valid-attachments\":[]}";
         return call(phase, Kind.GC, Purpose.SWEEP, host, client, null, false, null, conf);
     }
 
@@ -74,8 +97,16 @@ final class Calls {
         return m;
     }
 
-    private Operation call(Phase phase, Kind kind, Purpose purpose, String host, int client, Attachment a,
-            boolean full, String netns, String netconf) {
+    private Operation call(
+            Phase phase,
+            Kind kind,
+            Purpose purpose,
+            String host,
+            int client,
+            Attachment a,
+            boolean full,
+            String netns,
+            String netconf) {
         Operation invoked = history.invoke(phase, kind, purpose, host, client, a, full);
         CniExec.Result r;
         try {
@@ -87,11 +118,21 @@ final class Calls {
             return history.complete(invoked, Status.UNKNOWN, List.of(), -1, shorten(e.toString()));
         }
         if (r.exit() == 0) {
-            return history.complete(invoked, Status.OK, kind == Kind.ADD ? addresses(r.json()) : List.of(), 0, null);
+            return history.complete(
+                    invoked,
+                    Status.OK,
+                    kind == Kind.ADD ? addresses(r.json()) : List.of(),
+                    0,
+                    null);
         }
         int code = r.code();
-        String detail = r.json() == null ? shorten(r.stdout())
-                : shorten(r.json().path("msg").asText() + ": " + r.json().path("details").asText());
+        String detail =
+                r.json() == null
+                        ? shorten(r.stdout())
+                        : shorten(
+                                r.json().path("msg").asText()
+                                        + ": "
+                                        + r.json().path("details").asText());
         Status status = code == 11 || code < 0 ? Status.UNKNOWN : Status.FAIL;
         return history.complete(invoked, status, List.of(), code, detail);
     }

@@ -58,11 +58,16 @@ final class ChaosRun implements AutoCloseable {
     private static final long CLIENT_STOP_TIMEOUT_S = 240;
     private static final int HARNESS_CLIENT = -1;
     private static final long IPAM_CHECK_TIMEOUT_S = 60;
+
     /** CNI code for "no address left" (Cadastre's code 100). */
     private static final int POOL_EXHAUSTED = 100;
 
     /** What the test reports; the journal audit's duplicates are among the violations ({@link Checker#singleWriter}). */
-    record Result(String summary, String timelines, List<Checker.Violation> violations, List<String> problems) {
+    record Result(
+            String summary,
+            String timelines,
+            List<Checker.Violation> violations,
+            List<String> problems) {
         boolean passed() {
             return violations.isEmpty() && problems.isEmpty();
         }
@@ -76,7 +81,8 @@ final class ChaosRun implements AutoCloseable {
     private final List<Client> clients = new ArrayList<>();
     private final List<Thread> clientThreads = new ArrayList<>();
     private final List<String> problems = Collections.synchronizedList(new ArrayList<>());
-    private final Thread podCleanup = new Thread(this::removePodsAtShutdown, "chaos-pod-netns-cleanup");
+    private final Thread podCleanup =
+            new Thread(this::removePodsAtShutdown, "chaos-pod-netns-cleanup");
     private History history;
     private Topology topology;
     private CassandraNode cassandra;
@@ -121,41 +127,69 @@ final class ChaosRun implements AutoCloseable {
         if (result != null && !result.violations().isEmpty() && cassandra != null) {
             String journal = journalEvidence(result.violations());
             java.nio.file.Files.writeString(dir.resolve("journal-evidence.txt"), journal);
-            result = new Result(result.summary(), result.timelines() + "\n==== journal evidence ====\n" + journal,
-                    result.violations(), result.problems());
+            result =
+                    new Result(
+                            result.summary(),
+                            result.timelines() + "\n==== journal evidence ====\n" + journal,
+                            result.violations(),
+                            result.problems());
         }
         if (failure != null) {
             if (result != null) {
                 System.out.println(result.summary());
             }
-            throw new IllegalStateException("chaos run aborted (seed " + settings.seed() + ", files in " + dir + "): "
-                    + failure, failure);
+            throw new IllegalStateException(
+                    "chaos run aborted (seed "
+                            + settings.seed()
+                            + ", files in "
+                            + dir
+                            + "): "
+                            + failure,
+                    failure);
         }
         return result;
     }
 
     private void start() throws Exception {
         history = new History(historyFile());
-        harness = Executors.newFixedThreadPool(settings.hosts(), r -> {
-            Thread t = new Thread(r, "chaos-harness");
-            t.setDaemon(true);
-            return t;
-        });
+        harness =
+                Executors.newFixedThreadPool(
+                        settings.hosts(),
+                        r -> {
+                            Thread t = new Thread(r, "chaos-harness");
+                            t.setDaemon(true);
+                            return t;
+                        });
         topology = Topology.up(Topology.randomName(), settings.hosts());
         pods = new PodNamespaces(topology.name() + "-p");
         Runtime.getRuntime().addShutdownHook(podCleanup); // the fork killed with TERM: no close()
         cassandra = CassandraNode.start(topology, dir.resolve("cassandra"));
         Schema.create(topology, cassandra);
-        TestPki ca = TestPki.authority("cadastre-chaos-ca"); // the members authenticate each other, as by default
+        TestPki ca =
+                TestPki.authority(
+                        "cadastre-chaos-ca"); // the members authenticate each other, as by default
         for (Topology.Host host : topology.hosts()) {
-            Member m = new Member(topology, host, dir.resolve(host.name()), cassandra, ca,
-                    initialSeeds(host), settings.poolsConfig());
+            Member m =
+                    new Member(
+                            topology,
+                            host,
+                            dir.resolve(host.name()),
+                            cassandra,
+                            ca,
+                            initialSeeds(host),
+                            settings.poolsConfig());
             members.add(m);
             byHost.put(host.name(), m);
         }
-        Member.startTogether(members, harness); // the first seed forms the cluster; the others join it
-        history.event("cluster-up", "cluster", "members " + members.stream().map(m -> m.name() + " pid " + m.pid()).toList()
-                + ", topology " + topology.name());
+        Member.startTogether(
+                members, harness); // the first seed forms the cluster; the others join it
+        history.event(
+                "cluster-up",
+                "cluster",
+                "members "
+                        + members.stream().map(m -> m.name() + " pid " + m.pid()).toList()
+                        + ", topology "
+                        + topology.name());
         calls = new Calls(history, byHost, pods);
         supervisor = new Supervisor(history, members, this::restartSeeds);
         supervisor.start();
@@ -201,18 +235,32 @@ final class ChaosRun implements AutoCloseable {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(CLIENT_STOP_TIMEOUT_S);
         clients.forEach(c -> c.stop(deadline));
         for (Thread t : clientThreads) {
-            t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()) + 30_000));
+            t.join(
+                    Math.max(
+                            1,
+                            TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()) + 30_000));
             if (t.isAlive()) {
-                problems.add(t.getName() + " did not finish within " + CLIENT_STOP_TIMEOUT_S + " s of the stop");
+                problems.add(
+                        t.getName()
+                                + " did not finish within "
+                                + CLIENT_STOP_TIMEOUT_S
+                                + " s of the stop");
             }
         }
         workloadTo = history.now();
-        clients.forEach(c -> {
-            if (!c.unresolved().isEmpty()) {
-                problems.add(c.name() + " left " + c.unresolved().size() + " attachments in doubt: "
-                        + c.unresolved().stream().map(l -> l.attachment().toString()).toList());
-            }
-        });
+        clients.forEach(
+                c -> {
+                    if (!c.unresolved().isEmpty()) {
+                        problems.add(
+                                c.name()
+                                        + " left "
+                                        + c.unresolved().size()
+                                        + " attachments in doubt: "
+                                        + c.unresolved().stream()
+                                                .map(l -> l.attachment().toString())
+                                                .toList());
+                    }
+                });
     }
 
     private void finalChecks() throws Exception {
@@ -220,11 +268,14 @@ final class ChaosRun implements AutoCloseable {
             return;
         }
         restartCluster();
-        if (!perHost(this::settle, "SETTLE: a host did not answer an ADD after the cluster restart")) {
+        if (!perHost(
+                this::settle, "SETTLE: a host did not answer an ADD after the cluster restart")) {
             return;
         }
         Map<Attachment, Boolean> live = liveAttachments();
-        if (!perHost(host -> durable(host, live), "DURABLE: an attachment's retried ADD got no definite answer")) {
+        if (!perHost(
+                host -> durable(host, live),
+                "DURABLE: an attachment's retried ADD got no definite answer")) {
             return;
         }
         // An ADD whose outcome was unknown may have allocated in a block its retry did not ask
@@ -232,23 +283,31 @@ final class ChaosRun implements AutoCloseable {
         // even once resolved.
         Set<String> inDoubt = new HashSet<>();
         history.operations().stream()
-                .filter(o -> o.kind() == Operation.Kind.ADD
-                        && (o.status() == Operation.Status.UNKNOWN || o.completedNanos() == Operation.PENDING))
+                .filter(
+                        o ->
+                                o.kind() == Operation.Kind.ADD
+                                        && (o.status() == Operation.Status.UNKNOWN
+                                                || o.completedNanos() == Operation.PENDING))
                 .forEach(o -> inDoubt.add(o.attachment().containerId()));
         ipamCheck("ipam-check-live", inDoubt);
         Map<Attachment, Boolean> doomed = new HashMap<>(live);
         clients.forEach(c -> c.unresolved().forEach(l -> doomed.put(l.attachment(), l.full())));
-        if (!perHost(host -> release(Phase.CLEANUP, host, doomed) && sweep(Phase.CLEANUP, host),
+        if (!perHost(
+                host -> release(Phase.CLEANUP, host, doomed) && sweep(Phase.CLEANUP, host),
                 "CLEANUP: a DEL or GC did not succeed")) {
             return;
         }
         Map<String, List<Attachment>> filled = new HashMap<>();
-        if (!perHost(host -> fill(host, filled), "EXHAUST: a host never reached the end of the pool")) {
+        if (!perHost(
+                host -> fill(host, filled), "EXHAUST: a host never reached the end of the pool")) {
             return;
         }
         Map<Attachment, Boolean> fills = new HashMap<>();
         filled.values().forEach(list -> list.forEach(a -> fills.put(a, false)));
-        if (!perHost(host -> release(Phase.EXHAUST_CLEANUP, host, fills) && sweep(Phase.EXHAUST_CLEANUP, host),
+        if (!perHost(
+                host ->
+                        release(Phase.EXHAUST_CLEANUP, host, fills)
+                                && sweep(Phase.EXHAUST_CLEANUP, host),
                 "EXHAUST_CLEANUP: a DEL or GC did not succeed")) {
             return;
         }
@@ -267,38 +326,80 @@ final class ChaosRun implements AutoCloseable {
      *
      * @param excusedContainers container IDs with an ADD whose outcome was unknown
      */
-    private void ipamCheck(String name, Set<String> excusedContainers) throws IOException, InterruptedException {
+    private void ipamCheck(String name, Set<String> excusedContainers)
+            throws IOException, InterruptedException {
         Topology.Host host = topology.hosts().get(0);
-        List<String> command = List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl", "ipam", "check", "-o", "json",
-                "--token-file", byHost.get(host.name()).adminTokenFile().toString());
+        List<String> command =
+                List.of(
+                        java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java")
+                                .toString(),
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        "io.cadastre.ctl.Cadastrectl",
+                        "ipam",
+                        "check",
+                        "-o",
+                        "json",
+                        "--token-file",
+                        byHost.get(host.name()).adminTokenFile().toString());
         // To a file, not a pipe: reading a pipe would block past the timeout if the tool hung.
         Path out = dir.resolve(name + ".json");
-        Process check = topology.exec(host, command,
-                pb -> pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.to(out.toFile())));
+        Process check =
+                topology.exec(
+                        host,
+                        command,
+                        pb ->
+                                pb.redirectErrorStream(true)
+                                        .redirectOutput(ProcessBuilder.Redirect.to(out.toFile())));
         if (!check.waitFor(IPAM_CHECK_TIMEOUT_S, TimeUnit.SECONDS)) {
             check.destroyForcibly();
-            problems.add("IPAM_CHECK: cadastrectl ipam check did not finish in " + IPAM_CHECK_TIMEOUT_S + " s");
+            problems.add(
+                    "IPAM_CHECK: cadastrectl ipam check did not finish in "
+                            + IPAM_CHECK_TIMEOUT_S
+                            + " s");
             return;
         }
         String output = java.nio.file.Files.readString(out);
         if (check.exitValue() != 0 && check.exitValue() != 1) {
-            problems.add("IPAM_CHECK (" + name + "): cadastrectl ipam check exit " + check.exitValue() + ":\n" + output);
+            problems.add(
+                    "IPAM_CHECK ("
+                            + name
+                            + "): cadastrectl ipam check exit "
+                            + check.exitValue()
+                            + ":\n"
+                            + output);
             return;
         }
-        com.fasterxml.jackson.databind.JsonNode report = new com.fasterxml.jackson.databind.ObjectMapper().readTree(output);
+        com.fasterxml.jackson.databind.JsonNode report =
+                new com.fasterxml.jackson.databind.ObjectMapper().readTree(output);
         List<String> findings = new java.util.ArrayList<>();
-        report.get("allocationsWithoutAttachment").forEach(f -> {
-            String handle = f.get("allocation").get("handle").asText();
-            if (!excusedContainers.contains(handle.substring(handle.indexOf('.') + 1))) {
-                findings.add("allocation without attachment " + f);
-            }
-        });
-        report.get("attachmentsWithoutAllocation").forEach(f -> findings.add("attachment without allocation " + f));
-        report.get("blocksAffineToUnknownNodes").forEach(f -> findings.add("block affine to an unknown node " + f));
-        history.event(name, host.name(), "cadastrectl ipam check exit " + check.exitValue() + ": "
-                + report.get("checkedAllocations") + " allocations, " + report.get("checkedAttachments") + " attachments, "
-                + findings.size() + " findings, " + report.get("tookMillis") + " ms");
+        report.get("allocationsWithoutAttachment")
+                .forEach(
+                        f -> {
+                            String handle = f.get("allocation").get("handle").asText();
+                            if (!excusedContainers.contains(
+                                    handle.substring(handle.indexOf('.') + 1))) {
+                                findings.add("allocation without attachment " + f);
+                            }
+                        });
+        report.get("attachmentsWithoutAllocation")
+                .forEach(f -> findings.add("attachment without allocation " + f));
+        report.get("blocksAffineToUnknownNodes")
+                .forEach(f -> findings.add("block affine to an unknown node " + f));
+        history.event(
+                name,
+                host.name(),
+                "cadastrectl ipam check exit "
+                        + check.exitValue()
+                        + ": "
+                        + report.get("checkedAllocations")
+                        + " allocations, "
+                        + report.get("checkedAttachments")
+                        + " attachments, "
+                        + findings.size()
+                        + " findings, "
+                        + report.get("tookMillis")
+                        + " ms");
         if (!findings.isEmpty()) {
             problems.add("IPAM_CHECK (" + name + "): " + String.join("\n", findings));
         }
@@ -306,8 +407,10 @@ final class ChaosRun implements AutoCloseable {
 
     /** Runs the step for every host at once; false (and a problem recorded) when one fails. */
     private boolean perHost(java.util.function.Predicate<String> step, String problem) {
-        List<CompletableFuture<Boolean>> all = byHost.keySet().stream()
-                .map(host -> CompletableFuture.supplyAsync(() -> step.test(host), harness)).toList();
+        List<CompletableFuture<Boolean>> all =
+                byHost.keySet().stream()
+                        .map(host -> CompletableFuture.supplyAsync(() -> step.test(host), harness))
+                        .toList();
         boolean ok = all.stream().allMatch(CompletableFuture::join);
         if (!ok) {
             problems.add(problem);
@@ -322,21 +425,29 @@ final class ChaosRun implements AutoCloseable {
      */
     private void restartCluster() throws Exception {
         long at = history.now();
-        history.event("cluster-restart", "cluster", "SIGKILL of every member, then all started again");
-        supervisor.whileHeld(() -> {
-            for (Member m : members) {
-                m.kill();
-            }
-            Member first = members.get(0);
-            first.seeds(List.of(Member.address(first.host)));
-            members.subList(1, members.size()).forEach(m -> m.seeds(restartSeeds(m)));
-            Member.startTogether(members, harness);
-        });
-        history.event("cluster-restarted", "cluster", String.format(java.util.Locale.ROOT, "every member ready after %.1f s",
-                (history.now() - at) / 1e9));
+        history.event(
+                "cluster-restart", "cluster", "SIGKILL of every member, then all started again");
+        supervisor.whileHeld(
+                () -> {
+                    for (Member m : members) {
+                        m.kill();
+                    }
+                    Member first = members.get(0);
+                    first.seeds(List.of(Member.address(first.host)));
+                    members.subList(1, members.size()).forEach(m -> m.seeds(restartSeeds(m)));
+                    Member.startTogether(members, harness);
+                });
+        history.event(
+                "cluster-restarted",
+                "cluster",
+                String.format(
+                        java.util.Locale.ROOT,
+                        "every member ready after %.1f s",
+                        (history.now() - at) / 1e9));
     }
 
-    private final java.util.concurrent.atomic.AtomicInteger probes = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger probes =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     /**
      * A host is settled when it answers an ADD definitely: with addresses, or with code 100 (no
@@ -345,16 +456,29 @@ final class ChaosRun implements AutoCloseable {
      */
     private boolean settle(String host) {
         Attachment probe = new Attachment(host, host + "probe" + probes.incrementAndGet());
-        return repeat(() -> calls.add(Phase.SETTLE, Purpose.PROBE, HARNESS_CLIENT, probe, false),
-                        op -> op.ok() || (op.status() == Status.FAIL && op.code() == POOL_EXHAUSTED))
-                && repeat(() -> calls.del(Phase.SETTLE, Purpose.RELEASE, HARNESS_CLIENT, probe, false), Operation::ok);
+        return repeat(
+                        () -> calls.add(Phase.SETTLE, Purpose.PROBE, HARNESS_CLIENT, probe, false),
+                        op ->
+                                op.ok()
+                                        || (op.status() == Status.FAIL
+                                                && op.code() == POOL_EXHAUSTED))
+                && repeat(
+                        () ->
+                                calls.del(
+                                        Phase.SETTLE,
+                                        Purpose.RELEASE,
+                                        HARNESS_CLIENT,
+                                        probe,
+                                        false),
+                        Operation::ok);
     }
 
     /** Live attachments at the end of the workload, as the checker sees them, with whether each is a full one. */
     private Map<Attachment, Boolean> liveAttachments() {
         List<Operation> ops = history.operations();
         Map<Attachment, Boolean> full = new HashMap<>();
-        ops.stream().filter(op -> op.kind() == Kind.ADD && op.attachment() != null)
+        ops.stream()
+                .filter(op -> op.kind() == Kind.ADD && op.attachment() != null)
                 .forEach(op -> full.put(op.attachment(), op.full()));
         Map<Attachment, Boolean> live = new LinkedHashMap<>();
         Checker.liveAfter(ops, Phase.WORKLOAD).keySet().forEach(a -> live.put(a, full.get(a)));
@@ -363,8 +487,16 @@ final class ChaosRun implements AutoCloseable {
 
     private boolean durable(String host, Map<Attachment, Boolean> live) {
         for (Map.Entry<Attachment, Boolean> e : live.entrySet()) {
-            if (e.getKey().host().equals(host) && !repeat(() -> calls.add(Phase.DURABLE, Purpose.VERIFY, HARNESS_CLIENT,
-                    e.getKey(), e.getValue()), op -> op.status() != Status.UNKNOWN)) {
+            if (e.getKey().host().equals(host)
+                    && !repeat(
+                            () ->
+                                    calls.add(
+                                            Phase.DURABLE,
+                                            Purpose.VERIFY,
+                                            HARNESS_CLIENT,
+                                            e.getKey(),
+                                            e.getValue()),
+                            op -> op.status() != Status.UNKNOWN)) {
                 return false;
             }
         }
@@ -375,14 +507,22 @@ final class ChaosRun implements AutoCloseable {
         for (Map.Entry<Attachment, Boolean> e : attachments.entrySet()) {
             Attachment a = e.getKey();
             if (a.host().equals(host)) {
-                if (!repeat(() -> calls.del(phase, Purpose.RELEASE, HARNESS_CLIENT, a, e.getValue()), Operation::ok)) {
+                if (!repeat(
+                        () -> calls.del(phase, Purpose.RELEASE, HARNESS_CLIENT, a, e.getValue()),
+                        Operation::ok)) {
                     return false;
                 }
                 if (e.getValue()) {
                     try {
                         pods.remove(pods.name(a.containerId()));
                     } catch (Exception ex) {
-                        history.event("netns-failed", host, "ip netns del " + pods.name(a.containerId()) + ": " + ex.getMessage());
+                        history.event(
+                                "netns-failed",
+                                host,
+                                "ip netns del "
+                                        + pods.name(a.containerId())
+                                        + ": "
+                                        + ex.getMessage());
                     }
                 }
             }
@@ -420,7 +560,8 @@ final class ChaosRun implements AutoCloseable {
     }
 
     /** Repeats the call until {@code done} accepts its outcome, or {@link #PHASE_TIMEOUT_S} passed. */
-    private static boolean repeat(Supplier<Operation> call, java.util.function.Predicate<Operation> done) {
+    private static boolean repeat(
+            Supplier<Operation> call, java.util.function.Predicate<Operation> done) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PHASE_TIMEOUT_S);
         while (true) {
             if (done.test(call.get())) {
@@ -456,25 +597,56 @@ final class ChaosRun implements AutoCloseable {
     private Result check() {
         List<Operation> ops = history.operations();
         List<FaultRecord> faults = history.faults();
-        List<Checker.Violation> violations = new ArrayList<>(Checker.check(ops,
-                new Checker.Spec(settings.seed(), ChaosSettings.ipv4Addresses())));
+        List<Checker.Violation> violations =
+                new ArrayList<>(
+                        Checker.check(
+                                ops,
+                                new Checker.Spec(settings.seed(), ChaosSettings.ipv4Addresses())));
         violations.addAll(Checker.singleWriter(journalAudit, settings.seed()));
         if (injector != null) {
             Map<FaultPlan.Kind, Integer> counts = injector.injected();
-            int[] wanted = {settings.kills(), settings.pauses(), settings.partitions(), settings.cassandraRestarts()};
+            int[] wanted = {
+                settings.kills(),
+                settings.pauses(),
+                settings.partitions(),
+                settings.cassandraRestarts()
+            };
             FaultPlan.Kind[] kinds = FaultPlan.Kind.values();
             for (int i = 0; i < kinds.length; i++) {
                 if (workloadTo > 0 && counts.getOrDefault(kinds[i], 0) < wanted[i]) {
-                    problems.add("only " + counts.getOrDefault(kinds[i], 0) + " " + kinds[i] + " faults injected, "
-                            + wanted[i] + " wanted");
+                    problems.add(
+                            "only "
+                                    + counts.getOrDefault(kinds[i], 0)
+                                    + " "
+                                    + kinds[i]
+                                    + " faults injected, "
+                                    + wanted[i]
+                                    + " wanted");
                 }
             }
         }
-        Summary.Span span = new Summary.Span(workloadFrom, workloadTo == 0 ? history.now() : workloadTo, faultsFrom,
-                faultsTo == 0 ? history.now() : faultsTo);
-        String summary = Summary.render(settings, ops, faults, violations, List.copyOf(problems), span,
-                System.nanoTime() - startedAt, agentLogs(), historyFile().toString());
-        return new Result(summary, Summary.timelines(violations, ops, faults), List.copyOf(violations), List.copyOf(problems));
+        Summary.Span span =
+                new Summary.Span(
+                        workloadFrom,
+                        workloadTo == 0 ? history.now() : workloadTo,
+                        faultsFrom,
+                        faultsTo == 0 ? history.now() : faultsTo);
+        String summary =
+                Summary.render(
+                        settings,
+                        ops,
+                        faults,
+                        violations,
+                        List.copyOf(problems),
+                        span,
+                        System.nanoTime() - startedAt,
+                        agentLogs(),
+                        historyFile().toString());
+        return new Result(
+                summary,
+                Summary.timelines(violations, ops, faults),
+                List.copyOf(violations),
+                List.copyOf(problems));
     }
 
     /**
@@ -485,7 +657,8 @@ final class ChaosRun implements AutoCloseable {
         Map<String, Path> logs = new LinkedHashMap<>();
         members.forEach(m -> logs.put(m.name(), m.log()));
         try {
-            return AgentLogs.read(logs, history.originEpochMillis(), java.time.ZoneId.systemDefault());
+            return AgentLogs.read(
+                    logs, history.originEpochMillis(), java.time.ZoneId.systemDefault());
         } catch (RuntimeException e) {
             return new AgentLogs.Read(List.of(), List.of("reading the agents' logs failed: " + e));
         }
@@ -506,14 +679,30 @@ final class ChaosRun implements AutoCloseable {
             attachments.addAll(v.attachments());
         }
         for (String address : addresses) {
-            b.append(JournalDump.run(topology, cassandra, address,
-                    List.of("--follow=" + String.join(",", nodes), ChaosSettings.blockPersistenceId(address))));
+            b.append(
+                    JournalDump.run(
+                            topology,
+                            cassandra,
+                            address,
+                            List.of(
+                                    "--follow=" + String.join(",", nodes),
+                                    ChaosSettings.blockPersistenceId(address))));
             // Which node claimed the block (the pool is the source of truth for affinity).
-            b.append(JournalDump.run(topology, cassandra, "\"" + ChaosSettings.blockOf(address) + "\"",
-                    List.of("Pool|" + (Checker.isIpv4(address) ? "chaos-ipv4" : "chaos-ipv6"))));
+            b.append(
+                    JournalDump.run(
+                            topology,
+                            cassandra,
+                            "\"" + ChaosSettings.blockOf(address) + "\"",
+                            List.of(
+                                    "Pool|"
+                                            + (Checker.isIpv4(address)
+                                                    ? "chaos-ipv4"
+                                                    : "chaos-ipv6"))));
         }
         for (Attachment a : attachments) {
-            b.append(JournalDump.run(topology, cassandra, a.containerId(), List.of("Node|" + a.host())));
+            b.append(
+                    JournalDump.run(
+                            topology, cassandra, a.containerId(), List.of("Node|" + a.host())));
         }
         return b.toString();
     }
@@ -527,43 +716,59 @@ final class ChaosRun implements AutoCloseable {
         if (injector != null) {
             injector.liftAll();
         }
-        run(failures, () -> {
-            if (supervisor != null) {
-                supervisor.close();
-            }
-        });
-        List<CompletableFuture<Void>> stops = members.stream().map(m -> CompletableFuture.runAsync(() -> {
-            try {
-                m.close();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        })).toList();
+        run(
+                failures,
+                () -> {
+                    if (supervisor != null) {
+                        supervisor.close();
+                    }
+                });
+        List<CompletableFuture<Void>> stops =
+                members.stream()
+                        .map(
+                                m ->
+                                        CompletableFuture.runAsync(
+                                                () -> {
+                                                    try {
+                                                        m.close();
+                                                    } catch (InterruptedException e) {
+                                                        Thread.currentThread().interrupt();
+                                                    }
+                                                }))
+                        .toList();
         run(failures, () -> stops.forEach(CompletableFuture::join));
-        run(failures, () -> {
-            if (cassandra != null) {
-                cassandra.close();
-            }
-        });
-        run(failures, () -> {
-            if (pods != null) {
-                pods.close();
-                Runtime.getRuntime().removeShutdownHook(podCleanup);
-            }
-        });
-        run(failures, () -> {
-            if (topology != null) {
-                topology.close();
-            }
-        });
+        run(
+                failures,
+                () -> {
+                    if (cassandra != null) {
+                        cassandra.close();
+                    }
+                });
+        run(
+                failures,
+                () -> {
+                    if (pods != null) {
+                        pods.close();
+                        Runtime.getRuntime().removeShutdownHook(podCleanup);
+                    }
+                });
+        run(
+                failures,
+                () -> {
+                    if (topology != null) {
+                        topology.close();
+                    }
+                });
         if (harness != null) {
             harness.shutdownNow();
         }
-        run(failures, () -> {
-            if (history != null) {
-                history.close();
-            }
-        });
+        run(
+                failures,
+                () -> {
+                    if (history != null) {
+                        history.close();
+                    }
+                });
         if (!failures.isEmpty()) {
             Exception first = failures.get(0);
             failures.subList(1, failures.size()).forEach(first::addSuppressed);

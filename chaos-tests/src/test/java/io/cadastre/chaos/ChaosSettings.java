@@ -29,8 +29,18 @@ import java.util.Set;
  * fill, every block gets claimed, nodes borrow, and addresses are reused; the IPv6 pool is large
  * so that IPv4 is what runs out.
  */
-record ChaosSettings(long seed, double minutes, int hosts, int clientsPerHost, double fullShare, double retryShare,
-        int thinkMillis, int kills, int pauses, int partitions, int cassandraRestarts) {
+record ChaosSettings(
+        long seed,
+        double minutes,
+        int hosts,
+        int clientsPerHost,
+        double fullShare,
+        double retryShare,
+        int thinkMillis,
+        int kills,
+        int pauses,
+        int partitions,
+        int cassandraRestarts) {
 
     static final String IPV4_POOL = "198.18.0.0/23";
     static final int IPV4_BLOCK = 26;
@@ -56,9 +66,16 @@ record ChaosSettings(long seed, double minutes, int hosts, int clientsPerHost, d
     /** The agents' pool configuration (HOCON, as {@link Member} takes it). */
     String poolsConfig() {
         return "cadastre.pools = [\n"
-                + "  { name = \"chaos-ipv4\", cidr = \"" + IPV4_POOL + "\", block-size = " + IPV4_BLOCK
+                + "  { name = \"chaos-ipv4\", cidr = \""
+                + IPV4_POOL
+                + "\", block-size = "
+                + IPV4_BLOCK
                 + ", allow-borrowing = true }\n"
-                + "  { name = \"chaos-ipv6\", cidr = \"" + IPV6_POOL + "\", block-size = " + IPV6_BLOCK + " }\n"
+                + "  { name = \"chaos-ipv6\", cidr = \""
+                + IPV6_POOL
+                + "\", block-size = "
+                + IPV6_BLOCK
+                + " }\n"
                 + "]\n"
                 + "cadastre.default-pools = [\"chaos-ipv4\", \"chaos-ipv6\"]\n";
     }
@@ -80,7 +97,8 @@ record ChaosSettings(long seed, double minutes, int hosts, int clientsPerHost, d
 
     /** @return the block of the address's pool that holds it */
     static Cidr blockOf(String address) {
-        return Checker.isIpv4(address) ? Cidr.parse(IPV4_POOL).subnetContaining(address, IPV4_BLOCK)
+        return Checker.isIpv4(address)
+                ? Cidr.parse(IPV4_POOL).subnetContaining(address, IPV4_BLOCK)
                 : Cidr.parse(IPV6_POOL).subnetContaining(address, IPV6_BLOCK);
     }
 
@@ -95,9 +113,33 @@ record ChaosSettings(long seed, double minutes, int hosts, int clientsPerHost, d
 
     @Override
     public String toString() {
-        return "seed " + seed + ", " + minutes + " min of faults (at least " + kills + " kills, " + pauses + " pauses, "
-                + partitions + " partitions, " + cassandraRestarts + " Cassandra restarts), " + hosts + " hosts x "
-                + clientsPerHost + " clients, full share " + fullShare + ", retry share " + retryShare
-                + ", pools " + IPV4_POOL + "/" + IPV4_BLOCK + " and " + IPV6_POOL + "/" + IPV6_BLOCK;
+        return "seed "
+                + seed
+                + ", "
+                + minutes
+                + " min of faults (at least "
+                + kills
+                + " kills, "
+                + pauses
+                + " pauses, "
+                + partitions
+                + " partitions, "
+                + cassandraRestarts
+                + " Cassandra restarts), "
+                + hosts
+                + " hosts x "
+                + clientsPerHost
+                + " clients, full share "
+                + fullShare
+                + ", retry share "
+                + retryShare
+                + ", pools "
+                + IPV4_POOL
+                + "/"
+                + IPV4_BLOCK
+                + " and "
+                + IPV6_POOL
+                + "/"
+                + IPV6_BLOCK;
     }
 }

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
 class ChaosTest {
 
     @Test
-    void noAddressIsHandedOutTwiceOrLostUnderKillsPausesPartitionsAndCassandraRestarts() throws Exception {
+    void noAddressIsHandedOutTwiceOrLostUnderKillsPausesPartitionsAndCassandraRestarts()
+            throws Exception {
         ChaosSettings settings = ChaosSettings.fromSystemProperties();
         System.out.println("chaos: " + settings);
         Path dir = Files.createTempDirectory("cad-chaos");
@@ -33,9 +34,22 @@ class ChaosTest {
         System.out.println(result.summary());
         if (!result.passed()) {
             System.out.println(result.timelines());
-            fail(result.violations().size() + " violations and " + result.problems().size() + " problems (seed "
-                    + settings.seed() + ", reproduce with -Dchaos.seed=" + settings.seed() + "); history: " + history
-                    + ", agent logs and Cassandra in " + dir + "\n" + result.summary() + "\n" + result.timelines());
+            fail(
+                    result.violations().size()
+                            + " violations and "
+                            + result.problems().size()
+                            + " problems (seed "
+                            + settings.seed()
+                            + ", reproduce with -Dchaos.seed="
+                            + settings.seed()
+                            + "); history: "
+                            + history
+                            + ", agent logs and Cassandra in "
+                            + dir
+                            + "\n"
+                            + result.summary()
+                            + "\n"
+                            + result.timelines());
         }
         if (Boolean.getBoolean("chaos.keepFiles")) {
             System.out.println("chaos: kept " + dir + " (-Dchaos.keepFiles)");

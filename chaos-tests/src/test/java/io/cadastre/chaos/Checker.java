@@ -66,7 +66,12 @@ final class Checker {
      * @param fromNanos start of the interesting window
      * @param toNanos end of it
      */
-    record Violation(String kind, String message, Set<Attachment> attachments, Set<String> addresses, long fromNanos,
+    record Violation(
+            String kind,
+            String message,
+            Set<Attachment> attachments,
+            Set<String> addresses,
+            long fromNanos,
             long toNanos) {
         @Override
         public String toString() {
@@ -75,10 +80,18 @@ final class Checker {
     }
 
     /** One address held by one attachment over [from, to). */
-    record Holding(String address, Attachment attachment, long from, long to, long addOp, long endOp) {
+    record Holding(
+            String address, Attachment attachment, long from, long to, long addOp, long endOp) {
         String describe() {
-            return attachment + " from " + Times.seconds(from) + " (ADD #" + addOp + " completed) until "
-                    + (to == Long.MAX_VALUE ? "the end" : Times.seconds(to) + " (#" + endOp + " invoked)");
+            return attachment
+                    + " from "
+                    + Times.seconds(from)
+                    + " (ADD #"
+                    + addOp
+                    + " completed) until "
+                    + (to == Long.MAX_VALUE
+                            ? "the end"
+                            : Times.seconds(to) + " (#" + endOp + " invoked)");
         }
     }
 
@@ -109,7 +122,9 @@ final class Checker {
     /** @return the attachments held (with their addresses) after every call of {@code phase} and before */
     static Map<Attachment, List<String>> liveAfter(List<Operation> history, Phase phase) {
         Sweep sweep = new Sweep(new Spec(0, Set.of()), null);
-        ordered(history).stream().filter(op -> op.phase().compareTo(phase) <= 0).forEach(sweep::apply);
+        ordered(history).stream()
+                .filter(op -> op.phase().compareTo(phase) <= 0)
+                .forEach(sweep::apply);
         Map<Attachment, List<String>> live = new LinkedHashMap<>();
         sweep.held.forEach((a, h) -> live.put(a, h.addresses));
         return live;
@@ -117,7 +132,8 @@ final class Checker {
 
     private static List<Operation> ordered(List<Operation> history) {
         List<Operation> ops = new ArrayList<>(history);
-        ops.sort(Comparator.comparingLong(Operation::invokedNanos).thenComparingLong(Operation::id));
+        ops.sort(
+                Comparator.comparingLong(Operation::invokedNanos).thenComparingLong(Operation::id));
         return ops;
     }
 
@@ -138,7 +154,8 @@ final class Checker {
         void apply(Operation op) {
             switch (op.kind()) {
                 case GC -> {
-                    List<Attachment> onHost = held.keySet().stream().filter(a -> a.host().equals(op.host())).toList();
+                    List<Attachment> onHost =
+                            held.keySet().stream().filter(a -> a.host().equals(op.host())).toList();
                     onHost.forEach(a -> close(a, op.invokedNanos(), op.id()));
                 }
                 case DEL -> close(op.attachment(), op.invokedNanos(), op.id());
@@ -159,12 +176,33 @@ final class Checker {
                 return;
             }
             if (!sameSet(h.addresses, op.addresses())) {
-                if (violations != null && op.purpose() != Purpose.VERIFY) { // VERIFY: reported as DURABLE
-                    violations.add(new Violation("IDEMPOTENT", "ADD #" + op.id() + " of " + a + " (" + op.purpose()
-                            + ") answered " + op.addresses() + " at " + Times.seconds(op.completedNanos())
-                            + ", but the attachment holds " + h.addresses + " since " + Times.seconds(h.since)
-                            + " (ADD #" + h.addOp + ")" + seed(spec), Set.of(a), union(h.addresses, op.addresses()), h.since,
-                            op.completedNanos()));
+                if (violations != null
+                        && op.purpose() != Purpose.VERIFY) { // VERIFY: reported as DURABLE
+                    violations.add(
+                            new Violation(
+                                    "IDEMPOTENT",
+                                    "ADD #"
+                                            + op.id()
+                                            + " of "
+                                            + a
+                                            + " ("
+                                            + op.purpose()
+                                            + ") answered "
+                                            + op.addresses()
+                                            + " at "
+                                            + Times.seconds(op.completedNanos())
+                                            + ", but the attachment holds "
+                                            + h.addresses
+                                            + " since "
+                                            + Times.seconds(h.since)
+                                            + " (ADD #"
+                                            + h.addOp
+                                            + ")"
+                                            + seed(spec),
+                                    Set.of(a),
+                                    union(h.addresses, op.addresses()),
+                                    h.since,
+                                    op.completedNanos()));
                 }
                 close(a, op.invokedNanos(), op.id());
                 held.put(a, new Held(op.addresses(), op.completedNanos(), op.id()));
@@ -175,30 +213,55 @@ final class Checker {
             long v4 = op.addresses().stream().filter(Checker::isIpv4).count();
             long v6 = op.addresses().size() - v4;
             if (violations != null && (v4 != 1 || v6 != 1)) {
-                violations.add(new Violation("RESULT", "ADD #" + op.id() + " of " + op.attachment() + " succeeded with "
-                        + op.addresses() + ", not one IPv4 and one IPv6 address" + seed(spec),
-                        Set.of(op.attachment()), Set.copyOf(op.addresses()), op.invokedNanos(), op.completedNanos()));
+                violations.add(
+                        new Violation(
+                                "RESULT",
+                                "ADD #"
+                                        + op.id()
+                                        + " of "
+                                        + op.attachment()
+                                        + " succeeded with "
+                                        + op.addresses()
+                                        + ", not one IPv4 and one IPv6 address"
+                                        + seed(spec),
+                                Set.of(op.attachment()),
+                                Set.copyOf(op.addresses()),
+                                op.invokedNanos(),
+                                op.completedNanos()));
             }
         }
 
         private void close(Attachment a, long at, long opId) {
             Held h = held.remove(a);
             if (h != null && at > h.since) {
-                h.addresses.forEach(address -> holdings.add(new Holding(address, a, h.since, at, h.addOp, opId)));
+                h.addresses.forEach(
+                        address ->
+                                holdings.add(new Holding(address, a, h.since, at, h.addOp, opId)));
             }
         }
 
         List<Holding> finish() {
             List<Holding> all = new ArrayList<>(holdings);
-            held.forEach((a, h) -> h.addresses.forEach(address ->
-                    all.add(new Holding(address, a, h.since, Long.MAX_VALUE, h.addOp, -1))));
+            held.forEach(
+                    (a, h) ->
+                            h.addresses.forEach(
+                                    address ->
+                                            all.add(
+                                                    new Holding(
+                                                            address,
+                                                            a,
+                                                            h.since,
+                                                            Long.MAX_VALUE,
+                                                            h.addOp,
+                                                            -1))));
             return all;
         }
     }
 
     private static List<Violation> unique(List<Holding> holdings, Spec spec) {
         Map<String, List<Holding>> byAddress = new HashMap<>();
-        holdings.forEach(h -> byAddress.computeIfAbsent(h.address(), k -> new ArrayList<>()).add(h));
+        holdings.forEach(
+                h -> byAddress.computeIfAbsent(h.address(), k -> new ArrayList<>()).add(h));
         List<Violation> violations = new ArrayList<>();
         for (List<Holding> list : byAddress.values()) {
             list.sort(Comparator.comparingLong(Holding::from));
@@ -207,11 +270,23 @@ final class Checker {
                 for (int j = i + 1; j < list.size() && list.get(j).from() < a.to(); j++) {
                     Holding b = list.get(j);
                     if (!a.attachment().equals(b.attachment())) {
-                        violations.add(new Violation("UNIQUE", a.address() + " held twice: by " + a.describe()
-                                + ", and by " + b.describe() + "; overlap from " + Times.seconds(b.from()) + " to "
-                                + Times.seconds(Math.min(a.to(), b.to())) + seed(spec),
-                                Set.of(a.attachment(), b.attachment()), Set.of(a.address()), a.from(),
-                                Math.min(a.to(), b.to())));
+                        violations.add(
+                                new Violation(
+                                        "UNIQUE",
+                                        a.address()
+                                                + " held twice: by "
+                                                + a.describe()
+                                                + ", and by "
+                                                + b.describe()
+                                                + "; overlap from "
+                                                + Times.seconds(b.from())
+                                                + " to "
+                                                + Times.seconds(Math.min(a.to(), b.to()))
+                                                + seed(spec),
+                                        Set.of(a.attachment(), b.attachment()),
+                                        Set.of(a.address()),
+                                        a.from(),
+                                        Math.min(a.to(), b.to())));
                     }
                 }
             }
@@ -222,32 +297,94 @@ final class Checker {
 
     private static List<Violation> durable(List<Operation> ops, Spec spec) {
         Map<Attachment, List<String>> live = liveAfter(ops, Phase.WORKLOAD);
-        Map<Attachment, List<Operation>> verifies = ops.stream()
-                .filter(op -> op.phase() == Phase.DURABLE && op.purpose() == Purpose.VERIFY)
-                .collect(Collectors.groupingBy(Operation::attachment, LinkedHashMap::new, Collectors.toList()));
+        Map<Attachment, List<Operation>> verifies =
+                ops.stream()
+                        .filter(op -> op.phase() == Phase.DURABLE && op.purpose() == Purpose.VERIFY)
+                        .collect(
+                                Collectors.groupingBy(
+                                        Operation::attachment,
+                                        LinkedHashMap::new,
+                                        Collectors.toList()));
         Map<Attachment, Operation> acknowledged = lastOkAdd(ops, Phase.WORKLOAD);
         List<Violation> violations = new ArrayList<>();
-        live.forEach((a, addresses) -> {
-            Operation ack = acknowledged.get(a);
-            String acked = "acknowledged " + addresses + (ack == null ? "" : " by ADD #" + ack.id() + " at "
-                    + Times.seconds(ack.completedNanos()));
-            long from = ack == null ? 0 : ack.completedNanos();
-            List<Operation> checks = verifies.getOrDefault(a, List.of());
-            Operation answer = checks.stream().filter(op -> op.status() != Status.UNKNOWN).findFirst().orElse(null);
-            if (answer == null) {
-                violations.add(new Violation("DURABLE", a + " " + acked + ": no retried ADD got a definite answer ("
-                        + checks.size() + " tried: " + checks.stream().map(op -> "#" + op.id() + " code " + op.code())
-                        .toList() + ")" + seed(spec), Set.of(a), Set.copyOf(addresses), from, Long.MAX_VALUE));
-            } else if (!answer.ok()) {
-                violations.add(new Violation("DURABLE", a + " " + acked + ": the retried ADD #" + answer.id()
-                        + " failed with code " + answer.code() + " (" + answer.detail() + ")" + seed(spec),
-                        Set.of(a), Set.copyOf(addresses), from, answer.completedNanos()));
-            } else if (!sameSet(addresses, answer.addresses())) {
-                violations.add(new Violation("DURABLE", a + " " + acked + ": the retried ADD #" + answer.id()
-                        + " answered " + answer.addresses() + seed(spec), Set.of(a),
-                        union(addresses, answer.addresses()), from, answer.completedNanos()));
-            }
-        });
+        live.forEach(
+                (a, addresses) -> {
+                    Operation ack = acknowledged.get(a);
+                    String acked =
+                            "acknowledged "
+                                    + addresses
+                                    + (ack == null
+                                            ? ""
+                                            : " by ADD #"
+                                                    + ack.id()
+                                                    + " at "
+                                                    + Times.seconds(ack.completedNanos()));
+                    long from = ack == null ? 0 : ack.completedNanos();
+                    List<Operation> checks = verifies.getOrDefault(a, List.of());
+                    Operation answer =
+                            checks.stream()
+                                    .filter(op -> op.status() != Status.UNKNOWN)
+                                    .findFirst()
+                                    .orElse(null);
+                    if (answer == null) {
+                        violations.add(
+                                new Violation(
+                                        "DURABLE",
+                                        a
+                                                + " "
+                                                + acked
+                                                + ": no retried ADD got a definite answer ("
+                                                + checks.size()
+                                                + " tried: "
+                                                + checks.stream()
+                                                        .map(
+                                                                op ->
+                                                                        "#" + op.id() + " code "
+                                                                                + op.code())
+                                                        .toList()
+                                                + ")"
+                                                + seed(spec),
+                                        Set.of(a),
+                                        Set.copyOf(addresses),
+                                        from,
+                                        Long.MAX_VALUE));
+                    } else if (!answer.ok()) {
+                        violations.add(
+                                new Violation(
+                                        "DURABLE",
+                                        a
+                                                + " "
+                                                + acked
+                                                + ": the retried ADD #"
+                                                + answer.id()
+                                                + " failed with code "
+                                                + answer.code()
+                                                + " ("
+                                                + answer.detail()
+                                                + ")"
+                                                + seed(spec),
+                                        Set.of(a),
+                                        Set.copyOf(addresses),
+                                        from,
+                                        answer.completedNanos()));
+                    } else if (!sameSet(addresses, answer.addresses())) {
+                        violations.add(
+                                new Violation(
+                                        "DURABLE",
+                                        a
+                                                + " "
+                                                + acked
+                                                + ": the retried ADD #"
+                                                + answer.id()
+                                                + " answered "
+                                                + answer.addresses()
+                                                + seed(spec),
+                                        Set.of(a),
+                                        union(addresses, answer.addresses()),
+                                        from,
+                                        answer.completedNanos()));
+                    }
+                });
         return violations;
     }
 
@@ -266,38 +403,91 @@ final class Checker {
         Set<String> hosts = new TreeSet<>();
         ops.forEach(op -> hosts.add(op.host()));
         for (String host : hosts) {
-            boolean swept = ops.stream().anyMatch(op -> op.phase() == Phase.CLEANUP && op.kind() == Kind.GC
-                    && op.host().equals(host) && op.ok());
+            boolean swept =
+                    ops.stream()
+                            .anyMatch(
+                                    op ->
+                                            op.phase() == Phase.CLEANUP
+                                                    && op.kind() == Kind.GC
+                                                    && op.host().equals(host)
+                                                    && op.ok());
             if (!swept) {
-                violations.add(new Violation("RELEASED", "GC never succeeded on " + host + " before the exhaustion check"
-                        + seed(spec), Set.of(), Set.of(), 0, Long.MAX_VALUE));
+                violations.add(
+                        new Violation(
+                                "RELEASED",
+                                "GC never succeeded on "
+                                        + host
+                                        + " before the exhaustion check"
+                                        + seed(spec),
+                                Set.of(),
+                                Set.of(),
+                                0,
+                                Long.MAX_VALUE));
             }
         }
-        List<Operation> fills = ops.stream()
-                .filter(op -> op.phase() == Phase.EXHAUST && op.kind() == Kind.ADD && op.purpose() == Purpose.FILL)
-                .toList();
+        List<Operation> fills =
+                ops.stream()
+                        .filter(
+                                op ->
+                                        op.phase() == Phase.EXHAUST
+                                                && op.kind() == Kind.ADD
+                                                && op.purpose() == Purpose.FILL)
+                        .toList();
         Map<Attachment, Operation> firstOk = new LinkedHashMap<>();
-        fills.stream().filter(Operation::ok).forEach(op -> firstOk.putIfAbsent(op.attachment(), op));
+        fills.stream()
+                .filter(Operation::ok)
+                .forEach(op -> firstOk.putIfAbsent(op.attachment(), op));
         Map<String, List<Attachment>> byAddress = new LinkedHashMap<>();
-        firstOk.forEach((a, op) -> op.addresses().stream().filter(Checker::isIpv4)
-                .forEach(address -> byAddress.computeIfAbsent(address, k -> new ArrayList<>()).add(a)));
-        byAddress.forEach((address, holders) -> {
-            if (holders.size() > 1) {
-                violations.add(new Violation("RELEASED", address + " was allocated " + holders.size()
-                        + " times in the exhaustion check: " + holders + seed(spec), new LinkedHashSet<>(holders),
-                        Set.of(address), 0, Long.MAX_VALUE));
-            }
-        });
+        firstOk.forEach(
+                (a, op) ->
+                        op.addresses().stream()
+                                .filter(Checker::isIpv4)
+                                .forEach(
+                                        address ->
+                                                byAddress
+                                                        .computeIfAbsent(
+                                                                address, k -> new ArrayList<>())
+                                                        .add(a)));
+        byAddress.forEach(
+                (address, holders) -> {
+                    if (holders.size() > 1) {
+                        violations.add(
+                                new Violation(
+                                        "RELEASED",
+                                        address
+                                                + " was allocated "
+                                                + holders.size()
+                                                + " times in the exhaustion check: "
+                                                + holders
+                                                + seed(spec),
+                                        new LinkedHashSet<>(holders),
+                                        Set.of(address),
+                                        0,
+                                        Long.MAX_VALUE));
+                    }
+                });
         Set<String> missing = new TreeSet<>(spec.ipv4Pool());
         missing.removeAll(byAddress.keySet());
         Set<String> foreign = new TreeSet<>(byAddress.keySet());
         foreign.removeAll(spec.ipv4Pool());
         if (firstOk.size() != spec.ipv4Pool().size() || !missing.isEmpty() || !foreign.isEmpty()) {
-            violations.add(new Violation("RELEASED", "after deleting every attachment and GC on every host, "
-                    + firstOk.size() + " fresh ADDs succeeded before the pool was exhausted, but the IPv4 pool has "
-                    + spec.ipv4Pool().size() + " addresses; never handed out (still held?): " + abbreviate(missing)
-                    + (foreign.isEmpty() ? "" : "; outside the pool: " + abbreviate(foreign)) + seed(spec),
-                    Set.of(), missing, 0, Long.MAX_VALUE));
+            violations.add(
+                    new Violation(
+                            "RELEASED",
+                            "after deleting every attachment and GC on every host, "
+                                    + firstOk.size()
+                                    + " fresh ADDs succeeded before the pool was exhausted, but the IPv4 pool has "
+                                    + spec.ipv4Pool().size()
+                                    + " addresses; never handed out (still held?): "
+                                    + abbreviate(missing)
+                                    + (foreign.isEmpty()
+                                            ? ""
+                                            : "; outside the pool: " + abbreviate(foreign))
+                                    + seed(spec),
+                            Set.of(),
+                            missing,
+                            0,
+                            Long.MAX_VALUE));
         }
         for (String host : hosts) {
             Operation last = null;
@@ -307,9 +497,18 @@ final class Checker {
                 }
             }
             if (last != null && !(last.status() == Status.FAIL && last.code() == POOL_EXHAUSTED)) {
-                violations.add(new Violation("RELEASED", "the exhaustion check on " + host
-                        + " did not end with code 100 (pool exhausted): " + last.describe() + seed(spec),
-                        Set.of(), Set.of(), 0, Long.MAX_VALUE));
+                violations.add(
+                        new Violation(
+                                "RELEASED",
+                                "the exhaustion check on "
+                                        + host
+                                        + " did not end with code 100 (pool exhausted): "
+                                        + last.describe()
+                                        + seed(spec),
+                                Set.of(),
+                                Set.of(),
+                                0,
+                                Long.MAX_VALUE));
             }
         }
         return violations;
@@ -324,11 +523,25 @@ final class Checker {
      * on the next recovery, but "never a duplicate" does not rest on a repair.
      */
     static List<Violation> singleWriter(List<String> duplicates, long seed) {
-        return duplicates.stream().map(line -> new Violation("SINGLE_WRITER", "two events with one sequence number: "
-                + line + " (seed " + seed + ")", Set.of(), addressesIn(line), 0, Long.MAX_VALUE)).toList();
+        return duplicates.stream()
+                .map(
+                        line ->
+                                new Violation(
+                                        "SINGLE_WRITER",
+                                        "two events with one sequence number: "
+                                                + line
+                                                + " (seed "
+                                                + seed
+                                                + ")",
+                                        Set.of(),
+                                        addressesIn(line),
+                                        0,
+                                        Long.MAX_VALUE))
+                .toList();
     }
 
-    private static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile("\"address\":\"([^\"]+)\"");
+    private static final java.util.regex.Pattern ADDRESS =
+            java.util.regex.Pattern.compile("\"address\":\"([^\"]+)\"");
 
     private static Set<String> addressesIn(String line) {
         Set<String> found = new LinkedHashSet<>();
@@ -341,8 +554,14 @@ final class Checker {
 
     private static String abbreviate(Set<String> addresses) {
         List<String> list = new ArrayList<>(addresses);
-        return list.size() <= 24 ? list.toString()
-                : list.subList(0, 24) + " and " + (list.size() - 24) + " more (" + list.size() + " in all)";
+        return list.size() <= 24
+                ? list.toString()
+                : list.subList(0, 24)
+                        + " and "
+                        + (list.size() - 24)
+                        + " more ("
+                        + list.size()
+                        + " in all)";
     }
 
     private static Set<String> union(List<String> a, List<String> b) {

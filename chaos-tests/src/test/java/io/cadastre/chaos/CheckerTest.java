@@ -21,11 +21,34 @@ class CheckerTest {
     private final List<Operation> ops = new ArrayList<>();
 
     /** An operation invoked at {@code from} ms and completed at {@code to} ms. */
-    private Operation op(Phase phase, Kind kind, Purpose purpose, String host, String container, long from, long to,
-            Status status, int code, String... addresses) {
+    private Operation op(
+            Phase phase,
+            Kind kind,
+            Purpose purpose,
+            String host,
+            String container,
+            long from,
+            long to,
+            Status status,
+            int code,
+            String... addresses) {
         Attachment a = container == null ? null : new Attachment(host, container);
-        Operation op = new Operation(ops.size() + 1, phase, kind, purpose, host, 0, a, false, Times.millis(from),
-                to < 0 ? Operation.PENDING : Times.millis(to), status, List.of(addresses), code, null);
+        Operation op =
+                new Operation(
+                        ops.size() + 1,
+                        phase,
+                        kind,
+                        purpose,
+                        host,
+                        0,
+                        a,
+                        false,
+                        Times.millis(from),
+                        to < 0 ? Operation.PENDING : Times.millis(to),
+                        status,
+                        List.of(addresses),
+                        code,
+                        null);
         ops.add(op);
         return op;
     }
@@ -39,7 +62,16 @@ class CheckerTest {
     }
 
     private void del(String host, String container, long from, long to, Status status) {
-        op(Phase.WORKLOAD, Kind.DEL, Purpose.RELEASE, host, container, from, to, status, status == Status.OK ? 0 : 11);
+        op(
+                Phase.WORKLOAD,
+                Kind.DEL,
+                Purpose.RELEASE,
+                host,
+                container,
+                from,
+                to,
+                status,
+                status == Status.OK ? 0 : 11);
     }
 
     private List<Violation> check() {
@@ -66,8 +98,12 @@ class CheckerTest {
         del("h1", "a", 20, 25, Status.OK);
         List<Violation> v = check();
         assertEquals(List.of("UNIQUE"), kinds(v));
-        assertTrue(v.get(0).message().contains("10.0.0.1") && v.get(0).message().contains("seed 42"), v.toString());
-        assertEquals(Set.of(new Attachment("h1", "a"), new Attachment("h2", "b")), v.get(0).attachments());
+        assertTrue(
+                v.get(0).message().contains("10.0.0.1") && v.get(0).message().contains("seed 42"),
+                v.toString());
+        assertEquals(
+                Set.of(new Attachment("h1", "a"), new Attachment("h2", "b")),
+                v.get(0).attachments());
     }
 
     @Test
@@ -82,8 +118,22 @@ class CheckerTest {
         addUnknown("h1", "a", 0, 5);
         add("h2", "b", 3, 4, "10.0.0.1", "fd00::2");
         assertEquals(List.of(), check(), "while a's outcome is unknown, b may hold the address");
-        op(Phase.WORKLOAD, Kind.ADD, Purpose.RESOLVE, "h1", "a", 6, 7, Status.OK, 0, "10.0.0.1", "fd00::1");
-        assertEquals(List.of("UNIQUE"), kinds(check()), "a's retry succeeded with b's address while b holds it");
+        op(
+                Phase.WORKLOAD,
+                Kind.ADD,
+                Purpose.RESOLVE,
+                "h1",
+                "a",
+                6,
+                7,
+                Status.OK,
+                0,
+                "10.0.0.1",
+                "fd00::1");
+        assertEquals(
+                List.of("UNIQUE"),
+                kinds(check()),
+                "a's retry succeeded with b's address while b holds it");
     }
 
     @Test
@@ -115,7 +165,18 @@ class CheckerTest {
     @Test
     void aRetryAnsweringOtherAddressesIsIdempotent() {
         add("h1", "a", 0, 10, "10.0.0.1", "fd00::1");
-        op(Phase.WORKLOAD, Kind.ADD, Purpose.RETRY, "h1", "a", 20, 30, Status.OK, 0, "10.0.0.2", "fd00::1");
+        op(
+                Phase.WORKLOAD,
+                Kind.ADD,
+                Purpose.RETRY,
+                "h1",
+                "a",
+                20,
+                30,
+                Status.OK,
+                0,
+                "10.0.0.2",
+                "fd00::1");
         assertEquals(List.of("IDEMPOTENT"), kinds(check()));
     }
 
@@ -145,9 +206,31 @@ class CheckerTest {
         del("h2", "d", 11, 12, Status.OK);
         // a: unknown, then the same addresses: fine.
         op(Phase.DURABLE, Kind.ADD, Purpose.VERIFY, "h1", "a", 100, 110, Status.UNKNOWN, 11);
-        op(Phase.DURABLE, Kind.ADD, Purpose.VERIFY, "h1", "a", 111, 112, Status.OK, 0, "10.0.0.1", "fd00::1");
+        op(
+                Phase.DURABLE,
+                Kind.ADD,
+                Purpose.VERIFY,
+                "h1",
+                "a",
+                111,
+                112,
+                Status.OK,
+                0,
+                "10.0.0.1",
+                "fd00::1");
         // b: other addresses.
-        op(Phase.DURABLE, Kind.ADD, Purpose.VERIFY, "h1", "b", 100, 101, Status.OK, 0, "10.0.0.0", "fd00::2");
+        op(
+                Phase.DURABLE,
+                Kind.ADD,
+                Purpose.VERIFY,
+                "h1",
+                "b",
+                100,
+                101,
+                Status.OK,
+                0,
+                "10.0.0.0",
+                "fd00::2");
         // c: never checked. d: deleted, so not expected.
         List<Violation> v = check();
         assertEquals(List.of("DURABLE", "DURABLE"), kinds(v), v.toString());
@@ -163,11 +246,31 @@ class CheckerTest {
     }
 
     private void exhaust(String host, String container, long at, String v4) {
-        op(Phase.EXHAUST, Kind.ADD, Purpose.FILL, host, container, at, at + 1, Status.OK, 0, v4, "fd00::" + container);
+        op(
+                Phase.EXHAUST,
+                Kind.ADD,
+                Purpose.FILL,
+                host,
+                container,
+                at,
+                at + 1,
+                Status.OK,
+                0,
+                v4,
+                "fd00::" + container);
     }
 
     private void exhausted(String host, long at) {
-        op(Phase.EXHAUST, Kind.ADD, Purpose.FILL, host, host + "-last", at, at + 1, Status.FAIL, 100);
+        op(
+                Phase.EXHAUST,
+                Kind.ADD,
+                Purpose.FILL,
+                host,
+                host + "-last",
+                at,
+                at + 1,
+                Status.FAIL,
+                100);
     }
 
     private void gc(String host, long at) {
@@ -215,8 +318,12 @@ class CheckerTest {
 
     @Test
     void aSequenceNumberWrittenTwiceIsASingleWriterViolation() {
-        List<Violation> v = Checker.singleWriter(List.of("DUPLICATE Block|10.0.0.0-30 seq 7: [written t1 by writer aaaa: "
-                + "AddressAssigned {\"address\":\"10.0.0.2\"}] [written t2 by writer bbbb: AddressesReleased {}]"), 42);
+        List<Violation> v =
+                Checker.singleWriter(
+                        List.of(
+                                "DUPLICATE Block|10.0.0.0-30 seq 7: [written t1 by writer aaaa: "
+                                        + "AddressAssigned {\"address\":\"10.0.0.2\"}] [written t2 by writer bbbb: AddressesReleased {}]"),
+                        42);
         assertEquals(List.of("SINGLE_WRITER"), kinds(v));
         assertEquals(Set.of("10.0.0.2"), v.get(0).addresses());
         assertEquals(List.of(), Checker.singleWriter(List.of(), 42));
@@ -229,6 +336,7 @@ class CheckerTest {
         addUnknown("h1", "c", 0, 10);
         del("h1", "b", 11, 12, Status.UNKNOWN);
         del("h1", "b", 13, 14, Status.OK);
-        assertEquals(Set.of(new Attachment("h1", "a")), Checker.liveAfter(ops, Phase.WORKLOAD).keySet());
+        assertEquals(
+                Set.of(new Attachment("h1", "a")), Checker.liveAfter(ops, Phase.WORKLOAD).keySet());
     }
 }

@@ -40,7 +40,13 @@ final class Client implements Runnable {
     private int created;
     private int target;
 
-    Client(Calls calls, PodNamespaces pods, String host, int index, long seed, ChaosSettings settings) {
+    Client(
+            Calls calls,
+            PodNamespaces pods,
+            String host,
+            int index,
+            long seed,
+            ChaosSettings settings) {
         this.calls = calls;
         this.pods = pods;
         this.host = host;
@@ -176,7 +182,11 @@ final class Client implements Runnable {
             pods.create(a.containerId());
             return true;
         } catch (Exception e) {
-            calls.history().event("netns-failed", host, "ip netns add " + pods.name(a.containerId()) + ": " + e.getMessage());
+            calls.history()
+                    .event(
+                            "netns-failed",
+                            host,
+                            "ip netns add " + pods.name(a.containerId()) + ": " + e.getMessage());
             return false;
         }
     }
@@ -185,7 +195,11 @@ final class Client implements Runnable {
         try {
             pods.remove(pods.name(a.containerId()));
         } catch (Exception e) {
-            calls.history().event("netns-failed", host, "ip netns del " + pods.name(a.containerId()) + ": " + e.getMessage());
+            calls.history()
+                    .event(
+                            "netns-failed",
+                            host,
+                            "ip netns del " + pods.name(a.containerId()) + ": " + e.getMessage());
         }
     }
 

@@ -44,9 +44,12 @@ import org.junit.jupiter.api.TestMethodOrder;
 class ClusterAuthTest {
     /** How long a stranger that should fail keeps trying: several join retries (every 2 s) and probes. */
     private static final int STRANGER_SECONDS = 20;
+
     /** How long a stranger that should succeed may take. */
     private static final int JOIN_SECONDS = 90;
-    private static final Pattern RESULT = Pattern.compile("RESULT up=(true|false) identified=(true|false) members=(\\d+)");
+
+    private static final Pattern RESULT =
+            Pattern.compile("RESULT up=(true|false) identified=(true|false) members=(\\d+)");
 
     private static ClusterFixture cluster;
 
@@ -64,7 +67,8 @@ class ClusterAuthTest {
     }
 
     /** What a {@link Stranger} reported. */
-    record Outcome(String name, int port, boolean up, boolean identified, int members, String output) {}
+    record Outcome(
+            String name, int port, boolean up, boolean identified, int members, String output) {}
 
     @Test
     @Order(1)
@@ -75,36 +79,67 @@ class ClusterAuthTest {
         ExecutorService runtime = cluster.executor();
         // The same CA name as the cluster's, another key; and a member's names on the certificate.
         TestPki otherCa = TestPki.authority(ClusterFixture.CA_NAME);
-        TestPki.PemFiles foreign = otherCa.write(otherCa.member("cadastre-h3", h3.address()), cluster.dir().resolve("stranger-other-ca"));
-        TestPki.PemFiles nameless = ca.write(ca.issue(TestPki.Spec.member("stranger", h3.address())
-                .withDnsNames(List.of("another-cluster"))), cluster.dir().resolve("stranger-no-shared-name"));
+        TestPki.PemFiles foreign =
+                otherCa.write(
+                        otherCa.member("cadastre-h3", h3.address()),
+                        cluster.dir().resolve("stranger-other-ca"));
+        TestPki.PemFiles nameless =
+                ca.write(
+                        ca.issue(
+                                TestPki.Spec.member("stranger", h3.address())
+                                        .withDnsNames(List.of("another-cluster"))),
+                        cluster.dir().resolve("stranger-no-shared-name"));
 
-        List<CompletableFuture<Outcome>> attempts = List.of(
-                CompletableFuture.supplyAsync(() -> stranger("plain-tcp", 2601, h1, false, null), runtime),
-                CompletableFuture.supplyAsync(() -> stranger("other-ca", 2602, h1, false, foreign), runtime),
-                CompletableFuture.supplyAsync(() -> stranger("no-shared-name", 2603, h1, false, nameless), runtime));
+        List<CompletableFuture<Outcome>> attempts =
+                List.of(
+                        CompletableFuture.supplyAsync(
+                                () -> stranger("plain-tcp", 2601, h1, false, null), runtime),
+                        CompletableFuture.supplyAsync(
+                                () -> stranger("other-ca", 2602, h1, false, foreign), runtime),
+                        CompletableFuture.supplyAsync(
+                                () -> stranger("no-shared-name", 2603, h1, false, nameless),
+                                runtime));
         for (CompletableFuture<Outcome> attempt : attempts) {
             Outcome o = attempt.get(STRANGER_SECONDS + 180, TimeUnit.SECONDS);
-            System.out.printf("stranger %s: up=%s identified=%s members=%d%n", o.name(), o.up(), o.identified(), o.members());
-            // How it failed as the stranger saw it (the member's alert, or no Artery handshake), for the record.
-            o.output().lines().filter(l -> l.matches("(?i).*(ssl|handshake|certificate|subject names).*"))
-                    .limit(2).forEach(l -> System.out.println("  " + l.substring(0, Math.min(l.length(), 300))));
+            System.out.printf(
+                    "stranger %s: up=%s identified=%s members=%d%n",
+                    o.name(), o.up(), o.identified(), o.members());
+            // How it failed as the stranger saw it (the member's alert, or no Artery handshake),
+            // for the record.
+            o.output()
+                    .lines()
+                    .filter(l -> l.matches("(?i).*(ssl|handshake|certificate|subject names).*"))
+                    .limit(2)
+                    .forEach(
+                            l ->
+                                    System.out.println(
+                                            "  " + l.substring(0, Math.min(l.length(), 300))));
             assertFalse(o.up(), o.name() + " became a member:\n" + o.output());
             assertFalse(o.identified(), o.name() + " reached a shard region:\n" + o.output());
             assertEquals(0, o.members(), o.name() + " saw members:\n" + o.output());
             for (Member m : cluster.members()) {
-                assertFalse(joinLogged(m, h3, o.port()), m.name() + " took a join from " + o.name() + ":\n" + m.tail());
+                assertFalse(
+                        joinLogged(m, h3, o.port()),
+                        m.name() + " took a join from " + o.name() + ":\n" + m.tail());
             }
         }
         membersServe("after the strangers");
 
         // The control: the same stranger with a member's certificate from the cluster's CA joins.
-        TestPki.PemFiles memberCert = ca.write(ca.member("cadastre-h3", h3.address()), cluster.dir().resolve("stranger-member-cert"));
+        TestPki.PemFiles memberCert =
+                ca.write(
+                        ca.member("cadastre-h3", h3.address()),
+                        cluster.dir().resolve("stranger-member-cert"));
         Outcome control = stranger("member-cert", 2604, h1, true, memberCert);
-        System.out.printf("control %s: up=%s identified=%s members=%d%n", control.name(), control.up(), control.identified(),
-                control.members());
-        assertTrue(control.up() && control.identified(), "the control did not join:\n" + control.output());
-        assertTrue(joinLogged(h1, h3, control.port()), "h1 logged no join from the control:\n" + h1.tail());
+        System.out.printf(
+                "control %s: up=%s identified=%s members=%d%n",
+                control.name(), control.up(), control.identified(), control.members());
+        assertTrue(
+                control.up() && control.identified(),
+                "the control did not join:\n" + control.output());
+        assertTrue(
+                joinLogged(h1, h3, control.port()),
+                "h1 logged no join from the control:\n" + h1.tail());
         membersServe("after the control left");
     }
 
@@ -118,20 +153,43 @@ class ClusterAuthTest {
         assertTrue(refused.waitFor(60, TimeUnit.SECONDS), "the agent did not exit");
         String refusal = Files.readString(log);
         assertEquals(2, refused.exitValue(), refusal);
-        assertTrue(refusal.contains("cadastre-agent: configuration error: cadastre.cluster.hostname \"" + h3.address()
-                + "\" is not a loopback address and no TLS credentials are set"), refusal);
-        assertTrue(refusal.contains("CADASTRE_CLUSTER_TLS_CERT_FILE") && refusal.contains("CADASTRE_CLUSTER_INSECURE_PLAINTEXT"), refusal);
+        assertTrue(
+                refusal.contains(
+                        "cadastre-agent: configuration error: cadastre.cluster.hostname \""
+                                + h3.address()
+                                + "\" is not a loopback address and no TLS credentials are set"),
+                refusal);
+        assertTrue(
+                refusal.contains("CADASTRE_CLUSTER_TLS_CERT_FILE")
+                        && refusal.contains("CADASTRE_CLUSTER_INSECURE_PLAINTEXT"),
+                refusal);
         Files.delete(log);
 
         Process insecure = agent(h3, agentDir, log, true);
         try {
             awaitSocket(insecure, agentDir.resolve("cni.sock"), log);
             String started = Files.readString(log);
-            assertTrue(started.lines().anyMatch(l -> l.contains(" WARN ") && l.contains("cluster port " + h3.address()
-                    + ":2552: plain TCP WITHOUT AUTHENTICATION (cadastre.cluster.insecure-plaintext = on)")), started);
+            assertTrue(
+                    started.lines()
+                            .anyMatch(
+                                    l ->
+                                            l.contains(" WARN ")
+                                                    && l.contains(
+                                                            "cluster port "
+                                                                    + h3.address()
+                                                                    + ":2552: plain TCP WITHOUT AUTHENTICATION (cadastre.cluster.insecure-plaintext = on)")),
+                    started);
             // The hole as the issue found it, now only behind the named switch: a stranger joins.
-            Outcome joined = stranger("plain-tcp-vs-insecure", 2605, "pekko://cadastre@" + h3.address() + ":2552", true, null);
-            assertTrue(joined.up() && joined.identified(), "the plain stranger did not join the insecure agent:\n" + joined.output());
+            Outcome joined =
+                    stranger(
+                            "plain-tcp-vs-insecure",
+                            2605,
+                            "pekko://cadastre@" + h3.address() + ":2552",
+                            true,
+                            null);
+            assertTrue(
+                    joined.up() && joined.identified(),
+                    "the plain stranger did not join the insecure agent:\n" + joined.output());
         } finally {
             insecure.destroy();
             assertTrue(insecure.waitFor(60, TimeUnit.SECONDS), "the insecure agent did not stop");
@@ -151,14 +209,24 @@ class ClusterAuthTest {
         Process agent = agent(h3, agentDir, log, "127.0.0.1", 2553, false);
         try {
             awaitSocket(agent, agentDir.resolve("cni.sock"), log);
-            Outcome refused = stranger("plain-tcp-vs-loopback", "127.0.0.1", 2606, "pekko://cadastre@127.0.0.1:2553", false,
-                    null);
-            System.out.printf("stranger %s: up=%s identified=%s members=%d%n", refused.name(), refused.up(),
-                    refused.identified(), refused.members());
-            assertFalse(refused.up() || refused.identified(), "a local stranger reached the loopback agent:\n"
-                    + refused.output());
+            Outcome refused =
+                    stranger(
+                            "plain-tcp-vs-loopback",
+                            "127.0.0.1",
+                            2606,
+                            "pekko://cadastre@127.0.0.1:2553",
+                            false,
+                            null);
+            System.out.printf(
+                    "stranger %s: up=%s identified=%s members=%d%n",
+                    refused.name(), refused.up(), refused.identified(), refused.members());
+            assertFalse(
+                    refused.up() || refused.identified(),
+                    "a local stranger reached the loopback agent:\n" + refused.output());
             assertTrue(agent.isAlive(), "the agent exited:\n" + Files.readString(log));
-            assertTrue(Files.readString(log).contains("plain TCP on loopback in untrusted mode"), Files.readString(log));
+            assertTrue(
+                    Files.readString(log).contains("plain TCP on loopback in untrusted mode"),
+                    Files.readString(log));
         } finally {
             agent.destroy();
             assertTrue(agent.waitFor(60, TimeUnit.SECONDS), "the agent did not stop");
@@ -169,7 +237,9 @@ class ClusterAuthTest {
         long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
         while (!Files.exists(socket)) {
             assertTrue(agent.isAlive(), "the agent exited:\n" + Files.readString(log));
-            assertTrue(System.nanoTime() < deadline, "the agent opened no socket:\n" + Files.readString(log));
+            assertTrue(
+                    System.nanoTime() < deadline,
+                    "the agent opened no socket:\n" + Files.readString(log));
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
         }
     }
@@ -180,24 +250,47 @@ class ClusterAuthTest {
     }
 
     /** Starts an agent in {@code host} with the embedded journal, its cluster port on {@code address:port}. */
-    private static Process agent(Topology.Host host, Path agentDir, Path log, String address, int port, boolean insecure) {
-        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlogback.configurationFile=logback-text.xml",
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.agent.AgentMain");
-        return cluster.topology().exec(host, command, pb -> {
-            pb.environment().put("CADASTRE_NODE_NAME", "h3-alone");
-            pb.environment().put("CADASTRE_DATA_DIR", agentDir.resolve("data").toString());
-            pb.environment().put("CADASTRE_CNI_SOCKET", agentDir.resolve("cni.sock").toString());
-            pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", address);
-            pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(port));
-            if (insecure) {
-                pb.environment().put("CADASTRE_CLUSTER_INSECURE_PLAINTEXT", "on");
-            }
-            pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
-        });
+    private static Process agent(
+            Topology.Host host,
+            Path agentDir,
+            Path log,
+            String address,
+            int port,
+            boolean insecure) {
+        List<String> command =
+                List.of(
+                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                        "-Xmx256m",
+                        "-XX:+UseSerialGC",
+                        "-XX:TieredStopAtLevel=1",
+                        "-Dlogback.configurationFile=logback-text.xml",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        "io.cadastre.agent.AgentMain");
+        return cluster.topology()
+                .exec(
+                        host,
+                        command,
+                        pb -> {
+                            pb.environment().put("CADASTRE_NODE_NAME", "h3-alone");
+                            pb.environment()
+                                    .put("CADASTRE_DATA_DIR", agentDir.resolve("data").toString());
+                            pb.environment()
+                                    .put(
+                                            "CADASTRE_CNI_SOCKET",
+                                            agentDir.resolve("cni.sock").toString());
+                            pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", address);
+                            pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(port));
+                            if (insecure) {
+                                pb.environment().put("CADASTRE_CLUSTER_INSECURE_PLAINTEXT", "on");
+                            }
+                            pb.redirectErrorStream(true)
+                                    .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+                        });
     }
 
-    private static Outcome stranger(String name, int port, Member seed, boolean untilJoined, TestPki.PemFiles files) {
+    private static Outcome stranger(
+            String name, int port, Member seed, boolean untilJoined, TestPki.PemFiles files) {
         return stranger(name, port, Member.address(seed.host), untilJoined, files);
     }
 
@@ -205,18 +298,35 @@ class ClusterAuthTest {
      * Runs a {@link Stranger} in h3 until it reports (at most {@link #STRANGER_SECONDS}, or
      * {@link #JOIN_SECONDS} for one that should join) and exits.
      */
-    private static Outcome stranger(String name, int port, String seed, boolean untilJoined, TestPki.PemFiles files) {
+    private static Outcome stranger(
+            String name, int port, String seed, boolean untilJoined, TestPki.PemFiles files) {
         return stranger(name, cluster.topology().host(3).address(), port, seed, untilJoined, files);
     }
 
     /** As above, the stranger bound to {@code address} in h3. */
-    private static Outcome stranger(String name, String address, int port, String seed, boolean untilJoined,
+    private static Outcome stranger(
+            String name,
+            String address,
+            int port,
+            String seed,
+            boolean untilJoined,
             TestPki.PemFiles files) {
         Topology.Host h3 = cluster.topology().host(3);
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlogback.configurationFile=logback-text.xml",
-                "-cp", System.getProperty("java.class.path"), Stranger.class.getName(), address, Integer.toString(port), seed,
-                Integer.toString(untilJoined ? JOIN_SECONDS : STRANGER_SECONDS)));
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-Xmx128m",
+                                "-XX:+UseSerialGC",
+                                "-XX:TieredStopAtLevel=1",
+                                "-Dlogback.configurationFile=logback-text.xml",
+                                "-cp",
+                                System.getProperty("java.class.path"),
+                                Stranger.class.getName(),
+                                address,
+                                Integer.toString(port),
+                                seed,
+                                Integer.toString(untilJoined ? JOIN_SECONDS : STRANGER_SECONDS)));
         if (untilJoined) {
             command.add("--until-joined");
         }
@@ -225,22 +335,44 @@ class ClusterAuthTest {
         }
         Path log = cluster.dir().resolve("stranger-" + name + ".log");
         Path stdout = cluster.dir().resolve("stranger-" + name + ".out");
-        Process p = cluster.topology().exec(h3, command, pb -> pb.redirectOutput(stdout.toFile())
-                .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())));
+        Process p =
+                cluster.topology()
+                        .exec(
+                                h3,
+                                command,
+                                pb ->
+                                        pb.redirectOutput(stdout.toFile())
+                                                .redirectError(
+                                                        ProcessBuilder.Redirect.appendTo(
+                                                                log.toFile())));
         try {
-            // Its window, then leaving the cluster (30 s at most) and stopping the actor system (15 s).
-            if (!p.waitFor((untilJoined ? JOIN_SECONDS : STRANGER_SECONDS) + 90, TimeUnit.SECONDS)) {
+            // Its window, then leaving the cluster (30 s at most) and stopping the actor system (15
+            // s).
+            if (!p.waitFor(
+                    (untilJoined ? JOIN_SECONDS : STRANGER_SECONDS) + 90, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                throw new IllegalStateException("stranger " + name + " did not exit:\n" + tail(log));
+                throw new IllegalStateException(
+                        "stranger " + name + " did not exit:\n" + tail(log));
             }
             String out = Files.readString(stdout);
             String output = out + "\n---- stderr ----\n" + tail(log);
             Matcher m = RESULT.matcher(out);
             if (!m.find()) {
-                throw new IllegalStateException("stranger " + name + " exited " + p.exitValue() + " without a result:\n" + output);
+                throw new IllegalStateException(
+                        "stranger "
+                                + name
+                                + " exited "
+                                + p.exitValue()
+                                + " without a result:\n"
+                                + output);
             }
-            return new Outcome(name, port, Boolean.parseBoolean(m.group(1)), Boolean.parseBoolean(m.group(2)),
-                    Integer.parseInt(m.group(3)), output);
+            return new Outcome(
+                    name,
+                    port,
+                    Boolean.parseBoolean(m.group(1)),
+                    Boolean.parseBoolean(m.group(2)),
+                    Integer.parseInt(m.group(3)),
+                    output);
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         } catch (InterruptedException e) {
@@ -250,7 +382,8 @@ class ClusterAuthTest {
     }
 
     /** @return whether the member's log shows a join request from {@code host:port} (Pekko logs it as JOINING) */
-    private static boolean joinLogged(Member member, Topology.Host host, int port) throws IOException {
+    private static boolean joinLogged(Member member, Topology.Host host, int port)
+            throws IOException {
         String joining = "pekko://cadastre@" + host.address() + ":" + port + "] is JOINING";
         return Files.readAllLines(member.log()).stream().anyMatch(l -> l.contains(joining));
     }
@@ -260,9 +393,13 @@ class ClusterAuthTest {
         for (Member m : cluster.members()) {
             assertTrue(m.alive(), m.name() + " died " + when + ":\n" + m.tail());
             String id = "auth-" + m.name() + "-" + System.nanoTime();
-            CniExec.Result add = CniExec.run("ADD", id, "/var/run/netns/unused", CniExec.ipamOnly(m));
+            CniExec.Result add =
+                    CniExec.run("ADD", id, "/var/run/netns/unused", CniExec.ipamOnly(m));
             assertEquals(0, add.exit(), m.name() + " " + when + ": " + add);
-            assertEquals(0, CniExec.run("DEL", id, "/var/run/netns/unused", CniExec.ipamOnly(m)).exit(), m.name() + " DEL " + when);
+            assertEquals(
+                    0,
+                    CniExec.run("DEL", id, "/var/run/netns/unused", CniExec.ipamOnly(m)).exit(),
+                    m.name() + " DEL " + when);
         }
     }
 

@@ -43,7 +43,8 @@ final class ClusterFixture implements AutoCloseable {
      * @param extraConfig HOCON for every member (pools)
      * @throws IllegalStateException when something does not start; what did is stopped and removed
      */
-    static ClusterFixture start(String prefix, int hosts, int memberCount, boolean securedCassandra, String extraConfig)
+    static ClusterFixture start(
+            String prefix, int hosts, int memberCount, boolean securedCassandra, String extraConfig)
             throws Exception {
         return start(prefix, hosts, 0, memberCount, securedCassandra, extraConfig);
     }
@@ -52,21 +53,36 @@ final class ClusterFixture implements AutoCloseable {
      * As {@link #start(String, int, int, boolean, String)}, with {@code routed} more hosts behind
      * the topology's router; members run on the first {@code memberCount} of all hosts.
      */
-    static ClusterFixture start(String prefix, int hosts, int routed, int memberCount, boolean securedCassandra,
-            String extraConfig) throws Exception {
+    static ClusterFixture start(
+            String prefix,
+            int hosts,
+            int routed,
+            int memberCount,
+            boolean securedCassandra,
+            String extraConfig)
+            throws Exception {
         ClusterFixture fixture = new ClusterFixture(Files.createTempDirectory(prefix));
         try {
             fixture.topology = Topology.up(Topology.randomName(), hosts, routed);
             fixture.ca = TestPki.authority(CA_NAME);
             Path cassandraDir = fixture.dir.resolve("cassandra");
-            fixture.cassandra = securedCassandra ? CassandraNode.startSecured(fixture.topology, cassandraDir, fixture.ca)
-                    : CassandraNode.start(fixture.topology, cassandraDir);
+            fixture.cassandra =
+                    securedCassandra
+                            ? CassandraNode.startSecured(fixture.topology, cassandraDir, fixture.ca)
+                            : CassandraNode.start(fixture.topology, cassandraDir);
             Schema.create(fixture.topology, fixture.cassandra);
             List<String> seeds = List.of(Member.address(fixture.topology.host(1)));
             for (int i = 1; i <= memberCount; i++) {
                 Topology.Host host = fixture.topology.host(i);
-                fixture.members.add(new Member(fixture.topology, host, fixture.dir.resolve(host.name()), fixture.cassandra,
-                        fixture.ca, seeds, extraConfig));
+                fixture.members.add(
+                        new Member(
+                                fixture.topology,
+                                host,
+                                fixture.dir.resolve(host.name()),
+                                fixture.cassandra,
+                                fixture.ca,
+                                seeds,
+                                extraConfig));
             }
             Member.startTogether(fixture.members, fixture.executor);
             return fixture;

@@ -17,7 +17,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -36,7 +35,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterTest {
-    static final String POOLS = """
+    static final String POOLS =
+            """
             cadastre.pools = [
               { name = "chaos-ipv4", cidr = "198.18.0.0/20", block-size = 26 }
               { name = "chaos-ipv6", cidr = "fd00:198:2::/112", block-size = 122 }
@@ -74,23 +74,34 @@ class ClusterTest {
         for (Member m : cluster.members()) {
             for (int i = 0; i < 30; i++) {
                 String id = m.name() + "-u" + i;
-                all.add(CompletableFuture.runAsync(() -> {
-                    CniExec.Result r = add(m, id);
-                    assertEquals(0, r.exit(), m.name() + ": " + r);
-                    synchronized (hostOf) {
-                        String previous = hostOf.put(r.firstAddress(), m.name());
-                        assertEquals(null, previous, r.firstAddress() + " handed out twice");
-                    }
-                }, cluster.executor()));
+                all.add(
+                        CompletableFuture.runAsync(
+                                () -> {
+                                    CniExec.Result r = add(m, id);
+                                    assertEquals(0, r.exit(), m.name() + ": " + r);
+                                    synchronized (hostOf) {
+                                        String previous = hostOf.put(r.firstAddress(), m.name());
+                                        assertEquals(
+                                                null,
+                                                previous,
+                                                r.firstAddress() + " handed out twice");
+                                    }
+                                },
+                                cluster.executor()));
             }
         }
         all.forEach(CompletableFuture::join);
         assertEquals(90, hostOf.size());
         Cidr pool = Cidr.parse("198.18.0.0/20");
         Map<Cidr, Set<String>> nodesPerBlock = new HashMap<>();
-        hostOf.forEach((address, host) ->
-                nodesPerBlock.computeIfAbsent(pool.subnetContaining(address, 26), b -> new HashSet<>()).add(host));
-        nodesPerBlock.forEach((block, hosts) -> assertEquals(1, hosts.size(), block + " served " + hosts));
+        hostOf.forEach(
+                (address, host) ->
+                        nodesPerBlock
+                                .computeIfAbsent(
+                                        pool.subnetContaining(address, 26), b -> new HashSet<>())
+                                .add(host));
+        nodesPerBlock.forEach(
+                (block, hosts) -> assertEquals(1, hosts.size(), block + " served " + hosts));
     }
 
     @Test
@@ -104,9 +115,12 @@ class ClusterTest {
             CniExec.Result r = CniExec.run("ADD", id, "/var/run/netns/" + pod, CniExec.full(h2));
             assertEquals(0, r.exit(), r.toString());
             String hostEnd = r.json().path("interfaces").get(0).path("name").asText();
-            assertTrue(run("ip", "-n", h2.host.netns(), "link", "show", hostEnd).contains(hostEnd), "host end in h2");
+            assertTrue(
+                    run("ip", "-n", h2.host.netns(), "link", "show", hostEnd).contains(hostEnd),
+                    "host end in h2");
             assertTrue(run("ip", "-n", pod, "addr", "show", "eth0").contains(r.firstAddress()));
-            assertEquals(0, CniExec.run("DEL", id, "/var/run/netns/" + pod, CniExec.full(h2)).exit());
+            assertEquals(
+                    0, CniExec.run("DEL", id, "/var/run/netns/" + pod, CniExec.full(h2)).exit());
         } finally {
             run("ip", "netns", "del", pod);
         }
@@ -155,22 +169,46 @@ class ClusterTest {
             }
         }
         long windowMs = (Math.max(servedAgain, lastFailure) - killedAt) / 1_000_000;
-        System.out.printf("failover: survivor failed %d ADDs, served again %d ms after the kill; slowest ADD %d ms"
-                + " (SIGKILL at %s)%n", failures, windowMs, slowestNanos / 1_000_000, killedAtClock);
+        System.out.printf(
+                "failover: survivor failed %d ADDs, served again %d ms after the kill; slowest ADD %d ms"
+                        + " (SIGKILL at %s)%n",
+                failures, windowMs, slowestNanos / 1_000_000, killedAtClock);
         // What bounds the window: the survivor's view of the failure detector, the downing, the
         // removal and the entities' recovery.
         survivor.logLines(killedAtClock.minusSeconds(1)).stream()
-                .filter(l -> l.matches(".*(unreachable|Unreachable|SBR|Leader is removing|Marking|Down|removed|recovered node entity|Singleton|singleton|ShardCoordinator|Starting shard|allocat).*"))
-                .filter(l -> !l.contains("Retry [") && !l.contains("Younger observed") && !l.contains("state change"))
-                .limit(40).forEach(l -> System.out.println("  " + l));
+                .filter(
+                        l ->
+                                l.matches(
+                                        ".*(unreachable|Unreachable|SBR|Leader is removing|Marking|Down|removed|recovered node entity|Singleton|singleton|ShardCoordinator|Starting shard|allocat).*"))
+                .filter(
+                        l ->
+                                !l.contains("Retry [")
+                                        && !l.contains("Younger observed")
+                                        && !l.contains("state change"))
+                .limit(40)
+                .forEach(l -> System.out.println("  " + l));
         assertTrue(windowMs < 60_000, "failover took " + windowMs + " ms");
         // The victim's port refused connections: a survivor downed it then, not after stable-after.
-        assertTrue(cluster.members().stream().filter(m -> m != victim).anyMatch(m -> m.logLines(killedAtClock.minusSeconds(1))
-                .stream().anyMatch(l -> l.contains("its cluster port refused"))), "no survivor downed the victim on its refusals");
+        assertTrue(
+                cluster.members().stream()
+                        .filter(m -> m != victim)
+                        .anyMatch(
+                                m ->
+                                        m.logLines(killedAtClock.minusSeconds(1)).stream()
+                                                .anyMatch(
+                                                        l ->
+                                                                l.contains(
+                                                                        "its cluster port refused"))),
+                "no survivor downed the victim on its refusals");
 
         // Not seeds = [itself]: a first seed node alone in its list joins itself at once and would
         // form a second cluster on the same journal beside the survivors'.
-        victim.seeds(cluster.members().stream().filter(m -> m != victim).map(m -> Member.address(m.host)).toList()).start();
+        victim.seeds(
+                        cluster.members().stream()
+                                .filter(m -> m != victim)
+                                .map(m -> Member.address(m.host))
+                                .toList())
+                .start();
         for (var e : before.entrySet()) {
             CniExec.Result r = add(victim, e.getKey());
             assertEquals(0, r.exit(), r.toString());
@@ -205,12 +243,16 @@ class ClusterTest {
                 failures++;
             }
         }
-        System.out.printf("graceful leave: %d failed ADDs, slowest ADD %d ms, %d ms after SIGTERM%n",
+        System.out.printf(
+                "graceful leave: %d failed ADDs, slowest ADD %d ms, %d ms after SIGTERM%n",
                 failures, slowest / 1_000_000, (System.nanoTime() - stoppedAt) / 1_000_000);
         assertTrue(failures <= 1, failures + " ADDs failed after a graceful leave");
         leaver.start();
         CniExec.Result back = add(leaver, "leaver-1");
-        assertEquals(held.firstAddress(), back.firstAddress(), "the leaver's allocation after its return");
+        assertEquals(
+                held.firstAddress(),
+                back.firstAddress(),
+                "the leaver's allocation after its return");
     }
 
     /**
@@ -221,7 +263,9 @@ class ClusterTest {
     @Order(5)
     void cassandraIsReachedWithItsLoginOverTlsAndOnlySo() throws Exception {
         for (Member m : cluster.members()) {
-            assertTrue(Files.readString(m.log()).contains("Cassandra: as cassandra, TLS (hostname validation on"),
+            assertTrue(
+                    Files.readString(m.log())
+                            .contains("Cassandra: as cassandra, TLS (hostname validation on"),
                     m.name() + " did not log its Cassandra login over TLS:\n" + m.tail());
         }
         Map<String, String> env = cluster.cassandra().clientEnvironment();
@@ -235,7 +279,10 @@ class ClusterTest {
         assertEquals(1, withoutLogin.exit(), withoutLogin.output());
         assertTrue(withoutLogin.output().contains("Authentication error"), withoutLogin.output());
         assertEquals(1, withoutTls.exit(), withoutTls.output());
-        assertEquals(0, Schema.execute(cluster.topology(), env, 60).exit(), "the secured schema command");
+        assertEquals(
+                0,
+                Schema.execute(cluster.topology(), env, 60).exit(),
+                "the secured schema command");
     }
 
     /**
@@ -247,21 +294,34 @@ class ClusterTest {
     @Test
     @Order(6)
     void cassandraRefusesAStaleIncarnationsWrite() throws Exception {
-        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
-                "-Dlogback.configurationFile=logback-text.xml", "-cp", System.getProperty("java.class.path"),
-                JournalFencingProbe.class.getName());
-        Process p = cluster.topology().exec(cluster.topology().host(1), command, pb -> {
-            pb.environment().putAll(cluster.cassandra().clientEnvironment());
-            pb.environment().put("CADASTRE_LOG_LEVEL", "WARN");
-            pb.redirectErrorStream(true);
-        });
-        var output = CompletableFuture.supplyAsync(() -> {
-            try {
-                return new String(p.getInputStream().readAllBytes());
-            } catch (java.io.IOException e) {
-                return "(output unreadable: " + e + ")";
-            }
-        });
+        List<String> command =
+                List.of(
+                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                        "-Xmx256m",
+                        "-Dlogback.configurationFile=logback-text.xml",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        JournalFencingProbe.class.getName());
+        Process p =
+                cluster.topology()
+                        .exec(
+                                cluster.topology().host(1),
+                                command,
+                                pb -> {
+                                    pb.environment()
+                                            .putAll(cluster.cassandra().clientEnvironment());
+                                    pb.environment().put("CADASTRE_LOG_LEVEL", "WARN");
+                                    pb.redirectErrorStream(true);
+                                });
+        var output =
+                CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                return new String(p.getInputStream().readAllBytes());
+                            } catch (java.io.IOException e) {
+                                return "(output unreadable: " + e + ")";
+                            }
+                        });
         if (!p.waitFor(180, TimeUnit.SECONDS)) {
             p.destroyForcibly();
             p.waitFor();

@@ -45,12 +45,12 @@ final class Failover {
     static final long WAITED_NANOS = 1_000_000_000L;
 
     /** host2 before host10 (CIDRs get a fixed order, not the addresses' one). */
-    private static final Comparator<String> NAME_ORDER = Comparator.comparingInt(String::length)
-            .thenComparing(Comparator.naturalOrder());
+    private static final Comparator<String> NAME_ORDER =
+            Comparator.comparingInt(String::length).thenComparing(Comparator.naturalOrder());
 
     /** Nodes first, then blocks, each in {@link #NAME_ORDER}. */
-    private static final Comparator<Entity> ENTITY_ORDER = Comparator.comparing(Entity::kind)
-            .thenComparing(Entity::id, NAME_ORDER);
+    private static final Comparator<Entity> ENTITY_ORDER =
+            Comparator.comparing(Entity::kind).thenComparing(Entity::id, NAME_ORDER);
 
     /** Where a surviving host's NodeEntity lived at the kill. */
     enum Place {
@@ -72,7 +72,12 @@ final class Failover {
      * @param addAfterNanos from the SIGKILL to the earliest completion of a successful WORKLOAD ADD
      *     on the host invoked at or after it, or {@link #NEVER}: how long ADD was unavailable
      */
-    record HostAfterKill(String host, Place place, String livedOn, long recoveredAfterNanos, String recoveredOn,
+    record HostAfterKill(
+            String host,
+            Place place,
+            String livedOn,
+            long recoveredAfterNanos,
+            String recoveredOn,
             long addAfterNanos) {
         boolean affected() {
             return place == Place.KILLED_MEMBER;
@@ -125,7 +130,11 @@ final class Failover {
      * @param entities every entity that lived on the killed member at the SIGKILL, nodes first,
      *     then blocks, in name order
      */
-    record Kill(long atNanos, String member, long nextFaultNanos, List<HostAfterKill> hosts,
+    record Kill(
+            long atNanos,
+            String member,
+            long nextFaultNanos,
+            List<HostAfterKill> hosts,
             List<EntityAfterKill> entities) {}
 
     /**
@@ -148,18 +157,31 @@ final class Failover {
      * @param faults the history's faults and events; only injected faults of kind {@link #KILL}
      *     are kills, the others only bound them ({@link Kill#nextFaultNanos()})
      */
-    static List<Kill> analyze(List<FaultRecord> faults, List<Recovery> recoveries, List<Operation> ops) {
+    static List<Kill> analyze(
+            List<FaultRecord> faults, List<Recovery> recoveries, List<Operation> ops) {
         // Each entity's recoveries in time order (a stable sort: equal times keep the logs' order).
         Map<Entity, List<Recovery>> timelines = new TreeMap<>(ENTITY_ORDER);
-        recoveries.stream().sorted(Comparator.comparingLong(Recovery::atNanos))
+        recoveries.stream()
+                .sorted(Comparator.comparingLong(Recovery::atNanos))
                 .forEach(r -> timelines.computeIfAbsent(r.entity(), e -> new ArrayList<>()).add(r));
-        List<Operation> okAdds = ops.stream()
-                .filter(op -> op.phase() == Phase.WORKLOAD && op.kind() == Kind.ADD && op.ok()).toList();
+        List<Operation> okAdds =
+                ops.stream()
+                        .filter(
+                                op ->
+                                        op.phase() == Phase.WORKLOAD
+                                                && op.kind() == Kind.ADD
+                                                && op.ok())
+                        .toList();
         Set<String> hosts = new TreeSet<>(NAME_ORDER);
         ops.stream().filter(op -> op.phase() == Phase.WORKLOAD).forEach(op -> hosts.add(op.host()));
-        timelines.keySet().stream().filter(e -> e.kind() == EntityKind.NODE).forEach(e -> hosts.add(e.id()));
-        List<FaultRecord> injected = faults.stream().filter(FaultRecord::injected)
-                .sorted(Comparator.comparingLong(FaultRecord::startNanos)).toList();
+        timelines.keySet().stream()
+                .filter(e -> e.kind() == EntityKind.NODE)
+                .forEach(e -> hosts.add(e.id()));
+        List<FaultRecord> injected =
+                faults.stream()
+                        .filter(FaultRecord::injected)
+                        .sorted(Comparator.comparingLong(FaultRecord::startNanos))
+                        .toList();
         List<Kill> kills = new ArrayList<>();
         for (int i = 0; i < injected.size(); i++) {
             FaultRecord f = injected.get(i);
@@ -171,17 +193,25 @@ final class Failover {
             List<HostAfterKill> outcomes = new ArrayList<>();
             for (String host : hosts) {
                 if (!host.equals(f.target())) {
-                    outcomes.add(outcome(host, f.target(), t0,
-                            around(timelines.getOrDefault(Entity.node(host), List.of()), t0), okAdds));
+                    outcomes.add(
+                            outcome(
+                                    host,
+                                    f.target(),
+                                    t0,
+                                    around(
+                                            timelines.getOrDefault(Entity.node(host), List.of()),
+                                            t0),
+                                    okAdds));
                 }
             }
             List<EntityAfterKill> entities = new ArrayList<>();
-            timelines.forEach((entity, timeline) -> {
-                Around at = around(timeline, t0);
-                if (at.before() != null && at.before().member().equals(f.target())) {
-                    entities.add(fate(entity, f.target(), t0, next, at.after()));
-                }
-            });
+            timelines.forEach(
+                    (entity, timeline) -> {
+                        Around at = around(timeline, t0);
+                        if (at.before() != null && at.before().member().equals(f.target())) {
+                            entities.add(fate(entity, f.target(), t0, next, at.after()));
+                        }
+                    });
             kills.add(new Kill(t0, f.target(), next, List.copyOf(outcomes), List.copyOf(entities)));
         }
         return kills;
@@ -205,25 +235,41 @@ final class Failover {
         return new Around(before, null);
     }
 
-    private static HostAfterKill outcome(String host, String killed, long t0, Around node, List<Operation> okAdds) {
+    private static HostAfterKill outcome(
+            String host, String killed, long t0, Around node, List<Operation> okAdds) {
         Recovery before = node.before();
         Recovery after = node.after();
-        Place place = before == null ? Place.UNKNOWN
-                : before.member().equals(killed) ? Place.KILLED_MEMBER : Place.ELSEWHERE;
-        long add = okAdds.stream().filter(op -> op.host().equals(host) && op.invokedNanos() >= t0)
-                .mapToLong(Operation::completedNanos).min().orElse(NEVER);
-        return new HostAfterKill(host, place, before == null ? null : before.member(),
-                after == null ? NEVER : after.atNanos() - t0, after == null ? null : after.member(),
+        Place place =
+                before == null
+                        ? Place.UNKNOWN
+                        : before.member().equals(killed) ? Place.KILLED_MEMBER : Place.ELSEWHERE;
+        long add =
+                okAdds.stream()
+                        .filter(op -> op.host().equals(host) && op.invokedNanos() >= t0)
+                        .mapToLong(Operation::completedNanos)
+                        .min()
+                        .orElse(NEVER);
+        return new HostAfterKill(
+                host,
+                place,
+                before == null ? null : before.member(),
+                after == null ? NEVER : after.atNanos() - t0,
+                after == null ? null : after.member(),
                 add == NEVER ? NEVER : add - t0);
     }
 
     /** @param after the entity's first recovery at or after the kill, or {@code null} */
-    private static EntityAfterKill fate(Entity entity, String killed, long t0, long nextFaultNanos, Recovery after) {
+    private static EntityAfterKill fate(
+            Entity entity, String killed, long t0, long nextFaultNanos, Recovery after) {
         if (after == null) {
             return new EntityAfterKill(entity, Fate.NOT_RECOVERED, NEVER, null);
         }
-        Fate fate = after.atNanos() >= nextFaultNanos ? Fate.NOT_RECOVERED
-                : after.member().equals(killed) ? Fate.BACK_ON_KILLED_MEMBER : Fate.RECOVERED_ELSEWHERE;
+        Fate fate =
+                after.atNanos() >= nextFaultNanos
+                        ? Fate.NOT_RECOVERED
+                        : after.member().equals(killed)
+                                ? Fate.BACK_ON_KILLED_MEMBER
+                                : Fate.RECOVERED_ELSEWHERE;
         return new EntityAfterKill(entity, fate, after.atNanos() - t0, after.member());
     }
 
@@ -257,15 +303,21 @@ final class Failover {
     static String section(List<FaultRecord> faults, AgentLogs.Read logs, List<Operation> ops) {
         String title = "failover after kills (NodeEntity on the killed member): ";
         List<Kill> kills = analyze(faults, logs.recoveries(), ops);
-        String unread = logs.problems().isEmpty() ? ""
-                : " (agent logs not read: " + String.join("; ", logs.problems()) + ")";
+        String unread =
+                logs.problems().isEmpty()
+                        ? ""
+                        : " (agent logs not read: " + String.join("; ", logs.problems()) + ")";
         if (kills.isEmpty()) {
             return title + "no kill in this run" + unread + "\n";
         }
         String count = kills.size() + (kills.size() == 1 ? " kill" : " kills");
         if (logs.recoveries().isEmpty()) {
-            return title + count + ", but no \"recovered node entity\" or \"recovered block\" line in the agents' "
-                    + "logs: cannot tell which hosts and entities it affected" + unread + "\n";
+            return title
+                    + count
+                    + ", but no \"recovered node entity\" or \"recovered block\" line in the agents' "
+                    + "logs: cannot tell which hosts and entities it affected"
+                    + unread
+                    + "\n";
         }
         List<HostAfterKill> affected = new ArrayList<>();
         List<HostAfterKill> others = new ArrayList<>();
@@ -280,30 +332,53 @@ final class Failover {
             }
         }
         StringBuilder b = new StringBuilder(title);
-        b.append(affected.size()).append(" host-kills in ").append(count).append("; ")
-                .append(describe("ADD unavailable", stats(addWindows(affected)), "without an ok ADD in the workload"))
+        b.append(affected.size())
+                .append(" host-kills in ")
+                .append(count)
                 .append("; ")
-                .append(describe("NodeEntity recovered",
-                        stats(affected.stream().map(HostAfterKill::recoveredAfterNanos).toList()), "never recovered"))
+                .append(
+                        describe(
+                                "ADD unavailable",
+                                stats(addWindows(affected)),
+                                "without an ok ADD in the workload"))
                 .append("; ")
-                .append(describe("other surviving hosts' ADD window", stats(addWindows(others)),
-                        "without an ok ADD in the workload"));
+                .append(
+                        describe(
+                                "NodeEntity recovered",
+                                stats(
+                                        affected.stream()
+                                                .map(HostAfterKill::recoveredAfterNanos)
+                                                .toList()),
+                                "never recovered"))
+                .append("; ")
+                .append(
+                        describe(
+                                "other surviving hosts' ADD window",
+                                stats(addWindows(others)),
+                                "without an ok ADD in the workload"));
         if (unknown > 0) {
-            b.append("; ").append(unknown)
-                    .append(" host-kills with the NodeEntity's member unknown (no recovery line before the kill)");
+            b.append("; ")
+                    .append(unknown)
+                    .append(
+                            " host-kills with the NodeEntity's member unknown (no recovery line before the kill)");
         }
         b.append(unread).append('\n');
         b.append(moves(kills)).append('\n');
         boolean marked = false;
         for (Kill k : kills) {
-            b.append("  kill ").append(k.member()).append(" at ").append(Times.seconds(k.atNanos())).append(':')
+            b.append("  kill ")
+                    .append(k.member())
+                    .append(" at ")
+                    .append(Times.seconds(k.atNanos()))
+                    .append(':')
                     .append(k.hosts().isEmpty() ? " no other host" : "");
             String separator = " ";
             for (HostAfterKill h : k.hosts()) {
                 b.append(separator).append(describe(h, k));
                 separator = "; ";
-                marked |= pastNextFault(h.addAfterNanos(), k)
-                        || (h.affected() && pastNextFault(h.recoveredAfterNanos(), k));
+                marked |=
+                        pastNextFault(h.addAfterNanos(), k)
+                                || (h.affected() && pastNextFault(h.recoveredAfterNanos(), k));
             }
             b.append("; ").append(describeEntities(k)).append('\n');
         }
@@ -324,15 +399,23 @@ final class Failover {
         List<HostAfterKill> waited = new ArrayList<>();
         for (Kill k : kills) {
             lived += k.entities().size();
-            k.entities().stream().filter(EntityAfterKill::recoveredElsewhere)
+            k.entities().stream()
+                    .filter(EntityAfterKill::recoveredElsewhere)
                     .forEach(e -> recovered.add(e.recoveredAfterNanos()));
             k.hosts().stream().filter(HostAfterKill::waited).forEach(waited::add);
         }
-        StringBuilder b = new StringBuilder("entities moved by kills: ").append(lived)
-                .append(" lived on killed members, ").append(recovered.size()).append(" recovered on a survivor");
+        StringBuilder b =
+                new StringBuilder("entities moved by kills: ")
+                        .append(lived)
+                        .append(" lived on killed members, ")
+                        .append(recovered.size())
+                        .append(" recovered on a survivor");
         Stats r = stats(recovered);
         if (r != null) {
-            b.append(": median ").append(seconds(r.medianNanos())).append(", worst ").append(seconds(r.worstNanos()))
+            b.append(": median ")
+                    .append(seconds(r.medianNanos()))
+                    .append(", worst ")
+                    .append(seconds(r.worstNanos()))
                     .append(" after the kill");
         }
         b.append("; surviving hosts that waited for an ADD: ");
@@ -340,9 +423,19 @@ final class Failover {
         if (w == null) {
             return b.append("none").toString();
         }
-        return b.append(w.count()).append(" host-kills, median ").append(seconds(w.medianNanos())).append(", worst ")
+        return b.append(w.count())
+                .append(" host-kills, median ")
+                .append(seconds(w.medianNanos()))
+                .append(", worst ")
                 .append(seconds(w.worstNanos()))
-                .append(w.never() == 0 ? "" : " (" + w.never() + " of " + w.count() + " without an ok ADD in the workload)")
+                .append(
+                        w.never() == 0
+                                ? ""
+                                : " ("
+                                        + w.never()
+                                        + " of "
+                                        + w.count()
+                                        + " without an ok ADD in the workload)")
                 .toString();
     }
 
@@ -352,13 +445,23 @@ final class Failover {
         if (k.entities().isEmpty()) {
             return b.append("none").toString();
         }
-        long nodes = k.entities().stream().filter(e -> e.entity().kind() == EntityKind.NODE).count();
+        long nodes =
+                k.entities().stream().filter(e -> e.entity().kind() == EntityKind.NODE).count();
         long blocks = k.entities().size() - nodes;
-        List<Long> times = k.entities().stream().filter(EntityAfterKill::recoveredElsewhere)
-                .map(EntityAfterKill::recoveredAfterNanos).sorted().toList();
-        long back = k.entities().stream().filter(e -> e.fate() == Fate.BACK_ON_KILLED_MEMBER).count();
-        b.append(nodes).append(nodes == 1 ? " node, " : " nodes, ").append(blocks).append(blocks == 1 ? " block, " : " blocks, ")
-                .append(times.size()).append(" recovered elsewhere");
+        List<Long> times =
+                k.entities().stream()
+                        .filter(EntityAfterKill::recoveredElsewhere)
+                        .map(EntityAfterKill::recoveredAfterNanos)
+                        .sorted()
+                        .toList();
+        long back =
+                k.entities().stream().filter(e -> e.fate() == Fate.BACK_ON_KILLED_MEMBER).count();
+        b.append(nodes)
+                .append(nodes == 1 ? " node, " : " nodes, ")
+                .append(blocks)
+                .append(blocks == 1 ? " block, " : " blocks, ")
+                .append(times.size())
+                .append(" recovered elsewhere");
         if (!times.isEmpty()) {
             String first = seconds(times.get(0));
             String last = seconds(times.get(times.size() - 1));
@@ -378,29 +481,48 @@ final class Failover {
     private static String describe(HostAfterKill h, Kill k) {
         StringBuilder b = new StringBuilder(h.host());
         switch (h.place()) {
-            case KILLED_MEMBER -> b.append(" affected, NodeEntity ").append(h.recoveredAfterNanos() == NEVER
-                    ? "never recovered" : "recovered on " + h.recoveredOn() + " " + after(h.recoveredAfterNanos(), k));
+            case KILLED_MEMBER ->
+                    b.append(" affected, NodeEntity ")
+                            .append(
+                                    h.recoveredAfterNanos() == NEVER
+                                            ? "never recovered"
+                                            : "recovered on "
+                                                    + h.recoveredOn()
+                                                    + " "
+                                                    + after(h.recoveredAfterNanos(), k));
             case ELSEWHERE -> {
                 b.append(" not affected (on ").append(h.livedOn()).append(')');
                 // A move before the next fault (e.g. a rebalance onto the restarted member)
                 // explains a longer ADD window; a later one belongs to another fault.
-                if (h.recoveredAfterNanos() != NEVER && k.atNanos() + h.recoveredAfterNanos() < k.nextFaultNanos()) {
-                    b.append(", moved to ").append(h.recoveredOn()).append(' ')
+                if (h.recoveredAfterNanos() != NEVER
+                        && k.atNanos() + h.recoveredAfterNanos() < k.nextFaultNanos()) {
+                    b.append(", moved to ")
+                            .append(h.recoveredOn())
+                            .append(' ')
                             .append(after(h.recoveredAfterNanos(), k));
                 }
             }
             case UNKNOWN -> b.append(" NodeEntity's member unknown");
         }
-        return b.append(h.addAfterNanos() == NEVER ? ", no ok ADD after the kill"
-                : ", ADD " + after(h.addAfterNanos(), k)).toString();
+        return b.append(
+                        h.addAfterNanos() == NEVER
+                                ? ", no ok ADD after the kill"
+                                : ", ADD " + after(h.addAfterNanos(), k))
+                .toString();
     }
 
     private static String describe(String what, Stats s, String missing) {
         if (s == null) {
             return what + ": none";
         }
-        return what + " median " + seconds(s.medianNanos()) + ", worst " + seconds(s.worstNanos())
-                + (s.never() == 0 ? "" : " (" + s.never() + " of " + s.count() + " " + missing + ")");
+        return what
+                + " median "
+                + seconds(s.medianNanos())
+                + ", worst "
+                + seconds(s.worstNanos())
+                + (s.never() == 0
+                        ? ""
+                        : " (" + s.never() + " of " + s.count() + " " + missing + ")");
     }
 
     /** @return e.g. {@code after 8.9 s}, marked when it ended past the next fault */

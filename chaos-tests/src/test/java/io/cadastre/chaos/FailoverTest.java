@@ -44,15 +44,36 @@ class FailoverTest {
     }
 
     private void op(Phase phase, Kind kind, String host, long from, long to, Status status) {
-        ops.add(new Operation(ops.size() + 1, phase, kind, Purpose.NEW, host, 0,
-                new Attachment(host, "c" + ops.size()), false, Times.millis(from), Times.millis(to), status,
-                status == Status.OK && kind == Kind.ADD ? List.of("10.0.0." + ops.size(), "fd00::" + ops.size()) : List.of(),
-                status == Status.OK ? 0 : 11, null));
+        ops.add(
+                new Operation(
+                        ops.size() + 1,
+                        phase,
+                        kind,
+                        Purpose.NEW,
+                        host,
+                        0,
+                        new Attachment(host, "c" + ops.size()),
+                        false,
+                        Times.millis(from),
+                        Times.millis(to),
+                        status,
+                        status == Status.OK && kind == Kind.ADD
+                                ? List.of("10.0.0." + ops.size(), "fd00::" + ops.size())
+                                : List.of(),
+                        status == Status.OK ? 0 : 11,
+                        null));
     }
 
     private void fault(String kind, String target, long fromMillis, long toMillis) {
-        faults.add(new FaultRecord(faults.size() + 1, true, kind, target, Times.millis(fromMillis), Times.millis(toMillis),
-                null));
+        faults.add(
+                new FaultRecord(
+                        faults.size() + 1,
+                        true,
+                        kind,
+                        target,
+                        Times.millis(fromMillis),
+                        Times.millis(toMillis),
+                        null));
     }
 
     private void recovered(long atMillis, String node, String member) {
@@ -98,7 +119,13 @@ class FailoverTest {
         add("host1", 41_000, 41_500);
         add("host4", 40_000, 40_100);
         add("host2", 39_000, 41_000); // invoked before the second kill
-        op(Phase.SETTLE, Kind.ADD, "host2", 100_000, 100_100, Status.OK); // after the workload: does not count
+        op(
+                Phase.SETTLE,
+                Kind.ADD,
+                "host2",
+                100_000,
+                100_100,
+                Status.OK); // after the workload: does not count
     }
 
     private static HostAfterKill host(Kill kill, String host) {
@@ -114,10 +141,19 @@ class FailoverTest {
         assertEquals("host1", first.member());
         assertEquals(Times.millis(10_000), first.atNanos());
         assertEquals(Times.millis(40_000), first.nextFaultNanos());
-        assertEquals(List.of("host2", "host3", "host4"), first.hosts().stream().map(HostAfterKill::host).toList(),
+        assertEquals(
+                List.of("host2", "host3", "host4"),
+                first.hosts().stream().map(HostAfterKill::host).toList(),
                 "every host but the killed member's own");
-        assertEquals(new HostAfterKill("host2", Place.KILLED_MEMBER, "host1", Times.millis(8_100), "host3",
-                Times.millis(8_900)), host(first, "host2"));
+        assertEquals(
+                new HostAfterKill(
+                        "host2",
+                        Place.KILLED_MEMBER,
+                        "host1",
+                        Times.millis(8_100),
+                        "host3",
+                        Times.millis(8_900)),
+                host(first, "host2"));
     }
 
     @Test
@@ -144,11 +180,24 @@ class FailoverTest {
         twoKills();
         Kill second = Failover.analyze(faults, recoveries, ops).get(1);
         assertEquals("host3", second.member());
-        assertEquals(Times.millis(45_000), second.nextFaultNanos(), "the pause, a fault of another kind");
+        assertEquals(
+                Times.millis(45_000),
+                second.nextFaultNanos(),
+                "the pause, a fault of another kind");
         HostAfterKill host2 = host(second, "host2");
-        assertEquals(new HostAfterKill("host2", Place.KILLED_MEMBER, "host3", Times.millis(9_100), "host1",
-                Failover.NEVER), host2);
-        assertEquals(Place.ELSEWHERE, host(second, "host1").place(), "host1's entity recovered on host1 at 25 s");
+        assertEquals(
+                new HostAfterKill(
+                        "host2",
+                        Place.KILLED_MEMBER,
+                        "host3",
+                        Times.millis(9_100),
+                        "host1",
+                        Failover.NEVER),
+                host2);
+        assertEquals(
+                Place.ELSEWHERE,
+                host(second, "host1").place(),
+                "host1's entity recovered on host1 at 25 s");
         assertEquals(Times.millis(1_500), host(second, "host1").addAfterNanos());
     }
 
@@ -156,9 +205,16 @@ class FailoverTest {
     void theMedianIsTheUsualOneAndNeverSortsLast() {
         assertNull(Failover.stats(List.of()));
         assertEquals(new Failover.Stats(3, 0, 5, 9), Failover.stats(List.of(9L, 1L, 5L)));
-        assertEquals(new Failover.Stats(4, 0, 4, 9), Failover.stats(List.of(9L, 1L, 5L, 3L)), "(3 + 5) / 2");
-        assertEquals(new Failover.Stats(3, 1, 5, Failover.NEVER), Failover.stats(List.of(Failover.NEVER, 1L, 5L)));
-        assertEquals(new Failover.Stats(2, 1, Failover.NEVER, Failover.NEVER), Failover.stats(List.of(Failover.NEVER, 1L)));
+        assertEquals(
+                new Failover.Stats(4, 0, 4, 9),
+                Failover.stats(List.of(9L, 1L, 5L, 3L)),
+                "(3 + 5) / 2");
+        assertEquals(
+                new Failover.Stats(3, 1, 5, Failover.NEVER),
+                Failover.stats(List.of(Failover.NEVER, 1L, 5L)));
+        assertEquals(
+                new Failover.Stats(2, 1, Failover.NEVER, Failover.NEVER),
+                Failover.stats(List.of(Failover.NEVER, 1L)));
     }
 
     @Test
@@ -166,24 +222,31 @@ class FailoverTest {
         twoKills();
         String section = Failover.section(faults, new AgentLogs.Read(recoveries, List.of()), ops);
         List<String> lines = section.lines().toList();
-        assertEquals("failover after kills (NodeEntity on the killed member): 2 host-kills in 2 kills; "
-                + "ADD unavailable median never, worst never (1 of 2 without an ok ADD in the workload); "
-                + "NodeEntity recovered median 8.6 s, worst 9.1 s; "
-                + "other surviving hosts' ADD window median 1.0 s, worst 1.5 s; "
-                + "2 host-kills with the NodeEntity's member unknown (no recovery line before the kill)", lines.get(0));
+        assertEquals(
+                "failover after kills (NodeEntity on the killed member): 2 host-kills in 2 kills; "
+                        + "ADD unavailable median never, worst never (1 of 2 without an ok ADD in the workload); "
+                        + "NodeEntity recovered median 8.6 s, worst 9.1 s; "
+                        + "other surviving hosts' ADD window median 1.0 s, worst 1.5 s; "
+                        + "2 host-kills with the NodeEntity's member unknown (no recovery line before the kill)",
+                lines.get(0));
         // host1's own NodeEntity came back on host1, restarted; host2's moved to host3 (8.1 s) at
         // the first kill, and came back on host1 only after the pause at the second.
-        assertEquals("entities moved by kills: 4 lived on killed members, 1 recovered on a survivor: median 8.1 s, "
-                + "worst 8.1 s after the kill; surviving hosts that waited for an ADD: 4 host-kills, median 5.2 s, "
-                + "worst never (1 of 4 without an ok ADD in the workload)", lines.get(1));
-        assertEquals("  kill host1 at 10.000s: host2 affected, NodeEntity recovered on host3 after 8.1 s, ADD after 8.9 s; "
-                + "host3 not affected (on host3), ADD after 0.5 s; host4 NodeEntity's member unknown, ADD after 1.2 s; "
-                + "entities on host1: 2 nodes, 0 blocks, 1 recovered elsewhere 8.1 s, 1 back on host1",
+        assertEquals(
+                "entities moved by kills: 4 lived on killed members, 1 recovered on a survivor: median 8.1 s, "
+                        + "worst 8.1 s after the kill; surviving hosts that waited for an ADD: 4 host-kills, median 5.2 s, "
+                        + "worst never (1 of 4 without an ok ADD in the workload)",
+                lines.get(1));
+        assertEquals(
+                "  kill host1 at 10.000s: host2 affected, NodeEntity recovered on host3 after 8.1 s, ADD after 8.9 s; "
+                        + "host3 not affected (on host3), ADD after 0.5 s; host4 NodeEntity's member unknown, ADD after 1.2 s; "
+                        + "entities on host1: 2 nodes, 0 blocks, 1 recovered elsewhere 8.1 s, 1 back on host1",
                 lines.get(2));
-        assertEquals("  kill host3 at 40.000s: host1 not affected (on host1), ADD after 1.5 s; "
-                + "host2 affected, NodeEntity recovered on host1 after 9.1 s*, no ok ADD after the kill; "
-                + "host4 NodeEntity's member unknown, ADD after 0.1 s; "
-                + "entities on host3: 2 nodes, 0 blocks, 0 recovered elsewhere", lines.get(3));
+        assertEquals(
+                "  kill host3 at 40.000s: host1 not affected (on host1), ADD after 1.5 s; "
+                        + "host2 affected, NodeEntity recovered on host1 after 9.1 s*, no ok ADD after the kill; "
+                        + "host4 NodeEntity's member unknown, ADD after 0.1 s; "
+                        + "entities on host3: 2 nodes, 0 blocks, 0 recovered elsewhere",
+                lines.get(3));
         assertEquals("  (* ended after the next fault had started)", lines.get(4));
         assertEquals(5, lines.size());
     }
@@ -193,12 +256,18 @@ class FailoverTest {
         recovered(1_000, "host2", "host1");
         add("host2", 2_000, 3_000);
         fault("pause", "host1", 5_000, 6_000);
-        assertEquals("failover after kills (NodeEntity on the killed member): no kill in this run\n",
+        assertEquals(
+                "failover after kills (NodeEntity on the killed member): no kill in this run\n",
                 Failover.section(faults, new AgentLogs.Read(recoveries, List.of()), ops));
         fault("kill", "host1", 10_000, 12_000);
-        String none = Failover.section(faults, new AgentLogs.Read(List.of(), List.of("host3: no agent.log")), ops);
-        assertTrue(none.startsWith("failover after kills (NodeEntity on the killed member): 1 kill, but no "
-                + "\"recovered node entity\" or \"recovered block\" line"), none);
+        String none =
+                Failover.section(
+                        faults, new AgentLogs.Read(List.of(), List.of("host3: no agent.log")), ops);
+        assertTrue(
+                none.startsWith(
+                        "failover after kills (NodeEntity on the killed member): 1 kill, but no "
+                                + "\"recovered node entity\" or \"recovered block\" line"),
+                none);
         assertTrue(none.contains("(agent logs not read: host3: no agent.log)"), none);
         assertEquals(1, none.lines().count());
     }
@@ -213,14 +282,19 @@ class FailoverTest {
         recovered(35_000, "host2", "host3"); // after the next fault: that fault's doing
         add("host2", 10_000, 10_300);
         add("host3", 10_000, 15_500);
-        List<String> lines = Failover.section(faults, new AgentLogs.Read(recoveries, List.of()), ops).lines().toList();
-        assertEquals(List.of("failover after kills (NodeEntity on the killed member): 0 host-kills in 1 kill; "
-                + "ADD unavailable: none; NodeEntity recovered: none; "
-                + "other surviving hosts' ADD window median 2.9 s, worst 5.5 s",
-                "entities moved by kills: 0 lived on killed members, 0 recovered on a survivor; "
-                + "surviving hosts that waited for an ADD: 1 host-kills, median 5.5 s, worst 5.5 s",
-                "  kill host1 at 10.000s: host2 not affected (on host2), ADD after 0.3 s; "
-                + "host3 not affected (on host3), moved to host1 after 5.0 s, ADD after 5.5 s; entities on host1: none"),
+        List<String> lines =
+                Failover.section(faults, new AgentLogs.Read(recoveries, List.of()), ops)
+                        .lines()
+                        .toList();
+        assertEquals(
+                List.of(
+                        "failover after kills (NodeEntity on the killed member): 0 host-kills in 1 kill; "
+                                + "ADD unavailable: none; NodeEntity recovered: none; "
+                                + "other surviving hosts' ADD window median 2.9 s, worst 5.5 s",
+                        "entities moved by kills: 0 lived on killed members, 0 recovered on a survivor; "
+                                + "surviving hosts that waited for an ADD: 1 host-kills, median 5.5 s, worst 5.5 s",
+                        "  kill host1 at 10.000s: host2 not affected (on host2), ADD after 0.3 s; "
+                                + "host3 not affected (on host3), moved to host1 after 5.0 s, ADD after 5.5 s; entities on host1: none"),
                 lines);
     }
 
@@ -265,8 +339,17 @@ class FailoverTest {
     }
 
     private static EntityAfterKill entity(Kill kill, Entity entity) {
-        return kill.entities().stream().filter(e -> e.entity().equals(entity)).findFirst().orElseThrow(
-                () -> new AssertionError(entity + " did not live on " + kill.member() + ": " + kill.entities()));
+        return kill.entities().stream()
+                .filter(e -> e.entity().equals(entity))
+                .findFirst()
+                .orElseThrow(
+                        () ->
+                                new AssertionError(
+                                        entity
+                                                + " did not live on "
+                                                + kill.member()
+                                                + ": "
+                                                + kill.entities()));
     }
 
     @Test
@@ -274,32 +357,50 @@ class FailoverTest {
         blockMoves();
         List<Kill> kills = Failover.analyze(faults, recoveries, ops);
         assertEquals(2, kills.size());
-        assertEquals(List.of(Entity.node("h2"), Entity.block(HOME), Entity.block(A), Entity.block(IDLE),
-                Entity.block(LATE), Entity.block(B)), kills.get(0).entities().stream().map(EntityAfterKill::entity).toList(),
+        assertEquals(
+                List.of(
+                        Entity.node("h2"),
+                        Entity.block(HOME),
+                        Entity.block(A),
+                        Entity.block(IDLE),
+                        Entity.block(LATE),
+                        Entity.block(B)),
+                kills.get(0).entities().stream().map(EntityAfterKill::entity).toList(),
                 "nodes first; not LEFT, which had moved to h1; not h1's or h3's NodeEntity");
-        assertEquals(List.of(Entity.node("h3"), Entity.block(A)),
-                kills.get(1).entities().stream().map(EntityAfterKill::entity).toList(), "A had moved to h3");
+        assertEquals(
+                List.of(Entity.node("h3"), Entity.block(A)),
+                kills.get(1).entities().stream().map(EntityAfterKill::entity).toList(),
+                "A had moved to h3");
     }
 
     @Test
     void aBlockThatRecoveredOnASurvivorBeforeTheNextFaultMoved() {
         blockMoves();
         List<Kill> kills = Failover.analyze(faults, recoveries, ops);
-        assertEquals(new EntityAfterKill(Entity.block(A), Fate.RECOVERED_ELSEWHERE, Times.millis(8_700), "h3"),
+        assertEquals(
+                new EntityAfterKill(
+                        Entity.block(A), Fate.RECOVERED_ELSEWHERE, Times.millis(8_700), "h3"),
                 entity(kills.get(0), Entity.block(A)));
-        assertEquals(new EntityAfterKill(Entity.block(B), Fate.RECOVERED_ELSEWHERE, Times.millis(9_900), "h1"),
+        assertEquals(
+                new EntityAfterKill(
+                        Entity.block(B), Fate.RECOVERED_ELSEWHERE, Times.millis(9_900), "h1"),
                 entity(kills.get(0), Entity.block(B)));
-        assertEquals(new EntityAfterKill(Entity.block(A), Fate.RECOVERED_ELSEWHERE, Times.millis(10_400), "h1"),
-                entity(kills.get(1), Entity.block(A)), "no next fault: any later recovery counts");
+        assertEquals(
+                new EntityAfterKill(
+                        Entity.block(A), Fate.RECOVERED_ELSEWHERE, Times.millis(10_400), "h1"),
+                entity(kills.get(1), Entity.block(A)),
+                "no next fault: any later recovery counts");
     }
 
     @Test
     void anIdleBlockThatNeverRecoveredIsNotAFailoverRecovery() {
         blockMoves();
         Kill first = Failover.analyze(faults, recoveries, ops).get(0);
-        assertEquals(new EntityAfterKill(Entity.block(IDLE), Fate.NOT_RECOVERED, Failover.NEVER, null),
+        assertEquals(
+                new EntityAfterKill(Entity.block(IDLE), Fate.NOT_RECOVERED, Failover.NEVER, null),
                 entity(first, Entity.block(IDLE)));
-        assertEquals(new EntityAfterKill(Entity.node("h3"), Fate.NOT_RECOVERED, Failover.NEVER, null),
+        assertEquals(
+                new EntityAfterKill(Entity.node("h3"), Fate.NOT_RECOVERED, Failover.NEVER, null),
                 entity(Failover.analyze(faults, recoveries, ops).get(1), Entity.node("h3")));
     }
 
@@ -308,7 +409,9 @@ class FailoverTest {
         blockMoves();
         Kill first = Failover.analyze(faults, recoveries, ops).get(0);
         assertEquals(Times.millis(40_000), first.nextFaultNanos());
-        assertEquals(new EntityAfterKill(Entity.block(LATE), Fate.NOT_RECOVERED, Times.millis(35_000), "h1"),
+        assertEquals(
+                new EntityAfterKill(
+                        Entity.block(LATE), Fate.NOT_RECOVERED, Times.millis(35_000), "h1"),
                 entity(first, Entity.block(LATE)));
         assertFalse(entity(first, Entity.block(LATE)).recoveredElsewhere());
     }
@@ -317,9 +420,13 @@ class FailoverTest {
     void anEntityThatCameBackOnTheRestartedMemberDidNotMove() {
         blockMoves();
         Kill first = Failover.analyze(faults, recoveries, ops).get(0);
-        assertEquals(new EntityAfterKill(Entity.block(HOME), Fate.BACK_ON_KILLED_MEMBER, Times.millis(19_000), "h2"),
+        assertEquals(
+                new EntityAfterKill(
+                        Entity.block(HOME), Fate.BACK_ON_KILLED_MEMBER, Times.millis(19_000), "h2"),
                 entity(first, Entity.block(HOME)));
-        assertEquals(new EntityAfterKill(Entity.node("h2"), Fate.BACK_ON_KILLED_MEMBER, Times.millis(18_000), "h2"),
+        assertEquals(
+                new EntityAfterKill(
+                        Entity.node("h2"), Fate.BACK_ON_KILLED_MEMBER, Times.millis(18_000), "h2"),
                 entity(first, Entity.node("h2")));
     }
 
@@ -331,31 +438,58 @@ class FailoverTest {
         assertFalse(host(kills.get(0), "h3").waited(), "0.4 s");
         assertTrue(host(kills.get(1), "h2").waited(), "11.0 s");
         assertFalse(host(kills.get(1), "h1").waited(), "0.2 s");
-        assertFalse(new HostAfterKill("h9", Place.ELSEWHERE, "h9", Failover.NEVER, null, Times.millis(1_000)).waited(),
+        assertFalse(
+                new HostAfterKill(
+                                "h9",
+                                Place.ELSEWHERE,
+                                "h9",
+                                Failover.NEVER,
+                                null,
+                                Times.millis(1_000))
+                        .waited(),
                 "exactly 1 s is not over it");
-        assertTrue(new HostAfterKill("h9", Place.ELSEWHERE, "h9", Failover.NEVER, null, Times.millis(1_001)).waited());
-        assertTrue(new HostAfterKill("h9", Place.ELSEWHERE, "h9", Failover.NEVER, null, Failover.NEVER).waited(),
+        assertTrue(
+                new HostAfterKill(
+                                "h9",
+                                Place.ELSEWHERE,
+                                "h9",
+                                Failover.NEVER,
+                                null,
+                                Times.millis(1_001))
+                        .waited());
+        assertTrue(
+                new HostAfterKill("h9", Place.ELSEWHERE, "h9", Failover.NEVER, null, Failover.NEVER)
+                        .waited(),
                 "no ok ADD after the kill");
     }
 
     @Test
     void theSectionCountsTheEntitiesThatMovedAndTheHostsThatWaited() {
         blockMoves();
-        List<String> lines = Failover.section(faults, new AgentLogs.Read(recoveries, List.of()), ops).lines().toList();
-        assertEquals(List.of("failover after kills (NodeEntity on the killed member): 0 host-kills in 2 kills; "
-                + "ADD unavailable: none; NodeEntity recovered: none; "
-                + "other surviving hosts' ADD window median 5.1 s, worst 11.0 s",
-                "entities moved by kills: 8 lived on killed members, 3 recovered on a survivor: median 9.9 s, "
-                + "worst 10.4 s after the kill; surviving hosts that waited for an ADD: 2 host-kills, median 10.4 s, "
-                + "worst 11.0 s",
-                "  kill h2 at 10.000s: h1 not affected (on h1), ADD after 9.8 s; h3 not affected (on h3), ADD after 0.4 s; "
-                + "entities on h2: 1 node, 5 blocks, 2 recovered elsewhere 8.7-9.9 s, 2 back on h2",
-                "  kill h3 at 60.000s: h1 not affected (on h1), ADD after 0.2 s; h2 not affected (on h2), ADD after 11.0 s; "
-                + "entities on h3: 1 node, 1 block, 1 recovered elsewhere 10.4 s"), lines);
+        List<String> lines =
+                Failover.section(faults, new AgentLogs.Read(recoveries, List.of()), ops)
+                        .lines()
+                        .toList();
+        assertEquals(
+                List.of(
+                        "failover after kills (NodeEntity on the killed member): 0 host-kills in 2 kills; "
+                                + "ADD unavailable: none; NodeEntity recovered: none; "
+                                + "other surviving hosts' ADD window median 5.1 s, worst 11.0 s",
+                        "entities moved by kills: 8 lived on killed members, 3 recovered on a survivor: median 9.9 s, "
+                                + "worst 10.4 s after the kill; surviving hosts that waited for an ADD: 2 host-kills, median 10.4 s, "
+                                + "worst 11.0 s",
+                        "  kill h2 at 10.000s: h1 not affected (on h1), ADD after 9.8 s; h3 not affected (on h3), ADD after 0.4 s; "
+                                + "entities on h2: 1 node, 5 blocks, 2 recovered elsewhere 8.7-9.9 s, 2 back on h2",
+                        "  kill h3 at 60.000s: h1 not affected (on h1), ADD after 0.2 s; h2 not affected (on h2), ADD after 11.0 s; "
+                                + "entities on h3: 1 node, 1 block, 1 recovered elsewhere 10.4 s"),
+                lines);
     }
 
-    private static long epochMillis(int year, int month, int day, int hour, int minute, int second) {
-        return ZonedDateTime.of(year, month, day, hour, minute, second, 0, ZONE).toInstant().toEpochMilli();
+    private static long epochMillis(
+            int year, int month, int day, int hour, int minute, int second) {
+        return ZonedDateTime.of(year, month, day, hour, minute, second, 0, ZONE)
+                .toInstant()
+                .toEpochMilli();
     }
 
     private static final String NODE_ENTITY = " INFO  i.c.shards.NodeEntity - ";
@@ -364,93 +498,181 @@ class FailoverTest {
     @Test
     void logTimesAcrossMidnightFollowTheRun() {
         long origin = epochMillis(2024, 5, 31, 23, 59, 50);
-        List<Recovery> found = AgentLogs.parse("host3", List.of(
-                "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting", // read a little before the origin
-                "23:59:55.000" + NODE_ENTITY + "recovered node entity host2: 17 attachments, 3 affine blocks",
-                "00:00:05.250 INFO  io.cadastre.shards.NodeEntity - recovered node entity host3: 0 attachments, 0 affine blocks"),
-                origin, ZONE);
-        assertEquals(List.of(node(5_000_000_000L, "host2", "host3"), node(15_250_000_000L, "host3", "host3")),
+        List<Recovery> found =
+                AgentLogs.parse(
+                        "host3",
+                        List.of(
+                                "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting", // read a
+                                // little
+                                // before the
+                                // origin
+                                "23:59:55.000"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host2: 17 attachments, 3 affine blocks",
+                                "00:00:05.250 INFO  io.cadastre.shards.NodeEntity - recovered node entity host3: 0 attachments, 0 affine blocks"),
+                        origin,
+                        ZONE);
+        assertEquals(
+                List.of(
+                        node(5_000_000_000L, "host2", "host3"),
+                        node(15_250_000_000L, "host3", "host3")),
                 found);
         // A member whose log starts after midnight.
-        assertEquals(List.of(node(11_000_000_000L, "host1", "host1")), AgentLogs.parse("host1",
-                List.of("00:00:01.000" + NODE_ENTITY + "recovered node entity host1: 1 attachments, 1 affine blocks"),
-                origin, ZONE));
+        assertEquals(
+                List.of(node(11_000_000_000L, "host1", "host1")),
+                AgentLogs.parse(
+                        "host1",
+                        List.of(
+                                "00:00:01.000"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host1: 1 attachments, 1 affine blocks"),
+                        origin,
+                        ZONE));
         // A line stamped a little before the origin is just before it, not nearly a day later.
-        assertEquals(List.of(node(-10_000_000L, "host1", "host1")), AgentLogs.parse("host1",
-                List.of("23:59:49.990" + NODE_ENTITY + "recovered node entity host1: 1 attachments, 1 affine blocks"),
-                origin, ZONE));
+        assertEquals(
+                List.of(node(-10_000_000L, "host1", "host1")),
+                AgentLogs.parse(
+                        "host1",
+                        List.of(
+                                "23:59:49.990"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host1: 1 attachments, 1 affine blocks"),
+                        origin,
+                        ZONE));
     }
 
     @Test
     void aLongSoakCrossesMidnightToo() {
         long origin = epochMillis(2024, 6, 3, 10, 0, 0);
         List<String> lines = new ArrayList<>();
-        for (String time : List.of("16:00:00.000", "22:00:00.000", "03:00:00.000", "09:00:00.000", "10:30:00.000")) {
-            lines.add(time + NODE_ENTITY + "recovered node entity host2: 1 attachments, 1 affine blocks");
+        for (String time :
+                List.of(
+                        "16:00:00.000",
+                        "22:00:00.000",
+                        "03:00:00.000",
+                        "09:00:00.000",
+                        "10:30:00.000")) {
+            lines.add(
+                    time
+                            + NODE_ENTITY
+                            + "recovered node entity host2: 1 attachments, 1 affine blocks");
         }
-        assertEquals(List.of(6.0, 12.0, 17.0, 23.0, 24.5), AgentLogs.parse("host1", lines, origin, ZONE).stream()
-                .map(r -> r.atNanos() / 3_600e9).toList(), "hours since the origin");
+        assertEquals(
+                List.of(6.0, 12.0, 17.0, 23.0, 24.5),
+                AgentLogs.parse("host1", lines, origin, ZONE).stream()
+                        .map(r -> r.atNanos() / 3_600e9)
+                        .toList(),
+                "hours since the origin");
     }
 
     @Test
     void otherLinesAndGarbageAreSkipped() {
         long origin = epochMillis(2024, 6, 3, 14, 0, 0);
-        List<Recovery> found = AgentLogs.parse("host2", List.of(
-                "",
-                "garbage",
-                "\u0000\u00ff\ufffd binary",
-                "Exception in thread \"main\" java.lang.IllegalStateException: recovered node entity host9: 1 attachments, "
-                        + "0 affine blocks",
-                "\tat io.cadastre.shards.NodeEntity.lambda$create$0(NodeEntity.java:116)",
-                "14:03:07.412" + NODE_ENTITY + "recovered node entity host2: seventeen attachments, 3 affine blocks",
-                "25:61:00.000" + NODE_ENTITY + "recovered node entity host2: 1 attachments, 0 affine blocks",
-                "14:03:07.500 WARN  i.c.shards.Other - failed: recovered node entity host2: 1 attachments, 0 affine blocks",
-                "14:03:07.600" + NODE_ENTITY + "recovered node entity host2: 1 attachments, 0 affine blocks and more",
-                // a member killed in the middle of a line; its next incarnation's first line continues it
-                "14:03:07.41214:03:09.000 INFO  i.c.s.NodeEntity - recovered node entity host5: 2 attachments, 1 affine blocks",
-                "14:03:10.000 ERROR i.c.s.NodeEntity - recovered node entity host1: 0 attachments, 0 affine blocks  ",
-                "14:03:11.000 INFO  i.c.s.NodeEntity - recovered node entity host3: 4 attachments, 1 affine blocks, 2 borrowed blocks"),
-                origin, ZONE);
-        assertEquals(List.of(node(189_000_000_000L, "host5", "host2"),
-                node(190_000_000_000L, "host1", "host2"), node(191_000_000_000L, "host3", "host2")), found);
+        List<Recovery> found =
+                AgentLogs.parse(
+                        "host2",
+                        List.of(
+                                "",
+                                "garbage",
+                                "\u0000\u00ff\ufffd binary",
+                                "Exception in thread \"main\" java.lang.IllegalStateException: recovered node entity host9: 1 attachments, "
+                                        + "0 affine blocks",
+                                "\tat io.cadastre.shards.NodeEntity.lambda$create$0(NodeEntity.java:116)",
+                                "14:03:07.412"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host2: seventeen attachments, 3 affine blocks",
+                                "25:61:00.000"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host2: 1 attachments, 0 affine blocks",
+                                "14:03:07.500 WARN  i.c.shards.Other - failed: recovered node entity host2: 1 attachments, 0 affine blocks",
+                                "14:03:07.600"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host2: 1 attachments, 0 affine blocks and more",
+                                // a member killed in the middle of a line; its next incarnation's
+                                // first line continues it
+                                "14:03:07.41214:03:09.000 INFO  i.c.s.NodeEntity - recovered node entity host5: 2 attachments, 1 affine blocks",
+                                "14:03:10.000 ERROR i.c.s.NodeEntity - recovered node entity host1: 0 attachments, 0 affine blocks  ",
+                                "14:03:11.000 INFO  i.c.s.NodeEntity - recovered node entity host3: 4 attachments, 1 affine blocks, 2 borrowed blocks"),
+                        origin,
+                        ZONE);
+        assertEquals(
+                List.of(
+                        node(189_000_000_000L, "host5", "host2"),
+                        node(190_000_000_000L, "host1", "host2"),
+                        node(191_000_000_000L, "host3", "host2")),
+                found);
     }
 
     @Test
     void blockRecoveriesAreReadAcrossMidnightToo() {
         long origin = epochMillis(2024, 5, 31, 23, 59, 50);
-        List<Recovery> found = AgentLogs.parse("h2", List.of(
-                "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting",
-                "23:59:55.000" + BLOCK_ENTITY + "recovered block 198.18.0.64/26: 12 allocations, affine to h2",
-                "00:00:05.250 INFO  io.cadastre.shards.BlockEntity - recovered block fd00:198:3::1c0/122: 0 allocations, "
-                        + "affine to null",
-                "00:00:06.000" + NODE_ENTITY + "recovered node entity h3: 1 attachments, 1 affine blocks, 0 borrowed blocks"),
-                origin, ZONE);
-        assertEquals(List.of(block(5_000_000_000L, "198.18.0.64/26", "h2"),
-                block(15_250_000_000L, "fd00:198:3::1c0/122", "h2"), node(16_000_000_000L, "h3", "h2")), found);
+        List<Recovery> found =
+                AgentLogs.parse(
+                        "h2",
+                        List.of(
+                                "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting",
+                                "23:59:55.000"
+                                        + BLOCK_ENTITY
+                                        + "recovered block 198.18.0.64/26: 12 allocations, affine to h2",
+                                "00:00:05.250 INFO  io.cadastre.shards.BlockEntity - recovered block fd00:198:3::1c0/122: 0 allocations, "
+                                        + "affine to null",
+                                "00:00:06.000"
+                                        + NODE_ENTITY
+                                        + "recovered node entity h3: 1 attachments, 1 affine blocks, 0 borrowed blocks"),
+                        origin,
+                        ZONE);
+        assertEquals(
+                List.of(
+                        block(5_000_000_000L, "198.18.0.64/26", "h2"),
+                        block(15_250_000_000L, "fd00:198:3::1c0/122", "h2"),
+                        node(16_000_000_000L, "h3", "h2")),
+                found);
     }
 
     @Test
     void malformedBlockLinesAreSkipped() {
         long origin = epochMillis(2024, 6, 3, 14, 0, 0);
-        List<Recovery> found = AgentLogs.parse("h2", List.of(
-                "Exception in thread \"main\" java.lang.IllegalStateException: recovered block 198.18.0.0/26: "
-                        + "1 allocations, affine to h1",
-                "\tat io.cadastre.shards.BlockEntity.lambda$signalHandler$0(BlockEntity.java:143)",
-                "14:03:07.412" + BLOCK_ENTITY + "recovered block 198.18.0.0/26: twelve allocations, affine to h1",
-                "14:03:07.413" + BLOCK_ENTITY + "recovered block 198.18.0.0/26: 1 allocations",
-                "14:03:07.414" + BLOCK_ENTITY + "recovered block 198.18.0.0/26: 1 allocations, affine to h1 and more",
-                "14:03:07.415" + BLOCK_ENTITY + "recovered block pool-1: 1 allocations, affine to h1",
-                "14:03:07.416" + BLOCK_ENTITY + "recovered block 198.18.0.0: 1 allocations, affine to h1",
-                "25:61:00.000" + BLOCK_ENTITY + "recovered block 198.18.0.0/26: 1 allocations, affine to h1",
-                "14:03:07.500 WARN  i.c.shards.Other - failed: recovered block 198.18.0.0/26: 1 allocations, affine to h1",
-                // a member killed in the middle of a line; its next incarnation's first line continues it
-                "14:03:08.000" + BLOCK_ENTITY + "recovered block 198.18.0.0/2"
-                        + "14:03:09.000 INFO  i.c.s.BlockEntity - recovered block 198.18.1.0/26: 2 allocations, affine to h5",
-                "14:03:10.000 ERROR i.c.s.BlockEntity - recovered block 198.18.0.128/26: 0 allocations, affine to null  ",
-                "14:03:11.000 INFO  BlockEntity - recovered block FD00:198:3::/122: 3 allocations, affine to h3"),
-                origin, ZONE);
-        assertEquals(List.of(block(189_000_000_000L, "198.18.1.0/26", "h2"),
-                block(190_000_000_000L, "198.18.0.128/26", "h2"), block(191_000_000_000L, "FD00:198:3::/122", "h2")),
+        List<Recovery> found =
+                AgentLogs.parse(
+                        "h2",
+                        List.of(
+                                "Exception in thread \"main\" java.lang.IllegalStateException: recovered block 198.18.0.0/26: "
+                                        + "1 allocations, affine to h1",
+                                "\tat io.cadastre.shards.BlockEntity.lambda$signalHandler$0(BlockEntity.java:143)",
+                                "14:03:07.412"
+                                        + BLOCK_ENTITY
+                                        + "recovered block 198.18.0.0/26: twelve allocations, affine to h1",
+                                "14:03:07.413"
+                                        + BLOCK_ENTITY
+                                        + "recovered block 198.18.0.0/26: 1 allocations",
+                                "14:03:07.414"
+                                        + BLOCK_ENTITY
+                                        + "recovered block 198.18.0.0/26: 1 allocations, affine to h1 and more",
+                                "14:03:07.415"
+                                        + BLOCK_ENTITY
+                                        + "recovered block pool-1: 1 allocations, affine to h1",
+                                "14:03:07.416"
+                                        + BLOCK_ENTITY
+                                        + "recovered block 198.18.0.0: 1 allocations, affine to h1",
+                                "25:61:00.000"
+                                        + BLOCK_ENTITY
+                                        + "recovered block 198.18.0.0/26: 1 allocations, affine to h1",
+                                "14:03:07.500 WARN  i.c.shards.Other - failed: recovered block 198.18.0.0/26: 1 allocations, affine to h1",
+                                // a member killed in the middle of a line; its next incarnation's
+                                // first line continues it
+                                "14:03:08.000"
+                                        + BLOCK_ENTITY
+                                        + "recovered block 198.18.0.0/2"
+                                        + "14:03:09.000 INFO  i.c.s.BlockEntity - recovered block 198.18.1.0/26: 2 allocations, affine to h5",
+                                "14:03:10.000 ERROR i.c.s.BlockEntity - recovered block 198.18.0.128/26: 0 allocations, affine to null  ",
+                                "14:03:11.000 INFO  BlockEntity - recovered block FD00:198:3::/122: 3 allocations, affine to h3"),
+                        origin,
+                        ZONE);
+        assertEquals(
+                List.of(
+                        block(189_000_000_000L, "198.18.1.0/26", "h2"),
+                        block(190_000_000_000L, "198.18.0.128/26", "h2"),
+                        block(191_000_000_000L, "FD00:198:3::/122", "h2")),
                 found);
     }
 
@@ -460,21 +682,35 @@ class FailoverTest {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         bytes.write("14:00:01.000 INFO  o.a.p.Cluster - up\n".getBytes(StandardCharsets.UTF_8));
         bytes.write(new byte[] {(byte) 0xc3, 0x28, (byte) 0xff, '\n'}); // not UTF-8
-        bytes.write(("14:00:02.000" + NODE_ENTITY + "recovered node entity host2: 3 attachments, 1 affine blocks\n")
-                .getBytes(StandardCharsets.UTF_8));
-        bytes.write(("14:00:02.500" + BLOCK_ENTITY + "recovered block 198.18.0.64/26: 3 allocations, affine to host2\n")
-                .getBytes(StandardCharsets.UTF_8));
+        bytes.write(
+                ("14:00:02.000"
+                                + NODE_ENTITY
+                                + "recovered node entity host2: 3 attachments, 1 affine blocks\n")
+                        .getBytes(StandardCharsets.UTF_8));
+        bytes.write(
+                ("14:00:02.500"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.64/26: 3 allocations, affine to host2\n")
+                        .getBytes(StandardCharsets.UTF_8));
         Path host1 = dir.resolve("host1.log");
         Files.write(host1, bytes.toByteArray());
         Path host3 = dir.resolve("host3.log");
-        Files.writeString(host3, "14:00:03.000" + NODE_ENTITY + "recovered node entity host3: 0 attachments, 0 affine blocks");
+        Files.writeString(
+                host3,
+                "14:00:03.000"
+                        + NODE_ENTITY
+                        + "recovered node entity host3: 0 attachments, 0 affine blocks");
         Map<String, Path> logs = new LinkedHashMap<>();
         logs.put("host1", host1);
         logs.put("host2", dir.resolve("missing.log"));
         logs.put("host3", host3);
         AgentLogs.Read read = AgentLogs.read(logs, origin, ZONE);
-        assertEquals(List.of(node(2_000_000_000L, "host2", "host1"), block(2_500_000_000L, "198.18.0.64/26", "host1"),
-                node(3_000_000_000L, "host3", "host3")), read.recoveries());
+        assertEquals(
+                List.of(
+                        node(2_000_000_000L, "host2", "host1"),
+                        block(2_500_000_000L, "198.18.0.64/26", "host1"),
+                        node(3_000_000_000L, "host3", "host3")),
+                read.recoveries());
         assertEquals(1, read.problems().size());
         assertTrue(read.problems().get(0).startsWith("host2: no "), read.problems().toString());
     }
@@ -483,18 +719,43 @@ class FailoverTest {
     void theLogsDecideWhichHostsAKillAffects() {
         long origin = epochMillis(2024, 5, 31, 23, 59, 0);
         List<Recovery> all = new ArrayList<>();
-        all.addAll(AgentLogs.parse("host1", List.of(
-                "23:59:01.000" + NODE_ENTITY + "recovered node entity host1: 0 attachments, 0 affine blocks",
-                "23:59:02.000" + NODE_ENTITY + "recovered node entity host2: 0 attachments, 0 affine blocks"), origin, ZONE));
-        all.addAll(AgentLogs.parse("host3", List.of(
-                "23:59:01.500" + NODE_ENTITY + "recovered node entity host3: 0 attachments, 0 affine blocks",
-                "00:00:08.100" + NODE_ENTITY + "recovered node entity host2: 4 attachments, 1 affine blocks"), origin, ZONE));
+        all.addAll(
+                AgentLogs.parse(
+                        "host1",
+                        List.of(
+                                "23:59:01.000"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host1: 0 attachments, 0 affine blocks",
+                                "23:59:02.000"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host2: 0 attachments, 0 affine blocks"),
+                        origin,
+                        ZONE));
+        all.addAll(
+                AgentLogs.parse(
+                        "host3",
+                        List.of(
+                                "23:59:01.500"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host3: 0 attachments, 0 affine blocks",
+                                "00:00:08.100"
+                                        + NODE_ENTITY
+                                        + "recovered node entity host2: 4 attachments, 1 affine blocks"),
+                        origin,
+                        ZONE));
         fault("kill", "host1", 60_000, 70_000); // 00:00:00 local
         add("host2", 60_500, 68_900);
         add("host3", 60_100, 60_300);
         Kill kill = Failover.analyze(faults, all, ops).get(0);
-        assertEquals(new HostAfterKill("host2", Place.KILLED_MEMBER, "host1", Times.millis(8_100), "host3",
-                Times.millis(8_900)), host(kill, "host2"));
+        assertEquals(
+                new HostAfterKill(
+                        "host2",
+                        Place.KILLED_MEMBER,
+                        "host1",
+                        Times.millis(8_100),
+                        "host3",
+                        Times.millis(8_900)),
+                host(kill, "host2"));
         assertEquals(Place.ELSEWHERE, host(kill, "host3").place());
     }
 
@@ -502,16 +763,41 @@ class FailoverTest {
     void theLogsDecideWhichBlocksMoved() {
         long origin = epochMillis(2024, 5, 31, 23, 59, 0);
         List<Recovery> all = new ArrayList<>();
-        all.addAll(AgentLogs.parse("host1", List.of(
-                "23:59:01.000" + BLOCK_ENTITY + "recovered block fd00:198:3::1c0/122: 5 allocations, affine to host2",
-                "23:59:02.000" + BLOCK_ENTITY + "recovered block 198.18.0.0/26: 0 allocations, affine to null"), origin, ZONE));
-        all.addAll(AgentLogs.parse("host3", List.of(
-                "00:00:09.900" + BLOCK_ENTITY + "recovered block fd00:198:3::1c0/122: 5 allocations, affine to host2"),
-                origin, ZONE));
+        all.addAll(
+                AgentLogs.parse(
+                        "host1",
+                        List.of(
+                                "23:59:01.000"
+                                        + BLOCK_ENTITY
+                                        + "recovered block fd00:198:3::1c0/122: 5 allocations, affine to host2",
+                                "23:59:02.000"
+                                        + BLOCK_ENTITY
+                                        + "recovered block 198.18.0.0/26: 0 allocations, affine to null"),
+                        origin,
+                        ZONE));
+        all.addAll(
+                AgentLogs.parse(
+                        "host3",
+                        List.of(
+                                "00:00:09.900"
+                                        + BLOCK_ENTITY
+                                        + "recovered block fd00:198:3::1c0/122: 5 allocations, affine to host2"),
+                        origin,
+                        ZONE));
         fault("kill", "host1", 60_000, 70_000); // 00:00:00 local
         Kill kill = Failover.analyze(faults, all, ops).get(0);
-        assertEquals(List.of(new EntityAfterKill(Entity.block("198.18.0.0/26"), Fate.NOT_RECOVERED, Failover.NEVER, null),
-                new EntityAfterKill(Entity.block("fd00:198:3::1c0/122"), Fate.RECOVERED_ELSEWHERE, Times.millis(9_900),
-                        "host3")), kill.entities());
+        assertEquals(
+                List.of(
+                        new EntityAfterKill(
+                                Entity.block("198.18.0.0/26"),
+                                Fate.NOT_RECOVERED,
+                                Failover.NEVER,
+                                null),
+                        new EntityAfterKill(
+                                Entity.block("fd00:198:3::1c0/122"),
+                                Fate.RECOVERED_ELSEWHERE,
+                                Times.millis(9_900),
+                                "host3")),
+                kill.entities());
     }
 }

@@ -38,8 +38,10 @@ import java.util.function.BooleanSupplier;
 final class FaultInjector {
     private static final long KILL_RESTART_TIMEOUT_S = 150;
     private static final long RECOVERY_TIMEOUT_S = 180;
+
     /** Failure detection (~3.5 s) + stable-after (3 s) + removal + margin: a downed member has exited by then. */
     private static final long SETTLE_AFTER_DOWNING_MS = 9_000;
+
     private static final long SETTLE_AFTER_CASSANDRA_MS = 2_000;
 
     private final History history;
@@ -52,7 +54,11 @@ final class FaultInjector {
     private final Map<FaultPlan.Kind, Integer> injected = new EnumMap<>(FaultPlan.Kind.class);
     private volatile int recoveryTimeouts;
 
-    FaultInjector(History history, Topology topology, CassandraNode cassandra, Supervisor supervisor,
+    FaultInjector(
+            History history,
+            Topology topology,
+            CassandraNode cassandra,
+            Supervisor supervisor,
             List<Member> members) {
         this.history = history;
         this.topology = topology;
@@ -65,9 +71,11 @@ final class FaultInjector {
      * Injects the plan's mandatory faults, then more until {@code untilNanos} (history time) has
      * passed, or until {@code abort} says so.
      */
-    void run(FaultPlan plan, long untilNanos, BooleanSupplier abort) throws IOException, InterruptedException {
+    void run(FaultPlan plan, long untilNanos, BooleanSupplier abort)
+            throws IOException, InterruptedException {
         int done = 0;
-        while (!abort.getAsBoolean() && (done < plan.mandatoryCount() || history.now() < untilNanos)) {
+        while (!abort.getAsBoolean()
+                && (done < plan.mandatoryCount() || history.now() < untilNanos)) {
             FaultPlan.Fault f = plan.next();
             done++;
             sleep(f.gapMillis());
@@ -107,18 +115,31 @@ final class FaultInjector {
         long pid = m.pid();
         long at = history.now();
         supervisor.hold(m.name(), at + TimeUnit.MILLISECONDS.toNanos(f.millis()));
-        long id = history.faultStarted("kill", m.name(), "SIGKILL pid " + pid + ", restart after " + f.millis() + " ms");
+        long id =
+                history.faultStarted(
+                        "kill",
+                        m.name(),
+                        "SIGKILL pid " + pid + ", restart after " + f.millis() + " ms");
         m.kill();
-        boolean back = awaitCondition(() -> slot.readyAtNanos > at && slot.up(), KILL_RESTART_TIMEOUT_S);
-        history.faultEnded(id, back ? String.format(Locale.ROOT, "ready again after %.1f s", (slot.readyAtNanos - at) / 1e9)
-                : "not ready again within " + KILL_RESTART_TIMEOUT_S + " s");
+        boolean back =
+                awaitCondition(() -> slot.readyAtNanos > at && slot.up(), KILL_RESTART_TIMEOUT_S);
+        history.faultEnded(
+                id,
+                back
+                        ? String.format(
+                                Locale.ROOT,
+                                "ready again after %.1f s",
+                                (slot.readyAtNanos - at) / 1e9)
+                        : "not ready again within " + KILL_RESTART_TIMEOUT_S + " s");
         awaitRecovery(history.now(), 0, "kill of " + m.name());
     }
 
     private void pause(FaultPlan.Fault f) throws IOException, InterruptedException {
         Member m = members.get(f.host() - 1);
         long pid = m.pid();
-        long id = history.faultStarted("pause", m.name(), "SIGSTOP pid " + pid + " for " + f.millis() + " ms");
+        long id =
+                history.faultStarted(
+                        "pause", m.name(), "SIGSTOP pid " + pid + " for " + f.millis() + " ms");
         paused.add(pid);
         try {
             signal("STOP", pid);
@@ -133,7 +154,9 @@ final class FaultInjector {
 
     private void partition(FaultPlan.Fault f) throws InterruptedException {
         Topology.Host host = topology.host(f.host());
-        long id = history.faultStarted("partition", host.name(), "cut off the fabric for " + f.millis() + " ms");
+        long id =
+                history.faultStarted(
+                        "partition", host.name(), "cut off the fabric for " + f.millis() + " ms");
         partitioned.add(host);
         try {
             topology.partition(host);
@@ -150,7 +173,9 @@ final class FaultInjector {
         long at = history.now();
         long id = history.faultStarted("cassandra-restart", "db", "SIGTERM, start, wait for CQL");
         cassandra.restart();
-        history.faultEnded(id, String.format(Locale.ROOT, "CQL ready after %.1f s", (history.now() - at) / 1e9));
+        history.faultEnded(
+                id,
+                String.format(Locale.ROOT, "CQL ready after %.1f s", (history.now() - at) / 1e9));
         awaitRecovery(history.now(), SETTLE_AFTER_CASSANDRA_MS, "Cassandra restart");
     }
 
@@ -159,21 +184,47 @@ final class FaultInjector {
      * host has completed a successful operation after that point and after its member's last
      * restart. Records a recovery timeout if that takes longer than the bound.
      */
-    private void awaitRecovery(long from, long settleMillis, String after) throws InterruptedException {
+    private void awaitRecovery(long from, long settleMillis, String after)
+            throws InterruptedException {
         long settled = from + TimeUnit.MILLISECONDS.toNanos(settleMillis);
-        boolean ok = awaitCondition(() -> history.now() >= settled && supervisor.allUp() && members.stream()
-                .allMatch(m -> history.lastOk(m.name()) > Math.max(settled, supervisor.slot(m.name()).readyAtNanos)),
-                RECOVERY_TIMEOUT_S);
+        boolean ok =
+                awaitCondition(
+                        () ->
+                                history.now() >= settled
+                                        && supervisor.allUp()
+                                        && members.stream()
+                                                .allMatch(
+                                                        m ->
+                                                                history.lastOk(m.name())
+                                                                        > Math.max(
+                                                                                settled,
+                                                                                supervisor.slot(
+                                                                                                m
+                                                                                                        .name())
+                                                                                        .readyAtNanos)),
+                        RECOVERY_TIMEOUT_S);
         if (!ok) {
             recoveryTimeouts++;
             List<String> state = new ArrayList<>();
             for (Member m : members) {
                 Supervisor.Slot s = supervisor.slot(m.name());
-                state.add(m.name() + (s.up() ? " up" : " down") + ", last ok " + Times.seconds(history.lastOk(m.name()))
-                        + ", ready " + Times.seconds(s.readyAtNanos));
+                state.add(
+                        m.name()
+                                + (s.up() ? " up" : " down")
+                                + ", last ok "
+                                + Times.seconds(history.lastOk(m.name()))
+                                + ", ready "
+                                + Times.seconds(s.readyAtNanos));
             }
-            history.event("recovery-timeout", "cluster", "no recovery within " + RECOVERY_TIMEOUT_S + " s after "
-                    + after + ": " + state);
+            history.event(
+                    "recovery-timeout",
+                    "cluster",
+                    "no recovery within "
+                            + RECOVERY_TIMEOUT_S
+                            + " s after "
+                            + after
+                            + ": "
+                            + state);
         }
     }
 
@@ -208,7 +259,10 @@ final class FaultInjector {
 
     /** Sends a signal to one PID with kill(1). */
     static void signal(String signal, long pid) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).redirectErrorStream(true).start();
+        Process p =
+                new ProcessBuilder("kill", "-" + signal, Long.toString(pid))
+                        .redirectErrorStream(true)
+                        .start();
         String out = new String(p.getInputStream().readAllBytes());
         if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0) {
             throw new IOException("kill -" + signal + " " + pid + " failed: " + out.strip());

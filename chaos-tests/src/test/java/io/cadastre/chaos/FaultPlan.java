@@ -12,7 +12,12 @@ import java.util.Random;
  * what the processes do meanwhile is up to the machine. Faults are injected one at a time.
  */
 final class FaultPlan {
-    enum Kind { KILL, PAUSE, PARTITION, CASSANDRA_RESTART }
+    enum Kind {
+        KILL,
+        PAUSE,
+        PARTITION,
+        CASSANDRA_RESTART
+    }
 
     /**
      * @param host the victim, 1-based (0 for a Cassandra restart)
@@ -43,7 +48,8 @@ final class FaultPlan {
     }
 
     static FaultPlan of(ChaosSettings s) {
-        return new FaultPlan(s.seed(), s.hosts(), s.kills(), s.pauses(), s.partitions(), s.cassandraRestarts());
+        return new FaultPlan(
+                s.seed(), s.hosts(), s.kills(), s.pauses(), s.partitions(), s.cassandraRestarts());
     }
 
     /** @return how many faults must be injected whatever the time */
@@ -58,17 +64,25 @@ final class FaultPlan {
         }
         next++;
         int roll = random.nextInt(10);
-        return draw(roll < 5 ? Kind.KILL : roll < 7 ? Kind.PAUSE : roll < 9 ? Kind.PARTITION : Kind.CASSANDRA_RESTART);
+        return draw(
+                roll < 5
+                        ? Kind.KILL
+                        : roll < 7
+                                ? Kind.PAUSE
+                                : roll < 9 ? Kind.PARTITION : Kind.CASSANDRA_RESTART);
     }
 
     private Fault draw(Kind kind) {
         int host = kind == Kind.CASSANDRA_RESTART ? 0 : 1 + random.nextInt(hosts);
-        long millis = switch (kind) {
-            case KILL -> 500 + random.nextInt(3_500);         // restart after 0.5-4 s
-            case PAUSE -> 8_000 + random.nextInt(4_001);      // 8-12 s: beyond detection (~3.5 s) + stable-after (3 s)
-            case PARTITION -> 10_000 + random.nextInt(5_001); // 10-15 s
-            case CASSANDRA_RESTART -> 0;
-        };
+        long millis =
+                switch (kind) {
+                    case KILL -> 500 + random.nextInt(3_500); // restart after 0.5-4 s
+                    case PAUSE ->
+                            8_000 + random.nextInt(4_001); // 8-12 s: beyond detection (~3.5 s) +
+                    // stable-after (3 s)
+                    case PARTITION -> 10_000 + random.nextInt(5_001); // 10-15 s
+                    case CASSANDRA_RESTART -> 0;
+                };
         long gap = 1_000 + random.nextInt(3_001);
         return new Fault(kind, host, millis, gap);
     }

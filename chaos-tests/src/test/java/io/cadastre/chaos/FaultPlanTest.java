@@ -22,8 +22,12 @@ class FaultPlanTest {
 
     @Test
     void aSeedNamesOneSchedule() {
-        assertEquals(take(new FaultPlan(7, 3, 10, 3, 2, 1), 40), take(new FaultPlan(7, 3, 10, 3, 2, 1), 40));
-        assertNotEquals(take(new FaultPlan(7, 3, 10, 3, 2, 1), 40), take(new FaultPlan(8, 3, 10, 3, 2, 1), 40));
+        assertEquals(
+                take(new FaultPlan(7, 3, 10, 3, 2, 1), 40),
+                take(new FaultPlan(7, 3, 10, 3, 2, 1), 40));
+        assertNotEquals(
+                take(new FaultPlan(7, 3, 10, 3, 2, 1), 40),
+                take(new FaultPlan(8, 3, 10, 3, 2, 1), 40));
     }
 
     @Test
@@ -34,14 +38,25 @@ class FaultPlanTest {
             Map<FaultPlan.Kind, Integer> counts = new EnumMap<>(FaultPlan.Kind.class);
             List<FaultPlan.Fault> faults = take(plan, 60);
             faults.subList(0, 16).forEach(f -> counts.merge(f.kind(), 1, Integer::sum));
-            assertEquals(Map.of(FaultPlan.Kind.KILL, 10, FaultPlan.Kind.PAUSE, 3, FaultPlan.Kind.PARTITION, 2,
-                    FaultPlan.Kind.CASSANDRA_RESTART, 1), counts);
+            assertEquals(
+                    Map.of(
+                            FaultPlan.Kind.KILL,
+                            10,
+                            FaultPlan.Kind.PAUSE,
+                            3,
+                            FaultPlan.Kind.PARTITION,
+                            2,
+                            FaultPlan.Kind.CASSANDRA_RESTART,
+                            1),
+                    counts);
             for (FaultPlan.Fault f : faults) {
                 assertTrue(f.gapMillis() >= 1_000 && f.gapMillis() <= 4_000, f.toString());
                 switch (f.kind()) {
                     case KILL -> assertTrue(f.millis() >= 500 && f.millis() <= 4_000, f.toString());
-                    case PAUSE -> assertTrue(f.millis() >= 8_000 && f.millis() <= 12_000, f.toString());
-                    case PARTITION -> assertTrue(f.millis() >= 10_000 && f.millis() <= 15_000, f.toString());
+                    case PAUSE ->
+                            assertTrue(f.millis() >= 8_000 && f.millis() <= 12_000, f.toString());
+                    case PARTITION ->
+                            assertTrue(f.millis() >= 10_000 && f.millis() <= 15_000, f.toString());
                     case CASSANDRA_RESTART -> assertEquals(0, f.host());
                 }
                 if (f.kind() != FaultPlan.Kind.CASSANDRA_RESTART) {

@@ -9,10 +9,23 @@ package io.cadastre.chaos;
  * @param endNanos when the fault was lifted ({@link Operation#PENDING} while it lasts); equal to
  *     the start for observations
  */
-record FaultRecord(long id, boolean injected, String kind, String target, long startNanos, long endNanos, String detail) {
+record FaultRecord(
+        long id,
+        boolean injected,
+        String kind,
+        String target,
+        long startNanos,
+        long endNanos,
+        String detail) {
     String describe() {
-        return (injected ? "FAULT " : "EVENT ") + kind + " " + target + " [" + Times.seconds(startNanos)
-                + (endNanos == startNanos ? "" : " .. " + Times.seconds(endNanos)) + "]"
+        return (injected ? "FAULT " : "EVENT ")
+                + kind
+                + " "
+                + target
+                + " ["
+                + Times.seconds(startNanos)
+                + (endNanos == startNanos ? "" : " .. " + Times.seconds(endNanos))
+                + "]"
                 + (detail == null || detail.isBlank() ? "" : " " + detail);
     }
 }

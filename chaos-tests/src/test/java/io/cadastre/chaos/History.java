@@ -57,15 +57,39 @@ final class History implements AutoCloseable {
     }
 
     /** Records the invocation of a call and returns it, pending. */
-    Operation invoke(Operation.Phase phase, Operation.Kind kind, Operation.Purpose purpose, String host, int client,
-            Attachment attachment, boolean full) {
+    Operation invoke(
+            Operation.Phase phase,
+            Operation.Kind kind,
+            Operation.Purpose purpose,
+            String host,
+            int client,
+            Attachment attachment,
+            boolean full) {
         long id = ids.incrementAndGet();
-        Operation op = new Operation(id, phase, kind, purpose, host, client, attachment, full, now(),
-                Operation.PENDING, Operation.Status.UNKNOWN, List.of(), -1, null);
+        Operation op =
+                new Operation(
+                        id,
+                        phase,
+                        kind,
+                        purpose,
+                        host,
+                        client,
+                        attachment,
+                        full,
+                        now(),
+                        Operation.PENDING,
+                        Operation.Status.UNKNOWN,
+                        List.of(),
+                        -1,
+                        null);
         operations.put(id, op);
         ObjectNode line = line("invoke", op.invokedNanos());
-        line.put("id", id).put("phase", phase.name()).put("op", kind.name()).put("purpose", purpose.name())
-                .put("host", host).put("client", client);
+        line.put("id", id)
+                .put("phase", phase.name())
+                .put("op", kind.name())
+                .put("purpose", purpose.name())
+                .put("host", host)
+                .put("client", client);
         if (attachment != null) {
             line.put("container", attachment.containerId()).put("ifname", Attachment.IFNAME);
         }
@@ -75,7 +99,12 @@ final class History implements AutoCloseable {
     }
 
     /** Records the completion of an invoked call. */
-    Operation complete(Operation invoked, Operation.Status status, List<String> addresses, int code, String detail) {
+    Operation complete(
+            Operation invoked,
+            Operation.Status status,
+            List<String> addresses,
+            int code,
+            String detail) {
         Operation done = invoked.completed(now(), status, addresses, code, detail);
         operations.put(done.id(), done);
         if (status == Operation.Status.OK) {
@@ -101,16 +130,29 @@ final class History implements AutoCloseable {
         long id = ids.incrementAndGet();
         long at = now();
         faults.put(id, new FaultRecord(id, true, kind, target, at, Operation.PENDING, detail));
-        write(line("fault-start", at).put("id", id).put("kind", kind).put("target", target).put("detail", detail));
+        write(
+                line("fault-start", at)
+                        .put("id", id)
+                        .put("kind", kind)
+                        .put("target", target)
+                        .put("detail", detail));
         return id;
     }
 
     void faultEnded(long id, String detail) {
         long at = now();
         FaultRecord f = faults.get(id);
-        String all = detail == null ? f.detail() : (f.detail() == null ? detail : f.detail() + "; " + detail);
+        String all =
+                detail == null
+                        ? f.detail()
+                        : (f.detail() == null ? detail : f.detail() + "; " + detail);
         faults.put(id, new FaultRecord(id, true, f.kind(), f.target(), f.startNanos(), at, all));
-        write(line("fault-end", at).put("id", id).put("kind", f.kind()).put("target", f.target()).put("detail", detail));
+        write(
+                line("fault-end", at)
+                        .put("id", id)
+                        .put("kind", f.kind())
+                        .put("target", f.target())
+                        .put("detail", detail));
     }
 
     /** Records something observed about a member or the run (not injected). */
@@ -118,7 +160,12 @@ final class History implements AutoCloseable {
         long id = ids.incrementAndGet();
         long at = now();
         faults.put(id, new FaultRecord(id, false, kind, target, at, at, detail));
-        write(line("event", at).put("id", id).put("kind", kind).put("target", target).put("detail", detail));
+        write(
+                line("event", at)
+                        .put("id", id)
+                        .put("kind", kind)
+                        .put("target", target)
+                        .put("detail", detail));
     }
 
     /** @return every call so far, in invocation order (pending ones included) */
@@ -131,14 +178,19 @@ final class History implements AutoCloseable {
     /** @return every fault and event so far, in start order */
     List<FaultRecord> faults() {
         List<FaultRecord> all = new ArrayList<>(faults.values());
-        all.sort(Comparator.comparingLong(FaultRecord::startNanos).thenComparingLong(FaultRecord::id));
+        all.sort(
+                Comparator.comparingLong(FaultRecord::startNanos)
+                        .thenComparingLong(FaultRecord::id));
         return all;
     }
 
     private ObjectNode line(String type, long atNanos) {
         ObjectNode line = JSON.createObjectNode();
-        line.put("type", type).put("t", atNanos / 1e9)
-                .put("wall", Instant.ofEpochMilli(originEpochMillis + atNanos / 1_000_000).toString());
+        line.put("type", type)
+                .put("t", atNanos / 1e9)
+                .put(
+                        "wall",
+                        Instant.ofEpochMilli(originEpochMillis + atNanos / 1_000_000).toString());
         return line;
     }
 

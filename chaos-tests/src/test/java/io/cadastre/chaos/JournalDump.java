@@ -38,16 +38,33 @@ final class JournalDump {
     private JournalDump() {}
 
     /** Runs the dump in host 1's namespace and returns its output (errors included), bounded in time. */
-    static String run(Topology topology, CassandraNode cassandra, String filter, List<String> persistenceIds) {
-        List<String> command = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx128m",
-                "-Dlogback.configurationFile=logback-text.xml", "-DCADASTRE_LOG_LEVEL=WARN",
-                "-cp", System.getProperty("java.class.path"), JournalDump.class.getName(),
-                cassandra.contactPoint(), filter));
+    static String run(
+            Topology topology,
+            CassandraNode cassandra,
+            String filter,
+            List<String> persistenceIds) {
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-Xmx128m",
+                                "-Dlogback.configurationFile=logback-text.xml",
+                                "-DCADASTRE_LOG_LEVEL=WARN",
+                                "-cp",
+                                System.getProperty("java.class.path"),
+                                JournalDump.class.getName(),
+                                cassandra.contactPoint(),
+                                filter));
         command.addAll(persistenceIds);
         try {
-            Process p = topology.exec(topology.host(1), command, pb -> pb.redirectErrorStream(true)
-                    .environment().put("CADASTRE_LOG_LEVEL", "WARN"));
+            Process p =
+                    topology.exec(
+                            topology.host(1),
+                            command,
+                            pb ->
+                                    pb.redirectErrorStream(true)
+                                            .environment()
+                                            .put("CADASTRE_LOG_LEVEL", "WARN"));
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             if (!p.waitFor(120, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
@@ -98,6 +115,7 @@ final class JournalDump {
 
     /** The filter argument that makes a journal-wide audit instead of a dump. */
     static final String AUDIT = "--audit";
+
     /** Prefix of the audit's lines that report a sequence number written more than once. */
     static final String DUPLICATE = "DUPLICATE ";
 
@@ -105,10 +123,14 @@ final class JournalDump {
         return CqlSession.builder()
                 .addContactPoint(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])))
                 .withLocalDatacenter("datacenter1")
-                .withConfigLoader(com.datastax.oss.driver.api.core.config.DriverConfigLoader.programmaticBuilder()
-                        .withDuration(com.datastax.oss.driver.api.core.config.DefaultDriverOption.REQUEST_TIMEOUT,
-                                java.time.Duration.ofSeconds(60))
-                        .build())
+                .withConfigLoader(
+                        com.datastax.oss.driver.api.core.config.DriverConfigLoader
+                                .programmaticBuilder()
+                                .withDuration(
+                                        com.datastax.oss.driver.api.core.config.DefaultDriverOption
+                                                .REQUEST_TIMEOUT,
+                                        java.time.Duration.ofSeconds(60))
+                                .build())
                 .build();
     }
 
@@ -120,9 +142,17 @@ final class JournalDump {
     private static void audit(CqlSession session) {
         Map<String, Integer> counts = new java.util.HashMap<>();
         long rows = 0;
-        for (Row r : session.execute("SELECT persistence_id, partition_nr, sequence_nr FROM cadastre.messages")) {
-            counts.merge(r.getString("persistence_id") + "\t" + r.getLong("partition_nr") + "\t"
-                    + r.getLong("sequence_nr"), 1, Integer::sum);
+        for (Row r :
+                session.execute(
+                        "SELECT persistence_id, partition_nr, sequence_nr FROM cadastre.messages")) {
+            counts.merge(
+                    r.getString("persistence_id")
+                            + "\t"
+                            + r.getLong("partition_nr")
+                            + "\t"
+                            + r.getLong("sequence_nr"),
+                    1,
+                    Integer::sum);
             rows++;
         }
         int duplicates = 0;
@@ -132,30 +162,60 @@ final class JournalDump {
             }
             duplicates++;
             String[] key = e.getKey().split("\t");
-            StringBuilder line = new StringBuilder(DUPLICATE).append(key[0]).append(" seq ").append(key[2]).append(':');
-            for (Row r : session.execute("SELECT timestamp, writer_uuid, ser_manifest, event FROM cadastre.messages "
-                    + "WHERE persistence_id = ? AND partition_nr = ? AND sequence_nr = ?",
-                    key[0], Long.parseLong(key[1]), Long.parseLong(key[2]))) {
-                line.append(" [written ").append(Instant.ofEpochMilli(Uuids.unixTimestamp(r.getUuid("timestamp"))))
-                        .append(" by writer ").append(r.getString("writer_uuid"), 0, 8).append(": ")
-                        .append(simpleName(r.getString("ser_manifest"))).append(' ')
-                        .append(decode(r.getByteBuffer("event"))).append(']');
+            StringBuilder line =
+                    new StringBuilder(DUPLICATE)
+                            .append(key[0])
+                            .append(" seq ")
+                            .append(key[2])
+                            .append(':');
+            for (Row r :
+                    session.execute(
+                            "SELECT timestamp, writer_uuid, ser_manifest, event FROM cadastre.messages "
+                                    + "WHERE persistence_id = ? AND partition_nr = ? AND sequence_nr = ?",
+                            key[0],
+                            Long.parseLong(key[1]),
+                            Long.parseLong(key[2]))) {
+                line.append(" [written ")
+                        .append(Instant.ofEpochMilli(Uuids.unixTimestamp(r.getUuid("timestamp"))))
+                        .append(" by writer ")
+                        .append(r.getString("writer_uuid"), 0, 8)
+                        .append(": ")
+                        .append(simpleName(r.getString("ser_manifest")))
+                        .append(' ')
+                        .append(decode(r.getByteBuffer("event")))
+                        .append(']');
             }
             System.out.println(line);
         }
-        System.out.println("AUDITED " + rows + " rows of " + counts.size() + " sequence numbers: " + duplicates
-                + " written more than once");
+        System.out.println(
+                "AUDITED "
+                        + rows
+                        + " rows of "
+                        + counts.size()
+                        + " sequence numbers: "
+                        + duplicates
+                        + " written more than once");
     }
 
-    private static final java.util.regex.Pattern HANDLE = java.util.regex.Pattern.compile("\"handle\":\"([^\"]+)\"");
+    private static final java.util.regex.Pattern HANDLE =
+            java.util.regex.Pattern.compile("\"handle\":\"([^\"]+)\"");
 
-    private static void dump(CqlSession session, String pid, String filter, List<String> handles) throws IOException {
-        System.out.println("== journal of " + pid + (filter.equals("-") ? "" : " (events mentioning " + filter + ")"));
+    private static void dump(CqlSession session, String pid, String filter, List<String> handles)
+            throws IOException {
+        System.out.println(
+                "== journal of "
+                        + pid
+                        + (filter.equals("-") ? "" : " (events mentioning " + filter + ")"));
         Map<Long, Integer> perSeq = new LinkedHashMap<>();
         List<Row> rows = new ArrayList<>();
         for (long partition = 0; ; partition++) {
-            List<Row> part = session.execute("SELECT sequence_nr, timestamp, writer_uuid, ser_manifest, event "
-                    + "FROM cadastre.messages WHERE persistence_id = ? AND partition_nr = ?", pid, partition).all();
+            List<Row> part =
+                    session.execute(
+                                    "SELECT sequence_nr, timestamp, writer_uuid, ser_manifest, event "
+                                            + "FROM cadastre.messages WHERE persistence_id = ? AND partition_nr = ?",
+                                    pid,
+                                    partition)
+                            .all();
             if (part.isEmpty()) {
                 break;
             }
@@ -172,21 +232,49 @@ final class JournalDump {
             String json = decode(r.getByteBuffer("event"));
             boolean duplicate = perSeq.get(seq) > 1;
             String manifest = simpleName(r.getString("ser_manifest"));
-            if (duplicate || filter.equals("-") || json.contains(filter) || manifest.equals("AffinityClaimed")) {
+            if (duplicate
+                    || filter.equals("-")
+                    || json.contains(filter)
+                    || manifest.equals("AffinityClaimed")) {
                 java.util.regex.Matcher m = HANDLE.matcher(json);
                 if (m.find()) {
                     handles.add(m.group(1));
                 }
-                System.out.println("  seq " + seq + " at " + Instant.ofEpochMilli(Uuids.unixTimestamp(r.getUuid("timestamp")))
-                        + " writer " + writer.substring(0, 8) + (duplicate ? " DUPLICATE" : "") + " "
-                        + simpleName(r.getString("ser_manifest")) + " " + json);
+                System.out.println(
+                        "  seq "
+                                + seq
+                                + " at "
+                                + Instant.ofEpochMilli(Uuids.unixTimestamp(r.getUuid("timestamp")))
+                                + " writer "
+                                + writer.substring(0, 8)
+                                + (duplicate ? " DUPLICATE" : "")
+                                + " "
+                                + simpleName(r.getString("ser_manifest"))
+                                + " "
+                                + json);
             }
         }
-        writers.forEach((w, range) -> System.out.println("  writer " + w.substring(0, 8) + ": " + range[2]
-                + " events, seq " + range[0] + ".." + range[1]));
-        session.execute("SELECT sequence_nr, timestamp FROM cadastre_snapshot.snapshots WHERE persistence_id = ?", pid)
-                .forEach(r -> System.out.println("  snapshot at seq " + r.getLong("sequence_nr") + ", "
-                        + Instant.ofEpochMilli(r.getLong("timestamp"))));
+        writers.forEach(
+                (w, range) ->
+                        System.out.println(
+                                "  writer "
+                                        + w.substring(0, 8)
+                                        + ": "
+                                        + range[2]
+                                        + " events, seq "
+                                        + range[0]
+                                        + ".."
+                                        + range[1]));
+        session.execute(
+                        "SELECT sequence_nr, timestamp FROM cadastre_snapshot.snapshots WHERE persistence_id = ?",
+                        pid)
+                .forEach(
+                        r ->
+                                System.out.println(
+                                        "  snapshot at seq "
+                                                + r.getLong("sequence_nr")
+                                                + ", "
+                                                + Instant.ofEpochMilli(r.getLong("timestamp"))));
     }
 
     private static String decode(ByteBuffer blob) {

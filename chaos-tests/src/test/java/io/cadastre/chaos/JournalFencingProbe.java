@@ -57,34 +57,51 @@ public final class JournalFencingProbe {
     private final String persistenceId = "fencing-probe-" + UUID.randomUUID();
 
     private JournalFencingProbe(ActorSystem system) {
-        this.journal = Persistence.get(system).journalFor("pekko.persistence.cassandra.journal", ConfigFactory.empty());
+        this.journal =
+                Persistence.get(system)
+                        .journalFor("pekko.persistence.cassandra.journal", ConfigFactory.empty());
         this.replies = system.actorOf(Props.create(Replies.class, () -> new Replies(queue)));
     }
 
     /** @return the reply to one event written by {@code writer}: the WriteMessageSuccess, or the failure's message */
     private String write(String writer, long sequenceNr) throws InterruptedException {
-        PersistentRepr event = PersistentRepr.apply(writer + "-" + sequenceNr, sequenceNr, persistenceId, "", false,
-                ActorRef.noSender(), writer);
-        var batch = CollectionConverters.asScala(List.<org.apache.pekko.persistence.PersistentEnvelope>of(
-                AtomicWrite.apply(event))).toList();
+        PersistentRepr event =
+                PersistentRepr.apply(
+                        writer + "-" + sequenceNr,
+                        sequenceNr,
+                        persistenceId,
+                        "",
+                        false,
+                        ActorRef.noSender(),
+                        writer);
+        var batch =
+                CollectionConverters.asScala(
+                                List.<org.apache.pekko.persistence.PersistentEnvelope>of(
+                                        AtomicWrite.apply(event)))
+                        .toList();
         journal.tell(new JournalProtocol.WriteMessages(batch, replies, 1), ActorRef.noSender());
         Object overall = next();
         Object each = next();
         if (overall instanceof JournalProtocol.WriteMessagesFailed failed) {
             return "failed: " + failed.cause().getMessage();
         }
-        return each instanceof JournalProtocol.WriteMessageSuccess ? "ok" : "unexpected " + overall + " / " + each;
+        return each instanceof JournalProtocol.WriteMessageSuccess
+                ? "ok"
+                : "unexpected " + overall + " / " + each;
     }
 
     /** @return the highest sequence number recovery finds and the events it replays, as text */
     private String recover() throws InterruptedException {
-        journal.tell(new JournalProtocol.ReplayMessages(1, Long.MAX_VALUE, Long.MAX_VALUE, persistenceId, replies),
+        journal.tell(
+                new JournalProtocol.ReplayMessages(
+                        1, Long.MAX_VALUE, Long.MAX_VALUE, persistenceId, replies),
                 ActorRef.noSender());
         List<String> events = new ArrayList<>();
         while (true) {
             Object reply = next();
             if (reply instanceof JournalProtocol.ReplayedMessage replayed) {
-                events.add(replayed.persistent().sequenceNr() + ":" + replayed.persistent().payload());
+                events.add(
+                        replayed.persistent().sequenceNr() + ":" + replayed.persistent().payload());
             } else if (reply instanceof JournalProtocol.RecoverySuccess done) {
                 return "highest " + done.highestSequenceNr() + " events " + events;
             } else {
@@ -104,15 +121,24 @@ public final class JournalFencingProbe {
     /** @return every row of the entity in the journal's messages table: sequence number and writer */
     private List<String> rows(CqlSession session, String keyspace) {
         List<String> rows = new ArrayList<>();
-        for (Row row : session.execute(SimpleStatement.newInstance("SELECT sequence_nr, writer_uuid FROM " + keyspace
-                + ".messages WHERE persistence_id = ? AND partition_nr = 0", persistenceId))) {
+        for (Row row :
+                session.execute(
+                        SimpleStatement.newInstance(
+                                "SELECT sequence_nr, writer_uuid FROM "
+                                        + keyspace
+                                        + ".messages WHERE persistence_id = ? AND partition_nr = 0",
+                                persistenceId))) {
             rows.add(row.getLong("sequence_nr") + ":" + row.getString("writer_uuid"));
         }
         return rows;
     }
 
     public static void main(String[] args) throws Exception {
-        Config config = AgentMain.loadConfig(null, ConfigFactory.parseString("""
+        Config config =
+                AgentMain.loadConfig(
+                        null,
+                        ConfigFactory.parseString(
+                                """
                 cadastre.persistence = cassandra
                 pekko.loglevel = WARNING
                 pekko.remote.artery.canonical.hostname = 127.0.0.1
@@ -124,26 +150,62 @@ public final class JournalFencingProbe {
         try {
             JournalFencingProbe probe = new JournalFencingProbe(system);
             String keyspace = config.getString("pekko.persistence.cassandra.journal.keyspace");
-            CqlSession session = CassandraSessionRegistry.get(system).sessionFor("pekko.persistence.cassandra")
-                    .underlying().toCompletableFuture().get(60, TimeUnit.SECONDS);
+            CqlSession session =
+                    CassandraSessionRegistry.get(system)
+                            .sessionFor("pekko.persistence.cassandra")
+                            .underlying()
+                            .toCompletableFuture()
+                            .get(60, TimeUnit.SECONDS);
             List<String> failures = new ArrayList<>();
             expect(failures, "A writes 1", probe.write("A", 1), "ok");
             expect(failures, "A writes 2", probe.write("A", 2), "ok");
             expect(failures, "B, live, writes 3", probe.write("B", 3), "ok");
             String stale = probe.write("A", 3);
-            expect(failures, "A, stale, writes 3", stale.startsWith("failed: write of " + probe.persistenceId
-                    + " from sequence number 3 refused: the journal's head is at 3") ? "refused" : stale, "refused");
+            expect(
+                    failures,
+                    "A, stale, writes 3",
+                    stale.startsWith(
+                                    "failed: write of "
+                                            + probe.persistenceId
+                                            + " from sequence number 3 refused: the journal's head is at 3")
+                            ? "refused"
+                            : stale,
+                    "refused");
             expect(failures, "rows", probe.rows(session, keyspace).toString(), "[1:A, 2:A, 3:B]");
-            // C claims 4 and dies before writing it: recovery continues after 4, without an event 4.
-            var heads = new CassandraJournalHeads(java.util.concurrent.CompletableFuture.completedFuture(session), keyspace, false, "",
-                    "pekko-persistence-cassandra-profile");
-            expect(failures, "C claims 4", heads.claim(probe.persistenceId, 4, 4).toCompletableFuture()
-                    .get(WAIT_SECONDS, TimeUnit.SECONDS).toString(), "Granted[]");
+            // C claims 4 and dies before writing it: recovery continues after 4, without an event
+            // 4.
+            var heads =
+                    new CassandraJournalHeads(
+                            java.util.concurrent.CompletableFuture.completedFuture(session),
+                            keyspace,
+                            false,
+                            "",
+                            "pekko-persistence-cassandra-profile");
+            expect(
+                    failures,
+                    "C claims 4",
+                    heads.claim(probe.persistenceId, 4, 4)
+                            .toCompletableFuture()
+                            .get(WAIT_SECONDS, TimeUnit.SECONDS)
+                            .toString(),
+                    "Granted[]");
             expect(failures, "recovery", probe.recover(), "highest 4 events [1:A-1, 2:A-2, 3:B-3]");
             expect(failures, "D, recovered, writes 5", probe.write("D", 5), "ok");
-            expect(failures, "B, stale, writes 4", probe.write("B", 4).startsWith("failed:") ? "refused" : "written", "refused");
-            expect(failures, "rows at the end", probe.rows(session, keyspace).toString(), "[1:A, 2:A, 3:B, 5:D]");
-            expect(failures, "recovery over the gap", probe.recover(), "highest 5 events [1:A-1, 2:A-2, 3:B-3, 5:D-5]");
+            expect(
+                    failures,
+                    "B, stale, writes 4",
+                    probe.write("B", 4).startsWith("failed:") ? "refused" : "written",
+                    "refused");
+            expect(
+                    failures,
+                    "rows at the end",
+                    probe.rows(session, keyspace).toString(),
+                    "[1:A, 2:A, 3:B, 5:D]");
+            expect(
+                    failures,
+                    "recovery over the gap",
+                    probe.recover(),
+                    "highest 5 events [1:A-1, 2:A-2, 3:B-3, 5:D-5]");
             System.out.println(failures.isEmpty() ? "FENCING OK" : "FENCING FAILED: " + failures);
             exit = failures.isEmpty() ? 0 : 1;
         } catch (Exception e) {

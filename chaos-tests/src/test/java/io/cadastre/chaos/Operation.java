@@ -17,22 +17,49 @@ import java.util.Objects;
  * @param code the CNI error code for FAIL and UNKNOWN (-1 when the plugin gave none), 0 for OK
  * @param detail the error's msg and details, or the exception, shortened
  */
-record Operation(long id, Phase phase, Kind kind, Purpose purpose, String host, int client, Attachment attachment,
-        boolean full, long invokedNanos, long completedNanos, Status status, List<String> addresses, int code,
+record Operation(
+        long id,
+        Phase phase,
+        Kind kind,
+        Purpose purpose,
+        String host,
+        int client,
+        Attachment attachment,
+        boolean full,
+        long invokedNanos,
+        long completedNanos,
+        Status status,
+        List<String> addresses,
+        int code,
         String detail) {
 
     static final long PENDING = Long.MAX_VALUE;
 
-    enum Kind { ADD, DEL, GC }
+    enum Kind {
+        ADD,
+        DEL,
+        GC
+    }
 
     /**
      * OK: it took effect. FAIL: a definite error (nothing allocated; e.g. 100 pool exhausted).
      * UNKNOWN: code 11, no reply, or no answer at all — it may or may not have taken effect.
      */
-    enum Status { OK, FAIL, UNKNOWN }
+    enum Status {
+        OK,
+        FAIL,
+        UNKNOWN
+    }
 
     /** The test's phases, in order; the checker reads the live set at the end of WORKLOAD. */
-    enum Phase { WORKLOAD, SETTLE, DURABLE, CLEANUP, EXHAUST, EXHAUST_CLEANUP }
+    enum Phase {
+        WORKLOAD,
+        SETTLE,
+        DURABLE,
+        CLEANUP,
+        EXHAUST,
+        EXHAUST_CLEANUP
+    }
 
     /**
      * Why the call was made. NEW: ADD of a fresh attachment. RETRY: ADD of a live acknowledged
@@ -40,7 +67,16 @@ record Operation(long id, Phase phase, Kind kind, Purpose purpose, String host, 
      * RELEASE: DEL. PROBE: the settle check's ADD. VERIFY: the durability check's ADD. SWEEP: GC.
      * FILL: the exhaustion check's ADD.
      */
-    enum Purpose { NEW, RETRY, RESOLVE, RELEASE, PROBE, VERIFY, SWEEP, FILL }
+    enum Purpose {
+        NEW,
+        RETRY,
+        RESOLVE,
+        RELEASE,
+        PROBE,
+        VERIFY,
+        SWEEP,
+        FILL
+    }
 
     Operation {
         Objects.requireNonNull(phase);
@@ -59,18 +95,43 @@ record Operation(long id, Phase phase, Kind kind, Purpose purpose, String host, 
         return completedNanos == PENDING;
     }
 
-    Operation completed(long atNanos, Status status, List<String> addresses, int code, String detail) {
-        return new Operation(id, phase, kind, purpose, host, client, attachment, full, invokedNanos, atNanos, status,
-                addresses, code, detail);
+    Operation completed(
+            long atNanos, Status status, List<String> addresses, int code, String detail) {
+        return new Operation(
+                id,
+                phase,
+                kind,
+                purpose,
+                host,
+                client,
+                attachment,
+                full,
+                invokedNanos,
+                atNanos,
+                status,
+                addresses,
+                code,
+                detail);
     }
 
     /** A short human-readable line for reports. */
     String describe() {
         StringBuilder b = new StringBuilder();
-        b.append('#').append(id).append(' ').append(kind).append('/').append(purpose)
-                .append(full ? " full" : "").append(' ').append(attachment == null ? host : attachment)
-                .append(" [").append(Times.seconds(invokedNanos)).append(" .. ")
-                .append(pending() ? "never" : Times.seconds(completedNanos)).append("] ").append(status);
+        b.append('#')
+                .append(id)
+                .append(' ')
+                .append(kind)
+                .append('/')
+                .append(purpose)
+                .append(full ? " full" : "")
+                .append(' ')
+                .append(attachment == null ? host : attachment)
+                .append(" [")
+                .append(Times.seconds(invokedNanos))
+                .append(" .. ")
+                .append(pending() ? "never" : Times.seconds(completedNanos))
+                .append("] ")
+                .append(status);
         if (!addresses.isEmpty()) {
             b.append(' ').append(addresses);
         }

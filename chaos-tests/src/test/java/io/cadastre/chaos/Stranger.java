@@ -71,7 +71,8 @@ public final class Stranger {
 
     private static int run(String[] args) throws Exception {
         if (args.length < 4) {
-            System.err.println("usage: Stranger HOST PORT SEED SECONDS [--until-joined] [CERT KEY]");
+            System.err.println(
+                    "usage: Stranger HOST PORT SEED SECONDS [--until-joined] [CERT KEY]");
             return 1;
         }
         String host = args[0];
@@ -81,18 +82,27 @@ public final class Stranger {
         List<String> rest = List.of(args).subList(4, args.length);
         boolean untilJoined = !rest.isEmpty() && rest.get(0).equals("--until-joined");
         List<String> files = untilJoined ? rest.subList(1, rest.size()) : rest;
-        String transport = files.isEmpty() ? "pekko.remote.artery.transport = tcp\n" : """
+        String transport =
+                files.isEmpty()
+                        ? "pekko.remote.artery.transport = tcp\n"
+                        : """
                 pekko.remote.artery.transport = tls-tcp
                 pekko.remote.artery.ssl.ssl-engine-provider = "%s"
                 stranger.cert-file = "%s"
                 stranger.key-file = "%s"
-                """.formatted(Permissive.class.getName(), files.get(0), files.get(1));
-        Config config = ConfigFactory.parseString(transport + """
+                """
+                                .formatted(Permissive.class.getName(), files.get(0), files.get(1));
+        Config config =
+                ConfigFactory.parseString(
+                                transport
+                                        + """
                 pekko.actor.provider = cluster
                 pekko.remote.artery.canonical.hostname = "%s"
                 pekko.remote.artery.canonical.port = %d
                 pekko.coordinated-shutdown.exit-jvm = off
-                """.formatted(host, port)).withFallback(ConfigFactory.load());
+                """
+                                                .formatted(host, port))
+                        .withFallback(ConfigFactory.load());
 
         ActorSystem system = ActorSystem.create("cadastre", config);
         Cluster cluster = Cluster.get(system);
@@ -100,21 +110,32 @@ public final class Stranger {
         AtomicBoolean identified = new AtomicBoolean();
         Set<String> upMembers = ConcurrentHashMap.newKeySet();
         cluster.registerOnMemberUp(() -> up.set(true));
-        system.actorOf(Props.create(MemberWatch.class, () -> new MemberWatch(upMembers)), "member-watch");
+        system.actorOf(
+                Props.create(MemberWatch.class, () -> new MemberWatch(upMembers)), "member-watch");
         cluster.join(AddressFromURIString.parse(seed));
 
         long deadline = System.nanoTime() + window.toNanos();
         while (System.nanoTime() < deadline && !(untilJoined && up.get() && identified.get())) {
             try {
-                // The seed's block shard region: what a member talks to when it sends a block a command.
-                system.actorSelection(seed + "/system/sharding/Block").resolveOne(Duration.ofSeconds(1))
-                        .toCompletableFuture().get(2, TimeUnit.SECONDS);
+                // The seed's block shard region: what a member talks to when it sends a block a
+                // command.
+                system.actorSelection(seed + "/system/sharding/Block")
+                        .resolveOne(Duration.ofSeconds(1))
+                        .toCompletableFuture()
+                        .get(2, TimeUnit.SECONDS);
                 identified.set(true);
             } catch (Exception notAnswered) {
-                TimeUnit.MILLISECONDS.sleep(200); // an undeliverable selection may fail at once: pace the probes
+                TimeUnit.MILLISECONDS.sleep(
+                        200); // an undeliverable selection may fail at once: pace the probes
             }
         }
-        System.out.println("RESULT up=" + up.get() + " identified=" + identified.get() + " members=" + upMembers.size());
+        System.out.println(
+                "RESULT up="
+                        + up.get()
+                        + " identified="
+                        + identified.get()
+                        + " members="
+                        + upMembers.size());
         System.out.flush();
         if (up.get()) {
             CountDownLatch removed = new CountDownLatch(1);
@@ -123,7 +144,10 @@ public final class Stranger {
             removed.await(30, TimeUnit.SECONDS);
         }
         system.terminate();
-        system.getWhenTerminated().toCompletableFuture().completeOnTimeout(null, 15, TimeUnit.SECONDS).join();
+        system.getWhenTerminated()
+                .toCompletableFuture()
+                .completeOnTimeout(null, 15, TimeUnit.SECONDS)
+                .join();
         return 0;
     }
 
@@ -137,14 +161,20 @@ public final class Stranger {
 
         @Override
         public void preStart() {
-            Cluster.get(getContext().getSystem()).subscribe(getSelf(), ClusterEvent.initialStateAsEvents(), ClusterEvent.MemberUp.class);
+            Cluster.get(getContext().getSystem())
+                    .subscribe(
+                            getSelf(),
+                            ClusterEvent.initialStateAsEvents(),
+                            ClusterEvent.MemberUp.class);
         }
 
         @Override
         public Receive createReceive() {
             return receiveBuilder()
-                    .match(ClusterEvent.MemberUp.class, up -> upMembers.add(up.member().address().toString()))
-                    .matchAny(other -> { })
+                    .match(
+                            ClusterEvent.MemberUp.class,
+                            up -> upMembers.add(up.member().address().toString()))
+                    .matchAny(other -> {})
                     .build();
         }
     }
@@ -159,15 +189,25 @@ public final class Stranger {
 
         public Permissive(ActorSystem system) throws Exception {
             Config c = system.settings().config().getConfig("stranger");
-            X509Certificate cert = (X509Certificate) CertificateFactory.getInstance("X.509")
-                    .generateCertificate(new ByteArrayInputStream(Files.readAllBytes(Path.of(c.getString("cert-file")))));
-            PrivateKey key = DERPrivateKeyLoader.load(PEMDecoder.decode(
-                    Files.readString(Path.of(c.getString("key-file")), StandardCharsets.US_ASCII)));
+            X509Certificate cert =
+                    (X509Certificate)
+                            CertificateFactory.getInstance("X.509")
+                                    .generateCertificate(
+                                            new ByteArrayInputStream(
+                                                    Files.readAllBytes(
+                                                            Path.of(c.getString("cert-file")))));
+            PrivateKey key =
+                    DERPrivateKeyLoader.load(
+                            PEMDecoder.decode(
+                                    Files.readString(
+                                            Path.of(c.getString("key-file")),
+                                            StandardCharsets.US_ASCII)));
             KeyStore store = KeyStore.getInstance("PKCS12");
             store.load(null, null);
             char[] password = "stranger".toCharArray();
             store.setKeyEntry("stranger", key, password, new Certificate[] {cert});
-            KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            KeyManagerFactory keys =
+                    KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
             keys.init(store, password);
             context = SSLContext.getInstance("TLSv1.3");
             context.init(keys.getKeyManagers(), new TrustManager[] {new TrustingAll()}, null);
@@ -201,10 +241,10 @@ public final class Stranger {
 
     private static final class TrustingAll implements X509TrustManager {
         @Override
-        public void checkClientTrusted(X509Certificate[] chain, String authType) { }
+        public void checkClientTrusted(X509Certificate[] chain, String authType) {}
 
         @Override
-        public void checkServerTrusted(X509Certificate[] chain, String authType) { }
+        public void checkServerTrusted(X509Certificate[] chain, String authType) {}
 
         @Override
         public X509Certificate[] getAcceptedIssuers() {

@@ -44,11 +44,13 @@ final class Supervisor implements AutoCloseable {
     private final History history;
     private final Map<String, Slot> slots = new LinkedHashMap<>();
     private final Function<Member, List<String>> restartSeeds;
-    private final ExecutorService starters = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "chaos-supervisor-start");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService starters =
+            Executors.newCachedThreadPool(
+                    r -> {
+                        Thread t = new Thread(r, "chaos-supervisor-start");
+                        t.setDaemon(true);
+                        return t;
+                    });
     private final Thread watcher;
     private volatile boolean closed;
 
@@ -97,11 +99,13 @@ final class Supervisor implements AutoCloseable {
             manual.run();
         } finally {
             long now = history.now();
-            slots.values().forEach(s -> {
-                s.readyAtNanos = now;
-                s.exitSeen = false;
-                s.holdUntilNanos = 0;
-            });
+            slots.values()
+                    .forEach(
+                            s -> {
+                                s.readyAtNanos = now;
+                                s.exitSeen = false;
+                                s.holdUntilNanos = 0;
+                            });
         }
     }
 
@@ -125,7 +129,11 @@ final class Supervisor implements AutoCloseable {
                 }
                 if (!s.exitSeen) {
                     s.exitSeen = true;
-                    String exit = s.member.exitValue().stream().mapToObj(c -> "exit code " + c).findFirst().orElse("exited");
+                    String exit =
+                            s.member.exitValue().stream()
+                                    .mapToObj(c -> "exit code " + c)
+                                    .findFirst()
+                                    .orElse("exited");
                     history.event("member-exited", s.member.name(), exit);
                 }
                 if (history.now() >= s.holdUntilNanos) {
@@ -147,8 +155,14 @@ final class Supervisor implements AutoCloseable {
                     s.member.seeds(restartSeeds.apply(s.member)).start();
                     s.readyAtNanos = history.now();
                     s.restarts++;
-                    history.event("member-restarted", s.member.name(), String.format(java.util.Locale.ROOT,
-                            "ready after %.1f s (pid %d)", (s.readyAtNanos - began) / 1e9, s.member.pid()));
+                    history.event(
+                            "member-restarted",
+                            s.member.name(),
+                            String.format(
+                                    java.util.Locale.ROOT,
+                                    "ready after %.1f s (pid %d)",
+                                    (s.readyAtNanos - began) / 1e9,
+                                    s.member.pid()));
                     return;
                 } catch (Exception e) {
                     if (closed) {

@@ -44,7 +44,8 @@ final class AdminConfig {
             try {
                 token = AdminToken.read(tokenFile);
             } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("cadastre.admin.token-file: " + e.getMessage(), e);
+                throw new IllegalArgumentException(
+                        "cadastre.admin.token-file: " + e.getMessage(), e);
             }
         }
         AdminServer.Settings settings;
@@ -54,9 +55,11 @@ final class AdminConfig {
             throw new IllegalArgumentException("cadastre.admin.bind: " + e.getMessage(), e);
         }
         try {
-            return new Resolved(settings.withMetricsRefresh(c.getDuration("metrics-refresh")), tokenFile, kept);
+            return new Resolved(
+                    settings.withMetricsRefresh(c.getDuration("metrics-refresh")), tokenFile, kept);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("cadastre.admin.metrics-refresh: " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    "cadastre.admin.metrics-refresh: " + e.getMessage(), e);
         }
     }
 }

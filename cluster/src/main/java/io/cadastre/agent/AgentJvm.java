@@ -26,7 +26,8 @@ public final class AgentJvm {
             if (in == null) {
                 throw new IOException(OPTIONS_RESOURCE + " is not on the class path");
             }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8).lines()
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8)
+                    .lines()
                     .map(line -> line.replaceFirst("#.*", "").strip())
                     .filter(line -> !line.isEmpty())
                     .toList();

@@ -36,13 +36,18 @@ import picocli.CommandLine.Option;
  * minority side of a partition): its supervisor restarts it, and it joins again as a new
  * incarnation.
  */
-@Command(name = "cadastre-agent", mixinStandardHelpOptions = true, version = "cadastre-agent 0.1.0",
+@Command(
+        name = "cadastre-agent",
+        mixinStandardHelpOptions = true,
+        version = "cadastre-agent 0.1.0",
         description = "Cadastre's per-host agent: cluster member, IPAM and CNI endpoint.",
         subcommands = {InstallCommand.class, SchemaCommand.class})
 public final class AgentMain implements Callable<Integer> {
     private static final Logger log = LoggerFactory.getLogger(AgentMain.class);
 
-    @Option(names = {"-c", "--config"}, paramLabel = "FILE",
+    @Option(
+            names = {"-c", "--config"},
+            paramLabel = "FILE",
             description = "A HOCON file whose settings override the built-in application.conf.")
     File configFile;
 
@@ -59,13 +64,23 @@ public final class AgentMain implements Callable<Integer> {
     /** As {@link #loadConfig(File)}, with {@code forced} settings above the file and application.conf. */
     public static Config loadConfig(File overrides, Config forced) {
         Config app = ConfigFactory.parseResourcesAnySyntax("application");
-        Config base = forced.withFallback(overrides == null ? app : ConfigFactory.parseFile(overrides).withFallback(app));
+        Config base =
+                forced.withFallback(
+                        overrides == null
+                                ? app
+                                : ConfigFactory.parseFile(overrides).withFallback(app));
         Config resolved = ConfigFactory.load(base);
         Config selected = Persistence.of(resolved).selection(resolved);
         String seeds = resolved.getString("cadastre.cluster.seed-nodes-env");
         if (!seeds.isBlank()) {
-            selected = selected.withValue("cadastre.cluster.seed-nodes", com.typesafe.config.ConfigValueFactory.fromIterable(
-                    java.util.Arrays.stream(seeds.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList()));
+            selected =
+                    selected.withValue(
+                            "cadastre.cluster.seed-nodes",
+                            com.typesafe.config.ConfigValueFactory.fromIterable(
+                                    java.util.Arrays.stream(seeds.split(","))
+                                            .map(String::trim)
+                                            .filter(s -> !s.isEmpty())
+                                            .toList()));
         }
         return ConfigFactory.load(selected.withFallback(base));
     }
@@ -91,7 +106,8 @@ public final class AgentMain implements Callable<Integer> {
         Optional<CassandraSecurity> cassandra;
         try {
             if (configFile != null && !configFile.isFile()) {
-                throw new IllegalArgumentException("--config " + configFile + " is not a readable file");
+                throw new IllegalArgumentException(
+                        "--config " + configFile + " is not a readable file");
             }
             config = loadConfig(configFile);
             settings = AgentSettings.from(config);
@@ -99,21 +115,39 @@ public final class AgentMain implements Callable<Integer> {
             // must not open the cluster port at all.
             transport = ClusterTransport.from(config, Instant.now());
             config = withNodeRole(transport.applyTo(config), settings.nodeName());
-            cassandra = settings.persistence() == Persistence.CASSANDRA
-                    ? Optional.of(CassandraSecurity.from(config.getConfig("cadastre.cassandra"))) : Optional.empty();
+            cassandra =
+                    settings.persistence() == Persistence.CASSANDRA
+                            ? Optional.of(
+                                    CassandraSecurity.from(config.getConfig("cadastre.cassandra")))
+                            : Optional.empty();
             if (settings.persistence() == Persistence.EMBEDDED) {
                 // Read now so that a bad size is exit 2, not a journal failing to open later.
                 io.cadastre.journal.EmbeddedStore.settings(config);
             }
-            List<String> tightened = DataDir.prepare(settings.dataDir(), settings.persistence() == Persistence.EMBEDDED);
-            tightened.forEach(change -> log.warn("{}: only the agent's user may read the journal and the admin token", change));
-            DataDir.removeStaleClassArchives(settings.dataDir(),
-                    ManagementFactory.getRuntimeMXBean().getInputArguments())
-                    .forEach(archive -> log.info("removed {}: the class data archive of another build", archive));
+            List<String> tightened =
+                    DataDir.prepare(
+                            settings.dataDir(), settings.persistence() == Persistence.EMBEDDED);
+            tightened.forEach(
+                    change ->
+                            log.warn(
+                                    "{}: only the agent's user may read the journal and the admin token",
+                                    change));
+            DataDir.removeStaleClassArchives(
+                            settings.dataDir(),
+                            ManagementFactory.getRuntimeMXBean().getInputArguments())
+                    .forEach(
+                            archive ->
+                                    log.info(
+                                            "removed {}: the class data archive of another build",
+                                            archive));
             admin = AdminConfig.from(config, settings.dataDir());
             // Before the actor system too: a host that cannot route pods never joins the cluster.
-            host = HostPreflight.check(settings.routing(), clusterAddress(config), families(settings),
-                    HostPreflight.Host.real(settings.procSys()));
+            host =
+                    HostPreflight.check(
+                            settings.routing(),
+                            clusterAddress(config),
+                            families(settings),
+                            HostPreflight.Host.real(settings.procSys()));
         } catch (IOException | UncheckedIOException e) {
             System.err.println("cadastre-agent: cannot prepare the data directory: " + e);
             return 1;
@@ -125,8 +159,17 @@ public final class AgentMain implements Callable<Integer> {
         transport.log(log);
         cassandra.ifPresent(c -> c.log(log));
         host.changes().forEach(change -> log.info("host set for the pod network: {}", change));
-        ActorSystem<Object> system = ActorSystem.create(Guardian.create(settings, admin.settings(), new NetlinkDataplane(settings.procSys()),
-                new NetlinkHostRouting(), host.underlay(), host.podMtu()), "cadastre", config);
+        ActorSystem<Object> system =
+                ActorSystem.create(
+                        Guardian.create(
+                                settings,
+                                admin.settings(),
+                                new NetlinkDataplane(settings.procSys()),
+                                new NetlinkHostRouting(),
+                                host.underlay(),
+                                host.podMtu()),
+                        "cadastre",
+                        config);
         DispatcherStallWatch.start(system, config.getDuration("cadastre.stall-report-after"));
         boolean terminated;
         try {
@@ -137,8 +180,12 @@ public final class AgentMain implements Callable<Integer> {
         }
         int code = exitCode(CoordinatedShutdown.get(system).getShutdownReason());
         if (!terminated) {
-            log.error("the actor system did not terminate {} s after its shutdown ran; ending the process with exit code {}"
-                    + " so that it is restarted. All threads:\n{}", TERMINATION_GRACE.toSeconds(), code, ThreadDump.take());
+            log.error(
+                    "the actor system did not terminate {} s after its shutdown ran; ending the process with exit code {}"
+                            + " so that it is restarted. All threads:\n{}",
+                    TERMINATION_GRACE.toSeconds(),
+                    code,
+                    ThreadDump.take());
             // Not System.exit: its shutdown hooks may wait on what is stuck.
             Runtime.getRuntime().halt(code);
         }
@@ -163,7 +210,8 @@ public final class AgentMain implements Callable<Integer> {
 
     /** @return the families of the configured pools */
     static java.util.Set<io.cadastre.ipam.IpFamily> families(AgentSettings settings) {
-        java.util.Set<io.cadastre.ipam.IpFamily> families = java.util.EnumSet.noneOf(io.cadastre.ipam.IpFamily.class);
+        java.util.Set<io.cadastre.ipam.IpFamily> families =
+                java.util.EnumSet.noneOf(io.cadastre.ipam.IpFamily.class);
         settings.pools().forEach(p -> families.add(p.family()));
         return families;
     }
@@ -175,11 +223,16 @@ public final class AgentMain implements Callable<Integer> {
             return;
         }
         switch (admin.kept().origin()) {
-            case GENERATED -> log.info("admin API token generated in {} (mode 0600: cadastrectl run as root reads it)",
-                    admin.tokenFile());
+            case GENERATED ->
+                    log.info(
+                            "admin API token generated in {} (mode 0600: cadastrectl run as root reads it)",
+                            admin.tokenFile());
             case REUSED -> log.info("admin API token in {}", admin.tokenFile());
-            case REPLACED -> log.warn("admin API token in {} replaced by a new one: {}", admin.tokenFile(),
-                    admin.kept().replacedBecause().orElse("unfit"));
+            case REPLACED ->
+                    log.warn(
+                            "admin API token in {} replaced by a new one: {}",
+                            admin.tokenFile(),
+                            admin.kept().replacedBecause().orElse("unfit"));
         }
     }
 

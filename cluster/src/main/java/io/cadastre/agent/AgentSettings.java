@@ -71,9 +71,14 @@ public record AgentSettings(
      */
     public static AgentSettings from(Config root) {
         Config c = root.getConfig("cadastre");
-        KubeSettings kubernetes = KubeSettings.from(c.getConfig("kubernetes"), c.getString("node-name"));
-        String node = !c.getString("node-name").isBlank() ? c.getString("node-name").trim()
-                : kubernetes.enabled() && !kubernetes.nodeName().isEmpty() ? kubernetes.nodeName() : hostname();
+        KubeSettings kubernetes =
+                KubeSettings.from(c.getConfig("kubernetes"), c.getString("node-name"));
+        String node =
+                !c.getString("node-name").isBlank()
+                        ? c.getString("node-name").trim()
+                        : kubernetes.enabled() && !kubernetes.nodeName().isEmpty()
+                                ? kubernetes.nodeName()
+                                : hostname();
         kubernetes = kubernetes.enabled() ? kubernetes.withNodeName(node) : KubeSettings.DISABLED;
         Config defaults = c.getConfig("pool-defaults");
         List<PoolSpec> pools = new ArrayList<>();
@@ -86,12 +91,23 @@ public record AgentSettings(
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("cadastre.pools: " + e.getMessage(), e);
             }
-            int blockSize = merged.hasPath("block-size") ? merged.getInt("block-size") : PoolSpec.defaultBlockPrefix(cidr.family());
+            int blockSize =
+                    merged.hasPath("block-size")
+                            ? merged.getInt("block-size")
+                            : PoolSpec.defaultBlockPrefix(cidr.family());
             try {
-                List<Cidr> excluded = merged.getStringList("excluded").stream().map(Cidr::parse).toList();
-                pools.add(new PoolSpec(merged.getString("name"), cidr, blockSize, merged.getBoolean("strict-affinity"),
-                        merged.getBoolean("allow-borrowing"), merged.getInt("max-blocks-per-node"),
-                        merged.getString("node-selector"), excluded));
+                List<Cidr> excluded =
+                        merged.getStringList("excluded").stream().map(Cidr::parse).toList();
+                pools.add(
+                        new PoolSpec(
+                                merged.getString("name"),
+                                cidr,
+                                blockSize,
+                                merged.getBoolean("strict-affinity"),
+                                merged.getBoolean("allow-borrowing"),
+                                merged.getInt("max-blocks-per-node"),
+                                merged.getString("node-selector"),
+                                excluded));
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("cadastre.pools: " + e.getMessage(), e);
             }
@@ -100,20 +116,39 @@ public record AgentSettings(
         Map<IpFamily, String> perFamily = new EnumMap<>(IpFamily.class);
         for (String name : c.getStringList("default-pools")) {
             // A default pool may be one created at run time; a configured one is checked here.
-            pools.stream().filter(p -> p.name().equals(name)).findFirst().ifPresent(spec -> {
-                if (perFamily.put(spec.family(), name) != null) {
-                    throw new IllegalArgumentException("cadastre.default-pools: two pools for " + spec.family());
-                }
-            });
+            pools.stream()
+                    .filter(p -> p.name().equals(name))
+                    .findFirst()
+                    .ifPresent(
+                            spec -> {
+                                if (perFamily.put(spec.family(), name) != null) {
+                                    throw new IllegalArgumentException(
+                                            "cadastre.default-pools: two pools for "
+                                                    + spec.family());
+                                }
+                            });
         }
         Duration catalogMaxAge = c.getDuration("pool-catalog-max-age");
         if (catalogMaxAge.isNegative() || catalogMaxAge.isZero()) {
-            throw new IllegalArgumentException("cadastre.pool-catalog-max-age must be positive, not " + catalogMaxAge);
+            throw new IllegalArgumentException(
+                    "cadastre.pool-catalog-max-age must be positive, not " + catalogMaxAge);
         }
-        return new AgentSettings(node, Persistence.of(root), Path.of(c.getString("data-dir")), Path.of(c.getString("cni-socket")),
-                askTimeouts(c), c.getInt("dataplane-threads"), Reclaim.from(c), List.copyOf(pools),
-                List.copyOf(c.getStringList("default-pools")), nodeLabels(c), catalogMaxAge, BlockReclaim.from(c),
-                routing(c), kubernetes, procSys(c));
+        return new AgentSettings(
+                node,
+                Persistence.of(root),
+                Path.of(c.getString("data-dir")),
+                Path.of(c.getString("cni-socket")),
+                askTimeouts(c),
+                c.getInt("dataplane-threads"),
+                Reclaim.from(c),
+                List.copyOf(pools),
+                List.copyOf(c.getStringList("default-pools")),
+                nodeLabels(c),
+                catalogMaxAge,
+                BlockReclaim.from(c),
+                routing(c),
+                kubernetes,
+                procSys(c));
     }
 
     /**
@@ -123,7 +158,8 @@ public record AgentSettings(
     static Path procSys(Config c) {
         Path path = Path.of(c.getString("proc-sys").trim());
         if (!path.isAbsolute()) {
-            throw new IllegalArgumentException("cadastre.proc-sys must be an absolute path, not '" + path + "'");
+            throw new IllegalArgumentException(
+                    "cadastre.proc-sys must be an absolute path, not '" + path + "'");
         }
         return path.normalize();
     }
@@ -143,9 +179,15 @@ public record AgentSettings(
         }
         String device = r.getString("interface").trim();
         if (!device.isEmpty() && (device.length() > 15 || !device.matches("[^/:\\s]+"))) {
-            throw new IllegalArgumentException("cadastre.routing.interface: '" + device + "' is no interface name");
+            throw new IllegalArgumentException(
+                    "cadastre.routing.interface: '" + device + "' is no interface name");
         }
-        return new RoutingSettings(mode, device, r.getInt("vni"), r.getInt("port"), positive(c, "routing.resync-interval"),
+        return new RoutingSettings(
+                mode,
+                device,
+                r.getInt("vni"),
+                r.getInt("port"),
+                positive(c, "routing.resync-interval"),
                 r.getDuration("debounce"));
     }
 
@@ -157,35 +199,50 @@ public record AgentSettings(
     static Map<String, String> nodeLabels(Config c) {
         Map<String, String> labels = new TreeMap<>();
         Config fromConfig = c.getConfig("node-labels");
-        fromConfig.root().keySet().forEach(key -> labels.put(key, fromConfig.getString("\"" + key + "\"")));
+        fromConfig
+                .root()
+                .keySet()
+                .forEach(key -> labels.put(key, fromConfig.getString("\"" + key + "\"")));
         String env = c.getString("node-labels-env").trim();
         if (!env.isEmpty()) {
             for (String pair : env.split(",")) {
                 int eq = pair.indexOf('=');
                 if (eq <= 0) {
-                    throw new IllegalArgumentException("cadastre.node-labels-env: '" + pair.trim() + "' is not key=value");
+                    throw new IllegalArgumentException(
+                            "cadastre.node-labels-env: '" + pair.trim() + "' is not key=value");
                 }
                 labels.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
             }
         }
-        labels.forEach((key, value) -> {
-            if (!NodeSelector.isLabelKey(key)) {
-                throw new IllegalArgumentException("cadastre.node-labels: '" + key + "' is not a label key");
-            }
-            if (!NodeSelector.isLabelValue(value)) {
-                throw new IllegalArgumentException("cadastre.node-labels: '" + value + "' (of " + key + ") is not a label value");
-            }
-        });
+        labels.forEach(
+                (key, value) -> {
+                    if (!NodeSelector.isLabelKey(key)) {
+                        throw new IllegalArgumentException(
+                                "cadastre.node-labels: '" + key + "' is not a label key");
+                    }
+                    if (!NodeSelector.isLabelValue(value)) {
+                        throw new IllegalArgumentException(
+                                "cadastre.node-labels: '"
+                                        + value
+                                        + "' (of "
+                                        + key
+                                        + ") is not a label value");
+                    }
+                });
         return Map.copyOf(labels);
     }
 
     private static AskTimeouts askTimeouts(Config c) {
         try {
-            return new AskTimeouts(c.getDuration("ask-timeout"), c.getDuration("ask-attempt-timeout"),
+            return new AskTimeouts(
+                    c.getDuration("ask-timeout"),
+                    c.getDuration("ask-attempt-timeout"),
                     c.getDuration("confirm-replies-slower-than"));
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("cadastre.ask-timeout, ask-attempt-timeout, confirm-replies-slower-than: "
-                    + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    "cadastre.ask-timeout, ask-attempt-timeout, confirm-replies-slower-than: "
+                            + e.getMessage(),
+                    e);
         }
     }
 
@@ -194,13 +251,22 @@ public record AgentSettings(
         for (int i = 0; i < pools.size(); i++) {
             PoolSpec a = pools.get(i);
             if (!names.add(a.name())) {
-                throw new IllegalArgumentException("cadastre.pools: pool name " + a.name() + " appears twice");
+                throw new IllegalArgumentException(
+                        "cadastre.pools: pool name " + a.name() + " appears twice");
             }
             for (int j = 0; j < i; j++) {
                 PoolSpec b = pools.get(j);
                 if (a.cidr().overlaps(b.cidr())) {
-                    throw new IllegalArgumentException("cadastre.pools: " + a.name() + " (" + a.cidr() + ") overlaps "
-                            + b.name() + " (" + b.cidr() + ")");
+                    throw new IllegalArgumentException(
+                            "cadastre.pools: "
+                                    + a.name()
+                                    + " ("
+                                    + a.cidr()
+                                    + ") overlaps "
+                                    + b.name()
+                                    + " ("
+                                    + b.cidr()
+                                    + ")");
                 }
             }
         }
@@ -210,7 +276,8 @@ public record AgentSettings(
         try {
             return InetAddress.getLocalHost().getHostName();
         } catch (UnknownHostException e) {
-            throw new IllegalArgumentException("cadastre.node-name is empty and the hostname cannot be read", e);
+            throw new IllegalArgumentException(
+                    "cadastre.node-name is empty and the hostname cannot be read", e);
         }
     }
 
@@ -239,7 +306,8 @@ public record AgentSettings(
     public record BlockReclaim(Duration interval, Duration grace) {
         /** @throws IllegalArgumentException naming the key when a duration is not positive */
         static BlockReclaim from(Config c) {
-            return new BlockReclaim(positive(c, "block-reclaim.interval"), positive(c, "block-reclaim.grace"));
+            return new BlockReclaim(
+                    positive(c, "block-reclaim.interval"), positive(c, "block-reclaim.grace"));
         }
     }
 

@@ -46,7 +46,10 @@ public final class CassandraJournalHeads {
         record Refused(long head) implements Claim {}
     }
 
-    private record Statements(CqlSession session, PreparedStatement create, PreparedStatement advance,
+    private record Statements(
+            CqlSession session,
+            PreparedStatement create,
+            PreparedStatement advance,
             PreparedStatement read) {}
 
     private final CompletionStage<CqlSession> session;
@@ -54,7 +57,8 @@ public final class CassandraJournalHeads {
     private final boolean autocreate;
     private final String profile;
     private final String keyspaceStatement;
-    private final AtomicReference<CompletableFuture<Statements>> statements = new AtomicReference<>();
+    private final AtomicReference<CompletableFuture<Statements>> statements =
+            new AtomicReference<>();
 
     /**
      * @param session the journal's session (connected lazily)
@@ -64,8 +68,12 @@ public final class CassandraJournalHeads {
      * @param keyspaceStatement the journal's own CREATE KEYSPACE IF NOT EXISTS, run first when autocreating
      * @param profile the driver execution profile of the journal's writes
      */
-    public CassandraJournalHeads(CompletionStage<CqlSession> session, String keyspace, boolean autocreate,
-            String keyspaceStatement, String profile) {
+    public CassandraJournalHeads(
+            CompletionStage<CqlSession> session,
+            String keyspace,
+            boolean autocreate,
+            String keyspaceStatement,
+            String profile) {
         this.session = session;
         this.keyspace = keyspace;
         this.autocreate = autocreate;
@@ -75,7 +83,10 @@ public final class CassandraJournalHeads {
 
     /** @return the CQL that creates the table in {@code keyspace} (idempotent) */
     public static String createTableStatement(String keyspace) {
-        return "CREATE TABLE IF NOT EXISTS " + keyspace + "." + TABLE
+        return "CREATE TABLE IF NOT EXISTS "
+                + keyspace
+                + "."
+                + TABLE
                 + " (persistence_id text PRIMARY KEY, sequence_nr bigint)";
     }
 
@@ -89,49 +100,72 @@ public final class CassandraJournalHeads {
      *     fail too
      */
     public CompletionStage<Claim> claim(String persistenceId, long from, long to) {
-        return ready().thenCompose(s -> {
-            if (from <= 1) {
-                return create(s, persistenceId, to);
-            }
-            return s.session().executeAsync(s.advance().bind(to, persistenceId, from - 1).setExecutionProfileName(profile))
-                    .thenCompose(result -> {
-                        Row row = result.one();
-                        if (row.getBoolean("[applied]")) {
-                            return CompletableFuture.completedFuture((Claim) new Claim.Granted());
-                        }
-                        Long head = storedHead(row);
-                        // No row at all: the entity's events predate the table.
-                        return head == null ? create(s, persistenceId, to)
-                                : CompletableFuture.completedFuture((Claim) new Claim.Refused(head));
-                    });
-        });
+        return ready().thenCompose(
+                        s -> {
+                            if (from <= 1) {
+                                return create(s, persistenceId, to);
+                            }
+                            return s.session()
+                                    .executeAsync(
+                                            s.advance()
+                                                    .bind(to, persistenceId, from - 1)
+                                                    .setExecutionProfileName(profile))
+                                    .thenCompose(
+                                            result -> {
+                                                Row row = result.one();
+                                                if (row.getBoolean("[applied]")) {
+                                                    return CompletableFuture.completedFuture(
+                                                            (Claim) new Claim.Granted());
+                                                }
+                                                Long head = storedHead(row);
+                                                // No row at all: the entity's events predate the
+                                                // table.
+                                                return head == null
+                                                        ? create(s, persistenceId, to)
+                                                        : CompletableFuture.completedFuture(
+                                                                (Claim) new Claim.Refused(head));
+                                            });
+                        });
     }
 
     /** @return the stored head of {@code persistenceId}, read with serial consistency, or 0 when none is */
     public CompletionStage<Long> head(String persistenceId) {
-        return ready().thenCompose(s -> s.session().executeAsync(s.read().bind(persistenceId)
-                        .setExecutionProfileName(profile).setConsistencyLevel(DefaultConsistencyLevel.SERIAL)))
-                .thenApply(result -> {
-                    Row row = result.one();
-                    return row == null || row.isNull("sequence_nr") ? 0L : row.getLong("sequence_nr");
-                });
+        return ready().thenCompose(
+                        s ->
+                                s.session()
+                                        .executeAsync(
+                                                s.read()
+                                                        .bind(persistenceId)
+                                                        .setExecutionProfileName(profile)
+                                                        .setConsistencyLevel(
+                                                                DefaultConsistencyLevel.SERIAL)))
+                .thenApply(
+                        result -> {
+                            Row row = result.one();
+                            return row == null || row.isNull("sequence_nr")
+                                    ? 0L
+                                    : row.getLong("sequence_nr");
+                        });
     }
 
     private CompletionStage<Claim> create(Statements s, String persistenceId, long to) {
-        return s.session().executeAsync(s.create().bind(persistenceId, to).setExecutionProfileName(profile))
-                .thenApply(result -> {
-                    Row row = result.one();
-                    if (row.getBoolean("[applied]")) {
-                        return new Claim.Granted();
-                    }
-                    Long head = storedHead(row);
-                    return new Claim.Refused(head == null ? 0 : head);
-                });
+        return s.session()
+                .executeAsync(s.create().bind(persistenceId, to).setExecutionProfileName(profile))
+                .thenApply(
+                        result -> {
+                            Row row = result.one();
+                            if (row.getBoolean("[applied]")) {
+                                return new Claim.Granted();
+                            }
+                            Long head = storedHead(row);
+                            return new Claim.Refused(head == null ? 0 : head);
+                        });
     }
 
     private static Long storedHead(Row row) {
         return row.getColumnDefinitions().contains("sequence_nr") && !row.isNull("sequence_nr")
-                ? row.getLong("sequence_nr") : null;
+                ? row.getLong("sequence_nr")
+                : null;
     }
 
     /** The prepared statements, after creating the table when autocreating; a failure is retried on the next call. */
@@ -144,13 +178,15 @@ public final class CassandraJournalHeads {
         if (!statements.compareAndSet(current, next)) {
             return statements.get();
         }
-        session.thenCompose(this::prepare).whenComplete((s, e) -> {
-            if (e != null) {
-                next.completeExceptionally(e);
-            } else {
-                next.complete(s);
-            }
-        });
+        session.thenCompose(this::prepare)
+                .whenComplete(
+                        (s, e) -> {
+                            if (e != null) {
+                                next.completeExceptionally(e);
+                            } else {
+                                next.complete(s);
+                            }
+                        });
         return next;
     }
 
@@ -162,12 +198,29 @@ public final class CassandraJournalHeads {
             }
         }
         String table = keyspace + "." + TABLE;
-        return created
-                .thenCompose(ignored -> s.prepareAsync("INSERT INTO " + table
-                        + " (persistence_id, sequence_nr) VALUES (?, ?) IF NOT EXISTS"))
-                .thenCompose(create -> s.prepareAsync("UPDATE " + table
-                                + " SET sequence_nr = ? WHERE persistence_id = ? IF sequence_nr = ?")
-                        .thenCompose(advance -> s.prepareAsync("SELECT sequence_nr FROM " + table + " WHERE persistence_id = ?")
-                                .thenApply(read -> new Statements(s, create, advance, read))));
+        return created.thenCompose(
+                        ignored ->
+                                s.prepareAsync(
+                                        "INSERT INTO "
+                                                + table
+                                                + " (persistence_id, sequence_nr) VALUES (?, ?) IF NOT EXISTS"))
+                .thenCompose(
+                        create ->
+                                s.prepareAsync(
+                                                "UPDATE "
+                                                        + table
+                                                        + " SET sequence_nr = ? WHERE persistence_id = ? IF sequence_nr = ?")
+                                        .thenCompose(
+                                                advance ->
+                                                        s.prepareAsync(
+                                                                        "SELECT sequence_nr FROM "
+                                                                                + table
+                                                                                + " WHERE persistence_id = ?")
+                                                                .thenApply(
+                                                                        read ->
+                                                                                new Statements(
+                                                                                        s, create,
+                                                                                        advance,
+                                                                                        read))));
     }
 }

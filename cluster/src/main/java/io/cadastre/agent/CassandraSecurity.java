@@ -37,8 +37,14 @@ final class CassandraSecurity {
     private final Optional<String> keystorePassword;
     private final boolean hostnameValidation;
 
-    private CassandraSecurity(Optional<String> username, Optional<String> password, boolean tls, Optional<Path> truststore,
-            Optional<String> truststorePassword, Optional<Path> keystore, Optional<String> keystorePassword,
+    private CassandraSecurity(
+            Optional<String> username,
+            Optional<String> password,
+            boolean tls,
+            Optional<Path> truststore,
+            Optional<String> truststorePassword,
+            Optional<Path> keystore,
+            Optional<String> keystorePassword,
             boolean hostnameValidation) {
         this.username = username;
         this.password = password;
@@ -61,32 +67,55 @@ final class CassandraSecurity {
         Optional<String> username = nonBlank(c.getString("username"));
         Optional<Path> passwordFile = nonBlank(c.getString("password-file")).map(Path::of);
         if (username.isPresent() != passwordFile.isPresent()) {
-            throw new IllegalArgumentException(PREFIX + "username and " + PREFIX + "password-file go together "
-                    + "(CADASTRE_CASSANDRA_USERNAME, CADASTRE_CASSANDRA_PASSWORD_FILE)");
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + "username and "
+                            + PREFIX
+                            + "password-file go together "
+                            + "(CADASTRE_CASSANDRA_USERNAME, CADASTRE_CASSANDRA_PASSWORD_FILE)");
         }
         Optional<String> password = passwordFile.map(f -> secret("password-file", f));
         Config t = c.getConfig("tls");
         boolean tls = t.getBoolean("enabled");
         Optional<Path> truststore = nonBlank(t.getString("truststore-file")).map(Path::of);
-        Optional<Path> truststorePasswordFile = nonBlank(t.getString("truststore-password-file")).map(Path::of);
+        Optional<Path> truststorePasswordFile =
+                nonBlank(t.getString("truststore-password-file")).map(Path::of);
         Optional<Path> keystore = nonBlank(t.getString("keystore-file")).map(Path::of);
-        Optional<Path> keystorePasswordFile = nonBlank(t.getString("keystore-password-file")).map(Path::of);
-        if (!tls && (truststore.isPresent() || truststorePasswordFile.isPresent() || keystore.isPresent()
-                || keystorePasswordFile.isPresent())) {
-            throw new IllegalArgumentException(PREFIX + "tls: trust or key store set while " + PREFIX
-                    + "tls.enabled is off (CADASTRE_CASSANDRA_TLS_ENABLED)");
+        Optional<Path> keystorePasswordFile =
+                nonBlank(t.getString("keystore-password-file")).map(Path::of);
+        if (!tls
+                && (truststore.isPresent()
+                        || truststorePasswordFile.isPresent()
+                        || keystore.isPresent()
+                        || keystorePasswordFile.isPresent())) {
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + "tls: trust or key store set while "
+                            + PREFIX
+                            + "tls.enabled is off (CADASTRE_CASSANDRA_TLS_ENABLED)");
         }
         if (truststore.isEmpty() && truststorePasswordFile.isPresent()) {
-            throw new IllegalArgumentException(PREFIX + "tls.truststore-password-file is set without tls.truststore-file");
+            throw new IllegalArgumentException(
+                    PREFIX + "tls.truststore-password-file is set without tls.truststore-file");
         }
         if (keystore.isPresent() != keystorePasswordFile.isPresent()) {
-            throw new IllegalArgumentException(PREFIX + "tls.keystore-file and tls.keystore-password-file go together");
+            throw new IllegalArgumentException(
+                    PREFIX + "tls.keystore-file and tls.keystore-password-file go together");
         }
-        Optional<String> truststorePassword = truststorePasswordFile.map(f -> secret("tls.truststore-password-file", f));
-        Optional<String> keystorePassword = keystorePasswordFile.map(f -> secret("tls.keystore-password-file", f));
+        Optional<String> truststorePassword =
+                truststorePasswordFile.map(f -> secret("tls.truststore-password-file", f));
+        Optional<String> keystorePassword =
+                keystorePasswordFile.map(f -> secret("tls.keystore-password-file", f));
         truststore.ifPresent(f -> open("tls.truststore-file", f, truststorePassword));
         keystore.ifPresent(f -> open("tls.keystore-file", f, keystorePassword));
-        return new CassandraSecurity(username, password, tls, truststore, truststorePassword, keystore, keystorePassword,
+        return new CassandraSecurity(
+                username,
+                password,
+                tls,
+                truststore,
+                truststorePassword,
+                keystore,
+                keystorePassword,
                 t.getBoolean("hostname-validation"));
     }
 
@@ -95,23 +124,47 @@ final class CassandraSecurity {
         Config settings = ConfigFactory.empty();
         String auth = "datastax-java-driver.advanced.auth-provider.";
         if (username.isPresent()) {
-            settings = settings.withValue(auth + "class", ConfigValueFactory.fromAnyRef("PlainTextAuthProvider"))
-                    .withValue(auth + "username", ConfigValueFactory.fromAnyRef(username.get()))
-                    .withValue(auth + "password", ConfigValueFactory.fromAnyRef(password.orElseThrow()));
+            settings =
+                    settings.withValue(
+                                    auth + "class",
+                                    ConfigValueFactory.fromAnyRef("PlainTextAuthProvider"))
+                            .withValue(
+                                    auth + "username",
+                                    ConfigValueFactory.fromAnyRef(username.get()))
+                            .withValue(
+                                    auth + "password",
+                                    ConfigValueFactory.fromAnyRef(password.orElseThrow()));
         }
         if (tls) {
             String ssl = "datastax-java-driver.advanced.ssl-engine-factory.";
-            settings = settings.withValue(ssl + "class", ConfigValueFactory.fromAnyRef("DefaultSslEngineFactory"))
-                    .withValue(ssl + "hostname-validation", ConfigValueFactory.fromAnyRef(hostnameValidation));
+            settings =
+                    settings.withValue(
+                                    ssl + "class",
+                                    ConfigValueFactory.fromAnyRef("DefaultSslEngineFactory"))
+                            .withValue(
+                                    ssl + "hostname-validation",
+                                    ConfigValueFactory.fromAnyRef(hostnameValidation));
             if (truststore.isPresent()) {
-                settings = settings.withValue(ssl + "truststore-path", ConfigValueFactory.fromAnyRef(truststore.get().toString()));
+                settings =
+                        settings.withValue(
+                                ssl + "truststore-path",
+                                ConfigValueFactory.fromAnyRef(truststore.get().toString()));
             }
             if (truststorePassword.isPresent()) {
-                settings = settings.withValue(ssl + "truststore-password", ConfigValueFactory.fromAnyRef(truststorePassword.get()));
+                settings =
+                        settings.withValue(
+                                ssl + "truststore-password",
+                                ConfigValueFactory.fromAnyRef(truststorePassword.get()));
             }
             if (keystore.isPresent()) {
-                settings = settings.withValue(ssl + "keystore-path", ConfigValueFactory.fromAnyRef(keystore.get().toString()))
-                        .withValue(ssl + "keystore-password", ConfigValueFactory.fromAnyRef(keystorePassword.orElseThrow()));
+                settings =
+                        settings.withValue(
+                                        ssl + "keystore-path",
+                                        ConfigValueFactory.fromAnyRef(keystore.get().toString()))
+                                .withValue(
+                                        ssl + "keystore-password",
+                                        ConfigValueFactory.fromAnyRef(
+                                                keystorePassword.orElseThrow()));
             }
         }
         return settings;
@@ -123,8 +176,10 @@ final class CassandraSecurity {
      */
     void log(Logger log) {
         if (tlsWithoutHostnameValidation()) {
-            log.warn("Cassandra: {}: any certificate from a trusted CA is taken for Cassandra's "
-                    + "(cadastre.cassandra.tls.hostname-validation = off)", summary());
+            log.warn(
+                    "Cassandra: {}: any certificate from a trusted CA is taken for Cassandra's "
+                            + "(cadastre.cassandra.tls.hostname-validation = off)",
+                    summary());
         } else {
             log.info("Cassandra: {}", summary());
         }
@@ -137,11 +192,17 @@ final class CassandraSecurity {
 
     /** @return how the agent reaches Cassandra, for the start-up log: the role and files, never a password */
     String summary() {
-        return (username.map(u -> "as " + u).orElse("without credentials")) + ", "
-                + (!tls ? "plain TCP"
-                        : "TLS (hostname validation " + (hostnameValidation ? "on" : "OFF") + ", trust "
-                                + truststore.map(Path::toString).orElse("the JVM's default") + ", client certificate "
-                                + keystore.map(Path::toString).orElse("none") + ")");
+        return (username.map(u -> "as " + u).orElse("without credentials"))
+                + ", "
+                + (!tls
+                        ? "plain TCP"
+                        : "TLS (hostname validation "
+                                + (hostnameValidation ? "on" : "OFF")
+                                + ", trust "
+                                + truststore.map(Path::toString).orElse("the JVM's default")
+                                + ", client certificate "
+                                + keystore.map(Path::toString).orElse("none")
+                                + ")");
     }
 
     @Override
@@ -161,9 +222,12 @@ final class CassandraSecurity {
         } catch (NoSuchFileException e) {
             throw new IllegalArgumentException(PREFIX + key + " " + file + ": no such file", e);
         } catch (AccessDeniedException e) {
-            throw new IllegalArgumentException(PREFIX + key + " " + file + ": not readable (permission denied)", e);
+            throw new IllegalArgumentException(
+                    PREFIX + key + " " + file + ": not readable (permission denied)", e);
         } catch (IOException e) {
-            throw new IllegalArgumentException(PREFIX + key + " " + file + ": cannot be read: " + e.getClass().getSimpleName(), e);
+            throw new IllegalArgumentException(
+                    PREFIX + key + " " + file + ": cannot be read: " + e.getClass().getSimpleName(),
+                    e);
         }
         if (value.isEmpty()) {
             throw new IllegalArgumentException(PREFIX + key + " " + file + " is empty");
@@ -178,8 +242,15 @@ final class CassandraSecurity {
         } catch (NoSuchFileException e) {
             throw new IllegalArgumentException(PREFIX + key + " " + file + ": no such file", e);
         } catch (IOException | GeneralSecurityException e) {
-            throw new IllegalArgumentException(PREFIX + key + " " + file + " does not open as a JKS or PKCS12 store"
-                    + " with its password: " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + key
+                            + " "
+                            + file
+                            + " does not open as a JKS or PKCS12 store"
+                            + " with its password: "
+                            + e.getMessage(),
+                    e);
         }
     }
 }

@@ -50,7 +50,12 @@ import org.apache.pekko.pki.pem.PEMDecoder;
  * @param subjectNames the certificate's CN and DNS subject alternative names, as Pekko compares them
  * @param notAfter when the certificate expires
  */
-public record ClusterTls(Path certFile, Path keyFile, Path caFile, Duration reloadInterval, Set<String> subjectNames,
+public record ClusterTls(
+        Path certFile,
+        Path keyFile,
+        Path caFile,
+        Duration reloadInterval,
+        Set<String> subjectNames,
         Instant notAfter) {
 
     static final String CERT_FILE = "cadastre.cluster.tls.cert-file";
@@ -65,34 +70,63 @@ public record ClusterTls(Path certFile, Path keyFile, Path caFile, Duration relo
      *     certificate not signed by the CA, not valid at {@code now}, or without a subject name.
      *     The message never contains key material.
      */
-    public static ClusterTls read(Path certFile, Path keyFile, Path caFile, Duration reloadInterval, Instant now) {
+    public static ClusterTls read(
+            Path certFile, Path keyFile, Path caFile, Duration reloadInterval, Instant now) {
         if (reloadInterval.isNegative() || reloadInterval.isZero()) {
-            throw new IllegalArgumentException("cadastre.cluster.tls.reload-interval must be positive, not " + reloadInterval);
+            throw new IllegalArgumentException(
+                    "cadastre.cluster.tls.reload-interval must be positive, not " + reloadInterval);
         }
         X509Certificate ca = certificate(CA_FILE, caFile);
         X509Certificate cert = certificate(CERT_FILE, certFile);
         PrivateKey key = privateKey(keyFile);
         checkValid(CA_FILE, caFile, ca, now);
         checkValid(CERT_FILE, certFile, cert, now);
-        if (!cert.getIssuerX500Principal().equals(ca.getSubjectX500Principal()) || !signedBy(cert, ca.getPublicKey())) {
-            throw new IllegalArgumentException(CERT_FILE + " " + certFile + " (issuer " + cert.getIssuerX500Principal()
-                    + ") is not signed by the CA in " + CA_FILE + " " + caFile + " (" + ca.getSubjectX500Principal()
-                    + "): members trust only certificates that this CA signed directly");
+        if (!cert.getIssuerX500Principal().equals(ca.getSubjectX500Principal())
+                || !signedBy(cert, ca.getPublicKey())) {
+            throw new IllegalArgumentException(
+                    CERT_FILE
+                            + " "
+                            + certFile
+                            + " (issuer "
+                            + cert.getIssuerX500Principal()
+                            + ") is not signed by the CA in "
+                            + CA_FILE
+                            + " "
+                            + caFile
+                            + " ("
+                            + ca.getSubjectX500Principal()
+                            + "): members trust only certificates that this CA signed directly");
         }
         if (!(cert.getPublicKey() instanceof RSAPublicKey certKey)) {
-            throw new IllegalArgumentException(CERT_FILE + " " + certFile + " holds a " + cert.getPublicKey().getAlgorithm()
-                    + " key: Pekko's cluster TLS reads RSA keys only");
+            throw new IllegalArgumentException(
+                    CERT_FILE
+                            + " "
+                            + certFile
+                            + " holds a "
+                            + cert.getPublicKey().getAlgorithm()
+                            + " key: Pekko's cluster TLS reads RSA keys only");
         }
         if (!(key instanceof RSAPrivateKey rsa) || !rsa.getModulus().equals(certKey.getModulus())) {
-            throw new IllegalArgumentException(KEY_FILE + " " + keyFile + " is not the private key of the certificate in "
-                    + CERT_FILE + " " + certFile);
+            throw new IllegalArgumentException(
+                    KEY_FILE
+                            + " "
+                            + keyFile
+                            + " is not the private key of the certificate in "
+                            + CERT_FILE
+                            + " "
+                            + certFile);
         }
         Set<String> names = subjectNames(cert);
         if (names.isEmpty()) {
-            throw new IllegalArgumentException(CERT_FILE + " " + certFile + " has no subject name (CN or DNS subject "
-                    + "alternative name): members accept a peer only when its certificate shares such a name with theirs");
+            throw new IllegalArgumentException(
+                    CERT_FILE
+                            + " "
+                            + certFile
+                            + " has no subject name (CN or DNS subject "
+                            + "alternative name): members accept a peer only when its certificate shares such a name with theirs");
         }
-        return new ClusterTls(certFile, keyFile, caFile, reloadInterval, names, cert.getNotAfter().toInstant());
+        return new ClusterTls(
+                certFile, keyFile, caFile, reloadInterval, names, cert.getNotAfter().toInstant());
     }
 
     /**
@@ -103,18 +137,25 @@ public record ClusterTls(Path certFile, Path keyFile, Path caFile, Duration relo
         Set<String> names = new LinkedHashSet<>();
         try {
             List<Rdn> rdns = new LdapName(cert.getSubjectX500Principal().getName()).getRdns();
-            // LdapName lists the RDNs from the last to the first; Pekko takes the first CN it meets in that order.
-            rdns.stream().filter(r -> r.getType().equalsIgnoreCase("CN")).findFirst().ifPresent(r -> names.add(r.getValue().toString()));
+            // LdapName lists the RDNs from the last to the first; Pekko takes the first CN it meets
+            // in that order.
+            rdns.stream()
+                    .filter(r -> r.getType().equalsIgnoreCase("CN"))
+                    .findFirst()
+                    .ifPresent(r -> names.add(r.getValue().toString()));
             Collection<List<?>> alternatives = cert.getSubjectAlternativeNames();
             if (alternatives != null) {
                 for (List<?> alternative : alternatives) {
-                    if (alternative.size() == 2 && Integer.valueOf(2).equals(alternative.get(0)) && alternative.get(1) instanceof String dns) {
+                    if (alternative.size() == 2
+                            && Integer.valueOf(2).equals(alternative.get(0))
+                            && alternative.get(1) instanceof String dns) {
                         names.add(dns);
                     }
                 }
             }
         } catch (InvalidNameException | CertificateException e) {
-            throw new IllegalArgumentException(CERT_FILE + ": cannot read the certificate's names: " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    CERT_FILE + ": cannot read the certificate's names: " + e.getMessage(), e);
         }
         return names;
     }
@@ -122,12 +163,16 @@ public record ClusterTls(Path certFile, Path keyFile, Path caFile, Duration relo
     private static X509Certificate certificate(String setting, Path file) {
         byte[] bytes = read(setting, file);
         try {
-            if (!new String(bytes, StandardCharsets.US_ASCII).contains("-----BEGIN CERTIFICATE-----")) {
+            if (!new String(bytes, StandardCharsets.US_ASCII)
+                    .contains("-----BEGIN CERTIFICATE-----")) {
                 throw new CertificateException("no PEM block \"CERTIFICATE\"");
             }
-            return (X509Certificate) CertificateFactory.getInstance("X.509").generateCertificate(new ByteArrayInputStream(bytes));
+            return (X509Certificate)
+                    CertificateFactory.getInstance("X.509")
+                            .generateCertificate(new ByteArrayInputStream(bytes));
         } catch (CertificateException | ClassCastException e) {
-            throw new IllegalArgumentException(setting + " " + file + " is not a PEM X.509 certificate: " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    setting + " " + file + " is not a PEM X.509 certificate: " + e.getMessage(), e);
         }
     }
 
@@ -137,9 +182,16 @@ public record ClusterTls(Path certFile, Path keyFile, Path caFile, Duration relo
             return DERPrivateKeyLoader.load(PEMDecoder.decode(pem));
         } catch (Exception e) {
             // Only the decoder's own message: it names labels and structure, never key material.
-            throw new IllegalArgumentException(KEY_FILE + " " + file + " is not an unencrypted RSA private key in PEM "
-                    + "(PKCS#8 \"PRIVATE KEY\" or PKCS#1 \"RSA PRIVATE KEY\"): " + e.getClass().getSimpleName()
-                    + (e instanceof org.apache.pekko.pki.pem.PEMLoadingException ? ": " + e.getMessage() : ""));
+            throw new IllegalArgumentException(
+                    KEY_FILE
+                            + " "
+                            + file
+                            + " is not an unencrypted RSA private key in PEM "
+                            + "(PKCS#8 \"PRIVATE KEY\" or PKCS#1 \"RSA PRIVATE KEY\"): "
+                            + e.getClass().getSimpleName()
+                            + (e instanceof org.apache.pekko.pki.pem.PEMLoadingException
+                                    ? ": " + e.getMessage()
+                                    : ""));
         }
     }
 
@@ -149,7 +201,8 @@ public record ClusterTls(Path certFile, Path keyFile, Path caFile, Duration relo
         } catch (NoSuchFileException e) {
             throw new IllegalArgumentException(setting + " " + file + ": no such file", e);
         } catch (AccessDeniedException e) {
-            throw new IllegalArgumentException(setting + " " + file + ": not readable (permission denied)", e);
+            throw new IllegalArgumentException(
+                    setting + " " + file + ": not readable (permission denied)", e);
         } catch (IOException e) {
             throw new IllegalArgumentException(setting + " " + file + ": cannot be read: " + e, e);
         }
@@ -159,10 +212,22 @@ public record ClusterTls(Path certFile, Path keyFile, Path caFile, Duration relo
         try {
             cert.checkValidity(Date.from(now));
         } catch (CertificateExpiredException e) {
-            throw new IllegalArgumentException(setting + " " + file + ": the certificate expired at " + cert.getNotAfter().toInstant(), e);
+            throw new IllegalArgumentException(
+                    setting
+                            + " "
+                            + file
+                            + ": the certificate expired at "
+                            + cert.getNotAfter().toInstant(),
+                    e);
         } catch (CertificateNotYetValidException e) {
-            throw new IllegalArgumentException(setting + " " + file + ": the certificate is not valid before "
-                    + cert.getNotBefore().toInstant() + " (is this host's clock right?)", e);
+            throw new IllegalArgumentException(
+                    setting
+                            + " "
+                            + file
+                            + ": the certificate is not valid before "
+                            + cert.getNotBefore().toInstant()
+                            + " (is this host's clock right?)",
+                    e);
         }
     }
 

@@ -49,7 +49,8 @@ public record ClusterTransport(Mode mode, String hostname, int port, Optional<Cl
         INSECURE_PLAINTEXT
     }
 
-    static final String PROVIDER = "org.apache.pekko.remote.artery.tcp.ssl.RotatingKeysSSLEngineProvider";
+    static final String PROVIDER =
+            "org.apache.pekko.remote.artery.tcp.ssl.RotatingKeysSSLEngineProvider";
     private static final String INSECURE = "cadastre.cluster.insecure-plaintext";
 
     /**
@@ -64,8 +65,14 @@ public record ClusterTransport(Mode mode, String hostname, int port, Optional<Cl
         String hostname = config.getString("pekko.remote.artery.canonical.hostname");
         String bind = config.getString("pekko.remote.artery.bind.hostname");
         int port = config.getInt("pekko.remote.artery.canonical.port");
-        Map<String, String> files = Map.of("cert-file", c.getString("tls.cert-file").trim(),
-                "key-file", c.getString("tls.key-file").trim(), "ca-file", c.getString("tls.ca-file").trim());
+        Map<String, String> files =
+                Map.of(
+                        "cert-file",
+                        c.getString("tls.cert-file").trim(),
+                        "key-file",
+                        c.getString("tls.key-file").trim(),
+                        "ca-file",
+                        c.getString("tls.ca-file").trim());
         List<String> missing = new ArrayList<>();
         for (String key : List.of("cert-file", "key-file", "ca-file")) {
             if (files.get(key).isEmpty()) {
@@ -75,28 +82,49 @@ public record ClusterTransport(Mode mode, String hostname, int port, Optional<Cl
         boolean insecure = c.getBoolean("insecure-plaintext");
         if (missing.size() < 3) {
             if (!missing.isEmpty()) {
-                throw new IllegalArgumentException("cadastre.cluster.tls: cert-file, key-file and ca-file go together; missing "
-                        + missing.stream().map(k -> k + " (" + envName(k) + ")").toList());
+                throw new IllegalArgumentException(
+                        "cadastre.cluster.tls: cert-file, key-file and ca-file go together; missing "
+                                + missing.stream().map(k -> k + " (" + envName(k) + ")").toList());
             }
             if (insecure) {
-                throw new IllegalArgumentException(INSECURE + " is on and cadastre.cluster.tls files are set: choose one");
+                throw new IllegalArgumentException(
+                        INSECURE + " is on and cadastre.cluster.tls files are set: choose one");
             }
-            ClusterTls tls = ClusterTls.read(Path.of(files.get("cert-file")), Path.of(files.get("key-file")),
-                    Path.of(files.get("ca-file")), c.getDuration("tls.reload-interval"), now);
+            ClusterTls tls =
+                    ClusterTls.read(
+                            Path.of(files.get("cert-file")),
+                            Path.of(files.get("key-file")),
+                            Path.of(files.get("ca-file")),
+                            c.getDuration("tls.reload-interval"),
+                            now);
             return new ClusterTransport(Mode.TLS, hostname, port, Optional.of(tls));
         }
         if (insecure) {
             return new ClusterTransport(Mode.INSECURE_PLAINTEXT, hostname, port, Optional.empty());
         }
-        Optional<String> exposed = !isLoopback(hostname) ? Optional.of("cadastre.cluster.hostname " + quoted(hostname))
-                : !bind.isBlank() && !isLoopback(bind) ? Optional.of("pekko.remote.artery.bind.hostname " + quoted(bind))
-                : Optional.empty();
+        Optional<String> exposed =
+                !isLoopback(hostname)
+                        ? Optional.of("cadastre.cluster.hostname " + quoted(hostname))
+                        : !bind.isBlank() && !isLoopback(bind)
+                                ? Optional.of("pekko.remote.artery.bind.hostname " + quoted(bind))
+                                : Optional.empty();
         if (exposed.isPresent()) {
-            throw new IllegalArgumentException(exposed.get() + " is not a loopback address and no TLS credentials are set: "
-                    + "anyone who reaches port " + port + " could join the cluster. Set cadastre.cluster.tls.cert-file, "
-                    + "key-file and ca-file (" + envName("cert-file") + ", " + envName("key-file") + ", " + envName("ca-file")
-                    + "; README: Securing the cluster), or " + INSECURE + " = on (CADASTRE_CLUSTER_INSECURE_PLAINTEXT) to "
-                    + "run the cluster without authentication");
+            throw new IllegalArgumentException(
+                    exposed.get()
+                            + " is not a loopback address and no TLS credentials are set: "
+                            + "anyone who reaches port "
+                            + port
+                            + " could join the cluster. Set cadastre.cluster.tls.cert-file, "
+                            + "key-file and ca-file ("
+                            + envName("cert-file")
+                            + ", "
+                            + envName("key-file")
+                            + ", "
+                            + envName("ca-file")
+                            + "; README: Securing the cluster), or "
+                            + INSECURE
+                            + " = on (CADASTRE_CLUSTER_INSECURE_PLAINTEXT) to "
+                            + "run the cluster without authentication");
         }
         return new ClusterTransport(Mode.LOOPBACK_PLAINTEXT, hostname, port, Optional.empty());
     }
@@ -106,24 +134,45 @@ public record ClusterTransport(Mode mode, String hostname, int port, Optional<Cl
      *     rotating-keys provider and the files, or plain {@code tcp} (in untrusted mode on loopback)
      */
     public Config applyTo(Config config) {
-        Config selected = ConfigFactory.empty().withValue("pekko.remote.artery.transport",
-                ConfigValueFactory.fromAnyRef(mode == Mode.TLS ? "tls-tcp" : "tcp"));
+        Config selected =
+                ConfigFactory.empty()
+                        .withValue(
+                                "pekko.remote.artery.transport",
+                                ConfigValueFactory.fromAnyRef(
+                                        mode == Mode.TLS ? "tls-tcp" : "tcp"));
         if (mode == Mode.LOOPBACK_PLAINTEXT) {
             // Loopback is every local user's: untrusted mode drops the actor selections a joining
             // node (InitJoin to the cluster daemon) or a messenger (Identify to a shard region)
             // starts with, and remote system messages, so no local process joins a single-host
             // agent or reaches its entities; a cluster of several members needs TLS.
-            selected = selected.withValue("pekko.remote.artery.untrusted-mode", ConfigValueFactory.fromAnyRef("on"));
+            selected =
+                    selected.withValue(
+                            "pekko.remote.artery.untrusted-mode",
+                            ConfigValueFactory.fromAnyRef("on"));
         }
         if (tls.isPresent()) {
             ClusterTls t = tls.get();
             String engine = "pekko.remote.artery.ssl.rotating-keys-engine.";
-            selected = selected
-                    .withValue("pekko.remote.artery.ssl.ssl-engine-provider", ConfigValueFactory.fromAnyRef(PROVIDER))
-                    .withValue(engine + "cert-file", ConfigValueFactory.fromAnyRef(t.certFile().toAbsolutePath().toString()))
-                    .withValue(engine + "key-file", ConfigValueFactory.fromAnyRef(t.keyFile().toAbsolutePath().toString()))
-                    .withValue(engine + "ca-cert-file", ConfigValueFactory.fromAnyRef(t.caFile().toAbsolutePath().toString()))
-                    .withValue(engine + "ssl-context-cache-ttl", ConfigValueFactory.fromAnyRef(t.reloadInterval().toMillis() + "ms"));
+            selected =
+                    selected.withValue(
+                                    "pekko.remote.artery.ssl.ssl-engine-provider",
+                                    ConfigValueFactory.fromAnyRef(PROVIDER))
+                            .withValue(
+                                    engine + "cert-file",
+                                    ConfigValueFactory.fromAnyRef(
+                                            t.certFile().toAbsolutePath().toString()))
+                            .withValue(
+                                    engine + "key-file",
+                                    ConfigValueFactory.fromAnyRef(
+                                            t.keyFile().toAbsolutePath().toString()))
+                            .withValue(
+                                    engine + "ca-cert-file",
+                                    ConfigValueFactory.fromAnyRef(
+                                            t.caFile().toAbsolutePath().toString()))
+                            .withValue(
+                                    engine + "ssl-context-cache-ttl",
+                                    ConfigValueFactory.fromAnyRef(
+                                            t.reloadInterval().toMillis() + "ms"));
         }
         return selected.withFallback(config);
     }
@@ -133,14 +182,30 @@ public record ClusterTransport(Mode mode, String hostname, int port, Optional<Cl
         switch (mode) {
             case TLS -> {
                 ClusterTls t = tls.orElseThrow();
-                log.info("cluster port {}:{}: mutual TLS with the CA in {}; certificate {} (names {}, expires {}), "
-                        + "files read again every {}", hostname, port, t.caFile(), t.certFile(), t.subjectNames(), t.notAfter(),
+                log.info(
+                        "cluster port {}:{}: mutual TLS with the CA in {}; certificate {} (names {}, expires {}), "
+                                + "files read again every {}",
+                        hostname,
+                        port,
+                        t.caFile(),
+                        t.certFile(),
+                        t.subjectNames(),
+                        t.notAfter(),
                         t.reloadInterval());
             }
-            case LOOPBACK_PLAINTEXT -> log.info("cluster port {}:{}: plain TCP on loopback in untrusted mode (no other "
-                    + "process joins this single-member cluster)", hostname, port);
-            case INSECURE_PLAINTEXT -> log.warn("cluster port {}:{}: plain TCP WITHOUT AUTHENTICATION ({} = on): anyone who "
-                    + "reaches it can join the cluster, down members and change every allocation", hostname, port, INSECURE);
+            case LOOPBACK_PLAINTEXT ->
+                    log.info(
+                            "cluster port {}:{}: plain TCP on loopback in untrusted mode (no other "
+                                    + "process joins this single-member cluster)",
+                            hostname,
+                            port);
+            case INSECURE_PLAINTEXT ->
+                    log.warn(
+                            "cluster port {}:{}: plain TCP WITHOUT AUTHENTICATION ({} = on): anyone who "
+                                    + "reaches it can join the cluster, down members and change every allocation",
+                            hostname,
+                            port,
+                            INSECURE);
         }
     }
 

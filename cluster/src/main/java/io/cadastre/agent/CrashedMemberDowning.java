@@ -53,7 +53,11 @@ public final class CrashedMemberDowning {
     private record Probed(UniqueAddress member, Outcome outcome) implements Command {}
 
     /** What a connect to a member's cluster port found. */
-    enum Outcome { ACCEPTED, REFUSED, NO_ANSWER }
+    enum Outcome {
+        ACCEPTED,
+        REFUSED,
+        NO_ANSWER
+    }
 
     /**
      * Probe settings.
@@ -64,7 +68,8 @@ public final class CrashedMemberDowning {
      */
     public record Settings(Duration interval, int refusals, Duration connectTimeout) {
         /** Five probes a second, two refusals, 200 ms per connect. */
-        public static final Settings DEFAULT = new Settings(Duration.ofMillis(200), 2, Duration.ofMillis(200));
+        public static final Settings DEFAULT =
+                new Settings(Duration.ofMillis(200), 2, Duration.ofMillis(200));
     }
 
     private static final Logger LOG = LoggerFactory.getLogger(CrashedMemberDowning.class);
@@ -76,68 +81,135 @@ public final class CrashedMemberDowning {
      * @param fence this member's view of its reach: only a member that sees a majority downs others
      */
     public static Behavior<Command> create(Settings settings, Executor probes, MemberFence fence) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-            Cluster cluster = Cluster.get(ctx.getSystem());
-            cluster.subscriptions().tell(Subscribe.create(
-                    ctx.messageAdapter(ClusterEvent.UnreachableMember.class, e -> new Unreachable(e.member())),
-                    ClusterEvent.UnreachableMember.class));
-            cluster.subscriptions().tell(Subscribe.create(
-                    ctx.messageAdapter(ClusterEvent.ReachableMember.class, e -> new NoLongerSuspect(e.member())),
-                    ClusterEvent.ReachableMember.class));
-            cluster.subscriptions().tell(Subscribe.create(
-                    ctx.messageAdapter(ClusterEvent.MemberRemoved.class, e -> new NoLongerSuspect(e.member())),
-                    ClusterEvent.MemberRemoved.class));
-            cluster.subscriptions().tell(Subscribe.create(
-                    ctx.messageAdapter(ClusterEvent.MemberDowned.class, e -> new NoLongerSuspect(e.member())),
-                    ClusterEvent.MemberDowned.class));
-            return running(ctx, timers, cluster, settings, probes, fence, new HashMap<>());
-        }));
+        return Behaviors.setup(
+                ctx ->
+                        Behaviors.withTimers(
+                                timers -> {
+                                    Cluster cluster = Cluster.get(ctx.getSystem());
+                                    cluster.subscriptions()
+                                            .tell(
+                                                    Subscribe.create(
+                                                            ctx.messageAdapter(
+                                                                    ClusterEvent.UnreachableMember
+                                                                            .class,
+                                                                    e ->
+                                                                            new Unreachable(
+                                                                                    e.member())),
+                                                            ClusterEvent.UnreachableMember.class));
+                                    cluster.subscriptions()
+                                            .tell(
+                                                    Subscribe.create(
+                                                            ctx.messageAdapter(
+                                                                    ClusterEvent.ReachableMember
+                                                                            .class,
+                                                                    e ->
+                                                                            new NoLongerSuspect(
+                                                                                    e.member())),
+                                                            ClusterEvent.ReachableMember.class));
+                                    cluster.subscriptions()
+                                            .tell(
+                                                    Subscribe.create(
+                                                            ctx.messageAdapter(
+                                                                    ClusterEvent.MemberRemoved
+                                                                            .class,
+                                                                    e ->
+                                                                            new NoLongerSuspect(
+                                                                                    e.member())),
+                                                            ClusterEvent.MemberRemoved.class));
+                                    cluster.subscriptions()
+                                            .tell(
+                                                    Subscribe.create(
+                                                            ctx.messageAdapter(
+                                                                    ClusterEvent.MemberDowned.class,
+                                                                    e ->
+                                                                            new NoLongerSuspect(
+                                                                                    e.member())),
+                                                            ClusterEvent.MemberDowned.class));
+                                    return running(
+                                            ctx,
+                                            timers,
+                                            cluster,
+                                            settings,
+                                            probes,
+                                            fence,
+                                            new HashMap<>());
+                                }));
     }
 
     /** A member under probe: its address and the refusals seen in a row. */
     private record Suspect(Member member, int refusals) {}
 
-    private static Behavior<Command> running(ActorContext<Command> ctx, TimerScheduler<Command> timers, Cluster cluster,
-            Settings settings, Executor probes, MemberFence fence, Map<UniqueAddress, Suspect> suspects) {
+    private static Behavior<Command> running(
+            ActorContext<Command> ctx,
+            TimerScheduler<Command> timers,
+            Cluster cluster,
+            Settings settings,
+            Executor probes,
+            MemberFence fence,
+            Map<UniqueAddress, Suspect> suspects) {
         return Behaviors.receive(Command.class)
-                .onMessage(Unreachable.class, u -> {
-                    if (!u.member().uniqueAddress().equals(cluster.selfMember().uniqueAddress())
-                            && suspects.putIfAbsent(u.member().uniqueAddress(), new Suspect(u.member(), 0)) == null) {
-                        ctx.getSelf().tell(new Probe(u.member().uniqueAddress()));
-                    }
-                    return Behaviors.same();
-                })
-                .onMessage(NoLongerSuspect.class, n -> {
-                    suspects.remove(n.member().uniqueAddress());
-                    timers.cancel(n.member().uniqueAddress());
-                    return Behaviors.same();
-                })
-                .onMessage(Probe.class, p -> {
-                    Suspect s = suspects.get(p.member());
-                    if (s != null) {
-                        Address address = s.member().address();
-                        ctx.pipeToSelf(CompletableFuture.supplyAsync(() -> connect(address, settings.connectTimeout()), probes),
-                                (outcome, error) -> new Probed(p.member(), error == null ? outcome : Outcome.NO_ANSWER));
-                    }
-                    return Behaviors.same();
-                })
-                .onMessage(Probed.class, p -> {
-                    Suspect s = suspects.get(p.member());
-                    if (s == null) {
-                        return Behaviors.same();
-                    }
-                    int refusals = p.outcome() == Outcome.REFUSED ? s.refusals() + 1 : 0;
-                    if (refusals >= settings.refusals() && fence.open()) {
-                        LOG.warn("downing {}: its cluster port refused {} connections in a row, so its process is gone",
-                                s.member().address(), refusals);
-                        cluster.manager().tell(new Down(s.member().address()));
-                        suspects.remove(p.member());
-                        return Behaviors.same();
-                    }
-                    suspects.put(p.member(), new Suspect(s.member(), refusals));
-                    timers.startSingleTimer(p.member(), new Probe(p.member()), settings.interval());
-                    return Behaviors.same();
-                })
+                .onMessage(
+                        Unreachable.class,
+                        u -> {
+                            if (!u.member()
+                                            .uniqueAddress()
+                                            .equals(cluster.selfMember().uniqueAddress())
+                                    && suspects.putIfAbsent(
+                                                    u.member().uniqueAddress(),
+                                                    new Suspect(u.member(), 0))
+                                            == null) {
+                                ctx.getSelf().tell(new Probe(u.member().uniqueAddress()));
+                            }
+                            return Behaviors.same();
+                        })
+                .onMessage(
+                        NoLongerSuspect.class,
+                        n -> {
+                            suspects.remove(n.member().uniqueAddress());
+                            timers.cancel(n.member().uniqueAddress());
+                            return Behaviors.same();
+                        })
+                .onMessage(
+                        Probe.class,
+                        p -> {
+                            Suspect s = suspects.get(p.member());
+                            if (s != null) {
+                                Address address = s.member().address();
+                                ctx.pipeToSelf(
+                                        CompletableFuture.supplyAsync(
+                                                () -> connect(address, settings.connectTimeout()),
+                                                probes),
+                                        (outcome, error) ->
+                                                new Probed(
+                                                        p.member(),
+                                                        error == null
+                                                                ? outcome
+                                                                : Outcome.NO_ANSWER));
+                            }
+                            return Behaviors.same();
+                        })
+                .onMessage(
+                        Probed.class,
+                        p -> {
+                            Suspect s = suspects.get(p.member());
+                            if (s == null) {
+                                return Behaviors.same();
+                            }
+                            int refusals = p.outcome() == Outcome.REFUSED ? s.refusals() + 1 : 0;
+                            if (refusals >= settings.refusals() && fence.open()) {
+                                LOG.warn(
+                                        "downing {}: its cluster port refused {} connections in a row, so its process is gone",
+                                        s.member().address(),
+                                        refusals);
+                                cluster.manager().tell(new Down(s.member().address()));
+                                suspects.remove(p.member());
+                                return Behaviors.same();
+                            }
+                            suspects.put(p.member(), new Suspect(s.member(), refusals));
+                            timers.startSingleTimer(
+                                    p.member(), new Probe(p.member()), settings.interval());
+                            return Behaviors.same();
+                        })
                 .build();
     }
 
@@ -147,11 +219,14 @@ public final class CrashedMemberDowning {
             return Outcome.NO_ANSWER;
         }
         try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress(address.getHost().get(), (Integer) address.getPort().get()),
+            socket.connect(
+                    new InetSocketAddress(address.getHost().get(), address.getPort().get()),
                     (int) timeout.toMillis());
             return Outcome.ACCEPTED;
         } catch (ConnectException e) {
-            return e.getMessage() != null && e.getMessage().contains("refused") ? Outcome.REFUSED : Outcome.NO_ANSWER;
+            return e.getMessage() != null && e.getMessage().contains("refused")
+                    ? Outcome.REFUSED
+                    : Outcome.NO_ANSWER;
         } catch (IOException | RuntimeException e) {
             return Outcome.NO_ANSWER;
         }

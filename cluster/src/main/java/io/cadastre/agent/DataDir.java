@@ -30,9 +30,15 @@ import java.util.Set;
 final class DataDir {
     /** The embedded journal's directory, as {@code application.conf}'s {@code cadastre.embedded-journal.dir} names it. */
     static final String JOURNAL_DIR = "journal";
-    private static final Set<PosixFilePermission> GROUP_OR_OTHERS = EnumSet.of(
-            PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_EXECUTE,
-            PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);
+
+    private static final Set<PosixFilePermission> GROUP_OR_OTHERS =
+            EnumSet.of(
+                    PosixFilePermission.GROUP_READ,
+                    PosixFilePermission.GROUP_WRITE,
+                    PosixFilePermission.GROUP_EXECUTE,
+                    PosixFilePermission.OTHERS_READ,
+                    PosixFilePermission.OTHERS_WRITE,
+                    PosixFilePermission.OTHERS_EXECUTE);
 
     private DataDir() {}
 
@@ -57,8 +63,13 @@ final class DataDir {
             }
             try {
                 // Created with its mode: no moment when another user could enter and hold it open.
-                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(
-                        EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_EXECUTE)));
+                Files.createDirectory(
+                        dir,
+                        PosixFilePermissions.asFileAttribute(
+                                EnumSet.of(
+                                        PosixFilePermission.OWNER_READ,
+                                        PosixFilePermission.OWNER_WRITE,
+                                        PosixFilePermission.OWNER_EXECUTE)));
             } catch (FileAlreadyExistsException e) {
                 // Created meanwhile: tightened below like any existing one.
             }
@@ -70,7 +81,11 @@ final class DataDir {
         changed.addAll(tightenFiles(dir));
         Path journal = dir.resolve(JOURNAL_DIR);
         if (embeddedJournal && Files.isDirectory(journal, LinkOption.NOFOLLOW_LINKS)) {
-            tighten(journal, Files.getPosixFilePermissions(journal), "journal directory " + journal, changed);
+            tighten(
+                    journal,
+                    Files.getPosixFilePermissions(journal),
+                    "journal directory " + journal,
+                    changed);
             changed.addAll(tightenFiles(journal));
         }
         return changed;
@@ -86,19 +101,25 @@ final class DataDir {
      * @return the files removed
      * @throws IOException when the directory cannot be listed or a file removed
      */
-    static List<Path> removeStaleClassArchives(Path dir, List<String> jvmArguments) throws IOException {
+    static List<Path> removeStaleClassArchives(Path dir, List<String> jvmArguments)
+            throws IOException {
         Set<Path> inUse = new HashSet<>();
         for (String argument : jvmArguments) {
             for (String flag : List.of("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit=")) {
                 if (argument.startsWith(flag)) {
-                    inUse.add(Path.of(argument.substring(flag.length())).toAbsolutePath().normalize());
+                    inUse.add(
+                            Path.of(argument.substring(flag.length()))
+                                    .toAbsolutePath()
+                                    .normalize());
                 }
             }
         }
         List<Path> removed = new ArrayList<>();
-        try (DirectoryStream<Path> archives = Files.newDirectoryStream(dir, "cadastre-agent-*.jsa")) {
+        try (DirectoryStream<Path> archives =
+                Files.newDirectoryStream(dir, "cadastre-agent-*.jsa")) {
             for (Path archive : archives) {
-                if (!inUse.contains(archive.toAbsolutePath().normalize()) && Files.isRegularFile(archive, LinkOption.NOFOLLOW_LINKS)) {
+                if (!inUse.contains(archive.toAbsolutePath().normalize())
+                        && Files.isRegularFile(archive, LinkOption.NOFOLLOW_LINKS)) {
                     Files.delete(archive);
                     removed.add(archive);
                 }
@@ -118,7 +139,9 @@ final class DataDir {
         List<String> changed = new ArrayList<>();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
             for (Path entry : entries) {
-                PosixFileAttributes attributes = Files.readAttributes(entry, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                PosixFileAttributes attributes =
+                        Files.readAttributes(
+                                entry, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
                 if (attributes.isRegularFile()) {
                     tighten(entry, attributes.permissions(), entry.toString(), changed);
                 }
@@ -127,7 +150,8 @@ final class DataDir {
         return changed;
     }
 
-    private static void tighten(Path path, Set<PosixFilePermission> permissions, String what, List<String> changed)
+    private static void tighten(
+            Path path, Set<PosixFilePermission> permissions, String what, List<String> changed)
             throws IOException {
         if (permissions.stream().noneMatch(GROUP_OR_OTHERS::contains)) {
             return;
@@ -136,7 +160,11 @@ final class DataDir {
         tightened.addAll(permissions);
         tightened.removeAll(GROUP_OR_OTHERS);
         Files.setPosixFilePermissions(path, tightened);
-        changed.add(what + " was " + PosixFilePermissions.toString(permissions) + ", now "
-                + PosixFilePermissions.toString(tightened));
+        changed.add(
+                what
+                        + " was "
+                        + PosixFilePermissions.toString(permissions)
+                        + ", now "
+                        + PosixFilePermissions.toString(tightened));
     }
 }

@@ -33,10 +33,13 @@ final class DispatcherStallWatch implements AutoCloseable {
     private static final class Watched {
         final String name;
         final Executor executor;
+
         /** When the probe in flight was sent (nanoseconds), or 0 when none is. */
         long sentAt;
+
         /** When the probe in flight ran (nanoseconds), or 0 until it has. */
         final AtomicLong ranAt = new AtomicLong();
+
         boolean reported;
 
         Watched(String name, Executor executor) {
@@ -63,8 +66,13 @@ final class DispatcherStallWatch implements AutoCloseable {
      * @param warn where a stall's report goes; {@code info} where its end goes
      * @param threads the thread dump to attach ({@link ThreadDump#take})
      */
-    DispatcherStallWatch(List<java.util.Map.Entry<String, Executor>> executors, Duration threshold,
-            LongSupplier nanoClock, Consumer<String> warn, Consumer<String> info, Supplier<String> threads) {
+    DispatcherStallWatch(
+            List<java.util.Map.Entry<String, Executor>> executors,
+            Duration threshold,
+            LongSupplier nanoClock,
+            Consumer<String> warn,
+            Consumer<String> info,
+            Supplier<String> threads) {
         this.watched = executors.stream().map(e -> new Watched(e.getKey(), e.getValue())).toList();
         this.thresholdNanos = threshold.toNanos();
         this.nanoClock = nanoClock;
@@ -82,10 +90,22 @@ final class DispatcherStallWatch implements AutoCloseable {
      */
     static DispatcherStallWatch start(ActorSystem<?> system, Duration threshold) {
         var dispatchers = system.dispatchers();
-        DispatcherStallWatch watch = new DispatcherStallWatch(List.of(
-                java.util.Map.entry("default", dispatchers.lookup(DispatcherSelector.defaultDispatcher())),
-                java.util.Map.entry("internal", dispatchers.lookup(DispatcherSelector.fromConfig("pekko.actor.internal-dispatcher")))),
-                threshold, System::nanoTime, LOG::warn, LOG::info, ThreadDump::take);
+        DispatcherStallWatch watch =
+                new DispatcherStallWatch(
+                        List.of(
+                                java.util.Map.entry(
+                                        "default",
+                                        dispatchers.lookup(DispatcherSelector.defaultDispatcher())),
+                                java.util.Map.entry(
+                                        "internal",
+                                        dispatchers.lookup(
+                                                DispatcherSelector.fromConfig(
+                                                        "pekko.actor.internal-dispatcher")))),
+                        threshold,
+                        System::nanoTime,
+                        LOG::warn,
+                        LOG::info,
+                        ThreadDump::take);
         Thread thread = new Thread(watch::run, "cadastre-stall-watch");
         thread.setDaemon(true);
         thread.start();
@@ -114,17 +134,25 @@ final class DispatcherStallWatch implements AutoCloseable {
                 long ran = w.ranAt.get();
                 if (ran != 0) {
                     if (w.reported) {
-                        info.accept(String.format(Locale.ROOT, "the %s dispatcher runs again after %.1f s",
-                                w.name, (ran - w.sentAt) / 1e9));
+                        info.accept(
+                                String.format(
+                                        Locale.ROOT,
+                                        "the %s dispatcher runs again after %.1f s",
+                                        w.name,
+                                        (ran - w.sentAt) / 1e9));
                     }
                     w.sentAt = 0;
                 } else if (watcherPaused) {
                     w.sentAt = now;
                 } else if (!w.reported && now - w.sentAt > thresholdNanos) {
                     w.reported = true;
-                    warn.accept(String.format(Locale.ROOT,
-                            "the %s dispatcher has run nothing for %.1f s: its threads are blocked or busy; all threads:%n%s",
-                            w.name, (now - w.sentAt) / 1e9, threads.get()));
+                    warn.accept(
+                            String.format(
+                                    Locale.ROOT,
+                                    "the %s dispatcher has run nothing for %.1f s: its threads are blocked or busy; all threads:%n%s",
+                                    w.name,
+                                    (now - w.sentAt) / 1e9,
+                                    threads.get()));
                 }
             }
             if (w.sentAt == 0) {

@@ -54,7 +54,10 @@ public final class FencedCassandraJournal extends CassandraJournal {
     private final CassandraJournalHeads heads;
 
     /** A claim's answer, back on the journal actor. */
-    private record Claimed(Seq<AtomicWrite> messages, CassandraJournalHeads.Claim claim, Throwable failure,
+    private record Claimed(
+            Seq<AtomicWrite> messages,
+            CassandraJournalHeads.Claim claim,
+            Throwable failure,
             Promise<Seq<Try<BoxedUnit>>> written) {}
 
     public FencedCassandraJournal(Config config, String configPath) {
@@ -63,11 +66,19 @@ public final class FencedCassandraJournal extends CassandraJournal {
         this.fence = MemberFence.get(system);
         Config plugin = context().system().settings().config().getConfig(PLUGIN_PATH);
         Config journal = plugin.getConfig("journal");
-        String keyspaceStatement = new KeyspaceAndTableStatements(context().system(), PLUGIN_PATH,
-                PluginSettings.apply(context().system())).createJournalKeyspaceStatement();
-        this.heads = new CassandraJournalHeads(CassandraSessionRegistry.get(system).sessionFor(PLUGIN_PATH).underlying(),
-                journal.getString("keyspace"), journal.getBoolean("tables-autocreate"), keyspaceStatement,
-                plugin.getString("write-profile"));
+        String keyspaceStatement =
+                new KeyspaceAndTableStatements(
+                                context().system(),
+                                PLUGIN_PATH,
+                                PluginSettings.apply(context().system()))
+                        .createJournalKeyspaceStatement();
+        this.heads =
+                new CassandraJournalHeads(
+                        CassandraSessionRegistry.get(system).sessionFor(PLUGIN_PATH).underlying(),
+                        journal.getString("keyspace"),
+                        journal.getBoolean("tables-autocreate"),
+                        keyspaceStatement,
+                        plugin.getString("write-profile"));
     }
 
     /**
@@ -84,8 +95,12 @@ public final class FencedCassandraJournal extends CassandraJournal {
         long to = messages.last().highestSequenceNr();
         Promise<Seq<Try<BoxedUnit>>> written = Futures.promise();
         ActorRef journal = self();
-        heads.claim(first.persistenceId(), first.lowestSequenceNr(), to).whenComplete((claim, failure) ->
-                journal.tell(new Claimed(messages, claim, failure, written), ActorRef.noSender()));
+        heads.claim(first.persistenceId(), first.lowestSequenceNr(), to)
+                .whenComplete(
+                        (claim, failure) ->
+                                journal.tell(
+                                        new Claimed(messages, claim, failure, written),
+                                        ActorRef.noSender()));
         return written.future();
     }
 
@@ -94,7 +109,12 @@ public final class FencedCassandraJournal extends CassandraJournal {
             claimed.written().failure(claimed.failure());
         } else if (claimed.claim() instanceof CassandraJournalHeads.Claim.Refused refused) {
             AtomicWrite first = claimed.messages().head();
-            claimed.written().failure(new StaleWriteException(first.persistenceId(), first.lowestSequenceNr(), refused.head()));
+            claimed.written()
+                    .failure(
+                            new StaleWriteException(
+                                    first.persistenceId(),
+                                    first.lowestSequenceNr(),
+                                    refused.head()));
         } else {
             claimed.written().completeWith(super.asyncWriteMessages(claimed.messages()));
         }
@@ -102,16 +122,23 @@ public final class FencedCassandraJournal extends CassandraJournal {
 
     @Override
     public PartialFunction<Object, BoxedUnit> receivePluginInternal() {
-        return ReceiveBuilder.create().match(Claimed.class, this::onClaimed).build().onMessage()
+        return ReceiveBuilder.create()
+                .match(Claimed.class, this::onClaimed)
+                .build()
+                .onMessage()
                 .orElse(super.receivePluginInternal());
     }
 
     /** The higher of the events' highest sequence number and the stored head (see {@link CassandraJournalHeads}). */
     @Override
     public Future<Object> asyncReadHighestSequenceNr(String persistenceId, long fromSequenceNr) {
-        var stored = FutureConverters.asJava(super.asyncReadHighestSequenceNr(persistenceId, fromSequenceNr));
-        return FutureConverters.asScala(stored.thenCombine(heads.head(persistenceId),
-                (events, head) -> (Object) Math.max((Long) events, head)));
+        var stored =
+                FutureConverters.asJava(
+                        super.asyncReadHighestSequenceNr(persistenceId, fromSequenceNr));
+        return FutureConverters.asScala(
+                stored.thenCombine(
+                        heads.head(persistenceId),
+                        (events, head) -> (Object) Math.max((Long) events, head)));
     }
 
     @Override
@@ -122,7 +149,9 @@ public final class FencedCassandraJournal extends CassandraJournal {
     /** @return the write's future, or a failed one ({@link FencedException}) while the fence is closed */
     static <T> Future<T> unlessFenced(MemberFence fence, Supplier<Future<T>> write) {
         Optional<String> refusal = fence.refusal();
-        return refusal.isPresent() ? Futures.failed(new FencedException(refusal.get())) : write.get();
+        return refusal.isPresent()
+                ? Futures.failed(new FencedException(refusal.get()))
+                : write.get();
     }
 
     /** A journal or snapshot write refused because the member's fence is closed. */
@@ -135,8 +164,14 @@ public final class FencedCassandraJournal extends CassandraJournal {
     /** A write refused by the store: another incarnation has moved the entity's journal head. */
     public static final class StaleWriteException extends IllegalStateException {
         StaleWriteException(String persistenceId, long from, long head) {
-            super("write of " + persistenceId + " from sequence number " + from + " refused: the journal's head is at "
-                    + head + ", written by another incarnation of the entity");
+            super(
+                    "write of "
+                            + persistenceId
+                            + " from sequence number "
+                            + from
+                            + " refused: the journal's head is at "
+                            + head
+                            + ", written by another incarnation of the entity");
         }
     }
 }

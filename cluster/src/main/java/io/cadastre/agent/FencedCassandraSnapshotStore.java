@@ -27,7 +27,8 @@ public final class FencedCassandraSnapshotStore extends CassandraSnapshotStore {
 
     @Override
     public Future<BoxedUnit> saveAsync(SnapshotMetadata metadata, Object snapshot) {
-        return FencedCassandraJournal.unlessFenced(fence, () -> super.saveAsync(metadata, snapshot));
+        return FencedCassandraJournal.unlessFenced(
+                fence, () -> super.saveAsync(metadata, snapshot));
     }
 
     @Override
@@ -37,6 +38,7 @@ public final class FencedCassandraSnapshotStore extends CassandraSnapshotStore {
 
     @Override
     public Future<BoxedUnit> deleteAsync(String persistenceId, SnapshotSelectionCriteria criteria) {
-        return FencedCassandraJournal.unlessFenced(fence, () -> super.deleteAsync(persistenceId, criteria));
+        return FencedCassandraJournal.unlessFenced(
+                fence, () -> super.deleteAsync(persistenceId, criteria));
     }
 }

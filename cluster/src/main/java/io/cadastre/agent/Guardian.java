@@ -6,10 +6,6 @@ import io.cadastre.cni.CniHandler;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.HostNetwork;
 import io.cadastre.dataplane.HostRouting;
-import io.cadastre.routing.ClusterMeshSource;
-import io.cadastre.routing.MeshRouter;
-import io.cadastre.shards.MeshHints;
-import io.cadastre.shards.MeshReads;
 import io.cadastre.http.CniSocketServer;
 import io.cadastre.kube.AnnotatedIpamChoice;
 import io.cadastre.kube.ApiPodPresence;
@@ -21,12 +17,16 @@ import io.cadastre.kube.PodIpamChoice;
 import io.cadastre.node.NodeAgent;
 import io.cadastre.node.PodPresence;
 import io.cadastre.node.Reclaimer;
+import io.cadastre.routing.ClusterMeshSource;
+import io.cadastre.routing.MeshRouter;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.BlockReclaimer;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.IpamException;
 import io.cadastre.shards.MemberFence;
+import io.cadastre.shards.MeshHints;
+import io.cadastre.shards.MeshReads;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
@@ -34,8 +34,8 @@ import io.cadastre.shards.PoolRegistry;
 import io.cadastre.shards.Pools;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Optional;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -77,6 +77,7 @@ import org.apache.pekko.cluster.typed.Subscribe;
 public final class Guardian {
     /** How long start-up may take, from the actor system's start to the socket open. */
     static final Duration START_TIMEOUT = Duration.ofMinutes(3);
+
     private static final Duration DEFINE_RETRY = Duration.ofSeconds(1);
 
     private Guardian() {}
@@ -112,191 +113,400 @@ public final class Guardian {
      * @param underlay the host's underlay as the preflight found it, or null
      * @param podMtu the pods' MTU when the netconf gives none (0: the kernel's default)
      */
-    public static Behavior<Object> create(AgentSettings settings, AdminServer.Settings adminSettings, Dataplane dataplane,
-            HostRouting hostRouting, HostNetwork.Underlay underlay, int podMtu) {
-        return Behaviors.setup(ctx -> {
-            Cluster cluster = Cluster.get(ctx.getSystem());
-            // The journal first, the cluster second: once this member is Up, shards are allocated
-            // to it, and an entity here must not wait for a journal still connecting.
-            ctx.pipeToSelf(settings.persistence().prepare(ctx.getSystem()),
-                    (done, failure) -> failure == null ? new JournalReady() : new StartFailed(failure));
-            PoolRegistry.init(ctx.getSystem());
-            PoolEntity.init(ctx.getSystem());
-            BlockEntity.init(ctx.getSystem());
-            NodeEntity.init(ctx.getSystem());
+    public static Behavior<Object> create(
+            AgentSettings settings,
+            AdminServer.Settings adminSettings,
+            Dataplane dataplane,
+            HostRouting hostRouting,
+            HostNetwork.Underlay underlay,
+            int podMtu) {
+        return Behaviors.setup(
+                ctx -> {
+                    Cluster cluster = Cluster.get(ctx.getSystem());
+                    // The journal first, the cluster second: once this member is Up, shards are
+                    // allocated
+                    // to it, and an entity here must not wait for a journal still connecting.
+                    ctx.pipeToSelf(
+                            settings.persistence().prepare(ctx.getSystem()),
+                            (done, failure) ->
+                                    failure == null
+                                            ? new JournalReady()
+                                            : new StartFailed(failure));
+                    PoolRegistry.init(ctx.getSystem());
+                    PoolEntity.init(ctx.getSystem());
+                    BlockEntity.init(ctx.getSystem());
+                    NodeEntity.init(ctx.getSystem());
 
-            ExecutorService dataplaneThreads = Executors.newFixedThreadPool(settings.dataplaneThreads(), platformThreads());
-            KubeApi kube = settings.kubernetes().enabled() ? KubeApi.connect(settings.kubernetes()) : null;
-            PoolCatalog catalog = new PoolCatalog(ctx.getSystem(), settings.askTimeouts(), settings.poolCatalogMaxAge());
-            Pools pools = new Pools(ctx.getSystem(), settings.askTimeouts(), catalog);
-            Ipam ipam = new Ipam(ctx.getSystem(), settings.nodeName(), settings.nodeLabels(), catalog, settings.defaultPools(),
-                    settings.askTimeouts(), Clock.systemUTC());
-            NodeLabels nodeLabels = new NodeLabels(ipam);
-            if (kube != null) {
-                kube.start(nodeLabels::onNode);
-                if (settings.kubernetes().bootstrap().enabled()) {
-                    // Answered from the start: other agents ask before this one has joined.
-                    ctx.spawn(ClusterBootstrap.responder(), ClusterBootstrap.PROBE_NAME);
-                }
-            }
-            Reclaimer reclaimer = Reclaimer.onThisHost(settings.reclaim().interval(), settings.reclaim().grace(),
-                    kube != null && settings.kubernetes().reclaimDeletedPods() ? new ApiPodPresence(kube) : PodPresence.NONE);
-            BlockReclaimer blockReclaimer = new BlockReclaimer(ctx.getSystem(), settings.askTimeouts(), catalog,
-                    settings.blockReclaim().interval(), settings.blockReclaim().grace());
-            CadastreMetrics routingMetrics = CadastreMetrics.get(ctx.getSystem());
-            ActorRef<MeshRouter.Command> router = ctx.spawn(MeshRouter.create(settings.nodeName(), settings.routing(), underlay,
-                    new ClusterMeshSource(new MeshReads(ctx.getSystem(), settings.askTimeouts(), catalog), ipam,
-                            MeshHints.get(ctx.getSystem())), hostRouting, dataplane, dataplaneThreads, routingMetrics),
-                    "mesh-router");
-            watchSpoofDrops(routingMetrics, settings.nodeName(), dataplane);
-            ActorRef<NodeAgent.Command> nodeAgent = ctx.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer,
-                    MeshRouter.podNetwork(router, podMtu)), "node-agent");
-            // The end-to-end budget of one CNI call: a few entity round trips plus the dataplane.
-            MemberFence fence = MemberFence.get(ctx.getSystem());
-            var backend = new NodeAgentCniBackend(nodeAgent, ctx.getSystem().scheduler(),
-                    settings.askTimeouts().total().multipliedBy(3), ipam::poolSpec, fence,
-                    kube == null ? PodIpamChoice.NONE : new AnnotatedIpamChoice(kube));
-            CadastreMetrics metrics = CadastreMetrics.get(ctx.getSystem());
-            CniSocketServer server = new CniSocketServer(ctx.getSystem(), new CniHandler(backend, metrics::cniAnswered),
-                    CniSocketServer.Settings.defaults(settings.cniSocket()));
+                    ExecutorService dataplaneThreads =
+                            Executors.newFixedThreadPool(
+                                    settings.dataplaneThreads(), platformThreads());
+                    KubeApi kube =
+                            settings.kubernetes().enabled()
+                                    ? KubeApi.connect(settings.kubernetes())
+                                    : null;
+                    PoolCatalog catalog =
+                            new PoolCatalog(
+                                    ctx.getSystem(),
+                                    settings.askTimeouts(),
+                                    settings.poolCatalogMaxAge());
+                    Pools pools = new Pools(ctx.getSystem(), settings.askTimeouts(), catalog);
+                    Ipam ipam =
+                            new Ipam(
+                                    ctx.getSystem(),
+                                    settings.nodeName(),
+                                    settings.nodeLabels(),
+                                    catalog,
+                                    settings.defaultPools(),
+                                    settings.askTimeouts(),
+                                    Clock.systemUTC());
+                    NodeLabels nodeLabels = new NodeLabels(ipam);
+                    if (kube != null) {
+                        kube.start(nodeLabels::onNode);
+                        if (settings.kubernetes().bootstrap().enabled()) {
+                            // Answered from the start: other agents ask before this one has joined.
+                            ctx.spawn(ClusterBootstrap.responder(), ClusterBootstrap.PROBE_NAME);
+                        }
+                    }
+                    Reclaimer reclaimer =
+                            Reclaimer.onThisHost(
+                                    settings.reclaim().interval(),
+                                    settings.reclaim().grace(),
+                                    kube != null && settings.kubernetes().reclaimDeletedPods()
+                                            ? new ApiPodPresence(kube)
+                                            : PodPresence.NONE);
+                    BlockReclaimer blockReclaimer =
+                            new BlockReclaimer(
+                                    ctx.getSystem(),
+                                    settings.askTimeouts(),
+                                    catalog,
+                                    settings.blockReclaim().interval(),
+                                    settings.blockReclaim().grace());
+                    CadastreMetrics routingMetrics = CadastreMetrics.get(ctx.getSystem());
+                    ActorRef<MeshRouter.Command> router =
+                            ctx.spawn(
+                                    MeshRouter.create(
+                                            settings.nodeName(),
+                                            settings.routing(),
+                                            underlay,
+                                            new ClusterMeshSource(
+                                                    new MeshReads(
+                                                            ctx.getSystem(),
+                                                            settings.askTimeouts(),
+                                                            catalog),
+                                                    ipam,
+                                                    MeshHints.get(ctx.getSystem())),
+                                            hostRouting,
+                                            dataplane,
+                                            dataplaneThreads,
+                                            routingMetrics),
+                                    "mesh-router");
+                    watchSpoofDrops(routingMetrics, settings.nodeName(), dataplane);
+                    ActorRef<NodeAgent.Command> nodeAgent =
+                            ctx.spawn(
+                                    NodeAgent.create(
+                                            ipam,
+                                            dataplane,
+                                            dataplaneThreads,
+                                            reclaimer,
+                                            MeshRouter.podNetwork(router, podMtu)),
+                                    "node-agent");
+                    // The end-to-end budget of one CNI call: a few entity round trips plus the
+                    // dataplane.
+                    MemberFence fence = MemberFence.get(ctx.getSystem());
+                    var backend =
+                            new NodeAgentCniBackend(
+                                    nodeAgent,
+                                    ctx.getSystem().scheduler(),
+                                    settings.askTimeouts().total().multipliedBy(3),
+                                    ipam::poolSpec,
+                                    fence,
+                                    kube == null
+                                            ? PodIpamChoice.NONE
+                                            : new AnnotatedIpamChoice(kube));
+                    CadastreMetrics metrics = CadastreMetrics.get(ctx.getSystem());
+                    CniSocketServer server =
+                            new CniSocketServer(
+                                    ctx.getSystem(),
+                                    new CniHandler(backend, metrics::cniAnswered),
+                                    CniSocketServer.Settings.defaults(settings.cniSocket()));
 
-            AtomicBoolean socketOpen = new AtomicBoolean();
-            Inventory inventory = new Inventory(ctx.getSystem(), pools, settings.askTimeouts());
-            DeletedNodeReleaser nodeReleaser = kube == null || !settings.kubernetes().nodeRelease().enabled() ? null
-                    : new DeletedNodeReleaser(DeletedNodeReleaser.adminNodes(inventory), DeletedNodeReleaser.nodeObjects(kube),
-                            settings.kubernetes().nodeRelease().grace(), settings.kubernetes().nodeRelease().interval(),
-                            System::nanoTime);
-            AdminServer admin = new AdminServer(ctx.getSystem(), inventory, ipam,
-                    () -> unreadiness(cluster, socketOpen), adminSettings,
-                    new MeshRoutes(router, ctx.getSystem(), settings.nodeName(), settings.askTimeouts().total()));
+                    AtomicBoolean socketOpen = new AtomicBoolean();
+                    Inventory inventory =
+                            new Inventory(ctx.getSystem(), pools, settings.askTimeouts());
+                    DeletedNodeReleaser nodeReleaser =
+                            kube == null || !settings.kubernetes().nodeRelease().enabled()
+                                    ? null
+                                    : new DeletedNodeReleaser(
+                                            DeletedNodeReleaser.adminNodes(inventory),
+                                            DeletedNodeReleaser.nodeObjects(kube),
+                                            settings.kubernetes().nodeRelease().grace(),
+                                            settings.kubernetes().nodeRelease().interval(),
+                                            System::nanoTime);
+                    AdminServer admin =
+                            new AdminServer(
+                                    ctx.getSystem(),
+                                    inventory,
+                                    ipam,
+                                    () -> unreadiness(cluster, socketOpen),
+                                    adminSettings,
+                                    new MeshRoutes(
+                                            router,
+                                            ctx.getSystem(),
+                                            settings.nodeName(),
+                                            settings.askTimeouts().total()));
 
-            CoordinatedShutdown shutdown = CoordinatedShutdown.get(ctx.getSystem());
-            shutdown.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "close-cni-socket",
-                    (java.util.function.Supplier<CompletionStage<Done>>) () -> {
-                        socketOpen.set(false);
-                        return server.stop();
-                    });
-            shutdown.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "stop-admin-api",
-                    (java.util.function.Supplier<CompletionStage<Done>>) admin::stop);
-            shutdown.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "stop-dataplane-threads", (java.util.function.Supplier<CompletionStage<Done>>) () -> {
-                dataplaneThreads.shutdown();
-                if (kube != null) {
-                    kube.close();
-                }
-                return java.util.concurrent.CompletableFuture.completedFuture(Done.getInstance());
-            });
+                    CoordinatedShutdown shutdown = CoordinatedShutdown.get(ctx.getSystem());
+                    shutdown.addTask(
+                            CoordinatedShutdown.PhaseServiceUnbind(),
+                            "close-cni-socket",
+                            (java.util.function.Supplier<CompletionStage<Done>>)
+                                    () -> {
+                                        socketOpen.set(false);
+                                        return server.stop();
+                                    });
+                    shutdown.addTask(
+                            CoordinatedShutdown.PhaseServiceUnbind(),
+                            "stop-admin-api",
+                            (java.util.function.Supplier<CompletionStage<Done>>) admin::stop);
+                    shutdown.addTask(
+                            CoordinatedShutdown.PhaseBeforeActorSystemTerminate(),
+                            "stop-dataplane-threads",
+                            (java.util.function.Supplier<CompletionStage<Done>>)
+                                    () -> {
+                                        dataplaneThreads.shutdown();
+                                        if (kube != null) {
+                                            kube.close();
+                                        }
+                                        return java.util.concurrent.CompletableFuture
+                                                .completedFuture(Done.getInstance());
+                                    });
 
-            if (ctx.getSystem().settings().config().getBoolean("cadastre.cluster.down-crashed-members")) {
-                ExecutorService probeThread = Executors.newSingleThreadExecutor(r -> {
-                    Thread t = new Thread(r, "cadastre-member-probe");
-                    t.setDaemon(true);
-                    return t;
+                    if (ctx.getSystem()
+                            .settings()
+                            .config()
+                            .getBoolean("cadastre.cluster.down-crashed-members")) {
+                        ExecutorService probeThread =
+                                Executors.newSingleThreadExecutor(
+                                        r -> {
+                                            Thread t = new Thread(r, "cadastre-member-probe");
+                                            t.setDaemon(true);
+                                            return t;
+                                        });
+                        ctx.spawn(
+                                CrashedMemberDowning.create(
+                                        CrashedMemberDowning.Settings.DEFAULT, probeThread, fence),
+                                "crashed-member-downing");
+                    }
+                    cluster.subscriptions()
+                            .tell(
+                                    Subscribe.create(
+                                            ctx.messageAdapter(SelfUp.class, up -> new MemberUp()),
+                                            SelfUp.class));
+                    // A member reachable again may have claimed or released blocks meanwhile: read
+                    // everything.
+                    cluster.subscriptions()
+                            .tell(
+                                    Subscribe.create(
+                                            ctx.messageAdapter(
+                                                    ClusterEvent.ReachableMember.class,
+                                                    reachable ->
+                                                            new RouterTell(MeshRouter.reachable())),
+                                            ClusterEvent.ReachableMember.class));
+                    // A member that comes up publishes its peer seconds later: read again then.
+                    cluster.subscriptions()
+                            .tell(
+                                    Subscribe.create(
+                                            ctx.messageAdapter(
+                                                    ClusterEvent.MemberUp.class,
+                                                    up -> new RouterTell(MeshRouter.memberUp())),
+                                            ClusterEvent.MemberUp.class));
+                    return Behaviors.withTimers(
+                            timers -> {
+                                timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
+                                return starting(
+                                        ctx,
+                                        settings,
+                                        pools,
+                                        ipam,
+                                        blockReclaimer,
+                                        nodeReleaser,
+                                        server,
+                                        admin,
+                                        socketOpen,
+                                        router,
+                                        kube == null
+                                                ? java.util.concurrent.CompletableFuture
+                                                        .completedFuture(null)
+                                                : nodeLabels.firstTakenIn(
+                                                        settings.kubernetes().labelsWait()),
+                                        kube);
+                            });
                 });
-                ctx.spawn(CrashedMemberDowning.create(CrashedMemberDowning.Settings.DEFAULT, probeThread, fence),
-                        "crashed-member-downing");
-            }
-            cluster.subscriptions().tell(Subscribe.create(
-                    ctx.messageAdapter(SelfUp.class, up -> new MemberUp()), SelfUp.class));
-            // A member reachable again may have claimed or released blocks meanwhile: read everything.
-            cluster.subscriptions().tell(Subscribe.create(ctx.messageAdapter(ClusterEvent.ReachableMember.class,
-                    reachable -> new RouterTell(MeshRouter.reachable())), ClusterEvent.ReachableMember.class));
-            // A member that comes up publishes its peer seconds later: read again then.
-            cluster.subscriptions().tell(Subscribe.create(ctx.messageAdapter(ClusterEvent.MemberUp.class,
-                    up -> new RouterTell(MeshRouter.memberUp())), ClusterEvent.MemberUp.class));
-            return Behaviors.withTimers(timers -> {
-                timers.startSingleTimer(new StartTimedOut(), START_TIMEOUT);
-                return starting(ctx, settings, pools, ipam, blockReclaimer, nodeReleaser, server, admin, socketOpen, router,
-                        kube == null ? java.util.concurrent.CompletableFuture.completedFuture(null)
-                                : nodeLabels.firstTakenIn(settings.kubernetes().labelsWait()), kube);
-            });
-        });
     }
 
-    private static Behavior<Object> starting(ActorContext<Object> ctx, AgentSettings settings, Pools pools, Ipam ipam,
-            BlockReclaimer blockReclaimer, DeletedNodeReleaser nodeReleaser, CniSocketServer server, AdminServer admin,
+    private static Behavior<Object> starting(
+            ActorContext<Object> ctx,
+            AgentSettings settings,
+            Pools pools,
+            Ipam ipam,
+            BlockReclaimer blockReclaimer,
+            DeletedNodeReleaser nodeReleaser,
+            CniSocketServer server,
+            AdminServer admin,
             AtomicBoolean socketOpen,
-            ActorRef<MeshRouter.Command> router, CompletionStage<Void> labelsRead, KubeApi kube) {
+            ActorRef<MeshRouter.Command> router,
+            CompletionStage<Void> labelsRead,
+            KubeApi kube) {
         return Behaviors.receive(Object.class)
-                .onMessage(RouterTell.class, tell -> {
-                    router.tell(tell.command());
-                    return Behaviors.same();
-                })
-                .onMessage(JournalReady.class, ready -> {
-                    if (settings.persistence() == Persistence.EMBEDDED) {
-                        // The journal is open: a file of it, or the migrated H2 journal, that a
-                        // looser umask or an older agent left readable is tightened.
-                        try {
-                            DataDir.tightenFiles(settings.dataDir()).forEach(change -> ctx.getLog().warn("{}", change));
-                            DataDir.tightenFiles(settings.dataDir().resolve(DataDir.JOURNAL_DIR)).forEach(change -> ctx.getLog().warn("{}", change));
-                        } catch (java.io.IOException e) {
-                            return fail(ctx, e);
-                        }
-                    }
-                    if (kube != null && settings.kubernetes().bootstrap().enabled()) {
-                        ctx.getLog().info("journal ready; joining the cluster through the agents' pods in Kubernetes");
-                        ctx.spawn(ClusterBootstrap.create(kube, settings.kubernetes().bootstrap(), System::nanoTime),
-                                "cluster-bootstrap");
-                    } else {
-                        join(ctx);
-                    }
-                    return Behaviors.same();
-                })
-                .onMessage(MemberUp.class, up -> {
-                    ctx.getLog().info("cluster member up; defining the pools");
-                    // Runs on the oldest member; here it may only be a proxy.
-                    BlockReclaimer.startSingleton(ctx.getSystem(), blockReclaimer);
-                    if (nodeReleaser != null) {
-                        DeletedNodeReleaser.startSingleton(ctx.getSystem(), nodeReleaser);
-                    }
-                    ctx.getSelf().tell(new DefinePools());
-                    return Behaviors.same();
-                })
-                .onMessage(DefinePools.class, define -> {
-                    // With Kubernetes, the Node's labels first (bounded): the pools' selectors match them.
-                    ctx.pipeToSelf(pools.defineConfigured(settings.pools()).thenCompose(d -> labelsRead)
-                                    .thenCompose(d -> ipam.registerNode()),
-                            (done, failure) -> failure == null ? new Started(server) : new DefineFailed(failure));
-                    return Behaviors.same();
-                })
-                .onMessage(DefineFailed.class, failed -> {
-                    Throwable cause = failed.cause() instanceof java.util.concurrent.CompletionException c && c.getCause() != null
-                            ? c.getCause() : failed.cause();
-                    if (cause instanceof IpamException e && e.reason() == IpamException.Reason.UNAVAILABLE) {
-                        ctx.getLog().info("pools not defined yet, trying again in {}: {}", DEFINE_RETRY, e.getMessage());
-                        ctx.scheduleOnce(DEFINE_RETRY, ctx.getSelf(), new DefinePools());
-                        return Behaviors.same();
-                    }
-                    return fail(ctx, cause);
-                })
-                .onMessage(StartTimedOut.class, timedOut -> fail(ctx,
-                        new IllegalStateException("start-up did not finish within " + START_TIMEOUT)))
-                .onMessage(Started.class, started -> {
-                    try {
-                        started.server().start();
-                    } catch (Exception e) {
-                        return fail(ctx, e);
-                    }
-                    socketOpen.set(true);
-                    router.tell(MeshRouter.Start.INSTANCE);
-                    ctx.getLog().info("cadastre-agent ready: node {} (labels {}), CNI socket {}, pools {}", settings.nodeName(),
-                            ipam.labels(), settings.cniSocket(), pools.catalog().last().map(c -> c.pools().values().stream()
-                                    .map(p -> p.name() + "=" + p.cidr()).toList()).orElse(List.of()));
-                    ctx.pipeToSelf(admin.start(), (bound, failure) -> {
-                        if (failure == null) {
-                            ctx.getLog().info("admin API on http://{}:{}", bound.getHostString(), bound.getPort());
-                            return Done.getInstance();
-                        }
-                        return new AdminFailed(failure);
-                    });
-                    return Behaviors.receive(Object.class)
-                            .onMessage(AdminFailed.class, failed -> fail(ctx, failed.cause()))
-                            .onMessage(RouterTell.class, tell -> {
-                                router.tell(tell.command());
+                .onMessage(
+                        RouterTell.class,
+                        tell -> {
+                            router.tell(tell.command());
+                            return Behaviors.same();
+                        })
+                .onMessage(
+                        JournalReady.class,
+                        ready -> {
+                            if (settings.persistence() == Persistence.EMBEDDED) {
+                                // The journal is open: a file of it, or the migrated H2 journal,
+                                // that a
+                                // looser umask or an older agent left readable is tightened.
+                                try {
+                                    DataDir.tightenFiles(settings.dataDir())
+                                            .forEach(change -> ctx.getLog().warn("{}", change));
+                                    DataDir.tightenFiles(
+                                                    settings.dataDir().resolve(DataDir.JOURNAL_DIR))
+                                            .forEach(change -> ctx.getLog().warn("{}", change));
+                                } catch (java.io.IOException e) {
+                                    return fail(ctx, e);
+                                }
+                            }
+                            if (kube != null && settings.kubernetes().bootstrap().enabled()) {
+                                ctx.getLog()
+                                        .info(
+                                                "journal ready; joining the cluster through the agents' pods in Kubernetes");
+                                ctx.spawn(
+                                        ClusterBootstrap.create(
+                                                kube,
+                                                settings.kubernetes().bootstrap(),
+                                                System::nanoTime),
+                                        "cluster-bootstrap");
+                            } else {
+                                join(ctx);
+                            }
+                            return Behaviors.same();
+                        })
+                .onMessage(
+                        MemberUp.class,
+                        up -> {
+                            ctx.getLog().info("cluster member up; defining the pools");
+                            // Runs on the oldest member; here it may only be a proxy.
+                            BlockReclaimer.startSingleton(ctx.getSystem(), blockReclaimer);
+                            if (nodeReleaser != null) {
+                                DeletedNodeReleaser.startSingleton(ctx.getSystem(), nodeReleaser);
+                            }
+                            ctx.getSelf().tell(new DefinePools());
+                            return Behaviors.same();
+                        })
+                .onMessage(
+                        DefinePools.class,
+                        define -> {
+                            // With Kubernetes, the Node's labels first (bounded): the pools'
+                            // selectors match them.
+                            ctx.pipeToSelf(
+                                    pools.defineConfigured(settings.pools())
+                                            .thenCompose(d -> labelsRead)
+                                            .thenCompose(d -> ipam.registerNode()),
+                                    (done, failure) ->
+                                            failure == null
+                                                    ? new Started(server)
+                                                    : new DefineFailed(failure));
+                            return Behaviors.same();
+                        })
+                .onMessage(
+                        DefineFailed.class,
+                        failed -> {
+                            Throwable cause =
+                                    failed.cause()
+                                                            instanceof
+                                                            java.util.concurrent.CompletionException
+                                                                    c
+                                                    && c.getCause() != null
+                                            ? c.getCause()
+                                            : failed.cause();
+                            if (cause instanceof IpamException e
+                                    && e.reason() == IpamException.Reason.UNAVAILABLE) {
+                                ctx.getLog()
+                                        .info(
+                                                "pools not defined yet, trying again in {}: {}",
+                                                DEFINE_RETRY,
+                                                e.getMessage());
+                                ctx.scheduleOnce(DEFINE_RETRY, ctx.getSelf(), new DefinePools());
                                 return Behaviors.same();
-                            })
-                            .onAnyMessage(other -> Behaviors.same())
-                            .build();
-                })
+                            }
+                            return fail(ctx, cause);
+                        })
+                .onMessage(
+                        StartTimedOut.class,
+                        timedOut ->
+                                fail(
+                                        ctx,
+                                        new IllegalStateException(
+                                                "start-up did not finish within " + START_TIMEOUT)))
+                .onMessage(
+                        Started.class,
+                        started -> {
+                            try {
+                                started.server().start();
+                            } catch (Exception e) {
+                                return fail(ctx, e);
+                            }
+                            socketOpen.set(true);
+                            router.tell(MeshRouter.Start.INSTANCE);
+                            ctx.getLog()
+                                    .info(
+                                            "cadastre-agent ready: node {} (labels {}), CNI socket {}, pools {}",
+                                            settings.nodeName(),
+                                            ipam.labels(),
+                                            settings.cniSocket(),
+                                            pools.catalog()
+                                                    .last()
+                                                    .map(
+                                                            c ->
+                                                                    c.pools().values().stream()
+                                                                            .map(
+                                                                                    p ->
+                                                                                            p.name()
+                                                                                                    + "="
+                                                                                                    + p
+                                                                                                            .cidr())
+                                                                            .toList())
+                                                    .orElse(List.of()));
+                            ctx.pipeToSelf(
+                                    admin.start(),
+                                    (bound, failure) -> {
+                                        if (failure == null) {
+                                            ctx.getLog()
+                                                    .info(
+                                                            "admin API on http://{}:{}",
+                                                            bound.getHostString(),
+                                                            bound.getPort());
+                                            return Done.getInstance();
+                                        }
+                                        return new AdminFailed(failure);
+                                    });
+                            return Behaviors.receive(Object.class)
+                                    .onMessage(
+                                            AdminFailed.class, failed -> fail(ctx, failed.cause()))
+                                    .onMessage(
+                                            RouterTell.class,
+                                            tell -> {
+                                                router.tell(tell.command());
+                                                return Behaviors.same();
+                                            })
+                                    .onAnyMessage(other -> Behaviors.same())
+                                    .build();
+                        })
                 .onMessage(StartFailed.class, failed -> fail(ctx, failed.cause()))
                 .build();
     }
@@ -307,14 +517,16 @@ public final class Guardian {
      */
     private static void watchSpoofDrops(CadastreMetrics metrics, String node, Dataplane dataplane) {
         java.util.concurrent.atomic.AtomicLong last = new java.util.concurrent.atomic.AtomicLong();
-        metrics.watchSpoofDrops(node, () -> {
-            try {
-                last.set(dataplane.spoofedPacketsDropped());
-            } catch (io.cadastre.dataplane.DataplaneException e) {
-                // keep the last value: a counter must not go back
-            }
-            return last.get();
-        });
+        metrics.watchSpoofDrops(
+                node,
+                () -> {
+                    try {
+                        last.set(dataplane.spoofedPacketsDropped());
+                    } catch (io.cadastre.dataplane.DataplaneException e) {
+                        // keep the last value: a counter must not go back
+                    }
+                    return last.get();
+                });
     }
 
     /** @return why the agent is not ready: the member is not Up, or the CNI socket is not open */
@@ -329,9 +541,19 @@ public final class Guardian {
     /** Joins through cadastre.cluster.seed-nodes, or forms a cluster of one when there are none. */
     private static void join(ActorContext<Object> ctx) {
         Cluster cluster = Cluster.get(ctx.getSystem());
-        List<Address> seeds = ctx.getSystem().settings().config().getStringList("cadastre.cluster.seed-nodes").stream()
-                .map(AddressFromURIString::parse).toList();
-        ctx.getLog().info("journal ready; joining the cluster through {}", seeds.isEmpty() ? "this member alone" : seeds);
+        List<Address> seeds =
+                ctx
+                        .getSystem()
+                        .settings()
+                        .config()
+                        .getStringList("cadastre.cluster.seed-nodes")
+                        .stream()
+                        .map(AddressFromURIString::parse)
+                        .toList();
+        ctx.getLog()
+                .info(
+                        "journal ready; joining the cluster through {}",
+                        seeds.isEmpty() ? "this member alone" : seeds);
         if (seeds.isEmpty()) {
             cluster.manager().tell(Join.create(cluster.selfMember().address()));
         } else {

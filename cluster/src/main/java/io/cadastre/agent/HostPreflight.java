@@ -78,7 +78,8 @@ final class HostPreflight {
         static Host real(Path procSys) {
             return new Host() {
                 @Override
-                public Optional<Underlay> underlay(String device, InetAddress preferred) throws DataplaneException {
+                public Optional<Underlay> underlay(String device, InetAddress preferred)
+                        throws DataplaneException {
                     return HostNetwork.underlay(device, preferred);
                 }
 
@@ -112,7 +113,9 @@ final class HostPreflight {
                     return new Sysctls() {
                         @Override
                         public boolean forwarding(IpFamily family) throws DataplaneException {
-                            return family == IpFamily.V4 ? real.ipv4Forwarding() : real.ipv6Forwarding();
+                            return family == IpFamily.V4
+                                    ? real.ipv4Forwarding()
+                                    : real.ipv6Forwarding();
                         }
 
                         @Override
@@ -130,7 +133,8 @@ final class HostPreflight {
                         }
 
                         @Override
-                        public void setAcceptRa(String ifname, int value) throws DataplaneException {
+                        public void setAcceptRa(String ifname, int value)
+                                throws DataplaneException {
                             real.setAcceptRa(ifname, value);
                         }
                     };
@@ -155,7 +159,11 @@ final class HostPreflight {
      * @param families the families of the configured pools
      * @throws IllegalArgumentException with the operator's message when the host does not do
      */
-    static Outcome check(RoutingSettings routing, InetAddress clusterAddress, Set<IpFamily> families, Host host) {
+    static Outcome check(
+            RoutingSettings routing,
+            InetAddress clusterAddress,
+            Set<IpFamily> families,
+            Host host) {
         if (routing.mode() == RoutingMode.NONE) {
             return new Outcome(null, 0, List.of());
         }
@@ -169,10 +177,23 @@ final class HostPreflight {
         int podMtu = routing.podMtu(underlay, v6);
         int minimum = RoutingSettings.minimumPodMtu(v6);
         if (underlay != null && podMtu < minimum) {
-            throw new IllegalArgumentException("the underlay " + underlay.device() + "'s MTU " + underlay.mtu()
-                    + " leaves " + podMtu + " bytes for pods in mode " + routing.mode() + ", below the " + minimum
-                    + " bytes " + (v6 ? "IPv6 requires" : "IPv4 pods need") + ": raise its MTU"
-                    + (routing.mode().overlay() ? " (VXLAN adds 50 bytes over IPv4, 70 over IPv6) or use mode direct" : ""));
+            throw new IllegalArgumentException(
+                    "the underlay "
+                            + underlay.device()
+                            + "'s MTU "
+                            + underlay.mtu()
+                            + " leaves "
+                            + podMtu
+                            + " bytes for pods in mode "
+                            + routing.mode()
+                            + ", below the "
+                            + minimum
+                            + " bytes "
+                            + (v6 ? "IPv6 requires" : "IPv4 pods need")
+                            + ": raise its MTU"
+                            + (routing.mode().overlay()
+                                    ? " (VXLAN adds 50 bytes over IPv4, 70 over IPv6) or use mode direct"
+                                    : ""));
         }
         if (routing.mode().overlay()) {
             checkPort(routing, host);
@@ -194,21 +215,32 @@ final class HostPreflight {
         try {
             devices = host.vxlanPorts().stream().filter(d -> d.port() == routing.port()).toList();
         } catch (DataplaneException e) {
-            throw new IllegalArgumentException("cadastre.routing.port: cannot list VXLAN devices: " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    "cadastre.routing.port: cannot list VXLAN devices: " + e.getMessage(), e);
         }
         if (devices.isEmpty()) {
-            throw new IllegalArgumentException("cadastre.routing.port: UDP port " + routing.port() + " is in use by"
-                    + " another program: free it or choose another port (the same on every agent)");
+            throw new IllegalArgumentException(
+                    "cadastre.routing.port: UDP port "
+                            + routing.port()
+                            + " is in use by"
+                            + " another program: free it or choose another port (the same on every agent)");
         }
         for (VxlanPort d : devices) {
             if (d.vni() == routing.vni() && !d.device().startsWith(HostRouting.DEVICE_PREFIX)) {
-                throw new IllegalArgumentException("cadastre.routing.vni: VNI " + d.vni() + " on UDP port " + d.port()
-                        + " is taken by VXLAN device " + d.device() + ": choose another VNI (the same on every agent)");
+                throw new IllegalArgumentException(
+                        "cadastre.routing.vni: VNI "
+                                + d.vni()
+                                + " on UDP port "
+                                + d.port()
+                                + " is taken by VXLAN device "
+                                + d.device()
+                                + ": choose another VNI (the same on every agent)");
             }
         }
     }
 
-    private static void forwarding(Underlay underlay, Set<IpFamily> families, Host host, List<String> changes)
+    private static void forwarding(
+            Underlay underlay, Set<IpFamily> families, Host host, List<String> changes)
             throws DataplaneException {
         Sysctls sysctls = host.sysctls();
         if (families.contains(IpFamily.V4) && !sysctls.forwarding(IpFamily.V4)) {
@@ -222,8 +254,14 @@ final class HostPreflight {
             }
             for (String uplink : uplinks) {
                 if (sysctls.acceptRa(uplink) == 1) {
-                    write("net.ipv6.conf." + uplink + ".accept_ra", 2, () -> sysctls.setAcceptRa(uplink, 2));
-                    changes.add("net.ipv6.conf." + uplink + ".accept_ra = 2 (keeps router advertisements with forwarding on)");
+                    write(
+                            "net.ipv6.conf." + uplink + ".accept_ra",
+                            2,
+                            () -> sysctls.setAcceptRa(uplink, 2));
+                    changes.add(
+                            "net.ipv6.conf."
+                                    + uplink
+                                    + ".accept_ra = 2 (keeps router advertisements with forwarding on)");
                 }
             }
             write("net.ipv6.conf.all.forwarding", 1, () -> sysctls.enableForwarding(IpFamily.V6));
@@ -239,9 +277,21 @@ final class HostPreflight {
         try {
             write.run();
         } catch (DataplaneException e) {
-            throw new DataplaneException(setting + " must be " + value + " for pods to reach other hosts, and the agent cannot"
-                    + " set it (" + e.getMessage() + "): set it on the host (sysctl -w " + setting + "=" + value + ", persisted in"
-                    + " /etc/sysctl.d) or give the agent a writable /proc/sys, or use cadastre.routing.mode = none", false, e);
+            throw new DataplaneException(
+                    setting
+                            + " must be "
+                            + value
+                            + " for pods to reach other hosts, and the agent cannot"
+                            + " set it ("
+                            + e.getMessage()
+                            + "): set it on the host (sysctl -w "
+                            + setting
+                            + "="
+                            + value
+                            + ", persisted in"
+                            + " /etc/sysctl.d) or give the agent a writable /proc/sys, or use cadastre.routing.mode = none",
+                    false,
+                    e);
         }
     }
 }

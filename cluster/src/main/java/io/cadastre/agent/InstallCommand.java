@@ -18,64 +18,110 @@ import picocli.CommandLine.Option;
  * a CNI conf dir. Every file is written to a temporary name and renamed, so a runtime never execs
  * or reads a half-written file. Exit code 0, or 1 with a message on stderr.
  */
-@Command(name = "install", mixinStandardHelpOptions = true,
+@Command(
+        name = "install",
+        mixinStandardHelpOptions = true,
         description = "Install the cadastre CNI plugin and a network config list.")
 public final class InstallCommand implements Callable<Integer> {
 
-    @Option(names = "--bin-dir", defaultValue = "/opt/cni/bin", description = "CNI bin dir (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--bin-dir",
+            defaultValue = "/opt/cni/bin",
+            description = "CNI bin dir (default: ${DEFAULT-VALUE}).")
     Path binDir;
 
-    @Option(names = "--conf-dir", defaultValue = "/etc/cni/net.d", description = "CNI conf dir (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--conf-dir",
+            defaultValue = "/etc/cni/net.d",
+            description = "CNI conf dir (default: ${DEFAULT-VALUE}).")
     Path confDir;
 
-    @Option(names = "--plugin", defaultValue = "${sys:cadastre.plugin:-${env:CADASTRE_PLUGIN}}", required = true,
-            description = "The built plugin executable (default: -Dcadastre.plugin or $CADASTRE_PLUGIN).")
+    @Option(
+            names = "--plugin",
+            defaultValue = "${sys:cadastre.plugin:-${env:CADASTRE_PLUGIN}}",
+            required = true,
+            description =
+                    "The built plugin executable (default: -Dcadastre.plugin or $CADASTRE_PLUGIN).")
     Path plugin;
 
-    @Option(names = "--network", defaultValue = "cadastre", description = "The network name (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--network",
+            defaultValue = "cadastre",
+            description = "The network name (default: ${DEFAULT-VALUE}).")
     String network;
 
-    @Option(names = "--socket", description = "The agent's CNI socket (default: the agent configuration's cadastre.cni-socket).")
+    @Option(
+            names = "--socket",
+            description =
+                    "The agent's CNI socket (default: the agent configuration's cadastre.cni-socket).")
     String socket;
 
-    @Option(names = "--mtu", defaultValue = "0", description = "Pod interface MTU in bytes; 0 leaves the kernel default.")
+    @Option(
+            names = "--mtu",
+            defaultValue = "0",
+            description = "Pod interface MTU in bytes; 0 leaves the kernel default.")
     int mtu;
 
-    @Option(names = "--cni-version", defaultValue = "1.0.0",
-            description = "cniVersion of the config list (default: ${DEFAULT-VALUE}, what libcni before 1.2 - podman 4, "
-                    + "containerd 1.7 - accepts; 1.1.0 adds GC and STATUS).")
+    @Option(
+            names = "--cni-version",
+            defaultValue = "1.0.0",
+            description =
+                    "cniVersion of the config list (default: ${DEFAULT-VALUE}, what libcni before 1.2 - podman 4, "
+                            + "containerd 1.7 - accepts; 1.1.0 adds GC and STATUS).")
     String cniVersion;
 
-    @Option(names = "--conf-name", defaultValue = "10-cadastre.conflist", description = "File name of the config list.")
+    @Option(
+            names = "--conf-name",
+            defaultValue = "10-cadastre.conflist",
+            description = "File name of the config list.")
     String confName;
 
     @Override
     public Integer call() {
         try {
             if (!Files.isRegularFile(plugin) || !Files.isExecutable(plugin)) {
-                throw new IOException("--plugin " + plugin + " is not an executable file (build it with mvn package)");
+                throw new IOException(
+                        "--plugin "
+                                + plugin
+                                + " is not an executable file (build it with mvn package)");
             }
-            if (!java.util.List.of("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0").contains(cniVersion)) {
-                throw new IOException("--cni-version must be one of 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0");
+            if (!java.util.List.of("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
+                    .contains(cniVersion)) {
+                throw new IOException(
+                        "--cni-version must be one of 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0");
             }
             if (mtu != 0 && (mtu < 68 || mtu > 65535)) {
                 throw new IOException("--mtu must be 0 or 68-65535");
             }
-            String socketPath = socket != null ? socket : AgentMain.loadConfig(null).getString("cadastre.cni-socket");
+            String socketPath =
+                    socket != null
+                            ? socket
+                            : AgentMain.loadConfig(null).getString("cadastre.cni-socket");
             Files.createDirectories(binDir);
             Files.createDirectories(confDir);
             for (String name : new String[] {"cadastre", "cadastre-ipam"}) {
                 Path tmp = binDir.resolve("." + name + ".tmp");
                 Files.copy(plugin, tmp, StandardCopyOption.REPLACE_EXISTING);
                 Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwxr-xr-x"));
-                Files.move(tmp, binDir.resolve(name), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                Files.move(
+                        tmp,
+                        binDir.resolve(name),
+                        StandardCopyOption.REPLACE_EXISTING,
+                        StandardCopyOption.ATOMIC_MOVE);
             }
             Path conf = confDir.resolve(confName);
             Path tmp = confDir.resolve("." + confName + ".tmp");
             Files.writeString(tmp, confList(cniVersion, network, socketPath, mtu));
             Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-r--r--"));
-            Files.move(tmp, conf, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-            System.out.println("installed " + binDir.resolve("cadastre") + ", " + binDir.resolve("cadastre-ipam") + " and " + conf);
+            Files.move(
+                    tmp, conf, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            System.out.println(
+                    "installed "
+                            + binDir.resolve("cadastre")
+                            + ", "
+                            + binDir.resolve("cadastre-ipam")
+                            + " and "
+                            + conf);
             return 0;
         } catch (IOException | RuntimeException e) {
             System.err.println("cadastre-agent install: " + e.getMessage());

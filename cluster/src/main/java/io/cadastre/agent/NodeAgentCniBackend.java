@@ -68,8 +68,13 @@ public final class NodeAgentCniBackend implements CniBackend {
      *     without Kubernetes); they win over the request's pools per family, and their addresses
      *     over none asked
      */
-    public NodeAgentCniBackend(ActorRef<NodeAgent.Command> nodeAgent, Scheduler scheduler, Duration timeout,
-            Function<String, Optional<PoolSpec>> pools, MemberFence fence, PodIpamChoice annotations) {
+    public NodeAgentCniBackend(
+            ActorRef<NodeAgent.Command> nodeAgent,
+            Scheduler scheduler,
+            Duration timeout,
+            Function<String, Optional<PoolSpec>> pools,
+            MemberFence fence,
+            PodIpamChoice annotations) {
         this.nodeAgent = nodeAgent;
         this.scheduler = scheduler;
         this.timeout = timeout;
@@ -87,17 +92,39 @@ public final class NodeAgentCniBackend implements CniBackend {
             rules = rules(request);
         } catch (IllegalArgumentException e) {
             return java.util.concurrent.CompletableFuture.failedFuture(
-                    new CniException(CniCodes.INVALID_NETWORK_CONFIG, "invalid ipam ranges", e.getMessage()));
+                    new CniException(
+                            CniCodes.INVALID_NETWORK_CONFIG,
+                            "invalid ipam ranges",
+                            e.getMessage()));
         }
         AddressRules addressRules = rules;
-        return annotations.choose(request.pod().namespace(), request.pod().name()).thenCompose(choice -> {
-            AssignRequest ipam = new AssignRequest(id.handle(), id.ifname(), a.network(), a.containerId(), a.netns(),
-                    request.pod().namespace(), request.pod().name(), request.pools(), choice.requestedIps(request.requestedIps()),
-                    addressRules, choice.poolsByFamily());
-            PodRequest pod = new PodRequest(ipam, a.netns(), request.ipamOnly(), request.mtu());
-            return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))
-                    .thenApply(wired -> wired.pod() == null ? ipamOnlyResult(wired.attachment()) : podResult(wired.pod()));
-        });
+        return annotations
+                .choose(request.pod().namespace(), request.pod().name())
+                .thenCompose(
+                        choice -> {
+                            AssignRequest ipam =
+                                    new AssignRequest(
+                                            id.handle(),
+                                            id.ifname(),
+                                            a.network(),
+                                            a.containerId(),
+                                            a.netns(),
+                                            request.pod().namespace(),
+                                            request.pod().name(),
+                                            request.pools(),
+                                            choice.requestedIps(request.requestedIps()),
+                                            addressRules,
+                                            choice.poolsByFamily());
+                            PodRequest pod =
+                                    new PodRequest(
+                                            ipam, a.netns(), request.ipamOnly(), request.mtu());
+                            return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))
+                                    .thenApply(
+                                            wired ->
+                                                    wired.pod() == null
+                                                            ? ipamOnlyResult(wired.attachment())
+                                                            : podResult(wired.pod()));
+                        });
     }
 
     /**
@@ -109,11 +136,22 @@ public final class NodeAgentCniBackend implements CniBackend {
         if (!request.ipamOnly()) {
             return AddressRules.ROUTED;
         }
-        return AddressRules.onSubnet(request.rangeSets().stream()
-                .map(set -> new RangeSet(set.stream()
-                        .map(r -> new AddressRange(Cidr.parse(r.subnet()), r.rangeStart(), r.rangeEnd(), r.gateway()))
-                        .toList()))
-                .toList());
+        return AddressRules.onSubnet(
+                request.rangeSets().stream()
+                        .map(
+                                set ->
+                                        new RangeSet(
+                                                set.stream()
+                                                        .map(
+                                                                r ->
+                                                                        new AddressRange(
+                                                                                Cidr.parse(
+                                                                                        r.subnet()),
+                                                                                r.rangeStart(),
+                                                                                r.rangeEnd(),
+                                                                                r.gateway()))
+                                                        .toList()))
+                        .toList());
     }
 
     /**
@@ -122,62 +160,93 @@ public final class NodeAgentCniBackend implements CniBackend {
      * prefix and gateway).
      */
     private AddResult ipamOnlyResult(AttachmentRecord record) {
-        List<IpConfig> ips = record.addresses().stream()
-                .map(h -> new IpConfig(h.address() + "/" + prefixOf(h), null, null)).toList();
+        List<IpConfig> ips =
+                record.addresses().stream()
+                        .map(h -> new IpConfig(h.address() + "/" + prefixOf(h), null, null))
+                        .toList();
         return new AddResult(List.of(), ips, List.of());
     }
 
     private int prefixOf(HeldAddress held) {
-        return pools.apply(held.pool()).map(spec -> spec.cidr().prefixLength()).orElse(held.block().prefixLength());
+        return pools.apply(held.pool())
+                .map(spec -> spec.cidr().prefixLength())
+                .orElse(held.block().prefixLength());
     }
 
     private static AddResult podResult(WiredPod pod) {
-        List<Interface> interfaces = List.of(
-                new Interface(pod.hostIfname(), pod.hostMac(), null),
-                new Interface(pod.podIfname(), pod.podMac(), pod.netnsPath()));
-        List<IpConfig> ips = pod.addresses().stream()
-                .map(address -> new IpConfig(address.cidr(),
-                        address.prefixLength() == 32 ? Dataplane.IPV4_GATEWAY : Dataplane.IPV6_GATEWAY, 1))
-                .toList();
-        List<Route> routes = pod.routes().stream().map(r -> new Route(r.destination(), r.gateway())).toList();
+        List<Interface> interfaces =
+                List.of(
+                        new Interface(pod.hostIfname(), pod.hostMac(), null),
+                        new Interface(pod.podIfname(), pod.podMac(), pod.netnsPath()));
+        List<IpConfig> ips =
+                pod.addresses().stream()
+                        .map(
+                                address ->
+                                        new IpConfig(
+                                                address.cidr(),
+                                                address.prefixLength() == 32
+                                                        ? Dataplane.IPV4_GATEWAY
+                                                        : Dataplane.IPV6_GATEWAY,
+                                                1))
+                        .toList();
+        List<Route> routes =
+                pod.routes().stream().map(r -> new Route(r.destination(), r.gateway())).toList();
         return new AddResult(interfaces, ips, routes);
     }
 
     @Override
     public CompletionStage<Void> del(Attachment a, boolean ipamOnly) {
         AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
-        return this.<List<String>>ask(r -> new NodeAgent.Detach(id, ipamOnly, r)).thenApply(released -> null);
+        return this.<List<String>>ask(r -> new NodeAgent.Detach(id, ipamOnly, r))
+                .thenApply(released -> null);
     }
 
     @Override
-    public CompletionStage<List<String>> check(Attachment a, boolean ipamOnly, AddResult prevResult) {
+    public CompletionStage<List<String>> check(
+            Attachment a, boolean ipamOnly, AddResult prevResult) {
         AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
         int mtu = 0;
-        return this.<NodeAgent.Inspection>ask(r -> new NodeAgent.Inspect(id, a.netns(), ipamOnly, mtu, r))
-                .thenApply(inspection -> {
-                    if (inspection.attachment() == null) {
-                        throw new CniException(CniCodes.UNKNOWN_CONTAINER,
-                                "no addresses are allocated for attachment " + id.key());
-                    }
-                    List<String> differences = new ArrayList<>(inspection.differences());
-                    Set<String> held = new TreeSet<>();
-                    inspection.attachment().addresses().forEach(h -> held.add(h.address()));
-                    Set<String> expected = new TreeSet<>();
-                    prevResult.ips().forEach(ip -> expected.add(IpAddresses.canonical(ip.address().split("/")[0])));
-                    if (!held.equals(expected)) {
-                        differences.add("IPAM holds " + held + " for the attachment, prevResult says " + expected);
-                    }
-                    return differences;
-                });
+        return this.<NodeAgent.Inspection>ask(
+                        r -> new NodeAgent.Inspect(id, a.netns(), ipamOnly, mtu, r))
+                .thenApply(
+                        inspection -> {
+                            if (inspection.attachment() == null) {
+                                throw new CniException(
+                                        CniCodes.UNKNOWN_CONTAINER,
+                                        "no addresses are allocated for attachment " + id.key());
+                            }
+                            List<String> differences = new ArrayList<>(inspection.differences());
+                            Set<String> held = new TreeSet<>();
+                            inspection.attachment().addresses().forEach(h -> held.add(h.address()));
+                            Set<String> expected = new TreeSet<>();
+                            prevResult
+                                    .ips()
+                                    .forEach(
+                                            ip ->
+                                                    expected.add(
+                                                            IpAddresses.canonical(
+                                                                    ip.address().split("/")[0])));
+                            if (!held.equals(expected)) {
+                                differences.add(
+                                        "IPAM holds "
+                                                + held
+                                                + " for the attachment, prevResult says "
+                                                + expected);
+                            }
+                            return differences;
+                        });
     }
 
     @Override
     public CompletionStage<Void> gc(String network, Set<AttachmentRef> validAttachments) {
-        Set<String> keep = validAttachments.stream()
-                .map(v -> new AttachmentId(network, v.containerId(), v.ifname()).key())
-                .collect(Collectors.toSet());
-        // Whether the network is IPAM-only is not known to GC; unwiring a link that does not exist is a no-op.
-        return this.<List<String>>ask(r -> new NodeAgent.CollectGarbage(network, keep, false, r)).thenApply(k -> null);
+        Set<String> keep =
+                validAttachments.stream()
+                        .map(v -> new AttachmentId(network, v.containerId(), v.ifname()).key())
+                        .collect(Collectors.toSet());
+        // Whether the network is IPAM-only is not known to GC; unwiring a link that does not exist
+        // is a no-op.
+        return this.<List<String>>ask(r -> new NodeAgent.CollectGarbage(network, keep, false, r))
+                .thenApply(k -> null);
     }
 
     @Override
@@ -185,31 +254,43 @@ public final class NodeAgentCniBackend implements CniBackend {
         var refusal = fence.refusal();
         if (refusal.isPresent()) {
             return java.util.concurrent.CompletableFuture.failedFuture(
-                    new CniException(CniCodes.NOT_AVAILABLE, "this member cannot serve now", refusal.get()));
+                    new CniException(
+                            CniCodes.NOT_AVAILABLE, "this member cannot serve now", refusal.get()));
         }
-        return this.<java.util.Optional<String>>ask(r -> new NodeAgent.Status(pools, r)).thenApply(problem -> {
-            if (problem.isPresent()) {
-                throw new CniException(CniCodes.NOT_AVAILABLE, "cannot allocate", problem.get());
-            }
-            return null;
-        });
+        return this.<java.util.Optional<String>>ask(r -> new NodeAgent.Status(pools, r))
+                .thenApply(
+                        problem -> {
+                            if (problem.isPresent()) {
+                                throw new CniException(
+                                        CniCodes.NOT_AVAILABLE, "cannot allocate", problem.get());
+                            }
+                            return null;
+                        });
     }
 
-    private <T> CompletionStage<T> ask(Function<ActorRef<StatusReply<T>>, NodeAgent.Command> command) {
+    private <T> CompletionStage<T> ask(
+            Function<ActorRef<StatusReply<T>>, NodeAgent.Command> command) {
         var refusal = fence.refusal();
         if (refusal.isPresent()) {
             return java.util.concurrent.CompletableFuture.failedFuture(
-                    new CniException(CniCodes.TRY_AGAIN_LATER, "this member cannot serve now", refusal.get()));
+                    new CniException(
+                            CniCodes.TRY_AGAIN_LATER,
+                            "this member cannot serve now",
+                            refusal.get()));
         }
         return Replies.onReplyingThread(
-                        AskPattern.<NodeAgent.Command, T>askWithStatus(nodeAgent, command::apply, timeout, scheduler))
-                .exceptionally(error -> {
-                    if (unwrap(error) instanceof TimeoutException late) {
-                        throw new CniException(CniCodes.TRY_AGAIN_LATER, "the node agent did not answer in time",
-                                String.valueOf(late.getMessage()));
-                    }
-                    throw toCni(error);
-                });
+                        AskPattern.<NodeAgent.Command, T>askWithStatus(
+                                nodeAgent, command::apply, timeout, scheduler))
+                .exceptionally(
+                        error -> {
+                            if (unwrap(error) instanceof TimeoutException late) {
+                                throw new CniException(
+                                        CniCodes.TRY_AGAIN_LATER,
+                                        "the node agent did not answer in time",
+                                        String.valueOf(late.getMessage()));
+                            }
+                            throw toCni(error);
+                        });
     }
 
     private static Throwable unwrap(Throwable e) {
@@ -247,14 +328,25 @@ public final class NodeAgentCniBackend implements CniBackend {
     static CniException toCni(IpamException refusal) {
         String details = refusal.getMessage();
         return switch (refusal.reason()) {
-            case UNKNOWN_POOL -> new CniException(CniCodes.INVALID_NETWORK_CONFIG, "unknown pool", details);
-            case INVALID_REQUEST -> new CniException(CniCodes.INVALID_NETWORK_CONFIG, "invalid IPAM request", details);
-            case POOL_EXHAUSTED -> new CniException(CniCodes.POOL_EXHAUSTED, "no address left", details);
-            case ADDRESS_TAKEN -> new CniException(CniCodes.ADDRESS_TAKEN, "requested address is taken", details);
+            case UNKNOWN_POOL ->
+                    new CniException(CniCodes.INVALID_NETWORK_CONFIG, "unknown pool", details);
+            case INVALID_REQUEST ->
+                    new CniException(
+                            CniCodes.INVALID_NETWORK_CONFIG, "invalid IPAM request", details);
+            case POOL_EXHAUSTED ->
+                    new CniException(CniCodes.POOL_EXHAUSTED, "no address left", details);
+            case ADDRESS_TAKEN ->
+                    new CniException(CniCodes.ADDRESS_TAKEN, "requested address is taken", details);
             case ADDRESS_NOT_IN_POOL, POOL_DISABLED, NODE_BLOCK_LIMIT ->
-                    new CniException(CniCodes.ADDRESS_NOT_IN_POOL, "requested address is not available here", details);
-            case AFFINE_TO_OTHER_NODE -> new CniException(CniCodes.BLOCK_AFFINITY_CONFLICT,
-                    "a block's affinity disagrees between its pool and the block", details);
+                    new CniException(
+                            CniCodes.ADDRESS_NOT_IN_POOL,
+                            "requested address is not available here",
+                            details);
+            case AFFINE_TO_OTHER_NODE ->
+                    new CniException(
+                            CniCodes.BLOCK_AFFINITY_CONFLICT,
+                            "a block's affinity disagrees between its pool and the block",
+                            details);
             case BLOCK_RELEASING, CONFLICT, UNAVAILABLE ->
                     new CniException(CniCodes.TRY_AGAIN_LATER, "IPAM is not available", details);
         };
@@ -271,17 +363,27 @@ public final class NodeAgentCniBackend implements CniBackend {
         }
         if (e instanceof DataplaneException dp) {
             return switch (dp.kind()) {
-                case NETNS_MISSING -> new CniException(CniCodes.UNKNOWN_CONTAINER, "the network namespace does not exist",
-                        dp.getMessage());
-                case INVALID_NETNS -> new CniException(CniCodes.INVALID_ENVIRONMENT, "invalid environment variable CNI_NETNS",
-                        dp.getMessage());
-                case FAILED, WIRED_DIFFERENTLY -> new CniException(CniCodes.DATAPLANE_FAILURE,
-                        "configuring the pod's network failed", dp.getMessage());
+                case NETNS_MISSING ->
+                        new CniException(
+                                CniCodes.UNKNOWN_CONTAINER,
+                                "the network namespace does not exist",
+                                dp.getMessage());
+                case INVALID_NETNS ->
+                        new CniException(
+                                CniCodes.INVALID_ENVIRONMENT,
+                                "invalid environment variable CNI_NETNS",
+                                dp.getMessage());
+                case FAILED, WIRED_DIFFERENTLY ->
+                        new CniException(
+                                CniCodes.DATAPLANE_FAILURE,
+                                "configuring the pod's network failed",
+                                dp.getMessage());
             };
         }
         if (e instanceof TimeoutException) {
             return new CniException(CniCodes.TRY_AGAIN_LATER, "timed out", e.getMessage());
         }
-        return new CniException(CniCodes.TRY_AGAIN_LATER, "internal error", String.valueOf(e.getMessage()));
+        return new CniException(
+                CniCodes.TRY_AGAIN_LATER, "internal error", String.valueOf(e.getMessage()));
     }
 }

@@ -14,9 +14,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import org.apache.pekko.stream.connectors.cassandra.javadsl.CassandraSessionRegistry;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.connectors.cassandra.javadsl.CassandraSessionRegistry;
 
 /**
  * The event journal behind the entities, chosen by {@code cadastre.persistence}: {@code embedded}
@@ -43,8 +43,11 @@ public enum Persistence {
         return switch (value) {
             case "embedded" -> EMBEDDED;
             case "cassandra" -> CASSANDRA;
-            default -> throw new IllegalArgumentException(
-                    "cadastre.persistence must be \"embedded\" or \"cassandra\", not \"" + value + "\"");
+            default ->
+                    throw new IllegalArgumentException(
+                            "cadastre.persistence must be \"embedded\" or \"cassandra\", not \""
+                                    + value
+                                    + "\"");
         };
     }
 
@@ -56,22 +59,37 @@ public enum Persistence {
      *     settings are inconsistent or their files unreadable
      */
     public Config selection(Config config) {
-        Config selected = ConfigFactory.parseMap(Map.of(
-                "pekko.persistence.journal.plugin", journalPlugin,
-                "pekko.persistence.snapshot-store.plugin", snapshotPlugin));
+        Config selected =
+                ConfigFactory.parseMap(
+                        Map.of(
+                                "pekko.persistence.journal.plugin", journalPlugin,
+                                "pekko.persistence.snapshot-store.plugin", snapshotPlugin));
         if (this == CASSANDRA) {
             Config c = config.getConfig("cadastre.cassandra");
-            List<String> contactPoints = c.getString("contact-points-env").isBlank()
-                    ? c.getStringList("contact-points")
-                    : Arrays.stream(c.getString("contact-points-env").split(",")).map(String::trim)
-                            .filter(s -> !s.isEmpty()).toList();
+            List<String> contactPoints =
+                    c.getString("contact-points-env").isBlank()
+                            ? c.getStringList("contact-points")
+                            : Arrays.stream(c.getString("contact-points-env").split(","))
+                                    .map(String::trim)
+                                    .filter(s -> !s.isEmpty())
+                                    .toList();
             boolean autocreate = c.getBoolean("schema-autocreate");
-            selected = selected
-                    .withValue("datastax-java-driver.basic.contact-points", ConfigValueFactory.fromIterable(contactPoints))
-                    .withValue("pekko.persistence.cassandra.journal.keyspace-autocreate", ConfigValueFactory.fromAnyRef(autocreate))
-                    .withValue("pekko.persistence.cassandra.journal.tables-autocreate", ConfigValueFactory.fromAnyRef(autocreate))
-                    .withValue("pekko.persistence.cassandra.snapshot.keyspace-autocreate", ConfigValueFactory.fromAnyRef(autocreate))
-                    .withValue("pekko.persistence.cassandra.snapshot.tables-autocreate", ConfigValueFactory.fromAnyRef(autocreate));
+            selected =
+                    selected.withValue(
+                                    "datastax-java-driver.basic.contact-points",
+                                    ConfigValueFactory.fromIterable(contactPoints))
+                            .withValue(
+                                    "pekko.persistence.cassandra.journal.keyspace-autocreate",
+                                    ConfigValueFactory.fromAnyRef(autocreate))
+                            .withValue(
+                                    "pekko.persistence.cassandra.journal.tables-autocreate",
+                                    ConfigValueFactory.fromAnyRef(autocreate))
+                            .withValue(
+                                    "pekko.persistence.cassandra.snapshot.keyspace-autocreate",
+                                    ConfigValueFactory.fromAnyRef(autocreate))
+                            .withValue(
+                                    "pekko.persistence.cassandra.snapshot.tables-autocreate",
+                                    ConfigValueFactory.fromAnyRef(autocreate));
             selected = CassandraSecurity.from(c).driverSettings().withFallback(selected);
         }
         return selected;
@@ -85,21 +103,34 @@ public enum Persistence {
      * {@link SchemaCommand} or by the plugin).
      */
     public CompletionStage<Done> prepare(ActorSystem<?> system) {
-        return this == EMBEDDED ? CompletableFuture.supplyAsync(() -> {
-                    try {
-                        RocksJournalStore store = EmbeddedStore.ID.get(system).store();
-                        H2Migration.Result migrated = H2Migration.migrateIfPresent(
-                                Path.of(system.settings().config().getString("cadastre.data-dir")), store);
-                        if (migrated != null) {
-                            system.log().info("migrated the H2 journal into the embedded journal: {} ({} renamed to {})",
-                                    migrated, H2Migration.H2_FILE, H2Migration.MIGRATED);
-                        }
-                        return Done.getInstance();
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                })
-                : CassandraSessionRegistry.get(system).sessionFor("pekko.persistence.cassandra").underlying()
+        return this == EMBEDDED
+                ? CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                RocksJournalStore store = EmbeddedStore.ID.get(system).store();
+                                H2Migration.Result migrated =
+                                        H2Migration.migrateIfPresent(
+                                                Path.of(
+                                                        system.settings()
+                                                                .config()
+                                                                .getString("cadastre.data-dir")),
+                                                store);
+                                if (migrated != null) {
+                                    system.log()
+                                            .info(
+                                                    "migrated the H2 journal into the embedded journal: {} ({} renamed to {})",
+                                                    migrated,
+                                                    H2Migration.H2_FILE,
+                                                    H2Migration.MIGRATED);
+                                }
+                                return Done.getInstance();
+                            } catch (IOException e) {
+                                throw new UncheckedIOException(e);
+                            }
+                        })
+                : CassandraSessionRegistry.get(system)
+                        .sessionFor("pekko.persistence.cassandra")
+                        .underlying()
                         .thenApply(session -> Done.getInstance());
     }
 }

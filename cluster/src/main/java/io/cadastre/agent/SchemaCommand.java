@@ -24,26 +24,41 @@ import picocli.CommandLine.Option;
  * once, ahead of the members, instead of letting every member create the schema at start.
  * Exit code 0, or 1 with a message on stderr.
  */
-@Command(name = "schema", mixinStandardHelpOptions = true,
-        description = "Print (or --execute) the CQL that creates Cadastre's Cassandra keyspaces and tables.")
+@Command(
+        name = "schema",
+        mixinStandardHelpOptions = true,
+        description =
+                "Print (or --execute) the CQL that creates Cadastre's Cassandra keyspaces and tables.")
 public final class SchemaCommand implements Callable<Integer> {
 
-    @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "A HOCON file overriding application.conf.")
+    @Option(
+            names = {"-c", "--config"},
+            paramLabel = "FILE",
+            description = "A HOCON file overriding application.conf.")
     File configFile;
 
-    @Option(names = "--execute", description = "Run the statements against cadastre.cassandra.contact-points.")
+    @Option(
+            names = "--execute",
+            description = "Run the statements against cadastre.cassandra.contact-points.")
     boolean execute;
 
-    @Option(names = "--timeout-seconds", defaultValue = "60", description = "Per statement (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--timeout-seconds",
+            defaultValue = "60",
+            description = "Per statement (default: ${DEFAULT-VALUE}).")
     int timeoutSeconds;
 
     @Override
     public Integer call() {
         // DDL waits for schema agreement and is slow on a busy node: the driver's 2 s default
         // request timeout is for the journal's reads and writes, not for this.
-        Config overrides = ConfigFactory.parseString("cadastre.persistence = cassandra\npekko.actor.provider = local\n"
-                + "pekko.loglevel = WARNING\npekko.coordinated-shutdown.exit-jvm = off\n"
-                + "datastax-java-driver.basic.request.timeout = " + timeoutSeconds + " seconds");
+        Config overrides =
+                ConfigFactory.parseString(
+                        "cadastre.persistence = cassandra\npekko.actor.provider = local\n"
+                                + "pekko.loglevel = WARNING\npekko.coordinated-shutdown.exit-jvm = off\n"
+                                + "datastax-java-driver.basic.request.timeout = "
+                                + timeoutSeconds
+                                + " seconds");
         ActorSystem<Void> system;
         try {
             Config config = AgentMain.loadConfig(configFile, overrides);
@@ -53,32 +68,50 @@ public final class SchemaCommand implements Callable<Integer> {
             return 1;
         }
         try {
-            KeyspaceAndTableStatements cql = new KeyspaceAndTableStatements(system, "pekko.persistence.cassandra",
-                    PluginSettings.apply(org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(system)));
+            KeyspaceAndTableStatements cql =
+                    new KeyspaceAndTableStatements(
+                            system,
+                            "pekko.persistence.cassandra",
+                            PluginSettings.apply(
+                                    org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(
+                                            system)));
             List<String> statements = new ArrayList<>();
             statements.add(cql.createJournalKeyspaceStatement());
             statements.addAll(cql.getCreateJournalTablesStatements());
-            statements.add(CassandraJournalHeads.createTableStatement(
-                    system.settings().config().getString(FencedCassandraJournal.PLUGIN_PATH + ".journal.keyspace")));
+            statements.add(
+                    CassandraJournalHeads.createTableStatement(
+                            system.settings()
+                                    .config()
+                                    .getString(
+                                            FencedCassandraJournal.PLUGIN_PATH
+                                                    + ".journal.keyspace")));
             statements.add(cql.createSnapshotKeyspaceStatement());
             statements.addAll(cql.getCreateSnapshotTablesStatements());
             if (!execute) {
                 statements.forEach(s -> System.out.println(s.strip() + ";\n"));
                 return 0;
             }
-            CassandraSession session = CassandraSessionRegistry.get(system).sessionFor("pekko.persistence.cassandra");
+            CassandraSession session =
+                    CassandraSessionRegistry.get(system).sessionFor("pekko.persistence.cassandra");
             for (String statement : statements) {
-                session.executeDDL(statement).toCompletableFuture().get(timeoutSeconds, TimeUnit.SECONDS);
+                session.executeDDL(statement)
+                        .toCompletableFuture()
+                        .get(timeoutSeconds, TimeUnit.SECONDS);
             }
-            System.out.println("created " + statements.size() + " keyspaces and tables (or found them)");
+            System.out.println(
+                    "created " + statements.size() + " keyspaces and tables (or found them)");
             return 0;
         } catch (Exception e) {
-            System.err.println("cadastre-agent schema: " + (e.getCause() != null ? e.getCause() : e));
+            System.err.println(
+                    "cadastre-agent schema: " + (e.getCause() != null ? e.getCause() : e));
             return 1;
         } finally {
             system.terminate();
-            system.getWhenTerminated().toCompletableFuture().completeOnTimeout(null, Duration.ofSeconds(10).toMillis(),
-                    TimeUnit.MILLISECONDS).join();
+            system.getWhenTerminated()
+                    .toCompletableFuture()
+                    .completeOnTimeout(
+                            null, Duration.ofSeconds(10).toMillis(), TimeUnit.MILLISECONDS)
+                    .join();
         }
     }
 }

@@ -33,8 +33,10 @@ final class TerminationWatch {
         CoordinatedShutdown shutdown = CoordinatedShutdown.get(system);
         while (!waitFor(terminated, POLL_MILLIS)) {
             if (shutdown.getShutdownReason().isPresent()) {
-                // Already running: this returns the running shutdown's completion; the reason is not used.
-                CompletableFuture<?> phases = shutdown.runAll(CoordinatedShutdown.unknownReason()).toCompletableFuture();
+                // Already running: this returns the running shutdown's completion; the reason is
+                // not used.
+                CompletableFuture<?> phases =
+                        shutdown.runAll(CoordinatedShutdown.unknownReason()).toCompletableFuture();
                 while (!phases.isDone() && !terminated.isDone()) {
                     waitFor(CompletableFuture.anyOf(phases, terminated), POLL_MILLIS);
                 }
@@ -45,7 +47,8 @@ final class TerminationWatch {
     }
 
     /** @return whether {@code future} completed (normally or not) within {@code millis} */
-    private static boolean waitFor(CompletableFuture<?> future, long millis) throws InterruptedException {
+    private static boolean waitFor(CompletableFuture<?> future, long millis)
+            throws InterruptedException {
         try {
             future.get(millis, TimeUnit.MILLISECONDS);
             return true;

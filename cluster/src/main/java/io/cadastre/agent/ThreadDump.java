@@ -27,7 +27,10 @@ final class ThreadDump {
     }
 
     private static void append(StringBuilder out, ThreadInfo thread) {
-        out.append('"').append(thread.getThreadName()).append("\" ").append(thread.getThreadState());
+        out.append('"')
+                .append(thread.getThreadName())
+                .append("\" ")
+                .append(thread.getThreadState());
         if (thread.getLockName() != null) {
             out.append(" on ").append(thread.getLockName());
         }

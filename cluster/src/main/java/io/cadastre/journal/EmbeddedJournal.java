@@ -32,38 +32,63 @@ public final class EmbeddedJournal extends AsyncWriteJournal {
     private final Serialization serialization = SerializationExtension.get(context().system());
 
     @Override
-    public Future<Iterable<Optional<Exception>>> doAsyncWriteMessages(Iterable<AtomicWrite> messages) {
+    public Future<Iterable<Optional<Exception>>> doAsyncWriteMessages(
+            Iterable<AtomicWrite> messages) {
         List<CompletableFuture<Optional<Exception>>> results = new ArrayList<>();
         for (AtomicWrite write : messages) {
             List<RocksJournalStore.Event> events = new ArrayList<>();
             try {
                 for (PersistentRepr repr : CollectionConverters.asJava(write.payload())) {
-                    Object payload = repr.payload() instanceof Tagged tagged ? tagged.payload() : repr.payload();
+                    Object payload =
+                            repr.payload() instanceof Tagged tagged
+                                    ? tagged.payload()
+                                    : repr.payload();
                     Serializer serializer = serialization.findSerializerFor(payload);
-                    events.add(new RocksJournalStore.Event(repr.sequenceNr(), repr.writerUuid(), repr.manifest(), repr.timestamp(),
-                            serializer.identifier(), Serializers.manifestFor(serializer, payload),
-                            serializer.toBinary(payload)));
+                    events.add(
+                            new RocksJournalStore.Event(
+                                    repr.sequenceNr(),
+                                    repr.writerUuid(),
+                                    repr.manifest(),
+                                    repr.timestamp(),
+                                    serializer.identifier(),
+                                    Serializers.manifestFor(serializer, payload),
+                                    serializer.toBinary(payload)));
                 }
             } catch (Exception e) {
                 // Rejected (not written): the entity is told, the journal goes on.
                 results.add(CompletableFuture.completedFuture(Optional.of(e)));
                 continue;
             }
-            results.add(store.appendEvents(write.persistenceId(), events).handle((done, failure) -> {
-                Throwable cause = failure instanceof CompletionException ? failure.getCause() : failure;
-                if (cause == null) {
-                    return Optional.<Exception>empty();
-                }
-                if (cause instanceof RocksJournalStore.StaleWriteException stale) {
-                    return Optional.<Exception>of(stale);
-                }
-                // An I/O failure fails the whole call: Pekko stops the writers.
-                throw new CompletionException(cause);
-            }));
+            results.add(
+                    store.appendEvents(write.persistenceId(), events)
+                            .handle(
+                                    (done, failure) -> {
+                                        Throwable cause =
+                                                failure instanceof CompletionException
+                                                        ? failure.getCause()
+                                                        : failure;
+                                        if (cause == null) {
+                                            return Optional.<Exception>empty();
+                                        }
+                                        if (cause
+                                                instanceof
+                                                RocksJournalStore.StaleWriteException stale) {
+                                            return Optional.<Exception>of(stale);
+                                        }
+                                        // An I/O failure fails the whole call: Pekko stops the
+                                        // writers.
+                                        throw new CompletionException(cause);
+                                    }));
         }
         // Completes when every write is synced or refused.
-        return FutureConverters.asScala(CompletableFuture.allOf(results.toArray(CompletableFuture[]::new))
-                .thenApply(done -> (Iterable<Optional<Exception>>) results.stream().map(CompletableFuture::join).toList()));
+        return FutureConverters.asScala(
+                CompletableFuture.allOf(results.toArray(CompletableFuture[]::new))
+                        .thenApply(
+                                done ->
+                                        (Iterable<Optional<Exception>>)
+                                                results.stream()
+                                                        .map(CompletableFuture::join)
+                                                        .toList()));
     }
 
     @Override
@@ -72,14 +97,37 @@ public final class EmbeddedJournal extends AsyncWriteJournal {
     }
 
     @Override
-    public Future<Void> doAsyncReplayMessages(String persistenceId, long fromSequenceNr, long toSequenceNr, long max,
+    public Future<Void> doAsyncReplayMessages(
+            String persistenceId,
+            long fromSequenceNr,
+            long toSequenceNr,
+            long max,
             Consumer<PersistentRepr> replayCallback) {
         try {
-            store.replay(persistenceId, fromSequenceNr, toSequenceNr, max, event -> {
-                Object payload = serialization.deserialize(event.payload(), event.serializerId(), event.serializerManifest()).get();
-                replayCallback.accept(PersistentRepr.apply(payload, event.seqNr(), persistenceId, event.adapterManifest(), false,
-                        ActorRef.noSender(), event.writerUuid()).withTimestamp(event.timestamp()));
-            });
+            store.replay(
+                    persistenceId,
+                    fromSequenceNr,
+                    toSequenceNr,
+                    max,
+                    event -> {
+                        Object payload =
+                                serialization
+                                        .deserialize(
+                                                event.payload(),
+                                                event.serializerId(),
+                                                event.serializerManifest())
+                                        .get();
+                        replayCallback.accept(
+                                PersistentRepr.apply(
+                                                payload,
+                                                event.seqNr(),
+                                                persistenceId,
+                                                event.adapterManifest(),
+                                                false,
+                                                ActorRef.noSender(),
+                                                event.writerUuid())
+                                        .withTimestamp(event.timestamp()));
+                    });
             return scala.concurrent.Future$.MODULE$.successful(null);
         } catch (Exception e) {
             return scala.concurrent.Future$.MODULE$.failed(e);

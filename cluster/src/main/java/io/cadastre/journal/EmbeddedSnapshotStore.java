@@ -23,12 +23,29 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
     private final Serialization serialization = SerializationExtension.get(context().system());
 
     @Override
-    public Future<Optional<SelectedSnapshot>> doLoadAsync(String persistenceId, SnapshotSelectionCriteria criteria) {
+    public Future<Optional<SelectedSnapshot>> doLoadAsync(
+            String persistenceId, SnapshotSelectionCriteria criteria) {
         try {
-            Optional<SelectedSnapshot> selected = store.latestSnapshot(persistenceId, criteria.minSequenceNr(),
-                    criteria.maxSequenceNr(), criteria.minTimestamp(), criteria.maxTimestamp()).map(s -> SelectedSnapshot.create(
-                            SnapshotMetadata.apply(persistenceId, s.seqNr(), s.timestamp()),
-                            serialization.deserialize(s.payload(), s.serializerId(), s.serializerManifest()).get()));
+            Optional<SelectedSnapshot> selected =
+                    store.latestSnapshot(
+                                    persistenceId,
+                                    criteria.minSequenceNr(),
+                                    criteria.maxSequenceNr(),
+                                    criteria.minTimestamp(),
+                                    criteria.maxTimestamp())
+                            .map(
+                                    s ->
+                                            SelectedSnapshot.create(
+                                                    SnapshotMetadata.apply(
+                                                            persistenceId,
+                                                            s.seqNr(),
+                                                            s.timestamp()),
+                                                    serialization
+                                                            .deserialize(
+                                                                    s.payload(),
+                                                                    s.serializerId(),
+                                                                    s.serializerManifest())
+                                                            .get()));
             return scala.concurrent.Future$.MODULE$.successful(selected);
         } catch (Exception e) {
             return scala.concurrent.Future$.MODULE$.failed(e);
@@ -39,9 +56,15 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
     public Future<Void> doSaveAsync(SnapshotMetadata metadata, Object snapshot) {
         try {
             Serializer serializer = serialization.findSerializerFor(snapshot);
-            return FutureConverters.asScala(store.saveSnapshot(new RocksJournalStore.Snapshot(metadata.persistenceId(),
-                    metadata.sequenceNr(), metadata.timestamp(), serializer.identifier(),
-                    Serializers.manifestFor(serializer, snapshot), serializer.toBinary(snapshot))));
+            return FutureConverters.asScala(
+                    store.saveSnapshot(
+                            new RocksJournalStore.Snapshot(
+                                    metadata.persistenceId(),
+                                    metadata.sequenceNr(),
+                                    metadata.timestamp(),
+                                    serializer.identifier(),
+                                    Serializers.manifestFor(serializer, snapshot),
+                                    serializer.toBinary(snapshot))));
         } catch (Exception e) {
             return scala.concurrent.Future$.MODULE$.failed(e);
         }
@@ -52,8 +75,13 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
         // Timestamp 0: any snapshot of that sequence number (Pekko's convention).
         long min = metadata.timestamp() == 0 ? 0 : metadata.timestamp();
         long max = metadata.timestamp() == 0 ? Long.MAX_VALUE : metadata.timestamp();
-        return FutureConverters.asScala(store.deleteSnapshots(metadata.persistenceId(), metadata.sequenceNr(),
-                metadata.sequenceNr(), min, max));
+        return FutureConverters.asScala(
+                store.deleteSnapshots(
+                        metadata.persistenceId(),
+                        metadata.sequenceNr(),
+                        metadata.sequenceNr(),
+                        min,
+                        max));
     }
 
     /**
@@ -68,10 +96,19 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
         try {
             long coveredTo = Math.min(criteria.maxSequenceNr(), store.highestSeqNr(persistenceId));
             boolean newerKept = store.hasSnapshotAfter(persistenceId, coveredTo);
-            return FutureConverters.asScala(store.deleteSnapshots(persistenceId, criteria.minSequenceNr(), criteria.maxSequenceNr(),
-                    criteria.minTimestamp(), criteria.maxTimestamp())
-                    .thenCompose(done -> newerKept ? store.deleteEventsTo(persistenceId, coveredTo)
-                            : java.util.concurrent.CompletableFuture.<Void>completedFuture(null)));
+            return FutureConverters.asScala(
+                    store.deleteSnapshots(
+                                    persistenceId,
+                                    criteria.minSequenceNr(),
+                                    criteria.maxSequenceNr(),
+                                    criteria.minTimestamp(),
+                                    criteria.maxTimestamp())
+                            .thenCompose(
+                                    done ->
+                                            newerKept
+                                                    ? store.deleteEventsTo(persistenceId, coveredTo)
+                                                    : java.util.concurrent.CompletableFuture
+                                                            .<Void>completedFuture(null)));
         } catch (Exception e) {
             return scala.concurrent.Future$.MODULE$.failed(e);
         }

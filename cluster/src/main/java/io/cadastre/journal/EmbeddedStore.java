@@ -34,20 +34,31 @@ public final class EmbeddedStore implements Extension {
         try {
             Path nativeDir = Path.of(c.getString("native-library-dir"));
             if (!Files.isDirectory(nativeDir)) {
-                Files.createDirectories(nativeDir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+                Files.createDirectories(
+                        nativeDir,
+                        PosixFilePermissions.asFileAttribute(
+                                PosixFilePermissions.fromString("rwx------")));
             }
             NativeLibraryLoader.getInstance().loadLibrary(nativeDir.toString());
-            store = RocksJournalStore.open(Path.of(c.getString("dir")), settings(system.settings().config()));
+            store =
+                    RocksJournalStore.open(
+                            Path.of(c.getString("dir")), settings(system.settings().config()));
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot open the embedded journal in " + c.getString("dir") + ": " + e.getMessage(), e);
+            throw new UncheckedIOException(
+                    "cannot open the embedded journal in "
+                            + c.getString("dir")
+                            + ": "
+                            + e.getMessage(),
+                    e);
         }
-        system.registerOnTermination(() -> {
-            try {
-                store.close();
-            } catch (IOException e) {
-                system.log().warning("closing the embedded journal: {}", e.getMessage());
-            }
-        });
+        system.registerOnTermination(
+                () -> {
+                    try {
+                        store.close();
+                    } catch (IOException e) {
+                        system.log().warning("closing the embedded journal: {}", e.getMessage());
+                    }
+                });
     }
 
     /**
@@ -62,7 +73,9 @@ public final class EmbeddedStore implements Extension {
     public static RocksJournalStore.Settings settings(Config root) {
         Config c = root.getConfig("cadastre.embedded-journal");
         try {
-            return new RocksJournalStore.Settings(c.getBytes("write-buffer-size"), c.getBytes("max-wal-size"),
+            return new RocksJournalStore.Settings(
+                    c.getBytes("write-buffer-size"),
+                    c.getBytes("max-wal-size"),
                     c.getBytes("compact-above"));
         } catch (IllegalArgumentException | com.typesafe.config.ConfigException e) {
             throw new IllegalArgumentException("cadastre.embedded-journal: " + e.getMessage(), e);
@@ -75,7 +88,8 @@ public final class EmbeddedStore implements Extension {
     }
 
     /** The extension's id. */
-    public static final class Id extends AbstractExtensionId<EmbeddedStore> implements ExtensionIdProvider {
+    public static final class Id extends AbstractExtensionId<EmbeddedStore>
+            implements ExtensionIdProvider {
         @Override
         public EmbeddedStore createExtension(ExtendedActorSystem system) {
             return new EmbeddedStore(system);

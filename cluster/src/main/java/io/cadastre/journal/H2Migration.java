@@ -29,6 +29,7 @@ import java.util.TreeSet;
 public final class H2Migration {
     /** The old journal's file in the data directory. */
     public static final String H2_FILE = "journal.mv.db";
+
     /** What the old journal's file is renamed to once migrated (kept for a rollback; the operator may delete it). */
     public static final String MIGRATED = "journal.mv.db.migrated";
 
@@ -45,7 +46,8 @@ public final class H2Migration {
      * @throws IOException when the old journal cannot be read or the store not written: the agent
      *     must not start without its allocations
      */
-    public static Result migrateIfPresent(Path dataDir, RocksJournalStore store) throws IOException {
+    public static Result migrateIfPresent(Path dataDir, RocksJournalStore store)
+            throws IOException {
         Path h2 = dataDir.resolve(H2_FILE);
         if (!Files.exists(h2)) {
             return null;
@@ -58,32 +60,55 @@ public final class H2Migration {
         Map<String, RocksJournalStore.Snapshot> snapshots = new HashMap<>();
         Map<String, List<RocksJournalStore.Event>> events = new HashMap<>();
         int eventCount = 0;
-        String url = "jdbc:h2:file:" + dataDir.resolve("journal") + ";IFEXISTS=TRUE;ACCESS_MODE_DATA=r";
-        try (Connection c = DriverManager.getConnection(url, "sa", ""); Statement st = c.createStatement()) {
-            try (ResultSet r = st.executeQuery("SELECT \"persistence_id\", MAX(\"sequence_number\") FROM PUBLIC.\"event_journal\" GROUP BY \"persistence_id\"")) {
+        String url =
+                "jdbc:h2:file:" + dataDir.resolve("journal") + ";IFEXISTS=TRUE;ACCESS_MODE_DATA=r";
+        try (Connection c = DriverManager.getConnection(url, "sa", "");
+                Statement st = c.createStatement()) {
+            try (ResultSet r =
+                    st.executeQuery(
+                            "SELECT \"persistence_id\", MAX(\"sequence_number\") FROM PUBLIC.\"event_journal\" GROUP BY \"persistence_id\"")) {
                 while (r.next()) {
                     highest.put(r.getString(1), r.getLong(2));
                 }
             }
-            try (ResultSet r = st.executeQuery("SELECT \"persistence_id\", \"sequence_number\", \"created\", \"snapshot_ser_id\", "
-                    + "\"snapshot_ser_manifest\", \"snapshot_payload\" FROM PUBLIC.\"snapshot\" ORDER BY \"persistence_id\", \"sequence_number\"")) {
+            try (ResultSet r =
+                    st.executeQuery(
+                            "SELECT \"persistence_id\", \"sequence_number\", \"created\", \"snapshot_ser_id\", "
+                                    + "\"snapshot_ser_manifest\", \"snapshot_payload\" FROM PUBLIC.\"snapshot\" ORDER BY \"persistence_id\", \"sequence_number\"")) {
                 while (r.next()) {
                     // Ordered by sequence number: the last one per id is the latest.
-                    snapshots.put(r.getString(1), new RocksJournalStore.Snapshot(r.getString(1), r.getLong(2), r.getLong(3),
-                            r.getInt(4), r.getString(5), r.getBytes(6)));
+                    snapshots.put(
+                            r.getString(1),
+                            new RocksJournalStore.Snapshot(
+                                    r.getString(1),
+                                    r.getLong(2),
+                                    r.getLong(3),
+                                    r.getInt(4),
+                                    r.getString(5),
+                                    r.getBytes(6)));
                 }
             }
-            try (ResultSet r = st.executeQuery("SELECT \"persistence_id\", \"sequence_number\", \"writer\", \"write_timestamp\", "
-                    + "\"adapter_manifest\", \"event_ser_id\", \"event_ser_manifest\", \"event_payload\" FROM PUBLIC.\"event_journal\" "
-                    + "WHERE NOT \"deleted\" ORDER BY \"persistence_id\", \"sequence_number\"")) {
+            try (ResultSet r =
+                    st.executeQuery(
+                            "SELECT \"persistence_id\", \"sequence_number\", \"writer\", \"write_timestamp\", "
+                                    + "\"adapter_manifest\", \"event_ser_id\", \"event_ser_manifest\", \"event_payload\" FROM PUBLIC.\"event_journal\" "
+                                    + "WHERE NOT \"deleted\" ORDER BY \"persistence_id\", \"sequence_number\"")) {
                 while (r.next()) {
                     String pid = r.getString(1);
                     RocksJournalStore.Snapshot snapshot = snapshots.get(pid);
                     if (snapshot != null && r.getLong(2) <= snapshot.seqNr()) {
                         continue; // recovery starts from the snapshot
                     }
-                    events.computeIfAbsent(pid, p -> new ArrayList<>()).add(new RocksJournalStore.Event(r.getLong(2),
-                            r.getString(3), r.getString(5), r.getLong(4), r.getInt(6), r.getString(7), r.getBytes(8)));
+                    events.computeIfAbsent(pid, p -> new ArrayList<>())
+                            .add(
+                                    new RocksJournalStore.Event(
+                                            r.getLong(2),
+                                            r.getString(3),
+                                            r.getString(5),
+                                            r.getLong(4),
+                                            r.getInt(6),
+                                            r.getString(7),
+                                            r.getBytes(8)));
                     eventCount++;
                 }
             }
@@ -94,15 +119,24 @@ public final class H2Migration {
         ids.addAll(snapshots.keySet());
         List<RocksJournalStore.Imported> copies = new ArrayList<>();
         for (String pid : ids) {
-            copies.add(new RocksJournalStore.Imported(pid, highest.getOrDefault(pid, 0L), Optional.ofNullable(snapshots.get(pid)),
-                    events.getOrDefault(pid, List.of())));
+            copies.add(
+                    new RocksJournalStore.Imported(
+                            pid,
+                            highest.getOrDefault(pid, 0L),
+                            Optional.ofNullable(snapshots.get(pid)),
+                            events.getOrDefault(pid, List.of())));
         }
         try {
             store.importAll(copies).join();
         } catch (RuntimeException e) {
-            throw new IOException("cannot write the migrated journal", e.getCause() != null ? e.getCause() : e);
+            throw new IOException(
+                    "cannot write the migrated journal", e.getCause() != null ? e.getCause() : e);
         }
-        Files.move(h2, dataDir.resolve(MIGRATED), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        Files.move(
+                h2,
+                dataDir.resolve(MIGRATED),
+                StandardCopyOption.REPLACE_EXISTING,
+                StandardCopyOption.ATOMIC_MOVE);
         Files.deleteIfExists(dataDir.resolve("journal.trace.db"));
         return new Result(ids.size(), eventCount, snapshots.size());
     }

@@ -90,25 +90,47 @@ public final class RocksJournalStore implements AutoCloseable {
     private static final org.slf4j.Logger LOG = LoggerFactory.getLogger(RocksJournalStore.class);
     private static final byte[] EVENTS_FAMILY = "events".getBytes(StandardCharsets.UTF_8);
     private static final byte[] SNAPSHOTS_FAMILY = "snapshots".getBytes(StandardCharsets.UTF_8);
+
     /** Reads happen at recovery only: a small block cache shared by both column families. */
     private static final long BLOCK_CACHE_BYTES = 1 << 20;
-    private static final Set<PosixFilePermission> GROUP_OR_OTHERS = EnumSet.of(
-            PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_EXECUTE,
-            PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);
+
+    private static final Set<PosixFilePermission> GROUP_OR_OTHERS =
+            EnumSet.of(
+                    PosixFilePermission.GROUP_READ,
+                    PosixFilePermission.GROUP_WRITE,
+                    PosixFilePermission.GROUP_EXECUTE,
+                    PosixFilePermission.OTHERS_READ,
+                    PosixFilePermission.OTHERS_WRITE,
+                    PosixFilePermission.OTHERS_EXECUTE);
 
     /** One serialized event as stored: the payload's serializer id and manifest, and its bytes. */
-    public record Event(long seqNr, String writerUuid, String adapterManifest, long timestamp, int serializerId,
-            String serializerManifest, byte[] payload) {}
+    public record Event(
+            long seqNr,
+            String writerUuid,
+            String adapterManifest,
+            long timestamp,
+            int serializerId,
+            String serializerManifest,
+            byte[] payload) {}
 
     /** One serialized snapshot as stored. */
-    public record Snapshot(String persistenceId, long seqNr, long timestamp, int serializerId,
-            String serializerManifest, byte[] payload) {}
+    public record Snapshot(
+            String persistenceId,
+            long seqNr,
+            long timestamp,
+            int serializerId,
+            String serializerManifest,
+            byte[] payload) {}
 
     /**
      * What a migration copies of one persistence id: its highest sequence number, its latest
      * snapshot if any, and its events after that snapshot.
      */
-    public record Imported(String persistenceId, long highestSeqNr, Optional<Snapshot> snapshot, List<Event> events) {}
+    public record Imported(
+            String persistenceId,
+            long highestSeqNr,
+            Optional<Snapshot> snapshot,
+            List<Event> events) {}
 
     /**
      * The store's sizes.
@@ -128,7 +150,10 @@ public final class RocksJournalStore implements AutoCloseable {
         public Settings {
             for (long size : new long[] {writeBufferBytes, maxWalBytes, compactAboveBytes}) {
                 if (size < 64 << 10) {
-                    throw new IllegalArgumentException("embedded journal sizes must be at least 64 KiB, not " + size + " bytes");
+                    throw new IllegalArgumentException(
+                            "embedded journal sizes must be at least 64 KiB, not "
+                                    + size
+                                    + " bytes");
                 }
             }
         }
@@ -142,50 +167,71 @@ public final class RocksJournalStore implements AutoCloseable {
         private static final long serialVersionUID = 1L;
 
         StaleWriteException(String persistenceId, long firstSeqNr, long highest) {
-            super("refused a write of " + persistenceId + " from sequence number " + firstSeqNr + ": sequence numbers up to "
-                    + highest + " are taken (a stale writer)");
+            super(
+                    "refused a write of "
+                            + persistenceId
+                            + " from sequence number "
+                            + firstSeqNr
+                            + ": sequence numbers up to "
+                            + highest
+                            + " are taken (a stale writer)");
         }
     }
 
-    private sealed interface Request permits Append, DeleteEvents, PutSnapshot, DeleteSnapshots, Import {
+    private sealed interface Request
+            permits Append, DeleteEvents, PutSnapshot, DeleteSnapshots, Import {
         CompletableFuture<Void> done();
     }
 
-    private record Append(String persistenceId, List<Event> events, CompletableFuture<Void> done) implements Request {}
+    private record Append(String persistenceId, List<Event> events, CompletableFuture<Void> done)
+            implements Request {}
 
-    private record DeleteEvents(String persistenceId, long toSeqNr, CompletableFuture<Void> done) implements Request {}
+    private record DeleteEvents(String persistenceId, long toSeqNr, CompletableFuture<Void> done)
+            implements Request {}
 
-    private record PutSnapshot(Snapshot snapshot, CompletableFuture<Void> done) implements Request {}
+    private record PutSnapshot(Snapshot snapshot, CompletableFuture<Void> done)
+            implements Request {}
 
-    private record DeleteSnapshots(List<byte[]> keys, CompletableFuture<Void> done) implements Request {}
+    private record DeleteSnapshots(List<byte[]> keys, CompletableFuture<Void> done)
+            implements Request {}
 
     private record Import(List<Imported> copies, CompletableFuture<Void> done) implements Request {}
 
     private final Path dir;
     private final Settings settings;
+
     /** Options, the database and its handles, in the order opened: {@link #close} closes them in reverse. */
     private final List<AutoCloseable> resources;
+
     private final RocksDB db;
     private final ColumnFamilyHandle events;
     private final ColumnFamilyHandle snapshots;
     private final WriteOptions synced;
     private final LinkedBlockingQueue<Request> queue = new LinkedBlockingQueue<>();
     private final Thread writer;
-    private final ExecutorService compactor = Executors.newSingleThreadExecutor(task -> {
-        Thread t = new Thread(task, "cadastre-journal-compactor");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService compactor =
+            Executors.newSingleThreadExecutor(
+                    task -> {
+                        Thread t = new Thread(task, "cadastre-journal-compactor");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
     /** The highest sequence number per persistence id as stored: the writer's own, for fencing. */
     private final Map<String, Long> highest = new HashMap<>();
+
     private final AtomicLong syncs = new AtomicLong();
     private final AtomicLong compactions = new AtomicLong();
     private final AtomicBoolean compacting = new AtomicBoolean();
+
     /** Reads and {@link #close} exclude each other: a closed database must not be touched. */
     private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
+
     private long writtenSinceSizeCheck;
+
     /** Bytes of table files right after the last full compaction (read by the writer). */
     private volatile long tablesAfterCompaction;
+
     private volatile Exception failed;
     private volatile boolean closing;
     private boolean closed;
@@ -199,71 +245,128 @@ public final class RocksJournalStore implements AutoCloseable {
      */
     public static RocksJournalStore open(Path dir, Settings settings) throws IOException {
         if (!Files.isDirectory(dir)) {
-            Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(EnumSet.of(
-                    PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_EXECUTE)));
+            Files.createDirectory(
+                    dir,
+                    PosixFilePermissions.asFileAttribute(
+                            EnumSet.of(
+                                    PosixFilePermission.OWNER_READ,
+                                    PosixFilePermission.OWNER_WRITE,
+                                    PosixFilePermission.OWNER_EXECUTE)));
         }
         RocksDB.loadLibrary();
         List<AutoCloseable> resources = new ArrayList<>();
         try {
             LRUCache cache = keep(resources, new LRUCache(BLOCK_CACHE_BYTES));
-            ColumnFamilyOptions family = keep(resources, new ColumnFamilyOptions()
-                    .setWriteBufferSize(settings.writeBufferBytes())
-                    .setMaxWriteBufferNumber(2)
-                    .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(cache)));
-            DBOptions options = keep(resources, new DBOptions()
-                    .setCreateIfMissing(true)
-                    .setCreateMissingColumnFamilies(true)
-                    .setLogger(keep(resources, new Logger(InfoLogLevel.WARN_LEVEL) {
-                        @Override
-                        protected void log(InfoLogLevel level, String message) {
-                            // HEADER (the version and options RocksDB writes at open) ranks above FATAL.
-                            switch (level) {
-                                case WARN_LEVEL -> LOG.warn("RocksDB: {}", message);
-                                case ERROR_LEVEL, FATAL_LEVEL -> LOG.error("RocksDB: {}", message);
-                                default -> LOG.debug("RocksDB: {}", message);
-                            }
-                        }
-                    }))
-                    .setMaxTotalWalSize(settings.maxWalBytes())
-                    // Each flush and compaction adds a record to the MANIFEST: start a new one past
-                    // this, and reserve 64 KiB of disk for it, not RocksDB's 4 MiB.
-                    .setMaxManifestFileSize(1 << 20)
-                    .setManifestPreallocationSize(64 << 10)
-                    .setStatsDumpPeriodSec(0)
-                    // A new write-ahead log comes with a sealed memtable, new table files with
-                    // flushes and compactions. (Not onFlushCompleted: rocksdbjni 9.8.4 cannot
-                    // convert the flush reason "WAL full" that max-wal-size causes.)
-                    .setListeners(List.of(keep(resources, new AbstractEventListener(
-                            AbstractEventListener.EnabledEventCallback.ON_MEMTABLE_SEALED,
-                            AbstractEventListener.EnabledEventCallback.ON_TABLE_FILE_CREATED) {
-                        @Override
-                        public void onMemTableSealed(MemTableInfo info) {
-                            tightenFiles(dir);
-                        }
+            ColumnFamilyOptions family =
+                    keep(
+                            resources,
+                            new ColumnFamilyOptions()
+                                    .setWriteBufferSize(settings.writeBufferBytes())
+                                    .setMaxWriteBufferNumber(2)
+                                    .setTableFormatConfig(
+                                            new BlockBasedTableConfig().setBlockCache(cache)));
+            DBOptions options =
+                    keep(
+                            resources,
+                            new DBOptions()
+                                    .setCreateIfMissing(true)
+                                    .setCreateMissingColumnFamilies(true)
+                                    .setLogger(
+                                            keep(
+                                                    resources,
+                                                    new Logger(InfoLogLevel.WARN_LEVEL) {
+                                                        @Override
+                                                        protected void log(
+                                                                InfoLogLevel level,
+                                                                String message) {
+                                                            // HEADER (the version and options
+                                                            // RocksDB writes at open) ranks above
+                                                            // FATAL.
+                                                            switch (level) {
+                                                                case WARN_LEVEL ->
+                                                                        LOG.warn(
+                                                                                "RocksDB: {}",
+                                                                                message);
+                                                                case ERROR_LEVEL, FATAL_LEVEL ->
+                                                                        LOG.error(
+                                                                                "RocksDB: {}",
+                                                                                message);
+                                                                default ->
+                                                                        LOG.debug(
+                                                                                "RocksDB: {}",
+                                                                                message);
+                                                            }
+                                                        }
+                                                    }))
+                                    .setMaxTotalWalSize(settings.maxWalBytes())
+                                    // Each flush and compaction adds a record to the MANIFEST:
+                                    // start a new one past
+                                    // this, and reserve 64 KiB of disk for it, not RocksDB's 4 MiB.
+                                    .setMaxManifestFileSize(1 << 20)
+                                    .setManifestPreallocationSize(64 << 10)
+                                    .setStatsDumpPeriodSec(0)
+                                    // A new write-ahead log comes with a sealed memtable, new table
+                                    // files with
+                                    // flushes and compactions. (Not onFlushCompleted: rocksdbjni
+                                    // 9.8.4 cannot
+                                    // convert the flush reason "WAL full" that max-wal-size
+                                    // causes.)
+                                    .setListeners(
+                                            List.of(
+                                                    keep(
+                                                            resources,
+                                                            new AbstractEventListener(
+                                                                    AbstractEventListener
+                                                                            .EnabledEventCallback
+                                                                            .ON_MEMTABLE_SEALED,
+                                                                    AbstractEventListener
+                                                                            .EnabledEventCallback
+                                                                            .ON_TABLE_FILE_CREATED) {
+                                                                @Override
+                                                                public void onMemTableSealed(
+                                                                        MemTableInfo info) {
+                                                                    tightenFiles(dir);
+                                                                }
 
-                        @Override
-                        public void onTableFileCreated(TableFileCreationInfo info) {
-                            tightenFiles(dir);
-                        }
-                    }))));
+                                                                @Override
+                                                                public void onTableFileCreated(
+                                                                        TableFileCreationInfo
+                                                                                info) {
+                                                                    tightenFiles(dir);
+                                                                }
+                                                            }))));
             WriteOptions synced = keep(resources, new WriteOptions().setSync(true));
             List<ColumnFamilyHandle> handles = new ArrayList<>();
-            RocksDB db = RocksDB.open(options, dir.toString(), List.of(
-                    new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, family),
-                    new ColumnFamilyDescriptor(EVENTS_FAMILY, family),
-                    new ColumnFamilyDescriptor(SNAPSHOTS_FAMILY, family)), handles);
+            RocksDB db =
+                    RocksDB.open(
+                            options,
+                            dir.toString(),
+                            List.of(
+                                    new ColumnFamilyDescriptor(
+                                            RocksDB.DEFAULT_COLUMN_FAMILY, family),
+                                    new ColumnFamilyDescriptor(EVENTS_FAMILY, family),
+                                    new ColumnFamilyDescriptor(SNAPSHOTS_FAMILY, family)),
+                            handles);
             resources.add(db);
             resources.addAll(handles);
             tightenFiles(dir);
-            return new RocksJournalStore(dir, settings, resources, db, handles.get(1), handles.get(2), synced);
+            return new RocksJournalStore(
+                    dir, settings, resources, db, handles.get(1), handles.get(2), synced);
         } catch (RocksDBException e) {
             closeAll(resources);
-            throw new IOException("cannot open the embedded journal in " + dir + ": " + e.getMessage(), e);
+            throw new IOException(
+                    "cannot open the embedded journal in " + dir + ": " + e.getMessage(), e);
         }
     }
 
-    private RocksJournalStore(Path dir, Settings settings, List<AutoCloseable> resources, RocksDB db,
-            ColumnFamilyHandle events, ColumnFamilyHandle snapshots, WriteOptions synced) {
+    private RocksJournalStore(
+            Path dir,
+            Settings settings,
+            List<AutoCloseable> resources,
+            RocksDB db,
+            ColumnFamilyHandle events,
+            ColumnFamilyHandle snapshots,
+            WriteOptions synced) {
         this.dir = dir;
         this.settings = settings;
         this.resources = resources;
@@ -300,7 +403,8 @@ public final class RocksJournalStore implements AutoCloseable {
     }
 
     private static boolean isKeyOf(byte[] prefix, byte[] key) {
-        return key.length == prefix.length + 8 && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
+        return key.length == prefix.length + 8
+                && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
     }
 
     private static byte[] longBytes(long value) {
@@ -326,13 +430,23 @@ public final class RocksJournalStore implements AutoCloseable {
         byte[] writerUuid = utf8(e.writerUuid());
         byte[] adapter = utf8(e.adapterManifest());
         byte[] manifest = utf8(e.serializerManifest());
-        return ByteBuffer.allocate(6 + writerUuid.length + adapter.length + manifest.length + 12 + e.payload().length)
-                .putShort((short) writerUuid.length).put(writerUuid)
-                .putShort((short) adapter.length).put(adapter)
+        return ByteBuffer.allocate(
+                        6
+                                + writerUuid.length
+                                + adapter.length
+                                + manifest.length
+                                + 12
+                                + e.payload().length)
+                .putShort((short) writerUuid.length)
+                .put(writerUuid)
+                .putShort((short) adapter.length)
+                .put(adapter)
                 .putLong(e.timestamp())
                 .putInt(e.serializerId())
-                .putShort((short) manifest.length).put(manifest)
-                .put(e.payload()).array();
+                .putShort((short) manifest.length)
+                .put(manifest)
+                .put(e.payload())
+                .array();
     }
 
     private static Event decodeEvent(long seqNr, byte[] value) {
@@ -353,8 +467,10 @@ public final class RocksJournalStore implements AutoCloseable {
         return ByteBuffer.allocate(14 + manifest.length + s.payload().length)
                 .putLong(s.timestamp())
                 .putInt(s.serializerId())
-                .putShort((short) manifest.length).put(manifest)
-                .put(s.payload()).array();
+                .putShort((short) manifest.length)
+                .put(manifest)
+                .put(s.payload())
+                .array();
     }
 
     private static Snapshot decodeSnapshot(String persistenceId, long seqNr, byte[] value) {
@@ -399,31 +515,39 @@ public final class RocksJournalStore implements AutoCloseable {
      * Deletes the snapshots of {@code persistenceId} whose sequence number and timestamp lie in
      * the given ranges (inclusive). @return completed once synced
      */
-    public CompletableFuture<Void> deleteSnapshots(String persistenceId, long minSeqNr, long maxSeqNr, long minTimestamp,
+    public CompletableFuture<Void> deleteSnapshots(
+            String persistenceId,
+            long minSeqNr,
+            long maxSeqNr,
+            long minTimestamp,
             long maxTimestamp) {
         List<byte[]> keys = new ArrayList<>();
         try {
-            read(() -> {
-                byte[] prefix = prefix(persistenceId);
-                try (RocksIterator it = db.newIterator(snapshots)) {
-                    for (it.seek(key(prefix, Math.max(0, minSeqNr))); it.isValid() && isKeyOf(prefix, it.key()); it.next()) {
-                        long seqNr = seqNrOf(it.key());
-                        if (seqNr > maxSeqNr) {
-                            break;
+            read(
+                    () -> {
+                        byte[] prefix = prefix(persistenceId);
+                        try (RocksIterator it = db.newIterator(snapshots)) {
+                            for (it.seek(key(prefix, Math.max(0, minSeqNr)));
+                                    it.isValid() && isKeyOf(prefix, it.key());
+                                    it.next()) {
+                                long seqNr = seqNrOf(it.key());
+                                if (seqNr > maxSeqNr) {
+                                    break;
+                                }
+                                long timestamp = ByteBuffer.wrap(it.value()).getLong();
+                                if (timestamp >= minTimestamp && timestamp <= maxTimestamp) {
+                                    keys.add(it.key());
+                                }
+                            }
+                            it.status();
                         }
-                        long timestamp = ByteBuffer.wrap(it.value()).getLong();
-                        if (timestamp >= minTimestamp && timestamp <= maxTimestamp) {
-                            keys.add(it.key());
-                        }
-                    }
-                    it.status();
-                }
-                return null;
-            });
+                        return null;
+                    });
         } catch (IOException e) {
             return CompletableFuture.failedFuture(e);
         }
-        return keys.isEmpty() ? CompletableFuture.completedFuture(null)
+        return keys.isEmpty()
+                ? CompletableFuture.completedFuture(null)
                 : enqueue(new DeleteSnapshots(keys, new CompletableFuture<>()));
     }
 
@@ -444,9 +568,12 @@ public final class RocksJournalStore implements AutoCloseable {
         try {
             Exception failure = failed;
             if (failure != null) {
-                request.done().completeExceptionally(new IOException("the embedded journal failed earlier", failure));
+                request.done()
+                        .completeExceptionally(
+                                new IOException("the embedded journal failed earlier", failure));
             } else if (closing) {
-                request.done().completeExceptionally(new IOException("the embedded journal is closed"));
+                request.done()
+                        .completeExceptionally(new IOException("the embedded journal is closed"));
             } else {
                 queue.add(request);
             }
@@ -468,7 +595,13 @@ public final class RocksJournalStore implements AutoCloseable {
             if (failed == null) {
                 writeBatch(taken);
             } else {
-                taken.forEach(r -> r.done().completeExceptionally(new IOException("the embedded journal failed earlier", failed)));
+                taken.forEach(
+                        r ->
+                                r.done()
+                                        .completeExceptionally(
+                                                new IOException(
+                                                        "the embedded journal failed earlier",
+                                                        failed)));
             }
             taken.clear();
         }
@@ -505,7 +638,9 @@ public final class RocksJournalStore implements AutoCloseable {
             // After a failed write or sync the log's state on disk is unknown (RocksDB stops
             // writing too): accept nothing more until a restart recovers.
             failed = e;
-            LOG.error("the embedded journal failed; every later write fails until the agent restarts", e);
+            LOG.error(
+                    "the embedded journal failed; every later write fails until the agent restarts",
+                    e);
             IOException cause = new IOException("the embedded journal's write failed", e);
             // Those refused above are completed already; this completes the rest.
             requests.forEach(r -> r.done().completeExceptionally(cause));
@@ -533,8 +668,10 @@ public final class RocksJournalStore implements AutoCloseable {
             }
             for (Event e : a.events()) {
                 if (e.seqNr() <= last) {
-                    throw new IllegalArgumentException("the events of one write of " + a.persistenceId()
-                            + " must have ascending sequence numbers");
+                    throw new IllegalArgumentException(
+                            "the events of one write of "
+                                    + a.persistenceId()
+                                    + " must have ascending sequence numbers");
                 }
                 last = e.seqNr();
             }
@@ -550,9 +687,15 @@ public final class RocksJournalStore implements AutoCloseable {
             }
             byte[] prefix = prefix(d.persistenceId());
             // The range's end is exclusive; Long.MAX_VALUE (delete all) is never a sequence number.
-            batch.deleteRange(events, key(prefix, 0), key(prefix, Math.min(d.toSeqNr(), Long.MAX_VALUE - 1) + 1));
+            batch.deleteRange(
+                    events,
+                    key(prefix, 0),
+                    key(prefix, Math.min(d.toSeqNr(), Long.MAX_VALUE - 1) + 1));
         } else if (request instanceof PutSnapshot p) {
-            batch.put(snapshots, key(prefix(p.snapshot().persistenceId()), p.snapshot().seqNr()), encode(p.snapshot()));
+            batch.put(
+                    snapshots,
+                    key(prefix(p.snapshot().persistenceId()), p.snapshot().seqNr()),
+                    encode(p.snapshot()));
         } else if (request instanceof DeleteSnapshots d) {
             for (byte[] key : d.keys()) {
                 batch.delete(snapshots, key);
@@ -562,8 +705,12 @@ public final class RocksJournalStore implements AutoCloseable {
             for (Imported copy : i.copies()) {
                 byte[] prefix = prefix(copy.persistenceId());
                 Long before = tops.get(copy.persistenceId());
-                long top = Math.max(before != null ? before : highestForWriter(copy.persistenceId(), prefix, staged),
-                        copy.highestSeqNr());
+                long top =
+                        Math.max(
+                                before != null
+                                        ? before
+                                        : highestForWriter(copy.persistenceId(), prefix, staged),
+                                copy.highestSeqNr());
                 for (Event e : copy.events()) {
                     batch.put(events, key(prefix, e.seqNr()), encode(e));
                     top = Math.max(top, e.seqNr());
@@ -582,7 +729,8 @@ public final class RocksJournalStore implements AutoCloseable {
     }
 
     /** The highest sequence number of a persistence id as the writer knows it: staged in this batch, else stored. */
-    private long highestForWriter(String persistenceId, byte[] prefix, Map<String, Long> staged) throws RocksDBException {
+    private long highestForWriter(String persistenceId, byte[] prefix, Map<String, Long> staged)
+            throws RocksDBException {
         Long known = staged.get(persistenceId);
         if (known == null) {
             known = highest.get(persistenceId);
@@ -607,7 +755,8 @@ public final class RocksJournalStore implements AutoCloseable {
     private void compactIfLarge() {
         try {
             long tables = db.getAggregatedLongProperty("rocksdb.total-sst-files-size");
-            if (tables > Math.max(settings.compactAboveBytes(), 2 * tablesAfterCompaction) && compacting.compareAndSet(false, true)) {
+            if (tables > Math.max(settings.compactAboveBytes(), 2 * tablesAfterCompaction)
+                    && compacting.compareAndSet(false, true)) {
                 compactor.execute(this::compactAll);
             }
         } catch (RocksDBException | java.util.concurrent.RejectedExecutionException e) {
@@ -617,8 +766,10 @@ public final class RocksJournalStore implements AutoCloseable {
     }
 
     private void compactAll() {
-        try (CompactRangeOptions all = new CompactRangeOptions()
-                .setBottommostLevelCompaction(CompactRangeOptions.BottommostLevelCompaction.kForceOptimized)) {
+        try (CompactRangeOptions all =
+                new CompactRangeOptions()
+                        .setBottommostLevelCompaction(
+                                CompactRangeOptions.BottommostLevelCompaction.kForceOptimized)) {
             db.compactRange(events, null, null, all);
             db.compactRange(snapshots, null, null, all);
             tablesAfterCompaction = db.getAggregatedLongProperty("rocksdb.total-sst-files-size");
@@ -637,9 +788,14 @@ public final class RocksJournalStore implements AutoCloseable {
         try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
             for (Path file : files) {
                 try {
-                    PosixFileAttributes attributes = Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-                    if (attributes.isRegularFile() && attributes.permissions().stream().anyMatch(GROUP_OR_OTHERS::contains)) {
-                        Set<PosixFilePermission> tightened = EnumSet.copyOf(attributes.permissions());
+                    PosixFileAttributes attributes =
+                            Files.readAttributes(
+                                    file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                    if (attributes.isRegularFile()
+                            && attributes.permissions().stream()
+                                    .anyMatch(GROUP_OR_OTHERS::contains)) {
+                        Set<PosixFilePermission> tightened =
+                                EnumSet.copyOf(attributes.permissions());
                         tightened.removeAll(GROUP_OR_OTHERS);
                         Files.setPosixFilePermissions(file, tightened);
                     }
@@ -678,10 +834,11 @@ public final class RocksJournalStore implements AutoCloseable {
      * @throws IOException when the store cannot be read
      */
     public long highestSeqNr(String persistenceId) throws IOException {
-        return read(() -> {
-            byte[] stored = db.get(events, prefix(persistenceId));
-            return stored == null ? 0L : ByteBuffer.wrap(stored).getLong();
-        });
+        return read(
+                () -> {
+                    byte[] stored = db.get(events, prefix(persistenceId));
+                    return stored == null ? 0L : ByteBuffer.wrap(stored).getLong();
+                });
     }
 
     /**
@@ -690,24 +847,29 @@ public final class RocksJournalStore implements AutoCloseable {
      *
      * @throws IOException when the store cannot be read
      */
-    public void replay(String persistenceId, long from, long to, long max, Consumer<Event> consumer) throws IOException {
+    public void replay(String persistenceId, long from, long to, long max, Consumer<Event> consumer)
+            throws IOException {
         if (from > to || max <= 0) {
             return;
         }
-        read(() -> {
-            byte[] prefix = prefix(persistenceId);
-            try (Slice upper = new Slice(key(prefix, Math.min(to, Long.MAX_VALUE - 1) + 1));
-                    ReadOptions options = new ReadOptions().setIterateUpperBound(upper);
-                    RocksIterator it = db.newIterator(events, options)) {
-                long count = 0;
-                for (it.seek(key(prefix, Math.max(0, from))); it.isValid() && count < max; it.next()) {
-                    consumer.accept(decodeEvent(seqNrOf(it.key()), it.value()));
-                    count++;
-                }
-                it.status();
-            }
-            return null;
-        });
+        read(
+                () -> {
+                    byte[] prefix = prefix(persistenceId);
+                    try (Slice upper =
+                                    new Slice(key(prefix, Math.min(to, Long.MAX_VALUE - 1) + 1));
+                            ReadOptions options = new ReadOptions().setIterateUpperBound(upper);
+                            RocksIterator it = db.newIterator(events, options)) {
+                        long count = 0;
+                        for (it.seek(key(prefix, Math.max(0, from)));
+                                it.isValid() && count < max;
+                                it.next()) {
+                            consumer.accept(decodeEvent(seqNrOf(it.key()), it.value()));
+                            count++;
+                        }
+                        it.status();
+                    }
+                    return null;
+                });
     }
 
     /**
@@ -715,28 +877,36 @@ public final class RocksJournalStore implements AutoCloseable {
      *     {@code [minSeqNr, maxSeqNr]} and a timestamp in {@code [minTimestamp, maxTimestamp]}
      * @throws IOException when the store cannot be read
      */
-    public Optional<Snapshot> latestSnapshot(String persistenceId, long minSeqNr, long maxSeqNr, long minTimestamp,
-            long maxTimestamp) throws IOException {
+    public Optional<Snapshot> latestSnapshot(
+            String persistenceId,
+            long minSeqNr,
+            long maxSeqNr,
+            long minTimestamp,
+            long maxTimestamp)
+            throws IOException {
         if (minSeqNr > maxSeqNr) {
             return Optional.empty();
         }
-        return read(() -> {
-            byte[] prefix = prefix(persistenceId);
-            try (RocksIterator it = db.newIterator(snapshots)) {
-                for (it.seekForPrev(key(prefix, Math.max(0, maxSeqNr))); it.isValid() && isKeyOf(prefix, it.key()); it.prev()) {
-                    long seqNr = seqNrOf(it.key());
-                    if (seqNr < minSeqNr) {
-                        break;
+        return read(
+                () -> {
+                    byte[] prefix = prefix(persistenceId);
+                    try (RocksIterator it = db.newIterator(snapshots)) {
+                        for (it.seekForPrev(key(prefix, Math.max(0, maxSeqNr)));
+                                it.isValid() && isKeyOf(prefix, it.key());
+                                it.prev()) {
+                            long seqNr = seqNrOf(it.key());
+                            if (seqNr < minSeqNr) {
+                                break;
+                            }
+                            Snapshot s = decodeSnapshot(persistenceId, seqNr, it.value());
+                            if (s.timestamp() >= minTimestamp && s.timestamp() <= maxTimestamp) {
+                                return Optional.of(s);
+                            }
+                        }
+                        it.status();
                     }
-                    Snapshot s = decodeSnapshot(persistenceId, seqNr, it.value());
-                    if (s.timestamp() >= minTimestamp && s.timestamp() <= maxTimestamp) {
-                        return Optional.of(s);
-                    }
-                }
-                it.status();
-            }
-            return Optional.empty();
-        });
+                    return Optional.empty();
+                });
     }
 
     /**
@@ -747,15 +917,16 @@ public final class RocksJournalStore implements AutoCloseable {
         if (seqNr == Long.MAX_VALUE) {
             return false;
         }
-        return read(() -> {
-            byte[] prefix = prefix(persistenceId);
-            try (RocksIterator it = db.newIterator(snapshots)) {
-                it.seek(key(prefix, Math.max(0, seqNr + 1)));
-                boolean found = it.isValid() && isKeyOf(prefix, it.key());
-                it.status();
-                return found;
-            }
-        });
+        return read(
+                () -> {
+                    byte[] prefix = prefix(persistenceId);
+                    try (RocksIterator it = db.newIterator(snapshots)) {
+                        it.seek(key(prefix, Math.max(0, seqNr + 1)));
+                        boolean found = it.isValid() && isKeyOf(prefix, it.key());
+                        it.status();
+                        return found;
+                    }
+                });
     }
 
     /**
@@ -763,15 +934,17 @@ public final class RocksJournalStore implements AutoCloseable {
      * @throws IOException when the store cannot be read
      */
     public boolean isEmpty() throws IOException {
-        return read(() -> {
-            try (RocksIterator e = db.newIterator(events); RocksIterator s = db.newIterator(snapshots)) {
-                e.seekToFirst();
-                s.seekToFirst();
-                e.status();
-                s.status();
-                return !e.isValid() && !s.isValid();
-            }
-        });
+        return read(
+                () -> {
+                    try (RocksIterator e = db.newIterator(events);
+                            RocksIterator s = db.newIterator(snapshots)) {
+                        e.seekToFirst();
+                        s.seekToFirst();
+                        e.status();
+                        s.status();
+                        return !e.isValid() && !s.isValid();
+                    }
+                });
     }
 
     /**
@@ -823,7 +996,8 @@ public final class RocksJournalStore implements AutoCloseable {
         try {
             writer.join(10_000);
             if (writer.isAlive()) {
-                throw new IOException("the embedded journal's writer did not stop within 10 s; left open");
+                throw new IOException(
+                        "the embedded journal's writer did not stop within 10 s; left open");
             }
             compactor.shutdown();
             closeLock.writeLock().lock();
@@ -834,7 +1008,8 @@ public final class RocksJournalStore implements AutoCloseable {
                 // Ends a running manual compaction too.
                 db.cancelAllBackgroundWork(true);
                 if (!compactor.awaitTermination(10, TimeUnit.SECONDS)) {
-                    throw new IOException("the embedded journal's compactor did not stop within 10 s; left open");
+                    throw new IOException(
+                            "the embedded journal's compactor did not stop within 10 s; left open");
                 }
                 closed = true;
                 closeAll(resources);

@@ -41,7 +41,8 @@ import org.junit.jupiter.api.Test;
  */
 class AdminAccessEndToEndTest {
     private static final String NODE = "access-node";
-    private static final String CONFIG = """
+    private static final String CONFIG =
+            """
             cadastre.pools = [
               { name = "access-ipv4", cidr = "198.18.113.0/24", block-size = 26 }
               { name = "access-ipv6", cidr = "fd00:198:71::/120", block-size = 122 }
@@ -52,7 +53,8 @@ class AdminAccessEndToEndTest {
 
     private static CtlAgent agent;
     private static Pod pod;
-    private static final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    private static final HttpClient http =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
     /**
      * The agent's directory is opened to everyone (0755), so that only the data directory and the
@@ -61,13 +63,24 @@ class AdminAccessEndToEndTest {
      */
     @BeforeAll
     static void startAgentAndPod() throws Exception {
-        agent = CtlAgent.start(NODE, "access", CONFIG, dir -> {
-            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
-            Path data = Files.createDirectory(dir.resolve("data"));
-            Files.setPosixFilePermissions(data, PosixFilePermissions.fromString("rwxr-xr-x"));
-            Path old = Files.writeString(data.resolve("journal.trace.db"), "an earlier run's trace\n");
-            Files.setPosixFilePermissions(old, PosixFilePermissions.fromString("rw-r--r--"));
-        });
+        agent =
+                CtlAgent.start(
+                        NODE,
+                        "access",
+                        CONFIG,
+                        dir -> {
+                            Files.setPosixFilePermissions(
+                                    dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+                            Path data = Files.createDirectory(dir.resolve("data"));
+                            Files.setPosixFilePermissions(
+                                    data, PosixFilePermissions.fromString("rwxr-xr-x"));
+                            Path old =
+                                    Files.writeString(
+                                            data.resolve("journal.trace.db"),
+                                            "an earlier run's trace\n");
+                            Files.setPosixFilePermissions(
+                                    old, PosixFilePermissions.fromString("rw-r--r--"));
+                        });
         pod = agent.addPod("live");
     }
 
@@ -82,23 +95,38 @@ class AdminAccessEndToEndTest {
     void nobodyCannotReadTheTokenNorUseV1AndNothingChanges() throws Exception {
         Map<String, JsonNode> before = state();
         String release = "{\"address\":\"" + pod.v4() + "\"}";
-        List<String[]> requests = List.of(
-                new String[] {"GET", "/healthz", ""},
-                new String[] {"GET", "/readyz", ""},
-                new String[] {"GET", "/metrics", ""},
-                new String[] {"GET", "/openapi.yaml", ""},
-                new String[] {"POST", "/v1/release", release},
-                new String[] {"POST", "/v1/release", "{\"address\":\"" + pod.v6() + "\"}"},
-                new String[] {"POST", "/v1/release", "{\"node\":\"" + NODE + "\",\"handle\":\"" + pod.handle() + "\"}"},
-                new String[] {"POST", "/v1/pools", "{\"name\":\"intruder\",\"cidr\":\"198.19.113.0/24\"}"},
-                new String[] {"POST", "/v1/pools/access-ipv4/disable", ""},
-                new String[] {"DELETE", "/v1/pools/access-ipv6", ""},
-                new String[] {"POST", "/v1/gc", "{\"node\":\"" + NODE + "\",\"network\":\"access\",\"validAttachments\":[]}"},
-                new String[] {"DELETE", "/v1/nodes/" + NODE + "?releaseAddresses=true", ""},
-                new String[] {"GET", "/v1/pools", ""},
-                new String[] {"GET", "/v1/nodes/" + NODE, ""},
-                new String[] {"GET", "/v1/addresses/" + pod.v4(), ""},
-                new String[] {"GET", "/v1/check", ""});
+        List<String[]> requests =
+                List.of(
+                        new String[] {"GET", "/healthz", ""},
+                        new String[] {"GET", "/readyz", ""},
+                        new String[] {"GET", "/metrics", ""},
+                        new String[] {"GET", "/openapi.yaml", ""},
+                        new String[] {"POST", "/v1/release", release},
+                        new String[] {"POST", "/v1/release", "{\"address\":\"" + pod.v6() + "\"}"},
+                        new String[] {
+                            "POST",
+                            "/v1/release",
+                            "{\"node\":\"" + NODE + "\",\"handle\":\"" + pod.handle() + "\"}"
+                        },
+                        new String[] {
+                            "POST",
+                            "/v1/pools",
+                            "{\"name\":\"intruder\",\"cidr\":\"198.19.113.0/24\"}"
+                        },
+                        new String[] {"POST", "/v1/pools/access-ipv4/disable", ""},
+                        new String[] {"DELETE", "/v1/pools/access-ipv6", ""},
+                        new String[] {
+                            "POST",
+                            "/v1/gc",
+                            "{\"node\":\""
+                                    + NODE
+                                    + "\",\"network\":\"access\",\"validAttachments\":[]}"
+                        },
+                        new String[] {"DELETE", "/v1/nodes/" + NODE + "?releaseAddresses=true", ""},
+                        new String[] {"GET", "/v1/pools", ""},
+                        new String[] {"GET", "/v1/nodes/" + NODE, ""},
+                        new String[] {"GET", "/v1/addresses/" + pod.v4(), ""},
+                        new String[] {"GET", "/v1/check", ""});
 
         Probe.Result nobody = Probe.asNobody(agent.adminUrl, agent.adminTokenFile(), requests);
 
@@ -110,37 +138,70 @@ class AdminAccessEndToEndTest {
             expected.put(r[0] + " " + r[1] + " " + r[2] + " with a guessed token", status);
         }
         assertEquals(expected, nobody.statuses(), nobody.toString());
-        assertEquals(before, state(), "the pod's allocation, the node's attachments and the pools are as they were");
+        assertEquals(
+                before,
+                state(),
+                "the pod's allocation, the node's attachments and the pools are as they were");
     }
 
     @Test
     void rootsCadastrectlFindsTheTokenWithoutBeingTold() throws Exception {
-        // A real cadastrectl process as root, in a mount namespace of its own where the agent's data
+        // A real cadastrectl process as root, in a mount namespace of its own where the agent's
+        // data
         // directory is /var/lib/cadastre: the machine's own /var/lib is not touched.
-        List<String> command = List.of("unshare", "--mount", "--propagation", "private", "sh", "-c",
-                "mount -t tmpfs cadastre-test /var/lib && mkdir /var/lib/cadastre"
-                        + " && mount --bind \"$0\" /var/lib/cadastre && exec \"$@\"",
-                agent.dataDir().toString(),
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), "io.cadastre.ctl.Cadastrectl",
-                "ipam", "address", pod.v4(), "-o", "json");
+        List<String> command =
+                List.of(
+                        "unshare",
+                        "--mount",
+                        "--propagation",
+                        "private",
+                        "sh",
+                        "-c",
+                        "mount -t tmpfs cadastre-test /var/lib && mkdir /var/lib/cadastre"
+                                + " && mount --bind \"$0\" /var/lib/cadastre && exec \"$@\"",
+                        agent.dataDir().toString(),
+                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                        "-XX:TieredStopAtLevel=1",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        "io.cadastre.ctl.Cadastrectl",
+                        "ipam",
+                        "address",
+                        pod.v4(),
+                        "-o",
+                        "json");
         ProcessBuilder builder = new ProcessBuilder(command);
         builder.environment().keySet().removeIf(k -> k.startsWith("CADASTRE_"));
         builder.environment().put("CADASTRE_ADMIN_URL", agent.adminUrl);
         Probe.Output run = Probe.run(builder);
         assertEquals(0, run.exit(), run.toString());
-        assertEquals(pod.handle(), CniExec.JSON.readTree(run.out()).path("allocation").path("handle").asText(), run.toString());
+        assertEquals(
+                pod.handle(),
+                CniExec.JSON.readTree(run.out()).path("allocation").path("handle").asText(),
+                run.toString());
     }
 
     @Test
     void cadastrectlWithoutTheTokenSaysHowToGetIt() {
         java.io.StringWriter out = new java.io.StringWriter();
         java.io.StringWriter err = new java.io.StringWriter();
-        int code = io.cadastre.ctl.Cadastrectl.execute(Map.of(), agent.dataDir().resolve("absent.token"),
-                new java.io.PrintWriter(out, true), new java.io.PrintWriter(err, true),
-                "--server", agent.adminUrl, "ipam", "release", "--address", pod.v4());
-        CtlOutput.assertFailed(new CtlOutput.Run(code, out.toString(), err.toString()), "missing bearer token",
-                "HTTP 401 from POST " + agent.adminUrl + "/v1/release", "the agent wants its token: run cadastrectl as root",
+        int code =
+                io.cadastre.ctl.Cadastrectl.execute(
+                        Map.of(),
+                        agent.dataDir().resolve("absent.token"),
+                        new java.io.PrintWriter(out, true),
+                        new java.io.PrintWriter(err, true),
+                        "--server",
+                        agent.adminUrl,
+                        "ipam",
+                        "release",
+                        "--address",
+                        pod.v4());
+        CtlOutput.assertFailed(
+                new CtlOutput.Run(code, out.toString(), err.toString()),
+                "missing bearer token",
+                "HTTP 401 from POST " + agent.adminUrl + "/v1/release",
+                "the agent wants its token: run cadastrectl as root",
                 "or pass --token-file");
     }
 
@@ -150,7 +211,9 @@ class AdminAccessEndToEndTest {
         assertEquals("rwx------", mode(data));
         List<String> files = new ArrayList<>();
         try (Stream<Path> entries = Files.list(data)) {
-            for (Path file : entries.filter(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)).toList()) {
+            for (Path file :
+                    entries.filter(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS))
+                            .toList()) {
                 files.add(file.getFileName().toString());
                 assertEquals("rw-------", mode(file), file.toString());
             }
@@ -168,7 +231,9 @@ class AdminAccessEndToEndTest {
         assertTrue(token.matches("[0-9a-f]{64}"), "256 random bits as hex");
         String log = Files.readString(agent.log());
         assertTrue(log.contains("data directory " + data + " was rwxr-xr-x, now rwx------"), log);
-        assertTrue(log.contains(data.resolve("journal.trace.db") + " was rw-r--r--, now rw-------"), log);
+        assertTrue(
+                log.contains(data.resolve("journal.trace.db") + " was rw-r--r--, now rw-------"),
+                log);
         assertTrue(log.contains("admin API token generated in " + agent.adminTokenFile()), log);
         assertFalse(log.contains(token), "the token is never logged");
     }
@@ -176,20 +241,37 @@ class AdminAccessEndToEndTest {
     /** What must not change: read through the admin API as root, with the token. */
     private static Map<String, JsonNode> state() throws Exception {
         Map<String, JsonNode> state = new LinkedHashMap<>();
-        for (String path : List.of("/v1/pools", "/v1/nodes/" + NODE, "/v1/addresses/" + pod.v4(), "/v1/addresses/" + pod.v6())) {
-            HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(agent.adminUrl + path))
-                    .header("Authorization", "Bearer " + Files.readString(agent.adminTokenFile()).strip())
-                    .timeout(Duration.ofSeconds(30)).GET().build(), HttpResponse.BodyHandlers.ofString());
+        for (String path :
+                List.of(
+                        "/v1/pools",
+                        "/v1/nodes/" + NODE,
+                        "/v1/addresses/" + pod.v4(),
+                        "/v1/addresses/" + pod.v6())) {
+            HttpResponse<String> response =
+                    http.send(
+                            HttpRequest.newBuilder(URI.create(agent.adminUrl + path))
+                                    .header(
+                                            "Authorization",
+                                            "Bearer "
+                                                    + Files.readString(agent.adminTokenFile())
+                                                            .strip())
+                                    .timeout(Duration.ofSeconds(30))
+                                    .GET()
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
             assertEquals(200, response.statusCode(), path + ": " + response.body());
             state.put(path, CniExec.JSON.readTree(response.body()));
         }
-        assertEquals(pod.handle(), state.get("/v1/addresses/" + pod.v4()).path("allocation").path("handle").asText(),
+        assertEquals(
+                pod.handle(),
+                state.get("/v1/addresses/" + pod.v4()).path("allocation").path("handle").asText(),
                 "the pod holds its address");
         return state;
     }
 
     private static String mode(Path path) throws IOException {
-        return PosixFilePermissions.toString(Files.getPosixFilePermissions(path, LinkOption.NOFOLLOW_LINKS));
+        return PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(path, LinkOption.NOFOLLOW_LINKS));
     }
 
     /**
@@ -198,7 +280,8 @@ class AdminAccessEndToEndTest {
      * to a directory of its own that everyone may read, removed afterwards.
      */
     static final class Probe {
-        private static final String SOURCE = """
+        private static final String SOURCE =
+                """
                 import java.net.URI;
                 import java.net.http.HttpClient;
                 import java.net.http.HttpRequest;
@@ -243,15 +326,28 @@ class AdminAccessEndToEndTest {
         /** A helper process's exit code and output. */
         record Output(int exit, String out, String err) {}
 
-        static Result asNobody(String base, Path tokenFile, List<String[]> requests) throws Exception {
+        static Result asNobody(String base, Path tokenFile, List<String[]> requests)
+                throws Exception {
             Path dir = Files.createTempDirectory("cad-probe");
             try {
                 Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
                 Path source = Files.writeString(dir.resolve("Probe.java"), SOURCE);
                 Files.setPosixFilePermissions(source, PosixFilePermissions.fromString("rw-r--r--"));
-                List<String> command = new ArrayList<>(List.of("setpriv", "--reuid=" + NOBODY, "--regid=" + NOBODY,
-                        "--clear-groups", "--", Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                        "-XX:-UsePerfData", "-XX:TieredStopAtLevel=1", source.toString(), base, tokenFile.toString()));
+                List<String> command =
+                        new ArrayList<>(
+                                List.of(
+                                        "setpriv",
+                                        "--reuid=" + NOBODY,
+                                        "--regid=" + NOBODY,
+                                        "--clear-groups",
+                                        "--",
+                                        Path.of(System.getProperty("java.home"), "bin", "java")
+                                                .toString(),
+                                        "-XX:-UsePerfData",
+                                        "-XX:TieredStopAtLevel=1",
+                                        source.toString(),
+                                        base,
+                                        tokenFile.toString()));
                 requests.forEach(r -> command.addAll(List.of(r)));
                 ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile());
                 Output output = run(builder);
@@ -277,12 +373,16 @@ class AdminAccessEndToEndTest {
             Path out = Files.createTempFile("cad-helper", ".out");
             Path err = Files.createTempFile("cad-helper", ".err");
             try {
-                Process process = builder.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+                Process process =
+                        builder.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
                 if (!process.waitFor(120, TimeUnit.SECONDS)) {
                     process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-                    throw new AssertionError("helper did not finish in 120 s: " + builder.command());
+                    throw new AssertionError(
+                            "helper did not finish in 120 s: " + builder.command());
                 }
-                return new Output(process.exitValue(), Files.readString(out, StandardCharsets.UTF_8),
+                return new Output(
+                        process.exitValue(),
+                        Files.readString(out, StandardCharsets.UTF_8),
                         Files.readString(err, StandardCharsets.UTF_8));
             } finally {
                 Files.deleteIfExists(out);

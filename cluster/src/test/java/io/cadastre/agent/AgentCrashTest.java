@@ -33,11 +33,15 @@ class AgentCrashTest {
 
     private static String ipamOnly(Path socket) {
         return "{\"cniVersion\":\"1.1.0\",\"name\":\"crash\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
-                + "\"agentSocket\":\"" + socket + "\",\"pools\":[\"test-ipv4\"]}}";
+                + "\"agentSocket\":\""
+                + socket
+                + "\",\"pools\":[\"test-ipv4\"]}}";
     }
 
     private static String full(Path socket) {
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"crash\",\"type\":\"cadastre\",\"agentSocket\":\"" + socket + "\"}";
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\"crash\",\"type\":\"cadastre\",\"agentSocket\":\""
+                + socket
+                + "\"}";
     }
 
     private static Result add(String conf, String id, String netns) {
@@ -52,7 +56,8 @@ class AgentCrashTest {
     void everyAcknowledgedAllocationSurvivesSigkillAndNoneIsHandedOutTwice() throws Exception {
         Path dir = Files.createTempDirectory("cad-crash");
         ExecutorService runtime = Executors.newFixedThreadPool(8);
-        try (AgentProcess first = new AgentProcess(dir, "crash-node", AgentProcess.TEST_POOLS).start();
+        try (AgentProcess first =
+                        new AgentProcess(dir, "crash-node", AgentProcess.TEST_POOLS).start();
                 TestNetns pod = TestNetns.create()) {
             String conf = ipamOnly(first.socket());
             // A fully wired pod before the crash, too.
@@ -65,8 +70,11 @@ class AgentCrashTest {
             for (int i = 0; i < 60; i++) {
                 String id = "k" + i + "-" + UUID.randomUUID().toString().substring(0, 6);
                 ids.add(id);
-                inFlight.put(id, CompletableFuture.supplyAsync(() -> add(conf, id, "/var/run/netns/unused"), runtime)
-                        .whenComplete((r, e) -> done.incrementAndGet()));
+                inFlight.put(
+                        id,
+                        CompletableFuture.supplyAsync(
+                                        () -> add(conf, id, "/var/run/netns/unused"), runtime)
+                                .whenComplete((r, e) -> done.incrementAndGet()));
             }
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (done.get() < 20 && System.nanoTime() < deadline) {
@@ -81,10 +89,16 @@ class AgentCrashTest {
                     acknowledged.put(id, r.json().path("ips").get(0).path("address").asText());
                 }
             }
-            assertTrue(acknowledged.size() >= 20, "acknowledged before the kill: " + acknowledged.size());
-            assertEquals(acknowledged.size(), new HashSet<>(acknowledged.values()).size(), "duplicates before the crash");
+            assertTrue(
+                    acknowledged.size() >= 20,
+                    "acknowledged before the kill: " + acknowledged.size());
+            assertEquals(
+                    acknowledged.size(),
+                    new HashSet<>(acknowledged.values()).size(),
+                    "duplicates before the crash");
 
-            try (AgentProcess second = new AgentProcess(dir, "crash-node", AgentProcess.TEST_POOLS).start()) {
+            try (AgentProcess second =
+                    new AgentProcess(dir, "crash-node", AgentProcess.TEST_POOLS).start()) {
                 String conf2 = ipamOnly(second.socket());
                 // Every acknowledged ADD, retried, gets the same address; the rest get new ones.
                 Set<String> all = new HashSet<>();
@@ -93,20 +107,36 @@ class AgentCrashTest {
                     assertEquals(0, retried.exit(), retried.toString());
                     String address = retried.json().path("ips").get(0).path("address").asText();
                     if (acknowledged.containsKey(id)) {
-                        assertEquals(acknowledged.get(id), address, "allocation of " + id + " lost in the crash");
+                        assertEquals(
+                                acknowledged.get(id),
+                                address,
+                                "allocation of " + id + " lost in the crash");
                     }
                     assertTrue(all.add(address), address + " handed out twice");
                 }
                 for (int i = 0; i < 20; i++) {
                     Result fresh = add(conf2, "after-" + i, "/var/run/netns/unused");
-                    assertTrue(all.add(fresh.json().path("ips").get(0).path("address").asText()), "duplicate after restart");
+                    assertTrue(
+                            all.add(fresh.json().path("ips").get(0).path("address").asText()),
+                            "duplicate after restart");
                 }
-                // The wired pod's allocation survived too, and CHECK still agrees with its prevResult.
+                // The wired pod's allocation survived too, and CHECK still agrees with its
+                // prevResult.
                 String full = full(second.socket());
-                String check = full.substring(0, full.length() - 1) + ",\"prevResult\":" + wired.stdout() + "}";
-                Result checked = CniExec.run(CniExec.env("CHECK", "wired", pod.path(), "eth0"), check);
+                String check =
+                        full.substring(0, full.length() - 1)
+                                + ",\"prevResult\":"
+                                + wired.stdout()
+                                + "}";
+                Result checked =
+                        CniExec.run(CniExec.env("CHECK", "wired", pod.path(), "eth0"), check);
                 assertEquals(0, checked.exit(), checked.toString());
-                assertEquals(0, CniExec.run(CniExec.env("DEL", "wired", pod.path(), "eth0"), full(second.socket())).exit());
+                assertEquals(
+                        0,
+                        CniExec.run(
+                                        CniExec.env("DEL", "wired", pod.path(), "eth0"),
+                                        full(second.socket()))
+                                .exit());
             }
         } finally {
             runtime.shutdownNow();

@@ -21,21 +21,29 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The exit code tells a supervisor why the agent stopped; the configuration the member starts with. */
 class AgentMainTest {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     @Test
     void exitCodeSaysWhyTheAgentStopped() {
-        assertEquals(1, AgentMain.exitCode(Optional.of(Guardian.StartFailure.INSTANCE)), "start-up failed");
-        assertEquals(3, AgentMain.exitCode(Optional.of(CoordinatedShutdown.clusterDowningReason())), "downed by the cluster");
-        assertEquals(0, AgentMain.exitCode(Optional.of(CoordinatedShutdown.jvmExitReason())), "SIGTERM");
+        assertEquals(
+                1,
+                AgentMain.exitCode(Optional.of(Guardian.StartFailure.INSTANCE)),
+                "start-up failed");
+        assertEquals(
+                3,
+                AgentMain.exitCode(Optional.of(CoordinatedShutdown.clusterDowningReason())),
+                "downed by the cluster");
+        assertEquals(
+                0, AgentMain.exitCode(Optional.of(CoordinatedShutdown.jvmExitReason())), "SIGTERM");
         assertEquals(0, AgentMain.exitCode(Optional.empty()), "no reason recorded");
     }
 
     @Test
     void theMemberCarriesItsNodeRole() {
         Config config = AgentMain.withNodeRole(AgentMain.loadConfig(null), "node-a");
-        assertEquals(java.util.List.of("cadastre-node:node-a"), config.getStringList("pekko.cluster.roles"));
+        assertEquals(
+                java.util.List.of("cadastre-node:node-a"),
+                config.getStringList("pekko.cluster.roles"));
     }
 
     @Test
@@ -47,16 +55,28 @@ class AgentMainTest {
         assertEquals(dir.resolve("admin.token"), admin.tokenFile());
         assertEquals(AdminToken.Origin.GENERATED, admin.kept().origin());
         assertEquals(Files.readString(admin.tokenFile()).strip(), admin.settings().token());
-        assertEquals(AdminToken.Origin.REUSED, AdminConfig.from(AgentMain.loadConfig(null), dir).kept().origin());
+        assertEquals(
+                AdminToken.Origin.REUSED,
+                AdminConfig.from(AgentMain.loadConfig(null), dir).kept().origin());
     }
 
     @Test
     void theMetricsRefreshIsConfigurableAndNotNegative() throws Exception {
-        Path conf = Files.writeString(dir.resolve("refresh.conf"), "cadastre.admin.metrics-refresh = 30s\n");
-        assertEquals(Duration.ofSeconds(30), AdminConfig.from(AgentMain.loadConfig(conf.toFile()), dir).settings().metricsRefresh());
-        Path negative = Files.writeString(dir.resolve("negative.conf"), "cadastre.admin.metrics-refresh = -1s\n");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> AdminConfig.from(AgentMain.loadConfig(negative.toFile()), dir));
+        Path conf =
+                Files.writeString(
+                        dir.resolve("refresh.conf"), "cadastre.admin.metrics-refresh = 30s\n");
+        assertEquals(
+                Duration.ofSeconds(30),
+                AdminConfig.from(AgentMain.loadConfig(conf.toFile()), dir)
+                        .settings()
+                        .metricsRefresh());
+        Path negative =
+                Files.writeString(
+                        dir.resolve("negative.conf"), "cadastre.admin.metrics-refresh = -1s\n");
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> AdminConfig.from(AgentMain.loadConfig(negative.toFile()), dir));
         assertTrue(e.getMessage().startsWith("cadastre.admin.metrics-refresh"), e.getMessage());
     }
 
@@ -64,15 +84,26 @@ class AgentMainTest {
     void aTokenFileOthersMayReadIsAConfigurationErrorExitTwo() throws Exception {
         Path token = Files.writeString(dir.resolve("token"), "t0ken\n");
         Files.setPosixFilePermissions(token, PosixFilePermissions.fromString("rw-r--r--"));
-        Path conf = Files.writeString(dir.resolve("agent.conf"), """
+        Path conf =
+                Files.writeString(
+                        dir.resolve("agent.conf"),
+                        """
                 cadastre.node-name = "node-a"
                 cadastre.data-dir = "%s"
                 cadastre.admin.bind = "0.0.0.0:9467"
                 cadastre.admin.token-file = "%s"
-                """.formatted(dir.resolve("data"), token));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> AdminConfig.from(AgentMain.loadConfig(conf.toFile()), dir));
-        assertTrue(e.getMessage().startsWith("cadastre.admin.token-file: the admin token file " + token + " has mode rw-r--r--"),
+                """
+                                .formatted(dir.resolve("data"), token));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> AdminConfig.from(AgentMain.loadConfig(conf.toFile()), dir));
+        assertTrue(
+                e.getMessage()
+                        .startsWith(
+                                "cadastre.admin.token-file: the admin token file "
+                                        + token
+                                        + " has mode rw-r--r--"),
                 e.getMessage());
         AgentMain main = new AgentMain();
         main.configFile = conf.toFile();
@@ -89,16 +120,28 @@ class AgentMainTest {
     }
 
     @Test
-    void theEmbeddedJournalsSizesDefaultAsDocumentedAndASmallOneIsAConfigurationErrorExitTwo() throws Exception {
-        assertEquals(RocksJournalStore.Settings.DEFAULT, EmbeddedStore.settings(AgentMain.loadConfig(null)));
-        Path conf = Files.writeString(dir.resolve("agent.conf"), """
+    void theEmbeddedJournalsSizesDefaultAsDocumentedAndASmallOneIsAConfigurationErrorExitTwo()
+            throws Exception {
+        assertEquals(
+                RocksJournalStore.Settings.DEFAULT,
+                EmbeddedStore.settings(AgentMain.loadConfig(null)));
+        Path conf =
+                Files.writeString(
+                        dir.resolve("agent.conf"),
+                        """
                 cadastre.node-name = "node-a"
                 cadastre.data-dir = "%s"
                 cadastre.embedded-journal.write-buffer-size = 4KiB
-                """.formatted(dir.resolve("data")));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> EmbeddedStore.settings(AgentMain.loadConfig(conf.toFile())));
-        assertTrue(e.getMessage().startsWith("cadastre.embedded-journal: embedded journal sizes must be at least 64 KiB, not 4096"),
+                """
+                                .formatted(dir.resolve("data")));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> EmbeddedStore.settings(AgentMain.loadConfig(conf.toFile())));
+        assertTrue(
+                e.getMessage()
+                        .startsWith(
+                                "cadastre.embedded-journal: embedded journal sizes must be at least 64 KiB, not 4096"),
                 e.getMessage());
         AgentMain main = new AgentMain();
         main.configFile = conf.toFile();
@@ -109,10 +152,14 @@ class AgentMainTest {
     @Test
     void aDataDirectoryThatIsAFileIsAConfigurationErrorExitTwo() throws Exception {
         Path file = Files.writeString(dir.resolve("not-a-dir"), "");
-        Path conf = Files.writeString(dir.resolve("agent.conf"), """
+        Path conf =
+                Files.writeString(
+                        dir.resolve("agent.conf"),
+                        """
                 cadastre.node-name = "node-a"
                 cadastre.data-dir = "%s"
-                """.formatted(file));
+                """
+                                .formatted(file));
         AgentMain main = new AgentMain();
         main.configFile = conf.toFile();
         assertEquals(2, assertTimeoutPreemptively(Duration.ofSeconds(30), main::call));

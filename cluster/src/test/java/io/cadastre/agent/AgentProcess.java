@@ -21,7 +21,8 @@ import java.util.regex.Pattern;
  */
 final class AgentProcess implements AutoCloseable {
     /** Test pools: the benchmarking range and ULA only. */
-    static final String TEST_POOLS = """
+    static final String TEST_POOLS =
+            """
             cadastre.pools = [
               { name = "test-ipv4", cidr = "198.18.0.0/20", block-size = 26 }
               { name = "test-ipv6", cidr = "fd00:198:1::/112", block-size = 122 }
@@ -33,11 +34,15 @@ final class AgentProcess implements AutoCloseable {
     private final Path dir;
     private final String nodeName;
     private final String config;
+
     /** The network namespace the agent runs in ({@code ip netns exec}), or null for the test's own. */
     private String netns;
+
     /** Variables added to the test's environment for the agent (a DaemonSet's {@code env}, say). */
     private final Map<String, String> environment = new LinkedHashMap<>();
+
     private Process process;
+
     /** The log's length when this run of the agent started. */
     private long logStart;
 
@@ -88,24 +93,42 @@ final class AgentProcess implements AutoCloseable {
     /** Starts the agent and waits until its CNI socket accepts calls (or fails with its log). */
     AgentProcess start() throws IOException {
         Path conf = dir.resolve("agent.conf");
-        // The test's own namespace is the machine's (other tests, other engineers): no routing there
+        // The test's own namespace is the machine's (other tests, other engineers): no routing
+        // there
         // unless a test asks for it.
-        String routing = config.contains("cadastre.routing.mode") ? "" : "cadastre.routing.mode = none\n";
+        String routing =
+                config.contains("cadastre.routing.mode") ? "" : "cadastre.routing.mode = none\n";
         // Any free port, unless the test chose one (other members must then know it in advance).
-        String clusterPort = config.contains("cadastre.cluster.port") || environment.containsKey("CADASTRE_CLUSTER_PORT") ? ""
-                : "cadastre.cluster.port = 0\n";
-        Files.writeString(conf, routing + config + "\ncadastre.node-name = \"" + nodeName + "\"\n"
-                + "cadastre.data-dir = \"" + dataDir() + "\"\n"
-                + "cadastre.cni-socket = \"" + socket() + "\"\n"
-                + clusterPort
-                + "cadastre.admin.bind = \"127.0.0.1:0\"\n");
-        List<String> command = new ArrayList<>(netns == null ? List.of() : List.of("ip", "netns", "exec", netns));
+        String clusterPort =
+                config.contains("cadastre.cluster.port")
+                                || environment.containsKey("CADASTRE_CLUSTER_PORT")
+                        ? ""
+                        : "cadastre.cluster.port = 0\n";
+        Files.writeString(
+                conf,
+                routing
+                        + config
+                        + "\ncadastre.node-name = \""
+                        + nodeName
+                        + "\"\n"
+                        + "cadastre.data-dir = \""
+                        + dataDir()
+                        + "\"\n"
+                        + "cadastre.cni-socket = \""
+                        + socket()
+                        + "\"\n"
+                        + clusterPort
+                        + "cadastre.admin.bind = \"127.0.0.1:0\"\n");
+        List<String> command =
+                new ArrayList<>(netns == null ? List.of() : List.of("ip", "netns", "exec", netns));
         command.addAll(AgentExec.command("--config", conf.toString()));
         // A killed agent leaves its socket file behind: readiness is the new one appearing.
         Files.deleteIfExists(socket());
         logStart = Files.exists(log()) ? Files.size(log()) : 0;
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
+        ProcessBuilder builder =
+                new ProcessBuilder(command)
+                        .redirectErrorStream(true)
+                        .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
         builder.environment().putAll(environment);
         process = builder.start();
         AgentExec.awaitSocket(process, socket(), Duration.ofSeconds(90), "agent", log());
@@ -123,8 +146,13 @@ final class AgentProcess implements AutoCloseable {
     String adminUrl() throws IOException {
         // Up to the line's end: a line being written could end mid-port.
         Pattern line = Pattern.compile("admin API on (http://\\S+)\\R");
-        AgentExec.awaitCondition(process, () -> line.matcher(logOfThisRunOrEmpty()).find(), Duration.ofSeconds(60), "agent",
-                "start its admin API", log());
+        AgentExec.awaitCondition(
+                process,
+                () -> line.matcher(logOfThisRunOrEmpty()).find(),
+                Duration.ofSeconds(60),
+                "agent",
+                "start its admin API",
+                log());
         Matcher m = line.matcher(logOfThisRun());
         if (!m.find()) {
             throw new IllegalStateException("the agent's admin API line is gone from its log");

@@ -31,7 +31,8 @@ import org.junit.jupiter.api.Test;
 class CadastrectlEndToEndTest {
     private static final String NODE = "ctl-node";
     private static final String NETWORK = "ctl";
-    private static final String CONFIG = """
+    private static final String CONFIG =
+            """
             cadastre.pools = [
               { name = "ctl-ipv4", cidr = "198.18.112.0/24", block-size = 26 }
               { name = "ctl-ipv6", cidr = "fd00:198:70::/120", block-size = 122 }
@@ -40,6 +41,7 @@ class CadastrectlEndToEndTest {
             ]
             cadastre.default-pools = ["ctl-ipv4", "ctl-ipv6"]
             """;
+
     /** In 198.18.0.0/15, in none of the agent's pools. */
     private static final String IN_NO_POOL = "198.19.200.1";
 
@@ -75,12 +77,49 @@ class CadastrectlEndToEndTest {
         assertEquals("", run.err());
         Map<String, Map<String, String>> pools = rowsBy("POOL", table(run.out(), 0));
         assertEquals(Set.of("ctl-ipv4", "ctl-ipv6", "ctl-strict"), pools.keySet(), run.out());
-        assertCells(pools.get("ctl-ipv4"), Map.of("CIDR", "198.18.112.0/24", "BLOCK-SIZE", "/26",
-                "BLOCKS(claimed/total)", "1/4", "ALLOCATED", "3", "SIZE", "256", "UTIL%", "1.2", "FLAGS", "-"));
-        assertCells(pools.get("ctl-ipv6"), Map.of("CIDR", "fd00:198:70::/120", "BLOCK-SIZE", "/122",
-                "BLOCKS(claimed/total)", "1/4", "ALLOCATED", "3", "SIZE", "256", "UTIL%", "1.2"));
-        assertCells(pools.get("ctl-strict"), Map.of("BLOCKS(claimed/total)", "0/1", "ALLOCATED", "0", "UTIL%", "0.0",
-                "FLAGS", "strict-affinity,no-borrowing,max-blocks-per-node=1"));
+        assertCells(
+                pools.get("ctl-ipv4"),
+                Map.of(
+                        "CIDR",
+                        "198.18.112.0/24",
+                        "BLOCK-SIZE",
+                        "/26",
+                        "BLOCKS(claimed/total)",
+                        "1/4",
+                        "ALLOCATED",
+                        "3",
+                        "SIZE",
+                        "256",
+                        "UTIL%",
+                        "1.2",
+                        "FLAGS",
+                        "-"));
+        assertCells(
+                pools.get("ctl-ipv6"),
+                Map.of(
+                        "CIDR",
+                        "fd00:198:70::/120",
+                        "BLOCK-SIZE",
+                        "/122",
+                        "BLOCKS(claimed/total)",
+                        "1/4",
+                        "ALLOCATED",
+                        "3",
+                        "SIZE",
+                        "256",
+                        "UTIL%",
+                        "1.2"));
+        assertCells(
+                pools.get("ctl-strict"),
+                Map.of(
+                        "BLOCKS(claimed/total)",
+                        "0/1",
+                        "ALLOCATED",
+                        "0",
+                        "UTIL%",
+                        "0.0",
+                        "FLAGS",
+                        "strict-affinity,no-borrowing,max-blocks-per-node=1"));
 
         Run json = ctl("ipam", "show", "-o", "json");
         assertEquals(0, json.code(), json.toString());
@@ -99,9 +138,22 @@ class CadastrectlEndToEndTest {
         assertEquals(0, run.code(), run.toString());
         Map<String, Map<String, String>> blocks = rowsBy("BLOCK", table(run.out(), 1));
         assertEquals(Set.of("198.18.112.0/26", "fd00:198:70::/122"), blocks.keySet(), run.out());
-        assertCells(blocks.get("198.18.112.0/26"), Map.of("POOL", "ctl-ipv4", "AFFINITY", NODE, "ALLOCATED", "3",
-                "FREE", "61", "BORROWED-BY", "-"));
-        assertCells(blocks.get("fd00:198:70::/122"), Map.of("POOL", "ctl-ipv6", "AFFINITY", NODE, "ALLOCATED", "3"));
+        assertCells(
+                blocks.get("198.18.112.0/26"),
+                Map.of(
+                        "POOL",
+                        "ctl-ipv4",
+                        "AFFINITY",
+                        NODE,
+                        "ALLOCATED",
+                        "3",
+                        "FREE",
+                        "61",
+                        "BORROWED-BY",
+                        "-"));
+        assertCells(
+                blocks.get("fd00:198:70::/122"),
+                Map.of("POOL", "ctl-ipv6", "AFFINITY", NODE, "ALLOCATED", "3"));
 
         Run json = ctl("ipam", "show", "--show-blocks", "-o", "json");
         assertEquals(0, json.code(), json.toString());
@@ -116,10 +168,17 @@ class CadastrectlEndToEndTest {
     void ipamCheckIsCleanWhileThePodsLive() throws Exception {
         Run run = ctl("ipam", "check");
         assertEquals(0, run.code(), run.toString());
-        assertTrue(run.out().startsWith("clean: checked 6 allocations and 3 attachments in "), run.out());
+        assertTrue(
+                run.out().startsWith("clean: checked 6 allocations and 3 attachments in "),
+                run.out());
         assertTrue(run.out().matches("(?s).*allocations without attachment +0\n.*"), run.out());
-        // The agent runs routing mode none (the machine's own namespace): its routes are not checked.
-        assertTrue(run.out().matches("(?s).*blocks without their route \\(routes not checked\\) +0\n.*"), run.out());
+        // The agent runs routing mode none (the machine's own namespace): its routes are not
+        // checked.
+        assertTrue(
+                run.out()
+                        .matches(
+                                "(?s).*blocks without their route \\(routes not checked\\) +0\n.*"),
+                run.out());
 
         Run json = ctl("ipam", "check", "-o", "json");
         assertEquals(0, json.code(), json.toString());
@@ -127,7 +186,11 @@ class CadastrectlEndToEndTest {
         assertTrue(report.path("clean").asBoolean(false), json.out());
         assertEquals(6, report.path("checkedAllocations").asInt());
         assertEquals(3, report.path("checkedAttachments").asInt());
-        for (String finding : List.of("allocationsWithoutAttachment", "attachmentsWithoutAllocation", "blocksAffineToUnknownNodes")) {
+        for (String finding :
+                List.of(
+                        "allocationsWithoutAttachment",
+                        "attachmentsWithoutAllocation",
+                        "blocksAffineToUnknownNodes")) {
             assertEquals(0, report.path(finding).size(), finding + ": " + json.out());
         }
     }
@@ -139,8 +202,21 @@ class CadastrectlEndToEndTest {
             Run run = ctl("ipam", "address", address);
             assertEquals(0, run.code(), run.toString());
             Map<String, String> row = table(run.out(), 0).get(0);
-            assertCells(row, Map.of("ADDRESS", address, "STATE", "allocated", "NODE", NODE, "HANDLE", pod.handle(),
-                    "IFNAME", "eth0", "POD", "e2e/" + pod.name()));
+            assertCells(
+                    row,
+                    Map.of(
+                            "ADDRESS",
+                            address,
+                            "STATE",
+                            "allocated",
+                            "NODE",
+                            NODE,
+                            "HANDLE",
+                            pod.handle(),
+                            "IFNAME",
+                            "eth0",
+                            "POD",
+                            "e2e/" + pod.name()));
             assertEquals(address.contains(":") ? "ctl-ipv6" : "ctl-ipv4", row.get("POOL"));
         }
         Run json = ctl("ipam", "address", pod.v4(), "-o", "json");
@@ -154,8 +230,17 @@ class CadastrectlEndToEndTest {
         // In a pool, in a block no node has claimed: free.
         Run free = ctl("ipam", "address", "198.18.112.200");
         assertEquals(0, free.code(), free.toString());
-        assertCells(table(free.out(), 0).get(0), Map.of("POOL", "ctl-ipv4", "BLOCK", "198.18.112.192/26",
-                "STATE", "free", "NODE", "-"));
+        assertCells(
+                table(free.out(), 0).get(0),
+                Map.of(
+                        "POOL",
+                        "ctl-ipv4",
+                        "BLOCK",
+                        "198.18.112.192/26",
+                        "STATE",
+                        "free",
+                        "NODE",
+                        "-"));
         Run freeJson = ctl("ipam", "address", "198.18.112.200", "-o", "json");
         assertTrue(freeJson.json().path("allocation").isNull(), freeJson.out());
     }
@@ -166,35 +251,77 @@ class CadastrectlEndToEndTest {
         assertEquals(0, list.code(), list.toString());
         Map<String, Map<String, String>> nodes = rowsBy("NAME", table(list.out(), 0));
         assertEquals(Set.of(NODE), nodes.keySet(), list.out());
-        assertCells(nodes.get(NODE), Map.of("MEMBER", "up", "AFFINE-BLOCKS", "2", "BORROWED-BLOCKS", "0", "ATTACHMENTS", "3",
-                "REMOVED", "false", "LABELS", "-"));
+        assertCells(
+                nodes.get(NODE),
+                Map.of(
+                        "MEMBER",
+                        "up",
+                        "AFFINE-BLOCKS",
+                        "2",
+                        "BORROWED-BLOCKS",
+                        "0",
+                        "ATTACHMENTS",
+                        "3",
+                        "REMOVED",
+                        "false",
+                        "LABELS",
+                        "-"));
         Run listJson = ctl("node", "list", "-o", "json");
         assertEquals(0, listJson.code(), listJson.toString());
         JsonNode summary = listJson.json().path("nodes").get(0);
         assertEquals(NODE, summary.path("name").asText());
         assertEquals("up", summary.path("member").asText());
-        assertTrue(summary.path("labels").isObject() && summary.path("labels").isEmpty(), "no labels: " + listJson.out());
-        assertTrue(summary.path("removed").isBoolean() && !summary.path("removed").booleanValue(), listJson.out());
+        assertTrue(
+                summary.path("labels").isObject() && summary.path("labels").isEmpty(),
+                "no labels: " + listJson.out());
+        assertTrue(
+                summary.path("removed").isBoolean() && !summary.path("removed").booleanValue(),
+                listJson.out());
 
         Run show = ctl("node", "show", NODE);
         assertEquals(0, show.code(), show.toString());
-        assertCells(table(show.out(), 0).get(0), Map.of("NAME", NODE, "MEMBER", "up", "ATTACHMENTS", "3",
-                "REMOVED", "false", "LABELS", "-"));
+        assertCells(
+                table(show.out(), 0).get(0),
+                Map.of(
+                        "NAME",
+                        NODE,
+                        "MEMBER",
+                        "up",
+                        "ATTACHMENTS",
+                        "3",
+                        "REMOVED",
+                        "false",
+                        "LABELS",
+                        "-"));
         Map<String, Map<String, String>> blocks = rowsBy("BLOCK", table(show.out(), 1));
         assertEquals(Set.of("198.18.112.0/26", "fd00:198:70::/122"), blocks.keySet(), show.out());
         blocks.values().forEach(b -> assertEquals("affine", b.get("ROLE")));
         Map<String, Map<String, String>> attachments = rowsBy("HANDLE", table(show.out(), 2));
         assertEquals(3, attachments.size(), show.out());
         for (Pod pod : pods) {
-            assertCells(attachments.get(pod.handle()), Map.of("IFNAME", "eth0", "NETWORK", NETWORK,
-                    "CONTAINER", pod.container().substring(0, 12), "POD", "e2e/" + pod.name(),
-                    "ADDRESSES", pod.v4() + "," + pod.v6()));
+            assertCells(
+                    attachments.get(pod.handle()),
+                    Map.of(
+                            "IFNAME",
+                            "eth0",
+                            "NETWORK",
+                            NETWORK,
+                            "CONTAINER",
+                            pod.container().substring(0, 12),
+                            "POD",
+                            "e2e/" + pod.name(),
+                            "ADDRESSES",
+                            pod.v4() + "," + pod.v6()));
         }
         Run showJson = ctl("node", "show", NODE, "-o", "json");
         assertEquals(0, showJson.code(), showJson.toString());
         Set<String> containers = new HashSet<>();
-        showJson.json().path("attachmentList").forEach(a -> containers.add(a.path("containerId").asText()));
-        assertEquals(Set.of(pods.get(0).container(), pods.get(1).container(), pods.get(2).container()), containers);
+        showJson.json()
+                .path("attachmentList")
+                .forEach(a -> containers.add(a.path("containerId").asText()));
+        assertEquals(
+                Set.of(pods.get(0).container(), pods.get(1).container(), pods.get(2).container()),
+                containers);
     }
 
     @Test
@@ -203,11 +330,44 @@ class CadastrectlEndToEndTest {
         assertEquals(0, run.code(), run.toString());
         Map<String, Map<String, String>> pools = rowsBy("NAME", table(run.out(), 0));
         assertEquals(Set.of("ctl-ipv4", "ctl-ipv6", "ctl-strict"), pools.keySet(), run.out());
-        assertCells(pools.get("ctl-ipv4"), Map.of("CIDR", "198.18.112.0/24", "BLOCK-SIZE", "/26", "STRICT-AFFINITY", "false",
-                "ALLOW-BORROWING", "true", "MAX-BLOCKS-PER-NODE", "no limit", "DISABLED", "false", "NODE-SELECTOR", "all()"));
-        assertCells(pools.get("ctl-strict"), Map.of("CIDR", "198.19.112.0/28", "BLOCK-SIZE", "/28", "STRICT-AFFINITY", "true",
-                "ALLOW-BORROWING", "false", "MAX-BLOCKS-PER-NODE", "1", "DISABLED", "false", "NODE-SELECTOR", "all()"));
-        assertEquals(1, run.out().split("\n\n").length, "no pool excludes anything, no EXCLUDED table: " + run.out());
+        assertCells(
+                pools.get("ctl-ipv4"),
+                Map.of(
+                        "CIDR",
+                        "198.18.112.0/24",
+                        "BLOCK-SIZE",
+                        "/26",
+                        "STRICT-AFFINITY",
+                        "false",
+                        "ALLOW-BORROWING",
+                        "true",
+                        "MAX-BLOCKS-PER-NODE",
+                        "no limit",
+                        "DISABLED",
+                        "false",
+                        "NODE-SELECTOR",
+                        "all()"));
+        assertCells(
+                pools.get("ctl-strict"),
+                Map.of(
+                        "CIDR",
+                        "198.19.112.0/28",
+                        "BLOCK-SIZE",
+                        "/28",
+                        "STRICT-AFFINITY",
+                        "true",
+                        "ALLOW-BORROWING",
+                        "false",
+                        "MAX-BLOCKS-PER-NODE",
+                        "1",
+                        "DISABLED",
+                        "false",
+                        "NODE-SELECTOR",
+                        "all()"));
+        assertEquals(
+                1,
+                run.out().split("\n\n").length,
+                "no pool excludes anything, no EXCLUDED table: " + run.out());
 
         Run json = ctl("pool", "list", "-o", "json");
         assertEquals(0, json.code(), json.toString());
@@ -216,7 +376,8 @@ class CadastrectlEndToEndTest {
         assertEquals(1, strict.path("maxBlocksPerNode").asInt());
         assertEquals(16, strict.path("size").asInt());
         assertEquals("", strict.path("nodeSelector").asText("missing"), json.out());
-        assertTrue(strict.path("excluded").isArray() && strict.path("excluded").isEmpty(), json.out());
+        assertTrue(
+                strict.path("excluded").isArray() && strict.path("excluded").isEmpty(), json.out());
     }
 
     // ---- repair
@@ -231,19 +392,27 @@ class CadastrectlEndToEndTest {
         Pod a = agent.addPod("released-a");
         Pod b = agent.addPod("released-b");
         try {
-            assertEquals("allocated", table(ctl("ipam", "address", a.v4()).out(), 0).get(0).get("STATE"));
+            assertEquals(
+                    "allocated",
+                    table(ctl("ipam", "address", a.v4()).out(), 0).get(0).get("STATE"));
             Run release = ctl("ipam", "release", "--address", a.v4());
             assertEquals(0, release.code(), release.toString());
-            assertEquals(Set.of("released " + a.v4(), "released " + a.v6()), Set.copyOf(release.out().lines().toList()),
+            assertEquals(
+                    Set.of("released " + a.v4(), "released " + a.v6()),
+                    Set.copyOf(release.out().lines().toList()),
                     "the other family's address goes with it");
             for (String address : List.of(a.v4(), a.v6())) {
-                assertEquals("free", table(ctl("ipam", "address", address).out(), 0).get(0).get("STATE"), address);
+                assertEquals(
+                        "free",
+                        table(ctl("ipam", "address", address).out(), 0).get(0).get("STATE"),
+                        address);
             }
             Run again = ctl("ipam", "release", "--address", a.v4());
             assertEquals(0, again.code(), again.toString());
             assertEquals("nothing released: no allocation held\n", again.out());
 
-            Run byHandle = ctl("ipam", "release", "--node", NODE, "--handle", b.handle(), "-o", "json");
+            Run byHandle =
+                    ctl("ipam", "release", "--node", NODE, "--handle", b.handle(), "-o", "json");
             assertEquals(0, byHandle.code(), byHandle.toString());
             Set<String> released = new HashSet<>();
             byHandle.json().path("released").forEach(r -> released.add(r.asText()));
@@ -251,9 +420,14 @@ class CadastrectlEndToEndTest {
 
             Run check = ctl("ipam", "check");
             assertEquals(0, check.code(), check.toString());
-            assertTrue(check.out().startsWith("clean: checked 6 allocations and 3 attachments in "),
+            assertTrue(
+                    check.out().startsWith("clean: checked 6 allocations and 3 attachments in "),
                     "only the shared pods are left: " + check.out());
-            assertEquals("3", rowsBy("NAME", table(ctl("node", "list").out(), 0)).get(NODE).get("ATTACHMENTS"));
+            assertEquals(
+                    "3",
+                    rowsBy("NAME", table(ctl("node", "list").out(), 0))
+                            .get(NODE)
+                            .get("ATTACHMENTS"));
         } finally {
             // Release is IPAM only: the interfaces are DEL's (idempotent for what IPAM forgot).
             agent.del(a);
@@ -266,18 +440,28 @@ class CadastrectlEndToEndTest {
     @Test
     void anAddressInNoPoolIsExitTwoWithTheAgentsMessage() {
         Run run = ctl("ipam", "address", IN_NO_POOL);
-        assertFailed(run, IN_NO_POOL + " is in none of the pools", "HTTP 404 from GET " + adminUrl + "/v1/addresses/" + IN_NO_POOL);
+        assertFailed(
+                run,
+                IN_NO_POOL + " is in none of the pools",
+                "HTTP 404 from GET " + adminUrl + "/v1/addresses/" + IN_NO_POOL);
         Run json = ctl("ipam", "address", IN_NO_POOL, "-o", "json");
         assertFailed(json, "is in none of the pools");
-        assertFailed(ctl("ipam", "release", "--address", IN_NO_POOL), "is in none of the pools", "HTTP 404 from POST");
+        assertFailed(
+                ctl("ipam", "release", "--address", IN_NO_POOL),
+                "is in none of the pools",
+                "HTTP 404 from POST");
     }
 
     @Test
     void anUnknownNodeIsExitTwoWithTheAgentsMessage() throws Exception {
-        assertFailed(ctl("node", "show", "no-such-node"), "unknown node no-such-node",
+        assertFailed(
+                ctl("node", "show", "no-such-node"),
+                "unknown node no-such-node",
                 "HTTP 404 from GET " + adminUrl + "/v1/nodes/no-such-node");
-        assertFailed(ctl("node", "show", "no-such-node", "-o", "json"), "unknown node no-such-node");
-        // Releasing by handle is idempotent, an unknown node included: nothing held, nothing released.
+        assertFailed(
+                ctl("node", "show", "no-such-node", "-o", "json"), "unknown node no-such-node");
+        // Releasing by handle is idempotent, an unknown node included: nothing held, nothing
+        // released.
         Run release = ctl("ipam", "release", "--node", "no-such-node", "--handle", "ctl.c0");
         assertEquals(0, release.code(), release.toString());
         assertEquals("nothing released: no allocation held\n", release.out());
@@ -285,7 +469,9 @@ class CadastrectlEndToEndTest {
 
     @Test
     void malformedInputIsRefusedBeforeTheAgentIsAsked() {
-        assertFailed(ctl("ipam", "address", "198.18.112"), "'198.18.112' is not an IPv4 or IPv6 address");
+        assertFailed(
+                ctl("ipam", "address", "198.18.112"),
+                "'198.18.112' is not an IPv4 or IPv6 address");
         assertFailed(ctl("ipam", "release"), "--address", "--node");
         assertFailed(ctl("node", "show", ""), "NAME must not be empty");
     }

@@ -30,17 +30,20 @@ import org.junit.jupiter.api.io.TempDir;
  * settings stop the agent at start, and no password appears in what is logged.
  */
 class CassandraSecurityTest {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     private Config config(String hocon) throws Exception {
-        return AgentMain.loadConfig(Files.writeString(dir.resolve("agent-" + System.nanoTime() + ".conf"),
-                "cadastre.persistence = cassandra\n" + hocon).toFile());
+        return AgentMain.loadConfig(
+                Files.writeString(
+                                dir.resolve("agent-" + System.nanoTime() + ".conf"),
+                                "cadastre.persistence = cassandra\n" + hocon)
+                        .toFile());
     }
 
     /** @return the driver's context over the driver settings of {@code config}, as pekko-connectors-cassandra makes it */
     private static DefaultDriverContext driver(Config config) {
-        return new DefaultDriverContext(DriverConfigLoaderFromConfig.fromConfig(config.getConfig("datastax-java-driver")),
+        return new DefaultDriverContext(
+                DriverConfigLoaderFromConfig.fromConfig(config.getConfig("datastax-java-driver")),
                 ProgrammaticArguments.builder().build());
     }
 
@@ -57,47 +60,77 @@ class CassandraSecurityTest {
     @Test
     void credentialsReachTheDriversPlainTextAuthProvider() throws Exception {
         Path password = Files.writeString(dir.resolve("password"), "s3cret-Pa55\n");
-        Config config = config("""
+        Config config =
+                config(
+                        """
                 cadastre.cassandra.username = "cadastre"
                 cadastre.cassandra.password-file = "%s"
-                """.formatted(password));
+                """
+                                .formatted(password));
         AuthProvider auth = driver(config).getAuthProvider().orElseThrow();
-        assertEquals("com.datastax.oss.driver.internal.core.auth.PlainTextAuthProvider", auth.getClass().getName());
-        Authenticator authenticator = auth.newAuthenticator(new DefaultEndPoint(InetSocketAddress.createUnresolved("db", 9042)),
-                "org.apache.cassandra.auth.PasswordAuthenticator");
-        ByteBuffer response = authenticator.initialResponse().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertEquals(
+                "com.datastax.oss.driver.internal.core.auth.PlainTextAuthProvider",
+                auth.getClass().getName());
+        Authenticator authenticator =
+                auth.newAuthenticator(
+                        new DefaultEndPoint(InetSocketAddress.createUnresolved("db", 9042)),
+                        "org.apache.cassandra.auth.PasswordAuthenticator");
+        ByteBuffer response =
+                authenticator.initialResponse().toCompletableFuture().get(10, TimeUnit.SECONDS);
         byte[] bytes = new byte[response.remaining()];
         response.get(bytes);
-        // SASL PLAIN: authorization id (empty), NUL, user, NUL, password; the file's newline trimmed.
+        // SASL PLAIN: authorization id (empty), NUL, user, NUL, password; the file's newline
+        // trimmed.
         assertEquals("\0cadastre\0s3cret-Pa55", new String(bytes, StandardCharsets.UTF_8));
         CassandraSecurity security = CassandraSecurity.from(config.getConfig("cadastre.cassandra"));
-        assertFalse(security.summary().contains("s3cret") || security.toString().contains("s3cret"), security.toString());
+        assertFalse(
+                security.summary().contains("s3cret") || security.toString().contains("s3cret"),
+                security.toString());
         assertTrue(security.summary().startsWith("as cadastre, plain TCP"), security.summary());
     }
 
     @Test
     void tlsReachesTheDriversSslEngineFactoryWithHostnameValidation() throws Exception {
         TestPki ca = TestPki.authority("cassandra-ca");
-        Path truststore = ca.writeTrustStore(dir.resolve("truststore.p12"), "trust-pw".toCharArray());
-        Path truststorePassword = Files.writeString(dir.resolve("truststore-password"), "trust-pw\n");
-        Path keystore = ca.writeKeyStore(ca.member("agent", null), dir.resolve("keystore.p12"), "key-pw".toCharArray());
+        Path truststore =
+                ca.writeTrustStore(dir.resolve("truststore.p12"), "trust-pw".toCharArray());
+        Path truststorePassword =
+                Files.writeString(dir.resolve("truststore-password"), "trust-pw\n");
+        Path keystore =
+                ca.writeKeyStore(
+                        ca.member("agent", null),
+                        dir.resolve("keystore.p12"),
+                        "key-pw".toCharArray());
         Path keystorePassword = Files.writeString(dir.resolve("keystore-password"), "key-pw");
-        Config config = config("""
+        Config config =
+                config(
+                        """
                 cadastre.cassandra.tls.enabled = on
                 cadastre.cassandra.tls.truststore-file = "%s"
                 cadastre.cassandra.tls.truststore-password-file = "%s"
                 cadastre.cassandra.tls.keystore-file = "%s"
                 cadastre.cassandra.tls.keystore-password-file = "%s"
-                """.formatted(truststore, truststorePassword, keystore, keystorePassword));
+                """
+                                .formatted(
+                                        truststore,
+                                        truststorePassword,
+                                        keystore,
+                                        keystorePassword));
         Config ssl = config.getConfig("datastax-java-driver.advanced.ssl-engine-factory");
         assertEquals("DefaultSslEngineFactory", ssl.getString("class"));
         assertEquals(truststore.toString(), ssl.getString("truststore-path"));
         assertEquals(keystore.toString(), ssl.getString("keystore-path"));
         assertTrue(ssl.getBoolean("hostname-validation"));
         try (SslEngineFactory factory = driver(config).getSslEngineFactory().orElseThrow()) {
-            SSLEngine engine = factory.newSslEngine(new DefaultEndPoint(InetSocketAddress.createUnresolved("cassandra-0.db", 9042)));
+            SSLEngine engine =
+                    factory.newSslEngine(
+                            new DefaultEndPoint(
+                                    InetSocketAddress.createUnresolved("cassandra-0.db", 9042)));
             assertTrue(engine.getUseClientMode());
-            assertEquals("HTTPS", engine.getSSLParameters().getEndpointIdentificationAlgorithm(), "hostname validation");
+            assertEquals(
+                    "HTTPS",
+                    engine.getSSLParameters().getEndpointIdentificationAlgorithm(),
+                    "hostname validation");
             assertEquals("cassandra-0.db", engine.getPeerHost());
         }
         CassandraSecurity security = CassandraSecurity.from(config.getConfig("cadastre.cassandra"));
@@ -105,36 +138,65 @@ class CassandraSecurityTest {
         assertFalse(security.tlsWithoutHostnameValidation());
 
         // Switched off on purpose: the driver is told so, and the start-up log warns.
-        Config unchecked = config("cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.hostname-validation = off\n");
-        assertFalse(unchecked.getBoolean("datastax-java-driver.advanced.ssl-engine-factory.hostname-validation"));
-        assertTrue(CassandraSecurity.from(unchecked.getConfig("cadastre.cassandra")).tlsWithoutHostnameValidation());
+        Config unchecked =
+                config(
+                        "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.hostname-validation = off\n");
+        assertFalse(
+                unchecked.getBoolean(
+                        "datastax-java-driver.advanced.ssl-engine-factory.hostname-validation"));
+        assertTrue(
+                CassandraSecurity.from(unchecked.getConfig("cadastre.cassandra"))
+                        .tlsWithoutHostnameValidation());
     }
 
     @Test
     void inconsistentOrUnreadableSettingsAreRefusedNamingTheSetting() throws Exception {
         TestPki ca = TestPki.authority("cassandra-ca");
-        Path truststore = ca.writeTrustStore(dir.resolve("truststore.p12"), "trust-pw".toCharArray());
+        Path truststore =
+                ca.writeTrustStore(dir.resolve("truststore.p12"), "trust-pw".toCharArray());
         Path wrongPassword = Files.writeString(dir.resolve("wrong"), "not-it");
         Path empty = Files.writeString(dir.resolve("empty"), "\n");
-        assertRefused("cadastre.cassandra.username = \"cadastre\"",
+        assertRefused(
+                "cadastre.cassandra.username = \"cadastre\"",
                 "cadastre.cassandra.username and cadastre.cassandra.password-file go together");
-        assertRefused("cadastre.cassandra.username = \"cadastre\"\ncadastre.cassandra.password-file = \"" + dir.resolve("none") + "\"",
+        assertRefused(
+                "cadastre.cassandra.username = \"cadastre\"\ncadastre.cassandra.password-file = \""
+                        + dir.resolve("none")
+                        + "\"",
                 "cadastre.cassandra.password-file " + dir.resolve("none") + ": no such file");
-        assertRefused("cadastre.cassandra.username = \"cadastre\"\ncadastre.cassandra.password-file = \"" + empty + "\"",
+        assertRefused(
+                "cadastre.cassandra.username = \"cadastre\"\ncadastre.cassandra.password-file = \""
+                        + empty
+                        + "\"",
                 "cadastre.cassandra.password-file " + empty + " is empty");
-        assertRefused("cadastre.cassandra.tls.truststore-file = \"" + truststore + "\"",
+        assertRefused(
+                "cadastre.cassandra.tls.truststore-file = \"" + truststore + "\"",
                 "cadastre.cassandra.tls: trust or key store set while cadastre.cassandra.tls.enabled is off");
-        assertRefused("cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.truststore-file = \"" + truststore
-                + "\"\ncadastre.cassandra.tls.truststore-password-file = \"" + wrongPassword + "\"",
+        assertRefused(
+                "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.truststore-file = \""
+                        + truststore
+                        + "\"\ncadastre.cassandra.tls.truststore-password-file = \""
+                        + wrongPassword
+                        + "\"",
                 "cadastre.cassandra.tls.truststore-file " + truststore + " does not open");
-        assertRefused("cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.keystore-file = \"" + truststore + "\"",
+        assertRefused(
+                "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.keystore-file = \""
+                        + truststore
+                        + "\"",
                 "cadastre.cassandra.tls.keystore-file and tls.keystore-password-file go together");
     }
 
     private void assertRefused(String hocon, String expected) throws Exception {
-        Path conf = Files.writeString(dir.resolve("refused-" + System.nanoTime() + ".conf"), "cadastre.persistence = cassandra\n" + hocon);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> AgentMain.loadConfig(conf.toFile()));
-        assertTrue(e.getMessage().startsWith(expected), "expected «" + expected + "», got «" + e.getMessage() + "»");
+        Path conf =
+                Files.writeString(
+                        dir.resolve("refused-" + System.nanoTime() + ".conf"),
+                        "cadastre.persistence = cassandra\n" + hocon);
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class, () -> AgentMain.loadConfig(conf.toFile()));
+        assertTrue(
+                e.getMessage().startsWith(expected),
+                "expected «" + expected + "», got «" + e.getMessage() + "»");
         assertFalse(e.getMessage().contains("not-it"), e.getMessage());
     }
 }

@@ -39,8 +39,7 @@ class ClusterTransportTest {
     private static TestPki ca;
     private static TestPki otherCa;
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     @BeforeAll
     static void authorities() {
@@ -49,7 +48,9 @@ class ClusterTransportTest {
     }
 
     private Config config(String hocon) throws Exception {
-        return AgentMain.loadConfig(Files.writeString(dir.resolve("agent-" + System.nanoTime() + ".conf"), hocon).toFile());
+        return AgentMain.loadConfig(
+                Files.writeString(dir.resolve("agent-" + System.nanoTime() + ".conf"), hocon)
+                        .toFile());
     }
 
     private static String tls(TestPki.PemFiles files) {
@@ -57,7 +58,8 @@ class ClusterTransportTest {
                 cadastre.cluster.tls.cert-file = "%s"
                 cadastre.cluster.tls.key-file = "%s"
                 cadastre.cluster.tls.ca-file = "%s"
-                """.formatted(files.cert(), files.key(), files.ca());
+                """
+                .formatted(files.cert(), files.key(), files.ca());
     }
 
     private static ClusterTransport transport(Config config) {
@@ -68,40 +70,67 @@ class ClusterTransportTest {
     void theDefaultLoopbackPortIsPlainTcp() throws Exception {
         ClusterTransport transport = transport(config(""));
         assertEquals(ClusterTransport.Mode.LOOPBACK_PLAINTEXT, transport.mode());
-        assertEquals("tcp", transport.applyTo(config("")).getString("pekko.remote.artery.transport"));
+        assertEquals(
+                "tcp", transport.applyTo(config("")).getString("pekko.remote.artery.transport"));
     }
 
     @Test
     void aPortBeyondLoopbackWithoutTlsIsRefusedNamingTheSettings() throws Exception {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> transport(config("cadastre.cluster.hostname = \"198.19.0.7\"")));
-        for (String named : List.of("cadastre.cluster.hostname \"198.19.0.7\"", "cadastre.cluster.tls.cert-file",
-                "CADASTRE_CLUSTER_TLS_CERT_FILE", "CADASTRE_CLUSTER_TLS_KEY_FILE", "CADASTRE_CLUSTER_TLS_CA_FILE",
-                "cadastre.cluster.insecure-plaintext", "CADASTRE_CLUSTER_INSECURE_PLAINTEXT")) {
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> transport(config("cadastre.cluster.hostname = \"198.19.0.7\"")));
+        for (String named :
+                List.of(
+                        "cadastre.cluster.hostname \"198.19.0.7\"",
+                        "cadastre.cluster.tls.cert-file",
+                        "CADASTRE_CLUSTER_TLS_CERT_FILE",
+                        "CADASTRE_CLUSTER_TLS_KEY_FILE",
+                        "CADASTRE_CLUSTER_TLS_CA_FILE",
+                        "cadastre.cluster.insecure-plaintext",
+                        "CADASTRE_CLUSTER_INSECURE_PLAINTEXT")) {
             assertTrue(e.getMessage().contains(named), named + " in: " + e.getMessage());
         }
         // Bound to every address but advertised on loopback: still reachable from elsewhere.
-        IllegalArgumentException bound = assertThrows(IllegalArgumentException.class,
-                () -> transport(config("pekko.remote.artery.bind.hostname = \"0.0.0.0\"")));
-        assertTrue(bound.getMessage().startsWith("pekko.remote.artery.bind.hostname \"0.0.0.0\""), bound.getMessage());
+        IllegalArgumentException bound =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> transport(config("pekko.remote.artery.bind.hostname = \"0.0.0.0\"")));
+        assertTrue(
+                bound.getMessage().startsWith("pekko.remote.artery.bind.hostname \"0.0.0.0\""),
+                bound.getMessage());
     }
 
     @Test
     void theAgentExitsWith2AndSaysWhyBeforeAnyActorSystemStarts() throws Exception {
-        Path conf = Files.writeString(dir.resolve("exposed.conf"), """
+        Path conf =
+                Files.writeString(
+                        dir.resolve("exposed.conf"),
+                        """
                 cadastre.node-name = "node-a"
                 cadastre.cluster.hostname = "198.19.0.7"
                 """);
         String stderr = stderrOf(conf);
-        assertTrue(stderr.contains("cadastre-agent: configuration error: cadastre.cluster.hostname"), stderr);
+        assertTrue(
+                stderr.contains("cadastre-agent: configuration error: cadastre.cluster.hostname"),
+                stderr);
 
         TestPki.PemFiles mismatched = ca.write(ca.member("node-a", null), dir.resolve("a"));
-        Files.copy(ca.write(ca.member("node-b", null), dir.resolve("b")).key(), mismatched.key(),
+        Files.copy(
+                ca.write(ca.member("node-b", null), dir.resolve("b")).key(),
+                mismatched.key(),
                 java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        Path wrongKey = Files.writeString(dir.resolve("wrong-key.conf"), "cadastre.node-name = \"node-a\"\n" + tls(mismatched));
+        Path wrongKey =
+                Files.writeString(
+                        dir.resolve("wrong-key.conf"),
+                        "cadastre.node-name = \"node-a\"\n" + tls(mismatched));
         String refused = stderrOf(wrongKey);
-        assertTrue(refused.contains("cadastre.cluster.tls.key-file " + mismatched.key()
-                + " is not the private key of the certificate"), refused);
+        assertTrue(
+                refused.contains(
+                        "cadastre.cluster.tls.key-file "
+                                + mismatched.key()
+                                + " is not the private key of the certificate"),
+                refused);
     }
 
     /** @return what {@code cadastre-agent --config conf} wrote to stderr; asserts exit code 2 */
@@ -121,7 +150,9 @@ class ClusterTransportTest {
 
     @Test
     void theInsecureSwitchAllowsPlainTcpAndIsLoggedAsAWarning() throws Exception {
-        Config config = config("""
+        Config config =
+                config(
+                        """
                 cadastre.cluster.hostname = "198.19.0.7"
                 cadastre.cluster.insecure-plaintext = on
                 """);
@@ -131,12 +162,19 @@ class ClusterTransportTest {
         List<ILoggingEvent> events = logged(transport);
         assertEquals(1, events.size());
         assertEquals(Level.WARN, events.get(0).getLevel());
-        assertTrue(events.get(0).getFormattedMessage().contains("198.19.0.7:2552: plain TCP WITHOUT AUTHENTICATION"
-                + " (cadastre.cluster.insecure-plaintext = on)"), events.get(0).getFormattedMessage());
+        assertTrue(
+                events.get(0)
+                        .getFormattedMessage()
+                        .contains(
+                                "198.19.0.7:2552: plain TCP WITHOUT AUTHENTICATION"
+                                        + " (cadastre.cluster.insecure-plaintext = on)"),
+                events.get(0).getFormattedMessage());
     }
 
     private static List<ILoggingEvent> logged(ClusterTransport transport) {
-        ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) LoggerFactory.getLogger("transport-test-" + System.nanoTime());
+        ch.qos.logback.classic.Logger logger =
+                (ch.qos.logback.classic.Logger)
+                        LoggerFactory.getLogger("transport-test-" + System.nanoTime());
         ListAppender<ILoggingEvent> appender = new ListAppender<>();
         appender.start();
         logger.addAppender(appender);
@@ -148,20 +186,28 @@ class ClusterTransportTest {
     @Test
     void tlsFilesSelectPekkosRotatingKeysProviderWhichReadsThem() throws Exception {
         TestPki.PemFiles files = ca.write(ca.member("node-a", "198.19.0.7"), dir.resolve("tls"));
-        Config config = config("cadastre.cluster.hostname = \"198.19.0.7\"\ncadastre.cluster.tls.reload-interval = 90s\n" + tls(files));
+        Config config =
+                config(
+                        "cadastre.cluster.hostname = \"198.19.0.7\"\ncadastre.cluster.tls.reload-interval = 90s\n"
+                                + tls(files));
         ClusterTransport transport = transport(config);
         assertEquals(ClusterTransport.Mode.TLS, transport.mode());
-        assertEquals(Set.of("node-a", TestPki.CLUSTER_NAME), transport.tls().orElseThrow().subjectNames());
+        assertEquals(
+                Set.of("node-a", TestPki.CLUSTER_NAME),
+                transport.tls().orElseThrow().subjectNames());
         Config applied = transport.applyTo(config);
         assertEquals("tls-tcp", applied.getString("pekko.remote.artery.transport"));
-        assertEquals(ClusterTransport.PROVIDER, applied.getString("pekko.remote.artery.ssl.ssl-engine-provider"));
+        assertEquals(
+                ClusterTransport.PROVIDER,
+                applied.getString("pekko.remote.artery.ssl.ssl-engine-provider"));
         Config engine = applied.getConfig("pekko.remote.artery.ssl.rotating-keys-engine");
         assertEquals(files.cert().toString(), engine.getString("cert-file"));
         assertEquals(files.key().toString(), engine.getString("key-file"));
         assertEquals(files.ca().toString(), engine.getString("ca-cert-file"));
         assertEquals(Duration.ofSeconds(90), engine.getDuration("ssl-context-cache-ttl"));
         // Pekko's own provider reads the files we checked, and asks the peer for its certificate.
-        RotatingKeysSSLEngineProvider provider = new RotatingKeysSSLEngineProvider(engine, NoMarkerLogging$.MODULE$);
+        RotatingKeysSSLEngineProvider provider =
+                new RotatingKeysSSLEngineProvider(engine, NoMarkerLogging$.MODULE$);
         SSLEngine server = provider.createServerSSLEngine("198.19.0.7", 2552);
         assertTrue(server.getNeedClientAuth(), "mutual authentication");
         assertEquals(List.of("TLSv1.3"), List.of(server.getEnabledProtocols()));
@@ -182,57 +228,127 @@ class ClusterTransportTest {
     @Test
     void theThreeFilesGoTogetherAndExcludeTheInsecureSwitch() throws Exception {
         TestPki.PemFiles files = ca.write(ca.member("node-a", null), dir.resolve("tls"));
-        IllegalArgumentException partial = assertThrows(IllegalArgumentException.class, () -> transport(config(
-                "cadastre.cluster.tls.cert-file = \"" + files.cert() + "\"")));
-        assertEquals("cadastre.cluster.tls: cert-file, key-file and ca-file go together; missing "
-                + "[key-file (CADASTRE_CLUSTER_TLS_KEY_FILE), ca-file (CADASTRE_CLUSTER_TLS_CA_FILE)]", partial.getMessage());
-        IllegalArgumentException both = assertThrows(IllegalArgumentException.class, () -> transport(config(
-                tls(files) + "cadastre.cluster.insecure-plaintext = on")));
-        assertTrue(both.getMessage().startsWith("cadastre.cluster.insecure-plaintext is on and cadastre.cluster.tls"), both.getMessage());
+        IllegalArgumentException partial =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                transport(
+                                        config(
+                                                "cadastre.cluster.tls.cert-file = \""
+                                                        + files.cert()
+                                                        + "\"")));
+        assertEquals(
+                "cadastre.cluster.tls: cert-file, key-file and ca-file go together; missing "
+                        + "[key-file (CADASTRE_CLUSTER_TLS_KEY_FILE), ca-file (CADASTRE_CLUSTER_TLS_CA_FILE)]",
+                partial.getMessage());
+        IllegalArgumentException both =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                transport(
+                                        config(
+                                                tls(files)
+                                                        + "cadastre.cluster.insecure-plaintext = on")));
+        assertTrue(
+                both.getMessage()
+                        .startsWith(
+                                "cadastre.cluster.insecure-plaintext is on and cadastre.cluster.tls"),
+                both.getMessage());
     }
 
     @Test
     void badFilesAreRefusedNamingTheSettingAndTheFile() throws Exception {
         TestPki.PemFiles good = ca.write(ca.member("node-a", null), dir.resolve("good"));
-        TestPki.PemFiles foreign = otherCa.write(otherCa.member("node-a", null), dir.resolve("foreign"));
+        TestPki.PemFiles foreign =
+                otherCa.write(otherCa.member("node-a", null), dir.resolve("foreign"));
         Instant now = Instant.now();
-        TestPki.PemFiles expired = ca.write(ca.issue(TestPki.Spec.member("node-a", null)
-                .withValidity(now.minus(Duration.ofDays(3)), now.minus(Duration.ofDays(1)))), dir.resolve("expired"));
-        TestPki.PemFiles early = ca.write(ca.issue(TestPki.Spec.member("node-a", null)
-                .withValidity(now.plus(Duration.ofDays(1)), now.plus(Duration.ofDays(3)))), dir.resolve("early"));
-        TestPki.PemFiles ec = ca.write(ca.issue(TestPki.Spec.member("node-a", null).withKeyAlgorithm("EC")), dir.resolve("ec"));
-        TestPki.PemFiles nameless = ca.write(ca.issue(TestPki.Spec.member(null, "198.19.0.7").withDnsNames(List.of())),
-                dir.resolve("nameless"));
+        TestPki.PemFiles expired =
+                ca.write(
+                        ca.issue(
+                                TestPki.Spec.member("node-a", null)
+                                        .withValidity(
+                                                now.minus(Duration.ofDays(3)),
+                                                now.minus(Duration.ofDays(1)))),
+                        dir.resolve("expired"));
+        TestPki.PemFiles early =
+                ca.write(
+                        ca.issue(
+                                TestPki.Spec.member("node-a", null)
+                                        .withValidity(
+                                                now.plus(Duration.ofDays(1)),
+                                                now.plus(Duration.ofDays(3)))),
+                        dir.resolve("early"));
+        TestPki.PemFiles ec =
+                ca.write(
+                        ca.issue(TestPki.Spec.member("node-a", null).withKeyAlgorithm("EC")),
+                        dir.resolve("ec"));
+        TestPki.PemFiles nameless =
+                ca.write(
+                        ca.issue(TestPki.Spec.member(null, "198.19.0.7").withDnsNames(List.of())),
+                        dir.resolve("nameless"));
         Path garbage = Files.writeString(dir.resolve("garbage.pem"), "not a certificate\n");
-        Path encryptedKey = Files.writeString(dir.resolve("encrypted.key"),
-                TestPki.pem("ENCRYPTED PRIVATE KEY", new byte[] {48, 3, 2, 1, 0}));
+        Path encryptedKey =
+                Files.writeString(
+                        dir.resolve("encrypted.key"),
+                        TestPki.pem("ENCRYPTED PRIVATE KEY", new byte[] {48, 3, 2, 1, 0}));
         Path missing = dir.resolve("missing.pem");
 
-        assertRefused(new TestPki.PemFiles(good.cert(), good.key(), foreign.ca()),
-                "cadastre.cluster.tls.cert-file " + good.cert() + " (issuer CN=cluster-ca) is not signed by the CA in "
-                        + "cadastre.cluster.tls.ca-file " + foreign.ca());
-        assertRefused(new TestPki.PemFiles(good.cert(), foreign.key(), good.ca()),
-                "cadastre.cluster.tls.key-file " + foreign.key() + " is not the private key of the certificate");
-        assertRefused(expired, "cadastre.cluster.tls.cert-file " + expired.cert() + ": the certificate expired at");
-        assertRefused(early, "cadastre.cluster.tls.cert-file " + early.cert() + ": the certificate is not valid before");
-        assertRefused(ec, "cadastre.cluster.tls.key-file " + ec.key() + " is not an unencrypted RSA private key");
-        assertRefused(nameless, "cadastre.cluster.tls.cert-file " + nameless.cert() + " has no subject name");
-        assertRefused(new TestPki.PemFiles(garbage, good.key(), good.ca()),
+        assertRefused(
+                new TestPki.PemFiles(good.cert(), good.key(), foreign.ca()),
+                "cadastre.cluster.tls.cert-file "
+                        + good.cert()
+                        + " (issuer CN=cluster-ca) is not signed by the CA in "
+                        + "cadastre.cluster.tls.ca-file "
+                        + foreign.ca());
+        assertRefused(
+                new TestPki.PemFiles(good.cert(), foreign.key(), good.ca()),
+                "cadastre.cluster.tls.key-file "
+                        + foreign.key()
+                        + " is not the private key of the certificate");
+        assertRefused(
+                expired,
+                "cadastre.cluster.tls.cert-file "
+                        + expired.cert()
+                        + ": the certificate expired at");
+        assertRefused(
+                early,
+                "cadastre.cluster.tls.cert-file "
+                        + early.cert()
+                        + ": the certificate is not valid before");
+        assertRefused(
+                ec,
+                "cadastre.cluster.tls.key-file "
+                        + ec.key()
+                        + " is not an unencrypted RSA private key");
+        assertRefused(
+                nameless,
+                "cadastre.cluster.tls.cert-file " + nameless.cert() + " has no subject name");
+        assertRefused(
+                new TestPki.PemFiles(garbage, good.key(), good.ca()),
                 "cadastre.cluster.tls.cert-file " + garbage + " is not a PEM X.509 certificate");
-        assertRefused(new TestPki.PemFiles(good.cert(), good.key(), garbage),
+        assertRefused(
+                new TestPki.PemFiles(good.cert(), good.key(), garbage),
                 "cadastre.cluster.tls.ca-file " + garbage + " is not a PEM X.509 certificate");
-        assertRefused(new TestPki.PemFiles(good.cert(), encryptedKey, good.ca()),
-                "cadastre.cluster.tls.key-file " + encryptedKey + " is not an unencrypted RSA private key");
-        assertRefused(new TestPki.PemFiles(good.cert(), missing, good.ca()),
+        assertRefused(
+                new TestPki.PemFiles(good.cert(), encryptedKey, good.ca()),
+                "cadastre.cluster.tls.key-file "
+                        + encryptedKey
+                        + " is not an unencrypted RSA private key");
+        assertRefused(
+                new TestPki.PemFiles(good.cert(), missing, good.ca()),
                 "cadastre.cluster.tls.key-file " + missing + ": no such file");
-        assertRefused(new TestPki.PemFiles(missing, good.key(), good.ca()),
+        assertRefused(
+                new TestPki.PemFiles(missing, good.key(), good.ca()),
                 "cadastre.cluster.tls.cert-file " + missing + ": no such file");
     }
 
     private void assertRefused(TestPki.PemFiles files, String expected) throws Exception {
         Config config = config("cadastre.cluster.hostname = \"198.19.0.7\"\n" + tls(files));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> transport(config), expected);
-        assertTrue(e.getMessage().startsWith(expected), "expected «" + expected + "», got «" + e.getMessage() + "»");
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> transport(config), expected);
+        assertTrue(
+                e.getMessage().startsWith(expected),
+                "expected «" + expected + "», got «" + e.getMessage() + "»");
     }
 
     @ParameterizedTest
@@ -242,7 +358,16 @@ class ClusterTransportTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"198.19.0.7", "0.0.0.0", "::", "fd00:198::1", "", "<getHostAddress>", "no-such-host.invalid"})
+    @ValueSource(
+            strings = {
+                "198.19.0.7",
+                "0.0.0.0",
+                "::",
+                "fd00:198::1",
+                "",
+                "<getHostAddress>",
+                "no-such-host.invalid"
+            })
     void notLoopback(String hostname) {
         assertFalse(ClusterTransport.isLoopback(hostname), hostname);
     }

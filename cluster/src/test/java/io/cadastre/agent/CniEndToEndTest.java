@@ -41,6 +41,7 @@ class CniEndToEndTest {
     /** A pool of which a node may claim one block (maxBlocksPerNode). */
     private static final String LIMITED_POOL =
             "cadastre.pools += { name = \"limit-ipv4\", cidr = \"198.18.32.0/24\", block-size = 28, max-blocks-per-node = 1 }\n";
+
     private static Path dir;
     private static AgentProcess agent;
 
@@ -72,16 +73,23 @@ class CniEndToEndTest {
     }
 
     static String netconf(String version, String extra) {
-        return "{\"cniVersion\":\"" + version + "\",\"name\":\"e2e\",\"type\":\"cadastre\",\"agentSocket\":\""
-                + agent.socket() + "\"" + (extra.isEmpty() ? "" : "," + extra) + "}";
+        return "{\"cniVersion\":\""
+                + version
+                + "\",\"name\":\"e2e\",\"type\":\"cadastre\",\"agentSocket\":\""
+                + agent.socket()
+                + "\""
+                + (extra.isEmpty() ? "" : "," + extra)
+                + "}";
     }
 
     static String container() {
         return "c" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     }
 
-    static Result cni(String command, String container, TestNetns ns, String stdin) throws Exception {
-        return CniExec.run(CniExec.env(command, container, ns == null ? null : ns.path(), "eth0"), stdin);
+    static Result cni(String command, String container, TestNetns ns, String stdin)
+            throws Exception {
+        return CniExec.run(
+                CniExec.env(command, container, ns == null ? null : ns.path(), "eth0"), stdin);
     }
 
     private static List<String> ipsOf(JsonNode result) {
@@ -102,17 +110,23 @@ class CniEndToEndTest {
             assertEquals(version, result.path("cniVersion").asText());
             List<String> ips = ipsOf(result);
             assertEquals(2, ips.size(), add.toString());
-            assertTrue(ips.get(0).startsWith("198.18.") && ips.get(0).endsWith("/32"), ips.toString());
-            assertTrue(ips.get(1).startsWith("fd00:198:1::") && ips.get(1).endsWith("/128"), ips.toString());
+            assertTrue(
+                    ips.get(0).startsWith("198.18.") && ips.get(0).endsWith("/32"), ips.toString());
+            assertTrue(
+                    ips.get(1).startsWith("fd00:198:1::") && ips.get(1).endsWith("/128"),
+                    ips.toString());
             boolean oldShape = version.startsWith("0.");
-            result.path("ips").forEach(ip -> assertEquals(oldShape, ip.has("version"), ip.toString()));
+            result.path("ips")
+                    .forEach(ip -> assertEquals(oldShape, ip.has("version"), ip.toString()));
             assertEquals(2, result.path("interfaces").size());
             assertEquals(ns.path(), result.path("interfaces").get(1).path("sandbox").asText());
 
             // The namespace really has them.
             assertEquals(Set.copyOf(ips), Set.copyOf(ns.addresses("eth0")));
             assertTrue(ns.routes(4).contains("default via 169.254.1.1"), ns.routes(4).toString());
-            assertTrue(ns.routes(6).contains("default via fe80::ecee:eeff:feee:eeee"), ns.routes(6).toString());
+            assertTrue(
+                    ns.routes(6).contains("default via fe80::ecee:eeff:feee:eeee"),
+                    ns.routes(6).toString());
             String hostIf = HostInterfaceName.of("e2e", id, "eth0");
             assertTrue(TestNetns.hostHasLink(hostIf));
 
@@ -130,11 +144,17 @@ class CniEndToEndTest {
 
     /** @return the sample's value in the agent's /metrics, 0 when it has no such series */
     private static double metric(String sample) throws Exception {
-        HttpResponse<String> reply = HttpClient.newHttpClient().send(
-                HttpRequest.newBuilder(URI.create(agent.adminUrl() + "/metrics")).timeout(Duration.ofSeconds(30)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> reply =
+                HttpClient.newHttpClient()
+                        .send(
+                                HttpRequest.newBuilder(URI.create(agent.adminUrl() + "/metrics"))
+                                        .timeout(Duration.ofSeconds(30))
+                                        .build(),
+                                HttpResponse.BodyHandlers.ofString());
         assertEquals(200, reply.statusCode(), reply.body());
-        Matcher value = Pattern.compile("^" + Pattern.quote(sample) + " (\\S+)$", Pattern.MULTILINE).matcher(reply.body());
+        Matcher value =
+                Pattern.compile("^" + Pattern.quote(sample) + " (\\S+)$", Pattern.MULTILINE)
+                        .matcher(reply.body());
         return value.find() ? Double.parseDouble(value.group(1)) : 0;
     }
 
@@ -147,7 +167,8 @@ class CniEndToEndTest {
         String conf = netconf("1.1.0", "\"ipam\":{}");
         String first = container();
         String second = container();
-        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create()) {
+        try (TestNetns a = TestNetns.create();
+                TestNetns b = TestNetns.create()) {
             assertEquals(0, cni("ADD", first, a, conf).exit());
             assertEquals(0, cni("ADD", second, b, conf).exit());
             assertEquals(before + 2, metric(addsOk));
@@ -174,7 +195,8 @@ class CniEndToEndTest {
             assertEquals(Set.copyOf(ipsOf(first.json())), Set.copyOf(ns.addresses("eth0")));
             assertEquals(0, cni("DEL", id, ns, conf).exit());
             assertEquals(0, cni("DEL", id, ns, conf).exit());
-            assertEquals(0, cni("DEL", container(), null, conf).exit(), "DEL of an unknown container");
+            assertEquals(
+                    0, cni("DEL", container(), null, conf).exit(), "DEL of an unknown container");
         }
     }
 
@@ -186,9 +208,16 @@ class CniEndToEndTest {
             Result add = cni("ADD", id, ns, conf);
             String v4 = ipsOf(add.json()).get(0);
             Ip.run("-n", ns.name, "addr", "del", v4, "dev", "eth0");
-            Result check = cni("CHECK", id, ns, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + add.stdout()));
+            Result check =
+                    cni(
+                            "CHECK",
+                            id,
+                            ns,
+                            netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + add.stdout()));
             assertNotEquals(0, check.exit());
-            assertTrue(check.json().path("details").asText().contains(v4.split("/")[0]), check.toString());
+            assertTrue(
+                    check.json().path("details").asText().contains(v4.split("/")[0]),
+                    check.toString());
             cni("DEL", id, ns, conf);
         }
     }
@@ -197,14 +226,20 @@ class CniEndToEndTest {
     void specificAddressesAreGrantedOnlyWhenFreeAndInAPool() throws Exception {
         String conf = netconf("1.1.0", "\"ipam\":{\"pools\":[\"test-ipv4\"]}");
         String a = container();
-        try (TestNetns ns = TestNetns.create(); TestNetns other = TestNetns.create()) {
+        try (TestNetns ns = TestNetns.create();
+                TestNetns other = TestNetns.create()) {
             Map<String, String> env = CniExec.env("ADD", a, ns.path(), "eth0");
-            env.put("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web;IP=198.18.9.77");
+            env.put(
+                    "CNI_ARGS",
+                    "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web;IP=198.18.9.77");
             Result granted = CniExec.run(env, conf);
             assertEquals(0, granted.exit(), granted.toString());
             assertEquals(List.of("198.18.9.77/32"), ipsOf(granted.json()));
 
-            for (String[] bad : new String[][] {{"198.18.9.77", "101"}, {"198.19.200.1", "102"}, {"198.18.9", "7"}}) {
+            for (String[] bad :
+                    new String[][] {
+                        {"198.18.9.77", "101"}, {"198.19.200.1", "102"}, {"198.18.9", "7"}
+                    }) {
                 String b = container();
                 Map<String, String> env2 = CniExec.env("ADD", b, other.path(), "eth0");
                 env2.put("CNI_ARGS", "IP=" + bad[0]);
@@ -216,9 +251,18 @@ class CniEndToEndTest {
             }
             // runtimeConfig.ips (the "ips" capability) takes the same path.
             String c = container();
-            Result viaRuntimeConfig = cni("ADD", c, other, netconf("1.1.0",
-                    "\"ipam\":{\"pools\":[\"test-ipv4\"]},\"runtimeConfig\":{\"ips\":[\"198.18.9.78/24\"]}"));
-            assertEquals(List.of("198.18.9.78/32"), ipsOf(viaRuntimeConfig.json()), viaRuntimeConfig.toString());
+            Result viaRuntimeConfig =
+                    cni(
+                            "ADD",
+                            c,
+                            other,
+                            netconf(
+                                    "1.1.0",
+                                    "\"ipam\":{\"pools\":[\"test-ipv4\"]},\"runtimeConfig\":{\"ips\":[\"198.18.9.78/24\"]}"));
+            assertEquals(
+                    List.of("198.18.9.78/32"),
+                    ipsOf(viaRuntimeConfig.json()),
+                    viaRuntimeConfig.toString());
             cni("DEL", c, other, conf);
             cni("DEL", a, ns, conf);
         }
@@ -234,15 +278,20 @@ class CniEndToEndTest {
         String conf = netconf("1.1.0", "\"ipam\":{\"pools\":[\"limit-ipv4\"]}");
         String a = container();
         String b = container();
-        try (TestNetns ns = TestNetns.create(); TestNetns other = TestNetns.create()) {
+        try (TestNetns ns = TestNetns.create();
+                TestNetns other = TestNetns.create()) {
             Result first = cni("ADD", a, ns, conf);
             assertEquals(0, first.exit(), first.toString());
-            assertTrue(ipsOf(first.json()).get(0).startsWith("198.18.32."), "the node claims the pool's lowest block: " + first);
+            assertTrue(
+                    ipsOf(first.json()).get(0).startsWith("198.18.32."),
+                    "the node claims the pool's lowest block: " + first);
             Map<String, String> env = CniExec.env("ADD", b, other.path(), "eth0");
             env.put("CNI_ARGS", "IP=198.18.32.200");
             Result refused = CniExec.run(env, conf);
             assertEquals(102, refused.code(), refused.toString());
-            assertTrue(refused.json().path("details").asText().contains("maxBlocksPerNode"), refused.toString());
+            assertTrue(
+                    refused.json().path("details").asText().contains("maxBlocksPerNode"),
+                    refused.toString());
             assertFalse(other.hasLink("eth0"), "a refused ADD leaves no interface");
             assertEquals(0, cni("DEL", a, ns, conf).exit());
         }
@@ -256,31 +305,51 @@ class CniEndToEndTest {
             // it, and the agent then refuses the JSON.
             Map<String, String> viaEnv = CniExec.env("ADD", id, ns.path(), "eth0");
             viaEnv.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
-            assertEquals(6, CniExec.run(viaEnv, "{\"agentSocket\":\"" + agent.socket() + "\", not json").code());
+            assertEquals(
+                    6,
+                    CniExec.run(viaEnv, "{\"agentSocket\":\"" + agent.socket() + "\", not json")
+                            .code());
             assertEquals(1, cni("ADD", id, ns, netconf("9.9.9", "\"ipam\":{}")).code());
-            assertEquals(7, cni("ADD", id, ns, netconf("1.1.0", "\"ipam\":{\"pools\":[\"no-such-pool\"]}")).code());
+            assertEquals(
+                    7,
+                    cni("ADD", id, ns, netconf("1.1.0", "\"ipam\":{\"pools\":[\"no-such-pool\"]}"))
+                            .code());
             Map<String, String> noNetns = CniExec.env("ADD", id, null, "eth0");
             Result missingEnv = CniExec.run(noNetns, netconf("1.1.0", "\"ipam\":{}"));
             assertEquals(4, missingEnv.code());
-            assertTrue(missingEnv.json().path("msg").asText().contains("CNI_NETNS")
-                    || missingEnv.json().path("details").asText().contains("CNI_NETNS"), missingEnv.toString());
-            Result unknownNetns = CniExec.run(CniExec.env("ADD", id, "/var/run/netns/cadtest-absent", "eth0"),
-                    netconf("1.1.0", "\"ipam\":{}"));
+            assertTrue(
+                    missingEnv.json().path("msg").asText().contains("CNI_NETNS")
+                            || missingEnv.json().path("details").asText().contains("CNI_NETNS"),
+                    missingEnv.toString());
+            Result unknownNetns =
+                    CniExec.run(
+                            CniExec.env("ADD", id, "/var/run/netns/cadtest-absent", "eth0"),
+                            netconf("1.1.0", "\"ipam\":{}"));
             assertNotEquals(0, unknownNetns.exit());
             assertEquals(3, unknownNetns.code(), unknownNetns.toString());
             assertFalse(ns.hasLink("eth0"));
         }
         // A refused ADD released what it had taken: the attachment holds nothing.
-        Result check = cni("CHECK", id, null, netconf("1.1.0", "\"ipam\":{},\"prevResult\":{\"cniVersion\":\"1.1.0\",\"ips\":[]}"));
+        Result check =
+                cni(
+                        "CHECK",
+                        id,
+                        null,
+                        netconf(
+                                "1.1.0",
+                                "\"ipam\":{},\"prevResult\":{\"cniVersion\":\"1.1.0\",\"ips\":[]}"));
         assertNotEquals(0, check.exit());
     }
 
     @Test
     void versionIsAnsweredAndStatusReportsReadiness() throws Exception {
-        Result version = CniExec.run(CniExec.env("VERSION", null, null, null), "{\"cniVersion\":\"1.0.0\"}");
+        Result version =
+                CniExec.run(CniExec.env("VERSION", null, null, null), "{\"cniVersion\":\"1.0.0\"}");
         assertEquals(0, version.exit());
         assertEquals(5, version.json().path("supportedVersions").size());
-        Result status = CniExec.run(CniExec.env("STATUS", null, null, null), netconf("1.1.0", "\"ipam\":{}"));
+        Result status =
+                CniExec.run(
+                        CniExec.env("STATUS", null, null, null), netconf("1.1.0", "\"ipam\":{}"));
         assertEquals(0, status.exit(), status.toString());
     }
 
@@ -291,23 +360,37 @@ class CniEndToEndTest {
     @Test
     void statusSays50WhenAPoolCanServeNoMore() throws Exception {
         String conf = netconf("1.1.0", "\"ipam\":{\"pools\":[\"tiny-ipv4\"]}");
-        String ipamOnly = "{\"cniVersion\":\"1.1.0\",\"name\":\"e2e-ipam\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
-                + "\"agentSocket\":\"" + agent.socket() + "\",\"pools\":[\"tiny-ipv4\"]}}";
+        String ipamOnly =
+                "{\"cniVersion\":\"1.1.0\",\"name\":\"e2e-ipam\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
+                        + "\"agentSocket\":\""
+                        + agent.socket()
+                        + "\",\"pools\":[\"tiny-ipv4\"]}}";
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < 62; i++) {
             String id = container();
             ids.add(id);
-            assertEquals(0, CniExec.run(CniExec.env("ADD", id, "/var/run/netns/unused", "eth0"), ipamOnly).exit());
+            assertEquals(
+                    0,
+                    CniExec.run(CniExec.env("ADD", id, "/var/run/netns/unused", "eth0"), ipamOnly)
+                            .exit());
         }
-        Result exhausted = CniExec.run(CniExec.env("ADD", container(), "/var/run/netns/unused", "eth0"), ipamOnly);
+        Result exhausted =
+                CniExec.run(
+                        CniExec.env("ADD", container(), "/var/run/netns/unused", "eth0"), ipamOnly);
         assertEquals(100, exhausted.code(), exhausted.toString());
-        assertEquals(0, CniExec.run(CniExec.env("STATUS", null, null, null), conf).exit(), "two addresses left for routed pods");
-        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create()) {
+        assertEquals(
+                0,
+                CniExec.run(CniExec.env("STATUS", null, null, null), conf).exit(),
+                "two addresses left for routed pods");
+        try (TestNetns a = TestNetns.create();
+                TestNetns b = TestNetns.create()) {
             String first = container();
             String second = container();
             Result ra = cni("ADD", first, a, conf);
             Result rb = cni("ADD", second, b, conf);
-            assertEquals(Set.of("198.19.0.0/32", "198.19.0.63/32"), Set.of(ipsOf(ra.json()).get(0), ipsOf(rb.json()).get(0)));
+            assertEquals(
+                    Set.of("198.19.0.0/32", "198.19.0.63/32"),
+                    Set.of(ipsOf(ra.json()).get(0), ipsOf(rb.json()).get(0)));
             Result status = CniExec.run(CniExec.env("STATUS", null, null, null), conf);
             assertEquals(50, status.code(), status.toString());
             assertEquals(0, cni("DEL", first, a, conf).exit());
@@ -321,13 +404,21 @@ class CniEndToEndTest {
 
     /** The IPAM-only plugin on network {@code name}: CHECK looks at IPAM alone. */
     static String ipamOnlyNetconf(String name, String extra) {
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"" + name + "\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
-                + "\"agentSocket\":\"" + agent.socket() + "\"}" + extra + "}";
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\""
+                + name
+                + "\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
+                + "\"agentSocket\":\""
+                + agent.socket()
+                + "\"}"
+                + extra
+                + "}";
     }
 
     /** @return IPAM's view of an attachment through CHECK: exit 0 when it holds the ADD's addresses, code 3 when none */
-    static Result ipamCheck(String network, String container, String netnsPath, Result add) throws Exception {
-        return CniExec.run(CniExec.env("CHECK", container, netnsPath, "eth0"),
+    static Result ipamCheck(String network, String container, String netnsPath, Result add)
+            throws Exception {
+        return CniExec.run(
+                CniExec.env("CHECK", container, netnsPath, "eth0"),
                 ipamOnlyNetconf(network, ",\"prevResult\":" + add.stdout()));
     }
 
@@ -344,40 +435,92 @@ class CniEndToEndTest {
         String drop1 = container();
         String drop2 = container();
         String otherNetwork = container();
-        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create(); TestNetns c = TestNetns.create();
+        try (TestNetns a = TestNetns.create();
+                TestNetns b = TestNetns.create();
+                TestNetns c = TestNetns.create();
                 TestNetns d = TestNetns.create()) {
             Result kept1 = cni("ADD", keep1, a, conf);
             Result kept2 = cni("ADD", keep2, b, conf);
             Result dropped1 = cni("ADD", drop1, c, conf);
             Result dropped2 = cni("ADD", drop2, d, conf);
-            Result other = CniExec.run(CniExec.env("ADD", otherNetwork, "/var/run/netns/unused", "eth0"),
-                    ipamOnlyNetconf("e2e-other", ""));
+            Result other =
+                    CniExec.run(
+                            CniExec.env("ADD", otherNetwork, "/var/run/netns/unused", "eth0"),
+                            ipamOnlyNetconf("e2e-other", ""));
             for (Result r : List.of(kept1, kept2, dropped1, dropped2, other)) {
                 assertEquals(0, r.exit(), r.toString());
             }
-            String gc = netconf("1.1.0", "\"ipam\":{},\"cni.dev/valid-attachments\":["
-                    + "{\"containerID\":\"" + keep1 + "\",\"ifname\":\"eth0\"},"
-                    + "{\"containerID\":\"" + keep2 + "\",\"ifname\":\"eth0\"},"
-                    + "{\"containerID\":\"" + drop2 + "\",\"ifname\":\"net1\"}]");
+            String gc =
+                    netconf(
+                            "1.1.0",
+                            "\"ipam\":{},\"cni.dev/valid-attachments\":["
+                                    + "{\"containerID\":\""
+                                    + keep1
+                                    + "\",\"ifname\":\"eth0\"},"
+                                    + "{\"containerID\":\""
+                                    + keep2
+                                    + "\",\"ifname\":\"eth0\"},"
+                                    + "{\"containerID\":\""
+                                    + drop2
+                                    + "\",\"ifname\":\"net1\"}]");
             Result collected = CniExec.run(CniExec.env("GC", null, null, null), gc);
             assertEquals(0, collected.exit(), collected.toString());
 
             for (String dropped : List.of(drop1, drop2)) {
-                assertFalse(TestNetns.hostHasLink(HostInterfaceName.of("e2e", dropped, "eth0")), "GC unwired " + dropped);
+                assertFalse(
+                        TestNetns.hostHasLink(HostInterfaceName.of("e2e", dropped, "eth0")),
+                        "GC unwired " + dropped);
             }
-            assertEquals(3, ipamCheck("e2e", drop1, c.path(), dropped1).code(), "IPAM holds nothing for drop1");
-            assertEquals(3, ipamCheck("e2e", drop2, d.path(), dropped2).code(), "listed with another ifname: released");
-            assertNotEquals(0, cni("CHECK", drop1, c, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + dropped1.stdout())).exit());
+            assertEquals(
+                    3,
+                    ipamCheck("e2e", drop1, c.path(), dropped1).code(),
+                    "IPAM holds nothing for drop1");
+            assertEquals(
+                    3,
+                    ipamCheck("e2e", drop2, d.path(), dropped2).code(),
+                    "listed with another ifname: released");
+            assertNotEquals(
+                    0,
+                    cni(
+                                    "CHECK",
+                                    drop1,
+                                    c,
+                                    netconf(
+                                            "1.1.0",
+                                            "\"ipam\":{},\"prevResult\":" + dropped1.stdout()))
+                            .exit());
             for (String kept : List.of(keep1, keep2)) {
                 assertTrue(TestNetns.hostHasLink(HostInterfaceName.of("e2e", kept, "eth0")));
             }
-            assertEquals(0, cni("CHECK", keep1, a, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + kept1.stdout())).exit());
-            assertEquals(0, cni("CHECK", keep2, b, netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + kept2.stdout())).exit());
-            assertEquals(0, ipamCheck("e2e-other", otherNetwork, "/var/run/netns/unused", other).exit(),
+            assertEquals(
+                    0,
+                    cni(
+                                    "CHECK",
+                                    keep1,
+                                    a,
+                                    netconf(
+                                            "1.1.0",
+                                            "\"ipam\":{},\"prevResult\":" + kept1.stdout()))
+                            .exit());
+            assertEquals(
+                    0,
+                    cni(
+                                    "CHECK",
+                                    keep2,
+                                    b,
+                                    netconf(
+                                            "1.1.0",
+                                            "\"ipam\":{},\"prevResult\":" + kept2.stdout()))
+                            .exit());
+            assertEquals(
+                    0,
+                    ipamCheck("e2e-other", otherNetwork, "/var/run/netns/unused", other).exit(),
                     "another network's attachment is not touched");
             cni("DEL", keep1, a, conf);
             cni("DEL", keep2, b, conf);
-            CniExec.run(CniExec.env("DEL", otherNetwork, null, "eth0"), ipamOnlyNetconf("e2e-other", ""));
+            CniExec.run(
+                    CniExec.env("DEL", otherNetwork, null, "eth0"),
+                    ipamOnlyNetconf("e2e-other", ""));
         }
     }
 
@@ -401,20 +544,27 @@ class CniEndToEndTest {
             }
         }
         assertEquals(64, seen.size(), "the reuse order cycles through the whole block");
-        String ipamOnly = "{\"cniVersion\":\"1.1.0\",\"name\":\"e2e-leak\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
-                + "\"agentSocket\":\"" + agent.socket() + "\",\"pools\":[\"tiny-ipv4\"]}}";
+        String ipamOnly =
+                "{\"cniVersion\":\"1.1.0\",\"name\":\"e2e-leak\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
+                        + "\"agentSocket\":\""
+                        + agent.socket()
+                        + "\",\"pools\":[\"tiny-ipv4\"]}}";
         List<CompletableFuture<Result>> adds = new ArrayList<>();
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < 62; i++) {
             String id = container();
             ids.add(id);
-            adds.add(CompletableFuture.supplyAsync(() -> {
-                try {
-                    return CniExec.run(CniExec.env("ADD", id, "/var/run/netns/unused", "eth0"), ipamOnly);
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            }));
+            adds.add(
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    return CniExec.run(
+                                            CniExec.env("ADD", id, "/var/run/netns/unused", "eth0"),
+                                            ipamOnly);
+                                } catch (Exception e) {
+                                    throw new IllegalStateException(e);
+                                }
+                            }));
         }
         Set<String> addresses = new HashSet<>();
         for (CompletableFuture<Result> add : adds) {
@@ -422,8 +572,14 @@ class CniEndToEndTest {
             assertEquals(0, r.exit(), r.toString());
             assertTrue(addresses.add(ipsOf(r.json()).get(0)), "duplicate " + r);
         }
-        assertEquals(100, CniExec.run(CniExec.env("ADD", container(), "/var/run/netns/unused", "eth0"), ipamOnly).code());
-        try (TestNetns a = TestNetns.create(); TestNetns b = TestNetns.create()) {
+        assertEquals(
+                100,
+                CniExec.run(
+                                CniExec.env("ADD", container(), "/var/run/netns/unused", "eth0"),
+                                ipamOnly)
+                        .code());
+        try (TestNetns a = TestNetns.create();
+                TestNetns b = TestNetns.create()) {
             String first = container();
             String second = container();
             assertEquals(0, cni("ADD", first, a, conf).exit());

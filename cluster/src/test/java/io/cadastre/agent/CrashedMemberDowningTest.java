@@ -24,16 +24,24 @@ class CrashedMemberDowningTest {
         int port;
         try (ServerSocket listening = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             port = listening.getLocalPort();
-            // Never accept(): the kernel completes the handshake into the backlog, as for a stopped process.
-            assertEquals(CrashedMemberDowning.Outcome.ACCEPTED, CrashedMemberDowning.connect(member(port), TIMEOUT));
-            assertEquals(CrashedMemberDowning.Outcome.ACCEPTED, CrashedMemberDowning.connect(member(port), TIMEOUT));
+            // Never accept(): the kernel completes the handshake into the backlog, as for a stopped
+            // process.
+            assertEquals(
+                    CrashedMemberDowning.Outcome.ACCEPTED,
+                    CrashedMemberDowning.connect(member(port), TIMEOUT));
+            assertEquals(
+                    CrashedMemberDowning.Outcome.ACCEPTED,
+                    CrashedMemberDowning.connect(member(port), TIMEOUT));
         }
-        assertEquals(CrashedMemberDowning.Outcome.REFUSED, CrashedMemberDowning.connect(member(port), TIMEOUT));
+        assertEquals(
+                CrashedMemberDowning.Outcome.REFUSED,
+                CrashedMemberDowning.connect(member(port), TIMEOUT));
     }
 
     @Test
     void anAddressWithoutHostOrPortIsNoAnswer() {
-        assertEquals(CrashedMemberDowning.Outcome.NO_ANSWER,
+        assertEquals(
+                CrashedMemberDowning.Outcome.NO_ANSWER,
                 CrashedMemberDowning.connect(new Address("pekko", "cadastre"), TIMEOUT));
     }
 }

@@ -57,17 +57,28 @@ class CriEndToEndTest {
     @Test
     void kubeletsSequenceWiresThePodAndReleasesItsAddresses() throws Exception {
         CriClient cri = node.cri();
-        assertTrue(cri.condition(CriClient.NETWORK_READY).orElseThrow().getStatus(), "kubelet's readiness gate");
+        assertTrue(
+                cri.condition(CriClient.NETWORK_READY).orElseThrow().getStatus(),
+                "kubelet's readiness gate");
         String uid = UUID.randomUUID().toString();
-        PodSandboxConfig pod = KubeletPods.sandbox("shop", "web-0", uid, node.dir.resolve("pods"),
-                Map.of("app", "web", "pod-template-hash", "5d8f7c"), Map.of("example.com/owner", "team-a"));
+        PodSandboxConfig pod =
+                KubeletPods.sandbox(
+                        "shop",
+                        "web-0",
+                        uid,
+                        node.dir.resolve("pods"),
+                        Map.of("app", "web", "pod-template-hash", "5d8f7c"),
+                        Map.of("example.com/owner", "team-a"));
         String sandbox = cri.runPodSandbox(pod);
         String hostEnd = HostInterfaceName.of(CriNode.NETWORK, sandbox, "eth0");
         try {
             PodSandboxStatus status = cri.podSandboxStatus(sandbox);
             assertEquals(PodSandboxState.SANDBOX_READY, status.getState());
             assertEquals(uid, status.getMetadata().getUid());
-            assertEquals(pod.getAnnotationsMap(), status.getAnnotationsMap(), "annotations come back unchanged");
+            assertEquals(
+                    pod.getAnnotationsMap(),
+                    status.getAnnotationsMap(),
+                    "annotations come back unchanged");
             List<String> ips = CriNode.ips(status);
             assertEquals(2, ips.size(), status.toString());
             String v4 = ips.stream().filter(ip -> !ip.contains(":")).findFirst().orElseThrow();
@@ -87,24 +98,34 @@ class CriEndToEndTest {
             assertTrue(TestNetns.hostHasLink(hostEnd), "the pod's host end " + hostEnd);
 
             // Inside a container of the pod: eth0 with both addresses and Cadastre's routes.
-            String container = cri.createAndStartContainer(sandbox, KubeletPods.sleeper(pod, "app"), pod);
-            ExecResult addr = cri.execSync(container, 30, "/bin/busybox", "ip", "addr", "show", "dev", "eth0");
+            String container =
+                    cri.createAndStartContainer(sandbox, KubeletPods.sleeper(pod, "app"), pod);
+            ExecResult addr =
+                    cri.execSync(
+                            container, 30, "/bin/busybox", "ip", "addr", "show", "dev", "eth0");
             assertEquals(0, addr.exitCode(), addr.toString());
             assertTrue(addr.stdout().contains("inet " + v4 + "/32 "), addr.toString());
             assertTrue(addr.stdout().contains("inet6 " + v6 + "/128 "), addr.toString());
             ExecResult route = cri.execSync(container, 30, "/bin/busybox", "ip", "route");
-            assertTrue(route.stdout().contains("default via 169.254.1.1 dev eth0"), route.toString());
+            assertTrue(
+                    route.stdout().contains("default via 169.254.1.1 dev eth0"), route.toString());
             assertTrue(route.stdout().contains("169.254.1.1 dev eth0"), route.toString());
             ExecResult route6 = cri.execSync(container, 30, "/bin/busybox", "ip", "-6", "route");
-            assertTrue(route6.stdout().contains("default via fe80::ecee:eeff:feee:eeee dev eth0"), route6.toString());
-            assertEquals("web-0", cri.execSync(container, 30, "/bin/busybox", "hostname").stdout().trim());
+            assertTrue(
+                    route6.stdout().contains("default via fe80::ecee:eeff:feee:eeee dev eth0"),
+                    route6.toString());
+            assertEquals(
+                    "web-0",
+                    cri.execSync(container, 30, "/bin/busybox", "hostname").stdout().trim());
 
             // kubelet stops a sandbox more than once; the second is a no-op.
             cri.stopPodSandbox(sandbox);
-            assertEquals(List.of(), node.attachments("shop", "web-0"), "released at the first stop");
+            assertEquals(
+                    List.of(), node.attachments("shop", "web-0"), "released at the first stop");
             TestNetns.awaitPairGone(hostEnd, null, null);
             cri.stopPodSandbox(sandbox);
-            assertEquals(PodSandboxState.SANDBOX_NOTREADY, cri.podSandboxStatus(sandbox).getState());
+            assertEquals(
+                    PodSandboxState.SANDBOX_NOTREADY, cri.podSandboxStatus(sandbox).getState());
             cri.removePodSandbox(sandbox);
             assertTrue(cri.listPodSandboxes().stream().noneMatch(s -> s.getId().equals(sandbox)));
             for (String ip : ips) {
@@ -144,11 +165,13 @@ class CriEndToEndTest {
 
             List<Future<?>> stops = new ArrayList<>();
             for (String sandbox : sandboxes) {
-                stops.add(kubelet.submit(() -> {
-                    cri.stopPodSandbox(sandbox);
-                    cri.removePodSandbox(sandbox);
-                    return null;
-                }));
+                stops.add(
+                        kubelet.submit(
+                                () -> {
+                                    cri.stopPodSandbox(sandbox);
+                                    cri.removePodSandbox(sandbox);
+                                    return null;
+                                }));
             }
             for (Future<?> stop : stops) {
                 stop.get();
@@ -173,14 +196,23 @@ class CriEndToEndTest {
             List<String> ips = pod.ips();
             long pid = node.containerd.pid();
             node.containerd.kill();
-            assertFalse(ProcessHandle.of(pid).isPresent() && ProcessHandle.of(pid).get().isAlive(), "containerd is gone");
-            assertEquals(1, node.attachments("crash", "runtime-killed").size(), "the agent still holds the pod's addresses");
+            assertFalse(
+                    ProcessHandle.of(pid).isPresent() && ProcessHandle.of(pid).get().isAlive(),
+                    "containerd is gone");
+            assertEquals(
+                    1,
+                    node.attachments("crash", "runtime-killed").size(),
+                    "the agent still holds the pod's addresses");
 
             node.containerd.restart();
             node.containerd.awaitNetworkReady(java.time.Duration.ofSeconds(30));
             CriClient cri = node.cri();
-            assertEquals(Set.copyOf(ips), Set.copyOf(CriNode.ips(cri.podSandboxStatus(sandbox))), "recovered with its IPs");
-            stopAsKubeletDoesAndAssertReleased(sandbox, "crash", "runtime-killed", pod.attachmentsBefore());
+            assertEquals(
+                    Set.copyOf(ips),
+                    Set.copyOf(CriNode.ips(cri.podSandboxStatus(sandbox))),
+                    "recovered with its IPs");
+            stopAsKubeletDoesAndAssertReleased(
+                    sandbox, "crash", "runtime-killed", pod.attachmentsBefore());
         } finally {
             node.removeQuietly(sandbox);
         }
@@ -197,14 +229,27 @@ class CriEndToEndTest {
         String sandbox = pod.sandbox();
         try {
             node.agent.kill();
-            StatusRuntimeException refused = assertThrows(StatusRuntimeException.class, () -> node.cri().stopPodSandbox(sandbox));
-            assertTrue(refused.getStatus().getDescription().contains("cadastre agent unreachable"), refused.toString());
+            StatusRuntimeException refused =
+                    assertThrows(
+                            StatusRuntimeException.class, () -> node.cri().stopPodSandbox(sandbox));
+            assertTrue(
+                    refused.getStatus().getDescription().contains("cadastre agent unreachable"),
+                    refused.toString());
 
             node.agent.restart();
-            assertEquals(1, node.attachments("crash", "agent-killed").size(), "the restarted agent recovered the attachment");
-            stopAsKubeletDoesAndAssertReleased(sandbox, "crash", "agent-killed", pod.attachmentsBefore());
+            assertEquals(
+                    1,
+                    node.attachments("crash", "agent-killed").size(),
+                    "the restarted agent recovered the attachment");
+            stopAsKubeletDoesAndAssertReleased(
+                    sandbox, "crash", "agent-killed", pod.attachmentsBefore());
             for (String ip : pod.ips()) {
-                assertTrue(node.ctl("ipam", "address", ip, "-o", "json").json().path("allocation").isNull(), ip);
+                assertTrue(
+                        node.ctl("ipam", "address", ip, "-o", "json")
+                                .json()
+                                .path("allocation")
+                                .isNull(),
+                        ip);
             }
             assertClean();
         } finally {
@@ -225,8 +270,8 @@ class CriEndToEndTest {
     }
 
     /** StopPodSandbox twice and RemovePodSandbox; then the pod holds nothing and the node as many attachments as before. */
-    private static void stopAsKubeletDoesAndAssertReleased(String sandbox, String namespace, String name, int before)
-            throws Exception {
+    private static void stopAsKubeletDoesAndAssertReleased(
+            String sandbox, String namespace, String name, int before) throws Exception {
         node.cri().stopPodSandbox(sandbox);
         node.cri().stopPodSandbox(sandbox);
         node.cri().removePodSandbox(sandbox);

@@ -29,6 +29,7 @@ import picocli.CommandLine;
 final class CriNode implements AutoCloseable {
     /** Debian's reference plugins (containernetworking-plugins). */
     static final Path REFERENCE_PLUGINS = Path.of("/usr/lib/cni");
+
     /** The network name of Cadastre's conflist. */
     static final String NETWORK = "cadpod";
 
@@ -56,7 +57,9 @@ final class CriNode implements AutoCloseable {
      * @param otherConfs further conflists by file name (sorted after {@code 10-cadastre.conflist}
      *     when named {@code 20-...}); {@code %SOCKET%} in them is replaced by the agent's socket
      */
-    static CriNode start(String node, String agentConfig, int maxConfNum, Map<String, String> otherConfs) throws Exception {
+    static CriNode start(
+            String node, String agentConfig, int maxConfNum, Map<String, String> otherConfs)
+            throws Exception {
         CtlAgent agent = CtlAgent.start(node, NETWORK, agentConfig);
         Path dir = null;
         Containerd containerd = null;
@@ -64,9 +67,20 @@ final class CriNode implements AutoCloseable {
             dir = Files.createTempDirectory("cad-cri");
             Path bin = dir.resolve("cni-bin");
             Path conf = dir.resolve("cni-conf");
-            int code = new CommandLine(new AgentMain()).execute("install", "--bin-dir", bin.toString(), "--conf-dir",
-                    conf.toString(), "--plugin", CniExec.PLUGIN.toString(), "--socket", agent.socket().toString(),
-                    "--network", NETWORK);
+            int code =
+                    new CommandLine(new AgentMain())
+                            .execute(
+                                    "install",
+                                    "--bin-dir",
+                                    bin.toString(),
+                                    "--conf-dir",
+                                    conf.toString(),
+                                    "--plugin",
+                                    CniExec.PLUGIN.toString(),
+                                    "--socket",
+                                    agent.socket().toString(),
+                                    "--network",
+                                    NETWORK);
             if (code != 0) {
                 throw new IllegalStateException("cadastre-agent install exited with " + code);
             }
@@ -74,7 +88,9 @@ final class CriNode implements AutoCloseable {
                 Files.copy(REFERENCE_PLUGINS.resolve(plugin), bin.resolve(plugin));
             }
             for (Map.Entry<String, String> e : otherConfs.entrySet()) {
-                Files.writeString(conf.resolve(e.getKey()), e.getValue().replace("%SOCKET%", agent.socket().toString()));
+                Files.writeString(
+                        conf.resolve(e.getKey()),
+                        e.getValue().replace("%SOCKET%", agent.socket().toString()));
             }
             containerd = Containerd.start(dir.resolve("ctrd"), bin, conf, maxConfNum);
             containerd.awaitNetworkReady(Duration.ofSeconds(30));
@@ -140,7 +156,8 @@ final class CriNode implements AutoCloseable {
         }
         List<JsonNode> found = new ArrayList<>();
         for (JsonNode a : show.json().path("attachmentList")) {
-            if (namespace.equals(a.path("podNamespace").asText()) && name.equals(a.path("podName").asText())) {
+            if (namespace.equals(a.path("podNamespace").asText())
+                    && name.equals(a.path("podName").asText())) {
                 found.add(a);
             }
         }

@@ -31,7 +31,8 @@ import java.util.stream.Stream;
  */
 final class CtlAgent implements AutoCloseable {
     /** A live pod: its netns, container ID, network, and the addresses its ADD was given. */
-    record Pod(TestNetns ns, String container, String name, String network, List<String> addresses) {
+    record Pod(
+            TestNetns ns, String container, String name, String network, List<String> addresses) {
         String handle() {
             return network + "." + container;
         }
@@ -45,18 +46,31 @@ final class CtlAgent implements AutoCloseable {
         }
 
         private String family(boolean v6) {
-            return addresses.stream().filter(a -> a.contains(":") == v6).findFirst()
-                    .orElseThrow(() -> new AssertionError("pod " + name + " has no IPv" + (v6 ? 6 : 4) + " address: " + addresses));
+            return addresses.stream()
+                    .filter(a -> a.contains(":") == v6)
+                    .findFirst()
+                    .orElseThrow(
+                            () ->
+                                    new AssertionError(
+                                            "pod "
+                                                    + name
+                                                    + " has no IPv"
+                                                    + (v6 ? 6 : 4)
+                                                    + " address: "
+                                                    + addresses));
         }
     }
 
     final String node;
     final String network;
+
     /** The admin API's base URL; a {@link #restart()} binds another port. */
     volatile String adminUrl;
+
     private final Path dir;
     private final AgentProcess agent;
     private final List<TestNetns> namespaces = new ArrayList<>();
+
     /** ADDs tried and not DELeted yet, as pods (no addresses when the ADD failed). */
     private final List<Pod> added = new ArrayList<>();
 
@@ -78,14 +92,15 @@ final class CtlAgent implements AutoCloseable {
      * kills it and removes its directory before throwing.
      */
     static CtlAgent start(String node, String network, String config) throws Exception {
-        return start(node, network, config, dir -> { });
+        return start(node, network, config, dir -> {});
     }
 
     /**
      * As {@link #start(String, String, String)}, after {@code setup} has prepared the agent's
      * directory (its data directory will be {@code dir/data}).
      */
-    static CtlAgent start(String node, String network, String config, Setup setup) throws Exception {
+    static CtlAgent start(String node, String network, String config, Setup setup)
+            throws Exception {
         Path dir = Files.createTempDirectory("cad-ctl");
         AgentProcess agent = new AgentProcess(dir, node, config);
         try {
@@ -154,8 +169,16 @@ final class CtlAgent implements AutoCloseable {
     static Run ctl(String adminUrl, Path tokenFile, String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
-        String[] withServer = Stream.concat(Stream.of("--server", adminUrl), Stream.of(args)).toArray(String[]::new);
-        int code = Cadastrectl.execute(Map.of(), tokenFile, new PrintWriter(out, true), new PrintWriter(err, true), withServer);
+        String[] withServer =
+                Stream.concat(Stream.of("--server", adminUrl), Stream.of(args))
+                        .toArray(String[]::new);
+        int code =
+                Cadastrectl.execute(
+                        Map.of(),
+                        tokenFile,
+                        new PrintWriter(out, true),
+                        new PrintWriter(err, true),
+                        withServer);
         return new Run(code, out.toString(), err.toString());
     }
 
@@ -201,7 +224,9 @@ final class CtlAgent implements AutoCloseable {
 
     /** DEL through the real plugin, which must succeed. */
     void del(Pod pod) throws Exception {
-        Result del = CniExec.run(CniExec.env("DEL", pod.container(), pod.ns().path(), "eth0"), netconf());
+        Result del =
+                CniExec.run(
+                        CniExec.env("DEL", pod.container(), pod.ns().path(), "eth0"), netconf());
         assertEquals(0, del.exit(), del.toString());
         added.remove(pod);
     }
@@ -213,9 +238,18 @@ final class CtlAgent implements AutoCloseable {
 
     /** @return the netconf ADDs through {@link #tryAdd} use: this network, the agent's socket, {@code ipam.pools} */
     String netconf(String... pools) {
-        String names = Stream.of(pools).map(p -> "\"" + p + "\"").reduce((a, b) -> a + "," + b).orElse(null);
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"" + network + "\",\"type\":\"cadastre\",\"agentSocket\":\""
-                + agent.socket() + "\",\"ipam\":{" + (names == null ? "" : "\"pools\":[" + names + "]") + "}}";
+        String names =
+                Stream.of(pools)
+                        .map(p -> "\"" + p + "\"")
+                        .reduce((a, b) -> a + "," + b)
+                        .orElse(null);
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\""
+                + network
+                + "\",\"type\":\"cadastre\",\"agentSocket\":\""
+                + agent.socket()
+                + "\",\"ipam\":{"
+                + (names == null ? "" : "\"pools\":[" + names + "]")
+                + "}}";
     }
 
     /**

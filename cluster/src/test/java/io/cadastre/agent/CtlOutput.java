@@ -48,7 +48,8 @@ final class CtlOutput {
 
     static void assertCells(Map<String, String> row, Map<String, String> expected) {
         assertTrue(row != null, "no such row");
-        expected.forEach((column, value) -> assertEquals(value, row.get(column), column + " of " + row));
+        expected.forEach(
+                (column, value) -> assertEquals(value, row.get(column), column + " of " + row));
     }
 
     /** @return the pool named {@code name} in an answer holding {@code pools} */
@@ -86,7 +87,10 @@ final class CtlOutput {
             Map<String, String> row = new LinkedHashMap<>();
             for (int c = 0; c < starts.size(); c++) {
                 int from = Math.min(starts.get(c), line.length());
-                int to = c + 1 < starts.size() ? Math.min(starts.get(c + 1), line.length()) : line.length();
+                int to =
+                        c + 1 < starts.size()
+                                ? Math.min(starts.get(c + 1), line.length())
+                                : line.length();
                 row.put(titles.get(c), line.substring(from, to).strip());
             }
             rows.add(row);

@@ -14,11 +14,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The data directory is its owner's only: created so, or tightened, with what it holds. */
 class DataDirTest {
-    @TempDir
-    Path tmp;
+    @TempDir Path tmp;
 
     private static String mode(Path path) throws Exception {
-        return PosixFilePermissions.toString(Files.getPosixFilePermissions(path, LinkOption.NOFOLLOW_LINKS));
+        return PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(path, LinkOption.NOFOLLOW_LINKS));
     }
 
     @Test
@@ -26,8 +26,10 @@ class DataDirTest {
         Path dir = tmp.resolve("var/lib/cadastre");
         assertEquals(List.of(), DataDir.prepare(dir, true));
         assertEquals("rwx------", mode(dir));
-        try (io.cadastre.journal.RocksJournalStore store = io.cadastre.journal.RocksJournalStore.open(dir.resolve("journal"),
-                io.cadastre.journal.RocksJournalStore.Settings.DEFAULT)) {
+        try (io.cadastre.journal.RocksJournalStore store =
+                io.cadastre.journal.RocksJournalStore.open(
+                        dir.resolve("journal"),
+                        io.cadastre.journal.RocksJournalStore.Settings.DEFAULT)) {
             store.deleteEventsTo("p", 1).join();
         }
         assertEquals("rwx------", mode(dir.resolve("journal")));
@@ -49,8 +51,11 @@ class DataDirTest {
 
     @Test
     void anExistingLooserDirectoryAndItsFilesAreTightenedAndNamed() throws Exception {
-        Path dir = Files.createDirectory(tmp.resolve("data"), PosixFilePermissions.asFileAttribute(
-                PosixFilePermissions.fromString("rwxr-xr-x")));
+        Path dir =
+                Files.createDirectory(
+                        tmp.resolve("data"),
+                        PosixFilePermissions.asFileAttribute(
+                                PosixFilePermissions.fromString("rwxr-xr-x")));
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
         Path journal = Files.writeString(dir.resolve("journal.mv.db"), "old journal");
         Files.setPosixFilePermissions(journal, PosixFilePermissions.fromString("rw-r--r--"));
@@ -62,11 +67,16 @@ class DataDirTest {
 
         List<String> changed = DataDir.prepare(dir, true);
 
-        assertEquals(java.util.Set.of("data directory " + dir + " was rwxr-xr-x, now rwx------",
-                journal + " was rw-r--r--, now rw-------", trace + " was rw-rw-rw-, now rw-------"), java.util.Set.copyOf(changed));
+        assertEquals(
+                java.util.Set.of(
+                        "data directory " + dir + " was rwxr-xr-x, now rwx------",
+                        journal + " was rw-r--r--, now rw-------",
+                        trace + " was rw-rw-rw-, now rw-------"),
+                java.util.Set.copyOf(changed));
         assertEquals("rwx------", mode(dir));
         assertEquals("rw-------", mode(journal));
-        assertEquals("old journal", Files.readString(journal), "the journal itself is left as it was");
+        assertEquals(
+                "old journal", Files.readString(journal), "the journal itself is left as it was");
         assertEquals("rw-------", mode(trace));
         assertEquals("rw-r--r--", mode(outside), "a link's target is not the agent's");
     }
@@ -82,8 +92,10 @@ class DataDirTest {
     @Test
     void aFileWhereTheDirectoryShouldBeIsRefused() throws Exception {
         Path file = Files.writeString(tmp.resolve("file"), "");
-        assertEquals("cadastre.data-dir " + file + " is not a directory",
-                assertThrows(IllegalArgumentException.class, () -> DataDir.prepare(file, true)).getMessage());
+        assertEquals(
+                "cadastre.data-dir " + file + " is not a directory",
+                assertThrows(IllegalArgumentException.class, () -> DataDir.prepare(file, true))
+                        .getMessage());
     }
 
     @Test
@@ -91,17 +103,22 @@ class DataDirTest {
         Path data = tmp.resolve("data");
         DataDir.prepare(data, true);
         Path current = Files.writeString(data.resolve("cadastre-agent-0.2.0-abc.jsa"), "mapped");
-        Path older = Files.writeString(data.resolve("cadastre-agent-0.1.0-def.jsa"), "another build");
+        Path older =
+                Files.writeString(data.resolve("cadastre-agent-0.1.0-def.jsa"), "another build");
         Path unrelated = Files.writeString(data.resolve("admin.token"), "token");
 
-        List<Path> removed = DataDir.removeStaleClassArchives(data,
-                List.of("-Xmx256m", "-XX:SharedArchiveFile=" + current));
+        List<Path> removed =
+                DataDir.removeStaleClassArchives(
+                        data, List.of("-Xmx256m", "-XX:SharedArchiveFile=" + current));
 
         assertEquals(List.of(older), removed);
         assertTrue(Files.exists(current));
         assertTrue(Files.exists(unrelated));
         // Being written at exit is in use too.
         Path next = Files.writeString(data.resolve("cadastre-agent-0.3.0-0ab.jsa"), "partial");
-        assertEquals(List.of(current), DataDir.removeStaleClassArchives(data, List.of("-XX:ArchiveClassesAtExit=" + next)));
+        assertEquals(
+                List.of(current),
+                DataDir.removeStaleClassArchives(
+                        data, List.of("-XX:ArchiveClassesAtExit=" + next)));
     }
 }

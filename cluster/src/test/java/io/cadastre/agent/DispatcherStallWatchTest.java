@@ -23,8 +23,14 @@ class DispatcherStallWatchTest {
     private final Executor held = queued::add;
     private final List<String> warnings = new ArrayList<>();
     private final List<String> infos = new ArrayList<>();
-    private final DispatcherStallWatch watch = new DispatcherStallWatch(List.of(Map.entry("internal", held)),
-            Duration.ofSeconds(5), clock::get, warnings::add, infos::add, () -> "THREADS");
+    private final DispatcherStallWatch watch =
+            new DispatcherStallWatch(
+                    List.of(Map.entry("internal", held)),
+                    Duration.ofSeconds(5),
+                    clock::get,
+                    warnings::add,
+                    infos::add,
+                    () -> "THREADS");
 
     private void advance(long millis) {
         clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(millis));
@@ -46,7 +52,9 @@ class DispatcherStallWatchTest {
         assertEquals(List.of(), warnings, "5 s is not past the threshold");
         watchFor(1_000);
         assertEquals(1, warnings.size());
-        assertTrue(warnings.get(0).startsWith("the internal dispatcher has run nothing for 5.5 s"), warnings.get(0));
+        assertTrue(
+                warnings.get(0).startsWith("the internal dispatcher has run nothing for 5.5 s"),
+                warnings.get(0));
         assertTrue(warnings.get(0).endsWith("THREADS"), warnings.get(0));
         watchFor(10_000);
         assertEquals(1, warnings.size(), "reported once per stall");
@@ -75,29 +83,40 @@ class DispatcherStallWatchTest {
         advance(30_000);
         watch.check();
         watchFor(4_500);
-        assertEquals(List.of(), warnings, "the probe's clock restarted after the watcher's own 30 s gap");
+        assertEquals(
+                List.of(),
+                warnings,
+                "the probe's clock restarted after the watcher's own 30 s gap");
         watchFor(1_000);
         assertEquals(1, warnings.size(), "a stall after the pause is still reported");
     }
 
     @Test
     void theReportOfARealBlockedExecutorNamesWhereItsThreadWaits() throws Exception {
-        ExecutorService single = Executors.newSingleThreadExecutor(r -> new Thread(r, "stall-test-worker"));
+        ExecutorService single =
+                Executors.newSingleThreadExecutor(r -> new Thread(r, "stall-test-worker"));
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         List<String> reports = new CopyOnWriteArrayList<>();
         try {
-            single.execute(() -> {
-                entered.countDown();
-                try {
-                    release.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            single.execute(
+                    () -> {
+                        entered.countDown();
+                        try {
+                            release.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    });
             assertTrue(entered.await(10, TimeUnit.SECONDS));
-            DispatcherStallWatch real = new DispatcherStallWatch(List.of(Map.entry("test", single)), Duration.ofSeconds(5),
-                    clock::get, reports::add, reports::add, ThreadDump::take);
+            DispatcherStallWatch real =
+                    new DispatcherStallWatch(
+                            List.of(Map.entry("test", single)),
+                            Duration.ofSeconds(5),
+                            clock::get,
+                            reports::add,
+                            reports::add,
+                            ThreadDump::take);
             real.check();
             for (int i = 0; i < 12; i++) {
                 advance(500);
@@ -107,7 +126,9 @@ class DispatcherStallWatchTest {
             String report = reports.get(0);
             assertTrue(report.contains("\"stall-test-worker\" WAITING"), report);
             assertTrue(report.contains("java.util.concurrent.CountDownLatch.await("), report);
-            assertTrue(report.contains("DispatcherStallWatchTest.lambda$theReportOfARealBlockedExecutorNamesWhereItsThreadWaits"),
+            assertTrue(
+                    report.contains(
+                            "DispatcherStallWatchTest.lambda$theReportOfARealBlockedExecutorNamesWhereItsThreadWaits"),
                     report);
         } finally {
             release.countDown();

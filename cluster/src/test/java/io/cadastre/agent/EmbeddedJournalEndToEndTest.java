@@ -28,7 +28,9 @@ import org.junit.jupiter.api.Test;
  */
 class EmbeddedJournalEndToEndTest {
     /** The store's smallest sizes, so that flushes and compactions run within this test's churn. */
-    private static final String SMALL_STORE = AgentProcess.TEST_POOLS + """
+    private static final String SMALL_STORE =
+            AgentProcess.TEST_POOLS
+                    + """
             cadastre.embedded-journal.write-buffer-size = 64KiB
             cadastre.embedded-journal.max-wal-size = 128KiB
             cadastre.embedded-journal.compact-above = 256KiB
@@ -36,11 +38,15 @@ class EmbeddedJournalEndToEndTest {
 
     private static String ipamOnly(Path socket) {
         return "{\"cniVersion\":\"1.1.0\",\"name\":\"journal\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
-                + "\"agentSocket\":\"" + socket + "\",\"pools\":[\"test-ipv4\"]}}";
+                + "\"agentSocket\":\""
+                + socket
+                + "\",\"pools\":[\"test-ipv4\"]}}";
     }
 
-    private static Result call(String verb, String id, Path socket) throws IOException, InterruptedException {
-        return CniExec.run(CniExec.env(verb, id, "/var/run/netns/unused", "eth0"), ipamOnly(socket));
+    private static Result call(String verb, String id, Path socket)
+            throws IOException, InterruptedException {
+        return CniExec.run(
+                CniExec.env(verb, id, "/var/run/netns/unused", "eth0"), ipamOnly(socket));
     }
 
     private static long journalBytes(AgentProcess agent) throws IOException {
@@ -50,27 +56,45 @@ class EmbeddedJournalEndToEndTest {
     }
 
     /** A sync of RocksDB's write-ahead log, as {@code strace -y -T} prints it: the call and its duration (s). */
-    private static final Pattern WAL_SYNC = Pattern.compile("\\b(fsync|fdatasync)\\(\\d+</[^>]*/journal/\\d+\\.log>\\) = 0 <([0-9.]+)>");
+    private static final Pattern WAL_SYNC =
+            Pattern.compile(
+                    "\\b(fsync|fdatasync)\\(\\d+</[^>]*/journal/\\d+\\.log>\\) = 0 <([0-9.]+)>");
+
     private static final Pattern ANY_SYNC = Pattern.compile("\\b(fsync|fdatasync)\\(");
 
     @Test
     void everyAcknowledgedAddWasSyncedAndSurvivesSigkill() throws Exception {
         Path dir = Files.createTempDirectory("cad-journal");
         Process strace = null;
-        try (AgentProcess agent = new AgentProcess(dir, "journal-node", AgentProcess.TEST_POOLS).start()) {
+        try (AgentProcess agent =
+                new AgentProcess(dir, "journal-node", AgentProcess.TEST_POOLS).start()) {
             assertEquals(0, call("ADD", "warm", agent.socket()).exit(), "warm-up ADD");
             Path out = dir.resolve("strace.txt");
             // -f on an attached process traces all its threads; -y names each call's file, -T
             // times it. RocksDB syncs its write-ahead log (NNNNNN.log) with fdatasync (fsync with
             // use_fsync): both are counted, on that file only (flushes and compactions sync table
             // files and the MANIFEST besides, which an ADD does not wait for).
-            strace = new ProcessBuilder("strace", "-f", "-y", "-T", "-e", "trace=fsync,fdatasync", "-o", out.toString(),
-                    "-p", Long.toString(agent.pid())).redirectErrorStream(true)
-                    .redirectOutput(dir.resolve("strace.log").toFile()).start();
+            strace =
+                    new ProcessBuilder(
+                                    "strace",
+                                    "-f",
+                                    "-y",
+                                    "-T",
+                                    "-e",
+                                    "trace=fsync,fdatasync",
+                                    "-o",
+                                    out.toString(),
+                                    "-p",
+                                    Long.toString(agent.pid()))
+                            .redirectErrorStream(true)
+                            .redirectOutput(dir.resolve("strace.log").toFile())
+                            .start();
             // strace says "Process N attached" once it traces the threads.
             long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
             while (!Files.readString(dir.resolve("strace.log")).contains("attached")) {
-                assertTrue(System.nanoTime() < deadline, "strace did not attach: " + Files.readString(dir.resolve("strace.log")));
+                assertTrue(
+                        System.nanoTime() < deadline,
+                        "strace did not attach: " + Files.readString(dir.resolve("strace.log")));
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
             }
             int adds = 50;
@@ -96,12 +120,24 @@ class EmbeddedJournalEndToEndTest {
             }
             String sample = String.join("\n", trace.subList(0, Math.min(10, trace.size())));
             // Serial ADDs: each acknowledged one waited for its own sync (at least one each).
-            assertTrue(walSyncSeconds.size() >= adds, walSyncSeconds.size() + " syncs of the write-ahead log over " + adds
-                    + " serial ADDs (" + anySyncs + " fsync-family calls in all):\n" + sample);
+            assertTrue(
+                    walSyncSeconds.size() >= adds,
+                    walSyncSeconds.size()
+                            + " syncs of the write-ahead log over "
+                            + adds
+                            + " serial ADDs ("
+                            + anySyncs
+                            + " fsync-family calls in all):\n"
+                            + sample);
             Collections.sort(walSyncSeconds);
-            System.out.printf("%d ADDs: %d syncs of the write-ahead log (%.2f per ADD), %d fsync-family calls in all;"
-                    + " write-ahead log sync under strace: median %.3f ms, p99 %.3f ms%n", adds, walSyncSeconds.size(),
-                    walSyncSeconds.size() / (double) adds, anySyncs, 1000 * walSyncSeconds.get(walSyncSeconds.size() / 2),
+            System.out.printf(
+                    "%d ADDs: %d syncs of the write-ahead log (%.2f per ADD), %d fsync-family calls in all;"
+                            + " write-ahead log sync under strace: median %.3f ms, p99 %.3f ms%n",
+                    adds,
+                    walSyncSeconds.size(),
+                    walSyncSeconds.size() / (double) adds,
+                    anySyncs,
+                    1000 * walSyncSeconds.get(walSyncSeconds.size() / 2),
                     1000 * walSyncSeconds.get((int) Math.ceil(walSyncSeconds.size() * 0.99) - 1));
 
             agent.kill();
@@ -109,8 +145,11 @@ class EmbeddedJournalEndToEndTest {
             for (Map.Entry<String, String> e : acknowledged.entrySet()) {
                 Result again = call("ADD", e.getKey(), agent.socket());
                 assertEquals(0, again.exit(), again.toString());
-                assertEquals(e.getValue(), again.json().path("ips").get(0).path("address").asText(),
-                        "a repeated ADD after SIGKILL gets the acknowledged address of " + e.getKey());
+                assertEquals(
+                        e.getValue(),
+                        again.json().path("ips").get(0).path("address").asText(),
+                        "a repeated ADD after SIGKILL gets the acknowledged address of "
+                                + e.getKey());
             }
         } finally {
             if (strace != null && strace.isAlive()) {
@@ -138,7 +177,9 @@ class EmbeddedJournalEndToEndTest {
         // ~130 KB per 1,000 calls); H2 grew by 64 KiB per call. The long run: the issue's goal.
         long bound = longRun ? 10 << 20 : 320 << 10;
         Path dir = Files.createTempDirectory("cad-journal");
-        try (AgentProcess agent = new AgentProcess(dir, "churn-node", longRun ? AgentProcess.TEST_POOLS : SMALL_STORE).start()) {
+        try (AgentProcess agent =
+                new AgentProcess(dir, "churn-node", longRun ? AgentProcess.TEST_POOLS : SMALL_STORE)
+                        .start()) {
             for (int i = 0; i < live; i++) {
                 assertEquals(0, call("ADD", "live-" + i, agent.socket()).exit());
             }
@@ -151,15 +192,25 @@ class EmbeddedJournalEndToEndTest {
                 assertEquals(0, call("DEL", id, agent.socket()).exit());
                 peak = Math.max(peak, journalBytes(agent));
             }
-            System.out.printf("churn: %,d ADD/DEL calls around %d live pods in %d s: the journal directory peaked at %,d bytes,"
-                    + " %,d at the end (%s allocated)%n", calls, live, (System.nanoTime() - started) / 1_000_000_000L, peak,
-                    journalBytes(agent), allocated(agent.dataDir().resolve("journal")));
-            assertTrue(peak <= bound, "journal peaked at " + peak + " bytes over " + calls + " calls");
+            System.out.printf(
+                    "churn: %,d ADD/DEL calls around %d live pods in %d s: the journal directory peaked at %,d bytes,"
+                            + " %,d at the end (%s allocated)%n",
+                    calls,
+                    live,
+                    (System.nanoTime() - started) / 1_000_000_000L,
+                    peak,
+                    journalBytes(agent),
+                    allocated(agent.dataDir().resolve("journal")));
+            assertTrue(
+                    peak <= bound, "journal peaked at " + peak + " bytes over " + calls + " calls");
             agent.kill();
             agent.start();
             for (int i = 0; i < live; i++) {
                 Result again = call("ADD", "live-" + i, agent.socket());
-                assertEquals(0, again.exit(), "the live pods' addresses survived compaction and a SIGKILL: " + again);
+                assertEquals(
+                        0,
+                        again.exit(),
+                        "the live pods' addresses survived compaction and a SIGKILL: " + again);
             }
         } finally {
             deleteTree(dir);
@@ -168,7 +219,10 @@ class EmbeddedJournalEndToEndTest {
 
     /** @return what {@code du} says the directory takes on disk (blocks, preallocation included), for the report */
     private static String allocated(Path dir) throws IOException, InterruptedException {
-        Process du = new ProcessBuilder("du", "-s", "--block-size=1", dir.toString()).redirectErrorStream(true).start();
+        Process du =
+                new ProcessBuilder("du", "-s", "--block-size=1", dir.toString())
+                        .redirectErrorStream(true)
+                        .start();
         String out = new String(du.getInputStream().readAllBytes()).trim();
         du.waitFor(10, TimeUnit.SECONDS);
         return out.split("\\s+")[0] + " bytes";

@@ -37,7 +37,10 @@ class HostNetnsRefusedTest {
         dir = Files.createTempDirectory("cad-hostns");
         host = TestNetns.create();
         Ip.run("-n", host.name, "link", "set", "lo", "up");
-        agent = new AgentProcess(dir, "hostns-node", AgentProcess.TEST_POOLS).inNetns(host.name).start();
+        agent =
+                new AgentProcess(dir, "hostns-node", AgentProcess.TEST_POOLS)
+                        .inNetns(host.name)
+                        .start();
         adminUrl = agent.adminUrl();
     }
 
@@ -59,21 +62,36 @@ class HostNetnsRefusedTest {
     }
 
     private static String netconf() {
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"hostns\",\"type\":\"cadastre\",\"agentSocket\":\"" + agent.socket()
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\"hostns\",\"type\":\"cadastre\",\"agentSocket\":\""
+                + agent.socket()
                 + "\",\"ipam\":{}}";
     }
 
     /** The host namespace's state and the node's IPAM state, as text. */
     private static String snapshot() throws Exception {
-        return NetnsState.of(host.name) + "\nnode: " + ctl("node", "show", "hostns-node", "-o", "json")
-                + "\nblocks: " + ctl("ipam", "show", "--show-blocks", "-o", "json");
+        return NetnsState.of(host.name)
+                + "\nnode: "
+                + ctl("node", "show", "hostns-node", "-o", "json")
+                + "\nblocks: "
+                + ctl("ipam", "show", "--show-blocks", "-o", "json");
     }
 
     /** cadastrectl inside the host namespace, where the agent's admin API listens on loopback. */
     private static String ctl(String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of("ip", "netns", "exec", host.name,
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), Cadastrectl.class.getName(), "--server", adminUrl));
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                "ip",
+                                "netns",
+                                "exec",
+                                host.name,
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-XX:TieredStopAtLevel=1",
+                                "-cp",
+                                System.getProperty("java.class.path"),
+                                Cadastrectl.class.getName(),
+                                "--server",
+                                adminUrl));
         Path token = dir.resolve("data").resolve("admin.token");
         if (Files.exists(token)) {
             command.addAll(List.of("--token-file", token.toString()));
@@ -89,12 +107,20 @@ class HostNetnsRefusedTest {
     @Test
     void addAndCheckNamingTheHostNamespaceAreRefusedAndChangeNothing() throws Exception {
         String before = snapshot();
-        String[] hostPaths = {host.path(), "/proc/" + agent.pid() + "/ns/net", "/proc/" + agent.pid() + "/task/"
-                + agent.pid() + "/ns/net"};
+        String[] hostPaths = {
+            host.path(),
+            "/proc/" + agent.pid() + "/ns/net",
+            "/proc/" + agent.pid() + "/task/" + agent.pid() + "/ns/net"
+        };
         for (String path : hostPaths) {
-            Result refused = CniExec.run(CniExec.env("ADD", CniEndToEndTest.container(), path, "eth0"), netconf());
+            Result refused =
+                    CniExec.run(
+                            CniExec.env("ADD", CniEndToEndTest.container(), path, "eth0"),
+                            netconf());
             assertEquals(4, refused.code(), path + ": " + refused);
-            assertTrue(refused.json().path("details").asText().contains("host's network namespace"), refused.toString());
+            assertTrue(
+                    refused.json().path("details").asText().contains("host's network namespace"),
+                    refused.toString());
         }
         assertEquals(before, snapshot());
     }
@@ -103,7 +129,11 @@ class HostNetnsRefusedTest {
     void aFileThatIsNoNetworkNamespaceIsRefusedBeforeAnyAddressIsAssigned() throws Exception {
         String before = snapshot();
         Path notNetns = Files.writeString(dir.resolve("not-a-netns"), "x");
-        Result refused = CniExec.run(CniExec.env("ADD", CniEndToEndTest.container(), notNetns.toString(), "eth0"), netconf());
+        Result refused =
+                CniExec.run(
+                        CniExec.env(
+                                "ADD", CniEndToEndTest.container(), notNetns.toString(), "eth0"),
+                        netconf());
         assertEquals(3, refused.code(), refused.toString());
         assertEquals(before, snapshot());
     }
@@ -115,10 +145,13 @@ class HostNetnsRefusedTest {
             Result add = CniExec.run(CniExec.env("ADD", container, pod.path(), "eth0"), netconf());
             assertEquals(0, add.exit(), add.toString());
             assertEquals(2, pod.addresses("eth0").size());
-            String withPrev = netconf().replaceFirst("\\}$", ",\"prevResult\":" + add.stdout() + "}");
-            Result checkOfHost = CniExec.run(CniExec.env("CHECK", container, host.path(), "eth0"), withPrev);
+            String withPrev =
+                    netconf().replaceFirst("\\}$", ",\"prevResult\":" + add.stdout() + "}");
+            Result checkOfHost =
+                    CniExec.run(CniExec.env("CHECK", container, host.path(), "eth0"), withPrev);
             assertEquals(4, checkOfHost.code(), "CHECK reads a namespace too: " + checkOfHost);
-            Result check = CniExec.run(CniExec.env("CHECK", container, pod.path(), "eth0"), withPrev);
+            Result check =
+                    CniExec.run(CniExec.env("CHECK", container, pod.path(), "eth0"), withPrev);
             assertEquals(0, check.exit(), check.toString());
             Result del = CniExec.run(CniExec.env("DEL", container, pod.path(), "eth0"), netconf());
             assertEquals(0, del.exit(), del.toString());

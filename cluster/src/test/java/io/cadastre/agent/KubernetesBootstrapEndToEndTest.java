@@ -32,7 +32,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * (they share Cassandra): no test here allocates, so only membership is looked at.
  */
 class KubernetesBootstrapEndToEndTest {
-    private static final String CONFIG = """
+    private static final String CONFIG =
+            """
             cadastre.pools = [
               { name = "k8sboot-ipv4", cidr = "198.18.180.0/24", block-size = 28 }
             ]
@@ -69,10 +70,23 @@ class KubernetesBootstrapEndToEndTest {
         /** @return node → member ("up" or "absent") as this agent's admin API lists the nodes */
         Map<String, String> members() {
             try {
-                JsonNode nodes = CtlOutput.assertOk(CtlAgent.ctl(adminUrl, process.adminTokenFile(), "node", "list", "-o", "json"))
-                        .json();
+                JsonNode nodes =
+                        CtlOutput.assertOk(
+                                        CtlAgent.ctl(
+                                                adminUrl,
+                                                process.adminTokenFile(),
+                                                "node",
+                                                "list",
+                                                "-o",
+                                                "json"))
+                                .json();
                 Map<String, String> members = new HashMap<>();
-                nodes.path("nodes").forEach(n -> members.put(n.path("name").asText(), n.path("member").asText()));
+                nodes.path("nodes")
+                        .forEach(
+                                n ->
+                                        members.put(
+                                                n.path("name").asText(),
+                                                n.path("member").asText()));
                 return members;
             } catch (java.io.IOException e) {
                 throw new java.io.UncheckedIOException(e);
@@ -90,8 +104,8 @@ class KubernetesBootstrapEndToEndTest {
      */
     @ParameterizedTest(name = "pod IPs {0} and {1}")
     @CsvSource({"127.0.0.2, 127.0.0.3", "::1, ::1"})
-    void twoAgentsFormOneClusterFromTheirPodsAndTheFormerRestartedAloneJoinsItAgain(String firstIp, String secondIp)
-            throws Exception {
+    void twoAgentsFormOneClusterFromTheirPodsAndTheFormerRestartedAloneJoinsItAgain(
+            String firstIp, String secondIp) throws Exception {
         String suffix = UUID.randomUUID().toString().substring(0, 8);
         Agent one = new Agent("k8sboot-a-" + suffix, firstIp);
         Agent two = new Agent("k8sboot-b-" + suffix, secondIp);
@@ -118,14 +132,24 @@ class KubernetesBootstrapEndToEndTest {
         }
     }
 
-    private static void run(MockKubernetesApi api, Path dir, Agent first, Agent second) throws Exception {
+    private static void run(MockKubernetesApi api, Path dir, Agent first, Agent second)
+            throws Exception {
         TestPki ca = TestPki.authority("k8sboot-ca");
         for (Agent a : List.of(first, second)) {
             KubeObjects.node(api.admin(), a.node, Map.of());
-            KubeObjects.agentPod(api.admin(), MockKubernetesApi.AGENTS, "cadastre-agent-" + a.node, a.node, a.ip, a.port);
+            KubeObjects.agentPod(
+                    api.admin(),
+                    MockKubernetesApi.AGENTS,
+                    "cadastre-agent-" + a.node,
+                    a.node,
+                    a.ip,
+                    a.port);
             Path agentDir = Files.createDirectories(dir.resolve(a.node));
-            Map<String, String> env = new HashMap<>(a == first ? api.inClusterEnvironment(agentDir)
-                    : api.kubeconfigEnvironment(agentDir));
+            Map<String, String> env =
+                    new HashMap<>(
+                            a == first
+                                    ? api.inClusterEnvironment(agentDir)
+                                    : api.kubeconfigEnvironment(agentDir));
             env.put("CADASTRE_KUBERNETES_ENABLED", "true");
             env.put("CADASTRE_KUBERNETES_NODE_NAME", a.node);
             env.put("CADASTRE_KUBERNETES_REQUIRED_CONTACT_POINTS", "2");
@@ -139,35 +163,52 @@ class KubernetesBootstrapEndToEndTest {
             env.put("CADASTRE_CLUSTER_TLS_CA_FILE", tls.ca().toString());
             a.process = new AgentProcess(agentDir, a.node, CONFIG).withEnvironment(env);
         }
-        // Neither opens its socket before it is a member, and neither is one before the other answers.
+        // Neither opens its socket before it is a member, and neither is one before the other
+        // answers.
         CompletableFuture<Void> starting = CompletableFuture.runAsync(first::start);
         second.start();
         starting.join();
 
         for (Agent a : List.of(first, second)) {
             Agent f = first;
-            KubernetesEndToEndTest.await(() -> a.sees(f, "up") && a.sees(second, "up"),
+            KubernetesEndToEndTest.await(
+                    () -> a.sees(f, "up") && a.sees(second, "up"),
                     () -> a.node + " does not list both members up: " + a.members());
         }
-        assertTrue(first.process.logOfThisRun().contains("forming a new cluster"), first.process.tail());
-        assertTrue(second.process.logOfThisRun().contains("joining the cluster of [" + first.address() + "]"),
+        assertTrue(
+                first.process.logOfThisRun().contains("forming a new cluster"),
+                first.process.tail());
+        assertTrue(
+                second.process
+                        .logOfThisRun()
+                        .contains("joining the cluster of [" + first.address() + "]"),
                 second.process.tail());
-        assertFalse(second.process.logOfThisRun().contains("forming a new cluster"), second.process.tail());
+        assertFalse(
+                second.process.logOfThisRun().contains("forming a new cluster"),
+                second.process.tail());
 
         // The agent that formed the cluster leaves it (its pod stays, as a DaemonSet's pod whose
         // container restarts): the other goes on alone.
         assertEquals(143, first.process.stop(), "exit code on SIGTERM");
         Agent gone = first;
-        KubernetesEndToEndTest.await(() -> !second.sees(gone, "up"), () -> "still listed up: " + second.members());
+        KubernetesEndToEndTest.await(
+                () -> !second.sees(gone, "up"), () -> "still listed up: " + second.members());
 
-        // Restarted alone, the lowest-addressed agent must join the running cluster, not form another.
+        // Restarted alone, the lowest-addressed agent must join the running cluster, not form
+        // another.
         first.start();
         for (Agent a : List.of(first, second)) {
-            KubernetesEndToEndTest.await(() -> a.sees(gone, "up") && a.sees(second, "up"),
-                    () -> a.node + " does not list both members up after the restart: " + a.members());
+            KubernetesEndToEndTest.await(
+                    () -> a.sees(gone, "up") && a.sees(second, "up"),
+                    () ->
+                            a.node
+                                    + " does not list both members up after the restart: "
+                                    + a.members());
         }
         String again = first.process.logOfThisRun();
-        assertTrue(again.contains("joining the cluster of [" + second.address() + "]"), first.process.tail());
+        assertTrue(
+                again.contains("joining the cluster of [" + second.address() + "]"),
+                first.process.tail());
         assertFalse(again.contains("forming a new cluster"), first.process.tail());
 
         for (Agent a : List.of(second, first)) {

@@ -62,7 +62,8 @@ class KubernetesEndToEndTest {
     private static final String FOR_PODS = "198.18.179.0/24";
     private static final String IPV6 = "fd00:198:b0::/112";
     private static final String IPV6_FOR_PODS = "fd00:198:b1::/112";
-    private static final String CONFIG = """
+    private static final String CONFIG =
+            """
             cadastre.pools = [
               { name = "k8se2e-a-zone-a", cidr = "%s", block-size = 28, node-selector = "%s=e2e-a" }
               { name = "k8se2e-a-zone-b", cidr = "%s", block-size = 28, node-selector = "%s=e2e-b" }
@@ -72,7 +73,16 @@ class KubernetesEndToEndTest {
               { name = "k8se2e-ipv6-pod", cidr = "%s", block-size = 122 }
             ]
             cadastre.reclaim { interval = 200ms, grace = 1s }
-            """.formatted(ZONE_A, ZONE, ZONE_B, ZONE, FOR_NAMESPACES, FOR_PODS, IPV6, IPV6_FOR_PODS);
+            """
+                    .formatted(
+                            ZONE_A,
+                            ZONE,
+                            ZONE_B,
+                            ZONE,
+                            FOR_NAMESPACES,
+                            FOR_PODS,
+                            IPV6,
+                            IPV6_FOR_PODS);
     private static final Duration WITHIN = Duration.ofSeconds(30);
     private static final String PLAIN = "k8se2e-plain";
     private static final String ANNOTATED = "k8se2e-annotated";
@@ -85,24 +95,40 @@ class KubernetesEndToEndTest {
     private static MockKubernetesApi api;
     private static AgentProcess agent;
     private static String adminUrl;
+
     /** Pods ADDed and not DELeted yet: DELeted after each test, also when it failed. */
     private static final List<PodAdd> added = new ArrayList<>();
+
     private static final List<TestNetns> namespaces = new ArrayList<>();
 
     /** A pod's sandbox: its namespace and name in Kubernetes, netns, container ID, the netconf and the ADD's outcome. */
-    record PodAdd(String namespace, String name, TestNetns ns, String container, String netconf, Result add) {
+    record PodAdd(
+            String namespace,
+            String name,
+            TestNetns ns,
+            String container,
+            String netconf,
+            Result add) {
         List<String> ips() {
             List<String> ips = new ArrayList<>();
-            add.json().path("ips").forEach(ip -> ips.add(ip.path("address").asText().split("/")[0]));
+            add.json()
+                    .path("ips")
+                    .forEach(ip -> ips.add(ip.path("address").asText().split("/")[0]));
             return ips;
         }
 
         String v4() {
-            return ips().stream().filter(ip -> !ip.contains(":")).findFirst().orElseThrow(() -> new AssertionError(add));
+            return ips().stream()
+                    .filter(ip -> !ip.contains(":"))
+                    .findFirst()
+                    .orElseThrow(() -> new AssertionError(add));
         }
 
         String v6() {
-            return ips().stream().filter(ip -> ip.contains(":")).findFirst().orElseThrow(() -> new AssertionError(add));
+            return ips().stream()
+                    .filter(ip -> ip.contains(":"))
+                    .findFirst()
+                    .orElseThrow(() -> new AssertionError(add));
         }
 
         String hostLink() {
@@ -118,7 +144,13 @@ class KubernetesEndToEndTest {
             KubeObjects.node(api.admin(), NODE, Map.of(ZONE, "e2e-a"));
             KubeObjects.namespace(api.admin(), PLAIN, Map.of());
             int clusterPort = freePort("127.0.0.1");
-            KubeObjects.agentPod(api.admin(), MockKubernetesApi.AGENTS, "cadastre-agent-" + NODE, NODE, "127.0.0.1", clusterPort);
+            KubeObjects.agentPod(
+                    api.admin(),
+                    MockKubernetesApi.AGENTS,
+                    "cadastre-agent-" + NODE,
+                    NODE,
+                    "127.0.0.1",
+                    clusterPort);
             Map<String, String> env = new HashMap<>(api.inClusterEnvironment(dir));
             env.put("CADASTRE_KUBERNETES_ENABLED", "true");
             env.put("CADASTRE_KUBERNETES_NODE_NAME", NODE);
@@ -166,7 +198,8 @@ class KubernetesEndToEndTest {
      *     so the port is chosen before the agent starts
      */
     static int freePort(String host) throws java.io.IOException {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName(host))) {
+        try (java.net.ServerSocket s =
+                new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName(host))) {
             return s.getLocalPort();
         }
     }
@@ -177,7 +210,14 @@ class KubernetesEndToEndTest {
     @Order(1)
     void theNodesLabelsSelectThePoolsAndTheNextAddFollowsAChange() throws Exception {
         // The socket opened only once the Node's labels were read (labels-wait).
-        assertTrue(Files.readString(agent.log()).contains("cadastre-agent ready: node " + NODE + " (labels {" + ZONE + "=e2e-a})"),
+        assertTrue(
+                Files.readString(agent.log())
+                        .contains(
+                                "cadastre-agent ready: node "
+                                        + NODE
+                                        + " (labels {"
+                                        + ZONE
+                                        + "=e2e-a})"),
                 agent.tail());
         PodAdd first = add(PLAIN, "labels-1", Map.of());
         assertIn(ZONE_A, first.v4());
@@ -189,7 +229,9 @@ class KubernetesEndToEndTest {
             PodAdd second = add(PLAIN, "labels-2", Map.of());
             assertIn(ZONE_B, second.v4());
             assertIn(IPV6, second.v6());
-            assertTrue(first.ns().addresses("eth0").contains(first.v4() + "/32"), "a running pod keeps its address");
+            assertTrue(
+                    first.ns().addresses("eth0").contains(first.v4() + "/32"),
+                    "a running pod keeps its address");
         } finally {
             KubeObjects.node(api.admin(), NODE, Map.of(ZONE, "e2e-a"));
             awaitLabels(Map.of(ZONE, "e2e-a"));
@@ -199,17 +241,22 @@ class KubernetesEndToEndTest {
     @Test
     @Order(2)
     void aNamespaceAnnotationChoosesThePoolsAndThePodsWins() throws Exception {
-        KubeObjects.namespace(api.admin(), ANNOTATED, Map.of(IPV4_POOLS, "[\"k8se2e-b-namespace\"]"));
+        KubeObjects.namespace(
+                api.admin(), ANNOTATED, Map.of(IPV4_POOLS, "[\"k8se2e-b-namespace\"]"));
         PodAdd byNamespace = add(ANNOTATED, "by-namespace", Map.of());
         assertIn(FOR_NAMESPACES, byNamespace.v4());
-        assertIn(IPV6, byNamespace.v6()); // the family the annotation does not name keeps the Node's selection
+        assertIn(
+                IPV6, byNamespace.v6()); // the family the annotation does not name keeps the Node's
+        // selection
 
         // By CIDR for IPv4, by name for IPv6.
-        Map<String, String> pools = Map.of(IPV4_POOLS, "[\"" + FOR_PODS + "\"]", IPV6_POOLS, "[\"k8se2e-ipv6-pod\"]");
+        Map<String, String> pools =
+                Map.of(IPV4_POOLS, "[\"" + FOR_PODS + "\"]", IPV6_POOLS, "[\"k8se2e-ipv6-pod\"]");
         PodAdd byPod = add(ANNOTATED, "by-pod", pools);
         assertIn(FOR_PODS, byPod.v4());
         assertIn(IPV6_FOR_PODS, byPod.v6());
-        assertEquals(List.of(byPod.v4() + "/32", byPod.v6() + "/128").stream().sorted().toList(),
+        assertEquals(
+                List.of(byPod.v4() + "/32", byPod.v6() + "/128").stream().sorted().toList(),
                 byPod.ns().addresses("eth0").stream().sorted().toList());
 
         // The same through the IPAM-only plugin (another plugin wires the pod).
@@ -221,12 +268,17 @@ class KubernetesEndToEndTest {
     @Test
     @Order(3)
     void theIpAddrsAnnotationGivesThePodThoseAddresses() throws Exception {
-        PodAdd fixed = add(PLAIN, "fixed", Map.of(IP_ADDRS, "[\"198.18.179.77\", \"fd00:198:b1::77\"]"));
+        PodAdd fixed =
+                add(PLAIN, "fixed", Map.of(IP_ADDRS, "[\"198.18.179.77\", \"fd00:198:b1::77\"]"));
         assertEquals(List.of("198.18.179.77", "fd00:198:b1::77"), fixed.ips());
-        assertEquals(List.of("198.18.179.77/32", "fd00:198:b1::77/128"), fixed.ns().addresses("eth0").stream().sorted().toList());
+        assertEquals(
+                List.of("198.18.179.77/32", "fd00:198:b1::77/128"),
+                fixed.ns().addresses("eth0").stream().sorted().toList());
         JsonNode holder = ctl("ipam", "address", "198.18.179.77", "-o", "json").json();
-        assertEquals(PLAIN, holder.path("allocation").path("podNamespace").asText(), holder.toString());
-        assertEquals("fixed", holder.path("allocation").path("podName").asText(), holder.toString());
+        assertEquals(
+                PLAIN, holder.path("allocation").path("podNamespace").asText(), holder.toString());
+        assertEquals(
+                "fixed", holder.path("allocation").path("podName").asText(), holder.toString());
     }
 
     @Test
@@ -237,27 +289,68 @@ class KubernetesEndToEndTest {
         String before = ipamState();
 
         record Bad(String namespace, String annotation, String value, int code, String inMessage) {}
-        List<Bad> bad = List.of(
-                new Bad(PLAIN, IPV4_POOLS, "k8se2e-b-namespace", 7, IPV4_POOLS),        // not a JSON array
-                new Bad(PLAIN, IPV4_POOLS, "[\"no-such-pool\"]", 7, "no-such-pool"),   // no such pool
-                new Bad(PLAIN, IPV6_POOLS, "[\"k8se2e-c-pod\"]", 7, "k8se2e-c-pod"),   // a pool of the other family
-                new Bad(PLAIN, IP_ADDRS, "[\"198.18.250.1\"]", 102, "198.18.250.1"),   // in none of the chosen pools
-                new Bad(PLAIN, IP_ADDRS, "[\"198.18.179.88\"]", 101, "198.18.179.88"), // held by another pod
-                new Bad("k8se2e-bad-namespace", "", "", 7, "namespace k8se2e-bad-namespace")); // the namespace's
+        List<Bad> bad =
+                List.of(
+                        new Bad(
+                                PLAIN,
+                                IPV4_POOLS,
+                                "k8se2e-b-namespace",
+                                7,
+                                IPV4_POOLS), // not a JSON array
+                        new Bad(
+                                PLAIN,
+                                IPV4_POOLS,
+                                "[\"no-such-pool\"]",
+                                7,
+                                "no-such-pool"), // no such pool
+                        new Bad(
+                                PLAIN,
+                                IPV6_POOLS,
+                                "[\"k8se2e-c-pod\"]",
+                                7,
+                                "k8se2e-c-pod"), // a pool of the other family
+                        new Bad(
+                                PLAIN,
+                                IP_ADDRS,
+                                "[\"198.18.250.1\"]",
+                                102,
+                                "198.18.250.1"), // in none of the chosen pools
+                        new Bad(
+                                PLAIN,
+                                IP_ADDRS,
+                                "[\"198.18.179.88\"]",
+                                101,
+                                "198.18.179.88"), // held by another pod
+                        new Bad(
+                                "k8se2e-bad-namespace",
+                                "",
+                                "",
+                                7,
+                                "namespace k8se2e-bad-namespace")); // the namespace's
         int i = 0;
         for (Bad b : bad) {
             String name = "bad-" + i++;
-            PodAdd refused = tryAdd(b.namespace(), name, b.annotation().isEmpty() ? Map.of() : Map.of(b.annotation(), b.value()));
+            PodAdd refused =
+                    tryAdd(
+                            b.namespace(),
+                            name,
+                            b.annotation().isEmpty()
+                                    ? Map.of()
+                                    : Map.of(b.annotation(), b.value()));
             Result r = refused.add();
             assertNotEquals(0, r.exit(), b + ": " + r);
             assertEquals(b.code(), r.code(), b + ": " + r);
-            assertTrue(r.json().path("msg").asText().contains(b.inMessage()) || r.json().path("details").asText().contains(b.inMessage()),
+            assertTrue(
+                    r.json().path("msg").asText().contains(b.inMessage())
+                            || r.json().path("details").asText().contains(b.inMessage()),
                     b + ": " + r);
             assertFalse(refused.ns().hasLink("eth0"), "a refused ADD leaves no interface: " + b);
             assertFalse(TestNetns.hostHasLink(refused.hostLink()), "nor a host end: " + b);
         }
         assertEquals(before, ipamState(), "refused ADDs changed the IPAM");
-        assertEquals(List.of("198.18.179.88/32"), holder.ns().addresses("eth0").stream().filter(a -> !a.contains(":")).toList());
+        assertEquals(
+                List.of("198.18.179.88/32"),
+                holder.ns().addresses("eth0").stream().filter(a -> !a.contains(":")).toList());
     }
 
     @Test
@@ -269,18 +362,30 @@ class KubernetesEndToEndTest {
 
         api.admin().pods().inNamespace(PLAIN).withName("deleted").delete();
         // The release is counted once the node has forgotten the attachment: wait for both.
-        await(() -> !attached(deleted.container()) && reclaimed("pod-gone") == podGone + 1,
+        await(
+                () -> !attached(deleted.container()) && reclaimed("pod-gone") == podGone + 1,
                 () -> "attachment of the deleted pod not released:\n" + agent.tail());
 
         assertTrue(attached(kept.container()), "the pod still in the API keeps its attachment");
         assertTrue(TestNetns.hostHasLink(kept.hostLink()));
-        assertFalse(TestNetns.hostHasLink(deleted.hostLink()), "released as DEL releases: the host end is gone");
+        assertFalse(
+                TestNetns.hostHasLink(deleted.hostLink()),
+                "released as DEL releases: the host end is gone");
         assertFalse(deleted.ns().hasLink("eth0"));
-        assertTrue(Files.readString(agent.log()).contains("reclaimed attachment " + NETWORK + "." + deleted.container() + "/eth0"),
+        assertTrue(
+                Files.readString(agent.log())
+                        .contains(
+                                "reclaimed attachment "
+                                        + NETWORK
+                                        + "."
+                                        + deleted.container()
+                                        + "/eth0"),
                 agent.tail());
         // The address is free again.
         JsonNode free = ctl("ipam", "address", deleted.v4(), "-o", "json").json();
-        assertTrue(free.path("allocation").isMissingNode() || free.path("allocation").isNull(), free.toString());
+        assertTrue(
+                free.path("allocation").isMissingNode() || free.path("allocation").isNull(),
+                free.toString());
     }
 
     @Test
@@ -301,12 +406,19 @@ class KubernetesEndToEndTest {
         assertIn(IPV6, unseen.v6());
 
         // The witness's netns vanishes: the netns rule releases it after the grace, API or not.
-        // Once it has, the reclaim has looked at the others for longer than the grace with the API down.
+        // Once it has, the reclaim has looked at the others for longer than the grace with the API
+        // down.
         witness.ns().close();
-        await(() -> !attached(witness.container()) && reclaimed("netns-gone") == netnsGone + 1,
+        await(
+                () -> !attached(witness.container()) && reclaimed("netns-gone") == netnsGone + 1,
                 () -> "the witness was not reclaimed:\n" + agent.tail());
-        assertEquals(podGone, reclaimed("pod-gone"), "nothing released for a pod the API could not be asked about");
-        assertTrue(attached(held.container()), "a pod still in the API when it went away keeps its attachment");
+        assertEquals(
+                podGone,
+                reclaimed("pod-gone"),
+                "nothing released for a pod the API could not be asked about");
+        assertTrue(
+                attached(held.container()),
+                "a pod still in the API when it went away keeps its attachment");
         assertTrue(TestNetns.hostHasLink(held.hostLink()), "and its host end");
         assertTrue(attached(unseen.container()), "a pod the API never listed keeps its attachment");
         assertEquals(labels, labels(), "the Node's last labels stand");
@@ -316,11 +428,14 @@ class KubernetesEndToEndTest {
     // ---- pods ----
 
     /** Creates the pod bound to this node, then ADDs its sandbox through the full plugin, which must succeed. */
-    private static PodAdd add(String namespace, String name, Map<String, String> annotations) throws Exception {
+    private static PodAdd add(String namespace, String name, Map<String, String> annotations)
+            throws Exception {
         return add(namespace, name, annotations, netconf());
     }
 
-    private static PodAdd add(String namespace, String name, Map<String, String> annotations, String netconf) throws Exception {
+    private static PodAdd add(
+            String namespace, String name, Map<String, String> annotations, String netconf)
+            throws Exception {
         PodAdd pod = tryAdd(namespace, name, annotations, netconf);
         assertEquals(0, pod.add().exit(), pod.add().toString());
         return pod;
@@ -330,11 +445,13 @@ class KubernetesEndToEndTest {
      * Creates the pod bound to this node (unless the API is stopped), then ADDs its sandbox as a
      * container runtime does for a pod: a netns of its own, {@code CNI_ARGS} naming the pod.
      */
-    private static PodAdd tryAdd(String namespace, String name, Map<String, String> annotations) throws Exception {
+    private static PodAdd tryAdd(String namespace, String name, Map<String, String> annotations)
+            throws Exception {
         return tryAdd(namespace, name, annotations, netconf());
     }
 
-    private static PodAdd tryAdd(String namespace, String name, Map<String, String> annotations, String netconf)
+    private static PodAdd tryAdd(
+            String namespace, String name, Map<String, String> annotations, String netconf)
             throws Exception {
         if (!api.stopped()) {
             KubeObjects.pod(api.admin(), namespace, name, NODE, annotations);
@@ -343,22 +460,37 @@ class KubernetesEndToEndTest {
         namespaces.add(ns);
         String container = CniEndToEndTest.container();
         Map<String, String> env = CniExec.env("ADD", container, ns.path(), "eth0");
-        env.put("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=" + namespace + ";K8S_POD_NAME=" + name
-                + ";K8S_POD_INFRA_CONTAINER_ID=" + container + ";K8S_POD_UID=" + UUID.randomUUID());
+        env.put(
+                "CNI_ARGS",
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE="
+                        + namespace
+                        + ";K8S_POD_NAME="
+                        + name
+                        + ";K8S_POD_INFRA_CONTAINER_ID="
+                        + container
+                        + ";K8S_POD_UID="
+                        + UUID.randomUUID());
         PodAdd pod = new PodAdd(namespace, name, ns, container, netconf, CniExec.run(env, netconf));
         added.add(pod);
         return pod;
     }
 
     private static String netconf() {
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"" + NETWORK + "\",\"type\":\"cadastre\",\"agentSocket\":\"" + agent.socket()
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\""
+                + NETWORK
+                + "\",\"type\":\"cadastre\",\"agentSocket\":\""
+                + agent.socket()
                 + "\",\"ipam\":{}}";
     }
 
     /** Another network whose plugin delegates IPAM to {@code cadastre-ipam}. */
     private static String ipamOnlyNetconf() {
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"" + NETWORK + "-ipam\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
-                + "\"agentSocket\":\"" + agent.socket() + "\"}}";
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\""
+                + NETWORK
+                + "-ipam\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
+                + "\"agentSocket\":\""
+                + agent.socket()
+                + "\"}}";
     }
 
     /** DELs every pod ADDed and not DELeted yet, each even when one before failed; removes their namespaces. */
@@ -366,7 +498,12 @@ class KubernetesEndToEndTest {
         AssertionError failed = null;
         for (PodAdd pod : List.copyOf(added)) {
             Map<String, String> env = CniExec.env("DEL", pod.container(), pod.ns().path(), "eth0");
-            env.put("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=" + pod.namespace() + ";K8S_POD_NAME=" + pod.name());
+            env.put(
+                    "CNI_ARGS",
+                    "IgnoreUnknown=1;K8S_POD_NAMESPACE="
+                            + pod.namespace()
+                            + ";K8S_POD_NAME="
+                            + pod.name());
             Result del = CniExec.run(env, pod.netconf());
             if (del.exit() != 0 && failed == null) {
                 failed = new AssertionError("DEL of " + pod.name() + ": " + del);
@@ -394,7 +531,10 @@ class KubernetesEndToEndTest {
 
     private static Map<String, String> labels() throws Exception {
         Map<String, String> labels = new HashMap<>();
-        nodeDetail().path("labels").fields().forEachRemaining(e -> labels.put(e.getKey(), e.getValue().asText()));
+        nodeDetail()
+                .path("labels")
+                .properties()
+                .forEach(e -> labels.put(e.getKey(), e.getValue().asText()));
         return labels;
     }
 
@@ -414,26 +554,38 @@ class KubernetesEndToEndTest {
     /** @return the pools' use and the blocks, and this node's labels, blocks and attachments, as cadastrectl prints them */
     private static String ipamState() throws Exception {
         JsonNode detail = nodeDetail();
-        return ctl("ipam", "show", "--show-blocks", "-o", "json").json() + "\n" + detail.path("labels") + "\n"
-                + detail.path("affineBlocks") + "\n" + detail.path("attachmentList");
+        return ctl("ipam", "show", "--show-blocks", "-o", "json").json()
+                + "\n"
+                + detail.path("labels")
+                + "\n"
+                + detail.path("affineBlocks")
+                + "\n"
+                + detail.path("attachmentList");
     }
 
     private static void awaitLabels(Map<String, String> expected) {
-        await(() -> {
-            try {
-                return labels().equals(expected);
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        }, () -> "the node's labels did not become " + expected + ":\n" + agent.tail());
+        await(
+                () -> {
+                    try {
+                        return labels().equals(expected);
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                () -> "the node's labels did not become " + expected + ":\n" + agent.tail());
     }
 
     /** @return {@code cadastre_ipam_allocations_gc_reclamations_total} of this node for the reason, 0 when absent */
     private static double reclaimed(String reason) {
         HttpResponse<String> reply;
         try {
-            reply = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(adminUrl + "/metrics"))
-                    .timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+            reply =
+                    HttpClient.newHttpClient()
+                            .send(
+                                    HttpRequest.newBuilder(URI.create(adminUrl + "/metrics"))
+                                            .timeout(Duration.ofSeconds(30))
+                                            .build(),
+                                    HttpResponse.BodyHandlers.ofString());
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         } catch (InterruptedException e) {
@@ -441,10 +593,14 @@ class KubernetesEndToEndTest {
             throw new IllegalStateException(e);
         }
         assertEquals(200, reply.statusCode(), reply.body());
-        Matcher m = Pattern.compile("^cadastre_ipam_allocations_gc_reclamations_total\\{([^}]*)\\} (\\S+)$", Pattern.MULTILINE)
-                .matcher(reply.body());
+        Matcher m =
+                Pattern.compile(
+                                "^cadastre_ipam_allocations_gc_reclamations_total\\{([^}]*)\\} (\\S+)$",
+                                Pattern.MULTILINE)
+                        .matcher(reply.body());
         while (m.find()) {
-            if (m.group(1).contains("node=\"" + NODE + "\"") && m.group(1).contains("reason=\"" + reason + "\"")) {
+            if (m.group(1).contains("node=\"" + NODE + "\"")
+                    && m.group(1).contains("reason=\"" + reason + "\"")) {
                 return Double.parseDouble(m.group(2));
             }
         }

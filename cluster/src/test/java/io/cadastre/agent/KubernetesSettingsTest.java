@@ -25,15 +25,25 @@ class KubernetesSettingsTest {
 
     @Test
     void defaultsWhenOn() {
-        KubeSettings k = settings("cadastre.node-name = n\ncadastre.kubernetes.enabled = on").kubernetes();
+        KubeSettings k =
+                settings("cadastre.node-name = n\ncadastre.kubernetes.enabled = on").kubernetes();
         assertTrue(k.enabled());
         assertEquals("n", k.nodeName());
         assertEquals(Duration.ofSeconds(2), k.requestTimeout());
         assertEquals(Duration.ofSeconds(10), k.labelsWait());
         assertTrue(k.reclaimDeletedPods());
-        assertEquals(new KubeSettings.NodeRelease(true, Duration.ofMinutes(5), Duration.ofMinutes(1)), k.nodeRelease());
-        assertEquals(new KubeSettings.Bootstrap(true, "app.kubernetes.io/name=cadastre", "cluster", 1, Duration.ofSeconds(5),
-                Duration.ofSeconds(1)), k.bootstrap());
+        assertEquals(
+                new KubeSettings.NodeRelease(true, Duration.ofMinutes(5), Duration.ofMinutes(1)),
+                k.nodeRelease());
+        assertEquals(
+                new KubeSettings.Bootstrap(
+                        true,
+                        "app.kubernetes.io/name=cadastre",
+                        "cluster",
+                        1,
+                        Duration.ofSeconds(5),
+                        Duration.ofSeconds(1)),
+                k.bootstrap());
     }
 
     @Test
@@ -41,19 +51,40 @@ class KubernetesSettingsTest {
         AgentSettings s = settings("cadastre.kubernetes { enabled = on, node-name = worker-1 }");
         assertEquals("worker-1", s.nodeName());
         assertEquals("worker-1", s.kubernetes().nodeName());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> settings("cadastre.node-name = a\ncadastre.kubernetes { enabled = on, node-name = b }"));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                settings(
+                                        "cadastre.node-name = a\ncadastre.kubernetes { enabled = on, node-name = b }"));
         assertTrue(e.getMessage().contains("cadastre.kubernetes.node-name"), e.getMessage());
     }
 
     @Test
     void badValuesAreRefusedByName() {
-        for (String[] bad : new String[][] {
-                {"cadastre.kubernetes.request-timeout = 0s", "cadastre.kubernetes.request-timeout"},
-                {"cadastre.kubernetes.node-release.grace = -1s", "cadastre.kubernetes.node-release.grace"},
-                {"cadastre.kubernetes.bootstrap.required-contact-points = 0", "required-contact-points"},
-                {"cadastre.kubernetes { enabled = on, bootstrap.pod-label-selector = \"\" }", "pod-label-selector"}}) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> settings("cadastre.node-name = n\n" + bad[0]));
+        for (String[] bad :
+                new String[][] {
+                    {
+                        "cadastre.kubernetes.request-timeout = 0s",
+                        "cadastre.kubernetes.request-timeout"
+                    },
+                    {
+                        "cadastre.kubernetes.node-release.grace = -1s",
+                        "cadastre.kubernetes.node-release.grace"
+                    },
+                    {
+                        "cadastre.kubernetes.bootstrap.required-contact-points = 0",
+                        "required-contact-points"
+                    },
+                    {
+                        "cadastre.kubernetes { enabled = on, bootstrap.pod-label-selector = \"\" }",
+                        "pod-label-selector"
+                    }
+                }) {
+            IllegalArgumentException e =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> settings("cadastre.node-name = n\n" + bad[0]));
             assertTrue(e.getMessage().contains(bad[1]), e.getMessage());
         }
     }

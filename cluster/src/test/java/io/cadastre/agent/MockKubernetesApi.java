@@ -42,10 +42,13 @@ import java.util.UUID;
 final class MockKubernetesApi implements AutoCloseable {
     /** The agents' namespace, as the manifests name it. */
     static final String AGENTS = "cadastre-system";
+
     private final Object server;
     private final int port;
+
     /** The CA a client must trust; null when the API is plain HTTP. */
     private final Path caFile;
+
     private final KubernetesClient admin;
     private boolean stopped;
 
@@ -53,8 +56,11 @@ final class MockKubernetesApi implements AutoCloseable {
         this.server = server;
         this.port = port;
         this.caFile = caFile;
-        ConfigBuilder config = new ConfigBuilder(Config.empty()).withMasterUrl(url()).withRequestTimeout(10_000)
-                .withConnectionTimeout(10_000);
+        ConfigBuilder config =
+                new ConfigBuilder(Config.empty())
+                        .withMasterUrl(url())
+                        .withRequestTimeout(10_000)
+                        .withConnectionTimeout(10_000);
         if (caFile != null) {
             config.withCaCertFile(caFile.toString());
         }
@@ -81,16 +87,27 @@ final class MockKubernetesApi implements AutoCloseable {
      * @throws IllegalStateException when module kube's class path file is missing (build kube first)
      */
     static MockKubernetesApi start(Path dir, int port, boolean https) throws Exception {
-        Path classPathFile = Path.of(System.getProperty("cadastre.kube-mock-classpath", "../kube/target/mock-api.classpath"));
+        Path classPathFile =
+                Path.of(
+                        System.getProperty(
+                                "cadastre.kube-mock-classpath",
+                                "../kube/target/mock-api.classpath"));
         if (!Files.isRegularFile(classPathFile)) {
-            throw new IllegalStateException(classPathFile + " is missing: build module kube (its generate-test-resources"
-                    + " phase writes it), e.g. mvn -pl cluster -am test-compile");
+            throw new IllegalStateException(
+                    classPathFile
+                            + " is missing: build module kube (its generate-test-resources"
+                            + " phase writes it), e.g. mvn -pl cluster -am test-compile");
         }
         List<URL> urls = new ArrayList<>();
-        for (String entry : Files.readString(classPathFile).trim().split(java.io.File.pathSeparator)) {
+        for (String entry :
+                Files.readString(classPathFile).trim().split(java.io.File.pathSeparator)) {
             urls.add(Path.of(entry).toUri().toURL());
         }
-        URLClassLoader loader = new URLClassLoader("kube-mock-api", urls.toArray(URL[]::new), ClassLoader.getPlatformClassLoader());
+        URLClassLoader loader =
+                new URLClassLoader(
+                        "kube-mock-api",
+                        urls.toArray(URL[]::new),
+                        ClassLoader.getPlatformClassLoader());
         Thread thread = Thread.currentThread();
         ClassLoader previous = thread.getContextClassLoader();
         Object server;
@@ -102,27 +119,53 @@ final class MockKubernetesApi implements AutoCloseable {
             Class<?> context = loader.loadClass("io.fabric8.mockwebserver.Context");
             Class<?> webServerClass = loader.loadClass("io.fabric8.mockwebserver.MockWebServer");
             Class<?> dispatcher = loader.loadClass("io.fabric8.mockwebserver.http.Dispatcher");
-            Class<?> crud = loader.loadClass("io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher");
-            Class<?> serverClass = loader.loadClass("io.fabric8.kubernetes.client.server.mock.KubernetesMockServer");
+            Class<?> crud =
+                    loader.loadClass(
+                            "io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher");
+            Class<?> serverClass =
+                    loader.loadClass(
+                            "io.fabric8.kubernetes.client.server.mock.KubernetesMockServer");
             Object webServer = webServerClass.getConstructor().newInstance();
-            server = serverClass.getConstructor(context, webServerClass, Map.class, dispatcher, boolean.class)
-                    .newInstance(context.getConstructor().newInstance(), webServer, new HashMap<>(),
-                            crud.getConstructor().newInstance(), https);
-            serverClass.getMethod("init", InetAddress.class, int.class).invoke(server, InetAddress.getByName("127.0.0.1"), port);
+            server =
+                    serverClass
+                            .getConstructor(
+                                    context, webServerClass, Map.class, dispatcher, boolean.class)
+                            .newInstance(
+                                    context.getConstructor().newInstance(),
+                                    webServer,
+                                    new HashMap<>(),
+                                    crud.getConstructor().newInstance(),
+                                    https);
+            serverClass
+                    .getMethod("init", InetAddress.class, int.class)
+                    .invoke(server, InetAddress.getByName("127.0.0.1"), port);
             bound = (int) serverClass.getMethod("getPort").invoke(server);
             if (https) {
-                Object certificate = webServerClass.getMethod("getSelfSignedCertificate").invoke(webServer);
-                Path generated = Path.of((String) loader.loadClass("io.vertx.core.net.SelfSignedCertificate")
-                        .getMethod("certificatePath").invoke(certificate));
-                ca = Files.copy(generated, dir.resolve("ca.crt"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                Object certificate =
+                        webServerClass.getMethod("getSelfSignedCertificate").invoke(webServer);
+                Path generated =
+                        Path.of(
+                                (String)
+                                        loader.loadClass("io.vertx.core.net.SelfSignedCertificate")
+                                                .getMethod("certificatePath")
+                                                .invoke(certificate));
+                ca =
+                        Files.copy(
+                                generated,
+                                dir.resolve("ca.crt"),
+                                java.nio.file.StandardCopyOption.REPLACE_EXISTING);
             }
         } catch (Exception e) {
             loader.close();
-            throw e instanceof InvocationTargetException i && i.getCause() instanceof Exception cause ? cause : e;
+            throw e instanceof InvocationTargetException i
+                            && i.getCause() instanceof Exception cause
+                    ? cause
+                    : e;
         } finally {
             thread.setContextClassLoader(previous);
         }
-        // Back on this module's class loader: the admin client is this module's fabric8 (JDK HTTP client).
+        // Back on this module's class loader: the admin client is this module's fabric8 (JDK HTTP
+        // client).
         try {
             return new MockKubernetesApi(server, bound, ca);
         } catch (RuntimeException e) {
@@ -192,8 +235,12 @@ final class MockKubernetesApi implements AutoCloseable {
      * @param ca the CA to trust (PEM); null for a plain HTTP {@code url}
      * @return {@code KUBECONFIG} for the agent's environment
      */
-    static Map<String, String> kubeconfigEnvironment(Path dir, String url, Path ca) throws IOException {
-        Path kubeconfig = privateFile(dir.resolve("kubeconfig"), """
+    static Map<String, String> kubeconfigEnvironment(Path dir, String url, Path ca)
+            throws IOException {
+        Path kubeconfig =
+                privateFile(
+                        dir.resolve("kubeconfig"),
+                        """
                 apiVersion: v1
                 kind: Config
                 clusters:
@@ -211,7 +258,12 @@ final class MockKubernetesApi implements AutoCloseable {
                     user: agent
                     namespace: %s
                 current-context: mock
-                """.formatted(url, ca == null ? "" : "    certificate-authority: " + ca + "\n", UUID.randomUUID(), AGENTS));
+                """
+                                .formatted(
+                                        url,
+                                        ca == null ? "" : "    certificate-authority: " + ca + "\n",
+                                        UUID.randomUUID(),
+                                        AGENTS));
         return Map.of("KUBECONFIG", kubeconfig.toString());
     }
 

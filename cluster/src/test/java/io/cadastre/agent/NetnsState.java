@@ -33,8 +33,14 @@ final class NetnsState {
             }
             link.put("up", up);
         }
-        return "links " + links + "\naddresses " + addresses(netns) + "\nroutes4 " + routes(netns, "-4")
-                + "\nroutes6 " + routes(netns, "-6");
+        return "links "
+                + links
+                + "\naddresses "
+                + addresses(netns)
+                + "\nroutes4 "
+                + routes(netns, "-4")
+                + "\nroutes6 "
+                + routes(netns, "-6");
     }
 
     /** @return "ifname local/prefixlen" of every address but link-scope ones, as a JSON array text */
@@ -43,14 +49,20 @@ final class NetnsState {
         for (JsonNode l : ip(netns, "-j", "addr", "show")) {
             for (JsonNode a : l.path("addr_info")) {
                 if (!"link".equals(a.path("scope").asText())) {
-                    out.add(l.path("ifname").asText() + " " + a.path("local").asText() + "/" + a.path("prefixlen").asInt());
+                    out.add(
+                            l.path("ifname").asText()
+                                    + " "
+                                    + a.path("local").asText()
+                                    + "/"
+                                    + a.path("prefixlen").asInt());
                 }
             }
         }
         return CniExec.JSON.valueToTree(out).toString();
     }
 
-    private static String routes(String netns, String family) throws IOException, InterruptedException {
+    private static String routes(String netns, String family)
+            throws IOException, InterruptedException {
         ArrayNode routes = (ArrayNode) ip(netns, family, "-j", "route", "show", "table", "all");
         for (JsonNode r : routes) {
             ((ObjectNode) r).remove(List.of("expires", "pref"));
@@ -58,7 +70,8 @@ final class NetnsState {
         return routes.toString();
     }
 
-    private static JsonNode ip(String netns, String... args) throws IOException, InterruptedException {
+    private static JsonNode ip(String netns, String... args)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         if (netns != null) {
             command.add("-n");

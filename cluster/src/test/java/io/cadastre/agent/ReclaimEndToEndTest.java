@@ -28,7 +28,8 @@ import org.junit.jupiter.api.Test;
  * The agent's pools hold four addresses per family, so reuse is visible.
  */
 class ReclaimEndToEndTest {
-    private static final String CONFIG = """
+    private static final String CONFIG =
+            """
             cadastre.pools = [
               { name = "reclaim-ipv4", cidr = "198.18.64.0/30", block-size = 30, strict-affinity = true }
               { name = "reclaim-ipv6", cidr = "fd00:198:5::/126", block-size = 126, strict-affinity = true }
@@ -58,17 +59,23 @@ class ReclaimEndToEndTest {
     }
 
     private static String netconf() {
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"reclaim\",\"type\":\"cadastre\",\"agentSocket\":\"" + agent.socket()
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\"reclaim\",\"type\":\"cadastre\",\"agentSocket\":\""
+                + agent.socket()
                 + "\",\"ipam\":{}}";
     }
 
     /** The same network as {@link #netconf()}, through the IPAM-only plugin: CHECK looks at IPAM alone. */
     private static String ipamOnlyNetconf(String extra) {
         return "{\"cniVersion\":\"1.1.0\",\"name\":\"reclaim\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
-                + "\"agentSocket\":\"" + agent.socket() + "\"}" + extra + "}";
+                + "\"agentSocket\":\""
+                + agent.socket()
+                + "\"}"
+                + extra
+                + "}";
     }
 
-    private static Result cni(String command, String container, String netnsPath, String stdin) throws Exception {
+    private static Result cni(String command, String container, String netnsPath, String stdin)
+            throws Exception {
         return CniExec.run(CniExec.env(command, container, netnsPath, "eth0"), stdin);
     }
 
@@ -80,7 +87,11 @@ class ReclaimEndToEndTest {
 
         /** @return IPAM's view through CHECK: exit 0 when it holds the ADD's addresses, code 3 when it holds none */
         Result ipamCheck() throws Exception {
-            return cni("CHECK", container, ns.path(), ipamOnlyNetconf(",\"prevResult\":" + add.stdout()));
+            return cni(
+                    "CHECK",
+                    container,
+                    ns.path(),
+                    ipamOnlyNetconf(",\"prevResult\":" + add.stdout()));
         }
     }
 
@@ -93,7 +104,9 @@ class ReclaimEndToEndTest {
 
     @Test
     void attachmentsWhoseNetnsVanishWithoutDelAreReclaimedAfterTheGrace() throws Exception {
-        try (TestNetns nsA = TestNetns.create(); TestNetns nsB = TestNetns.create(); TestNetns nsC = TestNetns.create()) {
+        try (TestNetns nsA = TestNetns.create();
+                TestNetns nsB = TestNetns.create();
+                TestNetns nsC = TestNetns.create()) {
             Pod a = add(nsA);
             Pod b = add(nsB);
             Pod c = add(nsC);
@@ -107,25 +120,40 @@ class ReclaimEndToEndTest {
 
             long deadline = System.nanoTime() + RECLAIM_WITHIN.toNanos();
             while (a.ipamCheck().exit() == 0 || b.ipamCheck().exit() == 0) {
-                assertTrue(System.nanoTime() < deadline, "not reclaimed within " + RECLAIM_WITHIN + ":\n" + agent.tail());
+                assertTrue(
+                        System.nanoTime() < deadline,
+                        "not reclaimed within " + RECLAIM_WITHIN + ":\n" + agent.tail());
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
             }
             assertEquals(3, a.ipamCheck().code(), "IPAM holds nothing for a");
             assertEquals(3, b.ipamCheck().code(), "IPAM holds nothing for b");
             assertEquals(0, c.ipamCheck().exit(), "the pod whose netns lives keeps its addresses");
-            Result checkC = cni("CHECK", c.container(), nsC.path(), "{\"cniVersion\":\"1.1.0\",\"name\":\"reclaim\","
-                    + "\"type\":\"cadastre\",\"agentSocket\":\"" + agent.socket() + "\",\"ipam\":{},\"prevResult\":"
-                    + c.add().stdout() + "}");
+            Result checkC =
+                    cni(
+                            "CHECK",
+                            c.container(),
+                            nsC.path(),
+                            "{\"cniVersion\":\"1.1.0\",\"name\":\"reclaim\","
+                                    + "\"type\":\"cadastre\",\"agentSocket\":\""
+                                    + agent.socket()
+                                    + "\",\"ipam\":{},\"prevResult\":"
+                                    + c.add().stdout()
+                                    + "}");
             assertEquals(0, checkC.exit(), "and its wiring: " + checkC);
-            assertTrue(TestNetns.hostHasLink(HostInterfaceName.of("reclaim", c.container(), "eth0")));
+            assertTrue(
+                    TestNetns.hostHasLink(HostInterfaceName.of("reclaim", c.container(), "eth0")));
 
             String log = Files.readString(agent.log());
-            assertTrue(log.contains("reclaimed attachment reclaim." + a.container() + "/eth0"), log);
-            assertTrue(log.contains("reclaimed attachment reclaim." + b.container() + "/eth0"), log);
+            assertTrue(
+                    log.contains("reclaimed attachment reclaim." + a.container() + "/eth0"), log);
+            assertTrue(
+                    log.contains("reclaimed attachment reclaim." + b.container() + "/eth0"), log);
             assertFalse(log.contains("reclaimed attachment reclaim." + c.container()), log);
 
             // The four-address pools had one address left; now a's and b's are free again too.
-            try (TestNetns nsD = TestNetns.create(); TestNetns nsE = TestNetns.create(); TestNetns nsF = TestNetns.create()) {
+            try (TestNetns nsD = TestNetns.create();
+                    TestNetns nsE = TestNetns.create();
+                    TestNetns nsF = TestNetns.create()) {
                 List<Pod> fresh = new ArrayList<>();
                 for (TestNetns ns : List.of(nsD, nsE, nsF)) {
                     fresh.add(add(ns));
@@ -133,9 +161,16 @@ class ReclaimEndToEndTest {
                 Set<String> granted = new HashSet<>();
                 fresh.forEach(p -> granted.add(p.v4()));
                 assertEquals(3, granted.size());
-                assertTrue(granted.containsAll(Set.of(a.v4(), b.v4())), granted + " reuses " + a.v4() + " and " + b.v4());
+                assertTrue(
+                        granted.containsAll(Set.of(a.v4(), b.v4())),
+                        granted + " reuses " + a.v4() + " and " + b.v4());
                 assertFalse(granted.contains(c.v4()));
-                Result fifth = cni("ADD", CniEndToEndTest.container(), "/var/run/netns/cadtest-absent", ipamOnlyNetconf(""));
+                Result fifth =
+                        cni(
+                                "ADD",
+                                CniEndToEndTest.container(),
+                                "/var/run/netns/cadtest-absent",
+                                ipamOnlyNetconf(""));
                 assertEquals(100, fifth.code(), "the pools are full: " + fifth);
                 for (Pod p : fresh) {
                     assertEquals(0, cni("DEL", p.container(), p.ns().path(), netconf()).exit());

@@ -43,9 +43,20 @@ class RuntimesTest {
         agent = new AgentProcess(dir, "runtime-node", AgentProcess.TEST_POOLS).start();
         binDir = dir.resolve("bin");
         confDir = dir.resolve("net.d");
-        int code = new CommandLine(new AgentMain()).execute("install", "--bin-dir", binDir.toString(),
-                "--conf-dir", confDir.toString(), "--plugin", CniExec.PLUGIN.toString(),
-                "--socket", agent.socket().toString(), "--network", "cadpod");
+        int code =
+                new CommandLine(new AgentMain())
+                        .execute(
+                                "install",
+                                "--bin-dir",
+                                binDir.toString(),
+                                "--conf-dir",
+                                confDir.toString(),
+                                "--plugin",
+                                CniExec.PLUGIN.toString(),
+                                "--socket",
+                                agent.socket().toString(),
+                                "--network",
+                                "cadpod");
         assertEquals(0, code);
     }
 
@@ -67,13 +78,23 @@ class RuntimesTest {
         assertEquals("1.0.0", list.path("cniVersion").asText());
         assertEquals("cadpod", list.path("name").asText());
         assertEquals("cadastre", list.path("plugins").get(0).path("type").asText());
-        assertEquals(agent.socket().toString(), list.path("plugins").get(0).path("agentSocket").asText());
+        assertEquals(
+                agent.socket().toString(),
+                list.path("plugins").get(0).path("agentSocket").asText());
     }
 
     @Test
     void installRefusesAMissingPlugin() {
-        int code = new CommandLine(new AgentMain()).execute("install", "--bin-dir", dir.resolve("x").toString(),
-                "--conf-dir", dir.resolve("y").toString(), "--plugin", dir.resolve("absent").toString());
+        int code =
+                new CommandLine(new AgentMain())
+                        .execute(
+                                "install",
+                                "--bin-dir",
+                                dir.resolve("x").toString(),
+                                "--conf-dir",
+                                dir.resolve("y").toString(),
+                                "--plugin",
+                                dir.resolve("absent").toString());
         assertEquals(1, code);
         assertFalse(Files.exists(dir.resolve("x").resolve("cadastre")));
     }
@@ -81,9 +102,12 @@ class RuntimesTest {
     @Test
     void referenceBridgePluginUsesCadastreIpam() throws Exception {
         String bridge = "cadbr" + UUID.randomUUID().toString().substring(0, 8);
-        String conf = "{\"cniVersion\":\"1.0.0\",\"name\":\"cadbridge\",\"type\":\"bridge\",\"bridge\":\"" + bridge
-                + "\",\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\"" + agent.socket()
-                + "\",\"pools\":[\"test-ipv4\",\"test-ipv6\"]}}";
+        String conf =
+                "{\"cniVersion\":\"1.0.0\",\"name\":\"cadbridge\",\"type\":\"bridge\",\"bridge\":\""
+                        + bridge
+                        + "\",\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\""
+                        + agent.socket()
+                        + "\",\"pools\":[\"test-ipv4\",\"test-ipv6\"]}}";
         String id = "br" + UUID.randomUUID().toString().substring(0, 8);
         try (TestNetns ns = TestNetns.create()) {
             Map<String, String> env = CniExec.env("ADD", id, ns.path(), "eth0");
@@ -92,8 +116,12 @@ class RuntimesTest {
             assertEquals(0, add.exit(), add.toString());
             List<String> inNs = ns.addresses("eth0");
             assertEquals(2, inNs.size(), inNs.toString());
-            assertTrue(inNs.stream().anyMatch(a -> a.startsWith("198.18.") && a.endsWith("/20")), inNs.toString());
-            assertTrue(inNs.stream().anyMatch(a -> a.startsWith("fd00:198:1::") && a.endsWith("/112")), inNs.toString());
+            assertTrue(
+                    inNs.stream().anyMatch(a -> a.startsWith("198.18.") && a.endsWith("/20")),
+                    inNs.toString());
+            assertTrue(
+                    inNs.stream().anyMatch(a -> a.startsWith("fd00:198:1::") && a.endsWith("/112")),
+                    inNs.toString());
 
             env.put("CNI_COMMAND", "DEL");
             assertEquals(0, CniExec.run(REFERENCE_PLUGINS.resolve("bridge"), env, conf).exit());
@@ -111,15 +139,50 @@ class RuntimesTest {
         Files.createDirectories(rootfs.resolve("bin"));
         Files.copy(Path.of("/bin/busybox"), rootfs.resolve("bin/busybox"));
         Path containersConf = dir.resolve("containers.conf");
-        Files.writeString(containersConf, "[network]\nnetwork_backend = \"cni\"\ncni_plugin_dirs = [\"" + binDir
-                + "\", \"" + REFERENCE_PLUGINS + "\"]\nnetwork_config_dir = \"" + confDir + "\"\n");
+        Files.writeString(
+                containersConf,
+                "[network]\nnetwork_backend = \"cni\"\ncni_plugin_dirs = [\""
+                        + binDir
+                        + "\", \""
+                        + REFERENCE_PLUGINS
+                        + "\"]\nnetwork_config_dir = \""
+                        + confDir
+                        + "\"\n");
         String name = "cadtest-" + UUID.randomUUID().toString().substring(0, 8);
-        // runc with the cgroupfs manager and explicit limits: what works in a container sandbox with
+        // runc with the cgroupfs manager and explicit limits: what works in a container sandbox
+        // with
         // hybrid cgroups (crun refuses those).
-        List<String> command = new ArrayList<>(List.of("podman", "--root", dir.resolve("storage").toString(),
-                "--runroot", dir.resolve("run").toString(), "--runtime", "runc", "--cgroup-manager", "cgroupfs",
-                "run", "--rm", "--name", name, "--cidfile", dir.resolve(name + ".cid").toString(), "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-                "--network", "cadpod", "--rootfs", rootfs.toString(), "/bin/busybox", "ip", "addr", "show", "eth0"));
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                "podman",
+                                "--root",
+                                dir.resolve("storage").toString(),
+                                "--runroot",
+                                dir.resolve("run").toString(),
+                                "--runtime",
+                                "runc",
+                                "--cgroup-manager",
+                                "cgroupfs",
+                                "run",
+                                "--rm",
+                                "--name",
+                                name,
+                                "--cidfile",
+                                dir.resolve(name + ".cid").toString(),
+                                "--ulimit",
+                                "nofile=1024:1024",
+                                "--ulimit",
+                                "nproc=1024:1024",
+                                "--network",
+                                "cadpod",
+                                "--rootfs",
+                                rootfs.toString(),
+                                "/bin/busybox",
+                                "ip",
+                                "addr",
+                                "show",
+                                "eth0"));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
         pb.environment().put("CONTAINERS_CONF", containersConf.toString());
         Process p = pb.start();

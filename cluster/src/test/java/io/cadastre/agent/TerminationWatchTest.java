@@ -16,21 +16,25 @@ import org.junit.jupiter.api.Test;
 
 /** A shutdown that ran all its phases yet never terminates is told apart from one that terminates. */
 class TerminationWatchTest {
-    private static final Config LOCAL = ConfigFactory.parseString("""
+    private static final Config LOCAL =
+            ConfigFactory.parseString(
+                            """
             pekko.actor.provider = local
             pekko.loglevel = WARNING
             pekko.coordinated-shutdown.exit-jvm = off
             pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
             pekko.coordinated-shutdown.phases.actor-system-terminate.timeout = 1s
-            """).withFallback(ConfigFactory.defaultReference());
+            """)
+                    .withFallback(ConfigFactory.defaultReference());
 
     /** An actor that, told anything, blocks its thread until {@code release}. */
     private static Behavior<String> blocking(CountDownLatch entered, CountDownLatch release) {
-        return Behaviors.receiveMessage(message -> {
-            entered.countDown();
-            release.await();
-            return Behaviors.same();
-        });
+        return Behaviors.receiveMessage(
+                message -> {
+                    entered.countDown();
+                    release.await();
+                    return Behaviors.same();
+                });
     }
 
     @Test
@@ -53,13 +57,15 @@ class TerminationWatchTest {
     @Test
     void aSystemThatStopsLaterIsWaitedForAndTerminates() throws Exception {
         ActorSystem<String> system = ActorSystem.create(Behaviors.ignore(), "healthy", LOCAL);
-        CompletableFuture<Boolean> watched = CompletableFuture.supplyAsync(() -> {
-            try {
-                return TerminationWatch.await(system, Duration.ofSeconds(10));
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<Boolean> watched =
+                CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                return TerminationWatch.await(system, Duration.ofSeconds(10));
+                            } catch (InterruptedException e) {
+                                throw new IllegalStateException(e);
+                            }
+                        });
         system.terminate();
         assertTrue(watched.get(30, TimeUnit.SECONDS));
         assertTrue(system.getWhenTerminated().toCompletableFuture().isDone());

@@ -52,7 +52,10 @@ class UntrustedCniInputTest {
         Run blocks = agent.ctl("ipam", "show", "--show-blocks", "-o", "json");
         assertEquals(0, blocks.code(), blocks.toString());
         String hostIf = HostInterfaceName.of(agent.network, pod.container(), "eth0");
-        return String.join("\n", "node: " + node.out(), "blocks: " + blocks.out(),
+        return String.join(
+                "\n",
+                "node: " + node.out(),
+                "blocks: " + blocks.out(),
                 "pod: " + NetnsState.of(pod.ns().name),
                 "host link: " + Ip.run("-j", "link", "show", "dev", hostIf));
     }
@@ -68,7 +71,10 @@ class UntrustedCniInputTest {
         Pod pod = agent.addPod("repeat-gone");
         String before = snapshot(pod);
 
-        Result again = CniExec.run(env("ADD", pod, "/var/run/netns/cadtest-gone-" + UUID.randomUUID()), agent.netconf());
+        Result again =
+                CniExec.run(
+                        env("ADD", pod, "/var/run/netns/cadtest-gone-" + UUID.randomUUID()),
+                        agent.netconf());
 
         assertEquals(3, again.code(), again.toString());
         assertEquals(before, snapshot(pod));
@@ -88,7 +94,10 @@ class UntrustedCniInputTest {
         assertEquals(pod.addresses(), ips);
         JsonNode podIf = again.json().path("interfaces").get(1);
         assertEquals(pod.ns().path(), podIf.path("sandbox").asText());
-        assertEquals(before, snapshot(pod), "same links (ifindex, MAC), addresses and routes: nothing flapped");
+        assertEquals(
+                before,
+                snapshot(pod),
+                "same links (ifindex, MAC), addresses and routes: nothing flapped");
     }
 
     @Test
@@ -101,7 +110,8 @@ class UntrustedCniInputTest {
         Result again = CniExec.run(env, agent.netconf());
 
         assertEquals(7, again.code(), again.toString());
-        assertTrue(again.json().path("details").asText().contains("repeated ADD"), again.toString());
+        assertTrue(
+                again.json().path("details").asText().contains("repeated ADD"), again.toString());
         assertEquals(before, snapshot(pod));
     }
 
@@ -133,7 +143,9 @@ class UntrustedCniInputTest {
         assertEquals(2, refused.code(), refused.toString());
         assertTrue(refused.stdout().contains("SECRET_TOKEN"), refused.toString());
         assertFalse(refused.stdout().contains(secret), refused.toString());
-        assertFalse(Files.readString(agent.log()).contains(secret), "the secret reached the agent's log");
+        assertFalse(
+                Files.readString(agent.log()).contains(secret),
+                "the secret reached the agent's log");
         assertEquals(before, snapshot(pod));
     }
 
@@ -141,12 +153,19 @@ class UntrustedCniInputTest {
     void aLineBreakInTheContainerIdCannotForgeALogLine() throws Exception {
         String forged = "ERROR forged-" + UUID.randomUUID();
         try (TestNetns ns = TestNetns.create()) {
-            Result refused = CniExec.run(CniExec.env("ADD", "c1\r\n" + forged, ns.path(), "eth0"), agent.netconf());
+            Result refused =
+                    CniExec.run(
+                            CniExec.env("ADD", "c1\r\n" + forged, ns.path(), "eth0"),
+                            agent.netconf());
 
             assertEquals(4, refused.code(), refused.toString());
             List<String> lines = Files.readAllLines(agent.log());
-            assertTrue(lines.stream().anyMatch(l -> l.contains("c1\\r\\n" + forged)), "logged, escaped");
-            assertFalse(lines.stream().anyMatch(l -> l.startsWith(forged)), "a line of its own: forged");
+            assertTrue(
+                    lines.stream().anyMatch(l -> l.contains("c1\\r\\n" + forged)),
+                    "logged, escaped");
+            assertFalse(
+                    lines.stream().anyMatch(l -> l.startsWith(forged)),
+                    "a line of its own: forged");
         }
     }
 
@@ -154,7 +173,8 @@ class UntrustedCniInputTest {
     @ValueSource(strings = {"K8S_POD_NAME=", "K8S_POD_NAMESPACE="})
     void kubernetesNamesLongerThanKubernetesAllowsAreRefused(String key) throws Exception {
         try (TestNetns ns = TestNetns.create()) {
-            Map<String, String> env = CniExec.env("ADD", CniEndToEndTest.container(), ns.path(), "eth0");
+            Map<String, String> env =
+                    CniExec.env("ADD", CniEndToEndTest.container(), ns.path(), "eth0");
             env.put("CNI_ARGS", key + "a".repeat(300));
 
             Result refused = CniExec.run(env, agent.netconf());
@@ -173,12 +193,19 @@ class UntrustedCniInputTest {
     void anAgentSocketFromArgsOrRuntimeConfigIsNotFollowed() throws Exception {
         java.nio.file.Path dir = Files.createTempDirectory("cad-decoy");
         java.nio.file.Path decoyPath = dir.resolve("decoy.sock");
-        try (java.nio.channels.ServerSocketChannel decoy = java.nio.channels.ServerSocketChannel.open(
-                java.net.StandardProtocolFamily.UNIX)) {
+        try (java.nio.channels.ServerSocketChannel decoy =
+                java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
             decoy.bind(java.net.UnixDomainSocketAddress.of(decoyPath));
             decoy.configureBlocking(false);
-            String conf = agent.netconf().replaceFirst("\\}$", ",\"args\":{\"cni\":{\"agentSocket\":\"" + decoyPath
-                    + "\"}},\"runtimeConfig\":{\"agentSocket\":\"" + decoyPath + "\"}}");
+            String conf =
+                    agent.netconf()
+                            .replaceFirst(
+                                    "\\}$",
+                                    ",\"args\":{\"cni\":{\"agentSocket\":\""
+                                            + decoyPath
+                                            + "\"}},\"runtimeConfig\":{\"agentSocket\":\""
+                                            + decoyPath
+                                            + "\"}}");
             try (TestNetns ns = TestNetns.create()) {
                 String container = CniEndToEndTest.container();
                 Result add = CniExec.run(CniExec.env("ADD", container, ns.path(), "eth0"), conf);
@@ -187,7 +214,10 @@ class UntrustedCniInputTest {
                     assertEquals(2, ns.addresses("eth0").size(), "served by the real agent");
                     assertEquals(null, decoy.accept(), "the decoy was connected to");
                 } finally {
-                    Result del = CniExec.run(CniExec.env("DEL", container, ns.path(), "eth0"), agent.netconf());
+                    Result del =
+                            CniExec.run(
+                                    CniExec.env("DEL", container, ns.path(), "eth0"),
+                                    agent.netconf());
                     assertEquals(0, del.exit(), del.toString());
                 }
             }
@@ -215,18 +245,29 @@ class UntrustedCniInputTest {
         Pod pod = agent.addPod("del-prev");
         String conf = agent.netconf().replaceFirst("\\}$", ",\"prevResult\":[]}");
 
-        Result del = CniExec.run(CniExec.env("DEL", pod.container(), pod.ns().path(), "eth0"), conf);
+        Result del =
+                CniExec.run(CniExec.env("DEL", pod.container(), pod.ns().path(), "eth0"), conf);
 
         assertEquals(0, del.exit(), del.toString());
-        TestNetns.awaitPairGone(HostInterfaceName.of(pod.network(), pod.container(), "eth0"), pod.ns(), "eth0");
+        TestNetns.awaitPairGone(
+                HostInterfaceName.of(pod.network(), pod.container(), "eth0"), pod.ns(), "eth0");
     }
 
     /** The ranges a probe created pools over, each refused with 400 and no pool made. */
     @Test
     void poolsOverSpecialPurposeRangesAreRefused() throws Exception {
         Run before = agent.ctl("pool", "list", "-o", "json");
-        String[] ranges = {"0.0.0.0/8", "127.0.0.0/24", "255.255.255.0/24", "224.0.0.0/24", "ff02::/120",
-                "169.254.1.0/24", "::/120", "fe80::/120", "::ffff:198.19.0.0/120"};
+        String[] ranges = {
+            "0.0.0.0/8",
+            "127.0.0.0/24",
+            "255.255.255.0/24",
+            "224.0.0.0/24",
+            "ff02::/120",
+            "169.254.1.0/24",
+            "::/120",
+            "fe80::/120",
+            "::ffff:198.19.0.0/120"
+        };
         for (int i = 0; i < ranges.length; i++) {
             Run create = agent.ctl("pool", "create", "special-" + i, "--cidr", ranges[i]);
             assertEquals(2, create.code(), ranges[i] + ": " + create);

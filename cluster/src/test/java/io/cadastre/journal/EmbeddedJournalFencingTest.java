@@ -27,13 +27,13 @@ import org.junit.jupiter.api.io.TempDir;
  * events only.
  */
 class EmbeddedJournalFencingTest {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     private ActorTestKit kit;
 
     /** Appends texts; replies with what it holds once the append is persisted. */
-    private static final class Texts extends EventSourcedBehavior<Texts.Append, String, List<String>> {
+    private static final class Texts
+            extends EventSourcedBehavior<Texts.Append, String, List<String>> {
         record Append(String text, ActorRef<List<String>> replyTo) {}
 
         Texts(String persistenceId) {
@@ -51,18 +51,27 @@ class EmbeddedJournalFencingTest {
 
         @Override
         public CommandHandler<Append, String, List<String>> commandHandler() {
-            return newCommandHandlerBuilder().forAnyState()
-                    .onCommand(Append.class, (state, append) -> Effect().persist(append.text()).thenReply(append.replyTo(), s -> s))
+            return newCommandHandlerBuilder()
+                    .forAnyState()
+                    .onCommand(
+                            Append.class,
+                            (state, append) ->
+                                    Effect()
+                                            .persist(append.text())
+                                            .thenReply(append.replyTo(), s -> s))
                     .build();
         }
 
         @Override
         public EventHandler<List<String>, String> eventHandler() {
-            return newEventHandlerBuilder().forAnyState().onAnyEvent((state, text) -> {
-                List<String> next = new ArrayList<>(state);
-                next.add(text);
-                return List.copyOf(next);
-            });
+            return newEventHandlerBuilder()
+                    .forAnyState()
+                    .onAnyEvent(
+                            (state, text) -> {
+                                List<String> next = new ArrayList<>(state);
+                                next.add(text);
+                                return List.copyOf(next);
+                            });
         }
     }
 
@@ -76,13 +85,20 @@ class EmbeddedJournalFencingTest {
     @Test
     void aStaleIncarnationsWriteIsRefusedAndItStops() {
         // The agent's own cadastre.embedded-journal section, in this test's directory.
-        Config agent = ConfigFactory.parseString("cadastre.data-dir = \"" + dir + "\"")
-                .withFallback(ConfigFactory.parseResources("application.conf")).resolve();
-        Config config = ConfigFactory.parseString("""
+        Config agent =
+                ConfigFactory.parseString("cadastre.data-dir = \"" + dir + "\"")
+                        .withFallback(ConfigFactory.parseResources("application.conf"))
+                        .resolve();
+        Config config =
+                ConfigFactory.parseString(
+                                """
                 pekko.persistence.journal.plugin = "cadastre.embedded-journal.journal"
                 pekko.persistence.snapshot-store.plugin = "cadastre.embedded-journal.snapshot"
-                """).withValue("cadastre.embedded-journal", agent.getValue("cadastre.embedded-journal"))
-                .withFallback(ConfigFactory.defaultReference());
+                """)
+                        .withValue(
+                                "cadastre.embedded-journal",
+                                agent.getValue("cadastre.embedded-journal"))
+                        .withFallback(ConfigFactory.defaultReference());
         kit = ActorTestKit.create("fencing", config);
         TestProbe<List<String>> replies = kit.createTestProbe();
 
@@ -104,7 +120,9 @@ class EmbeddedJournalFencingTest {
 
         ActorRef<Texts.Append> recovered = kit.spawn(Texts.of("block-198.18.0.0-26"));
         recovered.tell(new Texts.Append("c4", replies.getRef()));
-        assertEquals(List.of("a1", "a2", "b3", "c4"), replies.receiveMessage(Duration.ofSeconds(30)),
+        assertEquals(
+                List.of("a1", "a2", "b3", "c4"),
+                replies.receiveMessage(Duration.ofSeconds(30)),
                 "the stale a3 was never written, and the live sequence goes on");
     }
 }

@@ -32,10 +32,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 class RocksJournalStoreTest {
     /** The smallest sizes the store takes: flushes and compactions happen within a short test. */
-    private static final RocksJournalStore.Settings SMALL = new RocksJournalStore.Settings(64 << 10, 128 << 10, 256 << 10);
+    private static final RocksJournalStore.Settings SMALL =
+            new RocksJournalStore.Settings(64 << 10, 128 << 10, 256 << 10);
 
-    @TempDir
-    Path tmp;
+    @TempDir Path tmp;
 
     private static RocksJournalStore.Event event(long seq, byte[] payload) {
         return new RocksJournalStore.Event(seq, "writer-1", "", 1000 + seq, 33, "m", payload);
@@ -60,30 +60,60 @@ class RocksJournalStoreTest {
     void whatWasAcknowledgedIsThereAfterReopening() throws Exception {
         Path dir = tmp.resolve("journal");
         byte[] payload = "assigned 198.18.0.7".getBytes(StandardCharsets.UTF_8);
-        try (RocksJournalStore store = RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
+        try (RocksJournalStore store =
+                RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
             store.appendEvents("block-a", List.of(event(1, payload), event(2, payload))).join();
-            store.appendEvents("block-a", List.of(new RocksJournalStore.Event(3, "writer-2", "adapted", 77, 34, "manifest é",
-                    payload))).join();
+            store.appendEvents(
+                            "block-a",
+                            List.of(
+                                    new RocksJournalStore.Event(
+                                            3,
+                                            "writer-2",
+                                            "adapted",
+                                            77,
+                                            34,
+                                            "manifest é",
+                                            payload)))
+                    .join();
             store.deleteEventsTo("block-a", 1).join();
-            store.saveSnapshot(new RocksJournalStore.Snapshot("block-a", 2, 77, 33, "s", new byte[] {9})).join();
+            store.saveSnapshot(
+                            new RocksJournalStore.Snapshot(
+                                    "block-a", 2, 77, 33, "s", new byte[] {9}))
+                    .join();
         }
-        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir, LinkOption.NOFOLLOW_LINKS)));
-        try (RocksJournalStore store = RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
+        assertEquals(
+                "rwx------",
+                PosixFilePermissions.toString(
+                        Files.getPosixFilePermissions(dir, LinkOption.NOFOLLOW_LINKS)));
+        try (RocksJournalStore store =
+                RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
             assertEquals(List.of(2L, 3L), seqs(store, "block-a"));
             assertEquals(3, store.highestSeqNr("block-a"));
-            RocksJournalStore.Snapshot s = store.latestSnapshot("block-a", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow();
+            RocksJournalStore.Snapshot s =
+                    store.latestSnapshot("block-a", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE)
+                            .orElseThrow();
             assertEquals(2, s.seqNr());
             assertEquals(77, s.timestamp());
             assertArrayEquals(new byte[] {9}, s.payload());
             List<RocksJournalStore.Event> events = new ArrayList<>();
             store.replay("block-a", 3, 3, 10, events::add);
             RocksJournalStore.Event third = events.get(0);
-            assertEquals(List.of(3L, "writer-2", "adapted", 77L, 34, "manifest é"), List.of(third.seqNr(), third.writerUuid(),
-                    third.adapterManifest(), third.timestamp(), third.serializerId(), third.serializerManifest()));
+            assertEquals(
+                    List.of(3L, "writer-2", "adapted", 77L, 34, "manifest é"),
+                    List.of(
+                            third.seqNr(),
+                            third.writerUuid(),
+                            third.adapterManifest(),
+                            third.timestamp(),
+                            third.serializerId(),
+                            third.serializerManifest()));
             assertArrayEquals(payload, third.payload());
             try (Stream<Path> files = Files.list(dir)) {
                 for (Path f : files.toList()) {
-                    assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(f, LinkOption.NOFOLLOW_LINKS)),
+                    assertEquals(
+                            "rw-------",
+                            PosixFilePermissions.toString(
+                                    Files.getPosixFilePermissions(f, LinkOption.NOFOLLOW_LINKS)),
                             f.toString());
                 }
             }
@@ -92,7 +122,8 @@ class RocksJournalStoreTest {
 
     /** Writes events one by one in a child JVM, printing each once acknowledged; killed with SIGKILL mid-way. */
     public static void main(String[] args) throws Exception {
-        // Extracted beside the journal, in the test's directory: a killed JVM leaves its copy behind.
+        // Extracted beside the journal, in the test's directory: a killed JVM leaves its copy
+        // behind.
         Path nativeDir = Files.createDirectories(Path.of(args[0]).resolveSibling("native"));
         org.rocksdb.NativeLibraryLoader.getInstance().loadLibrary(nativeDir.toString());
         RocksJournalStore store = RocksJournalStore.open(Path.of(args[0]), SMALL);
@@ -106,11 +137,19 @@ class RocksJournalStoreTest {
     @Test
     void everyWriteAcknowledgedBeforeASigkillIsThereAfter() throws Exception {
         Path dir = tmp.resolve("journal");
-        Process child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), RocksJournalStoreTest.class.getName(), dir.toString())
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process child =
+                new ProcessBuilder(
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-cp",
+                                System.getProperty("java.class.path"),
+                                RocksJournalStoreTest.class.getName(),
+                                dir.toString())
+                        .redirectError(ProcessBuilder.Redirect.INHERIT)
+                        .start();
         long acknowledged = 0;
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader out =
+                new BufferedReader(
+                        new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             String line;
             while (acknowledged < 500 && (line = out.readLine()) != null) {
@@ -131,29 +170,42 @@ class RocksJournalStoreTest {
         assertTrue(acknowledged >= 500, "the child acknowledged only " + acknowledged);
         try (RocksJournalStore store = RocksJournalStore.open(dir, SMALL)) {
             long highest = store.highestSeqNr("block-k");
-            assertTrue(highest >= acknowledged, "acknowledged " + acknowledged + ", recovered up to " + highest);
+            assertTrue(
+                    highest >= acknowledged,
+                    "acknowledged " + acknowledged + ", recovered up to " + highest);
             assertEquals(range(1, highest), seqs(store, "block-k"));
         }
     }
 
     @Test
     void replayIsInSequenceOrderPerPersistenceIdWithinItsBounds() throws Exception {
-        try (RocksJournalStore store = RocksJournalStore.open(tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
+        try (RocksJournalStore store =
+                RocksJournalStore.open(
+                        tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
             // Ids that are prefixes of each other, and sequence numbers across byte boundaries.
             List<Long> written = new ArrayList<>(range(1, 300));
             written.addAll(List.of(65_535L, 65_536L, 1L << 33));
             for (String pid : List.of("block-1", "block-10", "block-1|x")) {
                 for (int i = 0; i < written.size(); i += 7) {
-                    List<RocksJournalStore.Event> batch = written.subList(i, Math.min(i + 7, written.size())).stream()
-                            .map(seq -> event(seq, pid.getBytes(StandardCharsets.UTF_8))).toList();
+                    List<RocksJournalStore.Event> batch =
+                            written.subList(i, Math.min(i + 7, written.size())).stream()
+                                    .map(seq -> event(seq, pid.getBytes(StandardCharsets.UTF_8)))
+                                    .toList();
                     store.appendEvents(pid, batch).join();
                 }
             }
             for (String pid : List.of("block-1", "block-10", "block-1|x")) {
                 List<RocksJournalStore.Event> events = new ArrayList<>();
                 store.replay(pid, 1, Long.MAX_VALUE, Long.MAX_VALUE, events::add);
-                assertEquals(written, events.stream().map(RocksJournalStore.Event::seqNr).toList(), pid);
-                assertTrue(events.stream().allMatch(e -> new String(e.payload(), StandardCharsets.UTF_8).equals(pid)), pid);
+                assertEquals(
+                        written, events.stream().map(RocksJournalStore.Event::seqNr).toList(), pid);
+                assertTrue(
+                        events.stream()
+                                .allMatch(
+                                        e ->
+                                                new String(e.payload(), StandardCharsets.UTF_8)
+                                                        .equals(pid)),
+                        pid);
                 assertEquals(1L << 33, store.highestSeqNr(pid));
             }
             List<Long> some = new ArrayList<>();
@@ -171,7 +223,9 @@ class RocksJournalStoreTest {
 
     @Test
     void deletedEventsAreGoneAndTheHighestSequenceNumberStays() throws Exception {
-        try (RocksJournalStore store = RocksJournalStore.open(tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
+        try (RocksJournalStore store =
+                RocksJournalStore.open(
+                        tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
             for (long seq = 1; seq <= 20; seq++) {
                 store.appendEvents("node-a", List.of(event(seq, new byte[10]))).join();
             }
@@ -188,26 +242,62 @@ class RocksJournalStoreTest {
 
     @Test
     void snapshotsAreSelectedAndDeletedByCriteria() throws Exception {
-        try (RocksJournalStore store = RocksJournalStore.open(tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
+        try (RocksJournalStore store =
+                RocksJournalStore.open(
+                        tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
             assertTrue(store.isEmpty());
             for (long seq : List.of(100L, 200L, 300L)) {
-                store.saveSnapshot(new RocksJournalStore.Snapshot("block-s", seq, seq * 10, 40, "S", new byte[] {(byte) seq})).join();
+                store.saveSnapshot(
+                                new RocksJournalStore.Snapshot(
+                                        "block-s", seq, seq * 10, 40, "S", new byte[] {(byte) seq}))
+                        .join();
             }
-            store.saveSnapshot(new RocksJournalStore.Snapshot("block-s0", 999, 1, 40, "S", new byte[] {1})).join();
-            assertEquals(300, store.latestSnapshot("block-s", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow().seqNr());
-            assertEquals(200, store.latestSnapshot("block-s", 0, 299, 0, Long.MAX_VALUE).orElseThrow().seqNr());
-            assertEquals(100, store.latestSnapshot("block-s", 0, Long.MAX_VALUE, 0, 1_999).orElseThrow().seqNr(), "by timestamp");
-            assertEquals(Optional.empty(), store.latestSnapshot("block-s", 301, Long.MAX_VALUE, 0, Long.MAX_VALUE));
+            store.saveSnapshot(
+                            new RocksJournalStore.Snapshot(
+                                    "block-s0", 999, 1, 40, "S", new byte[] {1}))
+                    .join();
+            assertEquals(
+                    300,
+                    store.latestSnapshot("block-s", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE)
+                            .orElseThrow()
+                            .seqNr());
+            assertEquals(
+                    200,
+                    store.latestSnapshot("block-s", 0, 299, 0, Long.MAX_VALUE)
+                            .orElseThrow()
+                            .seqNr());
+            assertEquals(
+                    100,
+                    store.latestSnapshot("block-s", 0, Long.MAX_VALUE, 0, 1_999)
+                            .orElseThrow()
+                            .seqNr(),
+                    "by timestamp");
+            assertEquals(
+                    Optional.empty(),
+                    store.latestSnapshot("block-s", 301, Long.MAX_VALUE, 0, Long.MAX_VALUE));
             assertTrue(store.hasSnapshotAfter("block-s", 299));
             assertFalse(store.hasSnapshotAfter("block-s", 300));
 
             store.deleteSnapshots("block-s", 0, 300, 2_500, Long.MAX_VALUE).join();
-            assertEquals(200, store.latestSnapshot("block-s", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow().seqNr(),
+            assertEquals(
+                    200,
+                    store.latestSnapshot("block-s", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE)
+                            .orElseThrow()
+                            .seqNr(),
                     "only the one with a timestamp in range went");
             store.deleteSnapshots("block-s", 0, 150, 0, Long.MAX_VALUE).join();
-            assertEquals(Optional.empty(), store.latestSnapshot("block-s", 0, 199, 0, Long.MAX_VALUE));
-            assertEquals(200, store.latestSnapshot("block-s", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow().seqNr());
-            assertEquals(999, store.latestSnapshot("block-s0", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow().seqNr(),
+            assertEquals(
+                    Optional.empty(), store.latestSnapshot("block-s", 0, 199, 0, Long.MAX_VALUE));
+            assertEquals(
+                    200,
+                    store.latestSnapshot("block-s", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE)
+                            .orElseThrow()
+                            .seqNr());
+            assertEquals(
+                    999,
+                    store.latestSnapshot("block-s0", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE)
+                            .orElseThrow()
+                            .seqNr(),
                     "another id's snapshot stays");
         }
     }
@@ -218,40 +308,66 @@ class RocksJournalStoreTest {
         Path dir = tmp.resolve("journal");
         byte[] owner = "owner".getBytes(StandardCharsets.UTF_8);
         byte[] stale = "stale".getBytes(StandardCharsets.UTF_8);
-        try (RocksJournalStore store = RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
-            store.appendEvents("block-f", List.of(event(1, owner), event(2, owner), event(3, owner))).join();
-            Throwable refused = failureOf(store.appendEvents("block-f", List.of(event(3, stale), event(4, stale))));
+        try (RocksJournalStore store =
+                RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
+            store.appendEvents(
+                            "block-f", List.of(event(1, owner), event(2, owner), event(3, owner)))
+                    .join();
+            Throwable refused =
+                    failureOf(
+                            store.appendEvents(
+                                    "block-f", List.of(event(3, stale), event(4, stale))));
             assertInstanceOf(RocksJournalStore.StaleWriteException.class, refused);
-            assertTrue(refused.getMessage().contains("block-f") && refused.getMessage().contains("up to 3"), refused.getMessage());
-            assertInstanceOf(RocksJournalStore.StaleWriteException.class, failureOf(store.appendEvents("block-f",
-                    List.of(event(1, stale)))));
+            assertTrue(
+                    refused.getMessage().contains("block-f")
+                            && refused.getMessage().contains("up to 3"),
+                    refused.getMessage());
+            assertInstanceOf(
+                    RocksJournalStore.StaleWriteException.class,
+                    failureOf(store.appendEvents("block-f", List.of(event(1, stale)))));
             assertEquals(3, store.highestSeqNr("block-f"));
             List<RocksJournalStore.Event> events = new ArrayList<>();
             store.replay("block-f", 1, Long.MAX_VALUE, Long.MAX_VALUE, events::add);
-            assertEquals(List.of(1L, 2L, 3L), events.stream().map(RocksJournalStore.Event::seqNr).toList());
-            assertTrue(events.stream().allMatch(e -> new String(e.payload(), StandardCharsets.UTF_8).equals("owner")));
+            assertEquals(
+                    List.of(1L, 2L, 3L),
+                    events.stream().map(RocksJournalStore.Event::seqNr).toList());
+            assertTrue(
+                    events.stream()
+                            .allMatch(
+                                    e ->
+                                            new String(e.payload(), StandardCharsets.UTF_8)
+                                                    .equals("owner")));
 
             // Two writers racing for the same sequence number, queued together: exactly one wins,
             // and a refused write does not take the others of its group commit with it.
             CompletableFuture<Void> first = store.appendEvents("block-f", List.of(event(4, owner)));
-            CompletableFuture<Void> second = store.appendEvents("block-f", List.of(event(4, stale)));
+            CompletableFuture<Void> second =
+                    store.appendEvents("block-f", List.of(event(4, stale)));
             CompletableFuture<Void> other = store.appendEvents("block-g", List.of(event(1, owner)));
             first.join();
             assertInstanceOf(RocksJournalStore.StaleWriteException.class, failureOf(second));
             other.join();
 
             // Events of one write out of order: refused as a whole.
-            assertInstanceOf(IllegalArgumentException.class, failureOf(store.appendEvents("block-f",
-                    List.of(event(6, owner), event(5, owner)))));
+            assertInstanceOf(
+                    IllegalArgumentException.class,
+                    failureOf(
+                            store.appendEvents(
+                                    "block-f", List.of(event(6, owner), event(5, owner)))));
             assertEquals(4, store.highestSeqNr("block-f"));
 
             store.deleteEventsTo("block-f", Long.MAX_VALUE).join();
-            assertInstanceOf(RocksJournalStore.StaleWriteException.class, failureOf(store.appendEvents("block-f",
-                    List.of(event(4, stale)))), "deleted events' sequence numbers stay taken");
+            assertInstanceOf(
+                    RocksJournalStore.StaleWriteException.class,
+                    failureOf(store.appendEvents("block-f", List.of(event(4, stale)))),
+                    "deleted events' sequence numbers stay taken");
         }
-        try (RocksJournalStore store = RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
-            assertInstanceOf(RocksJournalStore.StaleWriteException.class, failureOf(store.appendEvents("block-f",
-                    List.of(event(2, stale)))), "after a restart too");
+        try (RocksJournalStore store =
+                RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
+            assertInstanceOf(
+                    RocksJournalStore.StaleWriteException.class,
+                    failureOf(store.appendEvents("block-f", List.of(event(2, stale)))),
+                    "after a restart too");
             store.appendEvents("block-f", List.of(event(5, owner))).join();
             assertEquals(List.of(5L), seqs(store, "block-f"));
         }
@@ -259,40 +375,63 @@ class RocksJournalStoreTest {
 
     @Test
     void anImportRewritesItsKeysAndIsRepeatable() throws Exception {
-        try (RocksJournalStore store = RocksJournalStore.open(tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
-            List<RocksJournalStore.Imported> copies = List.of(
-                    new RocksJournalStore.Imported("block-i", 9, Optional.of(new RocksJournalStore.Snapshot("block-i", 7, 70, 33, "S",
-                            new byte[] {7})), List.of(event(8, new byte[] {8}), event(9, new byte[] {9}))),
-                    new RocksJournalStore.Imported("node-i", 4, Optional.empty(), List.of()));
+        try (RocksJournalStore store =
+                RocksJournalStore.open(
+                        tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
+            List<RocksJournalStore.Imported> copies =
+                    List.of(
+                            new RocksJournalStore.Imported(
+                                    "block-i",
+                                    9,
+                                    Optional.of(
+                                            new RocksJournalStore.Snapshot(
+                                                    "block-i", 7, 70, 33, "S", new byte[] {7})),
+                                    List.of(event(8, new byte[] {8}), event(9, new byte[] {9}))),
+                            new RocksJournalStore.Imported(
+                                    "node-i", 4, Optional.empty(), List.of()));
             store.importAll(copies).join();
             store.importAll(copies).join();
             assertEquals(List.of(8L, 9L), seqs(store, "block-i"));
             assertEquals(9, store.highestSeqNr("block-i"));
             assertEquals(4, store.highestSeqNr("node-i"));
-            assertEquals(7, store.latestSnapshot("block-i", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow().seqNr());
-            assertInstanceOf(RocksJournalStore.StaleWriteException.class, failureOf(store.appendEvents("node-i",
-                    List.of(event(4, new byte[0])))), "what was imported is fenced like what was written");
+            assertEquals(
+                    7,
+                    store.latestSnapshot("block-i", 0, Long.MAX_VALUE, 0, Long.MAX_VALUE)
+                            .orElseThrow()
+                            .seqNr());
+            assertInstanceOf(
+                    RocksJournalStore.StaleWriteException.class,
+                    failureOf(store.appendEvents("node-i", List.of(event(4, new byte[0])))),
+                    "what was imported is fenced like what was written");
         }
     }
 
     @Test
     void concurrentWritersShareSyncs() throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(16);
-        try (RocksJournalStore store = RocksJournalStore.open(tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
+        try (RocksJournalStore store =
+                RocksJournalStore.open(
+                        tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT)) {
             List<CompletableFuture<Void>> writers = new ArrayList<>();
             for (int t = 0; t < 16; t++) {
                 String pid = "p" + t;
-                writers.add(CompletableFuture.runAsync(() -> {
-                    for (int i = 1; i <= 100; i++) {
-                        store.appendEvents(pid, List.of(event(i, new byte[100]))).join();
-                    }
-                }, pool));
+                writers.add(
+                        CompletableFuture.runAsync(
+                                () -> {
+                                    for (int i = 1; i <= 100; i++) {
+                                        store.appendEvents(pid, List.of(event(i, new byte[100])))
+                                                .join();
+                                    }
+                                },
+                                pool));
             }
             CompletableFuture.allOf(writers.toArray(CompletableFuture[]::new)).join();
             for (int t = 0; t < 16; t++) {
                 assertEquals(range(1, 100), seqs(store, "p" + t));
             }
-            assertTrue(store.syncCount() < 1_600, "1,600 writes took " + store.syncCount() + " synced writes");
+            assertTrue(
+                    store.syncCount() < 1_600,
+                    "1,600 writes took " + store.syncCount() + " synced writes");
         } finally {
             pool.shutdownNow();
         }
@@ -300,9 +439,12 @@ class RocksJournalStoreTest {
 
     @Test
     void aClosedStoreRefusesWritesAndReads() throws Exception {
-        RocksJournalStore store = RocksJournalStore.open(tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT);
+        RocksJournalStore store =
+                RocksJournalStore.open(tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT);
         store.close();
-        assertInstanceOf(IOException.class, failureOf(store.appendEvents("p", List.of(event(1, new byte[1])))));
+        assertInstanceOf(
+                IOException.class,
+                failureOf(store.appendEvents("p", List.of(event(1, new byte[1])))));
         assertThrows(IOException.class, () -> store.highestSeqNr("p"));
         store.close();
     }
@@ -327,16 +469,21 @@ class RocksJournalStoreTest {
                     written += payload.length;
                     store.appendEvents("block-" + p, List.of(event(seq, payload))).join();
                     if (seq % 100 == 0) {
-                        store.saveSnapshot(new RocksJournalStore.Snapshot("block-" + p, seq, seq, 33, "s", new byte[2000])).join();
+                        store.saveSnapshot(
+                                        new RocksJournalStore.Snapshot(
+                                                "block-" + p, seq, seq, 33, "s", new byte[2000]))
+                                .join();
                         if (seq > 200) {
-                            store.deleteSnapshots("block-" + p, 0, seq - 200, 0, Long.MAX_VALUE).join();
+                            store.deleteSnapshots("block-" + p, 0, seq - 200, 0, Long.MAX_VALUE)
+                                    .join();
                             store.deleteEventsTo("block-" + p, seq - 200).join();
                         }
                     }
                 }
                 maxDisk = Math.max(maxDisk, store.diskBytes());
             }
-            System.out.printf("churn: %,d payload bytes written, directory peaked at %,d bytes, %,d at the end, %d full compactions%n",
+            System.out.printf(
+                    "churn: %,d payload bytes written, directory peaked at %,d bytes, %,d at the end, %d full compactions%n",
                     written, maxDisk, store.diskBytes(), store.compactionCount());
         }
         // ~5.5 MiB written (20,000 random events of ~250 bytes, 400 snapshots), ~0.6 MiB live at
@@ -344,7 +491,10 @@ class RocksJournalStoreTest {
         assertTrue(maxDisk < 2_560 << 10, "the directory peaked at " + maxDisk + " bytes");
         try (Stream<Path> files = Files.list(dir)) {
             for (Path f : files.toList()) {
-                assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(f, LinkOption.NOFOLLOW_LINKS)),
+                assertEquals(
+                        "rw-------",
+                        PosixFilePermissions.toString(
+                                Files.getPosixFilePermissions(f, LinkOption.NOFOLLOW_LINKS)),
                         "files RocksDB created while running: " + f);
             }
         }
@@ -352,9 +502,18 @@ class RocksJournalStoreTest {
             for (int p = 0; p < pids; p++) {
                 assertEquals(range(2_301, 2_500), seqs(store, "block-" + p));
                 assertEquals(2_500, store.highestSeqNr("block-" + p));
-                assertEquals(2_500, store.latestSnapshot("block-" + p, 0, Long.MAX_VALUE, 0, Long.MAX_VALUE).orElseThrow().seqNr());
-                assertEquals(2_400, store.latestSnapshot("block-" + p, 0, 2_499, 0, Long.MAX_VALUE).orElseThrow().seqNr());
-                assertTrue(store.latestSnapshot("block-" + p, 0, 2_299, 0, Long.MAX_VALUE).isEmpty());
+                assertEquals(
+                        2_500,
+                        store.latestSnapshot("block-" + p, 0, Long.MAX_VALUE, 0, Long.MAX_VALUE)
+                                .orElseThrow()
+                                .seqNr());
+                assertEquals(
+                        2_400,
+                        store.latestSnapshot("block-" + p, 0, 2_499, 0, Long.MAX_VALUE)
+                                .orElseThrow()
+                                .seqNr());
+                assertTrue(
+                        store.latestSnapshot("block-" + p, 0, 2_299, 0, Long.MAX_VALUE).isEmpty());
             }
         }
     }

@@ -32,8 +32,7 @@ class AgentSocketTest {
     private static final String DECOY_BODY = "{\"from\":\"decoy\"}";
     private static final String HEAD = "{\"cniVersion\":\"1.0.0\",\"name\":\"pods\",";
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     private static String ok(String body) {
         return "HTTP/1.1 200 OK\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
@@ -50,51 +49,131 @@ class AgentSocketTest {
      */
     static Stream<Named<String>> decoys() {
         return Stream.of(
-                named("args.cni (Multus cni-args)", HEAD + "\"type\":\"cadastre\",\"args\":{\"cni\":{\"agentSocket\":\"DECOY\"}}}"),
-                named("runtimeConfig", HEAD + "\"type\":\"cadastre\",\"runtimeConfig\":{\"agentSocket\":\"DECOY\"}}"),
-                named("prevResult and deeper", HEAD + "\"type\":\"cadastre\",\"prevResult\":{\"agentSocket\":\"DECOY\","
-                        + "\"interfaces\":[{\"name\":\"eth0\",\"agentSocket\":\"DECOY\"}]}}"),
-                named("ipam section of the full plugin", HEAD + "\"type\":\"cadastre\","
-                        + "\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\"DECOY\"}}"),
-                named("top level of an IPAM-only netconf", HEAD + "\"type\":\"bridge\",\"agentSocket\":\"DECOY\","
-                        + "\"ipam\":{\"type\":\"cadastre-ipam\"}}"),
-                named("a netconf for neither role", HEAD + "\"type\":\"bridge\",\"agentSocket\":\"DECOY\","
-                        + "\"ipam\":{\"type\":\"host-local\",\"agentSocket\":\"DECOY\"}}"),
-                named("below the ipam section", HEAD + "\"type\":\"bridge\","
-                        + "\"ipam\":{\"type\":\"cadastre-ipam\",\"routes\":[{\"agentSocket\":\"DECOY\"}],\"x\":{\"agentSocket\":\"DECOY\"}}}"),
-                named("keys that only contain agentSocket", HEAD + "\"type\":\"cadastre\",\"\\\"agentSocket\\\"\":\"DECOY\","
-                        + "\"agentSocket \":\"DECOY\",\"agentSocket\\u0000\":\"DECOY\",\"\\\\\\\"agentSocket\":\"DECOY\"}"),
-                named("agentSocket as a string value", HEAD + "\"type\":\"cadastre\",\"note\":\"agentSocket\","
-                        + "\"list\":[\"agentSocket\",\"DECOY\"],\"s\":\"\\\"agentSocket\\\":\\\"DECOY\\\"\"}"),
-                named("600 levels deep", HEAD + "\"type\":\"cadastre\",\"a\":" + "[".repeat(600)
-                        + "{\"agentSocket\":\"DECOY\"}" + "]".repeat(600) + "}"),
-                named("a repeated agentSocket (the agent refuses duplicate keys)",
-                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"agentSocket\":\"DECOY\"}"),
-                named("a repeated type", HEAD + "\"type\":\"bridge\",\"t\\u0079pe\":\"cadastre\",\"agentSocket\":\"DECOY\"}"),
+                named(
+                        "args.cni (Multus cni-args)",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"args\":{\"cni\":{\"agentSocket\":\"DECOY\"}}}"),
+                named(
+                        "runtimeConfig",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"runtimeConfig\":{\"agentSocket\":\"DECOY\"}}"),
+                named(
+                        "prevResult and deeper",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"prevResult\":{\"agentSocket\":\"DECOY\","
+                                + "\"interfaces\":[{\"name\":\"eth0\",\"agentSocket\":\"DECOY\"}]}}"),
+                named(
+                        "ipam section of the full plugin",
+                        HEAD
+                                + "\"type\":\"cadastre\","
+                                + "\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\"DECOY\"}}"),
+                named(
+                        "top level of an IPAM-only netconf",
+                        HEAD
+                                + "\"type\":\"bridge\",\"agentSocket\":\"DECOY\","
+                                + "\"ipam\":{\"type\":\"cadastre-ipam\"}}"),
+                named(
+                        "a netconf for neither role",
+                        HEAD
+                                + "\"type\":\"bridge\",\"agentSocket\":\"DECOY\","
+                                + "\"ipam\":{\"type\":\"host-local\",\"agentSocket\":\"DECOY\"}}"),
+                named(
+                        "below the ipam section",
+                        HEAD
+                                + "\"type\":\"bridge\","
+                                + "\"ipam\":{\"type\":\"cadastre-ipam\",\"routes\":[{\"agentSocket\":\"DECOY\"}],\"x\":{\"agentSocket\":\"DECOY\"}}}"),
+                named(
+                        "keys that only contain agentSocket",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"\\\"agentSocket\\\"\":\"DECOY\","
+                                + "\"agentSocket \":\"DECOY\",\"agentSocket\\u0000\":\"DECOY\",\"\\\\\\\"agentSocket\":\"DECOY\"}"),
+                named(
+                        "agentSocket as a string value",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"note\":\"agentSocket\","
+                                + "\"list\":[\"agentSocket\",\"DECOY\"],\"s\":\"\\\"agentSocket\\\":\\\"DECOY\\\"\"}"),
+                named(
+                        "600 levels deep",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"a\":"
+                                + "[".repeat(600)
+                                + "{\"agentSocket\":\"DECOY\"}"
+                                + "]".repeat(600)
+                                + "}"),
+                named(
+                        "a repeated agentSocket (the agent refuses duplicate keys)",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"agentSocket\":\"DECOY\"}"),
+                named(
+                        "a repeated type",
+                        HEAD
+                                + "\"type\":\"bridge\",\"t\\u0079pe\":\"cadastre\",\"agentSocket\":\"DECOY\"}"),
                 named("trailing comma", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",}"),
-                named("trailing garbage", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\"} x"),
+                named(
+                        "trailing garbage",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\"} x"),
                 named("two documents", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\"}{}"),
-                named("a comment", HEAD + "\"type\":\"cadastre\",/* c */\"agentSocket\":\"DECOY\"}"),
+                named(
+                        "a comment",
+                        HEAD + "\"type\":\"cadastre\",/* c */\"agentSocket\":\"DECOY\"}"),
                 named("single-quoted key", HEAD + "'type':\"cadastre\",\"agentSocket\":\"DECOY\"}"),
-                named("unterminated document", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\""),
-                named("unterminated string", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"abc"),
-                named("escaped quote at the end", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"\\\"}"),
-                named("backslash at the end", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"\\"),
-                named("bad escape", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"\\q\"}"),
-                named("truncated \\u escape", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"\\u12\"}"),
-                named("raw control character in a string", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"a\tb\"}"),
-                named("misspelt literal", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":nul}"),
-                named("leading zero", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":01}"),
-                named("number without digits", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":-}"),
-                named("fraction without digits", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":1.}"),
-                named("exponent without digits", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":1e+}"),
+                named(
+                        "unterminated document",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\""),
+                named(
+                        "unterminated string",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"abc"),
+                named(
+                        "escaped quote at the end",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"\\\"}"),
+                named(
+                        "backslash at the end",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"\\"),
+                named(
+                        "bad escape",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"\\q\"}"),
+                named(
+                        "truncated \\u escape",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"\\u12\"}"),
+                named(
+                        "raw control character in a string",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":\"a\tb\"}"),
+                named(
+                        "misspelt literal",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":nul}"),
+                named(
+                        "leading zero",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":01}"),
+                named(
+                        "number without digits",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":-}"),
+                named(
+                        "fraction without digits",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":1.}"),
+                named(
+                        "exponent without digits",
+                        HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"x\":1e+}"),
                 named("missing colon", HEAD + "\"type\":\"cadastre\",\"agentSocket\" \"DECOY\"}"),
-                named("1001 levels deep (past the agent's limit)", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"a\":"
-                        + "[".repeat(1000) + "]".repeat(1000) + "}"),
-                named("100,000 unclosed arrays", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"a\":" + "[".repeat(100_000)),
-                named("100,000 unclosed objects", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"a\":"
-                        + "{\"a\":".repeat(100_000)),
-                named("a NUL byte between members", HEAD + "\"type\":\"cadastre\",\u0000\"agentSocket\":\"DECOY\"}"),
+                named(
+                        "1001 levels deep (past the agent's limit)",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"a\":"
+                                + "[".repeat(1000)
+                                + "]".repeat(1000)
+                                + "}"),
+                named(
+                        "100,000 unclosed arrays",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"a\":"
+                                + "[".repeat(100_000)),
+                named(
+                        "100,000 unclosed objects",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"agentSocket\":\"DECOY\",\"a\":"
+                                + "{\"a\":".repeat(100_000)),
+                named(
+                        "a NUL byte between members",
+                        HEAD + "\"type\":\"cadastre\",\u0000\"agentSocket\":\"DECOY\"}"),
                 named("empty", ""),
                 named("not JSON", "agentSocket: DECOY"));
     }
@@ -102,39 +181,64 @@ class AgentSocketTest {
     @ParameterizedTest
     @MethodSource("decoys")
     void agentSocketIsNotFollowedFromAnywhereElse(String netconf) throws Exception {
-        try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY)); FakeAgent decoy = FakeAgent.start(ok(DECOY_BODY))) {
-            byte[] stdin = netconf.replace("DECOY", decoy.socket().toString()).getBytes(StandardCharsets.UTF_8);
+        try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY));
+                FakeAgent decoy = FakeAgent.start(ok(DECOY_BODY))) {
+            byte[] stdin =
+                    netconf.replace("DECOY", decoy.socket().toString())
+                            .getBytes(StandardCharsets.UTF_8);
             Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());
             Plugin.Result r = Plugin.run(env, stdin);
 
             assertEquals(0, decoy.connections(), "the decoy was contacted; stdout: " + r.out());
             assertEquals(0, r.exit(), r.out());
             assertEquals(AGENT_BODY, r.out());
-            assertArrayEquals(stdin, agent.awaitRequest().body(), "the configured agent gets the netconf verbatim");
+            assertArrayEquals(
+                    stdin,
+                    agent.awaitRequest().body(),
+                    "the configured agent gets the netconf verbatim");
         }
     }
 
     /** Netconfs whose AGENT (replaced by the agent's socket) is followed; DECOY is in the environment. */
     static Stream<Named<String>> followed() {
         return Stream.of(
-                named("top level, type cadastre", HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"AGENT\","
-                        + "\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\"DECOY\"}}"),
-                named("ipam section, ipam.type cadastre-ipam", HEAD + "\"type\":\"bridge\",\"agentSocket\":\"DECOY\","
-                        + "\"ipam\":{\"agentSocket\":\"AGENT\",\"type\":\"cadastre-ipam\"}}"),
-                named("type after agentSocket", "{\"agentSocket\":\"AGENT\",\"cniVersion\":\"1.0.0\",\"type\":\"cadastre\"}"),
-                named("escaped key and type, decoded as the agent does",
-                        HEAD + "\"t\\u0079pe\":\"cad\\u0061stre\",\"agent\\u0053ocket\":\"AGENT\"}"),
-                named("after hostile but valid members", HEAD
-                        + "\"s\":\"\\\"agentSocket\\\":\\\"DECOY\\\" \\\\\",\"big\":" + "9".repeat(100_000)
-                        + ",\"e\":-0.5E+999999999,\"z\":0,\"u\":\"\\ud83d\\ude00 \u00fcn\u00efc\u00f6de\",\"l\":[true,false,null,{}],"
-                        + "\"deep\":" + "[".repeat(999) + "]".repeat(999) + ",\r\n\t\"type\" : \"cadastre\" , \"agentSocket\" : \"AGENT\" }"));
+                named(
+                        "top level, type cadastre",
+                        HEAD
+                                + "\"type\":\"cadastre\",\"agentSocket\":\"AGENT\","
+                                + "\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\":\"DECOY\"}}"),
+                named(
+                        "ipam section, ipam.type cadastre-ipam",
+                        HEAD
+                                + "\"type\":\"bridge\",\"agentSocket\":\"DECOY\","
+                                + "\"ipam\":{\"agentSocket\":\"AGENT\",\"type\":\"cadastre-ipam\"}}"),
+                named(
+                        "type after agentSocket",
+                        "{\"agentSocket\":\"AGENT\",\"cniVersion\":\"1.0.0\",\"type\":\"cadastre\"}"),
+                named(
+                        "escaped key and type, decoded as the agent does",
+                        HEAD
+                                + "\"t\\u0079pe\":\"cad\\u0061stre\",\"agent\\u0053ocket\":\"AGENT\"}"),
+                named(
+                        "after hostile but valid members",
+                        HEAD
+                                + "\"s\":\"\\\"agentSocket\\\":\\\"DECOY\\\" \\\\\",\"big\":"
+                                + "9".repeat(100_000)
+                                + ",\"e\":-0.5E+999999999,\"z\":0,\"u\":\"\\ud83d\\ude00 \u00fcn\u00efc\u00f6de\",\"l\":[true,false,null,{}],"
+                                + "\"deep\":"
+                                + "[".repeat(999)
+                                + "]".repeat(999)
+                                + ",\r\n\t\"type\" : \"cadastre\" , \"agentSocket\" : \"AGENT\" }"));
     }
 
     @ParameterizedTest
     @MethodSource("followed")
     void agentSocketIsFollowedWhereTheAgentReadsIt(String netconf) throws Exception {
-        try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY)); FakeAgent decoy = FakeAgent.start(ok(DECOY_BODY))) {
-            String stdin = netconf.replace("AGENT", agent.socket().toString()).replace("DECOY", decoy.socket().toString());
+        try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY));
+                FakeAgent decoy = FakeAgent.start(ok(DECOY_BODY))) {
+            String stdin =
+                    netconf.replace("AGENT", agent.socket().toString())
+                            .replace("DECOY", decoy.socket().toString());
             Map<String, String> env = Plugin.cniEnv("ADD", decoy.socket());
             Plugin.Result r = Plugin.run(env, stdin);
 
@@ -149,7 +253,8 @@ class AgentSocketTest {
 
     private Plugin.Result addVia(String agentSocket) throws Exception {
         Map<String, String> env = Plugin.cniEnv("ADD", dir.resolve("no-agent.sock"));
-        return Plugin.run(env, HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"" + agentSocket + "\"}");
+        return Plugin.run(
+                env, HEAD + "\"type\":\"cadastre\",\"agentSocket\":\"" + agentSocket + "\"}");
     }
 
     private static JsonNode assertRefused(Plugin.Result r, String rule) {
@@ -167,7 +272,8 @@ class AgentSocketTest {
     @ValueSource(strings = {"rwxrwxrwx", "rwxrwx---", "rwx----w-"})
     void socketInADirectoryOthersCanWriteIsRefused(String mode) throws Exception {
         try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY))) {
-            Files.setPosixFilePermissions(agent.socket().getParent(), PosixFilePermissions.fromString(mode));
+            Files.setPosixFilePermissions(
+                    agent.socket().getParent(), PosixFilePermissions.fromString(mode));
             assertRefused(addVia(agent.socket().toString()), "writable by group or others");
             assertEquals(0, agent.connections());
         }
@@ -180,8 +286,9 @@ class AgentSocketTest {
         try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY))) {
             Path owned = directory ? agent.socket().getParent() : agent.socket();
             Files.setAttribute(owned, "unix:uid", 65534, LinkOption.NOFOLLOW_LINKS);
-            assertRefused(addVia(agent.socket().toString()), (directory ? "its directory " + owned : owned)
-                    + " is owned by uid 65534");
+            assertRefused(
+                    addVia(agent.socket().toString()),
+                    (directory ? "its directory " + owned : owned) + " is owned by uid 65534");
             assertEquals(0, agent.connections());
         }
     }
@@ -200,14 +307,29 @@ class AgentSocketTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"cni.sock", "run/cadastre/cni.sock", "./cni.sock", "DIR/./cni.sock", "DIR/../NAME/cni.sock",
-            "DIR//cni.sock", "DIR/cni.sock/", "/"})
+    @ValueSource(
+            strings = {
+                "cni.sock",
+                "run/cadastre/cni.sock",
+                "./cni.sock",
+                "DIR/./cni.sock",
+                "DIR/../NAME/cni.sock",
+                "DIR//cni.sock",
+                "DIR/cni.sock/",
+                "/"
+            })
     void pathsThatAreNotAbsoluteAndNormalisedAreRefused(String path) throws Exception {
         try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY))) {
             Path agentDir = agent.socket().getParent();
-            String p = path.replace("DIR", agentDir.toString()).replace("NAME", agentDir.getFileName().toString());
+            String p =
+                    path.replace("DIR", agentDir.toString())
+                            .replace("NAME", agentDir.getFileName().toString());
             JsonNode e = Plugin.assertError(addVia(p), 7, "1.0.0");
-            assertTrue(e.get("details").textValue().matches(".* must (be an absolute path|not have '.', '..' or empty components)"),
+            assertTrue(
+                    e.get("details")
+                            .textValue()
+                            .matches(
+                                    ".* must (be an absolute path|not have '.', '..' or empty components)"),
                     e.toString());
             assertEquals(0, agent.connections());
         }
@@ -221,8 +343,10 @@ class AgentSocketTest {
             assertEquals(0, r.exit(), r.out());
             agent.awaitRequest();
 
-            Files.setPosixFilePermissions(agent.socket().getParent(), PosixFilePermissions.fromString("rwxrwxrwx"));
-            assertRefused(addVia(link.resolve("cni.sock").toString()), "writable by group or others");
+            Files.setPosixFilePermissions(
+                    agent.socket().getParent(), PosixFilePermissions.fromString("rwxrwxrwx"));
+            assertRefused(
+                    addVia(link.resolve("cni.sock").toString()), "writable by group or others");
             assertEquals(1, agent.connections());
         }
     }
@@ -232,12 +356,18 @@ class AgentSocketTest {
         try (FakeAgent agent = FakeAgent.start(ok(AGENT_BODY))) {
             Map<String, String> env = Plugin.cniEnv("ADD");
             env.put("CADASTRE_AGENT_SOCKET", "run/cadastre/cni.sock");
-            JsonNode e = Plugin.assertError(Plugin.run(env, HEAD + "\"type\":\"cadastre\"}"), 4, "1.0.0");
-            assertEquals("invalid environment variable CADASTRE_AGENT_SOCKET", e.get("msg").textValue());
+            JsonNode e =
+                    Plugin.assertError(
+                            Plugin.run(env, HEAD + "\"type\":\"cadastre\"}"), 4, "1.0.0");
+            assertEquals(
+                    "invalid environment variable CADASTRE_AGENT_SOCKET", e.get("msg").textValue());
 
-            Files.setPosixFilePermissions(agent.socket().getParent(), PosixFilePermissions.fromString("rwxrwxrwx"));
+            Files.setPosixFilePermissions(
+                    agent.socket().getParent(), PosixFilePermissions.fromString("rwxrwxrwx"));
             env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
-            assertRefused(Plugin.run(env, HEAD + "\"type\":\"cadastre\"}"), "writable by group or others");
+            assertRefused(
+                    Plugin.run(env, HEAD + "\"type\":\"cadastre\"}"),
+                    "writable by group or others");
             assertEquals(0, agent.connections());
         }
     }
@@ -247,7 +377,9 @@ class AgentSocketTest {
     void aSocketOrDirectoryNotThereYetIsTryAgainLater(String path) throws Exception {
         // The agent creates both when it starts: the runtime should retry, not give up.
         Map<String, String> env = Plugin.cniEnv("ADD", dir.resolve(path));
-        JsonNode e = Plugin.assertError(Plugin.run(env, HEAD + "\"type\":\"cadastre\"}"), 11, "1.0.0");
-        assertTrue(e.get("details").textValue().contains(dir.resolve(path).toString()), e.toString());
+        JsonNode e =
+                Plugin.assertError(Plugin.run(env, HEAD + "\"type\":\"cadastre\"}"), 11, "1.0.0");
+        assertTrue(
+                e.get("details").textValue().contains(dir.resolve(path).toString()), e.toString());
     }
 }

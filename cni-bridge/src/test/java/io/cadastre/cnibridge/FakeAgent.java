@@ -42,13 +42,20 @@ import java.util.concurrent.atomic.AtomicReference;
 final class FakeAgent implements AutoCloseable {
 
     /** One request as received: the request line parts, headers in order, and the raw body. */
-    record Request(String method, String target, String version, List<Map.Entry<String, String>> headers,
-                   byte[] body) {
+    record Request(
+            String method,
+            String target,
+            String version,
+            List<Map.Entry<String, String>> headers,
+            byte[] body) {
 
         /** The value of the only header with this name (case-insensitive), if any; fails on duplicates. */
         Optional<String> header(String name) {
-            List<String> values = headers.stream().filter(h -> h.getKey().equalsIgnoreCase(name))
-                    .map(Map.Entry::getValue).toList();
+            List<String> values =
+                    headers.stream()
+                            .filter(h -> h.getKey().equalsIgnoreCase(name))
+                            .map(Map.Entry::getValue)
+                            .toList();
             if (values.size() > 1) {
                 fail("header " + name + " sent " + values.size() + " times");
             }
@@ -159,11 +166,13 @@ final class FakeAgent implements AutoCloseable {
             int colon = line.indexOf(':');
             headers.add(Map.entry(line.substring(0, colon), line.substring(colon + 1).strip()));
         }
-        Request withoutBody = new Request(requestLine[0], requestLine[1], requestLine[2], headers, new byte[0]);
+        Request withoutBody =
+                new Request(requestLine[0], requestLine[1], requestLine[2], headers, new byte[0]);
         int length = Integer.parseInt(withoutBody.header("Content-Length").orElseThrow());
         byte[] body = in.readNBytes(length);
         if (body.length != length) {
-            throw new IOException("connection closed inside the body after " + body.length + " bytes");
+            throw new IOException(
+                    "connection closed inside the body after " + body.length + " bytes");
         }
         return new Request(requestLine[0], requestLine[1], requestLine[2], headers, body);
     }
@@ -180,7 +189,11 @@ final class FakeAgent implements AutoCloseable {
     private static boolean endsWithBlankLine(ByteArrayOutputStream head) {
         byte[] b = head.toByteArray();
         int n = b.length;
-        return n >= 4 && b[n - 4] == '\r' && b[n - 3] == '\n' && b[n - 2] == '\r' && b[n - 1] == '\n';
+        return n >= 4
+                && b[n - 4] == '\r'
+                && b[n - 3] == '\n'
+                && b[n - 2] == '\r'
+                && b[n - 1] == '\n';
     }
 
     @Override

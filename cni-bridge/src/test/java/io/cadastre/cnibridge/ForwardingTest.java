@@ -20,10 +20,15 @@ class ForwardingTest {
 
     private static final String OK_EMPTY = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
     private static final List<String> CNI_HEADERS =
-            List.of("CNI-Command", "CNI-ContainerID", "CNI-Netns", "CNI-Ifname", "CNI-Args", "CNI-Path");
+            List.of(
+                    "CNI-Command",
+                    "CNI-ContainerID",
+                    "CNI-Netns",
+                    "CNI-Ifname",
+                    "CNI-Args",
+                    "CNI-Path");
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     @Test
     void addIsForwardedWithEveryHeaderAndTheBodyByteForByte() throws Exception {
@@ -34,7 +39,9 @@ class ForwardingTest {
         env.put("CNI_PATH", "/opt/cni/bin:/usr/lib/cni:/日本");
         // Not UTF-8-clean JSON on purpose: the body must pass untouched, whatever it holds.
         ByteArrayOutputStream stdin = new ByteArrayOutputStream();
-        stdin.writeBytes("{\"cniVersion\":\"1.1.0\",\r\n\t\"name\":\"n\u00e9t\",\"x\":\"".getBytes(StandardCharsets.UTF_8));
+        stdin.writeBytes(
+                "{\"cniVersion\":\"1.1.0\",\r\n\t\"name\":\"n\u00e9t\",\"x\":\""
+                        .getBytes(StandardCharsets.UTF_8));
         stdin.writeBytes(new byte[] {0, 1, (byte) 0xff, '\\', '%'});
         stdin.writeBytes("\"}\n".getBytes(StandardCharsets.UTF_8));
         byte[] body = stdin.toByteArray();
@@ -57,13 +64,19 @@ class ForwardingTest {
             assertEquals(Optional.of("ADD"), req.header("CNI-Command"));
             assertEquals(Optional.of("c0ffee"), req.header("CNI-ContainerID"));
             assertEquals(Optional.of("eth0"), req.header("CNI-Ifname"));
-            for (var h : Map.of("CNI-Netns", "CNI_NETNS", "CNI-Args", "CNI_ARGS", "CNI-Path", "CNI_PATH").entrySet()) {
+            for (var h :
+                    Map.of("CNI-Netns", "CNI_NETNS", "CNI-Args", "CNI_ARGS", "CNI-Path", "CNI_PATH")
+                            .entrySet()) {
                 String raw = req.header(h.getKey()).orElseThrow();
-                assertTrue(raw.chars().allMatch(c -> c >= 0x21 && c <= 0x7e), "not encoded: " + raw);
+                assertTrue(
+                        raw.chars().allMatch(c -> c >= 0x21 && c <= 0x7e), "not encoded: " + raw);
                 assertEquals(env.get(h.getValue()), percentDecode(raw), h.getKey());
             }
-            assertEquals(Optional.of("IgnoreUnknown=1;K8S_POD_NAME=caf%C3%A9-0;NOTE=100%25%20sure;%20tab%09here"),
-                    req.header("CNI-Args"), "exact encoding: upper-case hex, only what must be encoded");
+            assertEquals(
+                    Optional.of(
+                            "IgnoreUnknown=1;K8S_POD_NAME=caf%C3%A9-0;NOTE=100%25%20sure;%20tab%09here"),
+                    req.header("CNI-Args"),
+                    "exact encoding: upper-case hex, only what must be encoded");
         }
     }
 
@@ -113,8 +126,11 @@ class ForwardingTest {
             Map<String, String> env = Plugin.cniEnv("ADD");
             env.put("CADASTRE_AGENT_SOCKET", dir.resolve("not-this-one.sock").toString());
             // cadastre-ipam: the key sits in the ipam section; a non-string occurrence is skipped.
-            String netconf = "{\"cniVersion\":\"1.0.0\",\"type\":\"bridge\",\"agentSocket\" : null,"
-                    + "\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\" :\n \"" + agent.socket() + "\"}}";
+            String netconf =
+                    "{\"cniVersion\":\"1.0.0\",\"type\":\"bridge\",\"agentSocket\" : null,"
+                            + "\"ipam\":{\"type\":\"cadastre-ipam\",\"agentSocket\" :\n \""
+                            + agent.socket()
+                            + "\"}}";
             Plugin.Result r = Plugin.run(env, netconf);
             assertEquals(0, r.exit(), r.out());
             agent.awaitRequest();
@@ -127,8 +143,11 @@ class ForwardingTest {
             Map<String, String> env = Plugin.cniEnv("ADD");
             env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
             // Neither a string value "agentSocket" nor a key that only contains it counts.
-            Plugin.Result r = Plugin.run(env, "{\"cniVersion\":\"1.0.0\",\"note\":\"agentSocket\","
-                    + "\"\\\"agentSocket\":\"/nowhere.sock\",\"a\":[\"agentSocket\" ,\"/nowhere.sock\"]}");
+            Plugin.Result r =
+                    Plugin.run(
+                            env,
+                            "{\"cniVersion\":\"1.0.0\",\"note\":\"agentSocket\","
+                                    + "\"\\\"agentSocket\":\"/nowhere.sock\",\"a\":[\"agentSocket\" ,\"/nowhere.sock\"]}");
             assertEquals(0, r.exit(), r.out());
             agent.awaitRequest();
         }

@@ -21,8 +21,7 @@ class LocalErrorsTest {
     private static final String NETCONF =
             "{\"cniVersion\":\"1.0.0\",\"name\":\"pods\",\"type\":\"cadastre\",\"password\":\"s3cr3t-value\"}";
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     private Map<String, String> env(String command) {
         Map<String, String> env = Plugin.cniEnv(command);
@@ -35,7 +34,9 @@ class LocalErrorsTest {
     void everyVerbButVersionWithNoAgentIsTryAgainLater(String verb) throws Exception {
         Plugin.Result r = Plugin.run(env(verb), NETCONF);
         JsonNode e = Plugin.assertError(r, 11, "1.0.0");
-        assertTrue(e.get("details").textValue().contains(dir.resolve("no-agent.sock").toString()), r.out());
+        assertTrue(
+                e.get("details").textValue().contains(dir.resolve("no-agent.sock").toString()),
+                r.out());
         assertFalse(r.out().contains("s3cr3t"), "stdin must never be echoed");
     }
 
@@ -44,7 +45,9 @@ class LocalErrorsTest {
         Map<String, String> env = env("ADD");
         env.remove("CNI_COMMAND");
         JsonNode e = Plugin.assertError(Plugin.run(env, NETCONF), 4, "1.0.0");
-        assertTrue(e.get("msg").textValue().contains("CNI_COMMAND"), "the spec wants the variable named");
+        assertTrue(
+                e.get("msg").textValue().contains("CNI_COMMAND"),
+                "the spec wants the variable named");
     }
 
     @Test
@@ -70,7 +73,12 @@ class LocalErrorsTest {
     @ValueSource(strings = {"\"\"", "\"/tmp/a\\/b.sock\"", "\"/tmp/a\\u0041.sock\"", "LONG"})
     void unusableAgentSocketInNetconfIsCode7(String value) throws Exception {
         String json = value.equals("LONG") ? "\"/" + "s".repeat(107) + "\"" : value;
-        Plugin.Result r = Plugin.run(env("ADD"), "{\"cniVersion\":\"0.4.0\",\"type\":\"cadastre\",\"agentSocket\":" + json + "}");
+        Plugin.Result r =
+                Plugin.run(
+                        env("ADD"),
+                        "{\"cniVersion\":\"0.4.0\",\"type\":\"cadastre\",\"agentSocket\":"
+                                + json
+                                + "}");
         Plugin.assertError(r, 7, "0.4.0");
     }
 
@@ -78,7 +86,12 @@ class LocalErrorsTest {
     void agentSocketOf107BytesIsAccepted() throws Exception {
         // The longest path sun_path holds: the plugin must try it (and find nothing there).
         String path = "/" + "s".repeat(106);
-        Plugin.Result r = Plugin.run(env("ADD"), "{\"cniVersion\":\"0.4.0\",\"type\":\"cadastre\",\"agentSocket\":\"" + path + "\"}");
+        Plugin.Result r =
+                Plugin.run(
+                        env("ADD"),
+                        "{\"cniVersion\":\"0.4.0\",\"type\":\"cadastre\",\"agentSocket\":\""
+                                + path
+                                + "\"}");
         JsonNode e = Plugin.assertError(r, 11, "0.4.0");
         assertTrue(e.get("details").textValue().contains(path), r.out());
     }
@@ -88,7 +101,9 @@ class LocalErrorsTest {
         Map<String, String> env = env("ADD");
         env.put("CADASTRE_AGENT_SOCKET", "/" + "s".repeat(107));
         JsonNode e = Plugin.assertError(Plugin.run(env, NETCONF), 4, "1.0.0");
-        assertTrue(e.get("msg").textValue().contains("CADASTRE_AGENT_SOCKET"), "the spec wants the variable named");
+        assertTrue(
+                e.get("msg").textValue().contains("CADASTRE_AGENT_SOCKET"),
+                "the spec wants the variable named");
     }
 
     @Test
@@ -106,12 +121,18 @@ class LocalErrorsTest {
         // Only stdin can carry bytes that are not UTF-8; Jackson rejects invalid UTF-8, so
         // parsing the output at all is part of the check.
         ByteArrayOutputStream stdin = new ByteArrayOutputStream();
-        stdin.writeBytes(("{\"cniVersion\":\"1.1.0\",\"type\":\"cadastre\",\"agentSocket\":\"" + dir + "/x")
-                .getBytes(StandardCharsets.UTF_8));
-        stdin.writeBytes(new byte[] {(byte) 0xff, (byte) 0xc3, 'y', (byte) 0xed, (byte) 0xa0, (byte) 0x80});
+        stdin.writeBytes(
+                ("{\"cniVersion\":\"1.1.0\",\"type\":\"cadastre\",\"agentSocket\":\"" + dir + "/x")
+                        .getBytes(StandardCharsets.UTF_8));
+        stdin.writeBytes(
+                new byte[] {(byte) 0xff, (byte) 0xc3, 'y', (byte) 0xed, (byte) 0xa0, (byte) 0x80});
         stdin.writeBytes(".sock\"}".getBytes(StandardCharsets.UTF_8));
         JsonNode e = Plugin.assertError(Plugin.run(env("ADD"), stdin.toByteArray()), 11, "1.1.0");
-        assertTrue(e.get("details").textValue().contains(dir + "/x\uFFFD\uFFFDy\uFFFD\uFFFD\uFFFD.sock"), e.toString());
+        assertTrue(
+                e.get("details")
+                        .textValue()
+                        .contains(dir + "/x\uFFFD\uFFFDy\uFFFD\uFFFD\uFFFD.sock"),
+                e.toString());
     }
 
     @Test

@@ -28,22 +28,27 @@ import java.util.concurrent.TimeUnit;
 final class Plugin {
 
     /** The sanitizer build (target/cadastre-asan), which all behaviour tests run. */
-    static final Path ASAN = Path.of(System.getProperty("cadastre.plugin.asan", "target/cadastre-asan"));
+    static final Path ASAN =
+            Path.of(System.getProperty("cadastre.plugin.asan", "target/cadastre-asan"));
+
     /** The release build (target/cadastre). */
-    static final Path RELEASE = Path.of(System.getProperty("cadastre.plugin.release", "target/cadastre"));
+    static final Path RELEASE =
+            Path.of(System.getProperty("cadastre.plugin.release", "target/cadastre"));
 
     static final ObjectMapper JSON = new ObjectMapper();
 
     private static final long DEADLINE_SECONDS = 30;
-    /** Three pipes per run, so a cached pool: a fixed pool smaller than that could deadlock. */
-    private static final ExecutorService IO = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "plugin-io");
-        t.setDaemon(true);
-        return t;
-    });
 
-    private Plugin() {
-    }
+    /** Three pipes per run, so a cached pool: a fixed pool smaller than that could deadlock. */
+    private static final ExecutorService IO =
+            Executors.newCachedThreadPool(
+                    r -> {
+                        Thread t = new Thread(r, "plugin-io");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
+    private Plugin() {}
 
     /** What the runtime sees: the exit status and both output streams. */
     record Result(int exit, byte[] stdout, String stderr) {
@@ -108,8 +113,13 @@ final class Plugin {
                 fail(binary + " did not exit within " + DEADLINE_SECONDS + " s");
             }
             in.get(DEADLINE_SECONDS, TimeUnit.SECONDS);
-            Result r = new Result(p.exitValue(), out.get(DEADLINE_SECONDS, TimeUnit.SECONDS),
-                    new String(err.get(DEADLINE_SECONDS, TimeUnit.SECONDS), StandardCharsets.UTF_8));
+            Result r =
+                    new Result(
+                            p.exitValue(),
+                            out.get(DEADLINE_SECONDS, TimeUnit.SECONDS),
+                            new String(
+                                    err.get(DEADLINE_SECONDS, TimeUnit.SECONDS),
+                                    StandardCharsets.UTF_8));
             assertEquals("", r.stderr(), "stderr (sanitizer report?)");
             return r;
         } finally {

@@ -16,11 +16,14 @@ import org.junit.jupiter.params.provider.ValueSource;
 /** What the plugin makes of the agent's reply: stdout and exit status as the runtime sees them. */
 class ReplyTest {
 
-    private static final String NETCONF = "{\"cniVersion\":\"1.0.0\",\"name\":\"pods\",\"type\":\"cadastre\"}";
-    private static final String RESULT = "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\"}],"
-            + "\"ips\":[{\"address\":\"198.18.0.5/24\",\"interface\":0}],\"dns\":{},\"note\":\"ünïcode\"}\n";
-    private static final String ERROR = "{\"cniVersion\":\"1.0.0\",\"code\":7,\"msg\":\"Invalid Configuration\","
-            + "\"details\":\"no pool\"}";
+    private static final String NETCONF =
+            "{\"cniVersion\":\"1.0.0\",\"name\":\"pods\",\"type\":\"cadastre\"}";
+    private static final String RESULT =
+            "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\"}],"
+                    + "\"ips\":[{\"address\":\"198.18.0.5/24\",\"interface\":0}],\"dns\":{},\"note\":\"ünïcode\"}\n";
+    private static final String ERROR =
+            "{\"cniVersion\":\"1.0.0\",\"code\":7,\"msg\":\"Invalid Configuration\","
+                    + "\"details\":\"no pool\"}";
 
     private static Plugin.Result exchange(String verb, byte[] response) throws Exception {
         try (FakeAgent agent = FakeAgent.start(response)) {
@@ -35,8 +38,12 @@ class ReplyTest {
     }
 
     private static String http(String status, String body) {
-        return "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nContent-Length: "
-                + body.getBytes(StandardCharsets.UTF_8).length + "\r\nServer: fake\r\n\r\n" + body;
+        return "HTTP/1.1 "
+                + status
+                + "\r\nContent-Type: application/json\r\nContent-Length: "
+                + body.getBytes(StandardCharsets.UTF_8).length
+                + "\r\nServer: fake\r\n\r\n"
+                + body;
     }
 
     @Test
@@ -47,11 +54,13 @@ class ReplyTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {
-            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
-            "HTTP/1.1 200 OK\r\n\r\n",
-            "HTTP/1.0 200\r\ncontent-length:0\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"})
+    @ValueSource(
+            strings = {
+                "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+                "HTTP/1.1 200 OK\r\n\r\n",
+                "HTTP/1.0 200\r\ncontent-length:0\r\n\r\n",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+            })
     void okWithEmptyBodyPrintsNothing(String response) throws Exception {
         Plugin.Result r = exchange("DEL", response);
         assertEquals(0, r.exit());
@@ -67,10 +76,16 @@ class ReplyTest {
 
     @Test
     void chunkedBodyIsDecoded() throws Exception {
-        String response = "HTTP/1.1 200 OK\r\ntransfer-encoding:  Chunked \r\n\r\n"
-                + "5\r\n" + RESULT.substring(0, 5) + "\r\n"
-                + Integer.toHexString(RESULT.getBytes(StandardCharsets.UTF_8).length - 5).toUpperCase()
-                + ";ext=1\r\n" + RESULT.substring(5) + "\r\n0\r\nTrailer: x\r\n\r\n";
+        String response =
+                "HTTP/1.1 200 OK\r\ntransfer-encoding:  Chunked \r\n\r\n"
+                        + "5\r\n"
+                        + RESULT.substring(0, 5)
+                        + "\r\n"
+                        + Integer.toHexString(RESULT.getBytes(StandardCharsets.UTF_8).length - 5)
+                                .toUpperCase()
+                        + ";ext=1\r\n"
+                        + RESULT.substring(5)
+                        + "\r\n0\r\nTrailer: x\r\n\r\n";
         Plugin.Result r = exchange("ADD", response);
         assertEquals(0, r.exit());
         assertEquals(RESULT, r.out());
@@ -81,7 +96,9 @@ class ReplyTest {
         byte[] body = new byte[3 << 20];
         Arrays.fill(body, (byte) 'x');
         ByteArrayOutputStream response = new ByteArrayOutputStream();
-        response.writeBytes(("HTTP/1.1 200 OK\r\nContent-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        response.writeBytes(
+                ("HTTP/1.1 200 OK\r\nContent-Length: " + body.length + "\r\n\r\n")
+                        .getBytes(StandardCharsets.US_ASCII));
         response.writeBytes(body);
         Plugin.Result r = exchange("ADD", response.toByteArray());
         assertEquals(0, r.exit());
@@ -89,7 +106,14 @@ class ReplyTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"400 Bad Request", "404 Not Found", "409 Conflict", "500 Internal Server Error", "503 Service Unavailable"})
+    @ValueSource(
+            strings = {
+                "400 Bad Request",
+                "404 Not Found",
+                "409 Conflict",
+                "500 Internal Server Error",
+                "503 Service Unavailable"
+            })
     void errorStatusPrintsTheAgentsErrorObject(String status) throws Exception {
         Plugin.Result r = exchange("ADD", http(status, ERROR));
         assertEquals(1, r.exit());
@@ -104,30 +128,34 @@ class ReplyTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {
-            "",
-            "HTTP/1.1 200",
-            "HTTP/1.1 200 OK\r\nContent-Length: 10",
-            "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"cniVersion\":",
-            "HTTP/1.1 500 Oops\r\nContent-Length: 100\r\n\r\n{\"cniVersion\":",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"cniVersion\":",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"})
+    @ValueSource(
+            strings = {
+                "",
+                "HTTP/1.1 200",
+                "HTTP/1.1 200 OK\r\nContent-Length: 10",
+                "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"cniVersion\":",
+                "HTTP/1.1 500 Oops\r\nContent-Length: 100\r\n\r\n{\"cniVersion\":",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"cniVersion\":",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+            })
     void agentClosingMidReplyIsCode11(String partial) throws Exception {
         Plugin.assertError(exchange("ADD", partial), 11, "1.0.0");
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {
-            "SSH-2.0-OpenSSH\r\n\r\n",
-            "HTTP/2 200\r\n\r\n",
-            "HTTP/1.1 abc\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n{}",
-            "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n{}",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{}\r\n0\r\n\r\n"})
+    @ValueSource(
+            strings = {
+                "SSH-2.0-OpenSSH\r\n\r\n",
+                "HTTP/2 200\r\n\r\n",
+                "HTTP/1.1 abc\r\n\r\n",
+                "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n{}",
+                "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n{}",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{}\r\n0\r\n\r\n"
+            })
     void replyThatIsNotAcceptableHttpIsCode5(String response) throws Exception {
         Plugin.assertError(exchange("ADD", response), 5, "1.0.0");
     }
@@ -137,7 +165,9 @@ class ReplyTest {
         byte[] body = new byte[5 << 20];
         Arrays.fill(body, (byte) 'x');
         ByteArrayOutputStream response = new ByteArrayOutputStream();
-        response.writeBytes(("HTTP/1.1 200 OK\r\nContent-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        response.writeBytes(
+                ("HTTP/1.1 200 OK\r\nContent-Length: " + body.length + "\r\n\r\n")
+                        .getBytes(StandardCharsets.US_ASCII));
         response.writeBytes(body);
         Plugin.assertError(exchange("ADD", response.toByteArray()), 5, "1.0.0");
     }

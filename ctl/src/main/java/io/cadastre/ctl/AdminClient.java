@@ -31,8 +31,7 @@ final class AdminClient {
     private final HttpClient http;
 
     /** A 2xx answer: its status and its JSON object. */
-    record Answer(int status, JsonNode body) {
-    }
+    record Answer(int status, JsonNode body) {}
 
     /**
      * @param base the server, {@code http[s]://host:port[/prefix]}; request paths are appended to it
@@ -41,7 +40,12 @@ final class AdminClient {
      * @param connectTimeout how long to wait for the TCP (and TLS) connection
      * @param requestTimeout how long to wait for the whole answer once the request is sent
      */
-    AdminClient(URI base, String token, String unauthorizedHint, Duration connectTimeout, Duration requestTimeout) {
+    AdminClient(
+            URI base,
+            String token,
+            String unauthorizedHint,
+            Duration connectTimeout,
+            Duration requestTimeout) {
         String text = base.toString();
         this.base = text.endsWith("/") ? text.substring(0, text.length() - 1) : text;
         this.token = token;
@@ -49,11 +53,12 @@ final class AdminClient {
         this.connectTimeout = connectTimeout;
         this.requestTimeout = requestTimeout;
         // HTTP/1.1 explicitly: the default would offer an h2c upgrade on every plain request.
-        this.http = HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(connectTimeout)
-                .followRedirects(HttpClient.Redirect.NEVER)
-                .build();
+        this.http =
+                HttpClient.newBuilder()
+                        .version(HttpClient.Version.HTTP_1_1)
+                        .connectTimeout(connectTimeout)
+                        .followRedirects(HttpClient.Redirect.NEVER)
+                        .build();
     }
 
     /** @return the base URL requests go to, without a trailing slash */
@@ -92,7 +97,11 @@ final class AdminClient {
      * @throws CtlException as {@link #post(String, JsonNode)}
      */
     JsonNode post(String path) {
-        return send(HttpRequest.newBuilder(uri(path)).POST(HttpRequest.BodyPublishers.noBody()), "POST", path).body();
+        return send(
+                        HttpRequest.newBuilder(uri(path)).POST(HttpRequest.BodyPublishers.noBody()),
+                        "POST",
+                        path)
+                .body();
     }
 
     /**
@@ -103,9 +112,12 @@ final class AdminClient {
      * @throws CtlException as {@link #post(String, JsonNode)}
      */
     Answer postForStatus(String path, JsonNode body) {
-        HttpRequest.Builder request = HttpRequest.newBuilder(uri(path))
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(Json.compact(body), StandardCharsets.UTF_8));
+        HttpRequest.Builder request =
+                HttpRequest.newBuilder(uri(path))
+                        .header("Content-Type", "application/json")
+                        .POST(
+                                HttpRequest.BodyPublishers.ofString(
+                                        Json.compact(body), StandardCharsets.UTF_8));
         return send(request, "POST", path);
     }
 
@@ -134,29 +146,53 @@ final class AdminClient {
         }
         HttpResponse<String> response;
         try {
-            response = http.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+            response =
+                    http.send(
+                            request.build(),
+                            HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
         } catch (HttpConnectTimeoutException e) {
-            throw new CtlException("cannot connect to " + base + " within " + seconds(connectTimeout), e);
+            throw new CtlException(
+                    "cannot connect to " + base + " within " + seconds(connectTimeout), e);
         } catch (HttpTimeoutException e) {
-            throw new CtlException("no answer to " + target + " within " + seconds(requestTimeout)
-                    + " (--timeout)" + mayHaveTakenEffect(method), e);
+            throw new CtlException(
+                    "no answer to "
+                            + target
+                            + " within "
+                            + seconds(requestTimeout)
+                            + " (--timeout)"
+                            + mayHaveTakenEffect(method),
+                    e);
         } catch (ConnectException e) {
             // Mostly without a message from the JDK's client; refused is what it means then.
             String reason = firstMessage(e);
-            throw new CtlException("cannot connect to " + base + ": "
-                    + (reason == null ? "connection refused" : reason), e);
+            throw new CtlException(
+                    "cannot connect to "
+                            + base
+                            + ": "
+                            + (reason == null ? "connection refused" : reason),
+                    e);
         } catch (IOException e) {
             String reason = firstMessage(e);
-            throw new CtlException(target + " failed: " + (reason == null ? e.getClass().getSimpleName() : reason)
-                    + mayHaveTakenEffect(method), e);
+            throw new CtlException(
+                    target
+                            + " failed: "
+                            + (reason == null ? e.getClass().getSimpleName() : reason)
+                            + mayHaveTakenEffect(method),
+                    e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new CtlException(target + " interrupted", e);
         }
         int status = response.statusCode();
         if (status < 200 || status > 299) {
-            throw new CtlException(errorMessage(response.body())
-                    + " (HTTP " + status + " from " + target + ")" + hint(status));
+            throw new CtlException(
+                    errorMessage(response.body())
+                            + " (HTTP "
+                            + status
+                            + " from "
+                            + target
+                            + ")"
+                            + hint(status));
         }
         JsonNode answer = Json.parseOrNull(response.body());
         if (answer == null || !answer.isObject()) {
@@ -187,7 +223,9 @@ final class AdminClient {
      */
     static String errorMessage(String body) {
         JsonNode node = Json.parseOrNull(body);
-        if (node != null && node.path("error").isTextual() && !node.path("error").asText().isBlank()) {
+        if (node != null
+                && node.path("error").isTextual()
+                && !node.path("error").asText().isBlank()) {
             return node.path("error").asText();
         }
         String first = body == null ? "" : body.strip().lines().findFirst().orElse("").strip();
@@ -205,11 +243,19 @@ final class AdminClient {
         StringBuilder out = new StringBuilder();
         for (byte b : value.getBytes(StandardCharsets.UTF_8)) {
             char c = (char) (b & 0xff);
-            if (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-                    || c == '-' || c == '.' || c == '_' || c == '~' || c == ':' || c == '@') {
+            if (c >= 'a' && c <= 'z'
+                    || c >= 'A' && c <= 'Z'
+                    || c >= '0' && c <= '9'
+                    || c == '-'
+                    || c == '.'
+                    || c == '_'
+                    || c == '~'
+                    || c == ':'
+                    || c == '@') {
                 out.append(c);
             } else {
-                out.append('%').append(Character.toUpperCase(Character.forDigit((b >> 4) & 0xf, 16)))
+                out.append('%')
+                        .append(Character.toUpperCase(Character.forDigit((b >> 4) & 0xf, 16)))
                         .append(Character.toUpperCase(Character.forDigit(b & 0xf, 16)));
             }
         }

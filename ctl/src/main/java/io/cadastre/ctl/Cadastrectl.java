@@ -32,19 +32,27 @@ import picocli.CommandLine.UnmatchedArgumentException;
  * connection, an error status from the agent, an answer not of the contract's shape).
  * Lifecycle: one instance per invocation, built by {@link #commandLine(Map)}.
  */
-@Command(name = "cadastrectl", scope = ScopeType.INHERIT, mixinStandardHelpOptions = true,
+@Command(
+        name = "cadastrectl",
+        scope = ScopeType.INHERIT,
+        mixinStandardHelpOptions = true,
         version = "cadastrectl 0.1.0",
         description = "Inspects and repairs Cadastre's IPAM through an agent's admin API.",
         subcommands = {IpamCommand.class, NodeCommand.class, PoolCommand.class},
         exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {"0:done", "1:ipam check: not clean",
-                "2:usage, connection, or an error answered by the agent (message on stderr)"})
+        exitCodeList = {
+            "0:done",
+            "1:ipam check: not clean",
+            "2:usage, connection, or an error answered by the agent (message on stderr)"
+        })
 public final class Cadastrectl implements Callable<Integer> {
     static final String DEFAULT_SERVER = "http://127.0.0.1:9467";
     static final String ENV_SERVER = "CADASTRE_ADMIN_URL";
     static final String ENV_TOKEN_FILE = "CADASTRE_ADMIN_TOKEN_FILE";
+
     /** The token an agent with the default data directory generates: root's only (mode 0600 in a 0700 directory). */
     static final Path DEFAULT_TOKEN_FILE = Path.of("/var/lib/cadastre/admin.token");
+
     static final int EXIT_OK = 0;
     static final int EXIT_NOT_CLEAN = 1;
     static final int EXIT_ERROR = 2;
@@ -52,29 +60,55 @@ public final class Cadastrectl implements Callable<Integer> {
     static final int MAX_CONNECT_TIMEOUT_SECONDS = 5;
 
     /** Lower case: picocli lists and matches the constants as written. */
-    enum Output { table, json }
+    enum Output {
+        table,
+        json
+    }
 
     // Global options: null when not given, so that the environment and defaults apply in one place.
-    @Option(names = "--server", paramLabel = "URL", scope = ScopeType.INHERIT,
-            description = "The agent's admin API (default: $" + ENV_SERVER + ", else " + DEFAULT_SERVER + ").")
+    @Option(
+            names = "--server",
+            paramLabel = "URL",
+            scope = ScopeType.INHERIT,
+            description =
+                    "The agent's admin API (default: $"
+                            + ENV_SERVER
+                            + ", else "
+                            + DEFAULT_SERVER
+                            + ").")
     String server;
 
-    @Option(names = "--token-file", paramLabel = "FILE", scope = ScopeType.INHERIT,
-            description = "A file whose trimmed content is the bearer token (default: $" + ENV_TOKEN_FILE
-                    + ", else " + "/var/lib/cadastre/admin.token when it exists: the agent's own, which root can read).")
+    @Option(
+            names = "--token-file",
+            paramLabel = "FILE",
+            scope = ScopeType.INHERIT,
+            description =
+                    "A file whose trimmed content is the bearer token (default: $"
+                            + ENV_TOKEN_FILE
+                            + ", else "
+                            + "/var/lib/cadastre/admin.token when it exists: the agent's own, which root can read).")
     Path tokenFile;
 
-    @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", scope = ScopeType.INHERIT,
+    @Option(
+            names = {"-o", "--output"},
+            paramLabel = "FORMAT",
+            scope = ScopeType.INHERIT,
             description = "table (default) or json (the agent's JSON, pretty-printed).")
     Output output;
 
-    @Option(names = "--timeout", paramLabel = "SECONDS", scope = ScopeType.INHERIT,
-            description = "Seconds to wait for an answer (default " + DEFAULT_TIMEOUT_SECONDS
-                    + "); connecting waits at most " + MAX_CONNECT_TIMEOUT_SECONDS + " of them.")
+    @Option(
+            names = "--timeout",
+            paramLabel = "SECONDS",
+            scope = ScopeType.INHERIT,
+            description =
+                    "Seconds to wait for an answer (default "
+                            + DEFAULT_TIMEOUT_SECONDS
+                            + "); connecting waits at most "
+                            + MAX_CONNECT_TIMEOUT_SECONDS
+                            + " of them.")
     Integer timeoutSeconds;
 
-    @Spec
-    CommandSpec spec;
+    @Spec CommandSpec spec;
 
     private final Map<String, String> env;
     private final Path defaultTokenFile;
@@ -122,7 +156,11 @@ public final class Cadastrectl implements Callable<Integer> {
      * @param err where errors and usage messages go (stderr)
      * @return the exit code (see the class comment)
      */
-    public static int execute(Map<String, String> env, Path defaultTokenFile, PrintWriter out, PrintWriter err,
+    public static int execute(
+            Map<String, String> env,
+            Path defaultTokenFile,
+            PrintWriter out,
+            PrintWriter err,
             String... args) {
         CommandLine cmd = commandLine(env, defaultTokenFile);
         cmd.setOut(out);
@@ -137,7 +175,8 @@ public final class Cadastrectl implements Callable<Integer> {
 
     /** @return the usage error for a command that only groups subcommands and was given none */
     static ParameterException missingCommand(CommandSpec spec) {
-        return new ParameterException(spec.commandLine(),
+        return new ParameterException(
+                spec.commandLine(),
                 "missing command: one of " + String.join(", ", spec.subcommands().keySet()));
     }
 
@@ -191,12 +230,17 @@ public final class Cadastrectl implements Callable<Integer> {
     AdminClient client() {
         int timeout = timeoutSeconds == null ? DEFAULT_TIMEOUT_SECONDS : timeoutSeconds;
         if (timeout < 1) {
-            throw new ParameterException(spec.commandLine(), "--timeout must be 1 second or more, not " + timeout);
+            throw new ParameterException(
+                    spec.commandLine(), "--timeout must be 1 second or more, not " + timeout);
         }
         URI server = serverUri();
         Credential credential = credential(server);
-        return new AdminClient(server, credential.token(), credential.hint(),
-                Duration.ofSeconds(Math.min(timeout, MAX_CONNECT_TIMEOUT_SECONDS)), Duration.ofSeconds(timeout));
+        return new AdminClient(
+                server,
+                credential.token(),
+                credential.hint(),
+                Duration.ofSeconds(Math.min(timeout, MAX_CONNECT_TIMEOUT_SECONDS)),
+                Duration.ofSeconds(timeout));
     }
 
     /**
@@ -207,17 +251,25 @@ public final class Cadastrectl implements Callable<Integer> {
 
     private URI serverUri() {
         String text = server != null ? server : envOr(ENV_SERVER, DEFAULT_SERVER);
-        String source = server != null ? "--server" : env(ENV_SERVER) != null ? ENV_SERVER : "the default server";
+        String source =
+                server != null
+                        ? "--server"
+                        : env(ENV_SERVER) != null ? ENV_SERVER : "the default server";
         try {
             URI uri = new URI(text);
-            if (!("http".equalsIgnoreCase(uri.getScheme()) || "https".equalsIgnoreCase(uri.getScheme()))
-                    || uri.getHost() == null || uri.getRawQuery() != null || uri.getRawFragment() != null
+            if (!("http".equalsIgnoreCase(uri.getScheme())
+                            || "https".equalsIgnoreCase(uri.getScheme()))
+                    || uri.getHost() == null
+                    || uri.getRawQuery() != null
+                    || uri.getRawFragment() != null
                     || uri.getRawUserInfo() != null) {
                 throw new URISyntaxException(text, "not http(s)://host[:port][/path]");
             }
             return uri;
         } catch (URISyntaxException e) {
-            throw new ParameterException(spec.commandLine(), source + ": '" + text + "' is not an http(s)://HOST[:PORT] URL");
+            throw new ParameterException(
+                    spec.commandLine(),
+                    source + ": '" + text + "' is not an http(s)://HOST[:PORT] URL");
         }
     }
 
@@ -231,9 +283,16 @@ public final class Cadastrectl implements Callable<Integer> {
      *     holds no usable token
      */
     private Credential credential(URI server) {
-        Path file = tokenFile != null ? tokenFile : env(ENV_TOKEN_FILE) != null ? Path.of(env(ENV_TOKEN_FILE)) : null;
-        String fix = "run cadastrectl as root on the agent's host (it reads " + defaultTokenFile
-                + ") or pass --token-file (or " + ENV_TOKEN_FILE + ") naming the agent's <data-dir>/admin.token";
+        Path file =
+                tokenFile != null
+                        ? tokenFile
+                        : env(ENV_TOKEN_FILE) != null ? Path.of(env(ENV_TOKEN_FILE)) : null;
+        String fix =
+                "run cadastrectl as root on the agent's host (it reads "
+                        + defaultTokenFile
+                        + ") or pass --token-file (or "
+                        + ENV_TOKEN_FILE
+                        + ") naming the agent's <data-dir>/admin.token";
         if (file == null) {
             // Not there for this user (the agent's 0700 data directory hides it), or no agent here.
             if (!isLoopback(server) || !Files.isReadable(defaultTokenFile)) {
@@ -241,7 +300,8 @@ public final class Cadastrectl implements Callable<Integer> {
             }
             file = defaultTokenFile;
         }
-        return new Credential(read(file), "; the agent refused the token from " + file + ": " + fix);
+        return new Credential(
+                read(file), "; the agent refused the token from " + file + ": " + fix);
     }
 
     private static boolean isLoopback(URI server) {
@@ -262,7 +322,11 @@ public final class Cadastrectl implements Callable<Integer> {
         try {
             token = Files.readString(file, StandardCharsets.UTF_8).strip();
         } catch (AccessDeniedException e) {
-            throw new CtlException("cannot read the token file " + file + ": permission denied (run as root, or as the file's owner)", e);
+            throw new CtlException(
+                    "cannot read the token file "
+                            + file
+                            + ": permission denied (run as root, or as the file's owner)",
+                    e);
         } catch (IOException e) {
             throw new CtlException("cannot read the token file " + file + ": " + e, e);
         }
@@ -271,7 +335,10 @@ public final class Cadastrectl implements Callable<Integer> {
         }
         // A header value cannot hold line breaks; other blanks would split the bearer credential.
         if (token.chars().anyMatch(c -> c <= ' ' || c == 0x7f)) {
-            throw new CtlException("the token file " + file + " holds more than one word (blanks or line breaks inside the token)");
+            throw new CtlException(
+                    "the token file "
+                            + file
+                            + " holds more than one word (blanks or line breaks inside the token)");
         }
         return token;
     }

@@ -10,8 +10,7 @@ import picocli.CommandLine.TypeConversionException;
  * turns away what can never be an address.
  */
 final class IpLiteral {
-    private IpLiteral() {
-    }
+    private IpLiteral() {}
 
     /**
      * @return whether {@code text} is a dotted-quad IPv4 address (no leading zeros, which some
@@ -46,7 +45,9 @@ final class IpLiteral {
             return false;
         }
         for (String part : parts) {
-            if (part.isEmpty() || part.length() > 3 || (part.length() > 1 && part.charAt(0) == '0')) {
+            if (part.isEmpty()
+                    || part.length() > 3
+                    || (part.length() > 1 && part.charAt(0) == '0')) {
                 return false;
             }
             for (int i = 0; i < part.length(); i++) {
@@ -130,7 +131,8 @@ final class IpLiteral {
         @Override
         public String convert(String value) {
             if (!isCidr(value)) {
-                throw new TypeConversionException("'" + value + "' is not a CIDR (ADDRESS/PREFIX-LENGTH)");
+                throw new TypeConversionException(
+                        "'" + value + "' is not a CIDR (ADDRESS/PREFIX-LENGTH)");
             }
             return value;
         }

@@ -15,11 +15,17 @@ import picocli.CommandLine.Spec;
  * by hand, and looking an address up. Each subcommand sends one request (two for
  * {@code show --show-blocks}) and prints the answer; none retries.
  */
-@Command(name = "ipam", description = "Pools' utilisation, consistency check, release, address look-up.",
-        subcommands = {IpamCommand.Show.class, IpamCommand.Check.class, IpamCommand.Release.class, IpamCommand.Address.class})
+@Command(
+        name = "ipam",
+        description = "Pools' utilisation, consistency check, release, address look-up.",
+        subcommands = {
+            IpamCommand.Show.class,
+            IpamCommand.Check.class,
+            IpamCommand.Release.class,
+            IpamCommand.Address.class
+        })
 final class IpamCommand implements Callable<Integer> {
-    @Spec
-    CommandSpec spec;
+    @Spec CommandSpec spec;
 
     @Override
     public Integer call() {
@@ -27,15 +33,19 @@ final class IpamCommand implements Callable<Integer> {
     }
 
     /** {@code GET /v1/pools} (and {@code GET /v1/blocks} with {@code --show-blocks}). */
-    @Command(name = "show", description = {
-            "Every pool: claimed blocks, allocated addresses, utilisation, non-default settings.",
-            "With --show-blocks, then every claimed block: its node, use and borrowers.",
-            "-o json prints {\"pools\": [...]} (and \"blocks\": [...]) as the agent answered them."})
+    @Command(
+            name = "show",
+            description = {
+                "Every pool: claimed blocks, allocated addresses, utilisation, non-default settings.",
+                "With --show-blocks, then every claimed block: its node, use and borrowers.",
+                "-o json prints {\"pools\": [...]} (and \"blocks\": [...]) as the agent answered them."
+            })
     static final class Show implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
-        @Option(names = "--show-blocks", description = "Also list the claimed blocks, one row each.")
+        @Option(
+                names = "--show-blocks",
+                description = "Also list the claimed blocks, one row each.")
         boolean showBlocks;
 
         @Override
@@ -45,26 +55,31 @@ final class IpamCommand implements Callable<Integer> {
             JsonNode pools = client.get("/v1/pools");
             JsonNode blocks = showBlocks ? client.get("/v1/blocks") : null;
             if (ctl.json()) {
-                // Two answers, one document: both are objects with distinct keys ("pools", "blocks").
+                // Two answers, one document: both are objects with distinct keys ("pools",
+                // "blocks").
                 ObjectNode merged = pools.deepCopy();
                 if (blocks != null) {
                     merged.setAll((ObjectNode) blocks);
                 }
                 ctl.printJson(merged);
             } else {
-                ctl.print(Views.poolUsage(pools) + (blocks == null ? "" : "\n" + Views.blocks(blocks)));
+                ctl.print(
+                        Views.poolUsage(pools)
+                                + (blocks == null ? "" : "\n" + Views.blocks(blocks)));
             }
             return Cadastrectl.EXIT_OK;
         }
     }
 
     /** {@code GET /v1/check}. */
-    @Command(name = "check", description = {
-            "Cross-checks blocks' allocations against nodes' attachments (a snapshot).",
-            "Exit 0 when clean, 1 when not; -o json prints the report and exits the same way."})
+    @Command(
+            name = "check",
+            description = {
+                "Cross-checks blocks' allocations against nodes' attachments (a snapshot).",
+                "Exit 0 when clean, 1 when not; -o json prints the report and exits the same way."
+            })
     static final class Check implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
         @Override
         public Integer call() {
@@ -78,18 +93,24 @@ final class IpamCommand implements Callable<Integer> {
     }
 
     /** {@code POST /v1/release}. */
-    @Command(name = "release", description = {
-            "Frees one address, or every address of one attachment (node, handle, interface).",
-            "Idempotent: releasing what is not held prints that nothing was released."})
+    @Command(
+            name = "release",
+            description = {
+                "Frees one address, or every address of one attachment (node, handle, interface).",
+                "Idempotent: releasing what is not held prints that nothing was released."
+            })
     static final class Release implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
         @ArgGroup(exclusive = true, multiplicity = "1")
         Target target;
 
         static final class Target {
-            @Option(names = "--address", paramLabel = "IP", required = true, converter = IpLiteral.Converter.class,
+            @Option(
+                    names = "--address",
+                    paramLabel = "IP",
+                    required = true,
+                    converter = IpLiteral.Converter.class,
                     description = "The address to free; its holder's node forgets the attachment.")
             String address;
 
@@ -98,14 +119,24 @@ final class IpamCommand implements Callable<Integer> {
         }
 
         static final class Attachment {
-            @Option(names = "--node", paramLabel = "NODE", required = true, description = "The node holding the attachment.")
+            @Option(
+                    names = "--node",
+                    paramLabel = "NODE",
+                    required = true,
+                    description = "The node holding the attachment.")
             String node;
 
-            @Option(names = "--handle", paramLabel = "HANDLE", required = true,
+            @Option(
+                    names = "--handle",
+                    paramLabel = "HANDLE",
+                    required = true,
                     description = "The allocation handle (network.containerId, e.g. cadastre.c1).")
             String handle;
 
-            @Option(names = "--ifname", paramLabel = "IFNAME", defaultValue = "eth0",
+            @Option(
+                    names = "--ifname",
+                    paramLabel = "IFNAME",
+                    defaultValue = "eth0",
                     description = "The pod's interface (default: ${DEFAULT-VALUE}).")
             String ifname;
         }
@@ -131,10 +162,12 @@ final class IpamCommand implements Callable<Integer> {
     /** {@code GET /v1/addresses/{address}}. */
     @Command(name = "address", description = "Shows an address's pool and block, and who holds it.")
     static final class Address implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
-        @Parameters(paramLabel = "IP", converter = IpLiteral.Converter.class, description = "An IPv4 or IPv6 address.")
+        @Parameters(
+                paramLabel = "IP",
+                converter = IpLiteral.Converter.class,
+                description = "An IPv4 or IPv6 address.")
         String address;
 
         @Override

@@ -18,22 +18,24 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
  * and decimals digit for digit.
  */
 final class Json {
-    static final ObjectMapper MAPPER = JsonMapper.builder()
-            .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
-            .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
-            .build();
+    static final ObjectMapper MAPPER =
+            JsonMapper.builder()
+                    .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+                    .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
+                    .build();
 
     /** Two-space indentation, arrays one element per line, {@code "key": value} (as jq prints). */
-    private static final ObjectWriter PRETTY = MAPPER.writer(new DefaultPrettyPrinter(
-                    Separators.createDefaultInstance()
-                            .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
-                            .withObjectEmptySeparator("")
-                            .withArrayEmptySeparator(""))
-            .withObjectIndenter(new DefaultIndenter("  ", "\n"))
-            .withArrayIndenter(new DefaultIndenter("  ", "\n")));
+    private static final ObjectWriter PRETTY =
+            MAPPER.writer(
+                    new DefaultPrettyPrinter(
+                                    Separators.createDefaultInstance()
+                                            .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
+                                            .withObjectEmptySeparator("")
+                                            .withArrayEmptySeparator(""))
+                            .withObjectIndenter(new DefaultIndenter("  ", "\n"))
+                            .withArrayIndenter(new DefaultIndenter("  ", "\n")));
 
-    private Json() {
-    }
+    private Json() {}
 
     /** @return {@code node} as indented JSON text, without a trailing newline */
     static String pretty(JsonNode node) {

@@ -12,11 +12,17 @@ import picocli.CommandLine.Spec;
  * allocations) with their labels, one node's blocks and attachments, and removing a node that has
  * left the cluster.
  */
-@Command(name = "node", description = "Nodes: membership, labels, blocks, attachments; removing a node gone for good.",
-        subcommands = {NodeCommand.ListNodes.class, NodeCommand.Show.class, NodeCommand.Remove.class})
+@Command(
+        name = "node",
+        description =
+                "Nodes: membership, labels, blocks, attachments; removing a node gone for good.",
+        subcommands = {
+            NodeCommand.ListNodes.class,
+            NodeCommand.Show.class,
+            NodeCommand.Remove.class
+        })
 final class NodeCommand implements Callable<Integer> {
-    @Spec
-    CommandSpec spec;
+    @Spec CommandSpec spec;
 
     @Override
     public Integer call() {
@@ -24,10 +30,12 @@ final class NodeCommand implements Callable<Integer> {
     }
 
     /** {@code GET /v1/nodes}. */
-    @Command(name = "list", description = "Every node with its membership, block counts, attachment count and labels.")
+    @Command(
+            name = "list",
+            description =
+                    "Every node with its membership, block counts, attachment count and labels.")
     static final class ListNodes implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
         @Override
         public Integer call() {
@@ -40,8 +48,7 @@ final class NodeCommand implements Callable<Integer> {
     /** {@code GET /v1/nodes/{name}}. */
     @Command(name = "show", description = "One node: its summary, its blocks, its attachments.")
     static final class Show implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
         @Parameters(paramLabel = "NAME", description = "The node's name.")
         String name;
@@ -49,34 +56,46 @@ final class NodeCommand implements Callable<Integer> {
         @Override
         public Integer call() {
             Cadastrectl ctl = Cadastrectl.of(spec);
-            ctl.printAnswer(ctl.client().get("/v1/nodes/" + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name))),
+            ctl.printAnswer(
+                    ctl.client()
+                            .get(
+                                    "/v1/nodes/"
+                                            + AdminClient.segment(
+                                                    Cadastrectl.nonBlank(spec, "NAME", name))),
                     Views::node);
             return Cadastrectl.EXIT_OK;
         }
     }
 
     /** {@code DELETE /v1/nodes/{name}[?releaseAddresses=true]}. */
-    @Command(name = "remove", description = {
-            "Removes a node that has left the cluster: marks it removed and releases",
-            "its empty blocks. A member is refused (409): stop its agent first. Its",
-            "agent starting again under the name un-removes the node."})
+    @Command(
+            name = "remove",
+            description = {
+                "Removes a node that has left the cluster: marks it removed and releases",
+                "its empty blocks. A member is refused (409): stop its agent first. Its",
+                "agent starting again under the name un-removes the node."
+            })
     static final class Remove implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
         @Parameters(paramLabel = "NAME", description = "The node's name.")
         String name;
 
-        @Option(names = "--release-addresses", description = "First release every address held for the node (its"
-                + " attachments, its allocations in its blocks and in those it borrowed from), as DEL would;"
-                + " then the blocks that became empty.")
+        @Option(
+                names = "--release-addresses",
+                description =
+                        "First release every address held for the node (its"
+                                + " attachments, its allocations in its blocks and in those it borrowed from), as DEL would;"
+                                + " then the blocks that became empty.")
         boolean releaseAddresses;
 
         @Override
         public Integer call() {
             Cadastrectl ctl = Cadastrectl.of(spec);
-            String path = "/v1/nodes/" + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name))
-                    + (releaseAddresses ? "?releaseAddresses=true" : "");
+            String path =
+                    "/v1/nodes/"
+                            + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name))
+                            + (releaseAddresses ? "?releaseAddresses=true" : "");
             ctl.printAnswer(ctl.client().delete(path), Views::nodeRemoved);
             return Cadastrectl.EXIT_OK;
         }

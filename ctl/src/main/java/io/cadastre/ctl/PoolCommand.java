@@ -17,12 +17,18 @@ import picocli.CommandLine.TypeConversionException;
  * defining, disabling, enabling and deleting pools at run time. Each subcommand sends one request
  * and prints the answer; none retries.
  */
-@Command(name = "pool", description = "Pools' configuration; create, disable, enable, delete.",
-        subcommands = {PoolCommand.ListPools.class, PoolCommand.Create.class, PoolCommand.Disable.class,
-                PoolCommand.Enable.class, PoolCommand.Delete.class})
+@Command(
+        name = "pool",
+        description = "Pools' configuration; create, disable, enable, delete.",
+        subcommands = {
+            PoolCommand.ListPools.class,
+            PoolCommand.Create.class,
+            PoolCommand.Disable.class,
+            PoolCommand.Enable.class,
+            PoolCommand.Delete.class
+        })
 final class PoolCommand implements Callable<Integer> {
-    @Spec
-    CommandSpec spec;
+    @Spec CommandSpec spec;
 
     @Override
     public Integer call() {
@@ -30,10 +36,12 @@ final class PoolCommand implements Callable<Integer> {
     }
 
     /** {@code GET /v1/pools}. */
-    @Command(name = "list", description = "Every pool's CIDR, block size, allocation settings, node selector and excluded ranges.")
+    @Command(
+            name = "list",
+            description =
+                    "Every pool's CIDR, block size, allocation settings, node selector and excluded ranges.")
     static final class ListPools implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
         @Override
         public Integer call() {
@@ -48,56 +56,84 @@ final class PoolCommand implements Callable<Integer> {
      * defaults and the preset's rules apply to the rest (and the agent, not this tool, says when
      * a preset and an explicit setting disagree).
      */
-    @Command(name = "create", description = {
-            "Defines a pool at run time; settings not given take the agent's defaults",
-            "(or the preset's). Idempotent: the same definition again succeeds; another",
-            "under the same name, or a CIDR overlapping a pool, is refused (409)."})
+    @Command(
+            name = "create",
+            description = {
+                "Defines a pool at run time; settings not given take the agent's defaults",
+                "(or the preset's). Idempotent: the same definition again succeeds; another",
+                "under the same name, or a CIDR overlapping a pool, is refused (409)."
+            })
     static final class Create implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
         @Parameters(paramLabel = "NAME", description = "The pool's name.")
         String name;
 
-        @Option(names = "--cidr", paramLabel = "CIDR", required = true, converter = IpLiteral.CidrConverter.class,
+        @Option(
+                names = "--cidr",
+                paramLabel = "CIDR",
+                required = true,
+                converter = IpLiteral.CidrConverter.class,
                 description = "The pool's range (198.18.0.0/16, fd00:198::/48).")
         String cidr;
 
-        @Option(names = "--block-size", paramLabel = "N", converter = NonNegative.class,
-                description = "The blocks' prefix length (agent's default: 26 for IPv4, 122 for IPv6;"
-                        + " with --preset cluster-pool 24 and 120).")
+        @Option(
+                names = "--block-size",
+                paramLabel = "N",
+                converter = NonNegative.class,
+                description =
+                        "The blocks' prefix length (agent's default: 26 for IPv4, 122 for IPv6;"
+                                + " with --preset cluster-pool 24 and 120).")
         Integer blockSize;
 
-        @Option(names = "--node-selector", paramLabel = "SEL",
-                description = "Nodes that may use the pool, as a Kubernetes label selector (k=v, k!=v, k in (a,b),"
-                        + " k, !k; comma = and; all()). Default: every node.")
+        @Option(
+                names = "--node-selector",
+                paramLabel = "SEL",
+                description =
+                        "Nodes that may use the pool, as a Kubernetes label selector (k=v, k!=v, k in (a,b),"
+                                + " k, !k; comma = and; all()). Default: every node.")
         String nodeSelector;
 
-        @Option(names = "--strict-affinity", description = "A node takes addresses only from its own blocks.")
+        @Option(
+                names = "--strict-affinity",
+                description = "A node takes addresses only from its own blocks.")
         boolean strictAffinity;
 
-        @Option(names = "--no-borrowing", description = "A node whose blocks are full does not borrow from others'.")
+        @Option(
+                names = "--no-borrowing",
+                description = "A node whose blocks are full does not borrow from others'.")
         boolean noBorrowing;
 
-        @Option(names = "--max-blocks-per-node", paramLabel = "N", converter = NonNegative.class,
+        @Option(
+                names = "--max-blocks-per-node",
+                paramLabel = "N",
+                converter = NonNegative.class,
                 description = "At most N blocks per node (agent's default: 0, no limit).")
         Integer maxBlocksPerNode;
 
-        @Option(names = "--exclude", paramLabel = "CIDR", converter = IpLiteral.CidrConverter.class,
+        @Option(
+                names = "--exclude",
+                paramLabel = "CIDR",
+                converter = IpLiteral.CidrConverter.class,
                 description = "A range inside the pool never to assign; repeat for more.")
         List<String> excluded;
 
-        @Option(names = "--preset", paramLabel = "PRESET",
-                description = "cluster-pool: one block per node, strict affinity, no borrowing (Cilium's"
-                        + " cluster-pool); the agent refuses a setting given here that contradicts it.")
+        @Option(
+                names = "--preset",
+                paramLabel = "PRESET",
+                description =
+                        "cluster-pool: one block per node, strict affinity, no borrowing (Cilium's"
+                                + " cluster-pool); the agent refuses a setting given here that contradicts it.")
         String preset;
 
         @Override
         public Integer call() {
             Cadastrectl ctl = Cadastrectl.of(spec);
-            ObjectNode body = Json.MAPPER.createObjectNode()
-                    .put("name", Cadastrectl.nonBlank(spec, "NAME", name))
-                    .put("cidr", cidr);
+            ObjectNode body =
+                    Json.MAPPER
+                            .createObjectNode()
+                            .put("name", Cadastrectl.nonBlank(spec, "NAME", name))
+                            .put("cidr", cidr);
             if (blockSize != null) {
                 body.put("blockSize", blockSize);
             }
@@ -121,18 +157,26 @@ final class PoolCommand implements Callable<Integer> {
                 body.put("preset", preset);
             }
             AdminClient.Answer answer = ctl.client().postForStatus("/v1/pools", body);
-            // 201: created; 200: this very definition was there already (the agent changed nothing).
-            String verdict = answer.status() == 201 ? "created pool " + Table.clean(name)
-                    : "pool " + Table.clean(name) + " already exists with this definition; nothing changed";
+            // 201: created; 200: this very definition was there already (the agent changed
+            // nothing).
+            String verdict =
+                    answer.status() == 201
+                            ? "created pool " + Table.clean(name)
+                            : "pool "
+                                    + Table.clean(name)
+                                    + " already exists with this definition; nothing changed";
             ctl.printAnswer(answer.body(), pool -> verdict + "\n" + Views.pool(pool));
             return Cadastrectl.EXIT_OK;
         }
     }
 
     /** {@code POST /v1/pools/{name}/disable}. */
-    @Command(name = "disable", description = {
-            "Stops a pool from giving out blocks and addresses; what it gave out",
-            "stays, and can be released. Idempotent."})
+    @Command(
+            name = "disable",
+            description = {
+                "Stops a pool from giving out blocks and addresses; what it gave out",
+                "stays, and can be released. Idempotent."
+            })
     static final class Disable extends OnePool {
         @Override
         public Integer call() {
@@ -141,7 +185,9 @@ final class PoolCommand implements Callable<Integer> {
     }
 
     /** {@code POST /v1/pools/{name}/enable}. */
-    @Command(name = "enable", description = "Lets a disabled pool give out blocks and addresses again. Idempotent.")
+    @Command(
+            name = "enable",
+            description = "Lets a disabled pool give out blocks and addresses again. Idempotent.")
     static final class Enable extends OnePool {
         @Override
         public Integer call() {
@@ -150,10 +196,13 @@ final class PoolCommand implements Callable<Integer> {
     }
 
     /** {@code DELETE /v1/pools/{name}}. */
-    @Command(name = "delete", description = {
-            "Deletes a pool that holds no allocation, releasing its blocks; the name",
-            "and range can be reused. A pool still holding allocations is refused",
-            "(409) and left disabled: release them first."})
+    @Command(
+            name = "delete",
+            description = {
+                "Deletes a pool that holds no allocation, releasing its blocks; the name",
+                "and range can be reused. A pool still holding allocations is refused",
+                "(409) and left disabled: release them first."
+            })
     static final class Delete extends OnePool {
         @Override
         public Integer call() {
@@ -165,8 +214,7 @@ final class PoolCommand implements Callable<Integer> {
 
     /** A command on one existing pool, named by its one parameter (picocli reads inherited fields). */
     abstract static class OnePool implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
+        @Spec CommandSpec spec;
 
         @Parameters(paramLabel = "NAME", description = "The pool's name.")
         String name;
@@ -180,7 +228,9 @@ final class PoolCommand implements Callable<Integer> {
         int act(String action, String done) {
             Cadastrectl ctl = Cadastrectl.of(spec);
             String path = path() + "/" + action;
-            ctl.printAnswer(ctl.client().post(path), pool -> done + Table.clean(name) + "\n" + Views.pool(pool));
+            ctl.printAnswer(
+                    ctl.client().post(path),
+                    pool -> done + Table.clean(name) + "\n" + Views.pool(pool));
             return Cadastrectl.EXIT_OK;
         }
     }

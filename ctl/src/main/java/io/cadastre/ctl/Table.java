@@ -27,7 +27,8 @@ final class Table {
      */
     Table row(Object... cells) {
         if (cells.length != header.size()) {
-            throw new IllegalArgumentException("row of " + cells.length + " cells for " + header.size() + " columns");
+            throw new IllegalArgumentException(
+                    "row of " + cells.length + " cells for " + header.size() + " columns");
         }
         List<String> row = new ArrayList<>(cells.length);
         for (Object cell : cells) {
@@ -72,13 +73,15 @@ final class Table {
     /** @return {@code text} with C0/C1 control characters (and DEL) replaced by {@code ?} */
     static String clean(String text) {
         StringBuilder out = new StringBuilder(text.length());
-        text.codePoints().forEach(c -> {
-            if (Character.getType(c) == Character.CONTROL) {
-                out.append('?');
-            } else {
-                out.appendCodePoint(c);
-            }
-        });
+        text.codePoints()
+                .forEach(
+                        c -> {
+                            if (Character.getType(c) == Character.CONTROL) {
+                                out.append('?');
+                            } else {
+                                out.appendCodePoint(c);
+                            }
+                        });
         return out.toString();
     }
 

@@ -16,8 +16,7 @@ import java.util.List;
  * since then the answer is not the one asked for.
  */
 final class Views {
-    private Views() {
-    }
+    private Views() {}
 
     /**
      * {@code ipam show}: one row per pool from {@code GET /v1/pools}, with utilisation.
@@ -25,13 +24,27 @@ final class Views {
      * @throws CtlException when the answer has no {@code pools} array
      */
     static String poolUsage(JsonNode answer) {
-        Table table = new Table("POOL", "CIDR", "BLOCK-SIZE", "BLOCKS(claimed/total)", "ALLOCATED", "SIZE", "UTIL%", "FLAGS");
+        Table table =
+                new Table(
+                        "POOL",
+                        "CIDR",
+                        "BLOCK-SIZE",
+                        "BLOCKS(claimed/total)",
+                        "ALLOCATED",
+                        "SIZE",
+                        "UTIL%",
+                        "FLAGS");
         for (JsonNode pool : list(answer, "pools")) {
             JsonNode blocks = pool.path("blocks");
-            table.row(text(pool, "name"), text(pool, "cidr"), prefix(pool.path("blockSize")),
+            table.row(
+                    text(pool, "name"),
+                    text(pool, "cidr"),
+                    prefix(pool.path("blockSize")),
                     text(blocks, "claimed") + "/" + quantity(blocks.path("total")),
-                    text(pool, "allocated"), quantity(pool.path("size")),
-                    percent(pool.path("allocated"), pool.path("size")), flags(pool));
+                    text(pool, "allocated"),
+                    quantity(pool.path("size")),
+                    percent(pool.path("allocated"), pool.path("size")),
+                    flags(pool));
         }
         return table.render();
     }
@@ -59,14 +72,28 @@ final class Views {
      * the excluded ranges in a table of their own, since a pool may have many.
      */
     private static String poolSettings(List<JsonNode> pools) {
-        Table table = new Table("NAME", "CIDR", "BLOCK-SIZE", "STRICT-AFFINITY", "ALLOW-BORROWING", "MAX-BLOCKS-PER-NODE",
-                "DISABLED", "NODE-SELECTOR");
+        Table table =
+                new Table(
+                        "NAME",
+                        "CIDR",
+                        "BLOCK-SIZE",
+                        "STRICT-AFFINITY",
+                        "ALLOW-BORROWING",
+                        "MAX-BLOCKS-PER-NODE",
+                        "DISABLED",
+                        "NODE-SELECTOR");
         Table excluded = new Table("POOL", "EXCLUDED");
         for (JsonNode pool : pools) {
             JsonNode max = pool.path("maxBlocksPerNode");
-            table.row(text(pool, "name"), text(pool, "cidr"), prefix(pool.path("blockSize")),
-                    text(pool, "strictAffinity"), text(pool, "allowBorrowing"),
-                    isZero(max) ? "no limit" : text(max), text(pool, "disabled"), selector(pool.path("nodeSelector")));
+            table.row(
+                    text(pool, "name"),
+                    text(pool, "cidr"),
+                    prefix(pool.path("blockSize")),
+                    text(pool, "strictAffinity"),
+                    text(pool, "allowBorrowing"),
+                    isZero(max) ? "no limit" : text(max),
+                    text(pool, "disabled"),
+                    selector(pool.path("nodeSelector")));
             pool.path("excluded").forEach(range -> excluded.row(text(pool, "name"), text(range)));
         }
         return table.render() + (excluded.isEmpty() ? "" : "\n" + excluded.render());
@@ -74,8 +101,11 @@ final class Views {
 
     /** {@code pool delete}: one line saying so, from {@code DELETE /v1/pools/{name}}. */
     static String poolDeleted(JsonNode answer) {
-        return "deleted pool " + Table.clean(text(answer, "deleted")) + " (released "
-                + counted(count(answer.path("releasedBlocks")), "block") + ")\n";
+        return "deleted pool "
+                + Table.clean(text(answer, "deleted"))
+                + " (released "
+                + counted(count(answer.path("releasedBlocks")), "block")
+                + ")\n";
     }
 
     /**
@@ -84,13 +114,19 @@ final class Views {
      */
     static String nodeRemoved(JsonNode answer) {
         JsonNode remaining = answer.path("remainingAllocations");
-        StringBuilder out = new StringBuilder()
-                .append("removed node ").append(Table.clean(text(answer, "node")))
-                .append(": released ").append(counted(count(answer.path("releasedBlocks")), "block"))
-                .append(" and ").append(counted(count(answer.path("releasedAddresses")), "address"))
-                .append("; remaining ").append(counted(count(answer.path("remainingBlocks")), "block"))
-                .append(" and ").append(counted(text(remaining), "allocation"))
-                .append('\n');
+        StringBuilder out =
+                new StringBuilder()
+                        .append("removed node ")
+                        .append(Table.clean(text(answer, "node")))
+                        .append(": released ")
+                        .append(counted(count(answer.path("releasedBlocks")), "block"))
+                        .append(" and ")
+                        .append(counted(count(answer.path("releasedAddresses")), "address"))
+                        .append("; remaining ")
+                        .append(counted(count(answer.path("remainingBlocks")), "block"))
+                        .append(" and ")
+                        .append(counted(text(remaining), "allocation"))
+                        .append('\n');
         Table blocks = new Table("BLOCK", "STATE");
         answer.path("releasedBlocks").forEach(b -> blocks.row(text(b), "released"));
         answer.path("remainingBlocks").forEach(b -> blocks.row(text(b), "remaining"));
@@ -98,8 +134,9 @@ final class Views {
             out.append(blocks.render());
         }
         if (remaining.asLong(0) > 0) {
-            out.append("\nThe remaining allocations show in 'cadastrectl ipam check';"
-                    + " free them with 'cadastrectl ipam release --address IP'.\n");
+            out.append(
+                    "\nThe remaining allocations show in 'cadastrectl ipam check';"
+                            + " free them with 'cadastrectl ipam release --address IP'.\n");
         }
         return out.toString();
     }
@@ -112,8 +149,13 @@ final class Views {
     static String blocks(JsonNode answer) {
         Table table = new Table("BLOCK", "POOL", "AFFINITY", "ALLOCATED", "FREE", "BORROWED-BY");
         for (JsonNode block : list(answer, "blocks")) {
-            table.row(text(block, "cidr"), text(block, "pool"), text(block, "affinity"),
-                    text(block, "allocated"), text(block, "free"), joined(block.path("borrowedBy")));
+            table.row(
+                    text(block, "cidr"),
+                    text(block, "pool"),
+                    text(block, "affinity"),
+                    text(block, "allocated"),
+                    text(block, "free"),
+                    joined(block.path("borrowedBy")));
         }
         return table.render();
     }
@@ -141,13 +183,26 @@ final class Views {
         Table blocks = new Table("BLOCK", "ROLE");
         node.path("affineBlocks").forEach(b -> blocks.row(b.asText(), "affine"));
         node.path("borrowedBlocks").forEach(b -> blocks.row(b.asText(), "borrowed"));
-        Table attachments = new Table("HANDLE", "IFNAME", "NETWORK", "CONTAINER", "POD", "ADDRESSES", "CREATED");
+        Table attachments =
+                new Table(
+                        "HANDLE", "IFNAME", "NETWORK", "CONTAINER", "POD", "ADDRESSES", "CREATED");
         for (JsonNode a : node.path("attachmentList")) {
-            attachments.row(text(a, "handle"), text(a, "ifname"), text(a, "network"), shortId(text(a, "containerId")),
-                    pod(a), joined(a.path("addresses")), time(a.path("createdAtMillis")));
+            attachments.row(
+                    text(a, "handle"),
+                    text(a, "ifname"),
+                    text(a, "network"),
+                    shortId(text(a, "containerId")),
+                    pod(a),
+                    joined(a.path("addresses")),
+                    time(a.path("createdAtMillis")));
         }
-        return nodeRow(nodeTable(), node).render() + "\n" + blocks.render() + "\n" + attachments.render()
-                + peer(node.path("peer")) + routing(text(node, "name"), node.path("routing"));
+        return nodeRow(nodeTable(), node).render()
+                + "\n"
+                + blocks.render()
+                + "\n"
+                + attachments.render()
+                + peer(node.path("peer"))
+                + routing(text(node, "name"), node.path("routing"));
     }
 
     /** The node's published peer, one table row; a line saying so when there is none. */
@@ -155,11 +210,26 @@ final class Views {
         if (!peer.isObject()) {
             return "\nPeer: none published (its agent has not started since, or runs routing mode none)\n";
         }
-        return "\nPeer (what other hosts use to reach its pods):\n" + new Table("MODE", "INTERFACE", "IPV4", "IPV6", "VTEP-MAC",
-                "TUNNEL-IPV4", "TUNNEL-IPV6", "MTU")
-                .row(text(peer, "mode"), text(peer, "underlayInterface"), text(peer, "ipv4"), text(peer, "ipv6"),
-                        text(peer, "vtepMac"), text(peer, "tunnelIpv4"), text(peer, "tunnelIpv6"), text(peer, "mtu"))
-                .render();
+        return "\nPeer (what other hosts use to reach its pods):\n"
+                + new Table(
+                                "MODE",
+                                "INTERFACE",
+                                "IPV4",
+                                "IPV6",
+                                "VTEP-MAC",
+                                "TUNNEL-IPV4",
+                                "TUNNEL-IPV6",
+                                "MTU")
+                        .row(
+                                text(peer, "mode"),
+                                text(peer, "underlayInterface"),
+                                text(peer, "ipv4"),
+                                text(peer, "ipv6"),
+                                text(peer, "vtepMac"),
+                                text(peer, "tunnelIpv4"),
+                                text(peer, "tunnelIpv6"),
+                                text(peer, "mtu"))
+                        .render();
     }
 
     /** The routing section: peers, routes, problems, last reconcile; a line when the agent computed none. */
@@ -167,13 +237,29 @@ final class Views {
         if (!routing.isObject()) {
             return "\nRouting: not computed by this agent (it routes nothing, or the node published no peer)\n";
         }
-        StringBuilder out = new StringBuilder("\nRouting of " + name + " (mode " + text(routing, "mode") + "), "
-                + (routing.path("programmed").asBoolean() ? "programmed on this host"
-                        : "as computed on " + text(routing, "computedOn") + " (ask " + name + "'s own agent for its kernel's routes)")
-                + ":\n");
+        StringBuilder out =
+                new StringBuilder(
+                        "\nRouting of "
+                                + name
+                                + " (mode "
+                                + text(routing, "mode")
+                                + "), "
+                                + (routing.path("programmed").asBoolean()
+                                        ? "programmed on this host"
+                                        : "as computed on "
+                                                + text(routing, "computedOn")
+                                                + " (ask "
+                                                + name
+                                                + "'s own agent for its kernel's routes)")
+                                + ":\n");
         Table peers = new Table("PEER", "IPV4", "IPV6", "UNDERLAY", "TUNNEL", "VTEP-MAC");
         for (JsonNode p : routing.path("peers")) {
-            peers.row(text(p, "node"), text(p, "ipv4"), text(p, "ipv6"), text(p, "underlay"), text(p, "tunnel"),
+            peers.row(
+                    text(p, "node"),
+                    text(p, "ipv4"),
+                    text(p, "ipv6"),
+                    text(p, "underlay"),
+                    text(p, "tunnel"),
                     text(p, "vtepMac"));
         }
         Table routes = new Table("DESTINATION", "TYPE", "NODE", "ROUTE");
@@ -188,11 +274,26 @@ final class Views {
         }
         JsonNode last = routing.path("lastReconcile");
         if (last.isObject()) {
-            out.append("\nLast reconcile ").append(time(last.path("atMillis"))).append(": ")
-                    .append(last.path("failure").isTextual() ? "FAILED: " + text(last, "failure") : text(last, "summary"))
+            out.append("\nLast reconcile ")
+                    .append(time(last.path("atMillis")))
+                    .append(": ")
+                    .append(
+                            last.path("failure").isTextual()
+                                    ? "FAILED: " + text(last, "failure")
+                                    : text(last, "summary"))
                     .append('\n');
-            last.path("errors").forEach(e -> out.append("  error: ").append(Table.clean(e.asText())).append('\n'));
-            last.path("conflicts").forEach(c -> out.append("  conflict: ").append(Table.clean(c.asText())).append('\n'));
+            last.path("errors")
+                    .forEach(
+                            e ->
+                                    out.append("  error: ")
+                                            .append(Table.clean(e.asText()))
+                                            .append('\n'));
+            last.path("conflicts")
+                    .forEach(
+                            c ->
+                                    out.append("  conflict: ")
+                                            .append(Table.clean(c.asText()))
+                                            .append('\n'));
         }
         return out.toString();
     }
@@ -201,10 +302,26 @@ final class Views {
     static String address(JsonNode answer) {
         JsonNode a = answer.path("allocation");
         boolean held = a.isObject();
-        return new Table("ADDRESS", "POOL", "BLOCK", "STATE", "NODE", "HANDLE", "IFNAME", "POD", "ALLOCATED")
-                .row(text(answer, "address"), text(answer, "pool"), text(answer, "block"),
-                        held ? "allocated" : "free", text(a, "node"), text(a, "handle"), text(a, "ifname"),
-                        held ? pod(a) : null, time(a.path("allocatedAtMillis")))
+        return new Table(
+                        "ADDRESS",
+                        "POOL",
+                        "BLOCK",
+                        "STATE",
+                        "NODE",
+                        "HANDLE",
+                        "IFNAME",
+                        "POD",
+                        "ALLOCATED")
+                .row(
+                        text(answer, "address"),
+                        text(answer, "pool"),
+                        text(answer, "block"),
+                        held ? "allocated" : "free",
+                        text(a, "node"),
+                        text(a, "handle"),
+                        text(a, "ifname"),
+                        held ? pod(a) : null,
+                        time(a.path("allocatedAtMillis")))
                 .render();
     }
 
@@ -238,30 +355,46 @@ final class Views {
         List<JsonNode> ofRemoved = listOrEmpty(report, "allocationsOfRemovedNodes");
         List<JsonNode> routes = listOrEmpty(report, "routeFindings");
         StringBuilder out = new StringBuilder();
-        out.append(clean ? "clean" : "NOT CLEAN").append(": checked ")
-                .append(text(report, "checkedAllocations")).append(" allocations and ")
-                .append(text(report, "checkedAttachments")).append(" attachments in ")
-                .append(text(report, "tookMillis")).append(" ms\n");
-        out.append(new Table("FINDING", "COUNT")
-                .row("allocations without attachment", allocations.size())
-                .row("attachments without allocation", attachments.size())
-                .row("blocks affine to unknown nodes", blocks.size())
-                .row("allocations of removed nodes", ofRemoved.size())
-                .row("blocks without their route" + (report.path("routesCheckedOn").isTextual()
-                        ? " on " + text(report, "routesCheckedOn") : " (routes not checked)"), routes.size())
-                .render());
+        out.append(clean ? "clean" : "NOT CLEAN")
+                .append(": checked ")
+                .append(text(report, "checkedAllocations"))
+                .append(" allocations and ")
+                .append(text(report, "checkedAttachments"))
+                .append(" attachments in ")
+                .append(text(report, "tookMillis"))
+                .append(" ms\n");
+        out.append(
+                new Table("FINDING", "COUNT")
+                        .row("allocations without attachment", allocations.size())
+                        .row("attachments without allocation", attachments.size())
+                        .row("blocks affine to unknown nodes", blocks.size())
+                        .row("allocations of removed nodes", ofRemoved.size())
+                        .row(
+                                "blocks without their route"
+                                        + (report.path("routesCheckedOn").isTextual()
+                                                ? " on " + text(report, "routesCheckedOn")
+                                                : " (routes not checked)"),
+                                routes.size())
+                        .render());
         if (!allocations.isEmpty()) {
-            out.append("\nAllocations without attachment (an address held for an interface its node does not know):\n")
+            out.append(
+                            "\nAllocations without attachment (an address held for an interface its node does not know):\n")
                     .append(allocationTable(allocations).render());
         }
         if (!attachments.isEmpty()) {
             Table table = new Table("NODE", "HANDLE", "IFNAME", "POD", "CONTAINER", "MISSING");
             for (JsonNode f : attachments) {
                 JsonNode a = f.path("attachment");
-                table.row(text(f, "node"), text(a, "handle"), text(a, "ifname"), pod(a),
-                        shortId(text(a, "containerId")), joined(f.path("missing")));
+                table.row(
+                        text(f, "node"),
+                        text(a, "handle"),
+                        text(a, "ifname"),
+                        pod(a),
+                        shortId(text(a, "containerId")),
+                        joined(f.path("missing")));
             }
-            out.append("\nAttachments without allocation (an interface whose addresses no block holds for it):\n")
+            out.append(
+                            "\nAttachments without allocation (an interface whose addresses no block holds for it):\n")
                     .append(table.render());
         }
         if (!blocks.isEmpty()) {
@@ -269,25 +402,46 @@ final class Views {
             for (JsonNode f : blocks) {
                 table.row(text(f, "block"), text(f, "pool"), text(f, "affinity"));
             }
-            out.append("\nBlocks affine to unknown nodes (neither a member nor holding an attachment, or removed):\n")
+            out.append(
+                            "\nBlocks affine to unknown nodes (neither a member nor holding an attachment, or removed):\n")
                     .append(table.render());
         }
         if (!ofRemoved.isEmpty()) {
-            out.append("\nAllocations of removed nodes (release them with 'cadastrectl ipam release --address IP'):\n")
+            out.append(
+                            "\nAllocations of removed nodes (release them with 'cadastrectl ipam release --address IP'):\n")
                     .append(allocationTable(ofRemoved).render());
         }
         if (!routes.isEmpty()) {
-            Table table = new Table("BLOCK", "POOL", "AFFINITY", "PROBLEM", "EXPECTED", "ACTUAL", "ACTUAL-NODE");
+            Table table =
+                    new Table(
+                            "BLOCK",
+                            "POOL",
+                            "AFFINITY",
+                            "PROBLEM",
+                            "EXPECTED",
+                            "ACTUAL",
+                            "ACTUAL-NODE");
             for (JsonNode f : routes) {
-                table.row(text(f, "block"), text(f, "pool"), text(f, "affinity"), text(f, "problem"), text(f, "expected"),
-                        text(f, "actual"), text(f, "actualNode"));
+                table.row(
+                        text(f, "block"),
+                        text(f, "pool"),
+                        text(f, "affinity"),
+                        text(f, "problem"),
+                        text(f, "expected"),
+                        text(f, "actual"),
+                        text(f, "actualNode"));
             }
-            out.append("\nBlocks whose route on " + text(report, "routesCheckedOn") + " is not what the claim calls for"
-                    + " (its agent's log says why):\n").append(table.render());
+            out.append(
+                            "\nBlocks whose route on "
+                                    + text(report, "routesCheckedOn")
+                                    + " is not what the claim calls for"
+                                    + " (its agent's log says why):\n")
+                    .append(table.render());
         }
         if (!allocations.isEmpty()) {
-            out.append("\nAn ADD in flight shows as an allocation without attachment for a moment:"
-                    + " run the check again before releasing.\n");
+            out.append(
+                    "\nAn ADD in flight shows as an allocation without attachment for a moment:"
+                            + " run the check again before releasing.\n");
         }
         return out.toString();
     }
@@ -297,8 +451,14 @@ final class Views {
         Table table = new Table("ADDRESS", "BLOCK", "NODE", "HANDLE", "IFNAME", "POD", "ALLOCATED");
         for (JsonNode f : findings) {
             JsonNode a = f.path("allocation");
-            table.row(text(f, "address"), text(f, "block"), text(a, "node"), text(a, "handle"),
-                    text(a, "ifname"), pod(a), time(a.path("allocatedAtMillis")));
+            table.row(
+                    text(f, "address"),
+                    text(f, "block"),
+                    text(a, "node"),
+                    text(a, "handle"),
+                    text(a, "ifname"),
+                    pod(a),
+                    time(a.path("allocatedAtMillis")));
         }
         return table;
     }
@@ -317,19 +477,31 @@ final class Views {
 
     /** Labels last: they may be long, and the other columns keep their places. */
     private static Table nodeTable() {
-        return new Table("NAME", "MEMBER", "AFFINE-BLOCKS", "BORROWED-BLOCKS", "ATTACHMENTS", "REMOVED", "LABELS");
+        return new Table(
+                "NAME",
+                "MEMBER",
+                "AFFINE-BLOCKS",
+                "BORROWED-BLOCKS",
+                "ATTACHMENTS",
+                "REMOVED",
+                "LABELS");
     }
 
     private static Table nodeRow(Table table, JsonNode node) {
-        return table.row(text(node, "name"), text(node, "member"), count(node.path("affineBlocks")),
-                count(node.path("borrowedBlocks")), text(node, "attachments"), text(node, "removed"),
+        return table.row(
+                text(node, "name"),
+                text(node, "member"),
+                count(node.path("affineBlocks")),
+                count(node.path("borrowedBlocks")),
+                text(node, "attachments"),
+                text(node, "removed"),
                 labels(node.path("labels")));
     }
 
     /** @return {@code key=value} pairs in the agent's order, comma-separated (as {@code kubectl --show-labels}) */
     private static String labels(JsonNode labels) {
         List<String> pairs = new ArrayList<>();
-        labels.fields().forEachRemaining(e -> pairs.add(e.getKey() + "=" + text(e.getValue())));
+        labels.properties().forEach(e -> pairs.add(e.getKey() + "=" + text(e.getValue())));
         return pairs.isEmpty() ? "-" : String.join(",", pairs);
     }
 
@@ -434,7 +606,9 @@ final class Views {
         if (p == null || w == null || w.signum() == 0) {
             return "-";
         }
-        BigDecimal pct = new BigDecimal(p.multiply(BigInteger.valueOf(100))).divide(new BigDecimal(w), 1, RoundingMode.HALF_UP);
+        BigDecimal pct =
+                new BigDecimal(p.multiply(BigInteger.valueOf(100)))
+                        .divide(new BigDecimal(w), 1, RoundingMode.HALF_UP);
         if (pct.signum() == 0 && p.signum() > 0) {
             return "<0.1";
         }

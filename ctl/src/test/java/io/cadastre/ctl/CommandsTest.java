@@ -24,14 +24,15 @@ class CommandsTest {
 
     @BeforeEach
     void startAgent() throws IOException {
-        agent = new FakeAdminServer()
-                .get("/v1/pools", Fixtures.POOLS)
-                .get("/v1/blocks", Fixtures.BLOCKS)
-                .get("/v1/nodes", Fixtures.NODES)
-                .get("/v1/nodes/node-a", Fixtures.NODE_A)
-                .get("/v1/addresses/198.18.0.3", Fixtures.ADDRESS_HELD)
-                .get("/v1/addresses/fd00:198::9", Fixtures.ADDRESS_FREE)
-                .get("/v1/check", Fixtures.CHECK_CLEAN);
+        agent =
+                new FakeAdminServer()
+                        .get("/v1/pools", Fixtures.POOLS)
+                        .get("/v1/blocks", Fixtures.BLOCKS)
+                        .get("/v1/nodes", Fixtures.NODES)
+                        .get("/v1/nodes/node-a", Fixtures.NODE_A)
+                        .get("/v1/addresses/198.18.0.3", Fixtures.ADDRESS_HELD)
+                        .get("/v1/addresses/fd00:198::9", Fixtures.ADDRESS_FREE)
+                        .get("/v1/check", Fixtures.CHECK_CLEAN);
     }
 
     @AfterEach
@@ -40,7 +41,10 @@ class CommandsTest {
     }
 
     private Run ctl(String... args) {
-        return run(Map.of(), Stream.concat(Stream.of("--server", agent.url()), Stream.of(args)).toArray(String[]::new));
+        return run(
+                Map.of(),
+                Stream.concat(Stream.of("--server", agent.url()), Stream.of(args))
+                        .toArray(String[]::new));
     }
 
     private List<String> targets() {
@@ -51,7 +55,8 @@ class CommandsTest {
     private static void assertJsonOutput(String fixture, Run run) {
         assertEquals(0, run.code(), run.err());
         assertEquals("", run.err());
-        assertEquals(Json.parseOrNull(fixture), Json.parseOrNull(run.out()), "same JSON as the agent's");
+        assertEquals(
+                Json.parseOrNull(fixture), Json.parseOrNull(run.out()), "same JSON as the agent's");
         assertTrue(run.out().startsWith("{\n  \""), "indented: " + run.out());
         assertTrue(run.out().endsWith("}\n"), "one document and a newline");
     }
@@ -60,11 +65,13 @@ class CommandsTest {
     void ipamShowPrintsPoolsWithUtilisationAndFlags() {
         Run run = ctl("ipam", "show");
         assertEquals(0, run.code(), run.err());
-        assertEquals("""
+        assertEquals(
+                """
                 POOL           CIDR            BLOCK-SIZE   BLOCKS(claimed/total)   ALLOCATED   SIZE    UTIL%   FLAGS
                 default-ipv4   198.18.0.0/16   /26          3/1024                  130         65536   0.2     -
                 default-ipv6   fd00:198::/48   /122         1/2^74                  2           2^80    <0.1    strict-affinity,no-borrowing,max-blocks-per-node=4
-                """, run.out());
+                """,
+                run.out());
         assertEquals("", run.err());
         assertEquals(List.of("GET /v1/pools"), targets());
     }
@@ -73,13 +80,17 @@ class CommandsTest {
     void ipamShowWithBlocksAddsABlockTable() {
         Run run = ctl("ipam", "show", "--show-blocks");
         assertEquals(0, run.code(), run.err());
-        assertTrue(run.out().endsWith("""
+        assertTrue(
+                run.out()
+                        .endsWith(
+                                """
 
                 BLOCK            POOL           AFFINITY   ALLOCATED   FREE   BORROWED-BY
                 198.18.0.0/26    default-ipv4   node-a     12          52     node-b
                 198.18.0.64/26   default-ipv4   node-b     64          0      -
                 fd00:198::/122   default-ipv6   node-a     2           62     node-b,node-c
-                """), run.out());
+                """),
+                run.out());
         assertTrue(run.out().startsWith("POOL "), run.out());
         assertEquals(List.of("GET /v1/pools", "GET /v1/blocks"), targets());
     }
@@ -109,7 +120,8 @@ class CommandsTest {
     void poolListPrintsSettingsTheSelectorLastAndExcludedRangesBelow() {
         Run run = ctl("pool", "list");
         assertEquals(0, run.code(), run.err());
-        assertEquals("""
+        assertEquals(
+                """
                 NAME           CIDR            BLOCK-SIZE   STRICT-AFFINITY   ALLOW-BORROWING   MAX-BLOCKS-PER-NODE   DISABLED   NODE-SELECTOR
                 default-ipv4   198.18.0.0/16   /26          false             true              no limit              false      all()
                 default-ipv6   fd00:198::/48   /122         true              false             4                     false      topology.kubernetes.io/zone in (a,b)
@@ -117,7 +129,8 @@ class CommandsTest {
                 POOL           EXCLUDED
                 default-ipv4   198.18.0.0/28
                 default-ipv4   198.18.255.0/24
-                """, run.out());
+                """,
+                run.out());
         assertJsonOutput(Fixtures.POOLS, ctl("pool", "list", "-o", "json"));
     }
 
@@ -125,11 +138,13 @@ class CommandsTest {
     void nodeListCountsBlocksAndShowsRemovedAndLabels() {
         Run run = ctl("node", "list");
         assertEquals(0, run.code(), run.err());
-        assertEquals("""
+        assertEquals(
+                """
                 NAME     MEMBER   AFFINE-BLOCKS   BORROWED-BLOCKS   ATTACHMENTS   REMOVED   LABELS
                 node-a   up       2               0                 12            false     kubernetes.io/hostname=node-a,topology.kubernetes.io/zone=a
                 node-b   absent   1               1                 65            true      -
-                """, run.out());
+                """,
+                run.out());
         assertJsonOutput(Fixtures.NODES, ctl("node", "list", "-o", "json"));
         assertEquals(List.of("GET /v1/nodes", "GET /v1/nodes"), targets());
     }
@@ -138,7 +153,8 @@ class CommandsTest {
     void nodeShowPrintsSummaryBlocksAndAttachments() {
         Run run = ctl("node", "show", "node-a");
         assertEquals(0, run.code(), run.err());
-        assertEquals("""
+        assertEquals(
+                """
                 NAME     MEMBER   AFFINE-BLOCKS   BORROWED-BLOCKS   ATTACHMENTS   REMOVED   LABELS
                 node-a   up       1               1                 2             false     zone=a
 
@@ -169,7 +185,8 @@ class CommandsTest {
                   node node-c has no IPv6 underlay address: fd00:198::80/122 on node-c is not routed
 
                 Last reconcile 2026-11-22T09:12:14Z: added 4, removed 0, replaced 0, conflicts 0, errors 0 in 3 ms
-                """, run.out());
+                """,
+                run.out());
         assertJsonOutput(Fixtures.NODE_A, ctl("node", "show", "node-a", "-o", "json"));
     }
 
@@ -184,10 +201,12 @@ class CommandsTest {
     void ipamAddressShowsTheHolder() {
         Run run = ctl("ipam", "address", "198.18.0.3");
         assertEquals(0, run.code(), run.err());
-        assertEquals("""
+        assertEquals(
+                """
                 ADDRESS      POOL           BLOCK           STATE       NODE     HANDLE        IFNAME   POD    ALLOCATED
                 198.18.0.3   default-ipv4   198.18.0.0/26   allocated   node-a   cadastre.c1   eth0     ns/p   2026-11-22T09:12:14Z
-                """, run.out());
+                """,
+                run.out());
         assertJsonOutput(Fixtures.ADDRESS_HELD, ctl("ipam", "address", "198.18.0.3", "-o", "json"));
     }
 
@@ -195,10 +214,12 @@ class CommandsTest {
     void ipamAddressOfAFreeIpv6AddressKeepsItsColonsInThePath() {
         Run run = ctl("ipam", "address", "fd00:198::9");
         assertEquals(0, run.code(), run.err());
-        assertEquals("""
+        assertEquals(
+                """
                 ADDRESS       POOL           BLOCK            STATE   NODE   HANDLE   IFNAME   POD   ALLOCATED
                 fd00:198::9   default-ipv6   fd00:198::/122   free    -      -        -        -     -
-                """, run.out());
+                """,
+                run.out());
         assertEquals(List.of("GET /v1/addresses/fd00:198::9"), targets());
         // -o json keeps the explicit null.
         Run json = ctl("ipam", "address", "fd00:198::9", "-o", "json");
@@ -215,7 +236,8 @@ class CommandsTest {
         FakeAdminServer.Request sent = agent.requests().get(0);
         assertEquals("POST /v1/release", sent.method() + " " + sent.target());
         assertEquals("application/json", sent.contentType());
-        assertEquals(Json.parseOrNull("{\"address\":\"198.18.0.3\"}"), Json.parseOrNull(sent.body()));
+        assertEquals(
+                Json.parseOrNull("{\"address\":\"198.18.0.3\"}"), Json.parseOrNull(sent.body()));
     }
 
     @Test
@@ -224,12 +246,27 @@ class CommandsTest {
         Run run = ctl("ipam", "release", "--node", "node-a", "--handle", "cadastre.c1");
         assertEquals(0, run.code(), run.err());
         assertEquals("released 198.18.0.3\nreleased fd00:198::3\n", run.out());
-        assertEquals(Json.parseOrNull("{\"node\":\"node-a\",\"handle\":\"cadastre.c1\",\"ifname\":\"eth0\"}"),
+        assertEquals(
+                Json.parseOrNull(
+                        "{\"node\":\"node-a\",\"handle\":\"cadastre.c1\",\"ifname\":\"eth0\"}"),
                 Json.parseOrNull(agent.requests().get(0).body()));
 
-        Run net1 = ctl("ipam", "release", "--node", "node-a", "--handle", "macvlan.c2", "--ifname", "net1", "-o", "json");
+        Run net1 =
+                ctl(
+                        "ipam",
+                        "release",
+                        "--node",
+                        "node-a",
+                        "--handle",
+                        "macvlan.c2",
+                        "--ifname",
+                        "net1",
+                        "-o",
+                        "json");
         assertJsonOutput("{\"released\":[\"198.18.0.3\",\"fd00:198::3\"]}", net1);
-        assertEquals(Json.parseOrNull("{\"node\":\"node-a\",\"handle\":\"macvlan.c2\",\"ifname\":\"net1\"}"),
+        assertEquals(
+                Json.parseOrNull(
+                        "{\"node\":\"node-a\",\"handle\":\"macvlan.c2\",\"ifname\":\"net1\"}"),
                 Json.parseOrNull(agent.requests().get(1).body()));
     }
 
@@ -245,7 +282,8 @@ class CommandsTest {
     void ipamCheckCleanExitsZeroWithCounts() {
         Run run = ctl("ipam", "check");
         assertEquals(0, run.code(), run.err());
-        assertEquals("""
+        assertEquals(
+                """
                 clean: checked 130 allocations and 65 attachments in 42 ms
                 FINDING                                COUNT
                 allocations without attachment         0
@@ -253,7 +291,8 @@ class CommandsTest {
                 blocks affine to unknown nodes         0
                 allocations of removed nodes           0
                 blocks without their route on node-a   0
-                """, run.out());
+                """,
+                run.out());
         Run json = ctl("ipam", "check", "-o", "json");
         assertJsonOutput(Fixtures.CHECK_CLEAN, json);
     }
@@ -264,7 +303,8 @@ class CommandsTest {
         Run run = ctl("ipam", "check");
         assertEquals(1, run.code(), run.err());
         assertEquals("", run.err());
-        assertEquals("""
+        assertEquals(
+                """
                 NOT CLEAN: checked 130 allocations and 65 attachments in 42 ms
                 FINDING                                COUNT
                 allocations without attachment         1
@@ -294,7 +334,8 @@ class CommandsTest {
                 198.18.0.64/26   default-ipv4   node-b     wrong-node   198.18.0.64/26 via 198.19.255.12 dev eth0 onlink   198.18.0.64/26 via 198.19.255.13 dev eth0 onlink proto 202   node-c
 
                 An ADD in flight shows as an allocation without attachment for a moment: run the check again before releasing.
-                """, run.out());
+                """,
+                run.out());
 
         Run json = ctl("ipam", "check", "-o", "json");
         assertEquals(1, json.code(), "the exit code follows the verdict in JSON mode too");
@@ -309,7 +350,8 @@ class CommandsTest {
         return agent.requests().get(0);
     }
 
-    private static final String BLUE_TABLE = """
+    private static final String BLUE_TABLE =
+            """
             NAME   CIDR            BLOCK-SIZE   STRICT-AFFINITY   ALLOW-BORROWING   MAX-BLOCKS-PER-NODE   DISABLED   NODE-SELECTOR
             blue   198.19.0.0/16   /24          true              false             1                     %s      pool=blue
 
@@ -334,24 +376,55 @@ class CommandsTest {
     @Test
     void poolCreateSendsEveryOptionGivenUnderTheContractsNames() {
         agent.answer("POST", "/v1/pools", 201, Fixtures.POOL_BLUE);
-        Run run = ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--block-size", "24",
-                "--node-selector", "pool=blue", "--strict-affinity", "--no-borrowing", "--max-blocks-per-node", "1",
-                "--exclude", "198.19.0.0/24", "--exclude", "198.19.255.0/24");
+        Run run =
+                ctl(
+                        "pool",
+                        "create",
+                        "blue",
+                        "--cidr",
+                        "198.19.0.0/16",
+                        "--block-size",
+                        "24",
+                        "--node-selector",
+                        "pool=blue",
+                        "--strict-affinity",
+                        "--no-borrowing",
+                        "--max-blocks-per-node",
+                        "1",
+                        "--exclude",
+                        "198.19.0.0/24",
+                        "--exclude",
+                        "198.19.255.0/24");
         assertEquals(0, run.code(), run.err());
-        assertEquals("{\"name\":\"blue\",\"cidr\":\"198.19.0.0/16\",\"blockSize\":24,\"nodeSelector\":\"pool=blue\","
-                + "\"strictAffinity\":true,\"allowBorrowing\":false,\"maxBlocksPerNode\":1,"
-                + "\"excluded\":[\"198.19.0.0/24\",\"198.19.255.0/24\"]}", onlyRequest().body());
+        assertEquals(
+                "{\"name\":\"blue\",\"cidr\":\"198.19.0.0/16\",\"blockSize\":24,\"nodeSelector\":\"pool=blue\","
+                        + "\"strictAffinity\":true,\"allowBorrowing\":false,\"maxBlocksPerNode\":1,"
+                        + "\"excluded\":[\"198.19.0.0/24\",\"198.19.255.0/24\"]}",
+                onlyRequest().body());
     }
 
     @Test
     void poolCreateWithThePresetSendsThePresetAndLeavesItsRulesToTheAgent() {
         agent.answer("POST", "/v1/pools", 201, Fixtures.POOL_BLUE);
-        Run run = ctl("pool", "create", "blue", "--cidr", "fd00:198:70::/112", "--preset", "cluster-pool",
-                "--max-blocks-per-node", "0", "--node-selector", "");
+        Run run =
+                ctl(
+                        "pool",
+                        "create",
+                        "blue",
+                        "--cidr",
+                        "fd00:198:70::/112",
+                        "--preset",
+                        "cluster-pool",
+                        "--max-blocks-per-node",
+                        "0",
+                        "--node-selector",
+                        "");
         assertEquals(0, run.code(), run.err());
         // An empty selector is a value (every node), and 0 a limit: both sent as given.
-        assertEquals("{\"name\":\"blue\",\"cidr\":\"fd00:198:70::/112\",\"nodeSelector\":\"\",\"maxBlocksPerNode\":0,"
-                + "\"preset\":\"cluster-pool\"}", onlyRequest().body());
+        assertEquals(
+                "{\"name\":\"blue\",\"cidr\":\"fd00:198:70::/112\",\"nodeSelector\":\"\",\"maxBlocksPerNode\":0,"
+                        + "\"preset\":\"cluster-pool\"}",
+                onlyRequest().body());
     }
 
     @Test
@@ -359,9 +432,13 @@ class CommandsTest {
         agent.answer("POST", "/v1/pools", 200, Fixtures.POOL_BLUE);
         Run run = ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16");
         assertEquals(0, run.code(), "idempotent: the same definition again is a success");
-        assertEquals("pool blue already exists with this definition; nothing changed\n" + BLUE_TABLE.formatted("false"),
+        assertEquals(
+                "pool blue already exists with this definition; nothing changed\n"
+                        + BLUE_TABLE.formatted("false"),
                 run.out());
-        assertJsonOutput(Fixtures.POOL_BLUE, ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "-o", "json"));
+        assertJsonOutput(
+                Fixtures.POOL_BLUE,
+                ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "-o", "json"));
     }
 
     @Test
@@ -381,8 +458,13 @@ class CommandsTest {
         assertEquals("enabled pool blue\n" + BLUE_TABLE.formatted("false"), enable.out());
         assertJsonOutput(Fixtures.POOL_BLUE_DISABLED, ctl("pool", "disable", "blue", "-o", "json"));
         assertJsonOutput(Fixtures.POOL_BLUE, ctl("pool", "enable", "blue", "-o", "json"));
-        assertEquals(List.of("POST /v1/pools/blue/disable", "POST /v1/pools/blue/enable",
-                "POST /v1/pools/blue/disable", "POST /v1/pools/blue/enable"), targets());
+        assertEquals(
+                List.of(
+                        "POST /v1/pools/blue/disable",
+                        "POST /v1/pools/blue/enable",
+                        "POST /v1/pools/blue/disable",
+                        "POST /v1/pools/blue/enable"),
+                targets());
     }
 
     @Test
@@ -399,39 +481,61 @@ class CommandsTest {
 
     @Test
     void poolNamesAreEncodedAsOnePathSegment() {
-        agent.answer("DELETE", "/v1/pools/a%20b%2Fc", 200, "{\"deleted\":\"a b/c\",\"releasedBlocks\":[\"198.19.0.0/24\"]}");
+        agent.answer(
+                "DELETE",
+                "/v1/pools/a%20b%2Fc",
+                200,
+                "{\"deleted\":\"a b/c\",\"releasedBlocks\":[\"198.19.0.0/24\"]}");
         Run run = ctl("pool", "delete", "a b/c");
         assertEquals(0, run.code(), run.err());
         assertEquals("deleted pool a b/c (released 1 block)\n", run.out());
         assertEquals(2, ctl("pool", "disable", "a b/c").code(), "the fake has no such route: 404");
-        assertEquals(List.of("DELETE /v1/pools/a%20b%2Fc", "POST /v1/pools/a%20b%2Fc/disable"), targets());
+        assertEquals(
+                List.of("DELETE /v1/pools/a%20b%2Fc", "POST /v1/pools/a%20b%2Fc/disable"),
+                targets());
     }
 
     @Test
     void nodeRemoveSendsReleaseAddressesOnlyWhenAsked() {
-        agent.answer("DELETE", "/v1/nodes/node-b", 200,
-                "{\"node\":\"node-b\",\"releasedBlocks\":[],\"remainingBlocks\":[],\"releasedAddresses\":[],"
-                        + "\"remainingAllocations\":0}")
-                .answer("DELETE", "/v1/nodes/node-b?releaseAddresses=true", 200, Fixtures.NODE_REMOVED);
+        agent.answer(
+                        "DELETE",
+                        "/v1/nodes/node-b",
+                        200,
+                        "{\"node\":\"node-b\",\"releasedBlocks\":[],\"remainingBlocks\":[],\"releasedAddresses\":[],"
+                                + "\"remainingAllocations\":0}")
+                .answer(
+                        "DELETE",
+                        "/v1/nodes/node-b?releaseAddresses=true",
+                        200,
+                        Fixtures.NODE_REMOVED);
         Run plain = ctl("node", "remove", "node-b");
         assertEquals(0, plain.code(), plain.err());
-        assertEquals("removed node node-b: released 0 blocks and 0 addresses; remaining 0 blocks and 0 allocations\n",
+        assertEquals(
+                "removed node node-b: released 0 blocks and 0 addresses; remaining 0 blocks and 0 allocations\n",
                 plain.out());
         assertEquals("", onlyRequest().body());
 
         Run releasing = ctl("node", "remove", "node-b", "--release-addresses");
         assertEquals(0, releasing.code(), releasing.err());
-        assertEquals("""
+        assertEquals(
+                """
                 removed node node-b: released 1 block and 2 addresses; remaining 1 block and 1 allocation
                 BLOCK            STATE
                 198.18.0.64/26   released
                 198.18.1.0/26    remaining
 
                 The remaining allocations show in 'cadastrectl ipam check'; free them with 'cadastrectl ipam release --address IP'.
-                """, releasing.out());
-        assertJsonOutput(Fixtures.NODE_REMOVED, ctl("node", "remove", "--release-addresses", "node-b", "-o", "json"));
-        assertEquals(List.of("DELETE /v1/nodes/node-b", "DELETE /v1/nodes/node-b?releaseAddresses=true",
-                "DELETE /v1/nodes/node-b?releaseAddresses=true"), targets());
+                """,
+                releasing.out());
+        assertJsonOutput(
+                Fixtures.NODE_REMOVED,
+                ctl("node", "remove", "--release-addresses", "node-b", "-o", "json"));
+        assertEquals(
+                List.of(
+                        "DELETE /v1/nodes/node-b",
+                        "DELETE /v1/nodes/node-b?releaseAddresses=true",
+                        "DELETE /v1/nodes/node-b?releaseAddresses=true"),
+                targets());
     }
 
     @Test

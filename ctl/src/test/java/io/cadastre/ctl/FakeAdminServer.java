@@ -25,11 +25,10 @@ import java.util.concurrent.Executors;
  */
 final class FakeAdminServer implements AutoCloseable {
     /** One received request: the raw path and query as sent, selected headers, the body. */
-    record Request(String method, String target, String authorization, String contentType, String body) {
-    }
+    record Request(
+            String method, String target, String authorization, String contentType, String body) {}
 
-    private record Answer(int status, String body) {
-    }
+    private record Answer(int status, String body) {}
 
     private final HttpServer server;
     private final ExecutorService executor = Executors.newCachedThreadPool();
@@ -46,7 +45,8 @@ final class FakeAdminServer implements AutoCloseable {
     FakeAdminServer(InetAddress address) throws IOException {
         server = HttpServer.create(new InetSocketAddress(address, 0), 0);
         server.createContext("/", this::handle);
-        // Handlers on their own threads: a hanging one must not hold the dispatcher (close() joins it).
+        // Handlers on their own threads: a hanging one must not hold the dispatcher (close() joins
+        // it).
         server.setExecutor(executor);
         server.start();
     }
@@ -88,17 +88,26 @@ final class FakeAdminServer implements AutoCloseable {
             try (InputStream in = exchange.getRequestBody()) {
                 body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
             }
-            String target = exchange.getRequestURI().getRawPath()
-                    + (exchange.getRequestURI().getRawQuery() == null ? "" : "?" + exchange.getRequestURI().getRawQuery());
+            String target =
+                    exchange.getRequestURI().getRawPath()
+                            + (exchange.getRequestURI().getRawQuery() == null
+                                    ? ""
+                                    : "?" + exchange.getRequestURI().getRawQuery());
             String key = exchange.getRequestMethod() + " " + target;
-            requests.add(new Request(exchange.getRequestMethod(), target,
-                    exchange.getRequestHeaders().getFirst("Authorization"),
-                    exchange.getRequestHeaders().getFirst("Content-Type"), body));
+            requests.add(
+                    new Request(
+                            exchange.getRequestMethod(),
+                            target,
+                            exchange.getRequestHeaders().getFirst("Authorization"),
+                            exchange.getRequestHeaders().getFirst("Content-Type"),
+                            body));
             if (hanging.contains(key)) {
                 awaitClose();
                 return;
             }
-            Answer answer = answers.getOrDefault(key, new Answer(404, "{\"error\":\"fake: no route for " + key + "\"}"));
+            Answer answer =
+                    answers.getOrDefault(
+                            key, new Answer(404, "{\"error\":\"fake: no route for " + key + "\"}"));
             byte[] bytes = answer.body().getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().set("Content-Type", "application/json");
             exchange.sendResponseHeaders(answer.status(), bytes.length == 0 ? -1 : bytes.length);

@@ -10,12 +10,10 @@ import java.util.Map;
  * real command line in-process with its output captured.
  */
 final class Fixtures {
-    private Fixtures() {
-    }
+    private Fixtures() {}
 
     /** One run of cadastrectl: its exit code and what it printed. */
-    record Run(int code, String out, String err) {
-    }
+    record Run(int code, String out, String err) {}
 
     /** A default token file that does not exist: tests see no agent's token of this machine. */
     static final Path NO_DEFAULT_TOKEN_FILE = Path.of("/nonexistent/cadastre-ctl-test/admin.token");
@@ -29,7 +27,13 @@ final class Fixtures {
     static Run run(Map<String, String> env, Path defaultTokenFile, String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
-        int code = Cadastrectl.execute(env, defaultTokenFile, new PrintWriter(out, true), new PrintWriter(err, true), args);
+        int code =
+                Cadastrectl.execute(
+                        env,
+                        defaultTokenFile,
+                        new PrintWriter(out, true),
+                        new PrintWriter(err, true),
+                        args);
         return new Run(code, out.toString(), err.toString());
     }
 
@@ -37,7 +41,8 @@ final class Fixtures {
      * An IPv4 pool with defaults (every node) and two excluded ranges, and an IPv6 pool with a node
      * selector whose size and block count exceed a long.
      */
-    static final String POOLS = """
+    static final String POOLS =
+            """
             {"pools":[
               {"name":"default-ipv4","cidr":"198.18.0.0/16","blockSize":26,"strictAffinity":false,
                "allowBorrowing":true,"maxBlocksPerNode":0,"disabled":false,"size":65536,
@@ -50,25 +55,30 @@ final class Fixtures {
             """;
 
     /** The answer to creating (disabling, enabling) a pool: the Pool alone. */
-    static final String POOL_BLUE = """
+    static final String POOL_BLUE =
+            """
             {"name":"blue","cidr":"198.19.0.0/16","blockSize":24,"strictAffinity":true,"allowBorrowing":false,
              "maxBlocksPerNode":1,"disabled":false,"size":65536,"blocks":{"claimed":0,"total":256},"allocated":0,
              "nodeSelector":"pool=blue","excluded":["198.19.0.0/24"]}
             """;
 
-    static final String POOL_BLUE_DISABLED = POOL_BLUE.replace("\"disabled\":false", "\"disabled\":true");
+    static final String POOL_BLUE_DISABLED =
+            POOL_BLUE.replace("\"disabled\":false", "\"disabled\":true");
 
-    static final String POOL_DELETED = """
+    static final String POOL_DELETED =
+            """
             {"deleted":"blue","releasedBlocks":["198.19.0.0/24","198.19.1.0/24"]}
             """;
 
     /** A node removed with its addresses: one block could not be released (another node borrows in it). */
-    static final String NODE_REMOVED = """
+    static final String NODE_REMOVED =
+            """
             {"node":"node-b","releasedBlocks":["198.18.0.64/26"],"remainingBlocks":["198.18.1.0/26"],
              "releasedAddresses":["198.18.0.70","fd00:198::46"],"remainingAllocations":1}
             """;
 
-    static final String BLOCKS = """
+    static final String BLOCKS =
+            """
             {"blocks":[
               {"cidr":"198.18.0.0/26","pool":"default-ipv4","affinity":"node-a","size":64,"allocated":12,
                "free":52,"borrowedBy":["node-b"]},
@@ -78,7 +88,8 @@ final class Fixtures {
                "free":62,"borrowedBy":["node-b","node-c"]}]}
             """;
 
-    static final String NODES = """
+    static final String NODES =
+            """
             {"nodes":[
               {"name":"node-a","member":"up","affineBlocks":["198.18.0.0/26","fd00:198::/122"],
                "borrowedBlocks":[],"attachments":12,
@@ -87,7 +98,8 @@ final class Fixtures {
                "borrowedBlocks":["198.18.0.0/26"],"attachments":65,"labels":{},"removed":true}]}
             """;
 
-    static final String NODE_A = """
+    static final String NODE_A =
+            """
             {"name":"node-a","member":"up","affineBlocks":["198.18.0.0/26"],"borrowedBlocks":["198.18.0.64/26"],
              "attachments":2,"labels":{"zone":"a"},"removed":false,"attachmentList":[
               {"handle":"cadastre.0123456789abcdef0123","ifname":"eth0","network":"cadastre",
@@ -111,23 +123,27 @@ final class Fixtures {
                "errors":[],"conflicts":[],"failure":null}}}
             """;
 
-    static final String ADDRESS_HELD = """
+    static final String ADDRESS_HELD =
+            """
             {"address":"198.18.0.3","pool":"default-ipv4","block":"198.18.0.0/26",
              "allocation":{"handle":"cadastre.c1","ifname":"eth0","node":"node-a","podNamespace":"ns",
               "podName":"p","allocatedAtMillis":1795338734951}}
             """;
 
-    static final String ADDRESS_FREE = """
+    static final String ADDRESS_FREE =
+            """
             {"address":"fd00:198::9","pool":"default-ipv6","block":"fd00:198::/122","allocation":null}
             """;
 
-    static final String CHECK_CLEAN = """
+    static final String CHECK_CLEAN =
+            """
             {"clean":true,"checkedAllocations":130,"checkedAttachments":65,"tookMillis":42,
              "allocationsWithoutAttachment":[],"attachmentsWithoutAllocation":[],"blocksAffineToUnknownNodes":[],
              "allocationsOfRemovedNodes":[],"routesCheckedOn":"node-a","routeFindings":[]}
             """;
 
-    static final String CHECK_DIRTY = """
+    static final String CHECK_DIRTY =
+            """
             {"clean":false,"checkedAllocations":130,"checkedAttachments":65,"tookMillis":42,
              "allocationsWithoutAttachment":[{"address":"198.18.0.9","block":"198.18.0.0/26",
                "allocation":{"handle":"cadastre.c9","ifname":"eth0","node":"node-a","podNamespace":"ns",

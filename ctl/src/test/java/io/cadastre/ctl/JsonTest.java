@@ -9,9 +9,11 @@ import org.junit.jupiter.api.Test;
 class JsonTest {
     @Test
     void prettyPrintingKeepsOrderNumbersAndNulls() {
-        String answer = "{\"z\":1,\"a\":[],\"big\":1208925819614629174706176,\"dec\":1.50,"
-                + "\"n\":null,\"o\":{},\"s\":\"\\u00e9\\n\",\"l\":[\"x\",{\"k\":true}]}";
-        assertEquals("""
+        String answer =
+                "{\"z\":1,\"a\":[],\"big\":1208925819614629174706176,\"dec\":1.50,"
+                        + "\"n\":null,\"o\":{},\"s\":\"\\u00e9\\n\",\"l\":[\"x\",{\"k\":true}]}";
+        assertEquals(
+                """
                 {
                   "z": 1,
                   "a": [],
@@ -26,12 +28,15 @@ class JsonTest {
                       "k": true
                     }
                   ]
-                }""", Json.pretty(Json.parseOrNull(answer)));
+                }""",
+                Json.pretty(Json.parseOrNull(answer)));
     }
 
     @Test
     void compactIsOneLine() {
-        assertEquals("{\"address\":\"198.18.0.3\"}", Json.compact(Json.parseOrNull("{ \"address\" : \"198.18.0.3\" }")));
+        assertEquals(
+                "{\"address\":\"198.18.0.3\"}",
+                Json.compact(Json.parseOrNull("{ \"address\" : \"198.18.0.3\" }")));
     }
 
     @Test

@@ -9,15 +9,15 @@ import org.junit.jupiter.api.Test;
 class TableTest {
     @Test
     void columnsAlignOnTheWidestCellWithoutTrailingBlanks() {
-        String text = new Table("A", "LONGER", "C")
-                .row("wide cell", 1, "x")
-                .row("b", 22, "")
-                .render();
-        assertEquals("""
+        String text =
+                new Table("A", "LONGER", "C").row("wide cell", 1, "x").row("b", 22, "").render();
+        assertEquals(
+                """
                 A           LONGER   C
                 wide cell   1        x
                 b           22       -
-                """, text);
+                """,
+                text);
     }
 
     @Test
@@ -38,7 +38,9 @@ class TableTest {
 
     @Test
     void widthIsCountedInCharactersNotUtf16Units() {
-        assertEquals("A    B\n😀    x\nab   y\n", new Table("A", "B").row("😀", "x").row("ab", "y").render());
+        assertEquals(
+                "A    B\n😀    x\nab   y\n",
+                new Table("A", "B").row("😀", "x").row("ab", "y").render());
     }
 
     @Test

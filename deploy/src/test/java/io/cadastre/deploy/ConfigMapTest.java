@@ -37,12 +37,15 @@ import org.junit.jupiter.api.Test;
 class ConfigMapTest {
     /** The ConfigMap's key that holds the settings file. */
     static final String CONF_KEY = "cadastre.conf";
+
     /**
      * The Kubernetes settings block: the ConfigMap sets it ahead of the agent's API client (issue
      * 15's other half); while application.conf has no such block, its keys are not checked.
      */
     private static final String KUBERNETES = "cadastre.kubernetes";
+
     private static final String PASSWORD_KEY = "cadastre.cassandra.password-file";
+
     /** Where the main settings expect Cassandra's password: a key of the Secret the DaemonSet mounts. */
     static final String PASSWORD_FILE = "/etc/cadastre/cassandra/password";
 
@@ -96,16 +99,26 @@ class ConfigMapTest {
         AgentSettings settings = AgentSettings.from(config);
         assertEquals(Persistence.CASSANDRA, settings.persistence());
         assertEquals(Path.of("/host/proc/sys"), settings.procSys());
-        assertEquals(List.of("default-ipv4", "default-ipv6"), settings.pools().stream().map(p -> p.name()).toList());
+        assertEquals(
+                List.of("default-ipv4", "default-ipv6"),
+                settings.pools().stream().map(p -> p.name()).toList());
         assertEquals(3, config.getInt("cadastre.cassandra.replication-factor"));
         assertEquals(3, config.getStringList("cadastre.cassandra.contact-points").size());
         assertTrue(config.getBoolean("cadastre.kubernetes.enabled"));
 
-        PodSpec pod = Manifests.one(readMain(), DaemonSet.class, "cadastre").getSpec().getTemplate().getSpec();
+        PodSpec pod =
+                Manifests.one(readMain(), DaemonSet.class, "cadastre")
+                        .getSpec()
+                        .getTemplate()
+                        .getSpec();
         Container agent = DaemonSetTest.container(pod, "agent");
         // Cluster TLS: the three files, in the Secret mounted for them.
         for (String key : List.of("cert-file", "key-file", "ca-file")) {
-            assertSecretFile(pod, agent, config.getString("cadastre.cluster.tls." + key), "cadastre-cluster-tls");
+            assertSecretFile(
+                    pod,
+                    agent,
+                    config.getString("cadastre.cluster.tls." + key),
+                    "cadastre-cluster-tls");
         }
         assertSecretFile(pod, agent, PASSWORD_FILE, "cadastre-cassandra");
     }
@@ -115,7 +128,9 @@ class ConfigMapTest {
         Config config = load(Manifests.SINGLE_NODE);
         AgentSettings settings = AgentSettings.from(config);
         assertEquals(Persistence.EMBEDDED, settings.persistence());
-        assertTrue(InetAddress.getByName(config.getString("cadastre.cluster.hostname")).isLoopbackAddress(),
+        assertTrue(
+                InetAddress.getByName(config.getString("cadastre.cluster.hostname"))
+                        .isLoopbackAddress(),
                 "a single member needs no cluster TLS only while its port is on loopback");
         assertEquals(settings.procSys(), AgentSettings.from(load(Manifests.DIR)).procSys());
         assertEquals(AgentSettings.from(load(Manifests.DIR)).pools(), settings.pools());
@@ -123,19 +138,25 @@ class ConfigMapTest {
 
     @Test
     void everyKeyIsOneTheAgentDefines() throws Exception {
-        Set<String> known = paths(ConfigFactory.parseURL(AgentMain.class.getResource("/application.conf")).root());
+        Set<String> known =
+                paths(
+                        ConfigFactory.parseURL(AgentMain.class.getResource("/application.conf"))
+                                .root());
         boolean kubernetesKnown = known.stream().anyMatch(p -> p.startsWith(KUBERNETES + "."));
         for (Path dir : List.of(Manifests.DIR, Manifests.SINGLE_NODE)) {
             List<String> unknown = new ArrayList<>();
             for (String path : paths(ConfigFactory.parseString(settingsText(dir)).root())) {
-                if (!known.contains(path) && (kubernetesKnown || !path.startsWith(KUBERNETES + "."))) {
+                if (!known.contains(path)
+                        && (kubernetesKnown || !path.startsWith(KUBERNETES + "."))) {
                     unknown.add(path);
                 }
             }
             assertEquals(List.of(), unknown, dir + ": settings the agent does not have");
         }
         // The check itself: a misspelt key is caught.
-        assertTrue(!known.containsAll(paths(ConfigFactory.parseString("cadastre.proc-sysctl = x").root())));
+        assertTrue(
+                !known.containsAll(
+                        paths(ConfigFactory.parseString("cadastre.proc-sysctl = x").root())));
     }
 
     /** @return the paths of the leaves (values that are not objects) under {@code object} */
@@ -166,15 +187,22 @@ class ConfigMapTest {
     }
 
     /** {@code file} is a key of Secret {@code secret}, mounted by {@code container} (readable by root only). */
-    private static void assertSecretFile(PodSpec pod, Container container, String file, String secret) {
+    private static void assertSecretFile(
+            PodSpec pod, Container container, String file, String secret) {
         String dir = file.substring(0, file.lastIndexOf('/'));
         String mountName = DaemonSetTest.mountAt(container, dir).getName();
-        Volume volume = pod.getVolumes().stream().filter(v -> v.getName().equals(mountName)).findFirst().orElseThrow();
+        Volume volume =
+                pod.getVolumes().stream()
+                        .filter(v -> v.getName().equals(mountName))
+                        .findFirst()
+                        .orElseThrow();
         assertEquals(secret, volume.getSecret().getSecretName(), file);
         assertEquals(0400, volume.getSecret().getDefaultMode(), file);
         String name = file.substring(file.lastIndexOf('/') + 1);
         if (volume.getSecret().getItems() != null && !volume.getSecret().getItems().isEmpty()) {
-            assertTrue(volume.getSecret().getItems().stream().anyMatch(i -> i.getPath().equals(name)), file);
+            assertTrue(
+                    volume.getSecret().getItems().stream().anyMatch(i -> i.getPath().equals(name)),
+                    file);
         }
     }
 }

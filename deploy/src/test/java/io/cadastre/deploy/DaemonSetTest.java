@@ -45,34 +45,53 @@ class DaemonSetTest {
 
     /** @return the container named {@code name}, of the init containers or the others */
     static Container container(PodSpec pod, String name) {
-        return java.util.stream.Stream.concat(pod.getInitContainers().stream(), pod.getContainers().stream())
-                .filter(c -> c.getName().equals(name)).findFirst().orElseThrow(() -> new AssertionError("no container " + name));
+        return java.util.stream.Stream.concat(
+                        pod.getInitContainers().stream(), pod.getContainers().stream())
+                .filter(c -> c.getName().equals(name))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no container " + name));
     }
 
     /** @return the host path behind the volume mounted at {@code mountPath} in {@code container} */
     static String hostPathAt(PodSpec pod, Container container, String mountPath) {
         VolumeMount mount = mountAt(container, mountPath);
-        Volume volume = pod.getVolumes().stream().filter(v -> v.getName().equals(mount.getName())).findFirst().orElseThrow();
+        Volume volume =
+                pod.getVolumes().stream()
+                        .filter(v -> v.getName().equals(mount.getName()))
+                        .findFirst()
+                        .orElseThrow();
         assertNotNull(volume.getHostPath(), mountPath + " is no hostPath volume");
         return volume.getHostPath().getPath();
     }
 
     static VolumeMount mountAt(Container container, String mountPath) {
-        return container.getVolumeMounts().stream().filter(m -> m.getMountPath().equals(mountPath)).findFirst()
-                .orElseThrow(() -> new AssertionError(container.getName() + " mounts nothing at " + mountPath));
+        return container.getVolumeMounts().stream()
+                .filter(m -> m.getMountPath().equals(mountPath))
+                .findFirst()
+                .orElseThrow(
+                        () ->
+                                new AssertionError(
+                                        container.getName() + " mounts nothing at " + mountPath));
     }
 
     @Test
     void theAgentRunsInTheHostNetworkOnEveryNodeAsANodeCriticalPod() {
-        assertTrue(POD.getHostNetwork(), "hostNetwork: veths, routes and VXLAN devices are the host's");
-        assertEquals("Default", POD.getDnsPolicy(), "the node's resolver: cluster DNS needs this network first");
+        assertTrue(
+                POD.getHostNetwork(),
+                "hostNetwork: veths, routes and VXLAN devices are the host's");
+        assertEquals(
+                "Default",
+                POD.getDnsPolicy(),
+                "the node's resolver: cluster DNS needs this network first");
         assertEquals("system-node-critical", POD.getPriorityClassName());
         assertEquals(1, POD.getTolerations().size());
         Toleration any = POD.getTolerations().get(0);
         assertEquals("Exists", any.getOperator());
         assertNull(any.getKey(), "every taint, not one key's");
         assertNull(any.getEffect(), "every effect");
-        assertEquals(DS.getSpec().getSelector().getMatchLabels(), DS.getSpec().getTemplate().getMetadata().getLabels());
+        assertEquals(
+                DS.getSpec().getSelector().getMatchLabels(),
+                DS.getSpec().getTemplate().getMetadata().getLabels());
     }
 
     @Test
@@ -80,7 +99,10 @@ class DaemonSetTest {
         assertEquals("RollingUpdate", DS.getSpec().getUpdateStrategy().getType());
         RollingUpdateDaemonSet rolling = DS.getSpec().getUpdateStrategy().getRollingUpdate();
         assertEquals(1, rolling.getMaxUnavailable().getIntVal());
-        assertEquals(0, rolling.getMaxSurge().getIntVal(), "a surge would start the new agent beside the old one");
+        assertEquals(
+                0,
+                rolling.getMaxSurge().getIntVal(),
+                "a surge would start the new agent beside the old one");
     }
 
     @Test
@@ -89,17 +111,29 @@ class DaemonSetTest {
         assertEquals(List.of(install), POD.getInitContainers());
         Map<String, String> args = options(install.getArgs().subList(1, install.getArgs().size()));
         assertEquals("install", install.getArgs().get(0));
-        assertEquals("/opt/cni/bin", hostPathAt(POD, install, args.get("--bin-dir")), "where runtimes look for CNI plugins");
-        assertEquals("/etc/cni/net.d", hostPathAt(POD, install, args.get("--conf-dir")), "where runtimes read network configurations");
-        // The conflist names the socket the agent listens on, at a path that is the same on the host.
+        assertEquals(
+                "/opt/cni/bin",
+                hostPathAt(POD, install, args.get("--bin-dir")),
+                "where runtimes look for CNI plugins");
+        assertEquals(
+                "/etc/cni/net.d",
+                hostPathAt(POD, install, args.get("--conf-dir")),
+                "where runtimes read network configurations");
+        // The conflist names the socket the agent listens on, at a path that is the same on the
+        // host.
         Container agent = container(POD, "agent");
         String socketDir = args.get("--socket").substring(0, args.get("--socket").lastIndexOf('/'));
-        assertEquals(socketDir, hostPathAt(POD, agent, socketDir), "the plugin on the host connects to this path");
+        assertEquals(
+                socketDir,
+                hostPathAt(POD, agent, socketDir),
+                "the plugin on the host connects to this path");
         assertEquals(ConfigMapTest.setting("cadastre.cni-socket"), args.get("--socket"));
         assertNoCapabilities(install.getSecurityContext());
         assertTrue(install.getSecurityContext().getReadOnlyRootFilesystem());
         assertFalse(install.getSecurityContext().getAllowPrivilegeEscalation());
-        assertEquals(DS.getSpec().getTemplate().getSpec().getContainers().get(0).getImage(), install.getImage());
+        assertEquals(
+                DS.getSpec().getTemplate().getSpec().getContainers().get(0).getImage(),
+                install.getImage());
     }
 
     @Test
@@ -109,7 +143,9 @@ class DaemonSetTest {
         assertEquals("/var/run/netns", hostPathAt(POD, agent, "/var/run/netns"));
         assertEquals("HostToContainer", mountAt(agent, "/var/run/netns").getMountPropagation());
         // The data directory where `sudo cadastrectl` on the node finds the admin token.
-        assertEquals(ConfigMapTest.setting("cadastre.data-dir"), hostPathAt(POD, agent, ConfigMapTest.setting("cadastre.data-dir")));
+        assertEquals(
+                ConfigMapTest.setting("cadastre.data-dir"),
+                hostPathAt(POD, agent, ConfigMapTest.setting("cadastre.data-dir")));
         // The host's network sysctls, writable, where cadastre.proc-sys points.
         String procSysNet = ConfigMapTest.setting("cadastre.proc-sys") + "/net";
         assertEquals("/proc/sys/net", hostPathAt(POD, agent, procSysNet));
@@ -118,29 +154,55 @@ class DaemonSetTest {
         int config = agent.getArgs().indexOf("--config");
         String file = agent.getArgs().get(config + 1);
         VolumeMount settings = mountAt(agent, file.substring(0, file.lastIndexOf('/')));
-        Volume volume = POD.getVolumes().stream().filter(v -> v.getName().equals(settings.getName())).findFirst().orElseThrow();
+        Volume volume =
+                POD.getVolumes().stream()
+                        .filter(v -> v.getName().equals(settings.getName()))
+                        .findFirst()
+                        .orElseThrow();
         assertEquals("cadastre-config", volume.getConfigMap().getName());
         assertEquals(ConfigMapTest.CONF_KEY, file.substring(file.lastIndexOf('/') + 1));
         // Node-specific values from the downward API.
-        Map<String, String> fields = agent.getEnv().stream().filter(e -> e.getValueFrom() != null && e.getValueFrom().getFieldRef() != null)
-                .collect(Collectors.toMap(EnvVar::getName, e -> e.getValueFrom().getFieldRef().getFieldPath()));
-        assertEquals(Map.of("CADASTRE_NODE_NAME", "spec.nodeName", "CADASTRE_POD_NAMESPACE", "metadata.namespace",
-                "CADASTRE_CLUSTER_HOSTNAME", "status.hostIP"), fields);
+        Map<String, String> fields =
+                agent.getEnv().stream()
+                        .filter(
+                                e ->
+                                        e.getValueFrom() != null
+                                                && e.getValueFrom().getFieldRef() != null)
+                        .collect(
+                                Collectors.toMap(
+                                        EnvVar::getName,
+                                        e -> e.getValueFrom().getFieldRef().getFieldPath()));
+        assertEquals(
+                Map.of(
+                        "CADASTRE_NODE_NAME",
+                        "spec.nodeName",
+                        "CADASTRE_POD_NAMESPACE",
+                        "metadata.namespace",
+                        "CADASTRE_CLUSTER_HOSTNAME",
+                        "status.hostIP"),
+                fields);
         // A read-only root file system, with somewhere for native libraries to unpack.
         assertTrue(agent.getSecurityContext().getReadOnlyRootFilesystem());
-        assertNotNull(POD.getVolumes().stream().filter(v -> v.getName().equals(mountAt(agent, "/tmp").getName())).findFirst()
-                .orElseThrow().getEmptyDir());
+        assertNotNull(
+                POD.getVolumes().stream()
+                        .filter(v -> v.getName().equals(mountAt(agent, "/tmp").getName()))
+                        .findFirst()
+                        .orElseThrow()
+                        .getEmptyDir());
     }
 
     @Test
     void noVolumeIsMountedInsideAnother() {
         for (Container c : List.of(container(POD, "install-cni"), container(POD, "agent"))) {
-            List<String> paths = c.getVolumeMounts().stream().map(VolumeMount::getMountPath).toList();
+            List<String> paths =
+                    c.getVolumeMounts().stream().map(VolumeMount::getMountPath).toList();
             for (String outer : paths) {
                 for (String inner : paths) {
                     // The runtime would have to make the inner mount point inside the outer volume,
                     // which fails when that one is read-only (a ConfigMap, a Secret).
-                    assertFalse(inner.startsWith(outer + "/"), c.getName() + ": " + inner + " inside " + outer);
+                    assertFalse(
+                            inner.startsWith(outer + "/"),
+                            c.getName() + ": " + inner + " inside " + outer);
                 }
             }
         }
@@ -159,7 +221,10 @@ class DaemonSetTest {
 
     private static void assertProbe(Probe probe, String host, int port, String path) {
         HTTPGetAction get = probe.getHttpGet();
-        assertEquals(host, get.getHost(), "the admin API listens on loopback only; kubelet shares the host's");
+        assertEquals(
+                host,
+                get.getHost(),
+                "the admin API listens on loopback only; kubelet shares the host's");
         assertEquals(port, get.getPort().getIntVal());
         assertEquals(path, get.getPath());
         assertTrue(get.getScheme() == null || get.getScheme().equals("HTTP"));
@@ -179,7 +244,8 @@ class DaemonSetTest {
 
     private static void assertNoCapabilities(SecurityContext sc) {
         assertEquals(List.of("ALL"), sc.getCapabilities().getDrop());
-        assertTrue(sc.getCapabilities().getAdd() == null || sc.getCapabilities().getAdd().isEmpty());
+        assertTrue(
+                sc.getCapabilities().getAdd() == null || sc.getCapabilities().getAdd().isEmpty());
         assertFalse(Boolean.TRUE.equals(sc.getPrivileged()));
     }
 
@@ -187,12 +253,19 @@ class DaemonSetTest {
     void theImageIsTheOneTheBuildMakes() {
         for (Container c : List.of(container(POD, "install-cni"), container(POD, "agent"))) {
             assertEquals(System.getProperty("cadastre.image.name"), c.getImage(), c.getName());
-            assertEquals("IfNotPresent", c.getImagePullPolicy(), "no registry: the image is loaded onto the nodes");
+            assertEquals(
+                    "IfNotPresent",
+                    c.getImagePullPolicy(),
+                    "no registry: the image is loaded onto the nodes");
         }
     }
 
     /** {@code --key=value} arguments by key. */
     private static Map<String, String> options(List<String> args) {
-        return args.stream().collect(Collectors.toMap(a -> a.substring(0, a.indexOf('=')), a -> a.substring(a.indexOf('=') + 1)));
+        return args.stream()
+                .collect(
+                        Collectors.toMap(
+                                a -> a.substring(0, a.indexOf('=')),
+                                a -> a.substring(a.indexOf('=') + 1)));
     }
 }

@@ -76,14 +76,17 @@ class ImageCriEndToEndTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Duration DEADLINE = Duration.ofSeconds(120);
     private static final String NODE = "img-node";
+
     /** Bit numbers of the capabilities the manifest may add (linux/capability.h). */
-    private static final Map<String, Integer> CAPABILITY_BITS = Map.of("NET_ADMIN", 12, "NET_RAW", 13, "SYS_PTRACE", 19,
-            "SYS_ADMIN", 21, "BPF", 39);
+    private static final Map<String, Integer> CAPABILITY_BITS =
+            Map.of("NET_ADMIN", 12, "NET_RAW", 13, "SYS_PTRACE", 19, "SYS_ADMIN", 21, "BPF", 39);
+
     /**
      * Directories whose paths leave the container: the CNI socket's (the conflist names it to the
      * plugin on the host) and the netns one (the runtime on the host names CNI_NETNS there).
      */
-    private static final java.util.Set<String> SHARED_WITH_HOST = java.util.Set.of("/run/cadastre", "/var/run/netns");
+    private static final java.util.Set<String> SHARED_WITH_HOST =
+            java.util.Set.of("/run/cadastre", "/var/run/netns");
 
     /**
      * Settings over the single-node ConfigMap: test pools (their own ranges: other tests' agents
@@ -91,7 +94,8 @@ class ImageCriEndToEndTest {
      * shared), free ports for the admin API and the cluster (%1$d, %2$d), the CNI socket under the
      * test's root (%3$s), and the Kubernetes API off (none runs here).
      */
-    static final String TEST_SETTINGS = """
+    static final String TEST_SETTINGS =
+            """
 
             # The test's own, over the ConfigMap's:
             cadastre.pools = [
@@ -119,8 +123,15 @@ class ImageCriEndToEndTest {
             Files.createDirectories(node.hostPath("/opt/cni/bin"));
             Files.createDirectories(node.hostPath("/etc/cni/net.d"));
             // What a node has before Cadastre: the runtime's loopback plugin.
-            Files.copy(Path.of("/usr/lib/cni/loopback"), node.hostPath("/opt/cni/bin").resolve("loopback"));
-            containerd = Containerd.start(root.resolve("ctrd"), node.hostPath("/opt/cni/bin"), node.hostPath("/etc/cni/net.d"), 1);
+            Files.copy(
+                    Path.of("/usr/lib/cni/loopback"),
+                    node.hostPath("/opt/cni/bin").resolve("loopback"));
+            containerd =
+                    Containerd.start(
+                            root.resolve("ctrd"),
+                            node.hostPath("/opt/cni/bin"),
+                            node.hostPath("/etc/cni/net.d"),
+                            1);
             node.netns = containerd.netnsDir();
             shareNetnsDir(node.netns);
             containerd.importImage(IMAGE_TAR);
@@ -129,52 +140,87 @@ class ImageCriEndToEndTest {
             String socket = node.hostPath("/run/cadastre") + "/cni.sock";
             Path configMap = root.resolve("volumes/config");
             Files.createDirectories(configMap);
-            Files.writeString(configMap.resolve(ConfigMapTest.CONF_KEY),
-                    ConfigMapTest.settingsText(Manifests.SINGLE_NODE) + TEST_SETTINGS.formatted(adminPort, clusterPort, socket));
+            Files.writeString(
+                    configMap.resolve(ConfigMapTest.CONF_KEY),
+                    ConfigMapTest.settingsText(Manifests.SINGLE_NODE)
+                            + TEST_SETTINGS.formatted(adminPort, clusterPort, socket));
             node.configMaps.put("cadastre-config", configMap);
 
-            PodSandboxConfig agentPod = KubeletPods.hostNetwork(KubeletPods.sandbox("cadastre", "cadastre-" + shortId(),
-                    UUID.randomUUID().toString(), root.resolve("pods"), ds.getSpec().getTemplate().getMetadata().getLabels(), Map.of()));
+            PodSandboxConfig agentPod =
+                    KubeletPods.hostNetwork(
+                            KubeletPods.sandbox(
+                                    "cadastre",
+                                    "cadastre-" + shortId(),
+                                    UUID.randomUUID().toString(),
+                                    root.resolve("pods"),
+                                    ds.getSpec().getTemplate().getMetadata().getLabels(),
+                                    Map.of()));
             String agentSandbox = cri.runPodSandbox(agentPod);
             pods.add(agentSandbox);
 
             // The init container, to completion, as kubelet runs it before the pod's containers.
             Container install = DaemonSetTest.container(spec, "install-cni");
-            String installId = cri.createAndStartContainer(agentSandbox, node.container(agentPod, install, spec), agentPod);
+            String installId =
+                    cri.createAndStartContainer(
+                            agentSandbox, node.container(agentPod, install, spec), agentPod);
             ContainerStatus installed = awaitExit(cri, installId, agentPod, "install-cni");
             assertEquals(0, installed.getExitCode(), log(agentPod, "install-cni"));
             Path bin = node.hostPath("/opt/cni/bin");
             for (String plugin : List.of("cadastre", "cadastre-ipam")) {
                 assertTrue(Files.isExecutable(bin.resolve(plugin)), plugin + " installed");
             }
-            JsonNode conflist = JSON.readTree(node.hostPath("/etc/cni/net.d").resolve("10-cadastre.conflist").toFile());
-            assertEquals(socket, conflist.path("plugins").path(0).path("agentSocket").asText(), conflist.toString());
+            JsonNode conflist =
+                    JSON.readTree(
+                            node.hostPath("/etc/cni/net.d")
+                                    .resolve("10-cadastre.conflist")
+                                    .toFile());
+            assertEquals(
+                    socket,
+                    conflist.path("plugins").path(0).path("agentSocket").asText(),
+                    conflist.toString());
 
             // The agent container, until the admin API says it is ready.
             Container agentSpec = DaemonSetTest.container(spec, "agent");
-            String agent = cri.createAndStartContainer(agentSandbox, node.container(agentPod, agentSpec, spec), agentPod);
+            String agent =
+                    cri.createAndStartContainer(
+                            agentSandbox, node.container(agentPod, agentSpec, spec), agentPod);
             String base = "http://127.0.0.1:" + adminPort;
             awaitReady(cri, agent, agentPod, base + readinessPath(agentSpec));
-            assertEquals(200, get(base + agentSpec.getLivenessProbe().getHttpGet().getPath()).statusCode());
+            assertEquals(
+                    200,
+                    get(base + agentSpec.getLivenessProbe().getHttpGet().getPath()).statusCode());
             // It runs with the manifest's capabilities and no others: what follows needs no more.
-            ExecResult caps = cri.execSync(agent, 30, "/bin/sh", "-c",
-                    "while read key value; do [ \"$key\" = CapEff: ] && echo $value; done < /proc/1/status");
+            ExecResult caps =
+                    cri.execSync(
+                            agent,
+                            30,
+                            "/bin/sh",
+                            "-c",
+                            "while read key value; do [ \"$key\" = CapEff: ] && echo $value; done < /proc/1/status");
             long expected = 0;
             for (String cap : agentSpec.getSecurityContext().getCapabilities().getAdd()) {
                 expected |= 1L << CAPABILITY_BITS.get(cap);
             }
-            assertEquals(expected, Long.parseLong(caps.stdout().trim(), 16), "the agent's effective capabilities: " + caps);
+            assertEquals(
+                    expected,
+                    Long.parseLong(caps.stdout().trim(), 16),
+                    "the agent's effective capabilities: " + caps);
             containerd.awaitNetworkReady(Duration.ofSeconds(30));
 
-            // An ordinary pod on the node: its network from the installed plugin and the agent in the image.
-            PodSandboxConfig web = KubeletPods.sandbox("shop", "web-" + shortId(), root.resolve("pods"));
+            // An ordinary pod on the node: its network from the installed plugin and the agent in
+            // the image.
+            PodSandboxConfig web =
+                    KubeletPods.sandbox("shop", "web-" + shortId(), root.resolve("pods"));
             String webSandbox = cri.runPodSandbox(web);
             pods.add(0, webSandbox);
             List<String> ips = new ArrayList<>();
             if (!cri.podSandboxStatus(webSandbox).getNetwork().getIp().isEmpty()) {
                 ips.add(cri.podSandboxStatus(webSandbox).getNetwork().getIp());
             }
-            cri.podSandboxStatus(webSandbox).getNetwork().getAdditionalIpsList().forEach(ip -> ips.add(ip.getIp()));
+            cri.podSandboxStatus(webSandbox)
+                    .getNetwork()
+                    .getAdditionalIpsList()
+                    .forEach(ip -> ips.add(ip.getIp()));
             assertEquals(2, ips.size(), ips.toString());
             assertTrue(ips.stream().anyMatch(ip -> ip.startsWith("198.18.212.")), ips.toString());
             assertTrue(ips.stream().anyMatch(ip -> ip.startsWith("fd00:198:d4::")), ips.toString());
@@ -187,28 +233,40 @@ class ImageCriEndToEndTest {
                     a.path("addresses").forEach(x -> held.add(x.asText()));
                 }
             }
-            assertEquals(ips.stream().sorted().toList(), held.stream().sorted().toList(), shown.toString());
+            assertEquals(
+                    ips.stream().sorted().toList(),
+                    held.stream().sorted().toList(),
+                    shown.toString());
 
             // kubelet's stop and remove: CNI DEL through the plugin frees both addresses.
             cri.stopPodSandbox(webSandbox);
             cri.removePodSandbox(webSandbox);
             pods.remove(webSandbox);
             for (String ip : ips) {
-                JsonNode address = ctl(cri, agent, "--server", base, "ipam", "address", ip, "-o", "json");
+                JsonNode address =
+                        ctl(cri, agent, "--server", base, "ipam", "address", ip, "-o", "json");
                 assertTrue(address.path("allocation").isNull(), ip + " is free again: " + address);
             }
             assertEquals(200, get(base + readinessPath(agentSpec)).statusCode());
 
-            // kubelet stops the agent with SIGTERM and its grace: this first run of the image leaves the
-            // class data archive that every later start maps (the launcher), whole, and nothing partial.
+            // kubelet stops the agent with SIGTERM and its grace: this first run of the image
+            // leaves the
+            // class data archive that every later start maps (the launcher), whole, and nothing
+            // partial.
             cri.stopContainer(agent, 60);
             List<String> archives;
             try (Stream<Path> files = Files.list(node.hostPath("/var/lib/cadastre"))) {
-                archives = files.map(f -> f.getFileName().toString()).filter(f -> f.startsWith("cadastre-agent-")).toList();
+                archives =
+                        files.map(f -> f.getFileName().toString())
+                                .filter(f -> f.startsWith("cadastre-agent-"))
+                                .toList();
             }
             assertEquals(1, archives.size(), archives.toString());
             assertTrue(archives.get(0).endsWith(".jsa"), archives.toString());
-            assertTrue(Files.size(node.hostPath("/var/lib/cadastre").resolve(archives.get(0))) > 1 << 20, archives.toString());
+            assertTrue(
+                    Files.size(node.hostPath("/var/lib/cadastre").resolve(archives.get(0)))
+                            > 1 << 20,
+                    archives.toString());
         } finally {
             if (containerd != null) {
                 // The pods on the pod network first, while the agent still answers their DEL.
@@ -259,39 +317,57 @@ class ImageCriEndToEndTest {
          * @return {@code c} as kubelet hands it to the runtime: image, args, env (field
          *     references resolved), mounts, and the Linux security context
          */
-        ContainerConfig container(PodSandboxConfig sandbox, Container c, PodSpec pod) throws IOException {
-            ContainerConfig.Builder config = KubeletPods.container(sandbox, c.getName(), c.getImage()).toBuilder().clearCommand()
-                    .addAllArgs(args(c));
+        ContainerConfig container(PodSandboxConfig sandbox, Container c, PodSpec pod)
+                throws IOException {
+            ContainerConfig.Builder config =
+                    KubeletPods.container(sandbox, c.getName(), c.getImage()).toBuilder()
+                            .clearCommand()
+                            .addAllArgs(args(c));
             for (EnvVar e : c.getEnv()) {
-                config.addEnvs(KeyValue.newBuilder().setKey(e.getName()).setValue(envValue(e, sandbox)));
+                config.addEnvs(
+                        KeyValue.newBuilder().setKey(e.getName()).setValue(envValue(e, sandbox)));
             }
             for (VolumeMount m : c.getVolumeMounts()) {
                 config.addMounts(mount(m, pod));
             }
             SecurityContext sc = c.getSecurityContext();
-            LinuxContainerSecurityContext.Builder linux = LinuxContainerSecurityContext.newBuilder()
-                    .setPrivileged(Boolean.TRUE.equals(sc.getPrivileged()))
-                    .setReadonlyRootfs(Boolean.TRUE.equals(sc.getReadOnlyRootFilesystem()))
-                    .setNoNewPrivs(Boolean.FALSE.equals(sc.getAllowPrivilegeEscalation()))
-                    // kubelet gives each container its pod's namespace modes (PID: the container's own)
-                    .setNamespaceOptions(sandbox.getLinux().getSecurityContext().getNamespaceOptions())
-                    .addAllMaskedPaths(KubeletPods.MASKED_PATHS)
-                    .addAllReadonlyPaths(KubeletPods.READONLY_PATHS)
-                    .setCapabilities(Capability.newBuilder()
-                            .addAllAddCapabilities(sc.getCapabilities().getAdd() == null ? List.of() : sc.getCapabilities().getAdd())
-                            .addAllDropCapabilities(sc.getCapabilities().getDrop()));
+            LinuxContainerSecurityContext.Builder linux =
+                    LinuxContainerSecurityContext.newBuilder()
+                            .setPrivileged(Boolean.TRUE.equals(sc.getPrivileged()))
+                            .setReadonlyRootfs(Boolean.TRUE.equals(sc.getReadOnlyRootFilesystem()))
+                            .setNoNewPrivs(Boolean.FALSE.equals(sc.getAllowPrivilegeEscalation()))
+                            // kubelet gives each container its pod's namespace modes (PID: the
+                            // container's own)
+                            .setNamespaceOptions(
+                                    sandbox.getLinux().getSecurityContext().getNamespaceOptions())
+                            .addAllMaskedPaths(KubeletPods.MASKED_PATHS)
+                            .addAllReadonlyPaths(KubeletPods.READONLY_PATHS)
+                            .setCapabilities(
+                                    Capability.newBuilder()
+                                            .addAllAddCapabilities(
+                                                    sc.getCapabilities().getAdd() == null
+                                                            ? List.of()
+                                                            : sc.getCapabilities().getAdd())
+                                            .addAllDropCapabilities(
+                                                    sc.getCapabilities().getDrop()));
             if (sc.getSeccompProfile() != null) {
                 assertEquals("RuntimeDefault", sc.getSeccompProfile().getType());
-                linux.setSeccomp(SecurityProfile.newBuilder().setProfileType(SecurityProfile.ProfileType.RuntimeDefault));
+                linux.setSeccomp(
+                        SecurityProfile.newBuilder()
+                                .setProfileType(SecurityProfile.ProfileType.RuntimeDefault));
             }
-            return config.setLinux(LinuxContainerConfig.newBuilder().setSecurityContext(linux)).build();
+            return config.setLinux(LinuxContainerConfig.newBuilder().setSecurityContext(linux))
+                    .build();
         }
 
         /** The manifest's args, with host paths that the manifest uses on both sides moved under the node's root. */
         private List<String> args(Container c) {
             List<String> args = new ArrayList<>();
             for (String a : c.getArgs()) {
-                args.add(a.startsWith("--socket=/run/cadastre/") ? "--socket=" + hostPath(a.substring("--socket=".length())) : a);
+                args.add(
+                        a.startsWith("--socket=/run/cadastre/")
+                                ? "--socket=" + hostPath(a.substring("--socket=".length()))
+                                : a);
             }
             return args;
         }
@@ -305,13 +381,19 @@ class ImageCriEndToEndTest {
                 case "spec.nodeName" -> NODE;
                 case "metadata.namespace" -> sandbox.getMetadata().getNamespace();
                 case "status.hostIP" -> "127.0.0.1";
-                default -> throw new AssertionError("a field kubelet would fill in that this test does not: " + field);
+                default ->
+                        throw new AssertionError(
+                                "a field kubelet would fill in that this test does not: " + field);
             };
         }
 
         /** A volume mount as kubelet hands it over: the host directory behind the volume. */
         private Mount mount(VolumeMount m, PodSpec pod) throws IOException {
-            Volume v = pod.getVolumes().stream().filter(x -> x.getName().equals(m.getName())).findFirst().orElseThrow();
+            Volume v =
+                    pod.getVolumes().stream()
+                            .filter(x -> x.getName().equals(m.getName()))
+                            .findFirst()
+                            .orElseThrow();
             Path host;
             String containerPath = m.getMountPath();
             if (v.getHostPath() != null) {
@@ -325,17 +407,24 @@ class ImageCriEndToEndTest {
                 }
             } else if (v.getConfigMap() != null) {
                 host = configMaps.get(v.getConfigMap().getName());
-            } else if (v.getEmptyDir() != null || (v.getSecret() != null && Boolean.TRUE.equals(v.getSecret().getOptional()))) {
+            } else if (v.getEmptyDir() != null
+                    || (v.getSecret() != null
+                            && Boolean.TRUE.equals(v.getSecret().getOptional()))) {
                 // An emptyDir; an optional Secret that does not exist is mounted empty.
                 host = Files.createDirectories(root.resolve("volumes").resolve(v.getName()));
             } else {
-                throw new AssertionError("volume " + v.getName() + " of a kind this test does not provide");
+                throw new AssertionError(
+                        "volume " + v.getName() + " of a kind this test does not provide");
             }
             String propagation = m.getMountPropagation();
-            return Mount.newBuilder().setContainerPath(containerPath).setHostPath(host.toString())
+            return Mount.newBuilder()
+                    .setContainerPath(containerPath)
+                    .setHostPath(host.toString())
                     .setReadonly(Boolean.TRUE.equals(m.getReadOnly()))
-                    .setPropagation("HostToContainer".equals(propagation) ? MountPropagation.PROPAGATION_HOST_TO_CONTAINER
-                            : MountPropagation.PROPAGATION_PRIVATE)
+                    .setPropagation(
+                            "HostToContainer".equals(propagation)
+                                    ? MountPropagation.PROPAGATION_HOST_TO_CONTAINER
+                                    : MountPropagation.PROPAGATION_PRIVATE)
                     .build();
         }
     }
@@ -351,7 +440,8 @@ class ImageCriEndToEndTest {
     }
 
     /** cadastrectl run by ExecSync in the agent's container; its JSON output. */
-    private static JsonNode ctl(CriClient cri, String container, String... args) throws IOException {
+    private static JsonNode ctl(CriClient cri, String container, String... args)
+            throws IOException {
         List<String> argv = new ArrayList<>(List.of("cadastrectl"));
         argv.addAll(List.of(args));
         ExecResult r = cri.execSync(container, 60, argv.toArray(String[]::new));
@@ -360,7 +450,8 @@ class ImageCriEndToEndTest {
     }
 
     /** Waits for the container to exit; fails with its log when it does not within the deadline. */
-    private static ContainerStatus awaitExit(CriClient cri, String id, PodSandboxConfig pod, String name) throws IOException {
+    private static ContainerStatus awaitExit(
+            CriClient cri, String id, PodSandboxConfig pod, String name) throws IOException {
         long deadline = System.nanoTime() + DEADLINE.toNanos();
         while (true) {
             ContainerStatus status = cri.containerStatus(id);
@@ -368,20 +459,32 @@ class ImageCriEndToEndTest {
                 return status;
             }
             if (System.nanoTime() > deadline) {
-                throw new AssertionError(name + " did not exit within " + DEADLINE + ": " + status + "\n" + log(pod, name));
+                throw new AssertionError(
+                        name
+                                + " did not exit within "
+                                + DEADLINE
+                                + ": "
+                                + status
+                                + "\n"
+                                + log(pod, name));
             }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
         }
     }
 
     /** Waits until {@code url} answers 200; fails with the container's log when it exits or the deadline passes. */
-    private static void awaitReady(CriClient cri, String id, PodSandboxConfig pod, String url) throws Exception {
+    private static void awaitReady(CriClient cri, String id, PodSandboxConfig pod, String url)
+            throws Exception {
         long deadline = System.nanoTime() + DEADLINE.toNanos();
         String last = "no answer";
         while (true) {
             ContainerStatus status = cri.containerStatus(id);
             if (status.getState() == ContainerState.CONTAINER_EXITED) {
-                throw new AssertionError("the agent exited with " + status.getExitCode() + ":\n" + log(pod, "agent"));
+                throw new AssertionError(
+                        "the agent exited with "
+                                + status.getExitCode()
+                                + ":\n"
+                                + log(pod, "agent"));
             }
             try {
                 HttpResponse<String> r = get(url);
@@ -393,7 +496,14 @@ class ImageCriEndToEndTest {
                 last = e.toString();
             }
             if (System.nanoTime() > deadline) {
-                throw new AssertionError(url + " not ready within " + DEADLINE + " (" + last + "):\n" + log(pod, "agent"));
+                throw new AssertionError(
+                        url
+                                + " not ready within "
+                                + DEADLINE
+                                + " ("
+                                + last
+                                + "):\n"
+                                + log(pod, "agent"));
             }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(250));
         }
@@ -401,7 +511,8 @@ class ImageCriEndToEndTest {
 
     private static HttpResponse<String> get(String url) throws IOException, InterruptedException {
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-        return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).build(),
+        return http.send(
+                HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 
@@ -427,7 +538,9 @@ class ImageCriEndToEndTest {
 
     private static void run(String... command) throws Exception {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        String out =
+                new String(
+                        p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
             throw new IOException(String.join(" ", command) + " failed: " + out);
         }

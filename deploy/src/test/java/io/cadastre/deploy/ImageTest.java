@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.cadastre.agent.AgentJvm;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.cadastre.agent.AgentJvm;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -45,15 +45,18 @@ import org.junit.jupiter.api.Test;
 class ImageTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Path ARCHIVE = Path.of(System.getProperty("cadastre.image.tar"));
+
     /**
      * Where the image's dynamic linker looks (Debian's multiarch directory), where the JDK keeps
      * its own libraries, and the linker's own place (libc names it as a needed library; the loaded
      * interpreter answers for it).
      */
-    private static final List<String> LIBRARY_DIRS = List.of("lib/x86_64-linux-gnu", "opt/java/lib", "opt/java/lib/server", "lib64");
+    private static final List<String> LIBRARY_DIRS =
+            List.of("lib/x86_64-linux-gnu", "opt/java/lib", "opt/java/lib/server", "lib64");
 
     private static Path rootfs;
     private static JsonNode config;
+
     /** File modes by path (no leading slash), as the layers give them. */
     private static final Map<String, Integer> MODES = new HashMap<>();
 
@@ -66,13 +69,19 @@ class ImageTest {
         JsonNode index = JSON.readTree(layout.resolve("index.json").toFile());
         assertEquals(1, index.path("manifests").size(), index.toString());
         JsonNode entry = index.path("manifests").path(0);
-        assertEquals(System.getProperty("cadastre.image.name"), entry.path("annotations").path("org.opencontainers.image.ref.name").asText(),
+        assertEquals(
+                System.getProperty("cadastre.image.name"),
+                entry.path("annotations").path("org.opencontainers.image.ref.name").asText(),
                 "the name ctr import gives it is the one the DaemonSet runs");
         JsonNode manifest = JSON.readTree(blob(layout, entry.path("digest").asText()).toFile());
-        config = JSON.readTree(blob(layout, manifest.path("config").path("digest").asText()).toFile());
+        config =
+                JSON.readTree(
+                        blob(layout, manifest.path("config").path("digest").asText()).toFile());
         for (JsonNode layer : manifest.path("layers")) {
             assertTrue(layer.path("mediaType").asText().endsWith("tar+gzip"), layer.toString());
-            try (InputStream in = new GZIPInputStream(Files.newInputStream(blob(layout, layer.path("digest").asText())))) {
+            try (InputStream in =
+                    new GZIPInputStream(
+                            Files.newInputStream(blob(layout, layer.path("digest").asText())))) {
                 untar(in, rootfs, MODES);
             }
         }
@@ -95,34 +104,49 @@ class ImageTest {
         config.path("config").path("Entrypoint").forEach(e -> entrypoint.add(e.asText()));
         assertEquals(List.of("/usr/local/bin/cadastre-agent"), entrypoint);
         String agentLauncher = read("usr/local/bin/cadastre-agent");
-        assertTrue(agentLauncher.contains("exec /opt/java/bin/java @/opt/cadastre/agent.jvm.options "), "java as PID 1: "
-                + agentLauncher);
-        assertEquals(agentLauncher.split("/opt/java/bin/java ", -1).length,
-                agentLauncher.split("/opt/java/bin/java @/opt/cadastre/agent.jvm.options ", -1).length,
+        assertTrue(
+                agentLauncher.contains("exec /opt/java/bin/java @/opt/cadastre/agent.jvm.options "),
+                "java as PID 1: " + agentLauncher);
+        assertEquals(
+                agentLauncher.split("/opt/java/bin/java ", -1).length,
+                agentLauncher.split("/opt/java/bin/java @/opt/cadastre/agent.jvm.options ", -1)
+                        .length,
                 "every java the launcher starts has the agent's JVM defaults first");
-        assertEquals(agentLauncher.split("/opt/java/bin/java ", -1).length,
-                agentLauncher.split("-Dcadastre.plugin=/opt/cadastre/bin/cadastre ", -1).length, "install's --plugin default");
-        assertTrue(agentLauncher.contains("-XX:ArchiveClassesAtExit=\"$archive.partial\"")
-                && agentLauncher.contains("mv -f \"$archive.partial\" \"$archive\""),
+        assertEquals(
+                agentLauncher.split("/opt/java/bin/java ", -1).length,
+                agentLauncher.split("-Dcadastre.plugin=/opt/cadastre/bin/cadastre ", -1).length,
+                "install's --plugin default");
+        assertTrue(
+                agentLauncher.contains("-XX:ArchiveClassesAtExit=\"$archive.partial\"")
+                        && agentLauncher.contains("mv -f \"$archive.partial\" \"$archive\""),
                 "the class data archive is moved into place once written whole");
-        assertEquals(AgentJvm.defaultOptions(), Arrays.stream(read("opt/cadastre/agent.jvm.options").split("\n"))
-                .map(line -> line.replaceFirst("#.*", "").strip()).filter(line -> !line.isEmpty()).toList(),
+        assertEquals(
+                AgentJvm.defaultOptions(),
+                Arrays.stream(read("opt/cadastre/agent.jvm.options").split("\n"))
+                        .map(line -> line.replaceFirst("#.*", "").strip())
+                        .filter(line -> !line.isEmpty())
+                        .toList(),
                 "the image's JVM defaults are the agent's");
         assertExecutable("opt/java/bin/java");
         assertExecutable("opt/cadastre/bin/cadastre");
-        for (String launcher : List.of("usr/local/bin/cadastrectl", "usr/local/bin/cadastre-agent")) {
+        for (String launcher :
+                List.of("usr/local/bin/cadastrectl", "usr/local/bin/cadastre-agent")) {
             assertExecutable(launcher);
             assertTrue(read(launcher).startsWith("#!/bin/sh\n"), launcher);
         }
         assertExecutable("bin/sh");
-        assertTrue(Files.isDirectory(rootfs.resolve("tmp")), "jnr-ffi and netty unpack native code into /tmp");
+        assertTrue(
+                Files.isDirectory(rootfs.resolve("tmp")),
+                "jnr-ffi and netty unpack native code into /tmp");
         String path = "";
         for (JsonNode e : config.path("config").path("Env")) {
             if (e.asText().startsWith("PATH=")) {
                 path = e.asText().substring(5);
             }
         }
-        assertTrue(Arrays.asList(path.split(":")).contains("/usr/local/bin"), "kubectl exec ... -- cadastrectl: " + path);
+        assertTrue(
+                Arrays.asList(path.split(":")).contains("/usr/local/bin"),
+                "kubectl exec ... -- cadastrectl: " + path);
     }
 
     /** jdeps over the image's own class path: the jlink'd runtime must hold every module it names. */
@@ -132,24 +156,43 @@ class ImageTest {
         try (Stream<Path> files = Files.list(rootfs.resolve("app/libs"))) {
             jars = files.map(Path::toString).sorted().toList();
         }
-        assertTrue(jars.stream().anyMatch(j -> j.contains("cadastre-cluster-")) && jars.stream().anyMatch(j -> j.contains("cadastre-ctl-")),
+        assertTrue(
+                jars.stream().anyMatch(j -> j.contains("cadastre-cluster-"))
+                        && jars.stream().anyMatch(j -> j.contains("cadastre-ctl-")),
                 "the agent and cadastrectl: " + jars);
-        List<String> args = new ArrayList<>(List.of("--ignore-missing-deps", "--print-module-deps", "--multi-release", "17",
-                "--class-path", String.join(":", jars)));
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "--ignore-missing-deps",
+                                "--print-module-deps",
+                                "--multi-release",
+                                "17",
+                                "--class-path",
+                                String.join(":", jars)));
         args.addAll(jars);
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int code = ToolProvider.findFirst("jdeps").orElseThrow().run(new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8), args.toArray(String[]::new));
+        int code =
+                ToolProvider.findFirst("jdeps")
+                        .orElseThrow()
+                        .run(
+                                new PrintStream(out, true, StandardCharsets.UTF_8),
+                                new PrintStream(err, true, StandardCharsets.UTF_8),
+                                args.toArray(String[]::new));
         assertEquals(0, code, err.toString(StandardCharsets.UTF_8));
         String[] lines = out.toString(StandardCharsets.UTF_8).trim().split("\n");
-        Set<String> needed = new TreeSet<>(Arrays.asList(lines[lines.length - 1].trim().split(",")));
-        Matcher modules = Pattern.compile("(?m)^MODULES=\"([^\"]*)\"").matcher(read("opt/java/release"));
+        Set<String> needed =
+                new TreeSet<>(Arrays.asList(lines[lines.length - 1].trim().split(",")));
+        Matcher modules =
+                Pattern.compile("(?m)^MODULES=\"([^\"]*)\"").matcher(read("opt/java/release"));
         assertTrue(modules.find());
         Set<String> present = new TreeSet<>(Arrays.asList(modules.group(1).split(" ")));
         Set<String> missing = new TreeSet<>(needed);
         missing.removeAll(present);
-        assertEquals(Set.of(), missing, "modules the class path uses that the runtime lacks (jdeps: " + needed + ")");
+        assertEquals(
+                Set.of(),
+                missing,
+                "modules the class path uses that the runtime lacks (jdeps: " + needed + ")");
         assertTrue(present.contains("jdk.crypto.ec"), "ECDHE for TLS, which no class names");
     }
 
@@ -171,9 +214,11 @@ class ImageTest {
         try (Stream<Path> jars = Files.list(rootfs.resolve("app/libs"))) {
             for (Path jar : jars.toList()) {
                 try (ZipFile zip = new ZipFile(jar.toFile())) {
-                    for (ZipEntry e : zip.stream().filter(e -> e.getName().endsWith(".so")).toList()) {
+                    for (ZipEntry e :
+                            zip.stream().filter(e -> e.getName().endsWith(".so")).toList()) {
                         String name = e.getName().toLowerCase(java.util.Locale.ROOT);
-                        if (name.contains("linux") && (name.contains("x86_64") || name.contains("amd64"))) {
+                        if (name.contains("linux")
+                                && (name.contains("x86_64") || name.contains("amd64"))) {
                             Path target = extracted.resolve(jar.getFileName() + "/" + e.getName());
                             Files.createDirectories(target.getParent());
                             try (InputStream in = zip.getInputStream(e)) {
@@ -185,18 +230,25 @@ class ImageTest {
                 }
             }
         }
-        assertTrue(elves.size() > 20, "found the JVM's, the image's and the jars' native files: " + elves.size());
+        assertTrue(
+                elves.size() > 20,
+                "found the JVM's, the image's and the jars' native files: " + elves.size());
         List<String> unmet = new ArrayList<>();
         for (Path elf : elves) {
             String dynamic = readelf(elf);
-            Matcher interpreter = Pattern.compile("Requesting program interpreter: ([^\\]]+)]").matcher(dynamic);
-            if (interpreter.find() && !Files.exists(rootfs.resolve(interpreter.group(1).substring(1)))) {
+            Matcher interpreter =
+                    Pattern.compile("Requesting program interpreter: ([^\\]]+)]").matcher(dynamic);
+            if (interpreter.find()
+                    && !Files.exists(rootfs.resolve(interpreter.group(1).substring(1)))) {
                 unmet.add(rootfs.relativize(elf) + " -> interpreter " + interpreter.group(1));
             }
-            Matcher needed = Pattern.compile("\\(NEEDED\\)\\s+Shared library: \\[([^\\]]+)]").matcher(dynamic);
+            Matcher needed =
+                    Pattern.compile("\\(NEEDED\\)\\s+Shared library: \\[([^\\]]+)]")
+                            .matcher(dynamic);
             while (needed.find()) {
                 String soname = needed.group(1);
-                if (LIBRARY_DIRS.stream().noneMatch(d -> Files.exists(rootfs.resolve(d).resolve(soname)))) {
+                if (LIBRARY_DIRS.stream()
+                        .noneMatch(d -> Files.exists(rootfs.resolve(d).resolve(soname)))) {
                     unmet.add(elf.getFileName() + " -> " + soname);
                 }
             }
@@ -230,13 +282,20 @@ class ImageTest {
     private static boolean isElf(Path f) throws IOException {
         try (InputStream in = Files.newInputStream(f)) {
             byte[] magic = in.readNBytes(4);
-            return magic.length == 4 && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+            return magic.length == 4
+                    && magic[0] == 0x7f
+                    && magic[1] == 'E'
+                    && magic[2] == 'L'
+                    && magic[3] == 'F';
         }
     }
 
     /** {@code readelf -l -d -W}: the program headers (interpreter) and the dynamic section (needed libraries). */
     private static String readelf(Path elf) throws Exception {
-        Process p = new ProcessBuilder("readelf", "-l", "-d", "-W", elf.toString()).redirectErrorStream(true).start();
+        Process p =
+                new ProcessBuilder("readelf", "-l", "-d", "-W", elf.toString())
+                        .redirectErrorStream(true)
+                        .start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(30, TimeUnit.SECONDS), "readelf " + elf);
         assertEquals(0, p.exitValue(), out);
@@ -248,11 +307,16 @@ class ImageTest {
     }
 
     /** Unpacks a tar stream into {@code dir}, regular files and directories only, recording modes when asked. */
-    private static void untar(InputStream in, Path dir, Map<String, Integer> modes) throws IOException {
+    private static void untar(InputStream in, Path dir, Map<String, Integer> modes)
+            throws IOException {
         try (TarArchiveInputStream tar = new TarArchiveInputStream(in)) {
             TarArchiveEntry e;
             while ((e = tar.getNextEntry()) != null) {
-                String name = e.getName().replaceFirst("^\\./", "").replaceFirst("^/", "").replaceFirst("/$", "");
+                String name =
+                        e.getName()
+                                .replaceFirst("^\\./", "")
+                                .replaceFirst("^/", "")
+                                .replaceFirst("/$", "");
                 Path target = dir.resolve(name).normalize();
                 assertTrue(target.startsWith(dir), e.getName());
                 if (modes != null) {
@@ -264,7 +328,10 @@ class ImageTest {
                     Files.createDirectories(target.getParent());
                     Files.copy(tar, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
                 } else {
-                    throw new AssertionError("unexpected entry " + e.getName() + ": the image holds no links or devices");
+                    throw new AssertionError(
+                            "unexpected entry "
+                                    + e.getName()
+                                    + ": the image holds no links or devices");
                 }
             }
         }

@@ -33,27 +33,32 @@ import java.util.stream.Stream;
 final class Manifests {
     /** The folder {@code kubectl apply -f} is given. */
     static final Path DIR = Path.of(System.getProperty("cadastre.manifests", "kubernetes"));
+
     /** The single-node variant, applied over it. */
     static final Path SINGLE_NODE = DIR.resolve("single-node");
 
     /** The kinds the manifests may hold, by {@code apiVersion/kind}. */
-    static final Map<String, Class<? extends HasMetadata>> TYPES = Map.of(
-            "v1/Namespace", Namespace.class,
-            "v1/ServiceAccount", ServiceAccount.class,
-            "v1/ConfigMap", ConfigMap.class,
-            "apps/v1/DaemonSet", DaemonSet.class,
-            "rbac.authorization.k8s.io/v1/ClusterRole", ClusterRole.class,
-            "rbac.authorization.k8s.io/v1/ClusterRoleBinding", ClusterRoleBinding.class);
+    static final Map<String, Class<? extends HasMetadata>> TYPES =
+            Map.of(
+                    "v1/Namespace", Namespace.class,
+                    "v1/ServiceAccount", ServiceAccount.class,
+                    "v1/ConfigMap", ConfigMap.class,
+                    "apps/v1/DaemonSet", DaemonSet.class,
+                    "rbac.authorization.k8s.io/v1/ClusterRole", ClusterRole.class,
+                    "rbac.authorization.k8s.io/v1/ClusterRoleBinding", ClusterRoleBinding.class);
 
-    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory())
-            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+    private static final ObjectMapper YAML =
+            new ObjectMapper(new YAMLFactory())
+                    .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
     private Manifests() {}
 
     /** @return the YAML files directly in {@code dir}, by name (the order {@code kubectl apply -f dir} takes) */
     static List<Path> files(Path dir) throws IOException {
         try (Stream<Path> files = Files.list(dir)) {
-            return files.filter(f -> f.getFileName().toString().endsWith(".yaml")).sorted().toList();
+            return files.filter(f -> f.getFileName().toString().endsWith(".yaml"))
+                    .sorted()
+                    .toList();
         }
     }
 
@@ -90,7 +95,8 @@ final class Manifests {
             } catch (IOException e) {
                 throw new IllegalArgumentException(origin + ": " + type + ": " + e.getMessage(), e);
             }
-            List<String> unknown = unknownFields(object, type + " " + object.getMetadata().getName());
+            List<String> unknown =
+                    unknownFields(object, type + " " + object.getMetadata().getName());
             if (!unknown.isEmpty()) {
                 throw new IllegalArgumentException(origin + ": unknown fields " + unknown);
             }
@@ -101,8 +107,12 @@ final class Manifests {
 
     /** @return the one object of {@code type} named {@code name} among {@code objects} */
     static <T extends HasMetadata> T one(List<HasMetadata> objects, Class<T> type, String name) {
-        List<T> found = objects.stream().filter(type::isInstance).map(type::cast)
-                .filter(o -> name.equals(o.getMetadata().getName())).toList();
+        List<T> found =
+                objects.stream()
+                        .filter(type::isInstance)
+                        .map(type::cast)
+                        .filter(o -> name.equals(o.getMetadata().getName()))
+                        .toList();
         if (found.size() != 1) {
             throw new AssertionError(found.size() + " " + type.getSimpleName() + " named " + name);
         }
@@ -131,12 +141,15 @@ final class Manifests {
             map.forEach((k, v) -> walk(v, path + "[" + k + "]", unknown));
             return;
         }
-        if (value == null || !value.getClass().getName().startsWith("io.fabric8.kubernetes.api.model")) {
+        if (value == null
+                || !value.getClass().getName().startsWith("io.fabric8.kubernetes.api.model")) {
             return;
         }
         for (Method getter : value.getClass().getMethods()) {
-            if (getter.getParameterCount() != 0 || Modifier.isStatic(getter.getModifiers())
-                    || !getter.getName().startsWith("get") || getter.getName().equals("getClass")) {
+            if (getter.getParameterCount() != 0
+                    || Modifier.isStatic(getter.getModifiers())
+                    || !getter.getName().startsWith("get")
+                    || getter.getName().equals("getClass")) {
                 continue;
             }
             Object child;
@@ -151,7 +164,10 @@ final class Manifests {
                 }
             } else {
                 String name = getter.getName().substring(3);
-                walk(child, path + "." + Character.toLowerCase(name.charAt(0)) + name.substring(1), unknown);
+                walk(
+                        child,
+                        path + "." + Character.toLowerCase(name.charAt(0)) + name.substring(1),
+                        unknown);
             }
         }
     }

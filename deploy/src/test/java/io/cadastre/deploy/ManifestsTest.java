@@ -31,19 +31,41 @@ class ManifestsTest {
     @Test
     void everyManifestParsesIntoTheModelWithNoUnknownField() throws Exception {
         List<HasMetadata> main = Manifests.read(Manifests.DIR);
-        Map<String, Long> kinds = new TreeMap<>(main.stream().collect(Collectors.groupingBy(HasMetadata::getKind, Collectors.counting())));
-        assertEquals(Map.of("ClusterRole", 1L, "ClusterRoleBinding", 1L, "ConfigMap", 1L, "DaemonSet", 1L, "Namespace", 1L,
-                "ServiceAccount", 1L), kinds);
+        Map<String, Long> kinds =
+                new TreeMap<>(
+                        main.stream()
+                                .collect(
+                                        Collectors.groupingBy(
+                                                HasMetadata::getKind, Collectors.counting())));
+        assertEquals(
+                Map.of(
+                        "ClusterRole",
+                        1L,
+                        "ClusterRoleBinding",
+                        1L,
+                        "ConfigMap",
+                        1L,
+                        "DaemonSet",
+                        1L,
+                        "Namespace",
+                        1L,
+                        "ServiceAccount",
+                        1L),
+                kinds);
         List<HasMetadata> singleNode = Manifests.read(Manifests.SINGLE_NODE);
         assertEquals(List.of("ConfigMap"), singleNode.stream().map(HasMetadata::getKind).toList());
         for (HasMetadata o : main) {
-            assertEquals("cadastre", o.getMetadata().getLabels().get("app.kubernetes.io/name"), o.getKind());
+            assertEquals(
+                    "cadastre",
+                    o.getMetadata().getLabels().get("app.kubernetes.io/name"),
+                    o.getKind());
         }
     }
 
     @Test
     void aMisspelledFieldIsRefused() {
-        String yaml = """
+        String yaml =
+                """
                 apiVersion: apps/v1
                 kind: DaemonSet
                 metadata: {name: x, namespace: cadastre}
@@ -55,20 +77,33 @@ class ManifestsTest {
                       hostNetwrok: true
                       containers: [{name: c, image: i}]
                 """;
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Manifests.parse(yaml, "inline"));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> Manifests.parse(yaml, "inline"));
         assertTrue(e.getMessage().contains("spec.template.spec.hostNetwrok"), e.getMessage());
-        IllegalArgumentException kind = assertThrows(IllegalArgumentException.class,
-                () -> Manifests.parse("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n", "inline"));
+        IllegalArgumentException kind =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                Manifests.parse(
+                                        "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+                                        "inline"));
         assertTrue(kind.getMessage().contains("no model for v1/Secret"), kind.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> Manifests.parse("""
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        Manifests.parse(
+                                """
                 apiVersion: v1
                 kind: Namespace
                 metadata: {name: n, labels: [a]}
-                """, "inline"), "a list where a map goes");
+                """,
+                                "inline"),
+                "a list where a map goes");
     }
 
     @Test
-    void everythingLivesInTheCadastreNamespaceAndTheBindingNamesTheAgentsAccount() throws Exception {
+    void everythingLivesInTheCadastreNamespaceAndTheBindingNamesTheAgentsAccount()
+            throws Exception {
         List<HasMetadata> objects = Manifests.read(Manifests.DIR);
         Manifests.one(objects, Namespace.class, "cadastre");
         ServiceAccount account = Manifests.one(objects, ServiceAccount.class, "cadastre");
@@ -76,10 +111,16 @@ class ManifestsTest {
         Manifests.one(objects, ConfigMap.class, "cadastre-config");
         DaemonSet ds = Manifests.one(objects, DaemonSet.class, "cadastre");
         assertEquals("cadastre", ds.getMetadata().getNamespace());
-        assertEquals(account.getMetadata().getName(), ds.getSpec().getTemplate().getSpec().getServiceAccountName());
+        assertEquals(
+                account.getMetadata().getName(),
+                ds.getSpec().getTemplate().getSpec().getServiceAccountName());
         for (HasMetadata o : objects) {
-            boolean clusterScoped = o instanceof Namespace || o instanceof ClusterRole || o instanceof ClusterRoleBinding;
-            assertEquals(clusterScoped ? null : "cadastre", o.getMetadata().getNamespace(), o.getKind());
+            boolean clusterScoped =
+                    o instanceof Namespace
+                            || o instanceof ClusterRole
+                            || o instanceof ClusterRoleBinding;
+            assertEquals(
+                    clusterScoped ? null : "cadastre", o.getMetadata().getNamespace(), o.getKind());
         }
         ClusterRoleBinding binding = Manifests.one(objects, ClusterRoleBinding.class, "cadastre");
         assertEquals("ClusterRole", binding.getRoleRef().getKind());
@@ -96,7 +137,8 @@ class ManifestsTest {
      */
     @Test
     void theClusterRoleOnlyReadsNodesPodsAndNamespaces() throws Exception {
-        ClusterRole role = Manifests.one(Manifests.read(Manifests.DIR), ClusterRole.class, "cadastre");
+        ClusterRole role =
+                Manifests.one(Manifests.read(Manifests.DIR), ClusterRole.class, "cadastre");
         Map<String, Set<String>> verbsByResource = new TreeMap<>();
         for (PolicyRule rule : role.getRules()) {
             assertEquals(List.of(""), rule.getApiGroups(), "the core group only");

@@ -50,7 +50,8 @@ public record CniArgs(
         List<String> ips,
         List<String> pools) {
 
-    public static final CniArgs NONE = new CniArgs(null, null, null, null, false, List.of(), List.of());
+    public static final CniArgs NONE =
+            new CniArgs(null, null, null, null, false, List.of(), List.of());
 
     public CniArgs {
         ips = List.copyOf(ips);
@@ -84,8 +85,13 @@ public record CniArgs(
             String[] kv = pair.split("=", -1);
             if (kv.length != 2 || kv[0].isEmpty()) {
                 // Not echoed: a malformed pair may be a secret with its '=' missing.
-                throw new CniException(CniCodes.INVALID_ENVIRONMENT, "CNI_ARGS: pair " + (i + 1) + " of " + pairs.length
-                        + " is not KEY=VALUE (expected KEY=VALUE pairs separated by ';')");
+                throw new CniException(
+                        CniCodes.INVALID_ENVIRONMENT,
+                        "CNI_ARGS: pair "
+                                + (i + 1)
+                                + " of "
+                                + pairs.length
+                                + " is not KEY=VALUE (expected KEY=VALUE pairs separated by ';')");
             }
             String v = kv[1];
             switch (kv[0]) {
@@ -104,20 +110,34 @@ public record CniArgs(
             switch (ignore.toLowerCase(Locale.ROOT)) {
                 case "1", "true" -> ignoreUnknown = true;
                 case "0", "false" -> ignoreUnknown = false;
-                default -> throw new CniException(CniCodes.INVALID_ENVIRONMENT,
-                        "CNI_ARGS: IgnoreUnknown=" + CniText.quoted(ignore) + " is not 1, 0, true or false");
+                default ->
+                        throw new CniException(
+                                CniCodes.INVALID_ENVIRONMENT,
+                                "CNI_ARGS: IgnoreUnknown="
+                                        + CniText.quoted(ignore)
+                                        + " is not 1, 0, true or false");
             }
         }
         if (!unknown.isEmpty() && !ignoreUnknown) {
-            throw new CniException(CniCodes.UNSUPPORTED_FIELD,
-                    "CNI_ARGS: unknown keys " + String.join(", ", unknown) + " (add IgnoreUnknown=1 to ignore unknown keys)");
+            throw new CniException(
+                    CniCodes.UNSUPPORTED_FIELD,
+                    "CNI_ARGS: unknown keys "
+                            + String.join(", ", unknown)
+                            + " (add IgnoreUnknown=1 to ignore unknown keys)");
         }
         List<String> ips = new ArrayList<>();
         if (ip != null && !ip.isEmpty()) {
             for (String item : ip.split(",", -1)) {
                 String s = item.strip();
-                ips.add(IpLiterals.canonicalAddress(s).orElseThrow(() -> new CniException(
-                        CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: IP " + CniText.quoted(s) + " is not an IP address")));
+                ips.add(
+                        IpLiterals.canonicalAddress(s)
+                                .orElseThrow(
+                                        () ->
+                                                new CniException(
+                                                        CniCodes.INVALID_NETWORK_CONFIG,
+                                                        "CNI_ARGS: IP "
+                                                                + CniText.quoted(s)
+                                                                + " is not an IP address")));
             }
         }
         List<String> pools = new ArrayList<>();
@@ -125,26 +145,46 @@ public record CniArgs(
             for (String item : poolList.split(",", -1)) {
                 String name = item.strip();
                 if (name.isEmpty()) {
-                    throw new CniException(CniCodes.INVALID_NETWORK_CONFIG, "CNI_ARGS: CADASTRE_POOLS="
-                            + CniText.quoted(poolList) + " has an empty pool name");
+                    throw new CniException(
+                            CniCodes.INVALID_NETWORK_CONFIG,
+                            "CNI_ARGS: CADASTRE_POOLS="
+                                    + CniText.quoted(poolList)
+                                    + " has an empty pool name");
                 }
                 if (!pools.contains(name)) {
                     pools.add(name);
                 }
             }
         }
-        requireShape("K8S_POD_NAMESPACE", ns, CniNames::isNamespaceName, "a Kubernetes namespace name (DNS-1123 label)");
-        requireShape("K8S_POD_NAME", pod, CniNames::isPodName, "a Kubernetes pod name (DNS-1123 subdomain)");
+        requireShape(
+                "K8S_POD_NAMESPACE",
+                ns,
+                CniNames::isNamespaceName,
+                "a Kubernetes namespace name (DNS-1123 label)");
+        requireShape(
+                "K8S_POD_NAME",
+                pod,
+                CniNames::isPodName,
+                "a Kubernetes pod name (DNS-1123 subdomain)");
         requireShape("K8S_POD_UID", uid, CniNames::isUid, "a Kubernetes UID");
         requireShape("K8S_POD_INFRA_CONTAINER_ID", infra, CniNames::isValidName, "a container ID");
-        return new CniArgs(emptyToNull(ns), emptyToNull(pod), emptyToNull(infra), emptyToNull(uid), ignoreUnknown, ips, pools);
+        return new CniArgs(
+                emptyToNull(ns),
+                emptyToNull(pod),
+                emptyToNull(infra),
+                emptyToNull(uid),
+                ignoreUnknown,
+                ips,
+                pools);
     }
 
     /** These values are stored with the attachment and logged: only their documented shapes pass. */
-    private static void requireShape(String key, String value, Predicate<String> valid, String shape) {
+    private static void requireShape(
+            String key, String value, Predicate<String> valid, String shape) {
         if (value != null && !value.isEmpty() && !valid.test(value)) {
-            throw new CniException(CniCodes.INVALID_ENVIRONMENT, "CNI_ARGS: " + key + "=" + CniText.quoted(value)
-                    + " is not " + shape);
+            throw new CniException(
+                    CniCodes.INVALID_ENVIRONMENT,
+                    "CNI_ARGS: " + key + "=" + CniText.quoted(value) + " is not " + shape);
         }
     }
 

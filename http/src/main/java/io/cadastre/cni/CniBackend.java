@@ -30,7 +30,8 @@ public interface CniBackend {
      *
      * @return one line per difference; empty when all is as expected
      */
-    CompletionStage<List<String>> check(Attachment attachment, boolean ipamOnly, AddResult prevResult);
+    CompletionStage<List<String>> check(
+            Attachment attachment, boolean ipamOnly, AddResult prevResult);
 
     /**
      * Releases every allocation of {@code network} on this node whose attachment is not in
@@ -101,7 +102,12 @@ public interface CniBackend {
         }
 
         /** An ADD without ranges. */
-        public AddRequest(Attachment attachment, PodRef pod, boolean ipamOnly, List<String> pools, List<String> requestedIps,
+        public AddRequest(
+                Attachment attachment,
+                PodRef pod,
+                boolean ipamOnly,
+                List<String> pools,
+                List<String> requestedIps,
                 int mtu) {
             this(attachment, pod, ipamOnly, pools, requestedIps, mtu, List.of());
         }

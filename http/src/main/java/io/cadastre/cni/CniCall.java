@@ -77,10 +77,20 @@ public record CniCall(
 
         if (!command.isAttachmentVerb()) {
             if (command == CniCommand.GC && conf.validAttachments() == null) {
-                throw new CniException(CniCodes.INVALID_NETWORK_CONFIG,
-                        "GC needs " + NetConf.VALID_ATTACHMENTS + " (an empty list if no attachment is valid)");
+                throw new CniException(
+                        CniCodes.INVALID_NETWORK_CONFIG,
+                        "GC needs "
+                                + NetConf.VALID_ATTACHMENTS
+                                + " (an empty list if no attachment is valid)");
             }
-            return new CniCall(command, conf, null, new PodRef(null, null), List.of(), null, conf.ipam().pools());
+            return new CniCall(
+                    command,
+                    conf,
+                    null,
+                    new PodRef(null, null),
+                    List.of(),
+                    null,
+                    conf.ipam().pools());
         }
 
         CniArgs args = CniArgs.parse(request.args());
@@ -98,17 +108,29 @@ public record CniCall(
             prev = CniResults.parsePrevResult(conf.prevResult());
         }
 
-        Attachment attachment = new Attachment(conf.name(), request.containerId(), request.ifname(), netns);
-        return new CniCall(command, conf, attachment, args.pod(), new ArrayList<>(ips), prev, conf.poolsFor(args));
+        Attachment attachment =
+                new Attachment(conf.name(), request.containerId(), request.ifname(), netns);
+        return new CniCall(
+                command,
+                conf,
+                attachment,
+                args.pod(),
+                new ArrayList<>(ips),
+                prev,
+                conf.poolsFor(args));
     }
 
-    private static void checkEnvironment(CniCommand command, String containerId, String netns, String ifname) {
+    private static void checkEnvironment(
+            CniCommand command, String containerId, String netns, String ifname) {
         List<String> problems = new ArrayList<>();
         if (containerId == null || containerId.isEmpty()) {
             problems.add("CNI_CONTAINERID is missing");
         } else if (!CniNames.isValidName(containerId)) {
-            problems.add("CNI_CONTAINERID " + CniText.quoted(containerId) + " is invalid: it must start with a letter or digit,"
-                    + " followed by letters, digits, '_', '.' or '-'");
+            problems.add(
+                    "CNI_CONTAINERID "
+                            + CniText.quoted(containerId)
+                            + " is invalid: it must start with a letter or digit,"
+                            + " followed by letters, digits, '_', '.' or '-'");
         }
         if (netns == null) {
             if (command != CniCommand.DEL) {

@@ -15,18 +15,23 @@ public final class CniCodes {
 
     /** No address left in the pools that may serve this node. */
     public static final int POOL_EXHAUSTED = 100;
+
     /** A requested specific address is already held by another attachment. */
     public static final int ADDRESS_TAKEN = 101;
+
     /** A requested specific address lies in no pool, or in a block this node may not use. */
     public static final int ADDRESS_NOT_IN_POOL = 102;
+
     /** The kernel refused a dataplane step (veth, address, route). */
     public static final int DATAPLANE_FAILURE = 103;
+
     /**
      * CHECK found the attachment differing from its {@code prevResult}; {@code details} lists the
      * differences, one per line (added by the {@code http} module: CniBackend#check reports
      * differences as data, and the spec defines no code for them).
      */
     public static final int CHECK_FAILED = 104;
+
     /**
      * A block's pool gave it to this node while the block still serves another node's
      * allocations: IPAM's state needs a look ({@code cadastrectl ipam check}); retrying alone does

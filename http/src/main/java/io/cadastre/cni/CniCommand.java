@@ -24,7 +24,9 @@ public enum CniCommand {
         }
         throw new CniException(
                 CniCodes.INVALID_ENVIRONMENT,
-                "CNI_COMMAND " + CniText.quoted(value) + " is not one of ADD, DEL, CHECK, GC, STATUS, VERSION");
+                "CNI_COMMAND "
+                        + CniText.quoted(value)
+                        + " is not one of ADD, DEL, CHECK, GC, STATUS, VERSION");
     }
 
     /** @return true for the verbs that act on one attachment (ADD, DEL, CHECK) */

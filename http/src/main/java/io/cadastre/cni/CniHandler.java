@@ -73,15 +73,19 @@ public final class CniHandler {
      * a header that cannot be decoded is answered with code 4 (reported with the verb
      * {@value CniListener#UNKNOWN_VERB}).
      */
-    public CompletionStage<CniResponse> handle(Function<String, Optional<String>> header, byte[] body) {
+    public CompletionStage<CniResponse> handle(
+            Function<String, Optional<String>> header, byte[] body) {
         long start = System.nanoTime();
         CniRequest request;
         try {
             request = CniRequest.fromHeaders(header, body);
         } catch (CniException e) {
             log.info("CNI request refused: code {}: {}", e.code(), e.getMessage());
-            return reported(CniListener.UNKNOWN_VERB, start,
-                    CompletableFuture.completedFuture(new Answer(errorResponse(body, e), e.code())));
+            return reported(
+                    CniListener.UNKNOWN_VERB,
+                    start,
+                    CompletableFuture.completedFuture(
+                            new Answer(errorResponse(body, e), e.code())));
         }
         return handle(request, start);
     }
@@ -112,33 +116,49 @@ public final class CniHandler {
     }
 
     /** Tells the listener of the answer once it is there; its failure never fails the answer. */
-    private CompletionStage<CniResponse> reported(String verb, long start, CompletionStage<Answer> answer) {
-        return answer.thenApply(a -> {
-            try {
-                listener.answered(verb, a.code() == 0 ? CniListener.OK : Integer.toString(a.code()),
-                        Duration.ofNanos(System.nanoTime() - start));
-            } catch (RuntimeException e) {
-                log.warn("the CNI listener failed on a {} answer", verb, e);
-            }
-            return a.response();
-        });
+    private CompletionStage<CniResponse> reported(
+            String verb, long start, CompletionStage<Answer> answer) {
+        return answer.thenApply(
+                a -> {
+                    try {
+                        listener.answered(
+                                verb,
+                                a.code() == 0 ? CniListener.OK : Integer.toString(a.code()),
+                                Duration.ofNanos(System.nanoTime() - start));
+                    } catch (RuntimeException e) {
+                        log.warn("the CNI listener failed on a {} answer", verb, e);
+                    }
+                    return a.response();
+                });
     }
 
     private CompletionStage<Answer> answer(CniRequest request) {
         if (CniCommand.VERSION.name().equals(request.command())) {
-            return CompletableFuture.completedFuture(Answer.ok(CniResponse.ok(CniVersions.versionReply(request.netconf()))));
+            return CompletableFuture.completedFuture(
+                    Answer.ok(CniResponse.ok(CniVersions.versionReply(request.netconf()))));
         }
         CniCall call;
         try {
             call = CniCall.validate(request);
         } catch (CniException e) {
-            log.info("CNI {} refused (container {}, ifname {}): code {}: {}", CniText.quoted(request.command()),
-                    CniText.quoted(request.containerId()), CniText.quoted(request.ifname()), e.code(), e.getMessage());
-            return CompletableFuture.completedFuture(new Answer(errorResponse(request.netconf(), e), e.code()));
+            log.info(
+                    "CNI {} refused (container {}, ifname {}): code {}: {}",
+                    CniText.quoted(request.command()),
+                    CniText.quoted(request.containerId()),
+                    CniText.quoted(request.ifname()),
+                    e.code(),
+                    e.getMessage());
+            return CompletableFuture.completedFuture(
+                    new Answer(errorResponse(request.netconf(), e), e.code()));
         } catch (RuntimeException e) {
-            log.error("CNI {} failed in validation (container {}, ifname {})", CniText.quoted(request.command()),
-                    CniText.quoted(request.containerId()), CniText.quoted(request.ifname()), e);
-            return CompletableFuture.completedFuture(new Answer(internalError(request.netconf(), e), CniCodes.TRY_AGAIN_LATER));
+            log.error(
+                    "CNI {} failed in validation (container {}, ifname {})",
+                    CniText.quoted(request.command()),
+                    CniText.quoted(request.containerId()),
+                    CniText.quoted(request.ifname()),
+                    e);
+            return CompletableFuture.completedFuture(
+                    new Answer(internalError(request.netconf(), e), CniCodes.TRY_AGAIN_LATER));
         }
         CompletionStage<CniResponse> stage;
         try {
@@ -146,40 +166,78 @@ public final class CniHandler {
         } catch (RuntimeException e) { // a backend that throws instead of failing its stage
             stage = CompletableFuture.failedFuture(e);
         }
-        return stage.handle((response, failure) -> {
-            if (failure == null && response != null) {
-                log.debug("CNI {} done: {}", call.command(), describe(call));
-                return Answer.ok(response);
-            }
-            Throwable cause = unwrap(failure == null ? new IllegalStateException("backend answered null") : failure);
-            String version = CniVersions.echoVersion(call.netConf().cniVersion());
-            if (cause instanceof CniException e) {
-                log.warn("CNI {} failed ({}): code {}: {}", call.command(), describe(call), e.code(), e.getMessage());
-                return new Answer(error(version, e.code(), e.getMessage(), e.details()), e.code());
-            }
-            log.error("CNI {} failed ({})", call.command(), describe(call), cause);
-            return new Answer(error(version, CniCodes.TRY_AGAIN_LATER, "internal error: " + cause, null), CniCodes.TRY_AGAIN_LATER);
-        });
+        return stage.handle(
+                (response, failure) -> {
+                    if (failure == null && response != null) {
+                        log.debug("CNI {} done: {}", call.command(), describe(call));
+                        return Answer.ok(response);
+                    }
+                    Throwable cause =
+                            unwrap(
+                                    failure == null
+                                            ? new IllegalStateException("backend answered null")
+                                            : failure);
+                    String version = CniVersions.echoVersion(call.netConf().cniVersion());
+                    if (cause instanceof CniException e) {
+                        log.warn(
+                                "CNI {} failed ({}): code {}: {}",
+                                call.command(),
+                                describe(call),
+                                e.code(),
+                                e.getMessage());
+                        return new Answer(
+                                error(version, e.code(), e.getMessage(), e.details()), e.code());
+                    }
+                    log.error("CNI {} failed ({})", call.command(), describe(call), cause);
+                    return new Answer(
+                            error(
+                                    version,
+                                    CniCodes.TRY_AGAIN_LATER,
+                                    "internal error: " + cause,
+                                    null),
+                            CniCodes.TRY_AGAIN_LATER);
+                });
     }
 
     private CompletionStage<CniResponse> dispatch(CniCall call) {
         NetConf conf = call.netConf();
         boolean ipamOnly = conf.ipamOnly();
         return switch (call.command()) {
-            case ADD -> backend.add(new AddRequest(call.attachment(), call.pod(), ipamOnly, call.pools(),
-                            call.requestedIps(), conf.mtu(), conf.ipam().ranges()))
-                    .thenApply(result -> CniResponse.ok(CniResults.toBytes(renderAdd(call, result))));
-            case DEL -> backend.del(call.attachment(), ipamOnly).thenApply(v -> CniResponse.empty());
-            case CHECK -> backend.check(call.attachment(), ipamOnly, call.prevResult()).thenApply(diffs -> {
-                if (diffs == null || diffs.isEmpty()) {
-                    return CniResponse.empty();
-                }
-                throw new CniException(CniCodes.CHECK_FAILED,
-                        "CHECK found " + diffs.size() + (diffs.size() == 1 ? " difference" : " differences"),
-                        String.join("\n", diffs));
-            });
-            case GC -> backend.gc(conf.name(), new HashSet<>(conf.validAttachments()))
-                    .thenApply(v -> CniResponse.empty());
+            case ADD ->
+                    backend.add(
+                                    new AddRequest(
+                                            call.attachment(),
+                                            call.pod(),
+                                            ipamOnly,
+                                            call.pools(),
+                                            call.requestedIps(),
+                                            conf.mtu(),
+                                            conf.ipam().ranges()))
+                            .thenApply(
+                                    result ->
+                                            CniResponse.ok(
+                                                    CniResults.toBytes(renderAdd(call, result))));
+            case DEL ->
+                    backend.del(call.attachment(), ipamOnly).thenApply(v -> CniResponse.empty());
+            case CHECK ->
+                    backend.check(call.attachment(), ipamOnly, call.prevResult())
+                            .thenApply(
+                                    diffs -> {
+                                        if (diffs == null || diffs.isEmpty()) {
+                                            return CniResponse.empty();
+                                        }
+                                        throw new CniException(
+                                                CniCodes.CHECK_FAILED,
+                                                "CHECK found "
+                                                        + diffs.size()
+                                                        + (diffs.size() == 1
+                                                                ? " difference"
+                                                                : " differences"),
+                                                String.join("\n", diffs));
+                                    });
+            case GC ->
+                    backend.gc(conf.name(), new HashSet<>(conf.validAttachments()))
+                            .thenApply(v -> CniResponse.empty());
             case STATUS -> backend.status(conf.ipam().pools()).thenApply(v -> CniResponse.empty());
             case VERSION -> throw new IllegalStateException("VERSION is answered before dispatch");
         };
@@ -193,11 +251,23 @@ public final class CniHandler {
         if (conf.ipamOnly()) {
             List<IpConfig> ips = new ArrayList<>();
             for (IpConfig ip : result.ips()) {
-                // On a range of the netconf's subnet: that subnet's prefix length and gateway (host-local's result).
+                // On a range of the netconf's subnet: that subnet's prefix length and gateway
+                // (host-local's result).
                 String address = ip.address().substring(0, ip.address().indexOf('/'));
-                ips.add(HostLocalRanges.rangeOf(conf.ipam().ranges(), address)
-                        .map(r -> new IpConfig(address + r.subnet().substring(r.subnet().indexOf('/')), r.gateway(), null))
-                        .orElse(new IpConfig(ip.address(), ip.gateway(), null)));
+                ips.add(
+                        HostLocalRanges.rangeOf(conf.ipam().ranges(), address)
+                                .map(
+                                        r ->
+                                                new IpConfig(
+                                                        address
+                                                                + r.subnet()
+                                                                        .substring(
+                                                                                r.subnet()
+                                                                                        .indexOf(
+                                                                                                '/')),
+                                                        r.gateway(),
+                                                        null))
+                                .orElse(new IpConfig(ip.address(), ip.gateway(), null)));
             }
             List<Route> routes = new ArrayList<>(result.routes());
             for (Route r : conf.ipam().routes()) {
@@ -216,19 +286,27 @@ public final class CniHandler {
      * is the netconf's when readable and made of digits and dots, else {@value CniVersions#LATEST}.
      */
     public static CniResponse errorResponse(byte[] netconf, CniException e) {
-        return error(CniVersions.echoVersion(CniVersions.peekVersion(netconf)), e.code(), e.getMessage(), e.details());
+        return error(
+                CniVersions.echoVersion(CniVersions.peekVersion(netconf)),
+                e.code(),
+                e.getMessage(),
+                e.details());
     }
 
     private static CniResponse internalError(byte[] netconf, Throwable e) {
-        return errorResponse(netconf, new CniException(CniCodes.TRY_AGAIN_LATER, "internal error: " + e));
+        return errorResponse(
+                netconf, new CniException(CniCodes.TRY_AGAIN_LATER, "internal error: " + e));
     }
 
     private static CniResponse error(String version, int code, String msg, String details) {
-        return new CniResponse(CniResponse.statusFor(code), CniResults.toBytes(CniResults.error(version, code, msg, details)));
+        return new CniResponse(
+                CniResponse.statusFor(code),
+                CniResults.toBytes(CniResults.error(version, code, msg, details)));
     }
 
     private static Throwable unwrap(Throwable t) {
-        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
+        while ((t instanceof CompletionException || t instanceof ExecutionException)
+                && t.getCause() != null) {
             t = t.getCause();
         }
         return t;
@@ -238,6 +316,11 @@ public final class CniHandler {
         var a = call.attachment();
         return a == null
                 ? "network " + call.netConf().name()
-                : "network " + a.network() + ", container " + a.containerId() + ", ifname " + a.ifname();
+                : "network "
+                        + a.network()
+                        + ", container "
+                        + a.containerId()
+                        + ", ifname "
+                        + a.ifname();
     }
 }

@@ -12,6 +12,7 @@ import java.time.Duration;
 public interface CniListener {
     /** The verb reported for a request whose {@code CNI_COMMAND} is missing, undecodable or no CNI verb. */
     String UNKNOWN_VERB = "unknown";
+
     /** The result reported for a success. */
     String OK = "ok";
 

@@ -24,9 +24,12 @@ final class CniNames {
     /** Kubernetes object names (pods): a DNS-1123 subdomain, at most 253 characters. */
     private static final Pattern DNS_SUBDOMAIN =
             Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+
     private static final int MAX_SUBDOMAIN_LENGTH = 253;
+
     /** Kubernetes namespaces: a DNS-1123 label, at most 63 characters. */
     private static final Pattern DNS_LABEL = Pattern.compile("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
+
     /** Kubernetes UIDs are UUIDs; a little room for other runtimes' forms. */
     private static final Pattern UID = Pattern.compile("[A-Za-z0-9-]{1,128}");
 
@@ -69,7 +72,11 @@ final class CniNames {
         }
         for (int i = 0; i < s.length(); ) {
             int cp = s.codePointAt(i);
-            if (cp == '/' || cp == ':' || cp == 0x85 || Character.isWhitespace(cp) || Character.isSpaceChar(cp)) {
+            if (cp == '/'
+                    || cp == ':'
+                    || cp == 0x85
+                    || Character.isWhitespace(cp)
+                    || Character.isSpaceChar(cp)) {
                 return "contains '/', ':' or whitespace";
             }
             i += Character.charCount(cp);

@@ -26,7 +26,13 @@ import java.util.function.Function;
  * @param netconf stdin, never null (empty when there was none)
  */
 public record CniRequest(
-        String command, String containerId, String netns, String ifname, String args, String path, byte[] netconf) {
+        String command,
+        String containerId,
+        String netns,
+        String ifname,
+        String args,
+        String path,
+        byte[] netconf) {
 
     public static final String HEADER_COMMAND = "CNI-Command";
     public static final String HEADER_CONTAINER_ID = "CNI-ContainerID";
@@ -59,7 +65,8 @@ public record CniRequest(
                 body);
     }
 
-    private static String decode(Function<String, Optional<String>> header, String name, String variable) {
+    private static String decode(
+            Function<String, Optional<String>> header, String name, String variable) {
         Optional<String> raw = header.apply(name);
         if (raw == null || raw.isEmpty()) {
             return null;
@@ -67,7 +74,8 @@ public record CniRequest(
         try {
             return percentDecode(raw.get());
         } catch (IllegalArgumentException | CharacterCodingException e) {
-            throw new CniException(CniCodes.INVALID_ENVIRONMENT,
+            throw new CniException(
+                    CniCodes.INVALID_ENVIRONMENT,
                     variable + " is invalid: header " + name + " is not percent-encoded UTF-8");
         }
     }
@@ -101,7 +109,8 @@ public record CniRequest(
                 throw new IllegalArgumentException("unencoded character");
             }
         }
-        return StandardCharsets.UTF_8.newDecoder()
+        return StandardCharsets.UTF_8
+                .newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT)
                 .onUnmappableCharacter(CodingErrorAction.REPORT)
                 .decode(ByteBuffer.wrap(out.toByteArray()))
@@ -122,12 +131,22 @@ public record CniRequest(
 
     @Override
     public int hashCode() {
-        return Objects.hash(command, containerId, netns, ifname, args, path) * 31 + Arrays.hashCode(netconf);
+        return Objects.hash(command, containerId, netns, ifname, args, path) * 31
+                + Arrays.hashCode(netconf);
     }
 
     @Override
     public String toString() {
-        return "CniRequest[command=" + command + ", containerId=" + containerId + ", netns=" + netns + ", ifname="
-                + ifname + ", netconf=" + netconf.length + " bytes]";
+        return "CniRequest[command="
+                + command
+                + ", containerId="
+                + containerId
+                + ", netns="
+                + netns
+                + ", ifname="
+                + ifname
+                + ", netconf="
+                + netconf.length
+                + " bytes]";
     }
 }

@@ -35,7 +35,9 @@ public record CniResponse(int httpStatus, byte[] body) {
         if (code >= 1 && code <= 7) {
             return 400;
         }
-        if (code == CniCodes.TRY_AGAIN_LATER || code == CniCodes.NOT_AVAILABLE || code == CniCodes.LIMITED_CONNECTIVITY) {
+        if (code == CniCodes.TRY_AGAIN_LATER
+                || code == CniCodes.NOT_AVAILABLE
+                || code == CniCodes.LIMITED_CONNECTIVITY) {
             return 503;
         }
         return 500;
@@ -43,7 +45,9 @@ public record CniResponse(int httpStatus, byte[] body) {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof CniResponse r && httpStatus == r.httpStatus && Arrays.equals(body, r.body);
+        return o instanceof CniResponse r
+                && httpStatus == r.httpStatus
+                && Arrays.equals(body, r.body);
     }
 
     @Override

@@ -131,8 +131,11 @@ public final class CniResults {
             for (int i = 0; i < ifs.size(); i++) {
                 String ip = p + ".interfaces[" + i + "]";
                 JsonNode n = object(ifs.get(i), ip);
-                interfaces.add(new Interface(
-                        Json.reqString(n, "name", ip), Json.optString(n, "mac", ip), Json.optString(n, "sandbox", ip)));
+                interfaces.add(
+                        new Interface(
+                                Json.reqString(n, "name", ip),
+                                Json.optString(n, "mac", ip),
+                                Json.optString(n, "sandbox", ip)));
             }
         }
         List<IpConfig> ips = new ArrayList<>();
@@ -143,16 +146,25 @@ public final class CniResults {
                 JsonNode n = object(ipsNode.get(i), ip);
                 String address = Json.reqString(n, "address", ip);
                 if (!IpLiterals.isCidr(address)) {
-                    throw invalid(ip + ".address " + CniText.quoted(address) + " is not in CIDR notation");
+                    throw invalid(
+                            ip
+                                    + ".address "
+                                    + CniText.quoted(address)
+                                    + " is not in CIDR notation");
                 }
                 String gateway = Json.optString(n, "gateway", ip);
                 if (gateway != null && IpLiterals.canonicalAddress(gateway).isEmpty()) {
-                    throw invalid(ip + ".gateway " + CniText.quoted(gateway) + " is not an IP address");
+                    throw invalid(
+                            ip + ".gateway " + CniText.quoted(gateway) + " is not an IP address");
                 }
                 Json.optString(n, "version", ip);
                 Integer index = Json.optInt(n, "interface", ip);
                 if (index != null && (index < 0 || index >= interfaces.size())) {
-                    throw invalid(ip + ".interface " + index + " is not an index into prevResult.interfaces");
+                    throw invalid(
+                            ip
+                                    + ".interface "
+                                    + index
+                                    + " is not an index into prevResult.interfaces");
                 }
                 ips.add(new IpConfig(address, gateway, index));
             }

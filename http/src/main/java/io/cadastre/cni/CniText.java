@@ -33,7 +33,11 @@ public final class CniText {
                 case '\r' -> out.append("\\r");
                 case '\t' -> out.append("\\t");
                 default -> {
-                    if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\u2028' || c == '\u2029') {
+                    if (c < 0x20
+                            || c == 0x7f
+                            || (c >= 0x80 && c < 0xa0)
+                            || c == '\u2028'
+                            || c == '\u2029') {
                         out.append(String.format("\\u%04x", (int) c));
                     } else {
                         out.append(c);
@@ -43,7 +47,10 @@ public final class CniText {
         }
         out.append('"');
         if (value.length() > MAX_SHOWN) {
-            out.insert(out.length() - 1, '…').append(" (").append(value.length()).append(" characters)");
+            out.insert(out.length() - 1, '…')
+                    .append(" (")
+                    .append(value.length())
+                    .append(" characters)");
         }
         return out.toString();
     }

@@ -20,7 +20,8 @@ public final class CniVersions {
     public static final String LATEST = "1.1.0";
 
     /** In ascending order; the same list the C plugin prints for VERSION. */
-    public static final List<String> SUPPORTED = List.of("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0");
+    public static final List<String> SUPPORTED =
+            List.of("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0");
 
     private static final Pattern DIGITS_AND_DOTS = Pattern.compile("[0-9.]+");
 
@@ -59,7 +60,13 @@ public final class CniVersions {
             String since = command == CniCommand.CHECK ? "0.4.0" : "1.1.0";
             throw new CniException(
                     CniCodes.INCOMPATIBLE_VERSION,
-                    "cniVersion " + version + " does not define " + command + " (needs " + since + " or later)");
+                    "cniVersion "
+                            + version
+                            + " does not define "
+                            + command
+                            + " (needs "
+                            + since
+                            + " or later)");
         }
     }
 
@@ -73,7 +80,9 @@ public final class CniVersions {
      * of digits and dots, else {@link #LATEST} (the C plugin's rule, cni-bridge/DESIGN.md).
      */
     public static String echoVersion(String requested) {
-        return requested != null && DIGITS_AND_DOTS.matcher(requested).matches() ? requested : LATEST;
+        return requested != null && DIGITS_AND_DOTS.matcher(requested).matches()
+                ? requested
+                : LATEST;
     }
 
     /**
@@ -83,7 +92,10 @@ public final class CniVersions {
      */
     public static byte[] versionReply(byte[] stdin) {
         String version = echoVersion(peekVersion(stdin));
-        StringBuilder sb = new StringBuilder("{\"cniVersion\":\"").append(version).append("\",\"supportedVersions\":[");
+        StringBuilder sb =
+                new StringBuilder("{\"cniVersion\":\"")
+                        .append(version)
+                        .append("\",\"supportedVersions\":[");
         for (int i = 0; i < SUPPORTED.size(); i++) {
             sb.append(i == 0 ? "" : ",").append('"').append(SUPPORTED.get(i)).append('"');
         }

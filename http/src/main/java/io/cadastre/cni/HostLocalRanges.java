@@ -44,7 +44,8 @@ import java.util.Set;
  */
 final class HostLocalRanges {
     /** The keys of the older single-range form, beside {@code subnet} in {@code ipam}. */
-    static final List<String> SINGLE_RANGE_KEYS = List.of("subnet", "rangeStart", "rangeEnd", "gateway");
+    static final List<String> SINGLE_RANGE_KEYS =
+            List.of("subnet", "rangeStart", "rangeEnd", "gateway");
 
     private HostLocalRanges() {}
 
@@ -59,7 +60,9 @@ final class HostLocalRanges {
         }
 
         boolean contains(int addressFamily, BigInteger value) {
-            return addressFamily == family && value.compareTo(network) >= 0 && value.compareTo(last()) <= 0;
+            return addressFamily == family
+                    && value.compareTo(network) >= 0
+                    && value.compareTo(last()) <= 0;
         }
     }
 
@@ -106,7 +109,10 @@ final class HostLocalRanges {
         for (List<SubnetRange> set : sets) {
             int family = IpLiterals.family(set.get(0).subnet());
             if (!families.add(family)) {
-                throw invalid("two IPv" + family + " range sets in ipam: an attachment holds at most one address per family");
+                throw invalid(
+                        "two IPv"
+                                + family
+                                + " range sets in ipam: an attachment holds at most one address per family");
             }
         }
         return sets;
@@ -127,7 +133,10 @@ final class HostLocalRanges {
             start = text(net.family(), net.network().add(BigInteger.ONE));
         }
         if (end == null) {
-            end = text(net.family(), net.family() == 4 ? net.last().subtract(BigInteger.ONE) : net.last());
+            end =
+                    text(
+                            net.family(),
+                            net.family() == 4 ? net.last().subtract(BigInteger.ONE) : net.last());
         }
         if (value(start).compareTo(value(end)) > 0) {
             throw invalid(path + ".rangeEnd " + end + " lies before rangeStart " + start);
@@ -144,16 +153,33 @@ final class HostLocalRanges {
         int family = IpLiterals.family(address);
         int prefix = Integer.parseInt(cidr.substring(slash + 1));
         if (family == 4 && address.indexOf(':') < 0 && cidr.indexOf(':') >= 0) {
-            throw invalid(path + " " + CniText.quoted(cidr) + " is an IPv4-mapped IPv6 network; write it as IPv4");
+            throw invalid(
+                    path
+                            + " "
+                            + CniText.quoted(cidr)
+                            + " is an IPv4-mapped IPv6 network; write it as IPv4");
         }
         Net net = new Net(family, value(address), prefix);
-        BigInteger hostMask = BigInteger.ONE.shiftLeft(net.bits() - prefix).subtract(BigInteger.ONE);
+        BigInteger hostMask =
+                BigInteger.ONE.shiftLeft(net.bits() - prefix).subtract(BigInteger.ONE);
         if (!net.network().and(hostMask).equals(BigInteger.ZERO)) {
-            throw invalid(path + " " + CniText.quoted(cidr) + " has host bits set: its network is "
-                    + text(family, net.network().andNot(hostMask)) + "/" + prefix);
+            throw invalid(
+                    path
+                            + " "
+                            + CniText.quoted(cidr)
+                            + " has host bits set: its network is "
+                            + text(family, net.network().andNot(hostMask))
+                            + "/"
+                            + prefix);
         }
         if (prefix > net.bits() - 2) {
-            throw invalid(path + " " + CniText.quoted(cidr) + " is too small to allocate from (at most /" + (net.bits() - 2) + ")");
+            throw invalid(
+                    path
+                            + " "
+                            + CniText.quoted(cidr)
+                            + " is too small to allocate from (at most /"
+                            + (net.bits() - 2)
+                            + ")");
         }
         return net;
     }
@@ -165,10 +191,24 @@ final class HostLocalRanges {
             return null;
         }
         String p = path + "." + field;
-        String canonical = IpLiterals.canonicalAddress(text)
-                .orElseThrow(() -> invalid(p + " " + CniText.quoted(text) + " is not an IP address"));
+        String canonical =
+                IpLiterals.canonicalAddress(text)
+                        .orElseThrow(
+                                () ->
+                                        invalid(
+                                                p
+                                                        + " "
+                                                        + CniText.quoted(text)
+                                                        + " is not an IP address"));
         if (!net.contains(IpLiterals.family(canonical), value(canonical))) {
-            throw invalid(p + " " + canonical + " is not inside " + text(net.family(), net.network()) + "/" + net.prefix());
+            throw invalid(
+                    p
+                            + " "
+                            + canonical
+                            + " is not inside "
+                            + text(net.family(), net.network())
+                            + "/"
+                            + net.prefix());
         }
         return canonical;
     }
@@ -205,7 +245,11 @@ final class HostLocalRanges {
                 int slash = r.subnet().indexOf('/');
                 String network = r.subnet().substring(0, slash);
                 if (IpLiterals.family(network) == family
-                        && new Net(family, value(network), Integer.parseInt(r.subnet().substring(slash + 1))).contains(family, v)) {
+                        && new Net(
+                                        family,
+                                        value(network),
+                                        Integer.parseInt(r.subnet().substring(slash + 1)))
+                                .contains(family, v)) {
                     return Optional.of(r);
                 }
             }
@@ -229,7 +273,13 @@ final class HostLocalRanges {
         int copy = Math.min(raw.length, bytes.length);
         System.arraycopy(raw, raw.length - copy, bytes, bytes.length - copy, copy);
         if (family == 4) {
-            return (bytes[0] & 0xff) + "." + (bytes[1] & 0xff) + "." + (bytes[2] & 0xff) + "." + (bytes[3] & 0xff);
+            return (bytes[0] & 0xff)
+                    + "."
+                    + (bytes[1] & 0xff)
+                    + "."
+                    + (bytes[2] & 0xff)
+                    + "."
+                    + (bytes[3] & 0xff);
         }
         return IpLiterals.formatV6(bytes);
     }

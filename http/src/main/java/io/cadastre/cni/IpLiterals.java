@@ -17,7 +17,8 @@ import java.util.regex.Pattern;
  */
 final class IpLiterals {
     private static final Pattern IPV4 =
-            Pattern.compile("(0|[1-9][0-9]{0,2})\\.(0|[1-9][0-9]{0,2})\\.(0|[1-9][0-9]{0,2})\\.(0|[1-9][0-9]{0,2})");
+            Pattern.compile(
+                    "(0|[1-9][0-9]{0,2})\\.(0|[1-9][0-9]{0,2})\\.(0|[1-9][0-9]{0,2})\\.(0|[1-9][0-9]{0,2})");
     private static final Pattern IPV6_CHARS = Pattern.compile("[0-9A-Fa-f:.]+");
     private static final Pattern PREFIX = Pattern.compile("0|[1-9][0-9]{0,2}");
 
@@ -37,7 +38,8 @@ final class IpLiterals {
             }
             return Optional.of(s);
         }
-        // With a ':' present InetAddress parses an IPv6 literal or throws; it never resolves a name.
+        // With a ':' present InetAddress parses an IPv6 literal or throws; it never resolves a
+        // name.
         if (s.indexOf(':') < 0 || !IPV6_CHARS.matcher(s).matches()) {
             return Optional.empty();
         }

@@ -21,11 +21,12 @@ final class Json {
      * Strict reader: duplicate keys and trailing tokens are errors; parse errors never carry the
      * source text (the netconf may hold credentials).
      */
-    static final ObjectMapper MAPPER = JsonMapper.builder()
-            .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-            .build();
+    static final ObjectMapper MAPPER =
+            JsonMapper.builder()
+                    .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+                    .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+                    .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+                    .build();
 
     private Json() {}
 
@@ -43,7 +44,10 @@ final class Json {
             tree = MAPPER.readTree(bytes);
         } catch (JsonProcessingException e) {
             var loc = e.getLocation();
-            String where = loc == null ? "" : " (line " + loc.getLineNr() + ", column " + loc.getColumnNr() + ")";
+            String where =
+                    loc == null
+                            ? ""
+                            : " (line " + loc.getLineNr() + ", column " + loc.getColumnNr() + ")";
             throw new CniException(CniCodes.DECODING_FAILURE, what + " is not valid JSON" + where);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -149,7 +153,8 @@ final class Json {
             throw wrongType(path(parentPath, field), "an integer");
         }
         if (!v.canConvertToInt()) {
-            throw new CniException(CniCodes.INVALID_NETWORK_CONFIG, path(parentPath, field) + " is out of range");
+            throw new CniException(
+                    CniCodes.INVALID_NETWORK_CONFIG, path(parentPath, field) + " is out of range");
         }
         return v.intValue();
     }

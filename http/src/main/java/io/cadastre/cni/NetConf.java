@@ -61,8 +61,10 @@ public record NetConf(
 
     /** The top-level {@code type} of the full plugin. */
     public static final String PLUGIN_TYPE = "cadastre";
+
     /** The {@code ipam.type} of the IPAM-only role. */
     public static final String IPAM_TYPE = "cadastre-ipam";
+
     /** The GC key holding the attachments to keep (§GC). */
     public static final String VALID_ATTACHMENTS = "cni.dev/valid-attachments";
 
@@ -100,8 +102,13 @@ public record NetConf(
      *     {@code ipam.subnet} with their defaults applied ({@link HostLocalRanges}); empty when
      *     neither is given (each pool's CIDR is then the subnet)
      */
-    public record Ipam(String type, List<String> pools, Map<String, List<String>> namespacePools, List<Route> routes,
-            String agentSocket, List<List<SubnetRange>> ranges) {
+    public record Ipam(
+            String type,
+            List<String> pools,
+            Map<String, List<String>> namespacePools,
+            List<Route> routes,
+            String agentSocket,
+            List<List<SubnetRange>> ranges) {
         public Ipam {
             pools = List.copyOf(pools);
             namespacePools = Map.copyOf(namespacePools);
@@ -128,7 +135,8 @@ public record NetConf(
         if (!args.pools().isEmpty()) {
             return args.pools();
         }
-        List<String> ofNamespace = args.podNamespace() == null ? null : ipam.namespacePools().get(args.podNamespace());
+        List<String> ofNamespace =
+                args.podNamespace() == null ? null : ipam.namespacePools().get(args.podNamespace());
         return ofNamespace != null ? ofNamespace : ipam.pools();
     }
 
@@ -154,8 +162,11 @@ public record NetConf(
 
         String name = Json.reqString(root, "name", "");
         if (!CniNames.isValidName(name)) {
-            throw invalid("network name " + CniText.quoted(name) + " is invalid: it must start with a letter or digit,"
-                    + " followed by letters, digits, '_', '.' or '-'");
+            throw invalid(
+                    "network name "
+                            + CniText.quoted(name)
+                            + " is invalid: it must start with a letter or digit,"
+                            + " followed by letters, digits, '_', '.' or '-'");
         }
 
         String type = Json.reqString(root, "type", "");
@@ -165,15 +176,27 @@ public record NetConf(
         if (PLUGIN_TYPE.equals(type)) {
             mode = Mode.PLUGIN;
             if (ipamType != null && !IPAM_TYPE.equals(ipamType)) {
-                throw invalid("the " + PLUGIN_TYPE + " plugin does its own address management: ipam.type must be"
-                        + " absent or \"" + IPAM_TYPE + "\", not " + CniText.quoted(ipamType));
+                throw invalid(
+                        "the "
+                                + PLUGIN_TYPE
+                                + " plugin does its own address management: ipam.type must be"
+                                + " absent or \""
+                                + IPAM_TYPE
+                                + "\", not "
+                                + CniText.quoted(ipamType));
             }
         } else if (IPAM_TYPE.equals(ipamType)) {
             mode = Mode.IPAM_ONLY;
         } else {
-            throw invalid("netconf is for neither " + PLUGIN_TYPE + " (type) nor " + IPAM_TYPE
-                    + " (ipam.type): type is " + CniText.quoted(type) + ", ipam.type is "
-                    + (ipamType == null ? "absent" : CniText.quoted(ipamType)));
+            throw invalid(
+                    "netconf is for neither "
+                            + PLUGIN_TYPE
+                            + " (type) nor "
+                            + IPAM_TYPE
+                            + " (ipam.type): type is "
+                            + CniText.quoted(type)
+                            + ", ipam.type is "
+                            + (ipamType == null ? "absent" : CniText.quoted(ipamType)));
         }
 
         int mtu = 0;
@@ -198,7 +221,10 @@ public record NetConf(
         ObjectNode runtimeConfig = Json.optObject(root, "runtimeConfig", "");
         if (runtimeConfig != null) {
             runtimeConfigIps = addressList(runtimeConfig, "ips", "runtimeConfig");
-            runtimeConfigPools = poolNames(Json.optArray(runtimeConfig, "pools", "runtimeConfig"), "runtimeConfig.pools");
+            runtimeConfigPools =
+                    poolNames(
+                            Json.optArray(runtimeConfig, "pools", "runtimeConfig"),
+                            "runtimeConfig.pools");
         }
         List<String> argsCniIps = List.of();
         ObjectNode args = Json.optObject(root, "args", "");
@@ -217,8 +243,19 @@ public record NetConf(
             valid = parseValidAttachments(validNode);
         }
 
-        return new NetConf(cniVersion, name, type, mode, mtu, agentSocket, ipam, runtimeConfigIps, runtimeConfigPools, argsCniIps,
-                prevResult, valid);
+        return new NetConf(
+                cniVersion,
+                name,
+                type,
+                mode,
+                mtu,
+                agentSocket,
+                ipam,
+                runtimeConfigIps,
+                runtimeConfigPools,
+                argsCniIps,
+                prevResult,
+                valid);
     }
 
     private static Ipam parseIpam(ObjectNode ipam, String ipamType, Mode mode) {
@@ -242,8 +279,17 @@ public record NetConf(
         if (mode == Mode.PLUGIN) {
             for (String key : List.of("ranges", "subnet", "rangeStart", "rangeEnd", "gateway")) {
                 if (Json.present(ipam, key) != null) {
-                    throw new CniException(CniCodes.UNSUPPORTED_FIELD, "unsupported field ipam." + key + ": the " + PLUGIN_TYPE
-                            + " plugin gives /32 and /128 addresses on no subnet (ipam." + key + " is for " + IPAM_TYPE + ")");
+                    throw new CniException(
+                            CniCodes.UNSUPPORTED_FIELD,
+                            "unsupported field ipam."
+                                    + key
+                                    + ": the "
+                                    + PLUGIN_TYPE
+                                    + " plugin gives /32 and /128 addresses on no subnet (ipam."
+                                    + key
+                                    + " is for "
+                                    + IPAM_TYPE
+                                    + ")");
                 }
             }
         } else {
@@ -253,9 +299,13 @@ public record NetConf(
         ArrayNode routesNode = Json.optArray(ipam, "routes", "ipam");
         if (routesNode != null) {
             if (mode == Mode.PLUGIN) {
-                throw new CniException(CniCodes.UNSUPPORTED_FIELD,
-                        "unsupported field ipam.routes: the " + PLUGIN_TYPE
-                                + " plugin installs its own routes (ipam.routes is for " + IPAM_TYPE + ")");
+                throw new CniException(
+                        CniCodes.UNSUPPORTED_FIELD,
+                        "unsupported field ipam.routes: the "
+                                + PLUGIN_TYPE
+                                + " plugin installs its own routes (ipam.routes is for "
+                                + IPAM_TYPE
+                                + ")");
             }
             for (int i = 0; i < routesNode.size(); i++) {
                 String p = "ipam.routes[" + i + "]";
@@ -277,7 +327,13 @@ public record NetConf(
                 }
             }
         }
-        return new Ipam(ipamType, pools, namespacePools, routes, Json.optString(ipam, "agentSocket", "ipam"), ranges);
+        return new Ipam(
+                ipamType,
+                pools,
+                namespacePools,
+                routes,
+                Json.optString(ipam, "agentSocket", "ipam"),
+                ranges);
     }
 
     /** @return the pool names of the array (none when absent), de-duplicated, order kept; code 7 for an empty name */
@@ -304,8 +360,15 @@ public record NetConf(
         List<String> out = new ArrayList<>();
         List<String> raw = Json.stringList(node, p);
         for (String s : raw) {
-            String a = IpLiterals.addressDroppingPrefix(s)
-                    .orElseThrow(() -> invalid(p + ": " + CniText.quoted(s) + " is not an IP address"));
+            String a =
+                    IpLiterals.addressDroppingPrefix(s)
+                            .orElseThrow(
+                                    () ->
+                                            invalid(
+                                                    p
+                                                            + ": "
+                                                            + CniText.quoted(s)
+                                                            + " is not an IP address"));
             out.add(a);
         }
         return out;
@@ -322,7 +385,11 @@ public record NetConf(
             String containerId = Json.reqString(e, "containerID", p);
             String ifname = Json.reqString(e, "ifname", p);
             if (!CniNames.isValidName(containerId)) {
-                throw invalid(p + ".containerID " + CniText.quoted(containerId) + " is not a valid container ID");
+                throw invalid(
+                        p
+                                + ".containerID "
+                                + CniText.quoted(containerId)
+                                + " is not a valid container ID");
             }
             String problem = CniNames.ifnameProblem(ifname);
             if (problem != null) {

@@ -140,13 +140,16 @@ public final class CniSocketServer {
 
     /** The largest request body accepted; larger gets 413. */
     public static final long MAX_REQUEST_BYTES = 4L * 1024 * 1024;
+
     /** Where the C plugin looks by default (cni-bridge/DESIGN.md, "Socket"). */
     public static final Path DEFAULT_SOCKET = Path.of("/run/cadastre/cni.sock");
+
     /** sun_path holds 108 bytes including the terminating NUL. */
     private static final int MAX_SUN_PATH_BYTES = 107;
 
     private static final String CNI_PATH = "/v1/cni";
     private static final int MAX_REQUEST_LINE_BYTES = 4 * 1024;
+
     /**
      * All header lines together, which also bounds how many there are. The plugin checks its CNI
      * variables first (cni-bridge/DESIGN.md, "Request": 20,813 bytes together, 62,439
@@ -154,20 +157,27 @@ public final class CniSocketServer {
      * its longest head.
      */
     private static final int MAX_HEADER_BYTES = 256 * 1024;
+
     private static final int MAX_CHUNK_BYTES = 64 * 1024;
     static final Duration DEFAULT_READ_TIMEOUT = Duration.ofSeconds(30);
+
     /** A reply is a few KiB and fits the socket buffer; this only bounds a client that never reads. */
     private static final Duration WRITE_TIMEOUT = Duration.ofSeconds(30);
+
     /**
      * After an early refusal, how much of the rest of the request is read and dropped, and for how
      * long, before the connection is closed anyway: anything a request within the limits could
      * still hold.
      */
-    private static final long LINGER_BYTES = MAX_REQUEST_BYTES + MAX_HEADER_BYTES + MAX_REQUEST_LINE_BYTES;
+    private static final long LINGER_BYTES =
+            MAX_REQUEST_BYTES + MAX_HEADER_BYTES + MAX_REQUEST_LINE_BYTES;
+
     private static final Duration LINGER_TIMEOUT = Duration.ofSeconds(5);
     private static final Duration DEFAULT_STOP_GRACE = Duration.ofSeconds(3);
+
     /** After the grace, how long closing the remaining connections may take before stop gives up waiting. */
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+
     private static final long THREAD_SHUTDOWN_TIMEOUT_MS = 5_000;
 
     /**
@@ -193,18 +203,27 @@ public final class CniSocketServer {
         }
     }
 
-    private enum State { NEW, RUNNING, STOPPING, STOPPED }
+    private enum State {
+        NEW,
+        RUNNING,
+        STOPPING,
+        STOPPED
+    }
 
     private final ActorSystem<?> system;
     private final CniHandler handler;
     private final Settings settings;
     private final Duration readTimeout;
     private final Path socketPath;
+
     /** Open connections; added on the accept thread as each is accepted, removed when it closes. */
     private final Set<Channel> connections = ConcurrentHashMap.newKeySet();
+
     private final CompletableFuture<Done> stopped = new CompletableFuture<>();
+
     /** What every stop() returns: callers can neither complete nor cancel it. */
     private final CompletionStage<Done> stoppedStage = stopped.minimalCompletionStage();
+
     private final Object lock = new Object();
 
     private State state = State.NEW; // guarded by lock
@@ -219,7 +238,8 @@ public final class CniSocketServer {
     }
 
     /** @param readTimeout how long a client has to send its whole request (tests shorten it) */
-    CniSocketServer(ActorSystem<?> system, CniHandler handler, Settings settings, Duration readTimeout) {
+    CniSocketServer(
+            ActorSystem<?> system, CniHandler handler, Settings settings, Duration readTimeout) {
         this.system = Objects.requireNonNull(system, "system");
         this.handler = Objects.requireNonNull(handler, "handler");
         this.settings = Objects.requireNonNull(settings, "settings");
@@ -248,55 +268,86 @@ public final class CniSocketServer {
             Path dir = socketPath.getParent();
             Path tmp = dir.resolve("." + socketPath.getFileName());
             if (tmp.toString().getBytes(StandardCharsets.UTF_8).length > MAX_SUN_PATH_BYTES) {
-                throw new IOException("socket path " + socketPath + " is too long: at most "
-                        + (MAX_SUN_PATH_BYTES - 1) + " bytes");
+                throw new IOException(
+                        "socket path "
+                                + socketPath
+                                + " is too long: at most "
+                                + (MAX_SUN_PATH_BYTES - 1)
+                                + " bytes");
             }
             if (!Epoll.isAvailable()) {
-                throw new IOException("Netty's native epoll transport is not available", Epoll.unavailabilityCause());
+                throw new IOException(
+                        "Netty's native epoll transport is not available",
+                        Epoll.unavailabilityCause());
             }
             if (!Files.isDirectory(dir)) {
-                Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
-                        PosixFilePermissions.fromString("rwx------")));
+                Files.createDirectories(
+                        dir,
+                        PosixFilePermissions.asFileAttribute(
+                                PosixFilePermissions.fromString("rwx------")));
             }
             removeStale(socketPath);
             Files.deleteIfExists(tmp);
-            // One thread accepts and serves (see the class comment); both roles name the same group.
+            // One thread accepts and serves (see the class comment); both roles name the same
+            // group.
             EventLoopGroup accept = new EpollEventLoopGroup(1, threads("cadastre-cni"));
             EventLoopGroup io = accept;
             Channel channel = null;
             try {
-                ServerBootstrap bootstrap = new ServerBootstrap()
-                        .group(accept, io)
-                        .channel(EpollServerDomainSocketChannel.class)
-                        // Clients beyond maxConnections wait here (the plugin's connect has a 30 s timeout).
-                        .option(ChannelOption.SO_BACKLOG, settings.maxConnections())
-                        .handler(new Admission())
-                        // Without this Netty closes a connection as soon as it reads the client's EOF,
-                        // so a client that shuts down its sending side after the request could lose the reply.
-                        .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
-                        .childHandler(new ChannelInitializer<Channel>() {
-                            @Override
-                            protected void initChannel(Channel ch) {
-                                ch.pipeline().addLast("http", new HttpServerCodec(new HttpDecoderConfig()
-                                                .setMaxInitialLineLength(MAX_REQUEST_LINE_BYTES)
-                                                .setMaxHeaderSize(MAX_HEADER_BYTES)
-                                                .setMaxChunkSize(MAX_CHUNK_BYTES)))
-                                        .addLast("aggregate", new BodyAggregator())
-                                        .addLast("cni", new Exchange());
-                            }
-                        });
-                // Netty deletes the bound path when the listener closes; that is the temporary name,
+                ServerBootstrap bootstrap =
+                        new ServerBootstrap()
+                                .group(accept, io)
+                                .channel(EpollServerDomainSocketChannel.class)
+                                // Clients beyond maxConnections wait here (the plugin's connect has
+                                // a 30 s timeout).
+                                .option(ChannelOption.SO_BACKLOG, settings.maxConnections())
+                                .handler(new Admission())
+                                // Without this Netty closes a connection as soon as it reads the
+                                // client's EOF,
+                                // so a client that shuts down its sending side after the request
+                                // could lose the reply.
+                                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                                .childHandler(
+                                        new ChannelInitializer<Channel>() {
+                                            @Override
+                                            protected void initChannel(Channel ch) {
+                                                ch.pipeline()
+                                                        .addLast(
+                                                                "http",
+                                                                new HttpServerCodec(
+                                                                        new HttpDecoderConfig()
+                                                                                .setMaxInitialLineLength(
+                                                                                        MAX_REQUEST_LINE_BYTES)
+                                                                                .setMaxHeaderSize(
+                                                                                        MAX_HEADER_BYTES)
+                                                                                .setMaxChunkSize(
+                                                                                        MAX_CHUNK_BYTES)))
+                                                        .addLast("aggregate", new BodyAggregator())
+                                                        .addLast("cni", new Exchange());
+                                            }
+                                        });
+                // Netty deletes the bound path when the listener closes; that is the temporary
+                // name,
                 // gone by then (renamed), so the socket file itself is left to deleteSocketFile().
-                ChannelFuture bound = bootstrap.bind(new DomainSocketAddress(tmp.toString())).awaitUninterruptibly();
+                ChannelFuture bound =
+                        bootstrap
+                                .bind(new DomainSocketAddress(tmp.toString()))
+                                .awaitUninterruptibly();
                 if (!bound.isSuccess()) {
                     Throwable cause = bound.cause();
-                    throw cause instanceof IOException ioe ? ioe : new IOException("cannot bind " + tmp, cause);
+                    throw cause instanceof IOException ioe
+                            ? ioe
+                            : new IOException("cannot bind " + tmp, cause);
                 }
                 channel = bound.channel();
                 Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-------"));
                 Files.move(tmp, socketPath, StandardCopyOption.ATOMIC_MOVE);
-                socketFileKey = Files.readAttributes(socketPath, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
-                        .fileKey();
+                socketFileKey =
+                        Files.readAttributes(
+                                        socketPath,
+                                        BasicFileAttributes.class,
+                                        LinkOption.NOFOLLOW_LINKS)
+                                .fileKey();
             } catch (IOException | RuntimeException e) {
                 if (channel != null) {
                     channel.close().awaitUninterruptibly();
@@ -363,26 +414,38 @@ public final class CniSocketServer {
             CompletableFuture<Void> allClosed = new CompletableFuture<>();
             AtomicInteger open = new AtomicInteger(inFlight.size());
             for (Channel ch : inFlight) {
-                ch.closeFuture().addListener(f -> {
-                    if (open.decrementAndGet() == 0) {
-                        allClosed.complete(null);
-                    }
-                });
+                ch.closeFuture()
+                        .addListener(
+                                f -> {
+                                    if (open.decrementAndGet() == 0) {
+                                        allClosed.complete(null);
+                                    }
+                                });
             }
-            var abort = acceptGroup.schedule(() -> {
-                if (!allClosed.isDone()) {
-                    log.warn("CNI endpoint stopping: aborting {} connection(s) still open", open.get());
-                    inFlight.forEach(Channel::close);
-                }
-            }, grace.toNanos(), TimeUnit.NANOSECONDS);
+            var abort =
+                    acceptGroup.schedule(
+                            () -> {
+                                if (!allClosed.isDone()) {
+                                    log.warn(
+                                            "CNI endpoint stopping: aborting {} connection(s) still open",
+                                            open.get());
+                                    inFlight.forEach(Channel::close);
+                                }
+                            },
+                            grace.toNanos(),
+                            TimeUnit.NANOSECONDS);
             // Backstop: a close that never completes must not keep stop() from completing.
-            var giveUp = acceptGroup.schedule(() -> allClosed.complete(null),
-                    grace.plus(CLOSE_WAIT).toNanos(), TimeUnit.NANOSECONDS);
-            allClosed.whenComplete((v, e) -> {
-                abort.cancel(false);
-                giveUp.cancel(false);
-                terminateThreads();
-            });
+            var giveUp =
+                    acceptGroup.schedule(
+                            () -> allClosed.complete(null),
+                            grace.plus(CLOSE_WAIT).toNanos(),
+                            TimeUnit.NANOSECONDS);
+            allClosed.whenComplete(
+                    (v, e) -> {
+                        abort.cancel(false);
+                        giveUp.cancel(false);
+                        terminateThreads();
+                    });
         } catch (RuntimeException e) {
             log.warn("CNI endpoint: stopping failed", e);
             terminateThreads();
@@ -390,15 +453,21 @@ public final class CniSocketServer {
     }
 
     private void terminateThreads() {
-        Future<?> accept = acceptGroup.shutdownGracefully(0, THREAD_SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-        Future<?> io = ioGroup.shutdownGracefully(0, THREAD_SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-        accept.addListener(a -> io.addListener(i -> {
-            synchronized (lock) {
-                state = State.STOPPED;
-            }
-            log.info("CNI endpoint on {} stopped", socketPath);
-            stopped.complete(Done.getInstance());
-        }));
+        Future<?> accept =
+                acceptGroup.shutdownGracefully(
+                        0, THREAD_SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        Future<?> io =
+                ioGroup.shutdownGracefully(0, THREAD_SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        accept.addListener(
+                a ->
+                        io.addListener(
+                                i -> {
+                                    synchronized (lock) {
+                                        state = State.STOPPED;
+                                    }
+                                    log.info("CNI endpoint on {} stopped", socketPath);
+                                    stopped.complete(Done.getInstance());
+                                }));
     }
 
     /**
@@ -413,18 +482,24 @@ public final class CniSocketServer {
             Channel child = (Channel) msg;
             Channel server = ctx.channel();
             connections.add(child);
-            child.closeFuture().addListener(f -> {
-                connections.remove(child);
-                try {
-                    ctx.executor().execute(() -> {
-                        if (connections.size() < settings.maxConnections() && server.isOpen()) {
-                            server.config().setAutoRead(true);
-                        }
-                    });
-                } catch (RejectedExecutionException e) {
-                    // stopping: nothing is accepted any more
-                }
-            });
+            child.closeFuture()
+                    .addListener(
+                            f -> {
+                                connections.remove(child);
+                                try {
+                                    ctx.executor()
+                                            .execute(
+                                                    () -> {
+                                                        if (connections.size()
+                                                                        < settings.maxConnections()
+                                                                && server.isOpen()) {
+                                                            server.config().setAutoRead(true);
+                                                        }
+                                                    });
+                                } catch (RejectedExecutionException e) {
+                                    // stopping: nothing is accepted any more
+                                }
+                            });
             if (connections.size() >= settings.maxConnections()) {
                 server.config().setAutoRead(false);
             }
@@ -440,12 +515,15 @@ public final class CniSocketServer {
 
         @Override
         protected void handleOversizedMessage(ChannelHandlerContext ctx, HttpMessage oversized) {
-            ctx.fireChannelRead(TooLarge.INSTANCE); // the aggregator releases `oversized` and skips the rest
+            ctx.fireChannelRead(
+                    TooLarge.INSTANCE); // the aggregator releases `oversized` and skips the rest
         }
     }
 
     /** The request was over {@link #MAX_REQUEST_BYTES}. */
-    private enum TooLarge { INSTANCE }
+    private enum TooLarge {
+        INSTANCE
+    }
 
     /**
      * One connection's request and reply, all on its I/O thread (hence no synchronization): a
@@ -455,21 +533,31 @@ public final class CniSocketServer {
     private final class Exchange extends ChannelInboundHandlerAdapter {
         private boolean requestSeen;
         private boolean answered;
+
         /** The reply is going out before the whole request was read: linger once it is written. */
         private boolean requestUnread;
+
         /** Half-closed after an early reply: reading and dropping the rest of the request. */
         private boolean lingering;
+
         private long dropped;
         private io.netty.util.concurrent.ScheduledFuture<?> timer;
 
         @Override
         public void channelActive(ChannelHandlerContext ctx) {
-            timer = ctx.executor().schedule(() -> {
-                if (!requestSeen) {
-                    log.debug("CNI connection closed: no whole request within {} ms", readTimeout.toMillis());
-                    ctx.close();
-                }
-            }, readTimeout.toNanos(), TimeUnit.NANOSECONDS);
+            timer =
+                    ctx.executor()
+                            .schedule(
+                                    () -> {
+                                        if (!requestSeen) {
+                                            log.debug(
+                                                    "CNI connection closed: no whole request within {} ms",
+                                                    readTimeout.toMillis());
+                                            ctx.close();
+                                        }
+                                    },
+                                    readTimeout.toNanos(),
+                                    TimeUnit.NANOSECONDS);
             ctx.fireChannelActive();
         }
 
@@ -495,8 +583,12 @@ public final class CniSocketServer {
             ctx.channel().config().setAutoRead(false);
             if (msg == TooLarge.INSTANCE) {
                 requestUnread = true;
-                CniResponse error = CniHandler.errorResponse(new byte[0], new CniException(CniCodes.IO_FAILURE,
-                        "request body over " + MAX_REQUEST_BYTES + " bytes"));
+                CniResponse error =
+                        CniHandler.errorResponse(
+                                new byte[0],
+                                new CniException(
+                                        CniCodes.IO_FAILURE,
+                                        "request body over " + MAX_REQUEST_BYTES + " bytes"));
                 answer(ctx, new CniResponse(413, error.body()));
                 return;
             }
@@ -517,23 +609,44 @@ public final class CniSocketServer {
                 requestUnread = true;
                 Throwable cause = request.decoderResult().cause();
                 log.debug("CNI request malformed: {}", cause.toString());
-                int status = cause instanceof TooLongHttpLineException ? 414
-                        : cause instanceof TooLongHttpHeaderException ? 431
-                        : 400;
-                String msg = cause instanceof TooLongFrameException
-                        ? "request line or headers too long (at most " + MAX_REQUEST_LINE_BYTES + " and "
-                                + MAX_HEADER_BYTES + " bytes)"
-                        : "malformed HTTP request";
+                int status =
+                        cause instanceof TooLongHttpLineException
+                                ? 414
+                                : cause instanceof TooLongHttpHeaderException ? 431 : 400;
+                String msg =
+                        cause instanceof TooLongFrameException
+                                ? "request line or headers too long (at most "
+                                        + MAX_REQUEST_LINE_BYTES
+                                        + " and "
+                                        + MAX_HEADER_BYTES
+                                        + " bytes)"
+                                : "malformed HTTP request";
                 answer(ctx, errorWithStatus(status, msg));
                 return;
             }
             String path = new QueryStringDecoder(request.uri()).path();
             if (!CNI_PATH.equals(path)) {
-                answer(ctx, errorWithStatus(404, "no such endpoint: " + path + " (the CNI endpoint is POST " + CNI_PATH + ")"));
+                answer(
+                        ctx,
+                        errorWithStatus(
+                                404,
+                                "no such endpoint: "
+                                        + path
+                                        + " (the CNI endpoint is POST "
+                                        + CNI_PATH
+                                        + ")"));
                 return;
             }
             if (!HttpMethod.POST.equals(request.method())) {
-                answer(ctx, errorWithStatus(405, "method " + request.method() + " not allowed on " + CNI_PATH + ": use POST"));
+                answer(
+                        ctx,
+                        errorWithStatus(
+                                405,
+                                "method "
+                                        + request.method()
+                                        + " not allowed on "
+                                        + CNI_PATH
+                                        + ": use POST"));
                 return;
             }
             HttpHeaders headers = request.headers();
@@ -544,23 +657,40 @@ public final class CniSocketServer {
             } catch (RuntimeException e) { // the handler answers failures itself; this is a bug
                 stage = CompletableFuture.failedFuture(e);
             }
-            stage.whenComplete((response, failure) -> {
-                CniResponse reply = failure == null && response != null ? response : internalError(body, failure);
-                if (ctx.executor().inEventLoop()) { // answered at once, e.g. refused in validation
-                    answer(ctx, reply);
-                    return;
-                }
-                try {
-                    ctx.executor().execute(() -> answer(ctx, reply));
-                } catch (RejectedExecutionException e) {
-                    // stopped: the connection is closed already
-                }
-            });
+            stage.whenComplete(
+                    (response, failure) -> {
+                        CniResponse reply =
+                                failure == null && response != null
+                                        ? response
+                                        : internalError(body, failure);
+                        if (ctx.executor()
+                                .inEventLoop()) { // answered at once, e.g. refused in validation
+                            answer(ctx, reply);
+                            return;
+                        }
+                        try {
+                            ctx.executor().execute(() -> answer(ctx, reply));
+                        } catch (RejectedExecutionException e) {
+                            // stopped: the connection is closed already
+                        }
+                    });
             if (!answered) {
-                timer = ctx.executor().schedule(() -> answer(ctx, CniHandler.errorResponse(body,
-                        new CniException(CniCodes.TRY_AGAIN_LATER,
-                                "the agent did not answer within " + settings.requestTimeout().toMillis() + " ms"))),
-                        settings.requestTimeout().toNanos(), TimeUnit.NANOSECONDS);
+                timer =
+                        ctx.executor()
+                                .schedule(
+                                        () ->
+                                                answer(
+                                                        ctx,
+                                                        CniHandler.errorResponse(
+                                                                body,
+                                                                new CniException(
+                                                                        CniCodes.TRY_AGAIN_LATER,
+                                                                        "the agent did not answer within "
+                                                                                + settings.requestTimeout()
+                                                                                        .toMillis()
+                                                                                + " ms"))),
+                                        settings.requestTimeout().toNanos(),
+                                        TimeUnit.NANOSECONDS);
             }
         }
 
@@ -571,8 +701,11 @@ public final class CniSocketServer {
             }
             answered = true;
             cancelTimer();
-            FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-                    HttpResponseStatus.valueOf(reply.httpStatus()), Unpooled.wrappedBuffer(reply.body()));
+            FullHttpResponse response =
+                    new DefaultFullHttpResponse(
+                            HttpVersion.HTTP_1_1,
+                            HttpResponseStatus.valueOf(reply.httpStatus()),
+                            Unpooled.wrappedBuffer(reply.body()));
             HttpHeaders h = response.headers();
             h.setInt(HttpHeaderNames.CONTENT_LENGTH, reply.body().length);
             if (reply.body().length > 0) {
@@ -585,18 +718,24 @@ public final class CniSocketServer {
             // The plugin reads to EOF: close once the reply is out (or could not be written).
             ChannelFuture written = ctx.writeAndFlush(response);
             if (requestUnread) {
-                written.addListener(f -> {
-                    if (f.isSuccess()) {
-                        linger(ctx);
-                    } else {
-                        ctx.close();
-                    }
-                });
+                written.addListener(
+                        f -> {
+                            if (f.isSuccess()) {
+                                linger(ctx);
+                            } else {
+                                ctx.close();
+                            }
+                        });
             } else {
                 written.addListener(ChannelFutureListener.CLOSE);
             }
             if (!written.isDone()) {
-                timer = ctx.executor().schedule(() -> ctx.close(), WRITE_TIMEOUT.toNanos(), TimeUnit.NANOSECONDS);
+                timer =
+                        ctx.executor()
+                                .schedule(
+                                        () -> ctx.close(),
+                                        WRITE_TIMEOUT.toNanos(),
+                                        TimeUnit.NANOSECONDS);
             }
         }
 
@@ -612,12 +751,20 @@ public final class CniSocketServer {
             ChannelPipeline pipeline = ctx.pipeline();
             pipeline.remove("aggregate");
             pipeline.remove("http");
-            ((DuplexChannel) ctx.channel()).shutdownOutput().addListener(f -> {
-                if (!f.isSuccess()) {
-                    ctx.close();
-                }
-            });
-            timer = ctx.executor().schedule(() -> ctx.close(), LINGER_TIMEOUT.toNanos(), TimeUnit.NANOSECONDS);
+            ((DuplexChannel) ctx.channel())
+                    .shutdownOutput()
+                    .addListener(
+                            f -> {
+                                if (!f.isSuccess()) {
+                                    ctx.close();
+                                }
+                            });
+            timer =
+                    ctx.executor()
+                            .schedule(
+                                    () -> ctx.close(),
+                                    LINGER_TIMEOUT.toNanos(),
+                                    TimeUnit.NANOSECONDS);
             ctx.channel().config().setAutoRead(true);
         }
 
@@ -655,17 +802,23 @@ public final class CniSocketServer {
     }
 
     private static CniResponse errorWithStatus(int status, String msg) {
-        CniResponse error = CniHandler.errorResponse(new byte[0], new CniException(CniCodes.INVALID_ENVIRONMENT, msg));
+        CniResponse error =
+                CniHandler.errorResponse(
+                        new byte[0], new CniException(CniCodes.INVALID_ENVIRONMENT, msg));
         return new CniResponse(status, error.body());
     }
 
     private static CniResponse internalError(byte[] body, Throwable failure) {
-        Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-                ? failure.getCause()
-                : failure;
+        Throwable cause =
+                failure instanceof CompletionException && failure.getCause() != null
+                        ? failure.getCause()
+                        : failure;
         log.error("CNI handler failed", cause);
-        return CniHandler.errorResponse(body, new CniException(CniCodes.TRY_AGAIN_LATER,
-                "internal error: " + (cause == null ? "no response" : cause.toString())));
+        return CniHandler.errorResponse(
+                body,
+                new CniException(
+                        CniCodes.TRY_AGAIN_LATER,
+                        "internal error: " + (cause == null ? "no response" : cause.toString())));
     }
 
     /** Daemon threads, as the JDK's were: an agent that forgot stop() still exits. */
@@ -702,8 +855,12 @@ public final class CniSocketServer {
 
     private void deleteSocketFile() {
         try {
-            Object key = Files.readAttributes(socketPath, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
-                    .fileKey();
+            Object key =
+                    Files.readAttributes(
+                                    socketPath,
+                                    BasicFileAttributes.class,
+                                    LinkOption.NOFOLLOW_LINKS)
+                            .fileKey();
             if (Objects.equals(key, socketFileKey)) {
                 Files.deleteIfExists(socketPath);
             }

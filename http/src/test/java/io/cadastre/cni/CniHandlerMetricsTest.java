@@ -28,10 +28,13 @@ class CniHandlerMetricsTest {
     private final FakeBackend backend = new FakeBackend();
     private final CadastreMetrics metrics = new CadastreMetrics();
     private final List<Heard> heard = new CopyOnWriteArrayList<>();
-    private final CniHandler handler = new CniHandler(backend, (verb, result, took) -> {
-        heard.add(new Heard(verb, result, took));
-        metrics.cniAnswered(verb, result, took);
-    });
+    private final CniHandler handler =
+            new CniHandler(
+                    backend,
+                    (verb, result, took) -> {
+                        heard.add(new Heard(verb, result, took));
+                        metrics.cniAnswered(verb, result, took);
+                    });
 
     private CniResponse run(CniRequest request) {
         return handler.handle(request).toCompletableFuture().join();
@@ -39,12 +42,14 @@ class CniHandlerMetricsTest {
 
     /** @return {@code cadastre_cni_requests_total{verb, result}}, 0 when there is no such series */
     private double requests(String verb, String result) {
-        return metrics.sample("cadastre_cni_requests_total", "verb", verb, "result", result).orElse(0);
+        return metrics.sample("cadastre_cni_requests_total", "verb", verb, "result", result)
+                .orElse(0);
     }
 
     /** @return how many durations {@code cadastre_cni_request_duration_seconds{verb}} observed, 0 when none */
     private double timed(String verb) {
-        return metrics.sample("cadastre_cni_request_duration_seconds_count", "verb", verb).orElse(0);
+        return metrics.sample("cadastre_cni_request_duration_seconds_count", "verb", verb)
+                .orElse(0);
     }
 
     @Test
@@ -53,18 +58,39 @@ class CniHandlerMetricsTest {
         assertEquals(1.0, requests("ADD", "ok"));
         assertEquals(1.0, timed("ADD"));
         assertEquals(0.0, timed("DEL"));
-        assertEquals(List.of("ADD ok"), heard.stream().map(h -> h.verb() + " " + h.result()).toList());
+        assertEquals(
+                List.of("ADD ok"), heard.stream().map(h -> h.verb() + " " + h.result()).toList());
     }
 
     @Test
     void eachVerbIsCountedUnderItsOwnNameWithTheCodeItWasAnswered() {
-        backend.onCheck = CompletableFuture.completedFuture(List.of("eth0: no address 198.18.0.5/32"));
+        backend.onCheck =
+                CompletableFuture.completedFuture(List.of("eth0: no address 198.18.0.5/32"));
         run(req("DEL", "c1", null, "eth0", null, PLUGIN));
-        run(req("CHECK", "c1", "/n", "eth0", null,
-                "{'cniVersion':'1.1.0','name':'n','type':'cadastre','prevResult':{'cniVersion':'1.1.0','ips':[]}}"));
-        run(req("GC", null, null, null, null,
-                "{'cniVersion':'1.1.0','name':'n','type':'cadastre','cni.dev/valid-attachments':[]}"));
-        run(req("STATUS", null, null, null, null, "{'cniVersion':'1.1.0','name':'n','type':'cadastre'}"));
+        run(
+                req(
+                        "CHECK",
+                        "c1",
+                        "/n",
+                        "eth0",
+                        null,
+                        "{'cniVersion':'1.1.0','name':'n','type':'cadastre','prevResult':{'cniVersion':'1.1.0','ips':[]}}"));
+        run(
+                req(
+                        "GC",
+                        null,
+                        null,
+                        null,
+                        null,
+                        "{'cniVersion':'1.1.0','name':'n','type':'cadastre','cni.dev/valid-attachments':[]}"));
+        run(
+                req(
+                        "STATUS",
+                        null,
+                        null,
+                        null,
+                        null,
+                        "{'cniVersion':'1.1.0','name':'n','type':'cadastre'}"));
         run(req("VERSION", null, null, null, null, "{'cniVersion':'1.1.0'}"));
 
         assertEquals(1.0, requests("DEL", "ok"));
@@ -80,11 +106,15 @@ class CniHandlerMetricsTest {
 
     @Test
     void failuresAreCountedByTheirCniCode() {
-        backend.onAdd = r -> CompletableFuture.failedFuture(new CniException(CniCodes.POOL_EXHAUSTED, "no address left"));
+        backend.onAdd =
+                r ->
+                        CompletableFuture.failedFuture(
+                                new CniException(CniCodes.POOL_EXHAUSTED, "no address left"));
         run(add(PLUGIN));
-        backend.onAdd = r -> {
-            throw new IllegalStateException("a bug");
-        };
+        backend.onAdd =
+                r -> {
+                    throw new IllegalStateException("a bug");
+                };
         run(add(PLUGIN));
         run(req("ADD", "c1", null, "eth0", null, PLUGIN)); // no CNI_NETNS: refused in validation
         assertEquals(1.0, requests("ADD", "100"));
@@ -98,9 +128,14 @@ class CniHandlerMetricsTest {
     void aRequestWithoutAVerbIsCountedAsUnknown() {
         run(req("UPDATE", "c1", "/n", "eth0", null, PLUGIN));
         run(req(null, "c1", "/n", "eth0", null, PLUGIN));
-        Map<String, Optional<String>> undecodable = Map.of(CniRequest.HEADER_COMMAND, Optional.of("%ZZ"));
-        CniResponse refused = handler.handle(name -> undecodable.getOrDefault(name, Optional.empty()),
-                PLUGIN.getBytes(StandardCharsets.UTF_8)).toCompletableFuture().join();
+        Map<String, Optional<String>> undecodable =
+                Map.of(CniRequest.HEADER_COMMAND, Optional.of("%ZZ"));
+        CniResponse refused =
+                handler.handle(
+                                name -> undecodable.getOrDefault(name, Optional.empty()),
+                                PLUGIN.getBytes(StandardCharsets.UTF_8))
+                        .toCompletableFuture()
+                        .join();
         assertEquals(400, refused.httpStatus());
         assertEquals(3.0, requests(CniListener.UNKNOWN_VERB, "4"));
         assertEquals(3, heard.size());
@@ -130,9 +165,12 @@ class CniHandlerMetricsTest {
 
     @Test
     void aFailingListenerDoesNotFailTheAnswer() {
-        CniHandler failing = new CniHandler(backend, (verb, result, took) -> {
-            throw new IllegalStateException("metrics broke");
-        });
+        CniHandler failing =
+                new CniHandler(
+                        backend,
+                        (verb, result, took) -> {
+                            throw new IllegalStateException("metrics broke");
+                        });
         assertEquals(200, failing.handle(add(PLUGIN)).toCompletableFuture().join().httpStatus());
     }
 }

@@ -29,12 +29,16 @@ class CniRequestTest {
     @Test
     void headersMapToVariablesAbsentStaysNullEmptyStaysEmpty() {
         byte[] body = "{}".getBytes(StandardCharsets.UTF_8);
-        CniRequest r = CniRequest.fromHeaders(headers(Map.of(
-                "cni-command", "ADD",
-                "CNI-ContainerID", "abc",
-                "CNI-Netns", "",
-                "CNI-Ifname", "eth0",
-                "CNI-Args", "K8S_POD_NAME=web-0")), body);
+        CniRequest r =
+                CniRequest.fromHeaders(
+                        headers(
+                                Map.of(
+                                        "cni-command", "ADD",
+                                        "CNI-ContainerID", "abc",
+                                        "CNI-Netns", "",
+                                        "CNI-Ifname", "eth0",
+                                        "CNI-Args", "K8S_POD_NAME=web-0")),
+                        body);
 
         assertEquals("ADD", r.command());
         assertEquals("abc", r.containerId());
@@ -46,14 +50,16 @@ class CniRequestTest {
     }
 
     @ParameterizedTest(name = "{0} -> {1}")
-    @CsvSource(delimiter = '|', value = {
-        "/var/run/netns/pod%201|/var/run/netns/pod 1",
-        "a%25b|a%b",
-        "caf%C3%A9|café",
-        "%e2%82%ac|€",
-        "plain|plain",
-        "%3B%3D|;=",
-    })
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "/var/run/netns/pod%201|/var/run/netns/pod 1",
+                "a%25b|a%b",
+                "caf%C3%A9|café",
+                "%e2%82%ac|€",
+                "plain|plain",
+                "%3B%3D|;=",
+            })
     void percentDecodingAsUtf8(String encoded, String decoded) {
         CniRequest r = CniRequest.fromHeaders(headers(Map.of("CNI-Netns", encoded)), null);
         assertEquals(decoded, r.netns());
@@ -62,16 +68,25 @@ class CniRequestTest {
     @ParameterizedTest
     @ValueSource(strings = {"%", "%4", "%zz", "abc%C3", "%C3%28", "caf\u00e9"})
     void badEncodingIsCode4NamingTheVariable(String encoded) {
-        CniException e = assertThrows(CniException.class,
-                () -> CniRequest.fromHeaders(headers(Map.of("CNI-Ifname", encoded)), null));
+        CniException e =
+                assertThrows(
+                        CniException.class,
+                        () -> CniRequest.fromHeaders(headers(Map.of("CNI-Ifname", encoded)), null));
         assertEquals(CniCodes.INVALID_ENVIRONMENT, e.code());
         assertTrue(e.getMessage().contains("CNI_IFNAME"), e.getMessage());
     }
 
     @Test
     void toStringLeavesTheNetconfOut() {
-        CniRequest r = new CniRequest("ADD", "c", null, "eth0", null, null,
-                "{\"password\":\"hunter2\"}".getBytes(StandardCharsets.UTF_8));
+        CniRequest r =
+                new CniRequest(
+                        "ADD",
+                        "c",
+                        null,
+                        "eth0",
+                        null,
+                        null,
+                        "{\"password\":\"hunter2\"}".getBytes(StandardCharsets.UTF_8));
         assertFalse(r.toString().contains("hunter2"), r.toString());
     }
 }

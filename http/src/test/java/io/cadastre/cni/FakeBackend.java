@@ -15,16 +15,18 @@ public final class FakeBackend implements CniBackend {
     /** One recorded call: the method name and its arguments. */
     public record Call(String method, List<Object> args) {}
 
-    public static final AddResult DEFAULT_RESULT = new AddResult(
-            List.of(new Interface("eth0", "0a:58:c6:12:00:05", "/var/run/netns/pod1")),
-            List.of(new IpConfig("198.18.0.5/32", "169.254.1.1", 0)),
-            List.of(new Route("0.0.0.0/0", "169.254.1.1")));
+    public static final AddResult DEFAULT_RESULT =
+            new AddResult(
+                    List.of(new Interface("eth0", "0a:58:c6:12:00:05", "/var/run/netns/pod1")),
+                    List.of(new IpConfig("198.18.0.5/32", "169.254.1.1", 0)),
+                    List.of(new Route("0.0.0.0/0", "169.254.1.1")));
 
     public final List<Call> calls = new CopyOnWriteArrayList<>();
     public volatile Function<AddRequest, CompletionStage<AddResult>> onAdd =
             r -> CompletableFuture.completedFuture(DEFAULT_RESULT);
     public volatile CompletionStage<Void> onDel = CompletableFuture.completedFuture(null);
-    public volatile CompletionStage<List<String>> onCheck = CompletableFuture.completedFuture(List.of());
+    public volatile CompletionStage<List<String>> onCheck =
+            CompletableFuture.completedFuture(List.of());
     public volatile CompletionStage<Void> onGc = CompletableFuture.completedFuture(null);
     public volatile CompletionStage<Void> onStatus = CompletableFuture.completedFuture(null);
 
@@ -41,7 +43,8 @@ public final class FakeBackend implements CniBackend {
     }
 
     @Override
-    public CompletionStage<List<String>> check(Attachment attachment, boolean ipamOnly, AddResult prevResult) {
+    public CompletionStage<List<String>> check(
+            Attachment attachment, boolean ipamOnly, AddResult prevResult) {
         calls.add(new Call("check", List.of(attachment, ipamOnly, prevResult)));
         return onCheck;
     }

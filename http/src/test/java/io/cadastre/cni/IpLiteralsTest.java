@@ -27,8 +27,25 @@ class IpLiteralsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"", "localhost", "example.com", "1", "1.2.3", "256.1.1.1", "01.2.3.4", "1.2.3.4.5",
-        " 1.2.3.4", "1.2.3.4/32", "fe80::1%eth0", "1::2::3", "gggg::1", "[::1]", ":::", "1.2.3.-4"})
+    @ValueSource(
+            strings = {
+                "",
+                "localhost",
+                "example.com",
+                "1",
+                "1.2.3",
+                "256.1.1.1",
+                "01.2.3.4",
+                "1.2.3.4.5",
+                " 1.2.3.4",
+                "1.2.3.4/32",
+                "fe80::1%eth0",
+                "1::2::3",
+                "gggg::1",
+                "[::1]",
+                ":::",
+                "1.2.3.-4"
+            })
     void nonLiteralsAreRefused(String in) {
         assertEquals(Optional.empty(), IpLiterals.canonicalAddress(in));
     }

@@ -52,8 +52,7 @@ class CniSocketServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static ActorTestKit testKit;
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     private FakeBackend backend;
     private CniSocketServer server;
@@ -83,12 +82,15 @@ class CniSocketServerTest {
     }
 
     private CniSocketServer newServer(Path path, int maxConnections) {
-        return new CniSocketServer(testKit.system(), new CniHandler(backend),
+        return new CniSocketServer(
+                testKit.system(),
+                new CniHandler(backend),
                 new CniSocketServer.Settings(path, Duration.ofSeconds(30), maxConnections));
     }
 
-    private static final String NETCONF = "{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"cadastre\","
-            + "\"ipam\":{\"pools\":[\"default-ipv4\"]}}";
+    private static final String NETCONF =
+            "{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"cadastre\","
+                    + "\"ipam\":{\"pools\":[\"default-ipv4\"]}}";
 
     private static Map<String, String> addHeaders() {
         Map<String, String> h = new LinkedHashMap<>();
@@ -103,7 +105,13 @@ class CniSocketServerTest {
 
     @Test
     void addAnsweredWithResultAndConnectionClosed() throws Exception {
-        Reply reply = send(request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply reply =
+                send(
+                        request(
+                                "POST",
+                                "/v1/cni",
+                                addHeaders(),
+                                NETCONF.getBytes(StandardCharsets.UTF_8)));
 
         assertEquals("HTTP/1.1 200 OK", reply.statusLine);
         JsonNode body = JSON.readTree(reply.body);
@@ -148,17 +156,27 @@ class CniSocketServerTest {
     void versionAnsweredLikeThePlugin() throws Exception {
         Map<String, String> h = new LinkedHashMap<>();
         h.put("CNI-Command", "VERSION");
-        Reply reply = send(request("POST", "/v1/cni", h, "{\"cniVersion\":\"0.4.0\"}".getBytes(StandardCharsets.UTF_8)));
+        Reply reply =
+                send(
+                        request(
+                                "POST",
+                                "/v1/cni",
+                                h,
+                                "{\"cniVersion\":\"0.4.0\"}".getBytes(StandardCharsets.UTF_8)));
 
         assertEquals("HTTP/1.1 200 OK", reply.statusLine);
-        assertEquals("{\"cniVersion\":\"0.4.0\",\"supportedVersions\":[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}",
+        assertEquals(
+                "{\"cniVersion\":\"0.4.0\",\"supportedVersions\":[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}",
                 new String(reply.body, StandardCharsets.UTF_8));
     }
 
     @Test
     void socketFileIsOwnerOnlyAndRemovedOnStop() throws Exception {
-        assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)));
-        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socket.getParent())));
+        assertEquals(
+                "rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)));
+        assertEquals(
+                "rwx------",
+                PosixFilePermissions.toString(Files.getPosixFilePermissions(socket.getParent())));
 
         server.stop().toCompletableFuture().join();
 
@@ -167,7 +185,13 @@ class CniSocketServerTest {
 
     @Test
     void wrongPathIs404AndWrongMethodIs405() throws Exception {
-        Reply notFound = send(request("POST", "/v1/other", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply notFound =
+                send(
+                        request(
+                                "POST",
+                                "/v1/other",
+                                addHeaders(),
+                                NETCONF.getBytes(StandardCharsets.UTF_8)));
         Reply badMethod = send(request("GET", "/v1/cni", Map.of(), new byte[0]));
 
         assertEquals("HTTP/1.1 404 Not Found", notFound.statusLine);
@@ -214,19 +238,21 @@ class CniSocketServerTest {
         int n = 24; // more than Pekko's default blocking-I/O pool of 16 threads
         AtomicInteger arrived = new AtomicInteger();
         CompletableFuture<AddResult> allArrived = new CompletableFuture<>();
-        backend.onAdd = r -> {
-            if (arrived.incrementAndGet() == n) {
-                allArrived.complete(FakeBackend.DEFAULT_RESULT);
-            }
-            return allArrived; // nobody is answered before all n requests are in
-        };
+        backend.onAdd =
+                r -> {
+                    if (arrived.incrementAndGet() == n) {
+                        allArrived.complete(FakeBackend.DEFAULT_RESULT);
+                    }
+                    return allArrived; // nobody is answered before all n requests are in
+                };
         ExecutorService clients = Executors.newFixedThreadPool(n);
         try {
             List<Future<Reply>> replies = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 Map<String, String> h = addHeaders();
                 h.put("CNI-ContainerID", "c" + i);
-                byte[] req = request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8));
+                byte[] req =
+                        request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8));
                 replies.add(clients.submit(() -> send(req)));
             }
             for (Future<Reply> f : replies) {
@@ -239,7 +265,8 @@ class CniSocketServerTest {
 
     @Test
     void clientThatHalfClosesStillGetsTheReply() throws Exception {
-        byte[] req = request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8));
+        byte[] req =
+                request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8));
         try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
             writeFully(ch, req);
             ch.shutdownOutput();
@@ -261,7 +288,9 @@ class CniSocketServerTest {
         try {
             Map<String, String> h = new LinkedHashMap<>();
             h.put("CNI-Command", "VERSION");
-            assertEquals("HTTP/1.1 200 OK", send(stale, request("POST", "/v1/cni", h, new byte[0])).statusLine);
+            assertEquals(
+                    "HTTP/1.1 200 OK",
+                    send(stale, request("POST", "/v1/cni", h, new byte[0])).statusLine);
         } finally {
             second.stop().toCompletableFuture().join();
         }
@@ -281,18 +310,29 @@ class CniSocketServerTest {
         // the failed attempts left the running server alone
         Map<String, String> h = new LinkedHashMap<>();
         h.put("CNI-Command", "VERSION");
-        assertEquals("HTTP/1.1 200 OK", send(request("POST", "/v1/cni", h, new byte[0])).statusLine);
+        assertEquals(
+                "HTTP/1.1 200 OK", send(request("POST", "/v1/cni", h, new byte[0])).statusLine);
     }
 
     @Test
     void requestThatTakesTooLongIsTryAgainLater() throws Exception {
         backend.onAdd = r -> new CompletableFuture<>(); // never answers
         Path path = dir.resolve("slow.sock");
-        CniSocketServer slow = new CniSocketServer(testKit.system(), new CniHandler(backend),
-                new CniSocketServer.Settings(path, Duration.ofMillis(300), 4));
+        CniSocketServer slow =
+                new CniSocketServer(
+                        testKit.system(),
+                        new CniHandler(backend),
+                        new CniSocketServer.Settings(path, Duration.ofMillis(300), 4));
         slow.start();
         try {
-            Reply reply = send(path, request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+            Reply reply =
+                    send(
+                            path,
+                            request(
+                                    "POST",
+                                    "/v1/cni",
+                                    addHeaders(),
+                                    NETCONF.getBytes(StandardCharsets.UTF_8)));
 
             assertEquals("HTTP/1.1 503 Service Unavailable", reply.statusLine);
             JsonNode error = JSON.readTree(reply.body);
@@ -308,12 +348,19 @@ class CniSocketServerTest {
     void stopAbortsARequestThatDoesNotFinish() throws Exception {
         CompletableFuture<AddResult> never = new CompletableFuture<>();
         CompletableFuture<Void> called = new CompletableFuture<>();
-        backend.onAdd = r -> {
-            called.complete(null);
-            return never;
-        };
+        backend.onAdd =
+                r -> {
+                    called.complete(null);
+                    return never;
+                };
         try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
-            writeFully(ch, request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+            writeFully(
+                    ch,
+                    request(
+                            "POST",
+                            "/v1/cni",
+                            addHeaders(),
+                            NETCONF.getBytes(StandardCharsets.UTF_8)));
             called.get();
 
             CompletionStage<?> stopped = server.stop(Duration.ZERO);
@@ -330,13 +377,23 @@ class CniSocketServerTest {
     @Test
     void clientThatSendsNoWholeRequestIsClosedWithoutReply() throws Exception {
         Path path = dir.resolve("impatient.sock");
-        CniSocketServer impatient = new CniSocketServer(testKit.system(), new CniHandler(backend),
-                new CniSocketServer.Settings(path, Duration.ofSeconds(30), 4), Duration.ofMillis(200));
+        CniSocketServer impatient =
+                new CniSocketServer(
+                        testKit.system(),
+                        new CniHandler(backend),
+                        new CniSocketServer.Settings(path, Duration.ofSeconds(30), 4),
+                        Duration.ofMillis(200));
         impatient.start();
         try (SocketChannel silent = SocketChannel.open(UnixDomainSocketAddress.of(path));
                 SocketChannel partial = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
-            byte[] req = request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8));
-            writeFully(partial, java.util.Arrays.copyOf(req, req.length - 10)); // the body stops short
+            byte[] req =
+                    request(
+                            "POST",
+                            "/v1/cni",
+                            addHeaders(),
+                            NETCONF.getBytes(StandardCharsets.UTF_8));
+            writeFully(
+                    partial, java.util.Arrays.copyOf(req, req.length - 10)); // the body stops short
 
             ByteBuffer b = ByteBuffer.allocate(1024);
             assertTrue(readOrEof(silent, b) < 0, "closed, and nothing was sent");
@@ -357,8 +414,20 @@ class CniSocketServerTest {
 
     @Test
     void wrongPathAndMethodGetCniErrorObjects() throws Exception {
-        Reply notFound = send(request("POST", "/v1/cni/extra", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
-        Reply badMethod = send(request("PUT", "/v1/cni?x=1", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply notFound =
+                send(
+                        request(
+                                "POST",
+                                "/v1/cni/extra",
+                                addHeaders(),
+                                NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply badMethod =
+                send(
+                        request(
+                                "PUT",
+                                "/v1/cni?x=1",
+                                addHeaders(),
+                                NETCONF.getBytes(StandardCharsets.UTF_8)));
 
         assertEquals("HTTP/1.1 404 Not Found", notFound.statusLine);
         assertEquals(4, JSON.readTree(notFound.body).get("code").asInt());
@@ -377,7 +446,10 @@ class CniSocketServerTest {
         assertEquals("HTTP/1.1 431 Request Header Fields Too Large", reply.statusLine);
         JsonNode error = JSON.readTree(reply.body);
         assertEquals(4, error.get("code").asInt());
-        assertEquals("1.1.0", error.get("cniVersion").asText(), "the body is not read, so no cniVersion to echo");
+        assertEquals(
+                "1.1.0",
+                error.get("cniVersion").asText(),
+                "the body is not read, so no cniVersion to echo");
         assertTrue(error.get("msg").asText().contains("headers too long"), reply.toString());
         assertWholeExchange(reply);
         assertTrue(backend.calls.isEmpty());
@@ -400,8 +472,13 @@ class CniSocketServerTest {
 
     @Test
     void oversizeRequestLineGetsAnErrorObject() throws Exception {
-        Reply reply = send(request("POST", "/v1/cni?" + "x".repeat(8 * 1024), addHeaders(),
-                NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply reply =
+                send(
+                        request(
+                                "POST",
+                                "/v1/cni?" + "x".repeat(8 * 1024),
+                                addHeaders(),
+                                NETCONF.getBytes(StandardCharsets.UTF_8)));
 
         assertEquals("HTTP/1.1 414 Request-URI Too Long", reply.statusLine);
         assertEquals(4, JSON.readTree(reply.body).get("code").asInt());
@@ -410,22 +487,47 @@ class CniSocketServerTest {
     }
 
     /** The plugin's limits on the CNI variables, in bytes (cni-bridge/DESIGN.md, "Request"). */
-    private static final Map<String, Integer> PLUGIN_LIMITS = Map.of("CNI-Command", 64, "CNI-ContainerID", 255,
-            "CNI-Netns", 4095, "CNI-Ifname", 15, "CNI-Args", 8192, "CNI-Path", 8192);
+    private static final Map<String, Integer> PLUGIN_LIMITS =
+            Map.of(
+                    "CNI-Command",
+                    64,
+                    "CNI-ContainerID",
+                    255,
+                    "CNI-Netns",
+                    4095,
+                    "CNI-Ifname",
+                    15,
+                    "CNI-Args",
+                    8192,
+                    "CNI-Path",
+                    8192);
 
     @Test
     void theLongestHeadThePluginSendsIsWithinTheLimits() throws Exception {
-        // Every variable at the plugin's limit and every byte percent-encoded, as the plugin encodes
+        // Every variable at the plugin's limit and every byte percent-encoded, as the plugin
+        // encodes
         // `%`: the agent must serve it, not refuse it in the HTTP codec. CNI-Command is padded by a
         // header of its own so the verb stays ADD.
-        Map<String, String> values = Map.of("CNI-Command", "ADD", "CNI-ContainerID", "c".repeat(255),
-                "CNI-Netns", "/" + "n".repeat(4094), "CNI-Ifname", "e".repeat(15),
-                "CNI-Args", "IgnoreUnknown=1;X=" + "a".repeat(8192 - 18), "CNI-Path", "/" + "p".repeat(8191));
+        Map<String, String> values =
+                Map.of(
+                        "CNI-Command",
+                        "ADD",
+                        "CNI-ContainerID",
+                        "c".repeat(255),
+                        "CNI-Netns",
+                        "/" + "n".repeat(4094),
+                        "CNI-Ifname",
+                        "e".repeat(15),
+                        "CNI-Args",
+                        "IgnoreUnknown=1;X=" + "a".repeat(8192 - 18),
+                        "CNI-Path",
+                        "/" + "p".repeat(8191));
         Map<String, String> h = new LinkedHashMap<>();
-        values.forEach((name, v) -> {
-            assertTrue(v.length() <= PLUGIN_LIMITS.get(name), name);
-            h.put(name, percentEncodeAll(v));
-        });
+        values.forEach(
+                (name, v) -> {
+                    assertTrue(v.length() <= PLUGIN_LIMITS.get(name), name);
+                    h.put(name, percentEncodeAll(v));
+                });
         h.put("X-Pad", "%41".repeat(PLUGIN_LIMITS.get("CNI-Command") - 3));
         byte[] request = request("POST", "/v1/cni", h, NETCONF.getBytes(StandardCharsets.UTF_8));
         int values3x = PLUGIN_LIMITS.values().stream().mapToInt(n -> 3 * n).sum();
@@ -433,7 +535,10 @@ class CniSocketServerTest {
 
         Reply reply = send(request);
 
-        assertEquals("HTTP/1.1 200 OK", reply.statusLine, new String(reply.body, StandardCharsets.UTF_8));
+        assertEquals(
+                "HTTP/1.1 200 OK",
+                reply.statusLine,
+                new String(reply.body, StandardCharsets.UTF_8));
         AddRequest add = (AddRequest) backend.calls.get(0).args().get(0);
         assertEquals("/" + "n".repeat(4094), add.attachment().netns());
         assertEquals("e".repeat(15), add.attachment().ifname());
@@ -449,7 +554,13 @@ class CniSocketServerTest {
 
     @Test
     void replyHasContentLengthAndConnectionClose() throws Exception {
-        Reply reply = send(request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply reply =
+                send(
+                        request(
+                                "POST",
+                                "/v1/cni",
+                                addHeaders(),
+                                NETCONF.getBytes(StandardCharsets.UTF_8)));
 
         assertEquals(String.valueOf(reply.body.length), reply.headers.get("content-length"));
         assertEquals("close", reply.headers.get("connection"));
@@ -459,10 +570,11 @@ class CniSocketServerTest {
     @Test
     void handlerIsCalledOnTheEndpointsOwnThreads() throws Exception {
         CompletableFuture<String> thread = new CompletableFuture<>();
-        backend.onAdd = r -> {
-            thread.complete(Thread.currentThread().getName());
-            return CompletableFuture.completedFuture(FakeBackend.DEFAULT_RESULT);
-        };
+        backend.onAdd =
+                r -> {
+                    thread.complete(Thread.currentThread().getName());
+                    return CompletableFuture.completedFuture(FakeBackend.DEFAULT_RESULT);
+                };
         send(request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
 
         assertEquals("cadastre-cni", thread.get());
@@ -472,24 +584,36 @@ class CniSocketServerTest {
     void connectionsBeyondTheLimitWaitForAFreeSlot() throws Exception {
         CompletableFuture<AddResult> release = new CompletableFuture<>();
         CompletableFuture<Void> called = new CompletableFuture<>();
-        backend.onAdd = r -> {
-            called.complete(null);
-            return release;
-        };
+        backend.onAdd =
+                r -> {
+                    called.complete(null);
+                    return release;
+                };
         Path path = dir.resolve("narrow.sock");
         CniSocketServer narrow = newServer(path, 1);
         narrow.start();
         ExecutorService clients = Executors.newSingleThreadExecutor();
         try (SocketChannel first = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
-            writeFully(first, request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+            writeFully(
+                    first,
+                    request(
+                            "POST",
+                            "/v1/cni",
+                            addHeaders(),
+                            NETCONF.getBytes(StandardCharsets.UTF_8)));
             called.get();
             Map<String, String> h = new LinkedHashMap<>();
-            h.put("CNI-Command", "VERSION"); // answered without the backend, so only the limit can hold it up
-            Future<Reply> second = clients.submit(() -> send(path, request("POST", "/v1/cni", h, new byte[0])));
+            h.put(
+                    "CNI-Command",
+                    "VERSION"); // answered without the backend, so only the limit can hold it up
+            Future<Reply> second =
+                    clients.submit(() -> send(path, request("POST", "/v1/cni", h, new byte[0])));
 
             // Not a timing assumption: a correct server never answers here, however long one waits;
             // a server without the limit answers a VERSION in about a millisecond.
-            assertThrows(java.util.concurrent.TimeoutException.class, () -> second.get(300, TimeUnit.MILLISECONDS));
+            assertThrows(
+                    java.util.concurrent.TimeoutException.class,
+                    () -> second.get(300, TimeUnit.MILLISECONDS));
             release.complete(FakeBackend.DEFAULT_RESULT);
             assertEquals("HTTP/1.1 200 OK", readReply(first).statusLine);
             assertEquals("HTTP/1.1 200 OK", second.get().statusLine);
@@ -503,17 +627,27 @@ class CniSocketServerTest {
     void stopRemovesTheSocketAtOnceAndLetsARequestInFlightFinish() throws Exception {
         CompletableFuture<AddResult> release = new CompletableFuture<>();
         CompletableFuture<Void> called = new CompletableFuture<>();
-        backend.onAdd = r -> {
-            called.complete(null);
-            return release;
-        };
+        backend.onAdd =
+                r -> {
+                    called.complete(null);
+                    return release;
+                };
         try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
-            writeFully(ch, request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+            writeFully(
+                    ch,
+                    request(
+                            "POST",
+                            "/v1/cni",
+                            addHeaders(),
+                            NETCONF.getBytes(StandardCharsets.UTF_8)));
             called.get();
 
-            CompletableFuture<?> stopped = server.stop(Duration.ofSeconds(30)).toCompletableFuture();
+            CompletableFuture<?> stopped =
+                    server.stop(Duration.ofSeconds(30)).toCompletableFuture();
             assertFalse(Files.exists(socket));
-            assertThrows(IOException.class, () -> SocketChannel.open(UnixDomainSocketAddress.of(socket)));
+            assertThrows(
+                    IOException.class,
+                    () -> SocketChannel.open(UnixDomainSocketAddress.of(socket)));
             assertFalse(stopped.isDone(), "a request is still in flight");
             assertTrue(server.stop() == server.stop(), "stop is idempotent");
 
@@ -529,10 +663,15 @@ class CniSocketServerTest {
      * @param closedByServer the reply ended in a clean EOF (not a reset)
      * @param sentWhole the whole request could be written (see {@link #send(Path, byte[])})
      */
-    private record Reply(String statusLine, Map<String, String> headers, byte[] body, boolean closedByServer,
-                         boolean sentWhole) {}
+    private record Reply(
+            String statusLine,
+            Map<String, String> headers,
+            byte[] body,
+            boolean closedByServer,
+            boolean sentWhole) {}
 
-    private static byte[] request(String method, String path, Map<String, String> cniHeaders, byte[] body) {
+    private static byte[] request(
+            String method, String path, Map<String, String> cniHeaders, byte[] body) {
         StringBuilder sb = new StringBuilder();
         sb.append(method).append(' ').append(path).append(" HTTP/1.1\r\n");
         sb.append("Host: cadastre\r\n");
@@ -602,11 +741,14 @@ class CniSocketServerTest {
         Map<String, String> headers = new LinkedHashMap<>();
         for (int i = 1; i < lines.length; i++) {
             int colon = lines[i].indexOf(':');
-            headers.put(lines[i].substring(0, colon).trim().toLowerCase(), lines[i].substring(colon + 1).trim());
+            headers.put(
+                    lines[i].substring(0, colon).trim().toLowerCase(),
+                    lines[i].substring(colon + 1).trim());
         }
         byte[] body = java.util.Arrays.copyOfRange(bytes, end + 4, bytes.length);
         if (headers.containsKey("content-length")) {
-            assertEquals(Integer.parseInt(headers.get("content-length")), body.length, "body length");
+            assertEquals(
+                    Integer.parseInt(headers.get("content-length")), body.length, "body length");
         }
         return new Reply(lines[0], headers, body, cleanEof, true);
     }

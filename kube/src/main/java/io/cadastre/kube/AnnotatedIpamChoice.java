@@ -36,37 +36,63 @@ public final class AnnotatedIpamChoice implements PodIpamChoice {
             return CompletableFuture.completedFuture(Choice.NONE);
         }
         String podName = "pod " + namespace + "/" + pod;
-        CompletableFuture<Optional<Pod>> podObject = lookup(api.cachedPod(namespace, pod), () -> api.pod(namespace, pod), podName)
-                .toCompletableFuture();
-        CompletableFuture<Optional<Namespace>> namespaceObject = lookup(api.cachedNamespace(namespace),
-                () -> api.namespace(namespace), "namespace " + namespace).toCompletableFuture();
-        return podObject.thenCombine(namespaceObject, (p, ns) -> {
-            IpamAnnotations ofPod = IpamAnnotations.parse(annotations(p), podName, true);
-            IpamAnnotations ofNamespace = IpamAnnotations.parse(annotations(ns), "namespace " + namespace, false);
-            Choice choice = new Choice(IpamAnnotations.poolsByFamily(ofPod, ofNamespace), ofPod.addresses(),
-                    !ofPod.isEmpty() ? podName : !ofNamespace.isEmpty() ? "namespace " + namespace : "");
-            if (!choice.isEmpty()) {
-                LOG.debug("{}: annotations of {} choose pools {} and addresses {}", podName, choice.source(),
-                        choice.poolsByFamily(), choice.addresses());
-            }
-            return choice;
-        });
+        CompletableFuture<Optional<Pod>> podObject =
+                lookup(api.cachedPod(namespace, pod), () -> api.pod(namespace, pod), podName)
+                        .toCompletableFuture();
+        CompletableFuture<Optional<Namespace>> namespaceObject =
+                lookup(
+                                api.cachedNamespace(namespace),
+                                () -> api.namespace(namespace),
+                                "namespace " + namespace)
+                        .toCompletableFuture();
+        return podObject.thenCombine(
+                namespaceObject,
+                (p, ns) -> {
+                    IpamAnnotations ofPod = IpamAnnotations.parse(annotations(p), podName, true);
+                    IpamAnnotations ofNamespace =
+                            IpamAnnotations.parse(annotations(ns), "namespace " + namespace, false);
+                    Choice choice =
+                            new Choice(
+                                    IpamAnnotations.poolsByFamily(ofPod, ofNamespace),
+                                    ofPod.addresses(),
+                                    !ofPod.isEmpty()
+                                            ? podName
+                                            : !ofNamespace.isEmpty()
+                                                    ? "namespace " + namespace
+                                                    : "");
+                    if (!choice.isEmpty()) {
+                        LOG.debug(
+                                "{}: annotations of {} choose pools {} and addresses {}",
+                                podName,
+                                choice.source(),
+                                choice.poolsByFamily(),
+                                choice.addresses());
+                    }
+                    return choice;
+                });
     }
 
     /** The cached object, else a GET; empty (logged) when the API does not answer in time. */
-    private static <T> CompletionStage<Optional<T>> lookup(Optional<T> cached,
-            java.util.function.Supplier<CompletionStage<Optional<T>>> get, String what) {
+    private static <T> CompletionStage<Optional<T>> lookup(
+            Optional<T> cached,
+            java.util.function.Supplier<CompletionStage<Optional<T>>> get,
+            String what) {
         if (cached.isPresent()) {
             return CompletableFuture.completedFuture(cached);
         }
-        return get.get().handle((found, failure) -> {
-            if (failure != null) {
-                LOG.warn("{} is not in the cache and the Kubernetes API did not answer ({}): its annotations are not"
-                        + " applied to this ADD", what, failure.toString());
-                return Optional.<T>empty();
-            }
-            return found;
-        });
+        return get.get()
+                .handle(
+                        (found, failure) -> {
+                            if (failure != null) {
+                                LOG.warn(
+                                        "{} is not in the cache and the Kubernetes API did not answer ({}): its annotations are not"
+                                                + " applied to this ADD",
+                                        what,
+                                        failure.toString());
+                                return Optional.<T>empty();
+                            }
+                            return found;
+                        });
     }
 
     private static Map<String, String> annotations(Optional<? extends HasMetadata> object) {

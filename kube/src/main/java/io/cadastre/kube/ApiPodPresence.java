@@ -34,13 +34,18 @@ public final class ApiPodPresence implements PodPresence {
         }
         Optional<Pod> live;
         try {
-            live = api.pod(namespace, name).toCompletableFuture()
-                    .get(api.requestTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+            live =
+                    api.pod(namespace, name)
+                            .toCompletableFuture()
+                            .get(api.requestTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
         } catch (Exception e) {
-            LOG.info("pod {}/{} is not in the cache and the API did not answer ({}): not taken as gone", namespace, name,
+            LOG.info(
+                    "pod {}/{} is not in the cache and the API did not answer ({}): not taken as gone",
+                    namespace,
+                    name,
                     e.toString());
             return false;
         }

@@ -66,7 +66,9 @@ public final class ClusterBootstrap {
     /** The bootstrap's messages: its timer, the pod list, and the probes' answers (remote). */
     public sealed interface Command permits Tick, Listed, ProbeReply {}
 
-    private enum Tick implements Command { INSTANCE }
+    private enum Tick implements Command {
+        INSTANCE
+    }
 
     private record Listed(List<Address> contactPoints, Throwable failure) implements Command {}
 
@@ -83,15 +85,23 @@ public final class ClusterBootstrap {
 
     /** @return what every agent runs at {@value #PROBE_NAME}: answers whether this member is in a cluster */
     public static Behavior<Probe> responder() {
-        return Behaviors.setup(ctx -> {
-            Cluster cluster = Cluster.get(ctx.getSystem());
-            return Behaviors.receiveMessage(probe -> {
-                MemberStatus status = cluster.selfMember().status();
-                probe.replyTo().tell(new ProbeReply(cluster.selfMember().address().toString(),
-                        status == MemberStatus.up() || status == MemberStatus.weaklyUp()));
-                return Behaviors.same();
-            });
-        });
+        return Behaviors.setup(
+                ctx -> {
+                    Cluster cluster = Cluster.get(ctx.getSystem());
+                    return Behaviors.receiveMessage(
+                            probe -> {
+                                MemberStatus status = cluster.selfMember().status();
+                                probe.replyTo()
+                                        .tell(
+                                                new ProbeReply(
+                                                        cluster.selfMember().address().toString(),
+                                                        status == MemberStatus.up()
+                                                                || status
+                                                                        == MemberStatus
+                                                                                .weaklyUp()));
+                                return Behaviors.same();
+                            });
+                });
     }
 
     /**
@@ -100,11 +110,16 @@ public final class ClusterBootstrap {
      * @param nanoClock monotonic time in nanoseconds ({@code System::nanoTime})
      * @return the bootstrap: starts at once, stops once it has sent a join
      */
-    public static Behavior<Command> create(KubeApi api, KubeSettings.Bootstrap settings, LongSupplier nanoClock) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-            timers.startTimerWithFixedDelay(Tick.INSTANCE, Duration.ZERO, settings.probeInterval());
-            return new Round(ctx, api, settings, nanoClock).behavior();
-        }));
+    public static Behavior<Command> create(
+            KubeApi api, KubeSettings.Bootstrap settings, LongSupplier nanoClock) {
+        return Behaviors.setup(
+                ctx ->
+                        Behaviors.withTimers(
+                                timers -> {
+                                    timers.startTimerWithFixedDelay(
+                                            Tick.INSTANCE, Duration.ZERO, settings.probeInterval());
+                                    return new Round(ctx, api, settings, nanoClock).behavior();
+                                }));
     }
 
     /** The bootstrap's state; the actor's thread only. */
@@ -117,6 +132,7 @@ public final class ClusterBootstrap {
         private Set<Address> contactPoints = Set.of();
         private long changedAt;
         private boolean listing;
+
         /**
          * contact point → its last answer and when it came; keyed in {@link #ORDER} (IP as a number,
          * port), as {@link #contactPoints}, so that an answer is the contact point's however either
@@ -127,44 +143,70 @@ public final class ClusterBootstrap {
         /** @param reported the member's address as it wrote it: where a join goes */
         private record Answer(boolean member, long atNanos, Address reported) {}
 
-        Round(ActorContext<Command> ctx, KubeApi api, KubeSettings.Bootstrap settings, LongSupplier nanoClock) {
+        Round(
+                ActorContext<Command> ctx,
+                KubeApi api,
+                KubeSettings.Bootstrap settings,
+                LongSupplier nanoClock) {
             this.ctx = ctx;
             this.api = api;
             this.settings = settings;
             this.nanoClock = nanoClock;
             this.self = Cluster.get(ctx.getSystem()).selfMember().address();
             this.changedAt = nanoClock.getAsLong();
-            LOG.info("cluster bootstrap: looking for agents (pods '{}' in namespace {}); a new cluster needs {} of them",
-                    settings.podLabelSelector(), api.namespace(), settings.requiredContactPoints());
+            LOG.info(
+                    "cluster bootstrap: looking for agents (pods '{}' in namespace {}); a new cluster needs {} of them",
+                    settings.podLabelSelector(),
+                    api.namespace(),
+                    settings.requiredContactPoints());
         }
 
         Behavior<Command> behavior() {
             return Behaviors.receive(Command.class)
-                    .onMessage(Tick.class, tick -> {
-                        if (!listing) {
-                            listing = true;
-                            ctx.pipeToSelf(api.pods(settings.podLabelSelector()),
-                                    (pods, failure) -> new Listed(failure == null ? contactPoints(pods) : List.of(), failure));
-                        }
-                        return Behaviors.same();
-                    })
+                    .onMessage(
+                            Tick.class,
+                            tick -> {
+                                if (!listing) {
+                                    listing = true;
+                                    ctx.pipeToSelf(
+                                            api.pods(settings.podLabelSelector()),
+                                            (pods, failure) ->
+                                                    new Listed(
+                                                            failure == null
+                                                                    ? contactPoints(pods)
+                                                                    : List.of(),
+                                                            failure));
+                                }
+                                return Behaviors.same();
+                            })
                     .onMessage(Listed.class, this::onListed)
-                    .onMessage(ProbeReply.class, reply -> {
-                        try {
-                            Address from = org.apache.pekko.actor.AddressFromURIString.parse(reply.address());
-                            answers.put(from, new Answer(reply.member(), nanoClock.getAsLong(), from));
-                        } catch (RuntimeException e) {
-                            LOG.warn("cluster bootstrap: an answer names no address: {}", io.cadastre.cni.CniText.quoted(reply.address()));
-                        }
-                        return Behaviors.same();
-                    })
+                    .onMessage(
+                            ProbeReply.class,
+                            reply -> {
+                                try {
+                                    Address from =
+                                            org.apache.pekko.actor.AddressFromURIString.parse(
+                                                    reply.address());
+                                    answers.put(
+                                            from,
+                                            new Answer(
+                                                    reply.member(), nanoClock.getAsLong(), from));
+                                } catch (RuntimeException e) {
+                                    LOG.warn(
+                                            "cluster bootstrap: an answer names no address: {}",
+                                            io.cadastre.cni.CniText.quoted(reply.address()));
+                                }
+                                return Behaviors.same();
+                            })
                     .build();
         }
 
         private Behavior<Command> onListed(Listed listed) {
             listing = false;
             if (listed.failure() != null) {
-                LOG.warn("cluster bootstrap: the agents' pods cannot be listed ({}); trying again", listed.failure().toString());
+                LOG.warn(
+                        "cluster bootstrap: the agents' pods cannot be listed ({}); trying again",
+                        listed.failure().toString());
                 return Behaviors.same();
             }
             long now = nanoClock.getAsLong();
@@ -177,22 +219,30 @@ public final class ClusterBootstrap {
             }
             answers.keySet().retainAll(found);
             // A member found: join the running cluster, never form another.
-            List<Address> members = answers.values().stream().filter(Answer::member).map(Answer::reported).sorted(ORDER).toList();
+            List<Address> members =
+                    answers.values().stream()
+                            .filter(Answer::member)
+                            .map(Answer::reported)
+                            .sorted(ORDER)
+                            .toList();
             if (!members.isEmpty()) {
                 LOG.info("cluster bootstrap: joining the cluster of {}", members);
                 Cluster.get(ctx.getSystem()).manager().tell(new JoinSeedNodes(members));
                 return Behaviors.stopped();
             }
             if (mayForm(now)) {
-                LOG.info("cluster bootstrap: no agent of {} is in a cluster and this one has the lowest address: forming"
-                        + " a new cluster", found);
+                LOG.info(
+                        "cluster bootstrap: no agent of {} is in a cluster and this one has the lowest address: forming"
+                                + " a new cluster",
+                        found);
                 Cluster.get(ctx.getSystem()).manager().tell(Join.create(self));
                 return Behaviors.stopped();
             }
             ActorRef<ProbeReply> replyTo = ctx.getSelf().narrow();
             for (Address contact : found) {
                 if (!same(contact, self)) {
-                    Adapter.toClassic(ctx.getSystem()).actorSelection(contact + "/user/" + PROBE_NAME)
+                    Adapter.toClassic(ctx.getSystem())
+                            .actorSelection(contact + "/user/" + PROBE_NAME)
                             .tell(new Probe(replyTo), org.apache.pekko.actor.ActorRef.noSender());
                 }
             }
@@ -200,17 +250,21 @@ public final class ClusterBootstrap {
         }
 
         private boolean mayForm(long now) {
-            if (contactPoints.size() < settings.requiredContactPoints() || !contactPoints.contains(self)
+            if (contactPoints.size() < settings.requiredContactPoints()
+                    || !contactPoints.contains(self)
                     || !same(contactPoints.iterator().next(), self)) {
                 return false;
             }
             if (now - changedAt < settings.stableMargin().toNanos()) {
                 return false;
             }
-            return contactPoints.stream().filter(c -> !same(c, self)).allMatch(c -> {
-                Answer a = answers.get(c);
-                return a != null && !a.member() && a.atNanos() >= changedAt;
-            });
+            return contactPoints.stream()
+                    .filter(c -> !same(c, self))
+                    .allMatch(
+                            c -> {
+                                Answer a = answers.get(c);
+                                return a != null && !a.member() && a.atNanos() >= changedAt;
+                            });
         }
 
         /** @return the contact points the pods give: Running, with an IP, at the named port or this member's */
@@ -220,7 +274,9 @@ public final class ClusterBootstrap {
                 if (pod.getStatus() == null || !"Running".equals(pod.getStatus().getPhase())) {
                     continue;
                 }
-                Optional<String> ip = Optional.ofNullable(pod.getStatus().getPodIP()).filter(ClusterBootstrap::isIpLiteral);
+                Optional<String> ip =
+                        Optional.ofNullable(pod.getStatus().getPodIP())
+                                .filter(ClusterBootstrap::isIpLiteral);
                 if (ip.isEmpty()) {
                     continue;
                 }
@@ -277,20 +333,27 @@ public final class ClusterBootstrap {
     }
 
     /** Contact points by address (IP as a number, IPv4 before IPv6), then port: "lowest-addressed" is the first. */
-    static final Comparator<Address> ORDER = Comparator.comparing((Address a) -> hostKey(a))
-            .thenComparing(a -> a.getPort().orElse(0));
+    static final Comparator<Address> ORDER =
+            Comparator.comparing((Address a) -> hostKey(a))
+                    .thenComparing(a -> a.getPort().orElse(0));
 
     /** IPv4 as its number, IPv6 above every IPv4, a name (never resolved) above both. */
     private static BigInteger hostKey(Address a) {
         String host = a.getHost().orElse("");
-        String literal = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+        String literal =
+                host.startsWith("[") && host.endsWith("]")
+                        ? host.substring(1, host.length() - 1)
+                        : host;
         if (!isIpLiteral(literal)) {
             return BigInteger.ONE.shiftLeft(129);
         }
         try {
             // A literal: InetAddress parses it without a lookup.
-            byte[] bytes = InetAddress.getByName(io.cadastre.ipam.IpAddresses.canonical(literal)).getAddress();
-            return new BigInteger(1, bytes).add(bytes.length == 4 ? BigInteger.ZERO : BigInteger.ONE.shiftLeft(32));
+            byte[] bytes =
+                    InetAddress.getByName(io.cadastre.ipam.IpAddresses.canonical(literal))
+                            .getAddress();
+            return new BigInteger(1, bytes)
+                    .add(bytes.length == 4 ? BigInteger.ZERO : BigInteger.ONE.shiftLeft(32));
         } catch (UnknownHostException e) {
             return BigInteger.ONE.shiftLeft(129);
         }

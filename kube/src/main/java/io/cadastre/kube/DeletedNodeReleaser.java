@@ -107,7 +107,11 @@ public final class DeletedNodeReleaser {
      * @param interval how often a pass runs; positive
      * @param nanoClock monotonic time in nanoseconds ({@code System::nanoTime} in production)
      */
-    public DeletedNodeReleaser(CadastreNodes cadastre, Supplier<NodeObjects> nodes, Duration grace, Duration interval,
+    public DeletedNodeReleaser(
+            CadastreNodes cadastre,
+            Supplier<NodeObjects> nodes,
+            Duration grace,
+            Duration interval,
             LongSupplier nanoClock) {
         this.cadastre = cadastre;
         this.nodes = nodes;
@@ -150,22 +154,35 @@ public final class DeletedNodeReleaser {
         return new CadastreNodes() {
             @Override
             public CompletionStage<Set<String>> absentNodes() {
-                return inventory.nodes().thenApply(all -> all.nodes().stream()
-                        .filter(n -> n.member().equals("absent") && !n.removed())
-                        .map(AdminViews.NodeSummary::name).collect(Collectors.toCollection(TreeSet::new)));
+                return inventory
+                        .nodes()
+                        .thenApply(
+                                all ->
+                                        all.nodes().stream()
+                                                .filter(
+                                                        n ->
+                                                                n.member().equals("absent")
+                                                                        && !n.removed())
+                                                .map(AdminViews.NodeSummary::name)
+                                                .collect(Collectors.toCollection(TreeSet::new)));
             }
 
             @Override
             public CompletionStage<List<String>> removeWithAddresses(String node) {
-                return removal.remove(node, true).thenApply(AdminViews.NodeRemoved::releasedAddresses);
+                return removal.remove(node, true)
+                        .thenApply(AdminViews.NodeRemoved::releasedAddresses);
             }
         };
     }
 
     /** Starts the singleton, or its proxy on a member that does not run it. */
-    public static ActorRef<Command> startSingleton(ActorSystem<?> system, DeletedNodeReleaser releaser) {
-        Behavior<Command> supervised = Behaviors.supervise(releaser.behavior())
-                .onFailure(SupervisorStrategy.restartWithBackoff(Duration.ofSeconds(1), Duration.ofMinutes(1), 0.2));
+    public static ActorRef<Command> startSingleton(
+            ActorSystem<?> system, DeletedNodeReleaser releaser) {
+        Behavior<Command> supervised =
+                Behaviors.supervise(releaser.behavior())
+                        .onFailure(
+                                SupervisorStrategy.restartWithBackoff(
+                                        Duration.ofSeconds(1), Duration.ofMinutes(1), 0.2));
         return ClusterSingleton.get(system).init(SingletonActor.of(supervised, SINGLETON_NAME));
     }
 
@@ -187,48 +204,71 @@ public final class DeletedNodeReleaser {
     // ---- the singleton ----
 
     /** The singleton's messages: its timer and the end of a pass; never sent across members. */
-    public sealed interface Command extends NoSerializationVerificationNeeded permits Tick, PassDone {}
+    public sealed interface Command extends NoSerializationVerificationNeeded
+            permits Tick, PassDone {}
 
-    private enum Tick implements Command { INSTANCE }
+    private enum Tick implements Command {
+        INSTANCE
+    }
 
     private record PassDone(Throwable failure) implements Command {}
 
     Behavior<Command> behavior() {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-            NodeObjects view = nodes.get();
-            Map<String, Long> absentSince = new HashMap<>();
-            LOG.info("deleted-node releaser started here: nodes whose Node has been deleted for {} are removed with their"
-                    + " addresses", grace);
-            timers.startTimerWithFixedDelay(Tick.INSTANCE, interval);
-            boolean[] running = {false};
-            return Behaviors.receive(Command.class)
-                    .onMessage(Tick.class, tick -> {
-                        if (!running[0]) {
-                            running[0] = true;
-                            CompletionStage<Void> pass;
-                            try {
-                                pass = pass(view, absentSince);
-                            } catch (RuntimeException e) {
-                                pass = CompletableFuture.failedFuture(e);
-                            }
-                            ctx.pipeToSelf(pass, (v, failure) -> new PassDone(failure));
-                        }
-                        return Behaviors.same();
-                    })
-                    .onMessage(PassDone.class, done -> {
-                        running[0] = false;
-                        passes.incrementAndGet();
-                        if (done.failure() != null) {
-                            LOG.warn("deleted-node pass failed, next in {}: {}", interval, cause(done.failure()).toString());
-                        }
-                        return Behaviors.same();
-                    })
-                    .onSignal(PostStop.class, stop -> {
-                        view.close();
-                        return Behaviors.same();
-                    })
-                    .build();
-        }));
+        return Behaviors.setup(
+                ctx ->
+                        Behaviors.withTimers(
+                                timers -> {
+                                    NodeObjects view = nodes.get();
+                                    Map<String, Long> absentSince = new HashMap<>();
+                                    LOG.info(
+                                            "deleted-node releaser started here: nodes whose Node has been deleted for {} are removed with their"
+                                                    + " addresses",
+                                            grace);
+                                    timers.startTimerWithFixedDelay(Tick.INSTANCE, interval);
+                                    boolean[] running = {false};
+                                    return Behaviors.receive(Command.class)
+                                            .onMessage(
+                                                    Tick.class,
+                                                    tick -> {
+                                                        if (!running[0]) {
+                                                            running[0] = true;
+                                                            CompletionStage<Void> pass;
+                                                            try {
+                                                                pass = pass(view, absentSince);
+                                                            } catch (RuntimeException e) {
+                                                                pass =
+                                                                        CompletableFuture
+                                                                                .failedFuture(e);
+                                                            }
+                                                            ctx.pipeToSelf(
+                                                                    pass,
+                                                                    (v, failure) ->
+                                                                            new PassDone(failure));
+                                                        }
+                                                        return Behaviors.same();
+                                                    })
+                                            .onMessage(
+                                                    PassDone.class,
+                                                    done -> {
+                                                        running[0] = false;
+                                                        passes.incrementAndGet();
+                                                        if (done.failure() != null) {
+                                                            LOG.warn(
+                                                                    "deleted-node pass failed, next in {}: {}",
+                                                                    interval,
+                                                                    cause(done.failure())
+                                                                            .toString());
+                                                        }
+                                                        return Behaviors.same();
+                                                    })
+                                            .onSignal(
+                                                    PostStop.class,
+                                                    stop -> {
+                                                        view.close();
+                                                        return Behaviors.same();
+                                                    })
+                                            .build();
+                                }));
     }
 
     /** One pass; the map is the incarnation's, touched only from the pass's callbacks, one pass at a time. */
@@ -236,60 +276,85 @@ public final class DeletedNodeReleaser {
         if (!view.synced()) {
             return CompletableFuture.completedFuture(null);
         }
-        return cadastre.absentNodes().thenCompose(names -> {
-            long now = nanoClock.getAsLong();
-            synchronized (absentSince) {
-                absentSince.keySet().retainAll(names);
-                for (String name : names) {
-                    if (view.cached(name)) {
-                        absentSince.remove(name);
-                    } else if (absentSince.putIfAbsent(name, now) == null) {
-                        LOG.info("node {} has no Node object in Kubernetes: it is removed with its addresses after {} unless"
-                                + " its Node or agent comes back", name, grace);
-                    }
-                }
-                candidates = absentSince.size();
-            }
-            List<String> due;
-            synchronized (absentSince) {
-                due = absentSince.entrySet().stream().filter(e -> now - e.getValue() >= grace.toNanos())
-                        .map(Map.Entry::getKey).sorted().toList();
-            }
-            CompletionStage<Void> chain = CompletableFuture.completedFuture(null);
-            for (String name : due) {
-                chain = chain.thenCompose(v -> release(view, name, absentSince));
-            }
-            return chain;
-        });
+        return cadastre.absentNodes()
+                .thenCompose(
+                        names -> {
+                            long now = nanoClock.getAsLong();
+                            synchronized (absentSince) {
+                                absentSince.keySet().retainAll(names);
+                                for (String name : names) {
+                                    if (view.cached(name)) {
+                                        absentSince.remove(name);
+                                    } else if (absentSince.putIfAbsent(name, now) == null) {
+                                        LOG.info(
+                                                "node {} has no Node object in Kubernetes: it is removed with its addresses after {} unless"
+                                                        + " its Node or agent comes back",
+                                                name,
+                                                grace);
+                                    }
+                                }
+                                candidates = absentSince.size();
+                            }
+                            List<String> due;
+                            synchronized (absentSince) {
+                                due =
+                                        absentSince.entrySet().stream()
+                                                .filter(e -> now - e.getValue() >= grace.toNanos())
+                                                .map(Map.Entry::getKey)
+                                                .sorted()
+                                                .toList();
+                            }
+                            CompletionStage<Void> chain = CompletableFuture.completedFuture(null);
+                            for (String name : due) {
+                                chain = chain.thenCompose(v -> release(view, name, absentSince));
+                            }
+                            return chain;
+                        });
     }
 
-    private CompletionStage<Void> release(NodeObjects view, String name, Map<String, Long> absentSince) {
-        return view.exists(name).thenCompose(exists -> {
-            if (exists) {
-                LOG.info("node {}: its Node exists (a GET says so): not removed", name);
-                synchronized (absentSince) {
-                    absentSince.remove(name);
-                }
-                return CompletableFuture.completedFuture(null);
-            }
-            return cadastre.removeWithAddresses(name).thenAccept(addresses -> {
-                released.incrementAndGet();
-                synchronized (absentSince) {
-                    absentSince.remove(name);
-                }
-                LOG.info("node {}: its Node was deleted from Kubernetes; removed, released {}", name, addresses);
-            });
-        }).handle((v, failure) -> {
-            if (failure != null) {
-                Throwable cause = cause(failure);
-                if (cause instanceof AdminException e && e.kind() == AdminException.Kind.CONFLICT) {
-                    LOG.info("node {}: not removed yet: {}", name, e.getMessage());
-                } else {
-                    LOG.warn("node {}: removal failed, trying again at the next pass: {}", name, cause.toString());
-                }
-            }
-            return null;
-        });
+    private CompletionStage<Void> release(
+            NodeObjects view, String name, Map<String, Long> absentSince) {
+        return view.exists(name)
+                .thenCompose(
+                        exists -> {
+                            if (exists) {
+                                LOG.info(
+                                        "node {}: its Node exists (a GET says so): not removed",
+                                        name);
+                                synchronized (absentSince) {
+                                    absentSince.remove(name);
+                                }
+                                return CompletableFuture.completedFuture(null);
+                            }
+                            return cadastre.removeWithAddresses(name)
+                                    .thenAccept(
+                                            addresses -> {
+                                                released.incrementAndGet();
+                                                synchronized (absentSince) {
+                                                    absentSince.remove(name);
+                                                }
+                                                LOG.info(
+                                                        "node {}: its Node was deleted from Kubernetes; removed, released {}",
+                                                        name,
+                                                        addresses);
+                                            });
+                        })
+                .handle(
+                        (v, failure) -> {
+                            if (failure != null) {
+                                Throwable cause = cause(failure);
+                                if (cause instanceof AdminException e
+                                        && e.kind() == AdminException.Kind.CONFLICT) {
+                                    LOG.info("node {}: not removed yet: {}", name, e.getMessage());
+                                } else {
+                                    LOG.warn(
+                                            "node {}: removal failed, trying again at the next pass: {}",
+                                            name,
+                                            cause.toString());
+                                }
+                            }
+                            return null;
+                        });
     }
 
     private static Throwable cause(Throwable t) {

@@ -45,26 +45,33 @@ import java.util.regex.Pattern;
  * @param ipv6Pools the {@code ipv6pools} entries, empty when not annotated
  * @param addresses the {@code ipAddrs} addresses, canonical; empty when not annotated
  */
-public record IpamAnnotations(Optional<List<String>> ipv4Pools, Optional<List<String>> ipv6Pools, List<String> addresses) {
+public record IpamAnnotations(
+        Optional<List<String>> ipv4Pools,
+        Optional<List<String>> ipv6Pools,
+        List<String> addresses) {
     /** The prefix of Cadastre's annotations. */
     public static final String PREFIX = "cadastre.io/";
+
     public static final String IPV4_POOLS = PREFIX + "ipv4pools";
     public static final String IPV6_POOLS = PREFIX + "ipv6pools";
     public static final String IP_ADDRS = PREFIX + "ipAddrs";
 
     /** The longest annotation value read, in characters. */
     public static final int MAX_VALUE_CHARS = 4096;
+
     /** The most pools one annotation may name. */
     public static final int MAX_POOLS = 16;
 
-    public static final IpamAnnotations NONE = new IpamAnnotations(Optional.empty(), Optional.empty(), List.of());
+    public static final IpamAnnotations NONE =
+            new IpamAnnotations(Optional.empty(), Optional.empty(), List.of());
 
     private static final Pattern POOL_NAME = Pattern.compile("[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?");
-    private static final ObjectMapper JSON = JsonMapper.builder()
-            .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-            .build();
+    private static final ObjectMapper JSON =
+            JsonMapper.builder()
+                    .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+                    .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+                    .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+                    .build();
 
     public IpamAnnotations {
         ipv4Pools = ipv4Pools.map(List::copyOf);
@@ -78,14 +85,27 @@ public record IpamAnnotations(Optional<List<String>> ipv4Pools, Optional<List<St
      * @param readAddresses whether {@code ipAddrs} is read (pods) or ignored (namespaces)
      * @throws CniException code 7 for a malformed value, as the class says
      */
-    public static IpamAnnotations parse(Map<String, String> annotations, String object, boolean readAddresses) {
+    public static IpamAnnotations parse(
+            Map<String, String> annotations, String object, boolean readAddresses) {
         if (annotations == null || annotations.isEmpty()) {
             return NONE;
         }
-        Optional<List<String>> v4 = Optional.ofNullable(annotations.get(IPV4_POOLS))
-                .map(v -> pools(strings(v, IPV4_POOLS, object, MAX_POOLS), IPV4_POOLS, object));
-        Optional<List<String>> v6 = Optional.ofNullable(annotations.get(IPV6_POOLS))
-                .map(v -> pools(strings(v, IPV6_POOLS, object, MAX_POOLS), IPV6_POOLS, object));
+        Optional<List<String>> v4 =
+                Optional.ofNullable(annotations.get(IPV4_POOLS))
+                        .map(
+                                v ->
+                                        pools(
+                                                strings(v, IPV4_POOLS, object, MAX_POOLS),
+                                                IPV4_POOLS,
+                                                object));
+        Optional<List<String>> v6 =
+                Optional.ofNullable(annotations.get(IPV6_POOLS))
+                        .map(
+                                v ->
+                                        pools(
+                                                strings(v, IPV6_POOLS, object, MAX_POOLS),
+                                                IPV6_POOLS,
+                                                object));
         List<String> addresses = List.of();
         String ips = readAddresses ? annotations.get(IP_ADDRS) : null;
         if (ips != null) {
@@ -104,7 +124,8 @@ public record IpamAnnotations(Optional<List<String>> ipv4Pools, Optional<List<St
      *
      * @return the pools per family ({@code AssignRequest.poolsByFamily}) and the addresses
      */
-    public static Map<IpFamily, List<String>> poolsByFamily(IpamAnnotations pod, IpamAnnotations namespace) {
+    public static Map<IpFamily, List<String>> poolsByFamily(
+            IpamAnnotations pod, IpamAnnotations namespace) {
         Map<IpFamily, List<String>> byFamily = new EnumMap<>(IpFamily.class);
         pod.ipv4Pools().or(namespace::ipv4Pools).ifPresent(p -> byFamily.put(IpFamily.V4, p));
         pod.ipv6Pools().or(namespace::ipv6Pools).ifPresent(p -> byFamily.put(IpFamily.V6, p));
@@ -113,7 +134,10 @@ public record IpamAnnotations(Optional<List<String>> ipv4Pools, Optional<List<St
 
     private static List<String> strings(String value, String key, String object, int maxEntries) {
         if (value.length() > MAX_VALUE_CHARS) {
-            throw refused(key, object, "is " + value.length() + " characters long, more than " + MAX_VALUE_CHARS);
+            throw refused(
+                    key,
+                    object,
+                    "is " + value.length() + " characters long, more than " + MAX_VALUE_CHARS);
         }
         JsonNode tree;
         try {
@@ -125,7 +149,8 @@ public record IpamAnnotations(Optional<List<String>> ipv4Pools, Optional<List<St
             throw refused(key, object, CniText.quoted(value) + " is not a JSON array of strings");
         }
         if (tree.isEmpty()) {
-            throw refused(key, object, "is an empty list (remove the annotation to choose nothing)");
+            throw refused(
+                    key, object, "is an empty list (remove the annotation to choose nothing)");
         }
         if (tree.size() > maxEntries) {
             throw refused(key, object, "has " + tree.size() + " entries, more than " + maxEntries);
@@ -133,7 +158,8 @@ public record IpamAnnotations(Optional<List<String>> ipv4Pools, Optional<List<St
         List<String> entries = new ArrayList<>();
         for (JsonNode item : tree) {
             if (!item.isTextual()) {
-                throw refused(key, object, CniText.quoted(value) + " is not a JSON array of strings");
+                throw refused(
+                        key, object, CniText.quoted(value) + " is not a JSON array of strings");
             }
             entries.add(item.textValue().strip());
         }
@@ -144,7 +170,8 @@ public record IpamAnnotations(Optional<List<String>> ipv4Pools, Optional<List<St
         Set<String> pools = new LinkedHashSet<>();
         for (String entry : entries) {
             if (!POOL_NAME.matcher(entry).matches() && !isCidr(entry)) {
-                throw refused(key, object, CniText.quoted(entry) + " is neither a pool name nor a CIDR");
+                throw refused(
+                        key, object, CniText.quoted(entry) + " is neither a pool name nor a CIDR");
             }
             pools.add(entry);
         }
@@ -180,6 +207,8 @@ public record IpamAnnotations(Optional<List<String>> ipv4Pools, Optional<List<St
     }
 
     private static CniException refused(String key, String object, String problem) {
-        return new CniException(CniCodes.INVALID_NETWORK_CONFIG, "annotation " + key + " of " + object + " " + problem);
+        return new CniException(
+                CniCodes.INVALID_NETWORK_CONFIG,
+                "annotation " + key + " of " + object + " " + problem);
     }
 }

@@ -55,18 +55,26 @@ public final class KubeApi implements AutoCloseable {
     private volatile SharedIndexInformer<Namespace> namespaces;
     private volatile SharedIndexInformer<Pod> pods;
 
-    private KubeApi(KubernetesClient client, String node, String namespace, Duration requestTimeout, boolean serverSelectsPods) {
+    private KubeApi(
+            KubernetesClient client,
+            String node,
+            String namespace,
+            Duration requestTimeout,
+            boolean serverSelectsPods) {
         this.client = client;
         this.serverSelectsPods = serverSelectsPods;
         this.node = node;
-        this.namespace = namespace == null || namespace.isEmpty() ? client.getNamespace() : namespace;
+        this.namespace =
+                namespace == null || namespace.isEmpty() ? client.getNamespace() : namespace;
         this.requestTimeout = requestTimeout;
         AtomicInteger n = new AtomicInteger();
-        this.calls = Executors.newCachedThreadPool(r -> {
-            Thread t = new Thread(r, "cadastre-kube-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
+        this.calls =
+                Executors.newCachedThreadPool(
+                        r -> {
+                            Thread t = new Thread(r, "cadastre-kube-" + n.incrementAndGet());
+                            t.setDaemon(true);
+                            return t;
+                        });
     }
 
     /**
@@ -75,12 +83,17 @@ public final class KubeApi implements AutoCloseable {
      */
     public static KubeApi connect(KubeSettings settings) {
         int timeoutMs = (int) Math.min(Integer.MAX_VALUE, settings.requestTimeout().toMillis());
-        Config config = new ConfigBuilder(Config.autoConfigure(null))
-                .withRequestTimeout(timeoutMs)
-                .withConnectionTimeout(timeoutMs)
-                .build();
-        return new KubeApi(new KubernetesClientBuilder().withConfig(config).build(), settings.nodeName(), settings.namespace(),
-                settings.requestTimeout(), true);
+        Config config =
+                new ConfigBuilder(Config.autoConfigure(null))
+                        .withRequestTimeout(timeoutMs)
+                        .withConnectionTimeout(timeoutMs)
+                        .build();
+        return new KubeApi(
+                new KubernetesClientBuilder().withConfig(config).build(),
+                settings.nodeName(),
+                settings.namespace(),
+                settings.requestTimeout(),
+                true);
     }
 
     /**
@@ -91,7 +104,11 @@ public final class KubeApi implements AutoCloseable {
      *     server can; fabric8's mock server cannot, and then the pod cache holds every pod, which
      *     readers tolerate: they check the pod's node themselves)
      */
-    public static KubeApi over(KubernetesClient client, String node, String namespace, Duration requestTimeout,
+    public static KubeApi over(
+            KubernetesClient client,
+            String node,
+            String namespace,
+            Duration requestTimeout,
             boolean serverSelectsPods) {
         return new KubeApi(client, node, namespace, requestTimeout, serverSelectsPods);
     }
@@ -121,26 +138,39 @@ public final class KubeApi implements AutoCloseable {
         if (ownNode != null) {
             return;
         }
-        ownNode = started(client.nodes().withName(node).runnableInformer(0), "node " + node, new ResourceEventHandler<>() {
-            @Override
-            public void onAdd(Node obj) {
-                onOwnNode.accept(obj);
-            }
+        ownNode =
+                started(
+                        client.nodes().withName(node).runnableInformer(0),
+                        "node " + node,
+                        new ResourceEventHandler<>() {
+                            @Override
+                            public void onAdd(Node obj) {
+                                onOwnNode.accept(obj);
+                            }
 
-            @Override
-            public void onUpdate(Node oldObj, Node newObj) {
-                onOwnNode.accept(newObj);
-            }
+                            @Override
+                            public void onUpdate(Node oldObj, Node newObj) {
+                                onOwnNode.accept(newObj);
+                            }
 
-            @Override
-            public void onDelete(Node obj, boolean deletedFinalStateUnknown) {
-                // The Node's release is the cluster's (DeletedNodeReleaser); the labels stay as they were.
-            }
-        });
+                            @Override
+                            public void onDelete(Node obj, boolean deletedFinalStateUnknown) {
+                                // The Node's release is the cluster's (DeletedNodeReleaser); the
+                                // labels stay as they were.
+                            }
+                        });
         namespaces = started(client.namespaces().runnableInformer(0), "namespaces", null);
         // spec.nodeName: the API server sends only this node's pods (the kubelet's own selector).
-        pods = started(serverSelectsPods ? client.pods().inAnyNamespace().withField("spec.nodeName", node).runnableInformer(0)
-                : client.pods().inAnyNamespace().runnableInformer(0), "pods of node " + node, null);
+        pods =
+                started(
+                        serverSelectsPods
+                                ? client.pods()
+                                        .inAnyNamespace()
+                                        .withField("spec.nodeName", node)
+                                        .runnableInformer(0)
+                                : client.pods().inAnyNamespace().runnableInformer(0),
+                        "pods of node " + node,
+                        null);
     }
 
     /**
@@ -151,35 +181,45 @@ public final class KubeApi implements AutoCloseable {
         return started(client.nodes().runnableInformer(0), "all nodes", null);
     }
 
-    private <T extends HasMetadata> SharedIndexInformer<T> started(SharedIndexInformer<T> informer, String what,
-            ResourceEventHandler<T> handler) {
+    private <T extends HasMetadata> SharedIndexInformer<T> started(
+            SharedIndexInformer<T> informer, String what, ResourceEventHandler<T> handler) {
         if (handler != null) {
             informer.addEventHandler(handler);
         }
         // Keep trying while the API is away: the cache keeps what it had, and nothing reads an
         // unsynced cache as an absence.
-        informer.exceptionHandler((started, failure) -> {
-            LOG.warn("Kubernetes informer of {} failed ({}); trying again", what, failure.toString());
-            return true;
-        });
-        informer.start().whenComplete((v, e) -> {
-            if (e == null) {
-                LOG.info("Kubernetes informer of {} synced", what);
-            }
-        });
+        informer.exceptionHandler(
+                (started, failure) -> {
+                    LOG.warn(
+                            "Kubernetes informer of {} failed ({}); trying again",
+                            what,
+                            failure.toString());
+                    return true;
+                });
+        informer.start()
+                .whenComplete(
+                        (v, e) -> {
+                            if (e == null) {
+                                LOG.info("Kubernetes informer of {} synced", what);
+                            }
+                        });
         return informer;
     }
 
     /** @return the pod as the node's pod cache holds it (it may be stale or missing) */
     public Optional<Pod> cachedPod(String podNamespace, String podName) {
         SharedIndexInformer<Pod> informer = pods;
-        return informer == null ? Optional.empty() : Optional.ofNullable(informer.getStore().getByKey(podNamespace + "/" + podName));
+        return informer == null
+                ? Optional.empty()
+                : Optional.ofNullable(informer.getStore().getByKey(podNamespace + "/" + podName));
     }
 
     /** @return the namespace as the cache holds it (it may be stale or missing) */
     public Optional<Namespace> cachedNamespace(String name) {
         SharedIndexInformer<Namespace> informer = namespaces;
-        return informer == null ? Optional.empty() : Optional.ofNullable(informer.getStore().getByKey(name));
+        return informer == null
+                ? Optional.empty()
+                : Optional.ofNullable(informer.getStore().getByKey(name));
     }
 
     /**
@@ -193,7 +233,10 @@ public final class KubeApi implements AutoCloseable {
 
     /** GET one pod; empty when it does not exist; fails when the API does not answer within the timeout. */
     public CompletionStage<Optional<Pod>> pod(String podNamespace, String podName) {
-        return call(() -> Optional.ofNullable(client.pods().inNamespace(podNamespace).withName(podName).get()));
+        return call(
+                () ->
+                        Optional.ofNullable(
+                                client.pods().inNamespace(podNamespace).withName(podName).get()));
     }
 
     /** GET one namespace; empty when it does not exist; fails as {@link #pod}. */
@@ -208,12 +251,19 @@ public final class KubeApi implements AutoCloseable {
 
     /** LIST the pods of the agents' namespace that match the label selector; fails as {@link #pod}. */
     public CompletionStage<List<Pod>> pods(String labelSelector) {
-        return call(() -> client.pods().inNamespace(namespace).withLabelSelector(labelSelector).list().getItems());
+        return call(
+                () ->
+                        client.pods()
+                                .inNamespace(namespace)
+                                .withLabelSelector(labelSelector)
+                                .list()
+                                .getItems());
     }
 
     private <T> CompletionStage<T> call(Supplier<T> request) {
         try {
-            return CompletableFuture.supplyAsync(request, calls).orTimeout(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            return CompletableFuture.supplyAsync(request, calls)
+                    .orTimeout(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (RuntimeException e) { // the pool refuses work once closed
             return CompletableFuture.failedFuture(e);
         }
@@ -221,7 +271,8 @@ public final class KubeApi implements AutoCloseable {
 
     @Override
     public synchronized void close() {
-        for (SharedIndexInformer<?> informer : new SharedIndexInformer<?>[] {ownNode, namespaces, pods}) {
+        for (SharedIndexInformer<?> informer :
+                new SharedIndexInformer<?>[] {ownNode, namespaces, pods}) {
             if (informer != null) {
                 informer.stop();
             }

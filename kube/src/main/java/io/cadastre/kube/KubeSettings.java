@@ -46,13 +46,26 @@ public record KubeSettings(
      * @param stableMargin how long the set of agents found must not change before a cluster is formed
      * @param probeInterval how often pods are listed and the agents asked; positive
      */
-    public record Bootstrap(boolean enabled, String podLabelSelector, String portName, int requiredContactPoints,
-            Duration stableMargin, Duration probeInterval) {}
+    public record Bootstrap(
+            boolean enabled,
+            String podLabelSelector,
+            String portName,
+            int requiredContactPoints,
+            Duration stableMargin,
+            Duration probeInterval) {}
 
     /** Kubernetes off: seed nodes, configured labels, the netconf alone. */
-    public static final KubeSettings DISABLED = new KubeSettings(false, "", "", Duration.ofSeconds(2), Duration.ZERO, false,
-            new NodeRelease(false, Duration.ofMinutes(5), Duration.ofMinutes(1)),
-            new Bootstrap(false, "", "cluster", 1, Duration.ofSeconds(5), Duration.ofSeconds(1)));
+    public static final KubeSettings DISABLED =
+            new KubeSettings(
+                    false,
+                    "",
+                    "",
+                    Duration.ofSeconds(2),
+                    Duration.ZERO,
+                    false,
+                    new NodeRelease(false, Duration.ofMinutes(5), Duration.ofMinutes(1)),
+                    new Bootstrap(
+                            false, "", "cluster", 1, Duration.ofSeconds(5), Duration.ofSeconds(1)));
 
     /**
      * @param kubernetes the {@code cadastre.kubernetes} section
@@ -66,42 +79,70 @@ public record KubeSettings(
         String node = kubernetes.getString("node-name").trim();
         String agentNode = agentNodeName == null ? "" : agentNodeName.trim();
         if (!node.isEmpty() && !agentNode.isEmpty() && !node.equals(agentNode)) {
-            throw new IllegalArgumentException("cadastre.kubernetes.node-name '" + node + "' differs from cadastre.node-name '"
-                    + agentNode + "': the IPAM node is the Kubernetes Node, set one of them");
+            throw new IllegalArgumentException(
+                    "cadastre.kubernetes.node-name '"
+                            + node
+                            + "' differs from cadastre.node-name '"
+                            + agentNode
+                            + "': the IPAM node is the Kubernetes Node, set one of them");
         }
         Config release = kubernetes.getConfig("node-release");
         Config boot = kubernetes.getConfig("bootstrap");
         int required = boot.getInt("required-contact-points");
         if (required < 1) {
-            throw new IllegalArgumentException("cadastre.kubernetes.bootstrap.required-contact-points must be 1 or more, not "
-                    + required);
+            throw new IllegalArgumentException(
+                    "cadastre.kubernetes.bootstrap.required-contact-points must be 1 or more, not "
+                            + required);
         }
         String selector = boot.getString("pod-label-selector").trim();
         if (enabled && boot.getBoolean("enabled") && selector.isEmpty()) {
-            throw new IllegalArgumentException("cadastre.kubernetes.bootstrap.pod-label-selector is empty: it would take"
-                    + " every pod of the namespace for an agent");
+            throw new IllegalArgumentException(
+                    "cadastre.kubernetes.bootstrap.pod-label-selector is empty: it would take"
+                            + " every pod of the namespace for an agent");
         }
         Duration labelsWait = kubernetes.getDuration("labels-wait");
         if (labelsWait.isNegative()) {
-            throw new IllegalArgumentException("cadastre.kubernetes.labels-wait must not be negative, not " + labelsWait);
+            throw new IllegalArgumentException(
+                    "cadastre.kubernetes.labels-wait must not be negative, not " + labelsWait);
         }
-        return new KubeSettings(enabled, node.isEmpty() ? agentNode : node, kubernetes.getString("namespace").trim(),
-                positive(kubernetes, "request-timeout"), labelsWait, kubernetes.getBoolean("reclaim-deleted-pods"),
-                new NodeRelease(release.getBoolean("enabled"), positive(kubernetes, "node-release.grace"),
+        return new KubeSettings(
+                enabled,
+                node.isEmpty() ? agentNode : node,
+                kubernetes.getString("namespace").trim(),
+                positive(kubernetes, "request-timeout"),
+                labelsWait,
+                kubernetes.getBoolean("reclaim-deleted-pods"),
+                new NodeRelease(
+                        release.getBoolean("enabled"),
+                        positive(kubernetes, "node-release.grace"),
                         positive(kubernetes, "node-release.interval")),
-                new Bootstrap(boot.getBoolean("enabled"), selector, boot.getString("port-name").trim(), required,
-                        nonNegative(kubernetes, "bootstrap.stable-margin"), positive(kubernetes, "bootstrap.probe-interval")));
+                new Bootstrap(
+                        boot.getBoolean("enabled"),
+                        selector,
+                        boot.getString("port-name").trim(),
+                        required,
+                        nonNegative(kubernetes, "bootstrap.stable-margin"),
+                        positive(kubernetes, "bootstrap.probe-interval")));
     }
 
     /** @return these settings for this node name (the agent's, once it is decided) */
     public KubeSettings withNodeName(String node) {
-        return new KubeSettings(enabled, node, namespace, requestTimeout, labelsWait, reclaimDeletedPods, nodeRelease, bootstrap);
+        return new KubeSettings(
+                enabled,
+                node,
+                namespace,
+                requestTimeout,
+                labelsWait,
+                reclaimDeletedPods,
+                nodeRelease,
+                bootstrap);
     }
 
     private static Duration positive(Config c, String key) {
         Duration d = c.getDuration(key);
         if (d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException("cadastre.kubernetes." + key + " must be positive, not " + d);
+            throw new IllegalArgumentException(
+                    "cadastre.kubernetes." + key + " must be positive, not " + d);
         }
         return d;
     }
@@ -109,7 +150,8 @@ public record KubeSettings(
     private static Duration nonNegative(Config c, String key) {
         Duration d = c.getDuration(key);
         if (d.isNegative()) {
-            throw new IllegalArgumentException("cadastre.kubernetes." + key + " must not be negative, not " + d);
+            throw new IllegalArgumentException(
+                    "cadastre.kubernetes." + key + " must not be negative, not " + d);
         }
         return d;
     }

@@ -37,17 +37,26 @@ public final class NodeLabels {
 
     /** Takes in one version of this node's Node object (the informer's thread). */
     public synchronized void onNode(Node node) {
-        Map<String, String> labels = checked(node.getMetadata() == null ? null : node.getMetadata().getLabels(),
-                node.getMetadata() == null ? "?" : node.getMetadata().getName());
+        Map<String, String> labels =
+                checked(
+                        node.getMetadata() == null ? null : node.getMetadata().getLabels(),
+                        node.getMetadata() == null ? "?" : node.getMetadata().getName());
         if (!labels.equals(ipam.labels())) {
             LOG.info("node labels from the Node object: {}", labels);
         }
-        tail = tail.handle((v, e) -> null).thenCompose(v -> ipam.updateLabels(labels)).whenComplete((done, failure) -> {
-            if (failure != null) {
-                LOG.info("node labels {} not recorded on the node yet ({}); the agent's registration records them", labels,
-                        failure.toString());
-            }
-        }).toCompletableFuture();
+        tail =
+                tail.handle((v, e) -> null)
+                        .thenCompose(v -> ipam.updateLabels(labels))
+                        .whenComplete(
+                                (done, failure) -> {
+                                    if (failure != null) {
+                                        LOG.info(
+                                                "node labels {} not recorded on the node yet ({}); the agent's registration records them",
+                                                labels,
+                                                failure.toString());
+                                    }
+                                })
+                        .toCompletableFuture();
         first.complete(labels);
     }
 
@@ -56,13 +65,18 @@ public final class NodeLabels {
      *     (the API away: the configured labels stand), whichever is first; never fails
      */
     public CompletionStage<Void> firstTakenIn(Duration wait) {
-        return first.thenApply(labels -> (Void) null).completeOnTimeout(null, wait.toMillis(), TimeUnit.MILLISECONDS)
-                .whenComplete((v, e) -> {
-                    if (!first.isDone()) {
-                        LOG.warn("the Node's labels were not read within {}: serving with the configured labels {} until"
-                                + " they are", wait, ipam.labels());
-                    }
-                });
+        return first.thenApply(labels -> (Void) null)
+                .completeOnTimeout(null, wait.toMillis(), TimeUnit.MILLISECONDS)
+                .whenComplete(
+                        (v, e) -> {
+                            if (!first.isDone()) {
+                                LOG.warn(
+                                        "the Node's labels were not read within {}: serving with the configured labels {} until"
+                                                + " they are",
+                                        wait,
+                                        ipam.labels());
+                            }
+                        });
     }
 
     /** @return the labels that are label keys and values; the others are logged and left out */
@@ -72,15 +86,21 @@ public final class NodeLabels {
             return Map.of();
         }
         List<String> dropped = new java.util.ArrayList<>();
-        labels.forEach((key, value) -> {
-            if (key != null && value != null && NodeSelector.isLabelKey(key) && NodeSelector.isLabelValue(value)) {
-                kept.put(key, value);
-            } else {
-                dropped.add(String.valueOf(key));
-            }
-        });
+        labels.forEach(
+                (key, value) -> {
+                    if (key != null
+                            && value != null
+                            && NodeSelector.isLabelKey(key)
+                            && NodeSelector.isLabelValue(value)) {
+                        kept.put(key, value);
+                    } else {
+                        dropped.add(String.valueOf(key));
+                    }
+                });
         if (!dropped.isEmpty()) {
-            LOG.warn("Node {}: labels {} are not Kubernetes label keys and values: left out", nodeName,
+            LOG.warn(
+                    "Node {}: labels {} are not Kubernetes label keys and values: left out",
+                    nodeName,
                     dropped.stream().map(io.cadastre.cni.CniText::quoted).toList());
         }
         return Map.copyOf(kept);

@@ -35,7 +35,8 @@ public interface PodIpamChoice {
      * @param addresses the pod's {@code ipAddrs}, canonical, at most one per family; empty for any
      * @param source where it came from, for logs ("pod default/web-1", "namespace default", "")
      */
-    record Choice(Map<IpFamily, List<String>> poolsByFamily, List<String> addresses, String source) {
+    record Choice(
+            Map<IpFamily, List<String>> poolsByFamily, List<String> addresses, String source) {
         public static final Choice NONE = new Choice(Map.of(), List.of(), "");
 
         public Choice {
@@ -58,8 +59,16 @@ public interface PodIpamChoice {
                 return requested;
             }
             if (!requested.isEmpty() && !Set.copyOf(requested).equals(Set.copyOf(addresses))) {
-                throw new CniException(CniCodes.INVALID_NETWORK_CONFIG, "the annotation " + IpamAnnotations.IP_ADDRS + " of "
-                        + source + " asks for " + addresses + ", the request for " + requested);
+                throw new CniException(
+                        CniCodes.INVALID_NETWORK_CONFIG,
+                        "the annotation "
+                                + IpamAnnotations.IP_ADDRS
+                                + " of "
+                                + source
+                                + " asks for "
+                                + addresses
+                                + ", the request for "
+                                + requested);
             }
             return addresses;
         }

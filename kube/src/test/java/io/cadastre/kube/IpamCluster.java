@@ -22,7 +22,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
  * {@link TestCluster}), the given pools defined, and an {@link Ipam} per node.
  */
 final class IpamCluster implements AutoCloseable {
-    static final AskTimeouts TIMEOUTS = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
+    static final AskTimeouts TIMEOUTS =
+            AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
 
     private final ActorTestKit testKit;
     final Pools pools;
@@ -34,7 +35,11 @@ final class IpamCluster implements AutoCloseable {
     /** @param overrides HOCON over TestCluster's ({@code pekko.actor.serialize-messages = off} for a local node agent) */
     IpamCluster(String name, List<PoolSpec> specs, String overrides) {
         testKit = TestCluster.start(name, overrides + "\npekko.loglevel = WARNING");
-        pools = new Pools(system(), TIMEOUTS, new PoolCatalog(system(), TIMEOUTS, Duration.ofMillis(100)));
+        pools =
+                new Pools(
+                        system(),
+                        TIMEOUTS,
+                        new PoolCatalog(system(), TIMEOUTS, Duration.ofMillis(100)));
         await(pools.defineConfigured(specs));
     }
 
@@ -48,13 +53,16 @@ final class IpamCluster implements AutoCloseable {
 
     /** @return the IPAM of a node with these labels and default pools */
     Ipam ipam(String node, Map<String, String> labels, List<String> defaultPools) {
-        return new Ipam(system(), node, labels, pools.catalog(), defaultPools, TIMEOUTS, Clock.systemUTC());
+        return new Ipam(
+                system(), node, labels, pools.catalog(), defaultPools, TIMEOUTS, Clock.systemUTC());
     }
 
     /** @return the node's entity as it is now */
     NodeEntity.NodeView nodeView(String node) {
-        return await(ClusterSharding.get(system()).entityRefFor(NodeEntity.ENTITY_TYPE_KEY, node)
-                .ask(NodeEntity.GetNode::new, Duration.ofSeconds(10)));
+        return await(
+                ClusterSharding.get(system())
+                        .entityRefFor(NodeEntity.ENTITY_TYPE_KEY, node)
+                        .ask(NodeEntity.GetNode::new, Duration.ofSeconds(10)));
     }
 
     @Override

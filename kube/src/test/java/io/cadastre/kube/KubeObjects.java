@@ -17,27 +17,63 @@ import java.util.Map;
  */
 public final class KubeObjects {
     /** The labels the agents' DaemonSet gives its pods (the default {@code bootstrap.pod-label-selector}). */
-    public static final Map<String, String> AGENT_LABELS = Map.of("app.kubernetes.io/name", "cadastre");
+    public static final Map<String, String> AGENT_LABELS =
+            Map.of("app.kubernetes.io/name", "cadastre");
 
     private KubeObjects() {}
 
     /** The Node {@code name} with these labels. */
     public static Node node(KubernetesClient client, String name, Map<String, String> labels) {
-        return client.nodes().resource(new NodeBuilder().withNewMetadata().withName(name).withLabels(labels).endMetadata().build())
+        return client.nodes()
+                .resource(
+                        new NodeBuilder()
+                                .withNewMetadata()
+                                .withName(name)
+                                .withLabels(labels)
+                                .endMetadata()
+                                .build())
                 .createOr(existing -> existing.update());
     }
 
     /** The namespace {@code name} with these annotations. */
-    public static Namespace namespace(KubernetesClient client, String name, Map<String, String> annotations) {
-        return client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(name).withAnnotations(annotations)
-                .endMetadata().build()).createOr(existing -> existing.update());
+    public static Namespace namespace(
+            KubernetesClient client, String name, Map<String, String> annotations) {
+        return client.namespaces()
+                .resource(
+                        new NamespaceBuilder()
+                                .withNewMetadata()
+                                .withName(name)
+                                .withAnnotations(annotations)
+                                .endMetadata()
+                                .build())
+                .createOr(existing -> existing.update());
     }
 
     /** A pod with these annotations, bound to {@code node} (scheduled: its sandbox's ADD is next). */
-    public static Pod pod(KubernetesClient client, String namespace, String name, String node, Map<String, String> annotations) {
-        return client.pods().inNamespace(namespace).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(namespace)
-                .withAnnotations(annotations).endMetadata().withNewSpec().withNodeName(node).addNewContainer().withName("app")
-                .withImage("pause").endContainer().endSpec().build()).createOr(existing -> existing.update());
+    public static Pod pod(
+            KubernetesClient client,
+            String namespace,
+            String name,
+            String node,
+            Map<String, String> annotations) {
+        return client.pods()
+                .inNamespace(namespace)
+                .resource(
+                        new PodBuilder()
+                                .withNewMetadata()
+                                .withName(name)
+                                .withNamespace(namespace)
+                                .withAnnotations(annotations)
+                                .endMetadata()
+                                .withNewSpec()
+                                .withNodeName(node)
+                                .addNewContainer()
+                                .withName("app")
+                                .withImage("pause")
+                                .endContainer()
+                                .endSpec()
+                                .build())
+                .createOr(existing -> existing.update());
     }
 
     /**
@@ -45,11 +81,40 @@ public final class KubeObjects {
      * agent container's cluster port named {@code cluster}, Running with the pod IP (a host network
      * pod's IP is its node's).
      */
-    public static Pod agentPod(KubernetesClient client, String namespace, String name, String node, String ip, int clusterPort) {
-        return client.pods().inNamespace(namespace).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(namespace)
-                .withLabels(AGENT_LABELS).endMetadata()
-                .withNewSpec().withNodeName(node).withHostNetwork(true).addNewContainer().withName("agent").withImage("cadastre")
-                .withPorts(new ContainerPortBuilder().withName("cluster").withContainerPort(clusterPort).build()).endContainer()
-                .endSpec().withNewStatus().withPhase("Running").withPodIP(ip).endStatus().build()).createOr(existing -> existing.update());
+    public static Pod agentPod(
+            KubernetesClient client,
+            String namespace,
+            String name,
+            String node,
+            String ip,
+            int clusterPort) {
+        return client.pods()
+                .inNamespace(namespace)
+                .resource(
+                        new PodBuilder()
+                                .withNewMetadata()
+                                .withName(name)
+                                .withNamespace(namespace)
+                                .withLabels(AGENT_LABELS)
+                                .endMetadata()
+                                .withNewSpec()
+                                .withNodeName(node)
+                                .withHostNetwork(true)
+                                .addNewContainer()
+                                .withName("agent")
+                                .withImage("cadastre")
+                                .withPorts(
+                                        new ContainerPortBuilder()
+                                                .withName("cluster")
+                                                .withContainerPort(clusterPort)
+                                                .build())
+                                .endContainer()
+                                .endSpec()
+                                .withNewStatus()
+                                .withPhase("Running")
+                                .withPodIP(ip)
+                                .endStatus()
+                                .build())
+                .createOr(existing -> existing.update());
     }
 }

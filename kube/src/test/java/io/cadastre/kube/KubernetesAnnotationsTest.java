@@ -33,10 +33,14 @@ import org.junit.jupiter.api.Test;
  */
 class KubernetesAnnotationsTest {
     private static final String NODE = "kube-ann-node";
-    private static final PoolSpec BLUE = new PoolSpec("blue", Cidr.parse("198.18.64.0/24"), 28, false, true, 0);
-    private static final PoolSpec GREEN = new PoolSpec("green", Cidr.parse("198.18.65.0/24"), 28, false, true, 0);
-    private static final PoolSpec BLUE6 = new PoolSpec("blue6", Cidr.parse("fd00:198:64::/120"), 124, false, true, 0);
-    private static final PoolSpec GREEN6 = new PoolSpec("green6", Cidr.parse("fd00:198:65::/120"), 124, false, true, 0);
+    private static final PoolSpec BLUE =
+            new PoolSpec("blue", Cidr.parse("198.18.64.0/24"), 28, false, true, 0);
+    private static final PoolSpec GREEN =
+            new PoolSpec("green", Cidr.parse("198.18.65.0/24"), 28, false, true, 0);
+    private static final PoolSpec BLUE6 =
+            new PoolSpec("blue6", Cidr.parse("fd00:198:64::/120"), 124, false, true, 0);
+    private static final PoolSpec GREEN6 =
+            new PoolSpec("green6", Cidr.parse("fd00:198:65::/120"), 124, false, true, 0);
 
     private static IpamCluster cluster;
     private static MockApi mock;
@@ -70,10 +74,20 @@ class KubernetesAnnotationsTest {
 
     @Test
     void theNamespaceChoosesThePoolsOfAFamilyAndThePodWinsOverIt() {
-        mock.namespace("green-ns", Map.of(IpamAnnotations.IPV4_POOLS, "[\"green\"]", IpamAnnotations.IPV6_POOLS, "[\"green6\"]"));
+        mock.namespace(
+                "green-ns",
+                Map.of(
+                        IpamAnnotations.IPV4_POOLS,
+                        "[\"green\"]",
+                        IpamAnnotations.IPV6_POOLS,
+                        "[\"green6\"]"));
         mock.pod("green-ns", "plain", NODE, Map.of());
         // The pod names a pool by its CIDR for IPv4 only: IPv6 stays the namespace's.
-        mock.pod("green-ns", "own", NODE, Map.of(IpamAnnotations.IPV4_POOLS, "[\"198.18.64.0/24\"]"));
+        mock.pod(
+                "green-ns",
+                "own",
+                NODE,
+                Map.of(IpamAnnotations.IPV4_POOLS, "[\"198.18.64.0/24\"]"));
         mock.pod("default", "nothing", NODE, Map.of());
 
         assertIn(add("green-ns", "plain", List.of(), List.of()), GREEN, GREEN6);
@@ -86,12 +100,24 @@ class KubernetesAnnotationsTest {
     @Test
     void aPodAsksForItsAddressWithinTheChosenPools() {
         mock.namespace("addr-ns", Map.of(IpamAnnotations.IPV4_POOLS, "[\"green\"]"));
-        mock.pod("addr-ns", "fixed", NODE, Map.of(IpamAnnotations.IP_ADDRS, "[\"198.18.65.77\", \"fd00:198:64::77\"]"));
+        mock.pod(
+                "addr-ns",
+                "fixed",
+                NODE,
+                Map.of(IpamAnnotations.IP_ADDRS, "[\"198.18.65.77\", \"fd00:198:64::77\"]"));
         AttachmentRecord record = add("addr-ns", "fixed", List.of(), List.of());
-        assertEquals(List.of("198.18.65.77", "fd00:198:64::77"), record.addresses().stream().map(HeldAddress::address).sorted().toList());
+        assertEquals(
+                List.of("198.18.65.77", "fd00:198:64::77"),
+                record.addresses().stream().map(HeldAddress::address).sorted().toList());
         // The same addresses asked by CNI_ARGS as well: no conflict.
         // Asked by CNI_ARGS as well, alike: no conflict (a repeated ADD of the same attachment).
-        assertEquals(record, add(record.containerId(), "addr-ns", "fixed", List.of("fd00:198:64::77", "198.18.65.77")));
+        assertEquals(
+                record,
+                add(
+                        record.containerId(),
+                        "addr-ns",
+                        "fixed",
+                        List.of("fd00:198:64::77", "198.18.65.77")));
     }
 
     @Test
@@ -102,37 +128,91 @@ class KubernetesAnnotationsTest {
         int attachments = cluster.nodeView(NODE).attachments().size();
 
         // Refused by the annotation's parser: code 7, before the IPAM is asked.
-        for (String bad : List.of("blue", "[\"blue\"", "[]", "[1]", "[\"Blue Pool\"]", "{\"a\":1}", "[\"blue\"] x",
-                "[" + "\"blue\",".repeat(20) + "\"blue\"]", "[\"" + "a".repeat(5000) + "\"]")) {
+        for (String bad :
+                List.of(
+                        "blue",
+                        "[\"blue\"",
+                        "[]",
+                        "[1]",
+                        "[\"Blue Pool\"]",
+                        "{\"a\":1}",
+                        "[\"blue\"] x",
+                        "[" + "\"blue\",".repeat(20) + "\"blue\"]",
+                        "[\"" + "a".repeat(5000) + "\"]")) {
             mock.pod("bad-ns", "pools", NODE, Map.of(IpamAnnotations.IPV4_POOLS, bad));
-            CniException e = assertInstanceOf(CniException.class, failure(() -> add("bad-ns", "pools", List.of(), List.of())), bad);
+            CniException e =
+                    assertInstanceOf(
+                            CniException.class,
+                            failure(() -> add("bad-ns", "pools", List.of(), List.of())),
+                            bad);
             assertEquals(CniCodes.INVALID_NETWORK_CONFIG, e.code(), bad);
-            assertTrue(e.getMessage().contains(IpamAnnotations.IPV4_POOLS) && e.getMessage().contains("pod bad-ns/pools"), e.getMessage());
+            assertTrue(
+                    e.getMessage().contains(IpamAnnotations.IPV4_POOLS)
+                            && e.getMessage().contains("pod bad-ns/pools"),
+                    e.getMessage());
         }
-        for (String bad : List.of("[\"198.18.64.1/32\"]", "[\"198.18.64.1\", \"198.18.64.2\"]", "[\"host.example\"]",
-                "[\"1\", \"2\", \"3\"]")) {
+        for (String bad :
+                List.of(
+                        "[\"198.18.64.1/32\"]",
+                        "[\"198.18.64.1\", \"198.18.64.2\"]",
+                        "[\"host.example\"]",
+                        "[\"1\", \"2\", \"3\"]")) {
             mock.pod("bad-ns", "addrs", NODE, Map.of(IpamAnnotations.IP_ADDRS, bad));
-            CniException e = assertInstanceOf(CniException.class, failure(() -> add("bad-ns", "addrs", List.of(), List.of())), bad);
+            CniException e =
+                    assertInstanceOf(
+                            CniException.class,
+                            failure(() -> add("bad-ns", "addrs", List.of(), List.of())),
+                            bad);
             assertEquals(CniCodes.INVALID_NETWORK_CONFIG, e.code(), bad);
         }
         // ipAddrs and CNI_ARGS disagree: code 7.
         mock.pod("bad-ns", "both", NODE, Map.of(IpamAnnotations.IP_ADDRS, "[\"198.18.64.201\"]"));
-        assertEquals(CniCodes.INVALID_NETWORK_CONFIG, assertInstanceOf(CniException.class,
-                failure(() -> add("bad-ns", "both", List.of(), List.of("198.18.64.202")))).code());
+        assertEquals(
+                CniCodes.INVALID_NETWORK_CONFIG,
+                assertInstanceOf(
+                                CniException.class,
+                                failure(
+                                        () ->
+                                                add(
+                                                        "bad-ns",
+                                                        "both",
+                                                        List.of(),
+                                                        List.of("198.18.64.202"))))
+                        .code());
 
         // Refused by the IPAM: an unknown pool (7), a pool of the other family (7), an address in
         // no pool (102), an address another pod holds (101).
-        assertReason(IpamException.Reason.UNKNOWN_POOL, Map.of(IpamAnnotations.IPV4_POOLS, "[\"no-such-pool\"]"));
-        assertReason(IpamException.Reason.UNKNOWN_POOL, Map.of(IpamAnnotations.IPV4_POOLS, "[\"198.18.99.0/24\"]"));
-        assertReason(IpamException.Reason.INVALID_REQUEST, Map.of(IpamAnnotations.IPV4_POOLS, "[\"blue6\"]"));
-        assertReason(IpamException.Reason.ADDRESS_NOT_IN_POOL, Map.of(IpamAnnotations.IP_ADDRS, "[\"198.19.250.1\"]"));
-        assertReason(IpamException.Reason.ADDRESS_NOT_IN_POOL,
-                Map.of(IpamAnnotations.IPV4_POOLS, "[\"green\"]", IpamAnnotations.IP_ADDRS, "[\"198.18.64.9\"]"));
-        assertReason(IpamException.Reason.ADDRESS_TAKEN, Map.of(IpamAnnotations.IP_ADDRS, "[\"198.18.64.200\"]"));
+        assertReason(
+                IpamException.Reason.UNKNOWN_POOL,
+                Map.of(IpamAnnotations.IPV4_POOLS, "[\"no-such-pool\"]"));
+        assertReason(
+                IpamException.Reason.UNKNOWN_POOL,
+                Map.of(IpamAnnotations.IPV4_POOLS, "[\"198.18.99.0/24\"]"));
+        assertReason(
+                IpamException.Reason.INVALID_REQUEST,
+                Map.of(IpamAnnotations.IPV4_POOLS, "[\"blue6\"]"));
+        assertReason(
+                IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                Map.of(IpamAnnotations.IP_ADDRS, "[\"198.19.250.1\"]"));
+        assertReason(
+                IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                Map.of(
+                        IpamAnnotations.IPV4_POOLS,
+                        "[\"green\"]",
+                        IpamAnnotations.IP_ADDRS,
+                        "[\"198.18.64.9\"]"));
+        assertReason(
+                IpamException.Reason.ADDRESS_TAKEN,
+                Map.of(IpamAnnotations.IP_ADDRS, "[\"198.18.64.200\"]"));
 
-        assertEquals(attachments, cluster.nodeView(NODE).attachments().size(), "a refused ADD records nothing");
+        assertEquals(
+                attachments,
+                cluster.nodeView(NODE).attachments().size(),
+                "a refused ADD records nothing");
         AttachmentRecord holder = await(ipam.lookup(held.handle(), "eth0")).orElseThrow();
-        assertEquals(List.of("198.18.64.200"), holder.addresses().stream().map(HeldAddress::address).toList());
+        assertEquals(
+                List.of("198.18.64.200"),
+                holder.addresses().stream().map(HeldAddress::address).toList());
     }
 
     private void assertReason(IpamException.Reason reason, Map<String, String> annotations) {
@@ -150,19 +230,46 @@ class KubernetesAnnotationsTest {
      *
      * @param containerId CNI_CONTAINERID: the attachment (handle {@code kube-test.<containerId>}, ifname eth0)
      */
-    static AttachmentRecord add(Ipam ipam, PodIpamChoice choice, String containerId, String namespace, String pod,
-            List<String> pools, List<String> requestedIps) {
+    static AttachmentRecord add(
+            Ipam ipam,
+            PodIpamChoice choice,
+            String containerId,
+            String namespace,
+            String pod,
+            List<String> pools,
+            List<String> requestedIps) {
         PodIpamChoice.Choice chosen = await(choice.choose(namespace, pod));
-        return await(ipam.assign(new AssignRequest("kube-test." + containerId, "eth0", "kube-test", containerId, null,
-                namespace, pod, pools, chosen.requestedIps(requestedIps), AddressRules.ROUTED, chosen.poolsByFamily())));
+        return await(
+                ipam.assign(
+                        new AssignRequest(
+                                "kube-test." + containerId,
+                                "eth0",
+                                "kube-test",
+                                containerId,
+                                null,
+                                namespace,
+                                pod,
+                                pools,
+                                chosen.requestedIps(requestedIps),
+                                AddressRules.ROUTED,
+                                chosen.poolsByFamily())));
     }
 
     /** A new attachment of the pod. */
-    private static AttachmentRecord add(String namespace, String pod, List<String> pools, List<String> requestedIps) {
-        return add(ipam, choice, namespace + "-" + pod + "-" + (++counter), namespace, pod, pools, requestedIps);
+    private static AttachmentRecord add(
+            String namespace, String pod, List<String> pools, List<String> requestedIps) {
+        return add(
+                ipam,
+                choice,
+                namespace + "-" + pod + "-" + (++counter),
+                namespace,
+                pod,
+                pools,
+                requestedIps);
     }
 
-    private static AttachmentRecord add(String containerId, String namespace, String pod, List<String> requestedIps) {
+    private static AttachmentRecord add(
+            String containerId, String namespace, String pod, List<String> requestedIps) {
         return add(ipam, choice, containerId, namespace, pod, List.of(), requestedIps);
     }
 
@@ -177,7 +284,12 @@ class KubernetesAnnotationsTest {
     private static void assertIn(AttachmentRecord record, PoolSpec... pools) {
         assertEquals(pools.length, record.addresses().size(), record.toString());
         for (PoolSpec pool : pools) {
-            assertTrue(record.addresses().stream().anyMatch(h -> pool.cidr().contains(h.address()) && h.pool().equals(pool.name())),
+            assertTrue(
+                    record.addresses().stream()
+                            .anyMatch(
+                                    h ->
+                                            pool.cidr().contains(h.address())
+                                                    && h.pool().equals(pool.name())),
                     record + " has no address of " + pool.name());
         }
     }

@@ -30,8 +30,14 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class KubernetesBootstrapTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
-    private static final KubeSettings.Bootstrap SETTINGS = new KubeSettings.Bootstrap(true,
-            "app.kubernetes.io/name=cadastre", "cluster", 3, Duration.ofSeconds(1), Duration.ofMillis(200));
+    private static final KubeSettings.Bootstrap SETTINGS =
+            new KubeSettings.Bootstrap(
+                    true,
+                    "app.kubernetes.io/name=cadastre",
+                    "cluster",
+                    3,
+                    Duration.ofSeconds(1),
+                    Duration.ofMillis(200));
 
     private record Agent(String node, String ip, int port, ActorTestKit member, KubeApi api) {
         /** @return the member's address as Pekko writes it (an IPv6 host in brackets) */
@@ -46,9 +52,21 @@ class KubernetesBootstrapTest {
         List<Agent> agents = new ArrayList<>();
         try (MockApi mock = new MockApi()) {
             // A pod of another app in the namespace is no contact point.
-            mock.admin().pods().inNamespace(MockApi.AGENTS).resource(new io.fabric8.kubernetes.api.model.PodBuilder()
-                    .withNewMetadata().withName("other").addToLabels("app.kubernetes.io/name", "other").endMetadata()
-                    .withNewStatus().withPhase("Running").withPodIP(ip).endStatus().build()).create();
+            mock.admin()
+                    .pods()
+                    .inNamespace(MockApi.AGENTS)
+                    .resource(
+                            new io.fabric8.kubernetes.api.model.PodBuilder()
+                                    .withNewMetadata()
+                                    .withName("other")
+                                    .addToLabels("app.kubernetes.io/name", "other")
+                                    .endMetadata()
+                                    .withNewStatus()
+                                    .withPhase("Running")
+                                    .withPodIP(ip)
+                                    .endStatus()
+                                    .build())
+                    .create();
             for (String node : List.of("boot-a", "boot-b", "boot-c")) {
                 int port = freePort(ip);
                 mock.agentPod("agent-" + node, node, ip, port);
@@ -57,16 +75,25 @@ class KubernetesBootstrapTest {
             for (int i = 0; i < agents.size(); i++) {
                 agents.set(i, start(mock, agents.get(i)));
             }
-            Set<String> all = agents.stream().map(Agent::address).collect(Collectors.toCollection(TreeSet::new));
+            Set<String> all =
+                    agents.stream()
+                            .map(Agent::address)
+                            .collect(Collectors.toCollection(TreeSet::new));
             for (Agent agent : agents) {
                 awaitMembers(agent.member().system(), all);
             }
 
             // The lowest-addressed formed the cluster; restarted alone, it joins the other two.
-            Agent lowest = agents.stream().min(java.util.Comparator.comparingInt(Agent::port)).orElseThrow();
+            Agent lowest =
+                    agents.stream()
+                            .min(java.util.Comparator.comparingInt(Agent::port))
+                            .orElseThrow();
             stop(lowest);
             agents.remove(lowest);
-            Set<String> others = agents.stream().map(Agent::address).collect(Collectors.toCollection(TreeSet::new));
+            Set<String> others =
+                    agents.stream()
+                            .map(Agent::address)
+                            .collect(Collectors.toCollection(TreeSet::new));
             for (Agent agent : agents) {
                 awaitMembers(agent.member().system(), others);
             }
@@ -81,7 +108,8 @@ class KubernetesBootstrapTest {
     }
 
     private static Agent start(MockApi mock, Agent agent) {
-        ActorTestKit member = TestMembers.member("kube-boot", agent.node(), agent.ip(), agent.port());
+        ActorTestKit member =
+                TestMembers.member("kube-boot", agent.node(), agent.ip(), agent.port());
         KubeApi api = mock.agentApi(agent.node(), Duration.ofSeconds(1));
         member.spawn(ClusterBootstrap.responder(), ClusterBootstrap.PROBE_NAME);
         member.spawn(ClusterBootstrap.create(api, SETTINGS, System::nanoTime), "cluster-bootstrap");
@@ -100,14 +128,25 @@ class KubernetesBootstrapTest {
     /** Waits until the member is Up and sees exactly these members Up. */
     private static void awaitMembers(ActorSystem<?> system, Set<String> addresses) {
         Cluster cluster = Cluster.get(system);
-        Waits.until(WAIT, () -> cluster.selfMember().status() == MemberStatus.up() && upMembers(cluster).equals(addresses),
-                () -> system.address() + " is " + cluster.selfMember().status() + " and sees " + upMembers(cluster));
+        Waits.until(
+                WAIT,
+                () ->
+                        cluster.selfMember().status() == MemberStatus.up()
+                                && upMembers(cluster).equals(addresses),
+                () ->
+                        system.address()
+                                + " is "
+                                + cluster.selfMember().status()
+                                + " and sees "
+                                + upMembers(cluster));
         assertEquals(addresses, upMembers(cluster));
     }
 
     private static Set<String> upMembers(Cluster cluster) {
         return StreamSupport.stream(cluster.state().getMembers().spliterator(), false)
-                .filter(m -> m.status() == MemberStatus.up()).map(Member::address).map(Object::toString)
+                .filter(m -> m.status() == MemberStatus.up())
+                .map(Member::address)
+                .map(Object::toString)
                 .collect(Collectors.toCollection(TreeSet::new));
     }
 

@@ -36,7 +36,8 @@ import org.junit.jupiter.api.Test;
 class KubernetesNodeReleaseTest {
     private static final Duration GRACE = Duration.ofHours(1);
     private static final Duration WAIT = Duration.ofSeconds(60);
-    private static final PoolSpec POOL = new PoolSpec("release-v4", Cidr.parse("198.18.96.0/24"), 28, false, true, 0);
+    private static final PoolSpec POOL =
+            new PoolSpec("release-v4", Cidr.parse("198.18.96.0/24"), 28, false, true, 0);
 
     @Test
     void aDeletedNodeIsReleasedOnceAndNothingWithoutTheApi() {
@@ -53,24 +54,39 @@ class KubernetesNodeReleaseTest {
             }
             ActorSystem<?> first = members.get(0).system();
             for (ActorTestKit member : members) {
-                Cluster.get(member.system()).manager().tell(Join.create(Cluster.get(first).selfMember().address()));
+                Cluster.get(member.system())
+                        .manager()
+                        .tell(Join.create(Cluster.get(first).selfMember().address()));
             }
             for (ActorTestKit member : members) {
                 TestMembers.awaitUp(member.system(), WAIT);
             }
             Pools pools = pools(first);
             await(pools.defineConfigured(List.of(POOL)));
-            Ipam gone = new Ipam(first, "gone-node", Map.of(), pools.catalog(), List.of(POOL.name()), IpamCluster.TIMEOUTS,
-                    Clock.systemUTC());
+            Ipam gone =
+                    new Ipam(
+                            first,
+                            "gone-node",
+                            Map.of(),
+                            pools.catalog(),
+                            List.of(POOL.name()),
+                            IpamCluster.TIMEOUTS,
+                            Clock.systemUTC());
             List<AttachmentRecord> held = List.of(assign(gone, "c1"), assign(gone, "c2"));
 
             for (int i = 0; i < members.size(); i++) {
                 ActorSystem<?> system = members.get(i).system();
-                KubeApi api = mock.agentApi(i == 0 ? "member-a" : "member-b", Duration.ofSeconds(1));
+                KubeApi api =
+                        mock.agentApi(i == 0 ? "member-a" : "member-b", Duration.ofSeconds(1));
                 apis.add(api);
-                DeletedNodeReleaser releaser = new DeletedNodeReleaser(
-                        DeletedNodeReleaser.adminNodes(new Inventory(system, pools(system), IpamCluster.TIMEOUTS)),
-                        DeletedNodeReleaser.nodeObjects(api), GRACE, Duration.ofMillis(200), nanos::get);
+                DeletedNodeReleaser releaser =
+                        new DeletedNodeReleaser(
+                                DeletedNodeReleaser.adminNodes(
+                                        new Inventory(system, pools(system), IpamCluster.TIMEOUTS)),
+                                DeletedNodeReleaser.nodeObjects(api),
+                                GRACE,
+                                Duration.ofMillis(200),
+                                nanos::get);
                 releasers.add(releaser);
                 DeletedNodeReleaser.startSingleton(system, releaser);
             }
@@ -78,7 +94,10 @@ class KubernetesNodeReleaseTest {
             assertEquals(0, candidates(releasers), "every Cadastre node has its Node");
 
             mock.deleteNode("gone-node");
-            Waits.until(WAIT, () -> candidates(releasers) == 1, () -> "gone-node seen without its Node");
+            Waits.until(
+                    WAIT,
+                    () -> candidates(releasers) == 1,
+                    () -> "gone-node seen without its Node");
             awaitPasses(releasers, 2);
             assertEquals(0, released(releasers), "not before the grace");
             for (AttachmentRecord a : held) {
@@ -86,20 +105,32 @@ class KubernetesNodeReleaseTest {
             }
 
             nanos.addAndGet(GRACE.toNanos());
-            Waits.until(WAIT, () -> released(releasers) == 1, () -> "released " + released(releasers));
+            Waits.until(
+                    WAIT, () -> released(releasers) == 1, () -> "released " + released(releasers));
             for (AttachmentRecord a : held) {
-                assertTrue(await(gone.lookup(a.handle(), a.ifname())).isEmpty(), a.key() + " released");
+                assertTrue(
+                        await(gone.lookup(a.handle(), a.ifname())).isEmpty(),
+                        a.key() + " released");
             }
             assertTrue(nodeView(first, "gone-node").removed(), "the node is marked removed");
             nanos.addAndGet(GRACE.toNanos());
             awaitPasses(releasers, 3);
             assertEquals(1, released(releasers), "released once, by one member");
-            assertTrue(releasers.stream().anyMatch(r -> r.released() == 0), "the other member released nothing");
+            assertTrue(
+                    releasers.stream().anyMatch(r -> r.released() == 0),
+                    "the other member released nothing");
 
             // Without the API, a Cadastre node without a Node is not taken for a deleted one.
             mock.stop();
-            Ipam orphan = new Ipam(first, "orphan-node", Map.of(), pools.catalog(), List.of(POOL.name()), IpamCluster.TIMEOUTS,
-                    Clock.systemUTC());
+            Ipam orphan =
+                    new Ipam(
+                            first,
+                            "orphan-node",
+                            Map.of(),
+                            pools.catalog(),
+                            List.of(POOL.name()),
+                            IpamCluster.TIMEOUTS,
+                            Clock.systemUTC());
             AttachmentRecord kept = assign(orphan, "o1");
             for (int round = 0; round < 3; round++) {
                 nanos.addAndGet(GRACE.multipliedBy(2).toNanos());
@@ -114,17 +145,33 @@ class KubernetesNodeReleaseTest {
     }
 
     private static Pools pools(ActorSystem<?> system) {
-        return new Pools(system, IpamCluster.TIMEOUTS, new PoolCatalog(system, IpamCluster.TIMEOUTS, Duration.ofMillis(100)));
+        return new Pools(
+                system,
+                IpamCluster.TIMEOUTS,
+                new PoolCatalog(system, IpamCluster.TIMEOUTS, Duration.ofMillis(100)));
     }
 
     private static AttachmentRecord assign(Ipam ipam, String container) {
-        return await(ipam.assign(new AssignRequest("release." + container, "eth0", "release", container, null, "default",
-                container, List.of(), List.of(), AddressRules.ROUTED)));
+        return await(
+                ipam.assign(
+                        new AssignRequest(
+                                "release." + container,
+                                "eth0",
+                                "release",
+                                container,
+                                null,
+                                "default",
+                                container,
+                                List.of(),
+                                List.of(),
+                                AddressRules.ROUTED)));
     }
 
     private static NodeEntity.NodeView nodeView(ActorSystem<?> system, String node) {
-        return await(ClusterSharding.get(system).entityRefFor(NodeEntity.ENTITY_TYPE_KEY, node)
-                .ask(NodeEntity.GetNode::new, Duration.ofSeconds(10)));
+        return await(
+                ClusterSharding.get(system)
+                        .entityRefFor(NodeEntity.ENTITY_TYPE_KEY, node)
+                        .ask(NodeEntity.GetNode::new, Duration.ofSeconds(10)));
     }
 
     private static long released(List<DeletedNodeReleaser> releasers) {
@@ -138,6 +185,9 @@ class KubernetesNodeReleaseTest {
     /** Waits until the singleton, wherever it runs, has finished {@code more} passes more. */
     private static void awaitPasses(List<DeletedNodeReleaser> releasers, int more) {
         long target = releasers.stream().mapToLong(DeletedNodeReleaser::passes).sum() + more;
-        Waits.until(WAIT, () -> releasers.stream().mapToLong(DeletedNodeReleaser::passes).sum() >= target, () -> "passes");
+        Waits.until(
+                WAIT,
+                () -> releasers.stream().mapToLong(DeletedNodeReleaser::passes).sum() >= target,
+                () -> "passes");
     }
 }

@@ -43,8 +43,10 @@ import org.junit.jupiter.api.Test;
 class KubernetesPodReclaimTest {
     private static final Duration GRACE = Duration.ofMinutes(5);
     private static final Duration WAIT = Duration.ofSeconds(30);
-    private static final PoolSpec POOL = new PoolSpec("reclaim-pods", Cidr.parse("198.18.90.0/24"), 28, false, true, 0);
-    private static final PoolSpec CHOSEN = new PoolSpec("reclaim-chosen", Cidr.parse("198.18.91.0/24"), 28, false, true, 0);
+    private static final PoolSpec POOL =
+            new PoolSpec("reclaim-pods", Cidr.parse("198.18.90.0/24"), 28, false, true, 0);
+    private static final PoolSpec CHOSEN =
+            new PoolSpec("reclaim-chosen", Cidr.parse("198.18.91.0/24"), 28, false, true, 0);
     private static final AtomicInteger counter = new AtomicInteger();
     private static IpamCluster cluster;
 
@@ -60,7 +62,11 @@ class KubernetesPodReclaimTest {
     @BeforeAll
     static void startCluster() {
         // The node agent's messages are local, never serialized.
-        cluster = new IpamCluster("kube-pod-reclaim", List.of(POOL, CHOSEN), "pekko.actor.serialize-messages = off");
+        cluster =
+                new IpamCluster(
+                        "kube-pod-reclaim",
+                        List.of(POOL, CHOSEN),
+                        "pekko.actor.serialize-messages = off");
     }
 
     @AfterAll
@@ -75,8 +81,18 @@ class KubernetesPodReclaimTest {
         api = mock.agentApi(node, Duration.ofSeconds(1));
         api.start(n -> {});
         ipam = cluster.ipam(node, Map.of(), List.of(POOL.name()));
-        Reclaimer reclaimer = new Reclaimer(Duration.ofHours(1), GRACE, NetnsPresence.FILES, new ApiPodPresence(api), nanos::get);
-        agent = cluster.testKit().spawn(NodeAgent.create(ipam, new NetlinkDataplane(), dataplaneThreads, reclaimer));
+        Reclaimer reclaimer =
+                new Reclaimer(
+                        Duration.ofHours(1),
+                        GRACE,
+                        NetnsPresence.FILES,
+                        new ApiPodPresence(api),
+                        nanos::get);
+        agent =
+                cluster.testKit()
+                        .spawn(
+                                NodeAgent.create(
+                                        ipam, new NetlinkDataplane(), dataplaneThreads, reclaimer));
         choice = new AnnotatedIpamChoice(api);
     }
 
@@ -92,13 +108,19 @@ class KubernetesPodReclaimTest {
     void anAttachmentWhosePodIsGoneIsReleasedAfterTheGrace() {
         mock.pod("default", "leaves", node, Map.of());
         mock.pod("default", "stays", node, Map.of());
-        Waits.until(WAIT, () -> api.podsSynced() && api.cachedPod("default", "stays").isPresent(), () -> "the pod cache synced");
+        Waits.until(
+                WAIT,
+                () -> api.podsSynced() && api.cachedPod("default", "stays").isPresent(),
+                () -> "the pod cache synced");
         AttachmentRecord leaves = add("default", "leaves");
         AttachmentRecord stays = add("default", "stays");
         assertEquals(List.of(), reconcile());
 
         mock.deletePod("default", "leaves");
-        Waits.until(WAIT, () -> api.cachedPod("default", "leaves").isEmpty(), () -> "the cache saw the deletion");
+        Waits.until(
+                WAIT,
+                () -> api.cachedPod("default", "leaves").isEmpty(),
+                () -> "the cache saw the deletion");
         assertEquals(List.of(), reconcile(), "seen gone: the grace starts");
         nanos.addAndGet(GRACE.minusSeconds(1).toNanos());
         assertEquals(List.of(), reconcile(), "within the grace");
@@ -112,15 +134,26 @@ class KubernetesPodReclaimTest {
 
     @Test
     void withTheApiDownAddsAreServedAndNothingIsReleased() {
-        mock.pod("default", "cached", node, Map.of(IpamAnnotations.IPV4_POOLS, "[\"reclaim-chosen\"]"));
+        mock.pod(
+                "default",
+                "cached",
+                node,
+                Map.of(IpamAnnotations.IPV4_POOLS, "[\"reclaim-chosen\"]"));
         mock.pod("default", "deleted", node, Map.of());
-        Waits.until(WAIT, () -> api.podsSynced() && api.cachedPod("default", "cached").isPresent(), () -> "the pod cache synced");
+        Waits.until(
+                WAIT,
+                () -> api.podsSynced() && api.cachedPod("default", "cached").isPresent(),
+                () -> "the pod cache synced");
         AttachmentRecord deleted = add("default", "deleted");
         mock.deletePod("default", "deleted");
-        Waits.until(WAIT, () -> api.cachedPod("default", "deleted").isEmpty(), () -> "the cache saw the deletion");
+        Waits.until(
+                WAIT,
+                () -> api.cachedPod("default", "deleted").isEmpty(),
+                () -> "the cache saw the deletion");
 
         mock.stop();
-        // The cached pod's annotation still chooses its pool; a pod the cache never saw gets the netconf's.
+        // The cached pod's annotation still chooses its pool; a pod the cache never saw gets the
+        // netconf's.
         long start = System.nanoTime();
         AttachmentRecord cached = add("default", "cached");
         assertTrue(CHOSEN.cidr().contains(cached.addresses().get(0).address()), cached.toString());
@@ -128,7 +161,8 @@ class KubernetesPodReclaimTest {
         assertTrue(POOL.cidr().contains(unknown.addresses().get(0).address()), unknown.toString());
         assertTrue(Duration.ofNanos(System.nanoTime() - start).compareTo(WAIT) < 0);
 
-        // The deleted pod's absence is not believed without the API: nothing is released, however long.
+        // The deleted pod's absence is not believed without the API: nothing is released, however
+        // long.
         for (int round = 0; round < 3; round++) {
             assertEquals(List.of(), reconcile());
             nanos.addAndGet(GRACE.multipliedBy(2).toNanos());
@@ -143,8 +177,19 @@ class KubernetesPodReclaimTest {
         String container = namespace + "-" + pod + "-" + counter.incrementAndGet();
         AttachmentId id = new AttachmentId("kube-net", container, "eth0");
         PodIpamChoice.Choice chosen = await(choice.choose(namespace, pod));
-        AssignRequest request = new AssignRequest(id.handle(), id.ifname(), id.network(), container, null, namespace, pod,
-                List.of(), chosen.requestedIps(List.of()), AddressRules.ROUTED, chosen.poolsByFamily());
+        AssignRequest request =
+                new AssignRequest(
+                        id.handle(),
+                        id.ifname(),
+                        id.network(),
+                        container,
+                        null,
+                        namespace,
+                        pod,
+                        List.of(),
+                        chosen.requestedIps(List.of()),
+                        AddressRules.ROUTED,
+                        chosen.poolsByFamily());
         TestProbe<StatusReply<Wired>> probe = cluster.testKit().createTestProbe();
         agent.tell(new NodeAgent.Attach(id, new PodRequest(request, null, true, 0), probe.ref()));
         StatusReply<Wired> outcome = probe.receiveMessage(WAIT);

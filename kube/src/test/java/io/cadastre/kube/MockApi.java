@@ -28,14 +28,21 @@ final class MockApi implements AutoCloseable {
     private boolean stopped;
 
     MockApi() {
-        server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), new KubernetesCrudDispatcher(), false);
+        server =
+                new KubernetesMockServer(
+                        new Context(),
+                        new MockWebServer(),
+                        new HashMap<>(),
+                        new KubernetesCrudDispatcher(),
+                        false);
         server.init(InetAddress.getLoopbackAddress(), 0);
         admin = server.createClient();
     }
 
     /** @return the API as the agent of {@code node} sees it; close it after the test */
     KubeApi agentApi(String node, Duration requestTimeout) {
-        // The mock server cannot select pods by spec.nodeName: the agent's pod cache holds them all.
+        // The mock server cannot select pods by spec.nodeName: the agent's pod cache holds them
+        // all.
         return KubeApi.over(server.createClient(), node, AGENTS, requestTimeout, false);
     }
 

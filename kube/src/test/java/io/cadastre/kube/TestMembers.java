@@ -38,7 +38,9 @@ final class TestMembers {
      * @return the member, not joined; its entities registered
      */
     static ActorTestKit member(String system, String node, String host, int port) {
-        Config config = ConfigFactory.parseString("""
+        Config config =
+                ConfigFactory.parseString(
+                                """
                 pekko.actor.provider = cluster
                 pekko.remote.artery.canonical.hostname = "%s"
                 pekko.remote.artery.canonical.port = %d
@@ -48,10 +50,11 @@ final class TestMembers {
                 pekko.loglevel = WARNING
                 pekko.coordinated-shutdown.terminate-actor-system = on
                 pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                """.formatted(host, port, NodeRoles.role(node)))
-                .withFallback(PersistenceTestKitPlugin.getInstance().config())
-                .withFallback(PersistenceTestKitSnapshotPlugin.config())
-                .withFallback(ConfigFactory.load());
+                """
+                                        .formatted(host, port, NodeRoles.role(node)))
+                        .withFallback(PersistenceTestKitPlugin.getInstance().config())
+                        .withFallback(PersistenceTestKitSnapshotPlugin.config())
+                        .withFallback(ConfigFactory.load());
         ActorTestKit kit = ActorTestKit.create(system, config);
         PoolRegistry.init(kit.system());
         PoolEntity.init(kit.system());
@@ -67,7 +70,9 @@ final class TestMembers {
 
     /** Waits until the member is Up. */
     static void awaitUp(ActorSystem<?> system, Duration deadline) {
-        Waits.until(deadline, () -> Cluster.get(system).selfMember().status() == MemberStatus.up(),
+        Waits.until(
+                deadline,
+                () -> Cluster.get(system).selfMember().status() == MemberStatus.up(),
                 () -> system.name() + " member is " + Cluster.get(system).selfMember().status());
         assertEquals(MemberStatus.up(), Cluster.get(system).selfMember().status());
     }

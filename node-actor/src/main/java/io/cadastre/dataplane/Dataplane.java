@@ -66,7 +66,8 @@ public interface Dataplane {
      *     nothing (either name taken: {@link #attach} decides as without this step)
      * @throws DataplaneException as {@link #attach} for the netns, the names and the MTU
      */
-    default OptionalInt prepare(String netnsPath, String hostIfname, String podIfname, int mtu) throws DataplaneException {
+    default OptionalInt prepare(String netnsPath, String hostIfname, String podIfname, int mtu)
+            throws DataplaneException {
         return OptionalInt.empty();
     }
 
@@ -76,7 +77,8 @@ public interface Dataplane {
      *
      * @param prepared what {@link #prepare} returned, or empty
      */
-    default WiredPod attach(PodAttachment attachment, OptionalInt prepared) throws DataplaneException {
+    default WiredPod attach(PodAttachment attachment, OptionalInt prepared)
+            throws DataplaneException {
         return attach(attachment);
     }
 

@@ -21,8 +21,10 @@ import jnr.ffi.Pointer;
 final class Ethtool {
     private static final int ETHTOOL_GTXCSUM = 0x16;
     private static final int ETHTOOL_STXCSUM = 0x17;
+
     /** sizeof(struct ifreq) on 64-bit Linux: IFNAMSIZ name, then a union whose ifr_data is a pointer. */
     private static final int IFREQ_LEN = 40;
+
     private static final int IFNAMSIZ = 16;
 
     private Ethtool() {}
@@ -38,10 +40,12 @@ final class Ethtool {
     }
 
     /** One struct ethtool_value command: {u32 cmd; u32 data}. @return data after the call */
-    private static int call(String ifname, int command, int data, String step) throws SyscallException {
+    private static int call(String ifname, int command, int data, String step)
+            throws SyscallException {
         byte[] name = ifname.getBytes(StandardCharsets.UTF_8);
         if (name.length >= IFNAMSIZ) {
-            throw new SyscallException(step + " " + ifname + ": name longer than " + (IFNAMSIZ - 1) + " bytes");
+            throw new SyscallException(
+                    step + " " + ifname + ": name longer than " + (IFNAMSIZ - 1) + " bytes");
         }
         Pointer value = Memory.allocateDirect(LibC.runtime(), 8);
         value.putInt(0, command);

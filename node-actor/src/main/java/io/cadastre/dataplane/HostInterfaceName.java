@@ -24,6 +24,7 @@ import java.util.HexFormat;
 public final class HostInterfaceName {
     /** The prefix that marks Cadastre's links in {@code ip link}. */
     public static final String PREFIX = "cad";
+
     private static final int HEX_DIGITS = 12;
 
     private HostInterfaceName() {}

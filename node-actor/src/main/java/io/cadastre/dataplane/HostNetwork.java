@@ -78,14 +78,23 @@ public final class HostNetwork {
      *     host without a default route)
      * @throws DataplaneException when {@code device} names no interface, or the state cannot be read
      */
-    public static Optional<Underlay> underlay(String device, InetAddress preferred) throws DataplaneException {
+    public static Optional<Underlay> underlay(String device, InetAddress preferred)
+            throws DataplaneException {
         try (Rtnetlink rt = new Rtnetlink(NetlinkSocket.open(), "")) {
             List<Link> links = rt.links();
             List<Address> addresses = rt.addresses();
             Link link;
             if (!device.isEmpty()) {
-                link = links.stream().filter(l -> l.name().equals(device)).findFirst()
-                        .orElseThrow(() -> new DataplaneException("the underlay interface " + device + " does not exist"));
+                link =
+                        links.stream()
+                                .filter(l -> l.name().equals(device))
+                                .findFirst()
+                                .orElseThrow(
+                                        () ->
+                                                new DataplaneException(
+                                                        "the underlay interface "
+                                                                + device
+                                                                + " does not exist"));
             } else {
                 link = find(links, addresses, rt.mainTableRoutes(), preferred);
                 if (link == null) {
@@ -93,21 +102,43 @@ public final class HostNetwork {
                 }
             }
             int index = link.index();
-            List<Address> own = addresses.stream().filter(a -> a.index() == index && !a.address().isLinkLocalAddress()
-                    && !a.address().isLoopbackAddress()).toList();
-            InterfaceAddress v4 = own.stream().filter(a -> a.address() instanceof Inet4Address)
-                    .sorted(Comparator.comparing((Address a) -> !a.address().equals(preferred)))
-                    .map(a -> new InterfaceAddress(a.address(), a.prefixLength())).findFirst().orElse(null);
-            InterfaceAddress v6 = own.stream().filter(a -> a.address() instanceof Inet6Address)
-                    .sorted(Comparator.comparing((Address a) -> !a.address().equals(preferred)))
-                    .map(a -> new InterfaceAddress(a.address(), a.prefixLength())).findFirst().orElse(null);
+            List<Address> own =
+                    addresses.stream()
+                            .filter(
+                                    a ->
+                                            a.index() == index
+                                                    && !a.address().isLinkLocalAddress()
+                                                    && !a.address().isLoopbackAddress())
+                            .toList();
+            InterfaceAddress v4 =
+                    own.stream()
+                            .filter(a -> a.address() instanceof Inet4Address)
+                            .sorted(
+                                    Comparator.comparing(
+                                            (Address a) -> !a.address().equals(preferred)))
+                            .map(a -> new InterfaceAddress(a.address(), a.prefixLength()))
+                            .findFirst()
+                            .orElse(null);
+            InterfaceAddress v6 =
+                    own.stream()
+                            .filter(a -> a.address() instanceof Inet6Address)
+                            .sorted(
+                                    Comparator.comparing(
+                                            (Address a) -> !a.address().equals(preferred)))
+                            .map(a -> new InterfaceAddress(a.address(), a.prefixLength()))
+                            .findFirst()
+                            .orElse(null);
             return Optional.of(new Underlay(link.name(), link.mtu(), v4, v6));
         } catch (SyscallException e) {
             throw new DataplaneException(e.getMessage(), false, e);
         }
     }
 
-    private static Link find(List<Link> links, List<Address> addresses, List<RouteInfo> routes, InetAddress preferred) {
+    private static Link find(
+            List<Link> links,
+            List<Address> addresses,
+            List<RouteInfo> routes,
+            InetAddress preferred) {
         if (preferred != null && !preferred.isLoopbackAddress()) {
             for (Address a : addresses) {
                 if (a.address().equals(preferred)) {
@@ -120,7 +151,9 @@ public final class HostNetwork {
         }
         for (boolean v4 : new boolean[] {true, false}) {
             for (RouteInfo r : routes) {
-                if (r.destinationLength() == 0 && r.type() == Rtnl.RTN_UNICAST && r.outputIndex() > 0
+                if (r.destinationLength() == 0
+                        && r.type() == Rtnl.RTN_UNICAST
+                        && r.outputIndex() > 0
                         && (r.destination() instanceof Inet4Address) == v4) {
                     Link l = byIndex(links, r.outputIndex());
                     if (l != null) {
@@ -160,7 +193,9 @@ public final class HostNetwork {
             List<Link> links = rt.links();
             List<String> out = new ArrayList<>();
             for (RouteInfo r : rt.mainTableRoutes()) {
-                if (r.destinationLength() == 0 && r.destination() instanceof Inet6Address && r.outputIndex() > 0) {
+                if (r.destinationLength() == 0
+                        && r.destination() instanceof Inet6Address
+                        && r.outputIndex() > 0) {
                     Link l = byIndex(links, r.outputIndex());
                     if (l != null && !out.contains(l.name())) {
                         out.add(l.name());

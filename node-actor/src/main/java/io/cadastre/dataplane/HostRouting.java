@@ -66,7 +66,13 @@ public interface HostRouting {
      * @param device the output device's name, or null (a blackhole, a multipath route)
      * @param text the route as {@code ip route} would show it, e.g. {@code "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink proto 202"}
      */
-    record Installed(IpPrefix destination, int protocol, boolean blackhole, InetAddress gateway, String device, String text) {
+    record Installed(
+            IpPrefix destination,
+            int protocol,
+            boolean blackhole,
+            InetAddress gateway,
+            String device,
+            String text) {
         public boolean ours() {
             return protocol == PROTOCOL;
         }
@@ -117,11 +123,16 @@ public interface HostRouting {
     record Route(IpPrefix destination, InetAddress gateway, String device, int mtu) {
         public Route {
             if (gateway != null && device == null) {
-                throw new IllegalArgumentException("route to " + destination + ": a gateway needs a device");
+                throw new IllegalArgumentException(
+                        "route to " + destination + ": a gateway needs a device");
             }
             if (gateway != null && (gateway instanceof Inet4Address) != destination.v4()) {
-                throw new IllegalArgumentException("route to " + destination + " via " + Rtnetlink.text(gateway)
-                        + ": families differ");
+                throw new IllegalArgumentException(
+                        "route to "
+                                + destination
+                                + " via "
+                                + Rtnetlink.text(gateway)
+                                + ": families differ");
             }
             if (device != null) {
                 requireName(device, "route to " + destination + ": device");
@@ -157,8 +168,14 @@ public interface HostRouting {
             if (blackhole()) {
                 return "blackhole " + destination;
             }
-            String tail = " dev " + device + (gateway == null ? "" : " onlink") + (mtu > 0 ? " mtu " + mtu : "");
-            return gateway == null ? destination + tail : destination + " via " + Rtnetlink.text(gateway) + tail;
+            String tail =
+                    " dev "
+                            + device
+                            + (gateway == null ? "" : " onlink")
+                            + (mtu > 0 ? " mtu " + mtu : "");
+            return gateway == null
+                    ? destination + tail
+                    : destination + " via " + Rtnetlink.text(gateway) + tail;
         }
     }
 
@@ -181,44 +198,71 @@ public interface HostRouting {
      * @param fdb where each peer's VTEP MAC lives
      * @param neighbours each peer's tunnel address and VTEP MAC
      */
-    record VxlanDevice(String name, int vni, int port, InetAddress local, String underlay, String mac, int mtu,
-            IpPrefix tunnelAddress, List<FdbEntry> fdb, List<NeighbourEntry> neighbours) {
+    record VxlanDevice(
+            String name,
+            int vni,
+            int port,
+            InetAddress local,
+            String underlay,
+            String mac,
+            int mtu,
+            IpPrefix tunnelAddress,
+            List<FdbEntry> fdb,
+            List<NeighbourEntry> neighbours) {
         public VxlanDevice {
             fdb = List.copyOf(fdb);
             neighbours = List.copyOf(neighbours);
             requireName(name, "VXLAN device");
             if (!name.startsWith(DEVICE_PREFIX)) {
-                throw new IllegalArgumentException("VXLAN device " + name + ": name must start with " + DEVICE_PREFIX);
+                throw new IllegalArgumentException(
+                        "VXLAN device " + name + ": name must start with " + DEVICE_PREFIX);
             }
             requireName(underlay, "VXLAN device " + name + ": underlay");
             if (vni < 1 || vni > 0xffffff) {
-                throw new IllegalArgumentException("VXLAN device " + name + ": VNI " + vni + " out of 1.." + 0xffffff);
+                throw new IllegalArgumentException(
+                        "VXLAN device " + name + ": VNI " + vni + " out of 1.." + 0xffffff);
             }
             if (port < 1 || port > 0xffff) {
-                throw new IllegalArgumentException("VXLAN device " + name + ": port " + port + " out of 1..65535");
+                throw new IllegalArgumentException(
+                        "VXLAN device " + name + ": port " + port + " out of 1..65535");
             }
             mac = unicastMac(mac, "VXLAN device " + name);
             if (mtu != 0 && mtu < 68) {
-                throw new IllegalArgumentException("VXLAN device " + name + ": mtu " + mtu + " below 68");
+                throw new IllegalArgumentException(
+                        "VXLAN device " + name + ": mtu " + mtu + " below 68");
             }
             boolean v4 = local instanceof Inet4Address;
-            if (tunnelAddress != null && (tunnelAddress.v4() != v4
-                    || tunnelAddress.length() != tunnelAddress.address().getAddress().length * 8)) {
-                throw new IllegalArgumentException("VXLAN device " + name + ": tunnel address " + tunnelAddress
-                        + " is not a host prefix of the underlay's family");
+            if (tunnelAddress != null
+                    && (tunnelAddress.v4() != v4
+                            || tunnelAddress.length()
+                                    != tunnelAddress.address().getAddress().length * 8)) {
+                throw new IllegalArgumentException(
+                        "VXLAN device "
+                                + name
+                                + ": tunnel address "
+                                + tunnelAddress
+                                + " is not a host prefix of the underlay's family");
             }
             Set<String> macs = new HashSet<>();
             for (FdbEntry e : fdb) {
                 if ((e.remote() instanceof Inet4Address) != v4 || !macs.add(e.mac())) {
-                    throw new IllegalArgumentException("VXLAN device " + name + ": " + e
-                            + " (another family than local, or a second entry for the MAC)");
+                    throw new IllegalArgumentException(
+                            "VXLAN device "
+                                    + name
+                                    + ": "
+                                    + e
+                                    + " (another family than local, or a second entry for the MAC)");
                 }
             }
             Set<InetAddress> addresses = new HashSet<>();
             for (NeighbourEntry n : neighbours) {
                 if ((n.address() instanceof Inet4Address) != v4 || !addresses.add(n.address())) {
-                    throw new IllegalArgumentException("VXLAN device " + name + ": " + n
-                            + " (another family than local, or a second entry for the address)");
+                    throw new IllegalArgumentException(
+                            "VXLAN device "
+                                    + name
+                                    + ": "
+                                    + n
+                                    + " (another family than local, or a second entry for the address)");
                 }
             }
         }
@@ -268,7 +312,13 @@ public interface HostRouting {
     }
 
     /** What a change or a problem was about. */
-    enum Kind { ROUTE, DEVICE, ADDRESS, FDB, NEIGHBOUR }
+    enum Kind {
+        ROUTE,
+        DEVICE,
+        ADDRESS,
+        FDB,
+        NEIGHBOUR
+    }
 
     /**
      * One object changed, in conflict or failed.
@@ -292,8 +342,13 @@ public interface HostRouting {
      *     underlay, an MTU above its maximum), with the reason
      * @param elapsed wall time of the reconcile
      */
-    record Result(List<Change> added, List<Change> removed, List<Change> replaced, List<Change> conflicts,
-            List<Change> errors, Duration elapsed) {
+    record Result(
+            List<Change> added,
+            List<Change> removed,
+            List<Change> replaced,
+            List<Change> conflicts,
+            List<Change> errors,
+            Duration elapsed) {
         public Result {
             added = List.copyOf(added);
             removed = List.copyOf(removed);
@@ -314,8 +369,19 @@ public interface HostRouting {
 
         /** @return e.g. {@code "added 3, removed 1, replaced 0, conflicts 1, errors 0 in 12 ms"} */
         public String summary() {
-            return "added " + added.size() + ", removed " + removed.size() + ", replaced " + replaced.size()
-                    + ", conflicts " + conflicts.size() + ", errors " + errors.size() + " in " + elapsed.toMillis() + " ms";
+            return "added "
+                    + added.size()
+                    + ", removed "
+                    + removed.size()
+                    + ", replaced "
+                    + replaced.size()
+                    + ", conflicts "
+                    + conflicts.size()
+                    + ", errors "
+                    + errors.size()
+                    + " in "
+                    + elapsed.toMillis()
+                    + " ms";
         }
     }
 
@@ -328,9 +394,11 @@ public interface HostRouting {
 
     private static String unicastMac(String mac, String what) {
         String m = mac == null ? "" : mac.toLowerCase(Locale.ROOT);
-        if (!m.matches("[0-9a-f]{2}(:[0-9a-f]{2}){5}") || (Integer.parseInt(m.substring(0, 2), 16) & 1) != 0
+        if (!m.matches("[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+                || (Integer.parseInt(m.substring(0, 2), 16) & 1) != 0
                 || m.equals("00:00:00:00:00:00")) {
-            throw new IllegalArgumentException(what + ": " + mac + " is not a unicast MAC (xx:xx:xx:xx:xx:xx)");
+            throw new IllegalArgumentException(
+                    what + ": " + mac + " is not a unicast MAC (xx:xx:xx:xx:xx:xx)");
         }
         return m;
     }

@@ -57,7 +57,9 @@ public final class HostSysctls {
 
     /** @param value 0, 1 or 2 (see {@link #acceptRa}) */
     public void setAcceptRa(String ifname, int value) throws DataplaneException {
-        write("net/ipv6/conf/" + checked(ifname) + "/accept_ra", Integer.toString(inRange(value, "accept_ra")));
+        write(
+                "net/ipv6/conf/" + checked(ifname) + "/accept_ra",
+                Integer.toString(inRange(value, "accept_ra")));
     }
 
     /**
@@ -72,7 +74,9 @@ public final class HostSysctls {
 
     /** @param value 0, 1 or 2 (see {@link #rpFilter}) */
     public void setRpFilter(String ifname, int value) throws DataplaneException {
-        write("net/ipv4/conf/" + checked(ifname) + "/rp_filter", Integer.toString(inRange(value, "rp_filter")));
+        write(
+                "net/ipv4/conf/" + checked(ifname) + "/rp_filter",
+                Integer.toString(inRange(value, "rp_filter")));
     }
 
     private String read(String key) throws DataplaneException {
@@ -88,7 +92,8 @@ public final class HostSysctls {
         try {
             return Integer.parseInt(value);
         } catch (NumberFormatException e) {
-            throw new DataplaneException(root.resolve(key) + " holds '" + value + "', not a number", false, e);
+            throw new DataplaneException(
+                    root.resolve(key) + " holds '" + value + "', not a number", false, e);
         }
     }
 

@@ -18,13 +18,19 @@ public record IpPrefix(InetAddress address, int length) {
     public IpPrefix {
         int bits = address.getAddress().length * 8;
         if (length < 0 || length > bits) {
-            throw new IllegalArgumentException("prefix length " + length + " out of 0.." + bits + " for "
-                    + Rtnetlink.text(address));
+            throw new IllegalArgumentException(
+                    "prefix length "
+                            + length
+                            + " out of 0.."
+                            + bits
+                            + " for "
+                            + Rtnetlink.text(address));
         }
         byte[] b = address.getAddress();
         for (int bit = length; bit < bits; bit++) {
             if ((b[bit / 8] & (0x80 >>> (bit % 8))) != 0) {
-                throw new IllegalArgumentException("host bits set in " + Rtnetlink.text(address) + "/" + length);
+                throw new IllegalArgumentException(
+                        "host bits set in " + Rtnetlink.text(address) + "/" + length);
             }
         }
     }
@@ -40,7 +46,8 @@ public record IpPrefix(InetAddress address, int length) {
             throw new IllegalArgumentException("not CIDR notation (address/length): " + cidr);
         }
         try {
-            return new IpPrefix(literal(cidr.substring(0, slash)), Integer.parseInt(cidr.substring(slash + 1)));
+            return new IpPrefix(
+                    literal(cidr.substring(0, slash)), Integer.parseInt(cidr.substring(slash + 1)));
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("not CIDR notation (address/length): " + cidr, e);
         }
@@ -57,8 +64,14 @@ public record IpPrefix(InetAddress address, int length) {
     public static InetAddress literal(String text) {
         // getByName looks names up: only dotted quads and texts with a ':' (which it parses as
         // IPv6 literals or refuses) may reach it.
-        if (!IPV4.matcher(text).matches() && !(text.contains(":") && text.chars().allMatch(
-                c -> Character.digit(c, 16) >= 0 || c == '.' || c == ':'))) {
+        if (!IPV4.matcher(text).matches()
+                && !(text.contains(":")
+                        && text.chars()
+                                .allMatch(
+                                        c ->
+                                                Character.digit(c, 16) >= 0
+                                                        || c == '.'
+                                                        || c == ':'))) {
             throw new IllegalArgumentException("not an IP address literal: " + text);
         }
         try {

@@ -36,7 +36,8 @@ public record KernelVersion(int major, int minor) {
             return Optional.empty();
         }
         try {
-            return Optional.of(new KernelVersion(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2))));
+            return Optional.of(
+                    new KernelVersion(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2))));
         } catch (NumberFormatException e) {
             return Optional.empty();
         }

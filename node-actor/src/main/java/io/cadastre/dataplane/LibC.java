@@ -31,8 +31,10 @@ final class LibC {
     static final int O_RDONLY = 0;
     static final int O_CLOEXEC = 0x80000;
     static final int CLONE_NEWNET = 0x40000000;
+
     /** ioctl on a namespace fd: its CLONE_NEW* type (ioctl_ns(2), since Linux 4.11); _IO(0xb7, 0x3). */
     static final long NS_GET_NSTYPE = 0xb703;
+
     /** ioctl on any socket: an ethtool command for the device named in the ifreq (linux/sockios.h). */
     static final long SIOCETHTOOL = 0x8946;
 
@@ -70,7 +72,13 @@ final class LibC {
 
         @SaveError
         @ssize_t
-        long recvfrom(int fd, @Out byte[] buf, @size_t long len, int flags, @Out byte[] addr, @In @Out int[] addrlen);
+        long recvfrom(
+                int fd,
+                @Out byte[] buf,
+                @size_t long len,
+                int flags,
+                @Out byte[] addr,
+                @In @Out int[] addrlen);
 
         @SaveError
         int open(String path, int flags);
@@ -93,7 +101,8 @@ final class LibC {
     }
 
     static final Functions C =
-            LibraryLoader.create(Functions.class).load(Platform.getNativePlatform().getStandardCLibraryName());
+            LibraryLoader.create(Functions.class)
+                    .load(Platform.getNativePlatform().getStandardCLibraryName());
     private static final Runtime RUNTIME = Runtime.getRuntime(C);
 
     private LibC() {}

@@ -42,8 +42,10 @@ public final class NetlinkDataplane implements Dataplane {
 
     /** The network namespaces no pod may be wired into: this process's and PID 1's. */
     private final List<Netns.Identity> hostNamespaces;
+
     /** The kernel's per-interface network settings: {@code net} under the sysctl tree given at construction. */
     private final Path sysctlNet;
+
     /** The source filters' drops, kept across the pods' removal. */
     private final SpoofDrops spoofDrops = new SpoofDrops();
 
@@ -115,7 +117,8 @@ public final class NetlinkDataplane implements Dataplane {
      * netns. Nothing when either name is taken. Checks the names and the MTU as attach does.
      */
     @Override
-    public OptionalInt prepare(String netnsPath, String hostIfname, String podIfname, int mtu) throws DataplaneException {
+    public OptionalInt prepare(String netnsPath, String hostIfname, String podIfname, int mtu)
+            throws DataplaneException {
         Plan.checkNames(hostIfname, podIfname, mtu);
         try (Netns netns = Netns.openPod(netnsPath, hostNamespaces);
                 Rtnetlink pod = netns.rtnetlink();
@@ -146,7 +149,8 @@ public final class NetlinkDataplane implements Dataplane {
      * wiring, compared with the plan as {@link #attach(PodAttachment)} does.
      */
     @Override
-    public WiredPod attach(PodAttachment attachment, OptionalInt prepared) throws DataplaneException {
+    public WiredPod attach(PodAttachment attachment, OptionalInt prepared)
+            throws DataplaneException {
         Plan plan = Plan.of(attachment);
         try (Netns netns = Netns.openPod(attachment.netnsPath(), hostNamespaces);
                 Rtnetlink pod = netns.rtnetlink();
@@ -161,10 +165,17 @@ public final class NetlinkDataplane implements Dataplane {
                 }
                 if (pod.link(attachment.podIfname()).isPresent()) {
                     throw new DataplaneException(
-                            "link " + attachment.podIfname() + " already exists in netns " + netns.path());
+                            "link "
+                                    + attachment.podIfname()
+                                    + " already exists in netns "
+                                    + netns.path());
                 }
-                host.createVeth(attachment.hostIfname(), HOST_MAC_BYTES, attachment.mtu(),
-                        attachment.podIfname(), netns);
+                host.createVeth(
+                        attachment.hostIfname(),
+                        HOST_MAC_BYTES,
+                        attachment.mtu(),
+                        attachment.podIfname(),
+                        netns);
             } catch (SyscallException e) {
                 throw fail(e);
             }
@@ -179,7 +190,9 @@ public final class NetlinkDataplane implements Dataplane {
     }
 
     private static boolean isPrepared(Link hostLink, OptionalInt prepared) {
-        return prepared.isPresent() && hostLink.index() == prepared.getAsInt() && !hostLink.up()
+        return prepared.isPresent()
+                && hostLink.index() == prepared.getAsInt()
+                && !hostLink.up()
                 && "veth".equals(hostLink.kind());
     }
 
@@ -187,7 +200,8 @@ public final class NetlinkDataplane implements Dataplane {
      * Configures a pair that exists and is not configured yet ({@code prepared}: {@link #prepare}
      * did its part); deletes it when that fails.
      */
-    private WiredPod configureOrRollBack(Plan plan, Rtnetlink pod, Rtnetlink host, Link hostLink, boolean prepared)
+    private WiredPod configureOrRollBack(
+            Plan plan, Rtnetlink pod, Rtnetlink host, Link hostLink, boolean prepared)
             throws DataplaneException {
         try {
             return configure(plan, pod, host, hostLink, prepared);
@@ -200,17 +214,30 @@ public final class NetlinkDataplane implements Dataplane {
      * An ADD repeated for a pod that is wired already: the wiring as it is when nothing differs
      * from the plan (a retry must not flap the pod's link or change its MAC), else a refusal.
      */
-    private WiredPod alreadyWired(Plan plan, Link hostLink, Rtnetlink pod, Rtnetlink host, String netnsPath)
+    private WiredPod alreadyWired(
+            Plan plan, Link hostLink, Rtnetlink pod, Rtnetlink host, String netnsPath)
             throws SyscallException, DataplaneException {
         PodAttachment a = plan.attachment();
-        List<String> differences = differences(plan, Optional.of(hostLink), pod, host, " in netns " + netnsPath);
+        List<String> differences =
+                differences(plan, Optional.of(hostLink), pod, host, " in netns " + netnsPath);
         if (!differences.isEmpty()) {
-            throw new DataplaneException("host link " + a.hostIfname() + " already exists and differs: "
-                    + String.join("; ", differences), DataplaneException.Kind.WIRED_DIFFERENTLY, null);
+            throw new DataplaneException(
+                    "host link "
+                            + a.hostIfname()
+                            + " already exists and differs: "
+                            + String.join("; ", differences),
+                    DataplaneException.Kind.WIRED_DIFFERENTLY,
+                    null);
         }
         List<PodRoute> routes = plan.podRoutes().stream().map(RouteSpec::toPodRoute).toList();
-        return new WiredPod(a.hostIfname(), hostLink.mac(), a.podIfname(), pod.existingLink(a.podIfname()).mac(),
-                a.netnsPath(), a.addresses(), routes);
+        return new WiredPod(
+                a.hostIfname(),
+                hostLink.mac(),
+                a.podIfname(),
+                pod.existingLink(a.podIfname()).mac(),
+                a.netnsPath(),
+                a.addresses(),
+                routes);
     }
 
     /**
@@ -286,15 +313,20 @@ public final class NetlinkDataplane implements Dataplane {
      * @throws DataplaneException when the name is not one {@link HostInterfaceName} gives, or the
      *     link is not a veth
      */
-    private static Optional<Link> hostVeth(Rtnetlink host, String hostIfname) throws DataplaneException, SyscallException {
+    private static Optional<Link> hostVeth(Rtnetlink host, String hostIfname)
+            throws DataplaneException, SyscallException {
         String invalid = invalidName(hostIfname);
         if (invalid != null) {
             throw new DataplaneException("invalid hostIfname: " + invalid);
         }
         Optional<Link> link = host.link(hostIfname);
         if (link.isPresent() && !"veth".equals(link.get().kind())) {
-            throw new DataplaneException("refusing to delete " + hostIfname + ": not a veth (kind '"
-                    + link.get().kind() + "')");
+            throw new DataplaneException(
+                    "refusing to delete "
+                            + hostIfname
+                            + ": not a veth (kind '"
+                            + link.get().kind()
+                            + "')");
         }
         return link;
     }
@@ -312,14 +344,20 @@ public final class NetlinkDataplane implements Dataplane {
         try (Netns netns = Netns.openPod(attachment.netnsPath(), hostNamespaces);
                 Rtnetlink pod = netns.rtnetlink();
                 Rtnetlink host = hostRtnetlink()) {
-            return differences(plan, host.link(attachment.hostIfname()), pod, host, " in netns " + netns.path());
+            return differences(
+                    plan,
+                    host.link(attachment.hostIfname()),
+                    pod,
+                    host,
+                    " in netns " + netns.path());
         } catch (SyscallException e) {
             throw fail(e);
         }
     }
 
-    private List<String> differences(Plan plan, Optional<Link> hostLink, Rtnetlink pod, Rtnetlink host,
-            String where) throws SyscallException {
+    private List<String> differences(
+            Plan plan, Optional<Link> hostLink, Rtnetlink pod, Rtnetlink host, String where)
+            throws SyscallException {
         PodAttachment attachment = plan.attachment();
         List<String> differences = new ArrayList<>();
         Optional<Link> podLink = pod.link(attachment.podIfname());
@@ -340,7 +378,8 @@ public final class NetlinkDataplane implements Dataplane {
      * @param hostLink the host end as just read (its MAC is the one it keeps: links going up and
      *     addresses do not change MACs)
      */
-    private WiredPod configure(Plan plan, Rtnetlink pod, Rtnetlink host, Link hostLink, boolean prepared)
+    private WiredPod configure(
+            Plan plan, Rtnetlink pod, Rtnetlink host, Link hostLink, boolean prepared)
             throws SyscallException {
         PodAttachment a = plan.attachment();
         if (!prepared) {
@@ -365,7 +404,13 @@ public final class NetlinkDataplane implements Dataplane {
             host.addRoute(hostLink, address.address(), address.prefixLength(), null);
         }
         List<PodRoute> routes = plan.podRoutes().stream().map(RouteSpec::toPodRoute).toList();
-        return new WiredPod(a.hostIfname(), hostLink.mac(), a.podIfname(), podLink.mac(), a.netnsPath(), a.addresses(),
+        return new WiredPod(
+                a.hostIfname(),
+                hostLink.mac(),
+                a.podIfname(),
+                podLink.mac(),
+                a.netnsPath(),
+                a.addresses(),
                 routes);
     }
 
@@ -401,8 +446,14 @@ public final class NetlinkDataplane implements Dataplane {
         }
     }
 
-    private static void checkPod(Plan plan, Link link, Optional<Link> hostLink, Rtnetlink pod, String where,
-            List<String> differences) throws SyscallException {
+    private static void checkPod(
+            Plan plan,
+            Link link,
+            Optional<Link> hostLink,
+            Rtnetlink pod,
+            String where,
+            List<String> differences)
+            throws SyscallException {
         PodAttachment a = plan.attachment();
         String name = "link " + link.name() + where;
         if (!link.up()) {
@@ -411,16 +462,26 @@ public final class NetlinkDataplane implements Dataplane {
         if (a.mtu() > 0 && link.mtu() != a.mtu()) {
             differences.add(name + " has MTU " + link.mtu() + ", expected " + a.mtu());
         }
-        if (hostLink.isPresent() && (!"veth".equals(link.kind()) || link.peerIndex() != hostLink.get().index())) {
+        if (hostLink.isPresent()
+                && (!"veth".equals(link.kind()) || link.peerIndex() != hostLink.get().index())) {
             differences.add(name + " is not the veth peer of host link " + a.hostIfname());
         }
         List<Rtnetlink.Address> addresses = pod.addresses();
         for (PodAddress expected : a.addresses()) {
-            boolean present = addresses.stream().anyMatch(x -> x.index() == link.index()
-                    && x.address().equals(expected.address()) && x.prefixLength() == expected.prefixLength());
+            boolean present =
+                    addresses.stream()
+                            .anyMatch(
+                                    x ->
+                                            x.index() == link.index()
+                                                    && x.address().equals(expected.address())
+                                                    && x.prefixLength() == expected.prefixLength());
             if (!present) {
-                differences.add(name + " lacks address " + Rtnetlink.text(expected.address()) + "/"
-                        + expected.prefixLength());
+                differences.add(
+                        name
+                                + " lacks address "
+                                + Rtnetlink.text(expected.address())
+                                + "/"
+                                + expected.prefixLength());
             }
         }
         List<Route> routes = pod.routes();
@@ -455,13 +516,24 @@ public final class NetlinkDataplane implements Dataplane {
             }
         }
         List<Rtnetlink.Filter> filters = host.ingressFilters(link);
-        boolean filtered = filters.stream().anyMatch(f -> f.priority() == SOURCE_FILTER_PRIORITY && "bpf".equals(f.kind())
-                && java.util.Arrays.equals(f.ops(), plan.sourceFilter()) && (f.flags() & Rtnl.TCA_BPF_FLAG_ACT_DIRECT) != 0);
+        boolean filtered =
+                filters.stream()
+                        .anyMatch(
+                                f ->
+                                        f.priority() == SOURCE_FILTER_PRIORITY
+                                                && "bpf".equals(f.kind())
+                                                && java.util.Arrays.equals(
+                                                        f.ops(), plan.sourceFilter())
+                                                && (f.flags() & Rtnl.TCA_BPF_FLAG_ACT_DIRECT) != 0);
         if (!filtered) {
-            differences.add(name + (filters.isEmpty() ? " lacks" : " has another filter than")
-                    + " the pod's source filter (anti-spoofing)");
+            differences.add(
+                    name
+                            + (filters.isEmpty() ? " lacks" : " has another filter than")
+                            + " the pod's source filter (anti-spoofing)");
         }
-        String proxyArp = readSysctl(sysctlNet.resolve("ipv4/conf").resolve(link.name()).resolve("proxy_arp"));
+        String proxyArp =
+                readSysctl(
+                        sysctlNet.resolve("ipv4/conf").resolve(link.name()).resolve("proxy_arp"));
         if (!"1".equals(proxyArp)) {
             differences.add(name + " has proxy_arp " + proxyArp + ", expected 1");
         }
@@ -485,14 +557,20 @@ public final class NetlinkDataplane implements Dataplane {
     }
 
     /** Deletes the host end, which takes everything else this attach created along. */
-    private static DataplaneException rollBack(Exception failure, Rtnetlink host, String hostIfname) {
-        String message = failure instanceof SyscallException ? failure.getMessage() : failure.toString();
+    private static DataplaneException rollBack(
+            Exception failure, Rtnetlink host, String hostIfname) {
+        String message =
+                failure instanceof SyscallException ? failure.getMessage() : failure.toString();
         try {
             host.deleteLink(hostIfname);
         } catch (SyscallException e) {
             if (e.errno() != LibC.ENODEV) {
                 failure.addSuppressed(e);
-                message += "; rollback failed, host link " + hostIfname + " may remain: " + e.getMessage();
+                message +=
+                        "; rollback failed, host link "
+                                + hostIfname
+                                + " may remain: "
+                                + e.getMessage();
             }
         }
         return new DataplaneException(message, false, failure);
@@ -560,15 +638,19 @@ public final class NetlinkDataplane implements Dataplane {
     /** A route in the pod or on the host, as attach configures it and check expects it. */
     private record RouteSpec(InetAddress destination, int length, InetAddress gateway) {
         boolean matches(Route r, int outputIndex) {
-            boolean sameDestination = length == 0
-                    ? r.destination() == null || r.destination().isAnyLocalAddress()
-                    : destination.equals(r.destination());
-            return sameDestination && r.destinationLength() == length && r.outputIndex() == outputIndex
+            boolean sameDestination =
+                    length == 0
+                            ? r.destination() == null || r.destination().isAnyLocalAddress()
+                            : destination.equals(r.destination());
+            return sameDestination
+                    && r.destinationLength() == length
+                    && r.outputIndex() == outputIndex
                     && Objects.equals(gateway, r.gateway());
         }
 
         PodRoute toPodRoute() {
-            return new PodRoute(Rtnetlink.text(destination) + "/" + length,
+            return new PodRoute(
+                    Rtnetlink.text(destination) + "/" + length,
                     gateway == null ? null : Rtnetlink.text(gateway));
         }
 
@@ -582,7 +664,8 @@ public final class NetlinkDataplane implements Dataplane {
     private record Plan(PodAttachment attachment, PodAddress v4, PodAddress v6) {
         /** @return the pod's source filter: its own addresses only ({@link PodSourceFilter}) */
         byte[] sourceFilter() {
-            return PodSourceFilter.program(v4 == null ? null : v4.address(), v6 == null ? null : v6.address());
+            return PodSourceFilter.program(
+                    v4 == null ? null : v4.address(), v6 == null ? null : v6.address());
         }
 
         static Plan of(PodAttachment a) throws DataplaneException {
@@ -610,8 +693,10 @@ public final class NetlinkDataplane implements Dataplane {
         }
 
         /** @throws DataplaneException for a name {@link #invalidName} refuses, or a negative MTU */
-        static void checkNames(String hostIfname, String podIfname, int mtu) throws DataplaneException {
-            for (String[] field : new String[][] {{"podIfname", podIfname}, {"hostIfname", hostIfname}}) {
+        static void checkNames(String hostIfname, String podIfname, int mtu)
+                throws DataplaneException {
+            for (String[] field :
+                    new String[][] {{"podIfname", podIfname}, {"hostIfname", hostIfname}}) {
                 String why = invalidName(field[1]);
                 if (why != null) {
                     throw invalid(field[0] + " " + why);

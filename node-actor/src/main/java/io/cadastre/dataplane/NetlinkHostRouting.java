@@ -68,8 +68,8 @@ public final class NetlinkHostRouting implements HostRouting {
     // ---- devices ----
 
     /** @return the wanted devices that exist as wanted now, by name */
-    private Map<String, Link> reconcileDevices(Rtnetlink rt, List<VxlanDevice> devices, Report report)
-            throws SyscallException {
+    private Map<String, Link> reconcileDevices(
+            Rtnetlink rt, List<VxlanDevice> devices, Report report) throws SyscallException {
         Map<String, Link> links = new HashMap<>();
         for (Link l : rt.links()) {
             links.put(l.name(), l);
@@ -108,24 +108,53 @@ public final class NetlinkHostRouting implements HostRouting {
     }
 
     /** @return the device, up and as wanted, or null if it could not be made so (reported) */
-    private Link reconcileDevice(Rtnetlink rt, VxlanDevice d, Map<String, Link> links, List<Address> addresses,
-            Report report) throws SyscallException {
+    private Link reconcileDevice(
+            Rtnetlink rt,
+            VxlanDevice d,
+            Map<String, Link> links,
+            List<Address> addresses,
+            Report report)
+            throws SyscallException {
         Link underlay = links.get(d.underlay());
         if (underlay == null) {
-            report.errors.add(new Change(Kind.DEVICE, d.name() + ": underlay device " + d.underlay() + " does not exist"));
+            report.errors.add(
+                    new Change(
+                            Kind.DEVICE,
+                            d.name() + ": underlay device " + d.underlay() + " does not exist"));
             return null;
         }
-        // The kernel answers only EINVAL to a VXLAN MTU above underlay MTU − overhead; say why here.
+        // The kernel answers only EINVAL to a VXLAN MTU above underlay MTU − overhead; say why
+        // here.
         if (d.mtu() > d.maxMtu(underlay.mtu())) {
-            report.errors.add(new Change(Kind.DEVICE, d.name() + ": MTU " + d.mtu() + " is above the "
-                    + d.maxMtu(underlay.mtu()) + " the kernel allows over " + d.underlay() + " (MTU " + underlay.mtu()
-                    + " less " + (d.v4() ? VXLAN_IPV4_OVERHEAD + " for VXLAN over IPv4" : VXLAN_IPV6_OVERHEAD
-                            + " for VXLAN over IPv6") + ")"));
+            report.errors.add(
+                    new Change(
+                            Kind.DEVICE,
+                            d.name()
+                                    + ": MTU "
+                                    + d.mtu()
+                                    + " is above the "
+                                    + d.maxMtu(underlay.mtu())
+                                    + " the kernel allows over "
+                                    + d.underlay()
+                                    + " (MTU "
+                                    + underlay.mtu()
+                                    + " less "
+                                    + (d.v4()
+                                            ? VXLAN_IPV4_OVERHEAD + " for VXLAN over IPv4"
+                                            : VXLAN_IPV6_OVERHEAD + " for VXLAN over IPv6")
+                                    + ")"));
             return null;
         }
-        if (addresses.stream().noneMatch(a -> a.index() == underlay.index() && a.address().equals(d.local()))) {
-            report.errors.add(new Change(Kind.DEVICE, d.name() + ": local address " + Rtnetlink.text(d.local())
-                    + " is not on " + d.underlay()));
+        if (addresses.stream()
+                .noneMatch(a -> a.index() == underlay.index() && a.address().equals(d.local()))) {
+            report.errors.add(
+                    new Change(
+                            Kind.DEVICE,
+                            d.name()
+                                    + ": local address "
+                                    + Rtnetlink.text(d.local())
+                                    + " is not on "
+                                    + d.underlay()));
             return null;
         }
         Vxlan want = new Vxlan(d.vni(), d.local(), d.port(), underlay.index(), false);
@@ -133,8 +162,13 @@ public final class NetlinkHostRouting implements HostRouting {
         Link existing = links.get(d.name());
         boolean created = false;
         if (existing != null && existing.vxlan() == null) {
-            report.conflicts.add(new Change(Kind.DEVICE, d.name() + ": a link of kind '" + existing.kind()
-                    + "' has the name; left alone"));
+            report.conflicts.add(
+                    new Change(
+                            Kind.DEVICE,
+                            d.name()
+                                    + ": a link of kind '"
+                                    + existing.kind()
+                                    + "' has the name; left alone"));
             return null;
         }
         if (existing == null) {
@@ -145,17 +179,30 @@ public final class NetlinkHostRouting implements HostRouting {
             // VNI, port, local address and underlay are fixed for a device's life: recreate it.
             rt.deleteLink(existing);
             rt.createVxlan(d.name(), mac, d.mtu(), want);
-            report.replaced.add(new Change(Kind.DEVICE, describe(d) + " (was " + describe(existing.vxlan(), links) + ")"));
+            report.replaced.add(
+                    new Change(
+                            Kind.DEVICE,
+                            describe(d) + " (was " + describe(existing.vxlan(), links) + ")"));
             created = true;
         } else {
             if (d.mtu() > 0 && existing.mtu() != d.mtu()) {
                 rt.setMtu(existing, d.mtu());
-                report.replaced.add(new Change(Kind.DEVICE, d.name() + " mtu " + d.mtu() + " (was " + existing.mtu() + ")"));
+                report.replaced.add(
+                        new Change(
+                                Kind.DEVICE,
+                                d.name() + " mtu " + d.mtu() + " (was " + existing.mtu() + ")"));
             }
             if (!existing.mac().equals(d.mac())) {
                 rt.setMac(existing, mac);
-                report.replaced.add(new Change(Kind.DEVICE, d.name() + " address " + d.mac() + " (was "
-                        + existing.mac() + ")"));
+                report.replaced.add(
+                        new Change(
+                                Kind.DEVICE,
+                                d.name()
+                                        + " address "
+                                        + d.mac()
+                                        + " (was "
+                                        + existing.mac()
+                                        + ")"));
             }
         }
         Link link = rt.existingLink(d.name());
@@ -178,8 +225,14 @@ public final class NetlinkHostRouting implements HostRouting {
         try {
             if (Ethtool.txChecksum(d.name())) {
                 Ethtool.setTxChecksum(d.name(), false);
-                report.replaced.add(new Change(Kind.DEVICE, d.name() + " tx checksum offload off (was on; broken for"
-                        + " VXLAN on kernel " + kernel.get() + " <= 5.7)"));
+                report.replaced.add(
+                        new Change(
+                                Kind.DEVICE,
+                                d.name()
+                                        + " tx checksum offload off (was on; broken for"
+                                        + " VXLAN on kernel "
+                                        + kernel.get()
+                                        + " <= 5.7)"));
             }
         } catch (SyscallException e) {
             report.error(Kind.DEVICE, e);
@@ -187,23 +240,31 @@ public final class NetlinkHostRouting implements HostRouting {
     }
 
     /** The device's global addresses: exactly the tunnel address (link-local ones are the kernel's). */
-    private static void reconcileTunnelAddress(Rtnetlink rt, VxlanDevice d, Link link, List<Address> addresses,
-            Report report) {
+    private static void reconcileTunnelAddress(
+            Rtnetlink rt, VxlanDevice d, Link link, List<Address> addresses, Report report) {
         boolean present = false;
         for (Address a : addresses) {
             if (a.index() != link.index() || a.address().isLinkLocalAddress()) {
                 continue;
             }
             IpPrefix want = d.tunnelAddress();
-            if (want != null && want.address().equals(a.address()) && want.length() == a.prefixLength()) {
+            if (want != null
+                    && want.address().equals(a.address())
+                    && want.length() == a.prefixLength()) {
                 present = true;
                 continue;
             }
             try {
                 rt.deleteAddress(link, a.address(), a.prefixLength());
                 // Not an IpPrefix: an address added by hand may have host bits (198.19.4.11/24).
-                report.removed.add(new Change(Kind.ADDRESS, Rtnetlink.text(a.address()) + "/" + a.prefixLength()
-                        + " dev " + link.name()));
+                report.removed.add(
+                        new Change(
+                                Kind.ADDRESS,
+                                Rtnetlink.text(a.address())
+                                        + "/"
+                                        + a.prefixLength()
+                                        + " dev "
+                                        + link.name()));
             } catch (SyscallException e) {
                 report.error(Kind.ADDRESS, e);
             }
@@ -211,7 +272,8 @@ public final class NetlinkHostRouting implements HostRouting {
         if (!present && d.tunnelAddress() != null) {
             try {
                 rt.addAddress(link, d.tunnelAddress().address(), d.tunnelAddress().length());
-                report.added.add(new Change(Kind.ADDRESS, d.tunnelAddress() + " dev " + link.name()));
+                report.added.add(
+                        new Change(Kind.ADDRESS, d.tunnelAddress() + " dev " + link.name()));
             } catch (SyscallException e) {
                 report.error(Kind.ADDRESS, e);
             }
@@ -220,8 +282,9 @@ public final class NetlinkHostRouting implements HostRouting {
 
     // ---- FDB and neighbour entries ----
 
-    private static void reconcileEntries(Rtnetlink rt, List<VxlanDevice> devices, Map<String, Link> ready,
-            Report report) throws SyscallException {
+    private static void reconcileEntries(
+            Rtnetlink rt, List<VxlanDevice> devices, Map<String, Link> ready, Report report)
+            throws SyscallException {
         if (ready.isEmpty()) {
             return; // devices Cadastre no longer wants took their entries along
         }
@@ -231,8 +294,17 @@ public final class NetlinkHostRouting implements HostRouting {
         for (VxlanDevice d : devices) {
             Link link = ready.get(d.name());
             if (link != null) {
-                reconcileFdb(rt, d, link, fdb.stream().filter(n -> n.index() == link.index()).toList(), report);
-                reconcileNeighbours(rt, d, link, neighbours.stream().filter(n -> n.index() == link.index()).toList(),
+                reconcileFdb(
+                        rt,
+                        d,
+                        link,
+                        fdb.stream().filter(n -> n.index() == link.index()).toList(),
+                        report);
+                reconcileNeighbours(
+                        rt,
+                        d,
+                        link,
+                        neighbours.stream().filter(n -> n.index() == link.index()).toList(),
                         report);
             }
         }
@@ -242,14 +314,22 @@ public final class NetlinkHostRouting implements HostRouting {
      * Every FDB entry on the device is Cadastre's (learning is off): one permanent entry per
      * wanted MAC with the wanted remote, nothing else.
      */
-    private static void reconcileFdb(Rtnetlink rt, VxlanDevice d, Link link, List<Neighbour> actual, Report report) {
+    private static void reconcileFdb(
+            Rtnetlink rt, VxlanDevice d, Link link, List<Neighbour> actual, Report report) {
         Map<String, List<Neighbour>> byMac = new LinkedHashMap<>();
         for (Neighbour n : actual) {
             byMac.computeIfAbsent(n.mac(), k -> new ArrayList<>()).add(n);
         }
         for (FdbEntry e : d.fdb()) {
-            Neighbour want = new Neighbour(Rtnl.AF_BRIDGE, link.index(), e.remote(), e.mac(), Rtnl.NUD_PERMANENT,
-                    Rtnl.NTF_SELF, 0);
+            Neighbour want =
+                    new Neighbour(
+                            Rtnl.AF_BRIDGE,
+                            link.index(),
+                            e.remote(),
+                            e.mac(),
+                            Rtnl.NUD_PERMANENT,
+                            Rtnl.NTF_SELF,
+                            0);
             List<Neighbour> have = byMac.remove(e.mac());
             try {
                 if (have == null) {
@@ -260,8 +340,14 @@ public final class NetlinkHostRouting implements HostRouting {
                     if (!Objects.equals(h.destination(), e.remote()) || !h.permanent()) {
                         // Replaces the entry's remote in place: no moment without one.
                         rt.addNeighbour(want, true, link.name());
-                        report.replaced.add(new Change(Kind.FDB, Rtnetlink.describe(want, link.name()) + " (was "
-                                + Rtnetlink.describe(h, link.name()) + state(h) + ")"));
+                        report.replaced.add(
+                                new Change(
+                                        Kind.FDB,
+                                        Rtnetlink.describe(want, link.name())
+                                                + " (was "
+                                                + Rtnetlink.describe(h, link.name())
+                                                + state(h)
+                                                + ")"));
                     }
                 } else {
                     // Several remotes for one MAC (appended by hand): start over with one.
@@ -269,8 +355,13 @@ public final class NetlinkHostRouting implements HostRouting {
                         rt.deleteNeighbour(h, link.name());
                     }
                     rt.addNeighbour(want, false, link.name());
-                    report.replaced.add(new Change(Kind.FDB, Rtnetlink.describe(want, link.name()) + " (was "
-                            + have.size() + " remotes)"));
+                    report.replaced.add(
+                            new Change(
+                                    Kind.FDB,
+                                    Rtnetlink.describe(want, link.name())
+                                            + " (was "
+                                            + have.size()
+                                            + " remotes)"));
                 }
             } catch (SyscallException ex) {
                 report.error(Kind.FDB, ex);
@@ -293,8 +384,8 @@ public final class NetlinkHostRouting implements HostRouting {
      * resolving (incomplete, stale, reachable; multicast ones) are its own and left alone unless
      * they hold a wanted address, which is then made permanent.
      */
-    private static void reconcileNeighbours(Rtnetlink rt, VxlanDevice d, Link link, List<Neighbour> actual,
-            Report report) {
+    private static void reconcileNeighbours(
+            Rtnetlink rt, VxlanDevice d, Link link, List<Neighbour> actual, Report report) {
         Map<InetAddress, Neighbour> byAddress = new HashMap<>();
         for (Neighbour n : actual) {
             if (n.destination() != null) {
@@ -302,17 +393,33 @@ public final class NetlinkHostRouting implements HostRouting {
             }
         }
         for (NeighbourEntry e : d.neighbours()) {
-            Neighbour want = new Neighbour(Rtnetlink.family(e.address()), link.index(), e.address(), e.mac(),
-                    Rtnl.NUD_PERMANENT, 0, PROTOCOL);
+            Neighbour want =
+                    new Neighbour(
+                            Rtnetlink.family(e.address()),
+                            link.index(),
+                            e.address(),
+                            e.mac(),
+                            Rtnl.NUD_PERMANENT,
+                            0,
+                            PROTOCOL);
             Neighbour have = byAddress.remove(e.address());
             try {
                 if (have == null) {
                     rt.addNeighbour(want, false, link.name());
-                    report.added.add(new Change(Kind.NEIGHBOUR, Rtnetlink.describe(want, link.name())));
+                    report.added.add(
+                            new Change(Kind.NEIGHBOUR, Rtnetlink.describe(want, link.name())));
                 } else if (!have.mac().equals(e.mac()) || !have.permanent()) {
                     rt.addNeighbour(want, true, link.name());
-                    report.replaced.add(new Change(Kind.NEIGHBOUR, Rtnetlink.describe(want, link.name()) + " (was "
-                            + (have.mac().isEmpty() ? "no lladdr" : "lladdr " + have.mac()) + state(have) + ")"));
+                    report.replaced.add(
+                            new Change(
+                                    Kind.NEIGHBOUR,
+                                    Rtnetlink.describe(want, link.name())
+                                            + " (was "
+                                            + (have.mac().isEmpty()
+                                                    ? "no lladdr"
+                                                    : "lladdr " + have.mac())
+                                            + state(have)
+                                            + ")"));
                 }
             } catch (SyscallException ex) {
                 report.error(Kind.NEIGHBOUR, ex);
@@ -324,7 +431,8 @@ public final class NetlinkHostRouting implements HostRouting {
             }
             try {
                 rt.deleteNeighbour(stale, link.name());
-                report.removed.add(new Change(Kind.NEIGHBOUR, Rtnetlink.describe(stale, link.name())));
+                report.removed.add(
+                        new Change(Kind.NEIGHBOUR, Rtnetlink.describe(stale, link.name())));
             } catch (SyscallException ex) {
                 report.error(Kind.NEIGHBOUR, ex);
             }
@@ -349,8 +457,16 @@ public final class NetlinkHostRouting implements HostRouting {
                     continue; // the kernel keeps no host bits; nothing to report if it ever did
                 }
                 boolean blackhole = r.type() == Rtnl.RTN_BLACKHOLE;
-                String device = blackhole || r.outputIndex() <= 0 ? null : names.get(r.outputIndex());
-                out.add(new Installed(destination, r.protocol(), blackhole, r.gateway(), device, r.describe(names)));
+                String device =
+                        blackhole || r.outputIndex() <= 0 ? null : names.get(r.outputIndex());
+                out.add(
+                        new Installed(
+                                destination,
+                                r.protocol(),
+                                blackhole,
+                                r.gateway(),
+                                device,
+                                r.describe(names)));
             }
             return out;
         } catch (SyscallException e) {
@@ -369,7 +485,8 @@ public final class NetlinkHostRouting implements HostRouting {
         }
     }
 
-    private static void reconcileRoutes(Rtnetlink rt, List<Route> routes, Report report) throws SyscallException {
+    private static void reconcileRoutes(Rtnetlink rt, List<Route> routes, Report report)
+            throws SyscallException {
         Map<String, Integer> indexes = new HashMap<>();
         Map<Integer, String> names = new HashMap<>();
         for (Link l : rt.links()) {
@@ -391,14 +508,23 @@ public final class NetlinkHostRouting implements HostRouting {
             keep.add(key);
             RouteInfo other = foreign.get(key);
             if (other != null) {
-                // Never replaced: the other owner's route stays, and so does any of Cadastre's there.
-                report.conflicts.add(new Change(Kind.ROUTE, route + ": the destination has "
-                        + other.describe(names) + "; left alone"));
+                // Never replaced: the other owner's route stays, and so does any of Cadastre's
+                // there.
+                report.conflicts.add(
+                        new Change(
+                                Kind.ROUTE,
+                                route
+                                        + ": the destination has "
+                                        + other.describe(names)
+                                        + "; left alone"));
                 continue;
             }
             Integer index = route.blackhole() ? Integer.valueOf(0) : indexes.get(route.device());
             if (index == null) {
-                report.errors.add(new Change(Kind.ROUTE, route + ": device " + route.device() + " does not exist"));
+                report.errors.add(
+                        new Change(
+                                Kind.ROUTE,
+                                route + ": device " + route.device() + " does not exist"));
                 continue;
             }
             RouteInfo want = routeInfo(route, index);
@@ -427,8 +553,13 @@ public final class NetlinkHostRouting implements HostRouting {
     }
 
     /** One wanted destination without a foreign route: add it, keep it, or replace Cadastre's own. */
-    private static void reconcileRoute(Rtnetlink rt, RouteInfo want, List<RouteInfo> have, Map<Integer, String> names,
-            Report report) throws SyscallException {
+    private static void reconcileRoute(
+            Rtnetlink rt,
+            RouteInfo want,
+            List<RouteInfo> have,
+            Map<Integer, String> names,
+            Report report)
+            throws SyscallException {
         RouteInfo same = have.stream().filter(h -> same(h, want)).findFirst().orElse(null);
         if (have.isEmpty()) {
             rt.addRoute(want, false, names);
@@ -442,12 +573,16 @@ public final class NetlinkHostRouting implements HostRouting {
                 // Safe: no other protocol's route has this destination, so REPLACE hits Cadastre's.
                 rt.addRoute(want, true, names);
             } else {
-                // Another metric (added by hand): REPLACE would add beside it, so add then delete it.
+                // Another metric (added by hand): REPLACE would add beside it, so add then delete
+                // it.
                 rt.addRoute(want, false, names);
                 rt.deleteRoute(old, names);
             }
             extra.remove(old);
-            report.replaced.add(new Change(Kind.ROUTE, want.describe(names) + " (was " + old.describe(names) + ")"));
+            report.replaced.add(
+                    new Change(
+                            Kind.ROUTE,
+                            want.describe(names) + " (was " + old.describe(names) + ")"));
         } else {
             extra.remove(same);
         }
@@ -463,16 +598,42 @@ public final class NetlinkHostRouting implements HostRouting {
      */
     static RouteInfo routeInfo(Route route, int outputIndex) {
         if (route.blackhole()) {
-            return new RouteInfo(route.destination().address(), route.destination().length(), PROTOCOL,
-                    Rtnl.RTN_BLACKHOLE, Rtnl.RT_SCOPE_UNIVERSE, 0, null, -1, 0, 0);
+            return new RouteInfo(
+                    route.destination().address(),
+                    route.destination().length(),
+                    PROTOCOL,
+                    Rtnl.RTN_BLACKHOLE,
+                    Rtnl.RT_SCOPE_UNIVERSE,
+                    0,
+                    null,
+                    -1,
+                    0,
+                    0);
         }
         if (route.gateway() == null) {
-            return new RouteInfo(route.destination().address(), route.destination().length(), PROTOCOL, Rtnl.RTN_UNICAST,
-                    route.destination().v4() ? Rtnl.RT_SCOPE_LINK : Rtnl.RT_SCOPE_UNIVERSE, 0, null, outputIndex, 0,
+            return new RouteInfo(
+                    route.destination().address(),
+                    route.destination().length(),
+                    PROTOCOL,
+                    Rtnl.RTN_UNICAST,
+                    route.destination().v4() ? Rtnl.RT_SCOPE_LINK : Rtnl.RT_SCOPE_UNIVERSE,
+                    0,
+                    null,
+                    outputIndex,
+                    0,
                     route.mtu());
         }
-        return new RouteInfo(route.destination().address(), route.destination().length(), PROTOCOL, Rtnl.RTN_UNICAST,
-                Rtnl.RT_SCOPE_UNIVERSE, Rtnl.RTNH_F_ONLINK, route.gateway(), outputIndex, 0, route.mtu());
+        return new RouteInfo(
+                route.destination().address(),
+                route.destination().length(),
+                PROTOCOL,
+                Rtnl.RTN_UNICAST,
+                Rtnl.RT_SCOPE_UNIVERSE,
+                Rtnl.RTNH_F_ONLINK,
+                route.gateway(),
+                outputIndex,
+                0,
+                route.mtu());
     }
 
     /**
@@ -481,11 +642,14 @@ public final class NetlinkHostRouting implements HostRouting {
      * the kernel's state, not the route; an IPv6 blackhole reports {@code lo}, which is ignored.
      */
     static boolean same(RouteInfo have, RouteInfo want) {
-        if (have.type() != want.type() || have.priority() != defaultPriority(want) || have.mtu() != want.mtu()) {
+        if (have.type() != want.type()
+                || have.priority() != defaultPriority(want)
+                || have.mtu() != want.mtu()) {
             return false;
         }
         return want.type() == Rtnl.RTN_BLACKHOLE
-                || (Objects.equals(have.gateway(), want.gateway()) && have.outputIndex() == want.outputIndex()
+                || (Objects.equals(have.gateway(), want.gateway())
+                        && have.outputIndex() == want.outputIndex()
                         && have.onlink() == want.onlink());
     }
 
@@ -497,15 +661,32 @@ public final class NetlinkHostRouting implements HostRouting {
     // ---- text ----
 
     private static String describe(VxlanDevice d) {
-        return "vxlan " + d.name() + " " + describe(new Vxlan(d.vni(), d.local(), d.port(), 0, false), Map.of())
-                + " dev " + d.underlay() + " address " + d.mac() + (d.mtu() > 0 ? " mtu " + d.mtu() : "");
+        return "vxlan "
+                + d.name()
+                + " "
+                + describe(new Vxlan(d.vni(), d.local(), d.port(), 0, false), Map.of())
+                + " dev "
+                + d.underlay()
+                + " address "
+                + d.mac()
+                + (d.mtu() > 0 ? " mtu " + d.mtu() : "");
     }
 
     private static String describe(Vxlan v, Map<String, Link> links) {
-        String underlay = links.values().stream().filter(l -> l.index() == v.underlayIndex()).map(Link::name)
-                .findFirst().orElse(v.underlayIndex() > 0 ? "#" + v.underlayIndex() : "");
-        return "id " + v.vni() + " local " + (v.local() == null ? "none" : Rtnetlink.text(v.local())) + " dstport "
-                + v.port() + (underlay.isEmpty() ? "" : " dev " + underlay) + (v.learning() ? " learning" : "");
+        String underlay =
+                links.values().stream()
+                        .filter(l -> l.index() == v.underlayIndex())
+                        .map(Link::name)
+                        .findFirst()
+                        .orElse(v.underlayIndex() > 0 ? "#" + v.underlayIndex() : "");
+        return "id "
+                + v.vni()
+                + " local "
+                + (v.local() == null ? "none" : Rtnetlink.text(v.local()))
+                + " dstport "
+                + v.port()
+                + (underlay.isEmpty() ? "" : " dev " + underlay)
+                + (v.learning() ? " learning" : "");
     }
 
     private static String describe(Link l) {

@@ -38,7 +38,8 @@ record NetlinkMessage(int type, int flags, int seq, int pid, ByteBuffer payload)
                 int len = Short.toUnsignedInt(buf.getShort(pos));
                 int type = Short.toUnsignedInt(buf.getShort(pos + 2)) & TYPE_MASK;
                 if (len < 4 || pos + len > to) {
-                    throw new SyscallException("malformed rtattr (type " + type + ", length " + len + ")");
+                    throw new SyscallException(
+                            "malformed rtattr (type " + type + ", length " + len + ")");
                 }
                 values.put(type, buf.slice(pos + 4, len - 4).order(ByteOrder.nativeOrder()));
                 pos += NetlinkRequest.align(len);
@@ -65,7 +66,9 @@ record NetlinkMessage(int type, int flags, int seq, int pid, ByteBuffer payload)
         /** @return a 16-bit value sent in network byte order (IFLA_VXLAN_PORT), or -1 if absent */
         int be16(int type) {
             ByteBuffer v = values.get(type);
-            return v == null || v.limit() < 2 ? -1 : (Byte.toUnsignedInt(v.get(0)) << 8) | Byte.toUnsignedInt(v.get(1));
+            return v == null || v.limit() < 2
+                    ? -1
+                    : (Byte.toUnsignedInt(v.get(0)) << 8) | Byte.toUnsignedInt(v.get(1));
         }
 
         /** @return the value of a NUL-terminated string attribute, or null if absent */

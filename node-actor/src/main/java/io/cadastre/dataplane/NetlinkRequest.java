@@ -29,25 +29,48 @@ final class NetlinkRequest {
 
     NetlinkRequest ifinfomsg(int family, int index, int flags, int change) {
         ensure(Rtnl.IFINFOMSG_LEN);
-        buf.put((byte) family).put((byte) 0).putShort((short) 0).putInt(index).putInt(flags).putInt(change);
+        buf.put((byte) family)
+                .put((byte) 0)
+                .putShort((short) 0)
+                .putInt(index)
+                .putInt(flags)
+                .putInt(change);
         return this;
     }
 
     NetlinkRequest ifaddrmsg(int family, int prefixLength, int flags, int scope, int index) {
         ensure(Rtnl.IFADDRMSG_LEN);
-        buf.put((byte) family).put((byte) prefixLength).put((byte) flags).put((byte) scope).putInt(index);
+        buf.put((byte) family)
+                .put((byte) prefixLength)
+                .put((byte) flags)
+                .put((byte) scope)
+                .putInt(index);
         return this;
     }
 
-    NetlinkRequest rtmsg(int family, int dstLength, int table, int protocol, int scope, int routeType) {
+    NetlinkRequest rtmsg(
+            int family, int dstLength, int table, int protocol, int scope, int routeType) {
         return rtmsg(family, dstLength, table, protocol, scope, routeType, 0);
     }
 
     /** @param flags rtm_flags, e.g. {@link Rtnl#RTNH_F_ONLINK} */
-    NetlinkRequest rtmsg(int family, int dstLength, int table, int protocol, int scope, int routeType, int flags) {
+    NetlinkRequest rtmsg(
+            int family,
+            int dstLength,
+            int table,
+            int protocol,
+            int scope,
+            int routeType,
+            int flags) {
         ensure(Rtnl.RTMSG_LEN);
-        buf.put((byte) family).put((byte) dstLength).put((byte) 0).put((byte) 0)
-                .put((byte) table).put((byte) protocol).put((byte) scope).put((byte) routeType)
+        buf.put((byte) family)
+                .put((byte) dstLength)
+                .put((byte) 0)
+                .put((byte) 0)
+                .put((byte) table)
+                .put((byte) protocol)
+                .put((byte) scope)
+                .put((byte) routeType)
                 .putInt(flags);
         return this;
     }
@@ -55,21 +78,37 @@ final class NetlinkRequest {
     /** struct ndmsg: a neighbour (AF_INET, AF_INET6) or FDB (AF_BRIDGE) entry on device {@code index}. */
     NetlinkRequest ndmsg(int family, int index, int state, int flags) {
         ensure(Rtnl.NDMSG_LEN);
-        buf.put((byte) family).put((byte) 0).putShort((short) 0).putInt(index)
-                .putShort((short) state).put((byte) flags).put((byte) 0);
+        buf.put((byte) family)
+                .put((byte) 0)
+                .putShort((short) 0)
+                .putInt(index)
+                .putShort((short) state)
+                .put((byte) flags)
+                .put((byte) 0);
         return this;
     }
 
     /** struct tcmsg: a qdisc or filter on device {@code index}; {@code info} is a filter's priority and protocol. */
     NetlinkRequest tcmsg(int family, int index, int handle, int parent, int info) {
         ensure(Rtnl.TCMSG_LEN);
-        buf.put((byte) family).put((byte) 0).putShort((short) 0).putInt(index).putInt(handle).putInt(parent).putInt(info);
+        buf.put((byte) family)
+                .put((byte) 0)
+                .putShort((short) 0)
+                .putInt(index)
+                .putInt(handle)
+                .putInt(parent)
+                .putInt(info);
         return this;
     }
 
     /** A u16 attribute in host byte order (TCA_BPF_OPS_LEN). */
     NetlinkRequest attrU16(int attrType, int value) {
-        return attr(attrType, ByteBuffer.allocate(2).order(ByteOrder.nativeOrder()).putShort((short) value).array());
+        return attr(
+                attrType,
+                ByteBuffer.allocate(2)
+                        .order(ByteOrder.nativeOrder())
+                        .putShort((short) value)
+                        .array());
     }
 
     NetlinkRequest attr(int attrType, byte[] value) {
@@ -81,7 +120,9 @@ final class NetlinkRequest {
     }
 
     NetlinkRequest attrU32(int attrType, int value) {
-        return attr(attrType, ByteBuffer.allocate(4).order(ByteOrder.nativeOrder()).putInt(value).array());
+        return attr(
+                attrType,
+                ByteBuffer.allocate(4).order(ByteOrder.nativeOrder()).putInt(value).array());
     }
 
     NetlinkRequest attrU8(int attrType, int value) {
@@ -137,8 +178,9 @@ final class NetlinkRequest {
 
     private void ensure(int bytes) {
         if (buf.remaining() < bytes) {
-            ByteBuffer bigger = ByteBuffer.allocate(Math.max(buf.capacity() * 2, buf.position() + bytes))
-                    .order(ByteOrder.nativeOrder());
+            ByteBuffer bigger =
+                    ByteBuffer.allocate(Math.max(buf.capacity() * 2, buf.position() + bytes))
+                            .order(ByteOrder.nativeOrder());
             buf.flip();
             bigger.put(buf);
             buf = bigger;

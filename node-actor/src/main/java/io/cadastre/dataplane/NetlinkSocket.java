@@ -21,8 +21,10 @@ import java.util.List;
 final class NetlinkSocket implements AutoCloseable {
     /** Larger than any single datagram the kernel sends for dumps (32 KiB) and for one link. */
     private static final int RECV_BUFFER = 64 * 1024;
+
     /** The kernel answers every request; this bounds a wait if it ever does not. */
     private static final int RECV_TIMEOUT_SECONDS = 30;
+
     private static final int DUMP_ATTEMPTS = 5;
     private static final int SOCKADDR_NL_LEN = 12;
 
@@ -58,13 +60,20 @@ final class NetlinkSocket implements AutoCloseable {
             // older than 4.12 lack them, which is no reason to fail.
             setIntOption(fd, LibC.SOL_NETLINK, LibC.NETLINK_EXT_ACK, 1);
             setIntOption(fd, LibC.SOL_NETLINK, LibC.NETLINK_CAP_ACK, 1);
-            byte[] timeval = ByteBuffer.allocate(16).order(ByteOrder.nativeOrder())
-                    .putLong(RECV_TIMEOUT_SECONDS).putLong(0).array();
+            byte[] timeval =
+                    ByteBuffer.allocate(16)
+                            .order(ByteOrder.nativeOrder())
+                            .putLong(RECV_TIMEOUT_SECONDS)
+                            .putLong(0)
+                            .array();
             if (C.setsockopt(fd, LibC.SOL_SOCKET, LibC.SO_RCVTIMEO, timeval, timeval.length) != 0) {
                 throw new SyscallException("setsockopt(SO_RCVTIMEO)", LibC.errno());
             }
-            byte[] local = ByteBuffer.allocate(SOCKADDR_NL_LEN).order(ByteOrder.nativeOrder())
-                    .putShort((short) LibC.AF_NETLINK).array();
+            byte[] local =
+                    ByteBuffer.allocate(SOCKADDR_NL_LEN)
+                            .order(ByteOrder.nativeOrder())
+                            .putShort((short) LibC.AF_NETLINK)
+                            .array();
             if (C.bind(fd, local, local.length) != 0) {
                 throw new SyscallException("bind(AF_NETLINK)", LibC.errno());
             }
@@ -72,7 +81,8 @@ final class NetlinkSocket implements AutoCloseable {
             if (C.getsockname(fd, local, len) != 0) {
                 throw new SyscallException("getsockname(AF_NETLINK)", LibC.errno());
             }
-            return new NetlinkSocket(fd, ByteBuffer.wrap(local).order(ByteOrder.nativeOrder()).getInt(4));
+            return new NetlinkSocket(
+                    fd, ByteBuffer.wrap(local).order(ByteOrder.nativeOrder()).getInt(4));
         } catch (SyscallException | RuntimeException e) {
             LibC.closeQuietly(fd);
             throw e;
@@ -140,7 +150,8 @@ final class NetlinkSocket implements AutoCloseable {
                 return parts;
             }
         }
-        throw new SyscallException(step + ": dump interrupted by concurrent changes " + DUMP_ATTEMPTS + " times");
+        throw new SyscallException(
+                step + ": dump interrupted by concurrent changes " + DUMP_ATTEMPTS + " times");
     }
 
     @Override
@@ -161,7 +172,8 @@ final class NetlinkSocket implements AutoCloseable {
             }
             int errno = n < 0 ? LibC.errno() : 0;
             if (errno != LibC.EINTR) {
-                throw n < 0 ? new SyscallException(step + " (send)", errno)
+                throw n < 0
+                        ? new SyscallException(step + " (send)", errno)
                         : new SyscallException(step + ": short send of " + n + " bytes");
             }
         }
@@ -173,13 +185,16 @@ final class NetlinkSocket implements AutoCloseable {
         while (true) {
             int[] fromLen = {from.length};
             // MSG_TRUNC makes recv report the datagram's real size, so truncation is detected.
-            long n = C.recvfrom(fd, receiveBuffer, receiveBuffer.length, LibC.MSG_TRUNC, from, fromLen);
+            long n =
+                    C.recvfrom(
+                            fd, receiveBuffer, receiveBuffer.length, LibC.MSG_TRUNC, from, fromLen);
             if (n < 0) {
                 int errno = LibC.errno();
                 if (errno == LibC.EINTR) {
                     continue;
                 }
-                throw new SyscallException(step + (errno == LibC.EAGAIN ? " (no reply)" : " (recv)"), errno);
+                throw new SyscallException(
+                        step + (errno == LibC.EAGAIN ? " (no reply)" : " (recv)"), errno);
             }
             if (n > receiveBuffer.length) {
                 throw new SyscallException(step + ": reply of " + n + " bytes truncated");
@@ -201,14 +216,18 @@ final class NetlinkSocket implements AutoCloseable {
             if (len < Rtnl.NLMSG_HDRLEN || pos + len > length) {
                 throw new SyscallException(step + ": malformed reply (nlmsg_len " + len + ")");
             }
-            ByteBuffer payload = ByteBuffer.wrap(Arrays.copyOfRange(receiveBuffer, pos + Rtnl.NLMSG_HDRLEN, pos + len))
-                    .order(ByteOrder.nativeOrder());
-            messages.add(new NetlinkMessage(
-                    Short.toUnsignedInt(buf.getShort(pos + 4)),
-                    Short.toUnsignedInt(buf.getShort(pos + 6)),
-                    buf.getInt(pos + 8),
-                    buf.getInt(pos + 12),
-                    payload));
+            ByteBuffer payload =
+                    ByteBuffer.wrap(
+                                    Arrays.copyOfRange(
+                                            receiveBuffer, pos + Rtnl.NLMSG_HDRLEN, pos + len))
+                            .order(ByteOrder.nativeOrder());
+            messages.add(
+                    new NetlinkMessage(
+                            Short.toUnsignedInt(buf.getShort(pos + 4)),
+                            Short.toUnsignedInt(buf.getShort(pos + 6)),
+                            buf.getInt(pos + 8),
+                            buf.getInt(pos + 12),
+                            payload));
             pos += NetlinkRequest.align(len);
         }
         return messages;
@@ -226,11 +245,14 @@ final class NetlinkSocket implements AutoCloseable {
         }
         String text = null;
         if ((m.flags() & Rtnl.NLM_F_ACK_TLVS) != 0 && p.limit() >= 4 + Rtnl.NLMSG_HDRLEN) {
-            int echoed = (m.flags() & Rtnl.NLM_F_CAPPED) != 0
-                    ? Rtnl.NLMSG_HDRLEN
-                    : NetlinkRequest.align(p.getInt(4));
+            int echoed =
+                    (m.flags() & Rtnl.NLM_F_CAPPED) != 0
+                            ? Rtnl.NLMSG_HDRLEN
+                            : NetlinkRequest.align(p.getInt(4));
             if (4 + echoed <= p.limit()) {
-                text = NetlinkMessage.Attributes.parse(p, 4 + echoed, p.limit()).string(Rtnl.NLMSGERR_ATTR_MSG);
+                text =
+                        NetlinkMessage.Attributes.parse(p, 4 + echoed, p.limit())
+                                .string(Rtnl.NLMSGERR_ATTR_MSG);
             }
         }
         throw new SyscallException(step, -error, text);

@@ -31,14 +31,23 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class Netns implements AutoCloseable {
     private static final AtomicLong THREADS = new AtomicLong();
+
     /** Runs {@link #socketInside} only; a worker whose switch back failed is replaced. */
-    private static final ThreadPoolExecutor SOCKET_THREAD = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
-            new LinkedBlockingQueue<>(), r -> {
-                Thread t = new Thread(r, "cadastre-netns-" + THREADS.incrementAndGet());
-                t.setDaemon(true);
-                t.setUncaughtExceptionHandler((thread, e) -> { }); // the task's caller has the failure
-                return t;
-            });
+    private static final ThreadPoolExecutor SOCKET_THREAD =
+            new ThreadPoolExecutor(
+                    1,
+                    1,
+                    0,
+                    TimeUnit.MILLISECONDS,
+                    new LinkedBlockingQueue<>(),
+                    r -> {
+                        Thread t = new Thread(r, "cadastre-netns-" + THREADS.incrementAndGet());
+                        t.setDaemon(true);
+                        t.setUncaughtExceptionHandler(
+                                (thread, e) -> {}); // the task's caller has the failure
+                        return t;
+                    });
+
     private final String path;
     private final int fd;
     private boolean closed;
@@ -58,7 +67,8 @@ final class Netns implements AutoCloseable {
         if (fd < 0) {
             int errno = LibC.errno();
             boolean missing = errno == LibC.ENOENT || errno == LibC.ENOTDIR;
-            throw new DataplaneException("open netns " + path + ": " + LibC.describe(errno), missing, null);
+            throw new DataplaneException(
+                    "open netns " + path + ": " + LibC.describe(errno), missing, null);
         }
         return new Netns(path, fd);
     }
@@ -79,18 +89,23 @@ final class Netns implements AutoCloseable {
             // Any other file (a plain file, the mount point of a deleted namespace, another
             // kind of namespace) fails the ioctl or answers another type.
             if (C.ioctl(netns.fd, LibC.NS_GET_NSTYPE) != LibC.CLONE_NEWNET) {
-                throw new DataplaneException("netns " + path + " is not a network namespace",
-                        DataplaneException.Kind.NETNS_MISSING, null);
+                throw new DataplaneException(
+                        "netns " + path + " is not a network namespace",
+                        DataplaneException.Kind.NETNS_MISSING,
+                        null);
             }
             Identity identity = Identity.of(Path.of("/proc/self/fd/" + netns.fd));
             if (host.contains(identity)) {
-                throw new DataplaneException("netns " + path + " is the host's network namespace, not a pod's",
-                        DataplaneException.Kind.INVALID_NETNS, null);
+                throw new DataplaneException(
+                        "netns " + path + " is the host's network namespace, not a pod's",
+                        DataplaneException.Kind.INVALID_NETNS,
+                        null);
             }
             return netns;
         } catch (IOException e) {
             netns.close();
-            throw new DataplaneException("stat netns " + path + ": " + e, DataplaneException.Kind.FAILED, e);
+            throw new DataplaneException(
+                    "stat netns " + path + ": " + e, DataplaneException.Kind.FAILED, e);
         } catch (DataplaneException e) {
             netns.close();
             throw e;
@@ -112,7 +127,8 @@ final class Netns implements AutoCloseable {
          */
         static Identity of(Path path) throws IOException {
             Map<String, Object> a = Files.readAttributes(path, "unix:dev,ino");
-            return new Identity(((Number) a.get("dev")).longValue(), ((Number) a.get("ino")).longValue());
+            return new Identity(
+                    ((Number) a.get("dev")).longValue(), ((Number) a.get("ino")).longValue());
         }
 
         /**
@@ -149,16 +165,18 @@ final class Netns implements AutoCloseable {
      */
     Rtnetlink rtnetlink() throws DataplaneException {
         CompletableFuture<Integer> socket = new CompletableFuture<>();
-        SOCKET_THREAD.execute(() -> {
-            try {
-                socket.complete(socketInside());
-            } catch (StrandedThread e) {
-                socket.completeExceptionally(e.getCause());
-                throw e; // this thread may be in the pod's namespace: it ends, the pool makes another
-            } catch (SyscallException | NotANetns | RuntimeException e) {
-                socket.completeExceptionally(e);
-            }
-        });
+        SOCKET_THREAD.execute(
+                () -> {
+                    try {
+                        socket.complete(socketInside());
+                    } catch (StrandedThread e) {
+                        socket.completeExceptionally(e.getCause());
+                        throw e; // this thread may be in the pod's namespace: it ends, the pool
+                        // makes another
+                    } catch (SyscallException | NotANetns | RuntimeException e) {
+                        socket.completeExceptionally(e);
+                    }
+                });
         int socketFd;
         try {
             socketFd = getUninterruptibly(socket);
@@ -191,7 +209,12 @@ final class Netns implements AutoCloseable {
             if (C.setns(fd, LibC.CLONE_NEWNET) != 0) {
                 int errno = LibC.errno();
                 if (errno == LibC.EINVAL) {
-                    throw new NotANetns("setns " + path + ": not a network namespace (" + LibC.describe(errno) + ")");
+                    throw new NotANetns(
+                            "setns "
+                                    + path
+                                    + ": not a network namespace ("
+                                    + LibC.describe(errno)
+                                    + ")");
                 }
                 throw new SyscallException("setns " + path, errno);
             }
@@ -216,7 +239,8 @@ final class Netns implements AutoCloseable {
         }
     }
 
-    private static int getUninterruptibly(CompletableFuture<Integer> task) throws ExecutionException {
+    private static int getUninterruptibly(CompletableFuture<Integer> task)
+            throws ExecutionException {
         boolean interrupted = false;
         try {
             while (true) {

@@ -12,7 +12,11 @@ import java.util.List;
  * @param addresses the pod's addresses, each a host address (/32 or /128), at most one per family
  */
 public record PodAttachment(
-        String netnsPath, String podIfname, String hostIfname, int mtu, List<PodAddress> addresses) {
+        String netnsPath,
+        String podIfname,
+        String hostIfname,
+        int mtu,
+        List<PodAddress> addresses) {
     public PodAttachment {
         addresses = List.copyOf(addresses);
     }

@@ -35,6 +35,7 @@ import java.util.Map;
 public final class PodSourceFilter {
     /** tc action codes (linux/pkt_cls.h). */
     static final int TC_ACT_UNSPEC = -1;
+
     static final int TC_ACT_SHOT = 2;
 
     private static final int ETH_P_IP = 0x0800;
@@ -57,7 +58,8 @@ public final class PodSourceFilter {
      *     host byte order, as TCA_BPF_OPS carries them
      */
     public static byte[] program(InetAddress v4, InetAddress v6) {
-        if ((v4 != null && !(v4 instanceof Inet4Address)) || (v6 != null && !(v6 instanceof Inet6Address))) {
+        if ((v4 != null && !(v4 instanceof Inet4Address))
+                || (v6 != null && !(v6 instanceof Inet6Address))) {
             throw new IllegalArgumentException("addresses of the wrong family: " + v4 + ", " + v6);
         }
         List<Insn> p = new ArrayList<>();
@@ -107,7 +109,9 @@ public final class PodSourceFilter {
         ByteBuffer out = ByteBuffer.allocate(p.size() * 8).order(ByteOrder.nativeOrder());
         for (int i = 0; i < p.size(); i++) {
             Insn insn = p.get(i);
-            out.putShort((short) insn.code()).put((byte) offset(at, insn.jt(), i)).put((byte) offset(at, insn.jf(), i))
+            out.putShort((short) insn.code())
+                    .put((byte) offset(at, insn.jt(), i))
+                    .put((byte) offset(at, insn.jf(), i))
                     .putInt(insn.k());
         }
         return out.array();
@@ -127,6 +131,9 @@ public final class PodSourceFilter {
 
     /** The 32-bit word at {@code from}, as {@code ld [k]} loads it (network order, value as an int). */
     private static int word(byte[] b, int from) {
-        return ((b[from] & 0xff) << 24) | ((b[from + 1] & 0xff) << 16) | ((b[from + 2] & 0xff) << 8) | (b[from + 3] & 0xff);
+        return ((b[from] & 0xff) << 24)
+                | ((b[from + 1] & 0xff) << 16)
+                | ((b[from + 2] & 0xff) << 8)
+                | (b[from + 3] & 0xff);
     }
 }

@@ -26,7 +26,15 @@ final class Rtnetlink implements AutoCloseable {
      * @param kind IFLA_INFO_KIND, e.g. {@code "veth"}; "" for links without one (lo, physical)
      * @param vxlan the VXLAN settings when {@code kind} is {@code "vxlan"}, else null
      */
-    record Link(int index, String name, int flags, int mtu, String mac, int peerIndex, String kind, Vxlan vxlan) {
+    record Link(
+            int index,
+            String name,
+            int flags,
+            int mtu,
+            String mac,
+            int peerIndex,
+            String kind,
+            Vxlan vxlan) {
         boolean up() {
             return (flags & Rtnl.IFF_UP) != 0;
         }
@@ -61,8 +69,17 @@ final class Rtnetlink implements AutoCloseable {
      * @param priority RTA_PRIORITY (the metric), 0 if absent; IPv6 routes added without one get 1024
      * @param mtu RTAX_MTU in RTA_METRICS, bytes; 0 if absent
      */
-    record RouteInfo(InetAddress destination, int destinationLength, int protocol, int type, int scope, int flags,
-            InetAddress gateway, int outputIndex, int priority, int mtu) {
+    record RouteInfo(
+            InetAddress destination,
+            int destinationLength,
+            int protocol,
+            int type,
+            int scope,
+            int flags,
+            InetAddress gateway,
+            int outputIndex,
+            int priority,
+            int mtu) {
         boolean onlink() {
             return (flags & Rtnl.RTNH_F_ONLINK) != 0;
         }
@@ -99,7 +116,14 @@ final class Rtnetlink implements AutoCloseable {
      * @param flags ndm_flags, e.g. {@link Rtnl#NTF_SELF}
      * @param protocol NDA_PROTOCOL; 0 if absent (FDB entries never carry one)
      */
-    record Neighbour(int family, int index, InetAddress destination, String mac, int state, int flags, int protocol) {
+    record Neighbour(
+            int family,
+            int index,
+            InetAddress destination,
+            String mac,
+            int state,
+            int flags,
+            int protocol) {
         boolean permanent() {
             return (state & Rtnl.NUD_PERMANENT) != 0;
         }
@@ -112,7 +136,8 @@ final class Rtnetlink implements AutoCloseable {
      * @param gateway null for a route without next hop
      * @param outputIndex RTA_OIF, or -1 (e.g. multipath)
      */
-    record Route(InetAddress destination, int destinationLength, InetAddress gateway, int outputIndex) {}
+    record Route(
+            InetAddress destination, int destinationLength, InetAddress gateway, int outputIndex) {}
 
     /**
      * A filter on a device's clsact ingress hook, as RTM_GETTFILTER reports it.
@@ -135,10 +160,11 @@ final class Rtnetlink implements AutoCloseable {
 
     /** @return the link named {@code name}, or empty if there is none (ENODEV) */
     Optional<Link> link(String name) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETLINK, 0)
-                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                .attrString(Rtnl.IFLA_IFNAME, name)
-                .attrU32(Rtnl.IFLA_EXT_MASK, Rtnl.RTEXT_FILTER_SKIP_STATS);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_GETLINK, 0)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
+                        .attrString(Rtnl.IFLA_IFNAME, name)
+                        .attrU32(Rtnl.IFLA_EXT_MASK, Rtnl.RTEXT_FILTER_SKIP_STATS);
         List<NetlinkMessage> replies;
         try {
             replies = socket.request(req, "RTM_GETLINK " + name + where);
@@ -158,7 +184,9 @@ final class Rtnetlink implements AutoCloseable {
 
     /** @return the link named {@code name}; a missing one is an error here */
     Link existingLink(String name) throws SyscallException {
-        return link(name).orElseThrow(() -> new SyscallException("RTM_GETLINK " + name + where, LibC.ENODEV));
+        return link(name)
+                .orElseThrow(
+                        () -> new SyscallException("RTM_GETLINK " + name + where, LibC.ENODEV));
     }
 
     /**
@@ -168,7 +196,8 @@ final class Rtnetlink implements AutoCloseable {
      *
      * @param mtu bytes, for both ends; 0 keeps the kernel default
      */
-    void createVeth(String name, byte[] mac, int mtu, String peerName, Netns peerNetns) throws SyscallException {
+    void createVeth(String name, byte[] mac, int mtu, String peerName, Netns peerNetns)
+            throws SyscallException {
         NetlinkRequest req = newLinkMessage(name, mac, mtu);
         int linkInfo = req.nest(Rtnl.IFLA_LINKINFO);
         req.attrString(Rtnl.IFLA_INFO_KIND, "veth");
@@ -180,12 +209,21 @@ final class Rtnetlink implements AutoCloseable {
         }
         req.attrU32(Rtnl.IFLA_NET_NS_FD, peerNetns.fd());
         req.end(peer).end(data).end(linkInfo);
-        socket.request(req, "RTM_NEWLINK veth " + name + where + " peer " + peerName + " in netns " + peerNetns.path());
+        socket.request(
+                req,
+                "RTM_NEWLINK veth "
+                        + name
+                        + where
+                        + " peer "
+                        + peerName
+                        + " in netns "
+                        + peerNetns.path());
     }
 
     void setUp(Link link) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
-                .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), Rtnl.IFF_UP, Rtnl.IFF_UP);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), Rtnl.IFF_UP, Rtnl.IFF_UP);
         socket.request(req, "RTM_SETLINK " + link.name() + " up" + where);
     }
 
@@ -195,8 +233,9 @@ final class Rtnetlink implements AutoCloseable {
      * RCU grace periods a delete waits for.
      */
     void setDown(Link link) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
-                .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, Rtnl.IFF_UP);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, Rtnl.IFF_UP);
         socket.request(req, "RTM_SETLINK " + link.name() + " down" + where);
     }
 
@@ -205,16 +244,18 @@ final class Rtnetlink implements AutoCloseable {
      * takes its peer along, and each end takes its addresses and routes.
      */
     void deleteLink(Link link) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_DELLINK, 0)
-                .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_DELLINK, 0)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0);
         socket.request(req, "RTM_DELLINK " + link.name() + where);
     }
 
     /** Deletes a link by name; see {@link #deleteLink(Link)}. */
     void deleteLink(String name) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_DELLINK, 0)
-                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                .attrString(Rtnl.IFLA_IFNAME, name);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_DELLINK, 0)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
+                        .attrString(Rtnl.IFLA_IFNAME, name);
         socket.request(req, "RTM_DELLINK " + name + where);
     }
 
@@ -222,13 +263,26 @@ final class Rtnetlink implements AutoCloseable {
     void addAddress(Link link, InetAddress address, int prefixLength) throws SyscallException {
         boolean v4 = address instanceof Inet4Address;
         int flags = v4 ? 0 : Rtnl.IFA_F_NODAD;
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWADDR, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                .ifaddrmsg(family(address), prefixLength, flags, Rtnl.RT_SCOPE_UNIVERSE, link.index())
-                .attr(Rtnl.IFA_LOCAL, address.getAddress())
-                .attr(Rtnl.IFA_ADDRESS, address.getAddress())
-                .attrU32(Rtnl.IFA_FLAGS, flags);
-        socket.request(req, "RTM_NEWADDR " + text(address) + "/" + prefixLength
-                + " dev " + link.name() + where);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_NEWADDR, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                        .ifaddrmsg(
+                                family(address),
+                                prefixLength,
+                                flags,
+                                Rtnl.RT_SCOPE_UNIVERSE,
+                                link.index())
+                        .attr(Rtnl.IFA_LOCAL, address.getAddress())
+                        .attr(Rtnl.IFA_ADDRESS, address.getAddress())
+                        .attrU32(Rtnl.IFA_FLAGS, flags);
+        socket.request(
+                req,
+                "RTM_NEWADDR "
+                        + text(address)
+                        + "/"
+                        + prefixLength
+                        + " dev "
+                        + link.name()
+                        + where);
     }
 
     /**
@@ -241,10 +295,25 @@ final class Rtnetlink implements AutoCloseable {
             throws SyscallException {
         boolean v4 = destination instanceof Inet4Address;
         int scope = gateway == null && v4 ? Rtnl.RT_SCOPE_LINK : Rtnl.RT_SCOPE_UNIVERSE;
-        RouteInfo route = new RouteInfo(destination, destinationLength, Rtnl.RTPROT_BOOT, Rtnl.RTN_UNICAST, scope, 0,
-                gateway, link.index(), 0, 0);
-        socket.request(routeMessage(Rtnl.RTM_NEWROUTE, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL, route),
-                "RTM_NEWROUTE " + describe(destination, destinationLength, gateway) + " dev " + link.name() + where);
+        RouteInfo route =
+                new RouteInfo(
+                        destination,
+                        destinationLength,
+                        Rtnl.RTPROT_BOOT,
+                        Rtnl.RTN_UNICAST,
+                        scope,
+                        0,
+                        gateway,
+                        link.index(),
+                        0,
+                        0);
+        socket.request(
+                routeMessage(Rtnl.RTM_NEWROUTE, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL, route),
+                "RTM_NEWROUTE "
+                        + describe(destination, destinationLength, gateway)
+                        + " dev "
+                        + link.name()
+                        + where);
     }
 
     /**
@@ -255,10 +324,14 @@ final class Rtnetlink implements AutoCloseable {
      *     caller must know it is its own)
      * @param names ifindex to name, for the error message
      */
-    void addRoute(RouteInfo route, boolean replace, Map<Integer, String> names) throws SyscallException {
+    void addRoute(RouteInfo route, boolean replace, Map<Integer, String> names)
+            throws SyscallException {
         int flags = Rtnl.NLM_F_CREATE | (replace ? Rtnl.NLM_F_REPLACE : Rtnl.NLM_F_EXCL);
-        socket.request(routeMessage(Rtnl.RTM_NEWROUTE, flags, route),
-                (replace ? "RTM_NEWROUTE replace " : "RTM_NEWROUTE ") + route.describe(names) + where);
+        socket.request(
+                routeMessage(Rtnl.RTM_NEWROUTE, flags, route),
+                (replace ? "RTM_NEWROUTE replace " : "RTM_NEWROUTE ")
+                        + route.describe(names)
+                        + where);
     }
 
     /**
@@ -266,9 +339,21 @@ final class Rtnetlink implements AutoCloseable {
      * deletes only a route that has all three (never another protocol's at the same destination).
      */
     void deleteRoute(RouteInfo route, Map<Integer, String> names) throws SyscallException {
-        RouteInfo match = new RouteInfo(route.destination(), route.destinationLength(), route.protocol(), route.type(),
-                Rtnl.RT_SCOPE_NOWHERE, 0, null, -1, route.priority(), 0);
-        socket.request(routeMessage(Rtnl.RTM_DELROUTE, 0, match), "RTM_DELROUTE " + route.describe(names) + where);
+        RouteInfo match =
+                new RouteInfo(
+                        route.destination(),
+                        route.destinationLength(),
+                        route.protocol(),
+                        route.type(),
+                        Rtnl.RT_SCOPE_NOWHERE,
+                        0,
+                        null,
+                        -1,
+                        route.priority(),
+                        0);
+        socket.request(
+                routeMessage(Rtnl.RTM_DELROUTE, 0, match),
+                "RTM_DELROUTE " + route.describe(names) + where);
     }
 
     /**
@@ -277,9 +362,16 @@ final class Rtnetlink implements AutoCloseable {
      * {@code r} has them.
      */
     static NetlinkRequest routeMessage(int messageType, int flags, RouteInfo r) {
-        NetlinkRequest req = new NetlinkRequest(messageType, flags)
-                .rtmsg(family(r.destination()), r.destinationLength(), Rtnl.RT_TABLE_MAIN, r.protocol(), r.scope(),
-                        r.type(), r.flags());
+        NetlinkRequest req =
+                new NetlinkRequest(messageType, flags)
+                        .rtmsg(
+                                family(r.destination()),
+                                r.destinationLength(),
+                                Rtnl.RT_TABLE_MAIN,
+                                r.protocol(),
+                                r.scope(),
+                                r.type(),
+                                r.flags());
         if (r.destinationLength() > 0) {
             req.attr(Rtnl.RTA_DST, r.destination().getAddress());
         }
@@ -302,7 +394,8 @@ final class Rtnetlink implements AutoCloseable {
 
     /** @return every address of every link here, both families */
     List<Address> addresses() throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETADDR, 0).ifaddrmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_GETADDR, 0).ifaddrmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0);
         List<Address> out = new ArrayList<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETADDR dump" + where)) {
             if (m.type() != Rtnl.RTM_NEWADDR) {
@@ -310,7 +403,8 @@ final class Rtnetlink implements AutoCloseable {
             }
             ByteBuffer p = m.payload();
             NetlinkMessage.Attributes a = m.attributes(Rtnl.IFADDRMSG_LEN);
-            InetAddress address = a.has(Rtnl.IFA_LOCAL) ? a.address(Rtnl.IFA_LOCAL) : a.address(Rtnl.IFA_ADDRESS);
+            InetAddress address =
+                    a.has(Rtnl.IFA_LOCAL) ? a.address(Rtnl.IFA_LOCAL) : a.address(Rtnl.IFA_ADDRESS);
             if (address != null) {
                 out.add(new Address(p.getInt(4), address, Byte.toUnsignedInt(p.get(1))));
             }
@@ -323,8 +417,12 @@ final class Rtnetlink implements AutoCloseable {
         List<Route> out = new ArrayList<>();
         for (RouteInfo r : mainTableRoutes()) {
             if (r.type() == Rtnl.RTN_UNICAST) {
-                out.add(new Route(r.destinationLength() == 0 ? null : r.destination(), r.destinationLength(),
-                        r.gateway(), r.outputIndex()));
+                out.add(
+                        new Route(
+                                r.destinationLength() == 0 ? null : r.destination(),
+                                r.destinationLength(),
+                                r.gateway(),
+                                r.outputIndex()));
             }
         }
         return out;
@@ -332,7 +430,8 @@ final class Rtnetlink implements AutoCloseable {
 
     /** @return every route of the main table here, both families, of every protocol and type */
     List<RouteInfo> mainTableRoutes() throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETROUTE, 0).rtmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0, 0);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_GETROUTE, 0).rtmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0, 0);
         List<RouteInfo> out = new ArrayList<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETROUTE dump" + where)) {
             if (m.type() == Rtnl.RTM_NEWROUTE) {
@@ -367,16 +466,25 @@ final class Rtnetlink implements AutoCloseable {
         }
         int priority = a.u32(Rtnl.RTA_PRIORITY);
         int mtu = a.nested(Rtnl.RTA_METRICS, 0).u32(Rtnl.RTAX_MTU);
-        return new RouteInfo(destination, Byte.toUnsignedInt(p.get(1)), Byte.toUnsignedInt(p.get(5)),
-                Byte.toUnsignedInt(p.get(7)), Byte.toUnsignedInt(p.get(6)), p.getInt(8), a.address(Rtnl.RTA_GATEWAY),
-                a.u32(Rtnl.RTA_OIF), Math.max(priority, 0), Math.max(mtu, 0));
+        return new RouteInfo(
+                destination,
+                Byte.toUnsignedInt(p.get(1)),
+                Byte.toUnsignedInt(p.get(5)),
+                Byte.toUnsignedInt(p.get(7)),
+                Byte.toUnsignedInt(p.get(6)),
+                p.getInt(8),
+                a.address(Rtnl.RTA_GATEWAY),
+                a.u32(Rtnl.RTA_OIF),
+                Math.max(priority, 0),
+                Math.max(mtu, 0));
     }
 
     /** @return every link here */
     List<Link> links() throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETLINK, 0)
-                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                .attrU32(Rtnl.IFLA_EXT_MASK, Rtnl.RTEXT_FILTER_SKIP_STATS);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_GETLINK, 0)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
+                        .attrU32(Rtnl.IFLA_EXT_MASK, Rtnl.RTEXT_FILTER_SKIP_STATS);
         List<Link> out = new ArrayList<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETLINK dump" + where)) {
             if (m.type() == Rtnl.RTM_NEWLINK) {
@@ -393,8 +501,17 @@ final class Rtnetlink implements AutoCloseable {
      * @param mtu bytes; 0 lets the kernel derive it from the underlay (its MTU less the VXLAN headroom)
      */
     void createVxlan(String name, byte[] mac, int mtu, Vxlan config) throws SyscallException {
-        socket.request(vxlanMessage(name, mac, mtu, config), "RTM_NEWLINK vxlan " + name + " id " + config.vni()
-                + " local " + text(config.local()) + " dstport " + config.port() + where);
+        socket.request(
+                vxlanMessage(name, mac, mtu, config),
+                "RTM_NEWLINK vxlan "
+                        + name
+                        + " id "
+                        + config.vni()
+                        + " local "
+                        + text(config.local())
+                        + " dstport "
+                        + config.port()
+                        + where);
     }
 
     /**
@@ -407,7 +524,10 @@ final class Rtnetlink implements AutoCloseable {
         req.attrString(Rtnl.IFLA_INFO_KIND, "vxlan");
         int data = req.nest(Rtnl.IFLA_INFO_DATA);
         req.attrU32(Rtnl.IFLA_VXLAN_ID, config.vni());
-        req.attr(config.local() instanceof Inet4Address ? Rtnl.IFLA_VXLAN_LOCAL : Rtnl.IFLA_VXLAN_LOCAL6,
+        req.attr(
+                config.local() instanceof Inet4Address
+                        ? Rtnl.IFLA_VXLAN_LOCAL
+                        : Rtnl.IFLA_VXLAN_LOCAL6,
                 config.local().getAddress());
         if (config.underlayIndex() > 0) {
             req.attrU32(Rtnl.IFLA_VXLAN_LINK, config.underlayIndex());
@@ -420,10 +540,11 @@ final class Rtnetlink implements AutoCloseable {
 
     /** RTM_NEWLINK with NLM_F_EXCL: name, MAC and (unless 0) MTU; the caller adds IFLA_LINKINFO. */
     private static NetlinkRequest newLinkMessage(String name, byte[] mac, int mtu) {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                .attrString(Rtnl.IFLA_IFNAME, name)
-                .attr(Rtnl.IFLA_ADDRESS, mac);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
+                        .attrString(Rtnl.IFLA_IFNAME, name)
+                        .attr(Rtnl.IFLA_ADDRESS, mac);
         if (mtu > 0) {
             req.attrU32(Rtnl.IFLA_MTU, mtu);
         }
@@ -431,25 +552,41 @@ final class Rtnetlink implements AutoCloseable {
     }
 
     void setMtu(Link link, int mtu) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
-                .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0)
-                .attrU32(Rtnl.IFLA_MTU, mtu);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0)
+                        .attrU32(Rtnl.IFLA_MTU, mtu);
         socket.request(req, "RTM_SETLINK " + link.name() + " mtu " + mtu + where);
     }
 
     void setMac(Link link, byte[] mac) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
-                .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0)
-                .attr(Rtnl.IFLA_ADDRESS, mac);
-        socket.request(req, "RTM_SETLINK " + link.name() + " address " + HexFormat.ofDelimiter(":").formatHex(mac)
-                + where);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0)
+                        .attr(Rtnl.IFLA_ADDRESS, mac);
+        socket.request(
+                req,
+                "RTM_SETLINK "
+                        + link.name()
+                        + " address "
+                        + HexFormat.ofDelimiter(":").formatHex(mac)
+                        + where);
     }
 
     void deleteAddress(Link link, InetAddress address, int prefixLength) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_DELADDR, 0)
-                .ifaddrmsg(family(address), prefixLength, 0, 0, link.index())
-                .attr(Rtnl.IFA_LOCAL, address.getAddress());
-        socket.request(req, "RTM_DELADDR " + text(address) + "/" + prefixLength + " dev " + link.name() + where);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_DELADDR, 0)
+                        .ifaddrmsg(family(address), prefixLength, 0, 0, link.index())
+                        .attr(Rtnl.IFA_LOCAL, address.getAddress());
+        socket.request(
+                req,
+                "RTM_DELADDR "
+                        + text(address)
+                        + "/"
+                        + prefixLength
+                        + " dev "
+                        + link.name()
+                        + where);
     }
 
     /**
@@ -477,20 +614,32 @@ final class Rtnetlink implements AutoCloseable {
      */
     void addNeighbour(Neighbour entry, boolean replace, String device) throws SyscallException {
         int flags = Rtnl.NLM_F_CREATE | (replace ? Rtnl.NLM_F_REPLACE : Rtnl.NLM_F_EXCL);
-        socket.request(neighbourMessage(Rtnl.RTM_NEWNEIGH, flags, entry),
+        socket.request(
+                neighbourMessage(Rtnl.RTM_NEWNEIGH, flags, entry),
                 "RTM_NEWNEIGH " + (replace ? "replace " : "") + describe(entry, device) + where);
     }
 
     /** Deletes a neighbour (by address) or an FDB entry's remote (by MAC and remote). */
     void deleteNeighbour(Neighbour entry, String device) throws SyscallException {
-        Neighbour match = new Neighbour(entry.family(), entry.index(), entry.destination(),
-                entry.family() == Rtnl.AF_BRIDGE ? entry.mac() : "", 0, entry.flags() & Rtnl.NTF_SELF, 0);
-        socket.request(neighbourMessage(Rtnl.RTM_DELNEIGH, 0, match), "RTM_DELNEIGH " + describe(entry, device) + where);
+        Neighbour match =
+                new Neighbour(
+                        entry.family(),
+                        entry.index(),
+                        entry.destination(),
+                        entry.family() == Rtnl.AF_BRIDGE ? entry.mac() : "",
+                        0,
+                        entry.flags() & Rtnl.NTF_SELF,
+                        0);
+        socket.request(
+                neighbourMessage(Rtnl.RTM_DELNEIGH, 0, match),
+                "RTM_DELNEIGH " + describe(entry, device) + where);
     }
 
     /** RTM_NEWNEIGH or RTM_DELNEIGH: the ndmsg, then NDA_DST, NDA_LLADDR and NDA_PROTOCOL where given. */
     static NetlinkRequest neighbourMessage(int messageType, int flags, Neighbour n) {
-        NetlinkRequest req = new NetlinkRequest(messageType, flags).ndmsg(n.family(), n.index(), n.state(), n.flags());
+        NetlinkRequest req =
+                new NetlinkRequest(messageType, flags)
+                        .ndmsg(n.family(), n.index(), n.state(), n.flags());
         if (n.destination() != null) {
             req.attr(Rtnl.NDA_DST, n.destination().getAddress());
         }
@@ -507,9 +656,14 @@ final class Rtnetlink implements AutoCloseable {
         ByteBuffer p = m.payload();
         NetlinkMessage.Attributes a = m.attributes(Rtnl.NDMSG_LEN);
         byte[] mac = a.bytes(Rtnl.NDA_LLADDR);
-        return new Neighbour(Byte.toUnsignedInt(p.get(0)), p.getInt(4), a.address(Rtnl.NDA_DST),
-                mac == null ? "" : HexFormat.ofDelimiter(":").formatHex(mac), Short.toUnsignedInt(p.getShort(8)),
-                Byte.toUnsignedInt(p.get(10)), Math.max(a.u8(Rtnl.NDA_PROTOCOL), 0));
+        return new Neighbour(
+                Byte.toUnsignedInt(p.get(0)),
+                p.getInt(4),
+                a.address(Rtnl.NDA_DST),
+                mac == null ? "" : HexFormat.ofDelimiter(":").formatHex(mac),
+                Short.toUnsignedInt(p.getShort(8)),
+                Byte.toUnsignedInt(p.get(10)),
+                Math.max(a.u8(Rtnl.NDA_PROTOCOL), 0));
     }
 
     /** @return e.g. {@code "fdb 02:ca:da:00:00:0d dst 198.19.3.11 dev cadastre.vx4"} */
@@ -525,9 +679,15 @@ final class Rtnetlink implements AutoCloseable {
      * on. The kernel creates it with the link's first filter user; it goes with the link.
      */
     void addClsact(Link link) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWQDISC, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                .tcmsg(Rtnl.AF_UNSPEC, link.index(), Rtnl.TC_H_CLSACT_HANDLE, Rtnl.TC_H_CLSACT, 0)
-                .attrString(Rtnl.TCA_KIND, "clsact");
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_NEWQDISC, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                        .tcmsg(
+                                Rtnl.AF_UNSPEC,
+                                link.index(),
+                                Rtnl.TC_H_CLSACT_HANDLE,
+                                Rtnl.TC_H_CLSACT,
+                                0)
+                        .attrString(Rtnl.TCA_KIND, "clsact");
         socket.request(req, "RTM_NEWQDISC clsact dev " + link.name() + where);
     }
 
@@ -538,27 +698,38 @@ final class Rtnetlink implements AutoCloseable {
      * @param ops {@code struct sock_filter} instructions in host byte order
      */
     void addIngressBpfFilter(Link link, int priority, byte[] ops) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWTFILTER, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                .tcmsg(Rtnl.AF_UNSPEC, link.index(), 1, Rtnl.TC_H_CLSACT_INGRESS, filterInfo(priority))
-                .attrString(Rtnl.TCA_KIND, "bpf");
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_NEWTFILTER, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                        .tcmsg(
+                                Rtnl.AF_UNSPEC,
+                                link.index(),
+                                1,
+                                Rtnl.TC_H_CLSACT_INGRESS,
+                                filterInfo(priority))
+                        .attrString(Rtnl.TCA_KIND, "bpf");
         int options = req.nest(Rtnl.TCA_OPTIONS);
-        req.attrU16(Rtnl.TCA_BPF_OPS_LEN, ops.length / 8).attr(Rtnl.TCA_BPF_OPS, ops)
+        req.attrU16(Rtnl.TCA_BPF_OPS_LEN, ops.length / 8)
+                .attr(Rtnl.TCA_BPF_OPS, ops)
                 .attrU32(Rtnl.TCA_BPF_FLAGS, Rtnl.TCA_BPF_FLAG_ACT_DIRECT);
         req.end(options);
-        socket.request(req, "RTM_NEWTFILTER bpf ingress prio " + priority + " dev " + link.name() + where);
+        socket.request(
+                req, "RTM_NEWTFILTER bpf ingress prio " + priority + " dev " + link.name() + where);
     }
 
     /** tcm_info of a filter: the priority in the upper 16 bits, the protocol (ETH_P_ALL) in network order below. */
     static int filterInfo(int priority) {
-        int protocol = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
-                ? Short.toUnsignedInt(Short.reverseBytes((short) Rtnl.ETH_P_ALL)) : Rtnl.ETH_P_ALL;
+        int protocol =
+                java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
+                        ? Short.toUnsignedInt(Short.reverseBytes((short) Rtnl.ETH_P_ALL))
+                        : Rtnl.ETH_P_ALL;
         return (priority << 16) | protocol;
     }
 
     /** @return the filters on the link's clsact ingress hook; empty when it has no clsact qdisc */
     List<Filter> ingressFilters(Link link) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETTFILTER, 0)
-                .tcmsg(Rtnl.AF_UNSPEC, link.index(), 0, Rtnl.TC_H_CLSACT_INGRESS, 0);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_GETTFILTER, 0)
+                        .tcmsg(Rtnl.AF_UNSPEC, link.index(), 0, Rtnl.TC_H_CLSACT_INGRESS, 0);
         List<NetlinkMessage> parts;
         try {
             parts = socket.dump(req, "RTM_GETTFILTER dump ingress dev " + link.name() + where);
@@ -580,15 +751,20 @@ final class Rtnetlink implements AutoCloseable {
                 continue; // the filter chain's header entry, no filter of its own
             }
             int priority = m.payload().getInt(16) >>> 16;
-            out.add(new Filter(priority, kind == null ? "" : kind, options.bytes(Rtnl.TCA_BPF_OPS),
-                    Math.max(options.u32(Rtnl.TCA_BPF_FLAGS), 0)));
+            out.add(
+                    new Filter(
+                            priority,
+                            kind == null ? "" : kind,
+                            options.bytes(Rtnl.TCA_BPF_OPS),
+                            Math.max(options.u32(Rtnl.TCA_BPF_FLAGS), 0)));
         }
         return out;
     }
 
     /** @return ifindex → the drops counted by that link's clsact qdisc, for every link here that has one */
     Map<Integer, Long> clsactDrops() throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETQDISC, 0).tcmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0);
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_GETQDISC, 0).tcmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0);
         Map<Integer, Long> out = new java.util.HashMap<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETQDISC dump" + where)) {
             if (m.type() != Rtnl.RTM_NEWQDISC) {
@@ -599,8 +775,13 @@ final class Rtnetlink implements AutoCloseable {
                 continue;
             }
             byte[] queue = a.nested(Rtnl.TCA_STATS2, 0).bytes(Rtnl.TCA_STATS_QUEUE);
-            long drops = queue == null || queue.length < 12 ? 0
-                    : Integer.toUnsignedLong(java.nio.ByteBuffer.wrap(queue).order(java.nio.ByteOrder.nativeOrder()).getInt(8));
+            long drops =
+                    queue == null || queue.length < 12
+                            ? 0
+                            : Integer.toUnsignedLong(
+                                    java.nio.ByteBuffer.wrap(queue)
+                                            .order(java.nio.ByteOrder.nativeOrder())
+                                            .getInt(8));
             out.put(m.payload().getInt(4), drops);
         }
         return out;
@@ -678,14 +859,27 @@ final class Rtnetlink implements AutoCloseable {
         Vxlan vxlan = null;
         if ("vxlan".equals(kind)) {
             NetlinkMessage.Attributes d = info.nested(Rtnl.IFLA_INFO_DATA, 0);
-            InetAddress local = d.has(Rtnl.IFLA_VXLAN_LOCAL6) ? d.address(Rtnl.IFLA_VXLAN_LOCAL6)
-                    : d.address(Rtnl.IFLA_VXLAN_LOCAL);
-            vxlan = new Vxlan(d.u32(Rtnl.IFLA_VXLAN_ID), local, d.be16(Rtnl.IFLA_VXLAN_PORT),
-                    d.has(Rtnl.IFLA_VXLAN_LINK) ? d.u32(Rtnl.IFLA_VXLAN_LINK) : -1, d.u8(Rtnl.IFLA_VXLAN_LEARNING) == 1);
+            InetAddress local =
+                    d.has(Rtnl.IFLA_VXLAN_LOCAL6)
+                            ? d.address(Rtnl.IFLA_VXLAN_LOCAL6)
+                            : d.address(Rtnl.IFLA_VXLAN_LOCAL);
+            vxlan =
+                    new Vxlan(
+                            d.u32(Rtnl.IFLA_VXLAN_ID),
+                            local,
+                            d.be16(Rtnl.IFLA_VXLAN_PORT),
+                            d.has(Rtnl.IFLA_VXLAN_LINK) ? d.u32(Rtnl.IFLA_VXLAN_LINK) : -1,
+                            d.u8(Rtnl.IFLA_VXLAN_LEARNING) == 1);
         }
-        return new Link(p.getInt(4), a.string(Rtnl.IFLA_IFNAME), p.getInt(8), a.u32(Rtnl.IFLA_MTU),
-                mac == null ? "" : HexFormat.ofDelimiter(":").formatHex(mac), a.u32(Rtnl.IFLA_LINK),
-                kind == null ? "" : kind, vxlan);
+        return new Link(
+                p.getInt(4),
+                a.string(Rtnl.IFLA_IFNAME),
+                p.getInt(8),
+                a.u32(Rtnl.IFLA_MTU),
+                mac == null ? "" : HexFormat.ofDelimiter(":").formatHex(mac),
+                a.u32(Rtnl.IFLA_LINK),
+                kind == null ? "" : kind,
+                vxlan);
     }
 
     /** @return 0.0.0.0 or :: */

@@ -18,13 +18,18 @@ final class Rtnl {
     static final int NLM_F_DUMP_INTR = 0x10;
     static final int NLM_F_DUMP = 0x300;
     static final int NLM_F_EXCL = 0x200;
+
     /** On a NEW request: replace an existing object (same value as NLM_F_CAPPED, another context). */
     static final int NLM_F_REPLACE = 0x100;
+
     static final int NLM_F_CREATE = 0x400;
+
     /** In an NLMSG_ERROR: the echoed request was cut to its header (NETLINK_CAP_ACK). */
     static final int NLM_F_CAPPED = 0x100;
+
     /** In an NLMSG_ERROR: extended-ACK attributes follow. */
     static final int NLM_F_ACK_TLVS = 0x200;
+
     static final int NLMSGERR_ATTR_MSG = 1;
 
     static final int RTM_NEWLINK = 16;
@@ -47,36 +52,50 @@ final class Rtnl {
 
     static final int AF_UNSPEC = 0;
     static final int AF_INET = 2;
+
     /** Neighbour requests in this family address a device's forwarding database (FDB). */
     static final int AF_BRIDGE = 7;
+
     static final int AF_INET6 = 10;
 
     /** sizeof(struct ifinfomsg), ifaddrmsg, rtmsg. */
     static final int IFINFOMSG_LEN = 16;
+
     static final int IFADDRMSG_LEN = 8;
     static final int RTMSG_LEN = 12;
+
     /** sizeof(struct ndmsg). */
     static final int NDMSG_LEN = 12;
+
     /** sizeof(struct tcmsg): family, pads, ifindex, handle, parent, info. */
     static final int TCMSG_LEN = 20;
 
     /** Traffic control (linux/rtnetlink.h, pkt_sched.h, pkt_cls.h, gen_stats.h). */
     static final int TCA_KIND = 1;
+
     static final int TCA_OPTIONS = 2;
     static final int TCA_STATS2 = 7;
+
     /** In TCA_STATS2: struct gnet_stats_queue (u32 qlen, backlog, drops, requeues, overlimits). */
     static final int TCA_STATS_QUEUE = 3;
+
     /** The clsact qdisc's parent (TC_H_CLSACT, the same value as TC_H_INGRESS) and its handle ffff:. */
     static final int TC_H_CLSACT = 0xFFFFFFF1;
+
     static final int TC_H_CLSACT_HANDLE = 0xFFFF0000;
+
     /** Filters on clsact's ingress hook: TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS). */
     static final int TC_H_CLSACT_INGRESS = 0xFFFFFFF2;
+
     /** Every protocol, for a filter's tcm_info (sent in network byte order there). */
     static final int ETH_P_ALL = 0x0003;
+
     /** Options of a cls_bpf filter: u16 instruction count, the classic instructions, u32 flags. */
     static final int TCA_BPF_OPS_LEN = 4;
+
     static final int TCA_BPF_OPS = 5;
     static final int TCA_BPF_FLAGS = 8;
+
     /** The program's return value is the action (TC_ACT_*), no action list needed. */
     static final int TCA_BPF_FLAG_ACT_DIRECT = 1;
 
@@ -95,6 +114,7 @@ final class Rtnl {
 
     /** IFLA_INFO_DATA of kind "vxlan" (if_link.h): u32 VNI, u32 ifindex, be32/in6 local, u8, be16. */
     static final int IFLA_VXLAN_ID = 1;
+
     static final int IFLA_VXLAN_LINK = 3;
     static final int IFLA_VXLAN_LOCAL = 4;
     static final int IFLA_VXLAN_LEARNING = 7;
@@ -113,6 +133,7 @@ final class Rtnl {
     static final int RTA_PRIORITY = 6;
     static final int RTA_METRICS = 8;
     static final int RTA_TABLE = 15;
+
     /** In RTA_METRICS: the path MTU, u32 bytes. */
     static final int RTAX_MTU = 2;
 
@@ -120,6 +141,7 @@ final class Rtnl {
     static final int RTPROT_KERNEL = 2;
     static final int RTPROT_BOOT = 3;
     static final int RTPROT_STATIC = 4;
+
     /**
      * rtm_protocol of every route and neighbour entry Cadastre programs, so that a dump tells them
      * from everyone else's. Free in the kernel's list (rtnetlink.h stops at 192, RTPROT_EIGRP) and
@@ -127,21 +149,28 @@ final class Rtnl {
      * above 192 is where private daemons pick theirs; `ip route show proto 202` lists Cadastre's.
      */
     static final int RTPROT_CADASTRE = 202;
+
     static final int RT_SCOPE_UNIVERSE = 0;
     static final int RT_SCOPE_LINK = 253;
+
     /** In a delete: any scope matches (as iproute2 sends). */
     static final int RT_SCOPE_NOWHERE = 255;
+
     static final int RTN_UNICAST = 1;
     static final int RTN_BLACKHOLE = 6;
+
     /** rtm_flags: the gateway is on the link even though no address's prefix covers it. */
     static final int RTNH_F_ONLINK = 4;
 
     static final int NDA_DST = 1;
     static final int NDA_LLADDR = 2;
+
     /** u8, like rtm_protocol (since Linux 5.2; older kernels ignore it and report none). */
     static final int NDA_PROTOCOL = 12;
+
     static final int NUD_NOARP = 0x40;
     static final int NUD_PERMANENT = 0x80;
+
     /** ndm_flags: the entry is the device's own FDB (here the VXLAN driver's), not a bridge's. */
     static final int NTF_SELF = 0x02;
 }

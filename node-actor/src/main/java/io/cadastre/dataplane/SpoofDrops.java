@@ -16,8 +16,10 @@ import java.util.Set;
 final class SpoofDrops {
     /** Drops of host ends no longer there. */
     private long retired;
+
     /** ifindex → the drops last read there. */
     private final Map<Integer, Long> last = new HashMap<>();
+
     /** ifindexes of host ends folded in by {@link #retire} that may still exist until deleted. */
     private final Set<Integer> folded = new HashSet<>();
 
@@ -29,16 +31,20 @@ final class SpoofDrops {
         for (Link l : host.links()) {
             present.add(l.index());
             Long d = drops.get(l.index());
-            if (d != null && !folded.contains(l.index()) && "veth".equals(l.kind()) && Dataplane.HOST_MAC.equals(l.mac())) {
+            if (d != null
+                    && !folded.contains(l.index())
+                    && "veth".equals(l.kind())
+                    && Dataplane.HOST_MAC.equals(l.mac())) {
                 now.put(l.index(), d);
             }
         }
-        last.forEach((index, seen) -> {
-            Long current = now.get(index);
-            if (current == null || current < seen) {
-                retired += seen; // gone, or another link under the same ifindex
-            }
-        });
+        last.forEach(
+                (index, seen) -> {
+                    Long current = now.get(index);
+                    if (current == null || current < seen) {
+                        retired += seen; // gone, or another link under the same ifindex
+                    }
+                });
         last.clear();
         last.putAll(now);
         folded.retainAll(present);

@@ -11,7 +11,11 @@ final class SyscallException extends Exception {
     private final int errno;
 
     SyscallException(String step, int errno, String kernelMessage) {
-        super(step + ": " + LibC.describe(errno) + (kernelMessage == null ? "" : ": " + kernelMessage));
+        super(
+                step
+                        + ": "
+                        + LibC.describe(errno)
+                        + (kernelMessage == null ? "" : ": " + kernelMessage));
         this.errno = errno;
     }
 

@@ -30,11 +30,12 @@ public interface NetnsPresence {
      * the process behind {@code /proc/<pid>/ns/net} has exited. The agent must see the same paths
      * as the runtime (it opens them at ADD anyway).
      */
-    NetnsPresence FILES = path -> {
-        try {
-            return Files.notExists(Path.of(path));
-        } catch (InvalidPathException e) {
-            return false;
-        }
-    };
+    NetnsPresence FILES =
+            path -> {
+                try {
+                    return Files.notExists(Path.of(path));
+                } catch (InvalidPathException e) {
+                    return false;
+                }
+            };
 }

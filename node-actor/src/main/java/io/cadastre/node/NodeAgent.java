@@ -81,28 +81,50 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * error; ask with {@code AskPattern.askWithStatus}.
      */
     public sealed interface Command
-            permits Attach, Detach, Inspect, CollectGarbage, Status, Reconcile, Finished, Tick, Probed, SweepFinished,
-            GarbageListed {}
+            permits Attach,
+                    Detach,
+                    Inspect,
+                    CollectGarbage,
+                    Status,
+                    Reconcile,
+                    Finished,
+                    Tick,
+                    Probed,
+                    SweepFinished,
+                    GarbageListed {}
 
     /** ADD (CNI spec 1.1 §ADD): idempotent; a retry for a known attachment gets the same addresses. */
-    public record Attach(AttachmentId id, PodRequest request, ActorRef<StatusReply<Wired>> replyTo) implements Command {}
+    public record Attach(AttachmentId id, PodRequest request, ActorRef<StatusReply<Wired>> replyTo)
+            implements Command {}
 
     /** DEL (CNI spec 1.1 §DEL): idempotent; releases the addresses it had (the list). */
-    public record Detach(AttachmentId id, boolean ipamOnly, ActorRef<StatusReply<List<String>>> replyTo) implements Command {}
+    public record Detach(
+            AttachmentId id, boolean ipamOnly, ActorRef<StatusReply<List<String>>> replyTo)
+            implements Command {}
 
     /** CHECK (CNI spec 1.1 §CHECK): what IPAM holds for the attachment, and the dataplane's differences. */
-    public record Inspect(AttachmentId id, String netnsPath, boolean ipamOnly, int mtu,
-            ActorRef<StatusReply<Inspection>> replyTo) implements Command {}
+    public record Inspect(
+            AttachmentId id,
+            String netnsPath,
+            boolean ipamOnly,
+            int mtu,
+            ActorRef<StatusReply<Inspection>> replyTo)
+            implements Command {}
 
     /**
      * GC (CNI spec 1.1 §GC): releases every allocation of {@code network} on this node that is not
      * in {@code keep} (attachment keys, {@link AttachmentId#key()}), and unwires what it released.
      */
-    public record CollectGarbage(String network, Set<String> keep, boolean ipamOnly,
-            ActorRef<StatusReply<List<String>>> replyTo) implements Command {}
+    public record CollectGarbage(
+            String network,
+            Set<String> keep,
+            boolean ipamOnly,
+            ActorRef<StatusReply<List<String>>> replyTo)
+            implements Command {}
 
     /** STATUS (CNI spec 1.1 §STATUS): empty when ADD can be served, else why not. */
-    public record Status(List<String> pools, ActorRef<StatusReply<Optional<String>>> replyTo) implements Command {}
+    public record Status(List<String> pools, ActorRef<StatusReply<Optional<String>>> replyTo)
+            implements Command {}
 
     /**
      * One reconciliation round now, as the timer starts every {@link Reclaimer#interval()}; if a
@@ -116,15 +138,24 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private record Finished(String key) implements Command {}
 
     /** The reconciliation timer. */
-    private enum Tick implements Command { INSTANCE }
+    private enum Tick implements Command {
+        INSTANCE
+    }
 
-    private record Probed(List<Reclaimer.Observation> observations, Throwable failure,
-            List<ActorRef<StatusReply<List<String>>>> replyTo) implements Command {}
+    private record Probed(
+            List<Reclaimer.Observation> observations,
+            Throwable failure,
+            List<ActorRef<StatusReply<List<String>>>> replyTo)
+            implements Command {}
 
     /** The node's attachments, read for a CNI GC. */
-    private record GarbageListed(CollectGarbage gc, List<AttachmentRecord> attachments, Throwable failure) implements Command {}
+    private record GarbageListed(
+            CollectGarbage gc, List<AttachmentRecord> attachments, Throwable failure)
+            implements Command {}
 
-    private record SweepFinished(List<String> reclaimed, List<ActorRef<StatusReply<List<String>>>> replyTo) implements Command {}
+    private record SweepFinished(
+            List<String> reclaimed, List<ActorRef<StatusReply<List<String>>>> replyTo)
+            implements Command {}
 
     /**
      * @param attachment the IPAM record, or {@code null} when IPAM does not know the attachment
@@ -137,7 +168,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      *
      * @param reclaimer releases attachments whose netns is gone; also read by the metrics
      */
-    public static Behavior<Command> create(Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor, Reclaimer reclaimer) {
+    public static Behavior<Command> create(
+            Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor, Reclaimer reclaimer) {
         return create(ipam, dataplane, dataplaneExecutor, reclaimer, PodNetwork.NONE);
     }
 
@@ -147,40 +179,66 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * @param podNetwork gives the pods' MTU when the netconf gives none, and is told the
      *     addresses of every ADD and DEL (so that borrowed ones are routed on every host)
      */
-    public static Behavior<Command> create(Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor, Reclaimer reclaimer,
+    public static Behavior<Command> create(
+            Ipam ipam,
+            Dataplane dataplane,
+            Executor dataplaneExecutor,
+            Reclaimer reclaimer,
             PodNetwork podNetwork) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-            timers.startTimerWithFixedDelay(Tick.INSTANCE, reclaimer.interval());
-            return new NodeAgent(ctx, ipam, dataplane, dataplaneExecutor, reclaimer, podNetwork);
-        }));
+        return Behaviors.setup(
+                ctx ->
+                        Behaviors.withTimers(
+                                timers -> {
+                                    timers.startTimerWithFixedDelay(
+                                            Tick.INSTANCE, reclaimer.interval());
+                                    return new NodeAgent(
+                                            ctx,
+                                            ipam,
+                                            dataplane,
+                                            dataplaneExecutor,
+                                            reclaimer,
+                                            podNetwork);
+                                }));
     }
 
     private final Ipam ipam;
     private final Dataplane dataplane;
     private final Executor dataplaneExecutor;
+
     /**
      * Deletes the veth pairs DEL unplugged that outlived {@link #TEARDOWN_DELAY}, one after
      * another, off the dataplane threads: each delete blocks for the kernel's RCU grace periods,
      * and ADDs must not queue behind them.
      */
-    private final ExecutorService teardownThread = Executors.newSingleThreadExecutor(r -> {
-        // A platform thread in the host's netns, as the dataplane threads.
-        Thread t = new Thread(r, "cadastre-teardown");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService teardownThread =
+            Executors.newSingleThreadExecutor(
+                    r -> {
+                        // A platform thread in the host's netns, as the dataplane threads.
+                        Thread t = new Thread(r, "cadastre-teardown");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
     private final Reclaimer reclaimer;
     private final CadastreMetrics metrics;
     private final PodNetwork podNetwork;
+
     /** attachment key → operations waiting for the one in flight to finish. */
     private final Map<String, Queue<Operation<?>>> queues = new HashMap<>();
+
     /** Whether a reconciliation round is running. */
     private boolean sweeping;
+
     /** Callers waiting for the next reconciliation round. */
     private final List<ActorRef<StatusReply<List<String>>>> nextSweepReplies = new ArrayList<>();
 
-    private NodeAgent(ActorContext<Command> ctx, Ipam ipam, Dataplane dataplane, Executor dataplaneExecutor,
-            Reclaimer reclaimer, PodNetwork podNetwork) {
+    private NodeAgent(
+            ActorContext<Command> ctx,
+            Ipam ipam,
+            Dataplane dataplane,
+            Executor dataplaneExecutor,
+            Reclaimer reclaimer,
+            PodNetwork podNetwork) {
         super(ctx);
         this.podNetwork = podNetwork;
         this.ipam = ipam;
@@ -194,33 +252,51 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
-                .onMessage(Attach.class, cmd -> {
-                    reclaimer.forget(cmd.id().key());
-                    return enqueue(cmd.id().key(), () -> attach(cmd.id(), cmd.request()), replier(cmd.replyTo()));
-                })
-                .onMessage(Detach.class, cmd -> {
-                    reclaimer.forget(cmd.id().key());
-                    return enqueue(cmd.id().key(), () -> releaseForDel(cmd.id(), cmd.ipamOnly()), replier(cmd.replyTo()));
-                })
-                .onMessage(Inspect.class, cmd -> enqueue(cmd.id().key(), () -> inspect(cmd), replier(cmd.replyTo())))
+                .onMessage(
+                        Attach.class,
+                        cmd -> {
+                            reclaimer.forget(cmd.id().key());
+                            return enqueue(
+                                    cmd.id().key(),
+                                    () -> attach(cmd.id(), cmd.request()),
+                                    replier(cmd.replyTo()));
+                        })
+                .onMessage(
+                        Detach.class,
+                        cmd -> {
+                            reclaimer.forget(cmd.id().key());
+                            return enqueue(
+                                    cmd.id().key(),
+                                    () -> releaseForDel(cmd.id(), cmd.ipamOnly()),
+                                    replier(cmd.replyTo()));
+                        })
+                .onMessage(
+                        Inspect.class,
+                        cmd -> enqueue(cmd.id().key(), () -> inspect(cmd), replier(cmd.replyTo())))
                 .onMessage(CollectGarbage.class, this::onCollectGarbage)
                 .onMessage(GarbageListed.class, this::onGarbageListed)
-                .onMessage(Status.class, cmd -> {
-                    reply(ipam.unavailability(cmd.pools()), cmd.replyTo());
-                    return this;
-                })
+                .onMessage(
+                        Status.class,
+                        cmd -> {
+                            reply(ipam.unavailability(cmd.pools()), cmd.replyTo());
+                            return this;
+                        })
                 .onMessage(Finished.class, this::onFinished)
-                .onMessage(Reconcile.class, cmd -> {
-                    nextSweepReplies.add(cmd.replyTo());
-                    return sweepUnlessRunning();
-                })
+                .onMessage(
+                        Reconcile.class,
+                        cmd -> {
+                            nextSweepReplies.add(cmd.replyTo());
+                            return sweepUnlessRunning();
+                        })
                 .onMessage(Tick.class, tick -> sweepUnlessRunning())
                 .onMessage(Probed.class, this::onProbed)
                 .onMessage(SweepFinished.class, this::onSweepFinished)
-                .onSignal(PostStop.class, stopped -> {
-                    teardownThread.shutdown();
-                    return this;
-                })
+                .onSignal(
+                        PostStop.class,
+                        stopped -> {
+                            teardownThread.shutdown();
+                            return this;
+                        })
                 .build();
     }
 
@@ -229,9 +305,12 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * is free again, so that whoever hears it and sends the attachment's next command finds the
      * slot free (a reconcile round right after an ADD's reply must see the ADD done).
      */
-    private record Operation<T>(Supplier<CompletionStage<T>> work, BiConsumer<? super T, ? super Throwable> outcome) {}
+    private record Operation<T>(
+            Supplier<CompletionStage<T>> work, BiConsumer<? super T, ? super Throwable> outcome) {}
 
-    private <T> Behavior<Command> enqueue(String key, Supplier<CompletionStage<T>> work,
+    private <T> Behavior<Command> enqueue(
+            String key,
+            Supplier<CompletionStage<T>> work,
             BiConsumer<? super T, ? super Throwable> outcome) {
         Operation<T> operation = new Operation<>(work, outcome);
         Queue<Operation<?>> queue = queues.get(key);
@@ -252,10 +331,11 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         } catch (RuntimeException e) {
             stage = CompletableFuture.failedFuture(e);
         }
-        stage.whenComplete((v, e) -> {
-            self.tell(new Finished(key));
-            operation.outcome().accept(v, e);
-        });
+        stage.whenComplete(
+                (v, e) -> {
+                    self.tell(new Finished(key));
+                    operation.outcome().accept(v, e);
+                });
     }
 
     private Behavior<Command> onFinished(Finished finished) {
@@ -272,7 +352,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         return this;
     }
 
-    private static <T> CompletionStage<T> reply(CompletionStage<T> stage, ActorRef<StatusReply<T>> replyTo) {
+    private static <T> CompletionStage<T> reply(
+            CompletionStage<T> stage, ActorRef<StatusReply<T>> replyTo) {
         return stage.whenComplete(replier(replyTo));
     }
 
@@ -286,7 +367,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     }
 
     private static Throwable cause(Throwable failure) {
-        return failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        return failure instanceof CompletionException && failure.getCause() != null
+                ? failure.getCause()
+                : failure;
     }
 
     // ---- reconciliation ----
@@ -305,14 +388,19 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         } catch (RuntimeException e) { // the executor refuses work during shutdown
             probed = CompletableFuture.failedFuture(e);
         }
-        getContext().pipeToSelf(probed, (observations, failure) -> new Probed(observations, failure, replyTo));
+        getContext()
+                .pipeToSelf(
+                        probed,
+                        (observations, failure) -> new Probed(observations, failure, replyTo));
         return this;
     }
 
     private Behavior<Command> onProbed(Probed probed) {
         if (probed.failure() != null) {
             StatusReply<List<String>> failed = statusOf(null, probed.failure());
-            LOG.warn("reconciliation could not list the node's attachments: {}", failed.getError().toString());
+            LOG.warn(
+                    "reconciliation could not list the node's attachments: {}",
+                    failed.getError().toString());
             probed.replyTo().forEach(r -> r.tell(failed));
             return sweepDone();
         }
@@ -321,17 +409,29 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         for (Reclaimer.Due d : due) {
             CompletableFuture<Optional<String>> released = new CompletableFuture<>();
             releases.add(released);
-            enqueue(d.attachment().key(), () -> reclaim(d), (key, failure) -> {
-                if (failure != null) {
-                    LOG.warn("reclaiming attachment {} failed, trying again next round: {}", d.attachment().key(),
-                            cause(failure).toString());
-                }
-                released.complete(failure == null ? key : Optional.empty());
-            });
+            enqueue(
+                    d.attachment().key(),
+                    () -> reclaim(d),
+                    (key, failure) -> {
+                        if (failure != null) {
+                            LOG.warn(
+                                    "reclaiming attachment {} failed, trying again next round: {}",
+                                    d.attachment().key(),
+                                    cause(failure).toString());
+                        }
+                        released.complete(failure == null ? key : Optional.empty());
+                    });
         }
-        getContext().pipeToSelf(CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)),
-                (v, failure) -> new SweepFinished(releases.stream().map(CompletableFuture::join).flatMap(Optional::stream).toList(),
-                        probed.replyTo()));
+        getContext()
+                .pipeToSelf(
+                        CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)),
+                        (v, failure) ->
+                                new SweepFinished(
+                                        releases.stream()
+                                                .map(CompletableFuture::join)
+                                                .flatMap(Optional::stream)
+                                                .toList(),
+                                        probed.replyTo()));
         return this;
     }
 
@@ -357,24 +457,58 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         AttachmentRecord listed = due.attachment();
         AttachmentId id = new AttachmentId(listed.network(), listed.containerId(), listed.ifname());
         if (!id.handle().equals(listed.handle())) {
-            // Not made by this agent's ADD (the handle is always <network>.<containerId>): leave it to GC.
-            LOG.warn("attachment {} has a handle that does not match its network and container: not reclaimed", listed.key());
+            // Not made by this agent's ADD (the handle is always <network>.<containerId>): leave it
+            // to GC.
+            LOG.warn(
+                    "attachment {} has a handle that does not match its network and container: not reclaimed",
+                    listed.key());
             return CompletableFuture.completedFuture(Optional.empty());
         }
-        return ipam.lookup(listed.handle(), listed.ifname()).thenCompose(current -> {
-            if (!current.equals(Optional.of(listed))) { // released meanwhile (a DEL, GC), or recorded anew
-                return CompletableFuture.completedFuture(Optional.<String>empty());
-            }
-            return onDataplane(() -> reclaimer.goneCause(listed)).thenCompose(cause -> cause == null
-                    ? CompletableFuture.completedFuture(Optional.<String>empty())
-                    : detach(id).thenApply(released -> {
-                        Reclaimer.Due now = new Reclaimer.Due(due.attachment(), due.goneFor(), cause);
-                        reclaimer.countReclaim(now, released);
-                        metrics.gcReclaimed(ipam.node(), cause == Reclaimer.Cause.POD_GONE
-                                ? CadastreMetrics.GC_POD_GONE : CadastreMetrics.GC_NETNS_GONE, 1);
-                        return Optional.of(listed.key());
-                    }));
-        });
+        return ipam.lookup(listed.handle(), listed.ifname())
+                .thenCompose(
+                        current -> {
+                            if (!current.equals(
+                                    Optional.of(listed))) { // released meanwhile (a DEL, GC), or
+                                // recorded anew
+                                return CompletableFuture.completedFuture(Optional.<String>empty());
+                            }
+                            return onDataplane(() -> reclaimer.goneCause(listed))
+                                    .thenCompose(
+                                            cause ->
+                                                    cause == null
+                                                            ? CompletableFuture.completedFuture(
+                                                                    Optional.<String>empty())
+                                                            : detach(id)
+                                                                    .thenApply(
+                                                                            released -> {
+                                                                                Reclaimer.Due now =
+                                                                                        new Reclaimer
+                                                                                                .Due(
+                                                                                                due
+                                                                                                        .attachment(),
+                                                                                                due
+                                                                                                        .goneFor(),
+                                                                                                cause);
+                                                                                reclaimer
+                                                                                        .countReclaim(
+                                                                                                now,
+                                                                                                released);
+                                                                                metrics.gcReclaimed(
+                                                                                        ipam.node(),
+                                                                                        cause
+                                                                                                        == Reclaimer
+                                                                                                                .Cause
+                                                                                                                .POD_GONE
+                                                                                                ? CadastreMetrics
+                                                                                                        .GC_POD_GONE
+                                                                                                : CadastreMetrics
+                                                                                                        .GC_NETNS_GONE,
+                                                                                        1);
+                                                                                return Optional.of(
+                                                                                        listed
+                                                                                                .key());
+                                                                            }));
+                        });
     }
 
     // ---- the flows ----
@@ -401,39 +535,58 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     private CompletionStage<Wired> attach(AttachmentId id, PodRequest request) {
         if (request.ipamOnly()) {
             String netns = request.ipam().netnsPath();
-            CompletionStage<AssignRequest> checked = netns == null
-                    ? CompletableFuture.completedFuture(request.ipam())
-                    : onDataplane(() -> reclaimer.isGone(netns) ? request.ipam().withNetnsPath(null) : request.ipam());
-            return checked.thenCompose(ipam::assignOrFind).thenApply(assignment -> {
-                recordAssignment(id, request, assignment);
-                return new Wired(assignment.record(), null);
-            });
+            CompletionStage<AssignRequest> checked =
+                    netns == null
+                            ? CompletableFuture.completedFuture(request.ipam())
+                            : onDataplane(
+                                    () ->
+                                            reclaimer.isGone(netns)
+                                                    ? request.ipam().withNetnsPath(null)
+                                                    : request.ipam());
+            return checked.thenCompose(ipam::assignOrFind)
+                    .thenApply(
+                            assignment -> {
+                                recordAssignment(id, request, assignment);
+                                return new Wired(assignment.record(), null);
+                            });
         }
         CompletableFuture<AssignRequest> checked = new CompletableFuture<>();
         int mtu = mtu(request.mtu());
-        CompletableFuture<OptionalInt> prepared = CompletableFuture.supplyAsync(() -> {
-            try {
-                dataplane.checkPodNetns(request.netnsPath());
-            } catch (DataplaneException | RuntimeException e) {
-                checked.completeExceptionally(e);
-                return OptionalInt.empty();
-            }
-            checked.complete(request.ipam()); // IPAM starts now, while the pair is made
-            try {
-                return dataplane.prepare(request.netnsPath(), id.hostIfname(), id.ifname(), mtu);
-            } catch (DataplaneException | RuntimeException e) {
-                return OptionalInt.empty(); // attach meets the same problem and reports it
-            }
-        }, dataplaneExecutor);
+        CompletableFuture<OptionalInt> prepared =
+                CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                dataplane.checkPodNetns(request.netnsPath());
+                            } catch (DataplaneException | RuntimeException e) {
+                                checked.completeExceptionally(e);
+                                return OptionalInt.empty();
+                            }
+                            checked.complete(
+                                    request.ipam()); // IPAM starts now, while the pair is made
+                            try {
+                                return dataplane.prepare(
+                                        request.netnsPath(), id.hostIfname(), id.ifname(), mtu);
+                            } catch (DataplaneException | RuntimeException e) {
+                                return OptionalInt
+                                        .empty(); // attach meets the same problem and reports it
+                            }
+                        },
+                        dataplaneExecutor);
         return checked.thenCompose(ipam::assignOrFind)
-                .handle((assignment, failure) -> prepared.thenCompose(pair -> failure == null
-                        ? wire(id, request, assignment, pair)
-                        : this.<Wired>discardThenFail(id, pair, failure)))
+                .handle(
+                        (assignment, failure) ->
+                                prepared.thenCompose(
+                                        pair ->
+                                                failure == null
+                                                        ? wire(id, request, assignment, pair)
+                                                        : this.<Wired>discardThenFail(
+                                                                id, pair, failure)))
                 .thenCompose(wiring -> wiring);
     }
 
     /** The second half of a full ADD, once IPAM has answered: the refusals of a repeat, then the wiring. */
-    private CompletionStage<Wired> wire(AttachmentId id, PodRequest request, Ipam.Assignment assignment, OptionalInt prepared) {
+    private CompletionStage<Wired> wire(
+            AttachmentId id, PodRequest request, Ipam.Assignment assignment, OptionalInt prepared) {
         AttachmentRecord record = assignment.record();
         try {
             recordAssignment(id, request, assignment);
@@ -442,21 +595,31 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         }
         PodAttachment pod = podAttachment(id, request.netnsPath(), mtu(request.mtu()), record);
         if (!assignment.fresh()) {
-            return onDataplane(() -> rewireIfDifferent(id, pod, prepared)).thenApply(wired -> new Wired(record, wired));
+            return onDataplane(() -> rewireIfDifferent(id, pod, prepared))
+                    .thenApply(wired -> new Wired(record, wired));
         }
-        return onDataplane(() -> {
-            if (prepared.isEmpty()) {
-                // The host end's name is a hash of the attachment, and IPAM did not know the
-                // attachment: a link of that name is left from an earlier attempt that failed.
-                dataplane.detach(id.hostIfname());
-            }
-            return dataplane.attach(pod, prepared);
-        }).thenApply(wired -> new Wired(record, wired))
+        return onDataplane(
+                        () -> {
+                            if (prepared.isEmpty()) {
+                                // The host end's name is a hash of the attachment, and IPAM did not
+                                // know the
+                                // attachment: a link of that name is left from an earlier attempt
+                                // that failed.
+                                dataplane.detach(id.hostIfname());
+                            }
+                            return dataplane.attach(pod, prepared);
+                        })
+                .thenApply(wired -> new Wired(record, wired))
                 // No partial state: give the addresses back, then report the wiring failure.
-                .exceptionallyCompose(failure -> ipam.release(id.handle(), id.ifname())
-                        .handle((released, releaseFailure) -> {
-                            throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
-                        }));
+                .exceptionallyCompose(
+                        failure ->
+                                ipam.release(id.handle(), id.ifname())
+                                        .handle(
+                                                (released, releaseFailure) -> {
+                                                    throw failure instanceof CompletionException ce
+                                                            ? ce
+                                                            : new CompletionException(failure);
+                                                }));
     }
 
     /**
@@ -467,7 +630,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         if (!assignment.fresh()) {
             refuseChangedRepeat(id, request, assignment.record());
         } else {
-            podNetwork.addressesChanged(assignment.record().addresses().stream().map(h -> h.address()).toList());
+            podNetwork.addressesChanged(
+                    assignment.record().addresses().stream().map(h -> h.address()).toList());
         }
     }
 
@@ -475,20 +639,29 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * An ADD that failed before its wiring: the pair {@link Dataplane#prepare} made for it (if
      * any) is deleted before the failure is reported, so that the ADD leaves nothing behind.
      */
-    private <T> CompletionStage<T> discardThenFail(AttachmentId id, OptionalInt prepared, Throwable failure) {
-        CompletionStage<Void> discarded = prepared.isEmpty()
-                ? CompletableFuture.completedFuture(null)
-                : onDataplane(() -> {
-                    dataplane.deleteUnplugged(id.hostIfname(), prepared.getAsInt());
-                    return null;
+    private <T> CompletionStage<T> discardThenFail(
+            AttachmentId id, OptionalInt prepared, Throwable failure) {
+        CompletionStage<Void> discarded =
+                prepared.isEmpty()
+                        ? CompletableFuture.completedFuture(null)
+                        : onDataplane(
+                                () -> {
+                                    dataplane.deleteUnplugged(id.hostIfname(), prepared.getAsInt());
+                                    return null;
+                                });
+        return discarded.handle(
+                (v, e) -> {
+                    if (e != null) {
+                        LOG.warn(
+                                "ADD of {} failed, and its prepared pair {} could not be deleted: {}",
+                                id.key(),
+                                id.hostIfname(),
+                                e.toString());
+                    }
+                    throw failure instanceof CompletionException ce
+                            ? ce
+                            : new CompletionException(failure);
                 });
-        return discarded.handle((v, e) -> {
-            if (e != null) {
-                LOG.warn("ADD of {} failed, and its prepared pair {} could not be deleted: {}", id.key(), id.hostIfname(),
-                        e.toString());
-            }
-            throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
-        });
     }
 
     /**
@@ -499,19 +672,32 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * @throws CompletionException wrapping a {@link DataplaneException} of kind {@code INVALID_NETNS}
      *     for another netns
      */
-    private static void refuseChangedRepeat(AttachmentId id, PodRequest request, AttachmentRecord record) {
+    private static void refuseChangedRepeat(
+            AttachmentId id, PodRequest request, AttachmentRecord record) {
         Set<String> held = new TreeSet<>();
         record.addresses().forEach(h -> held.add(h.address()));
-        List<String> other = request.ipam().requestedIps().stream().filter(ip -> !held.contains(ip)).toList();
+        List<String> other =
+                request.ipam().requestedIps().stream().filter(ip -> !held.contains(ip)).toList();
         if (!other.isEmpty()) {
-            throw new IpamException(IpamException.Reason.INVALID_REQUEST, "attachment " + id.key() + " holds " + held
-                    + " already: a repeated ADD cannot ask for " + other + " (DEL the attachment first)");
+            throw new IpamException(
+                    IpamException.Reason.INVALID_REQUEST,
+                    "attachment "
+                            + id.key()
+                            + " holds "
+                            + held
+                            + " already: a repeated ADD cannot ask for "
+                            + other
+                            + " (DEL the attachment first)");
         }
         String recorded = record.netnsPath();
         if (!request.ipamOnly() && recorded != null && !recorded.equals(request.netnsPath())) {
-            throw new CompletionException(new DataplaneException("attachment " + id.key()
-                    + " is wired into another network namespace; a repeated ADD cannot move it (DEL it first)",
-                    DataplaneException.Kind.INVALID_NETNS, null));
+            throw new CompletionException(
+                    new DataplaneException(
+                            "attachment "
+                                    + id.key()
+                                    + " is wired into another network namespace; a repeated ADD cannot move it (DEL it first)",
+                            DataplaneException.Kind.INVALID_NETNS,
+                            null));
         }
     }
 
@@ -519,7 +705,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * A repeated full ADD: the wiring as it is when it matches; rewired when the host end exists
      * but differs (left half-done by an attempt that failed, or the MTU changed), or is missing.
      */
-    private WiredPod rewireIfDifferent(AttachmentId id, PodAttachment pod, OptionalInt prepared) throws DataplaneException {
+    private WiredPod rewireIfDifferent(AttachmentId id, PodAttachment pod, OptionalInt prepared)
+            throws DataplaneException {
         try {
             return dataplane.attach(pod, prepared);
         } catch (DataplaneException e) {
@@ -543,25 +730,44 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * logged: the addresses are free, and the down link goes with its netns.
      */
     private CompletionStage<List<String>> releaseForDel(AttachmentId id, boolean ipamOnly) {
-        CompletionStage<OptionalInt> unplugged = ipamOnly
-                ? CompletableFuture.completedFuture(OptionalInt.empty())
-                : onDataplane(() -> dataplane.unplug(id.hostIfname()));
-        unplugged.thenAccept(index -> index.ifPresent(hostIndex -> CompletableFuture.runAsync(() -> {
-            try {
-                dataplane.deleteUnplugged(id.hostIfname(), hostIndex);
-            } catch (DataplaneException | RuntimeException e) {
-                LOG.warn("DEL of {}: the unplugged host end {} could not be deleted: {}", id.key(), id.hostIfname(), e.toString());
-            }
-        }, CompletableFuture.delayedExecutor(TEARDOWN_DELAY.toMillis(), TimeUnit.MILLISECONDS, teardownThread))));
+        CompletionStage<OptionalInt> unplugged =
+                ipamOnly
+                        ? CompletableFuture.completedFuture(OptionalInt.empty())
+                        : onDataplane(() -> dataplane.unplug(id.hostIfname()));
+        unplugged.thenAccept(
+                index ->
+                        index.ifPresent(
+                                hostIndex ->
+                                        CompletableFuture.runAsync(
+                                                () -> {
+                                                    try {
+                                                        dataplane.deleteUnplugged(
+                                                                id.hostIfname(), hostIndex);
+                                                    } catch (DataplaneException
+                                                            | RuntimeException e) {
+                                                        LOG.warn(
+                                                                "DEL of {}: the unplugged host end {} could not be deleted: {}",
+                                                                id.key(),
+                                                                id.hostIfname(),
+                                                                e.toString());
+                                                    }
+                                                },
+                                                CompletableFuture.delayedExecutor(
+                                                        TEARDOWN_DELAY.toMillis(),
+                                                        TimeUnit.MILLISECONDS,
+                                                        teardownThread))));
         return release(id, unplugged);
     }
 
     /** Unwires (deleting the pair) and releases, as DEL does but waiting for the delete: reclaim's path. */
     private CompletionStage<List<String>> detach(AttachmentId id) {
-        return release(id, onDataplane(() -> {
-            dataplane.detach(id.hostIfname());
-            return null;
-        }));
+        return release(
+                id,
+                onDataplane(
+                        () -> {
+                            dataplane.detach(id.hostIfname());
+                            return null;
+                        }));
     }
 
     /**
@@ -574,12 +780,13 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         return ipam.forget(id.handle(), id.ifname())
                 .thenCombine(unwired, (blocks, done) -> blocks)
                 .thenCompose(blocks -> ipam.free(id.handle(), id.ifname(), blocks))
-                .thenApply(released -> {
-                    if (!released.isEmpty()) {
-                        podNetwork.addressesChanged(released);
-                    }
-                    return released;
-                });
+                .thenApply(
+                        released -> {
+                            if (!released.isEmpty()) {
+                                podNetwork.addressesChanged(released);
+                            }
+                            return released;
+                        });
     }
 
     /** @return the netconf's MTU when it gives one, else the pod network's */
@@ -588,13 +795,19 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     }
 
     private CompletionStage<Inspection> inspect(Inspect cmd) {
-        return ipam.lookup(cmd.id().handle(), cmd.id().ifname()).thenCompose(found -> {
-            if (found.isEmpty() || cmd.ipamOnly()) {
-                return CompletableFuture.completedFuture(new Inspection(found.orElse(null), List.of()));
-            }
-            PodAttachment pod = podAttachment(cmd.id(), cmd.netnsPath(), mtu(cmd.mtu()), found.get());
-            return onDataplane(() -> dataplane.check(pod)).thenApply(diffs -> new Inspection(found.get(), diffs));
-        });
+        return ipam.lookup(cmd.id().handle(), cmd.id().ifname())
+                .thenCompose(
+                        found -> {
+                            if (found.isEmpty() || cmd.ipamOnly()) {
+                                return CompletableFuture.completedFuture(
+                                        new Inspection(found.orElse(null), List.of()));
+                            }
+                            PodAttachment pod =
+                                    podAttachment(
+                                            cmd.id(), cmd.netnsPath(), mtu(cmd.mtu()), found.get());
+                            return onDataplane(() -> dataplane.check(pod))
+                                    .thenApply(diffs -> new Inspection(found.get(), diffs));
+                        });
     }
 
     /**
@@ -606,13 +819,23 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      */
     private Behavior<Command> onCollectGarbage(CollectGarbage cmd) {
         if (cmd.ipamOnly()) {
-            reply(ipam.collectGarbage(cmd.network(), cmd.keep()).thenApply(released -> {
-                metrics.gcReclaimed(ipam.node(), CadastreMetrics.GC_CNI, released.size());
-                return released;
-            }), cmd.replyTo());
+            reply(
+                    ipam.collectGarbage(cmd.network(), cmd.keep())
+                            .thenApply(
+                                    released -> {
+                                        metrics.gcReclaimed(
+                                                ipam.node(),
+                                                CadastreMetrics.GC_CNI,
+                                                released.size());
+                                        return released;
+                                    }),
+                    cmd.replyTo());
             return this;
         }
-        getContext().pipeToSelf(ipam.attachments(), (attachments, failure) -> new GarbageListed(cmd, attachments, failure));
+        getContext()
+                .pipeToSelf(
+                        ipam.attachments(),
+                        (attachments, failure) -> new GarbageListed(cmd, attachments, failure));
         return this;
     }
 
@@ -625,36 +848,55 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         List<AttachmentId> dropped = new ArrayList<>();
         for (AttachmentRecord r : listed.attachments()) {
             AttachmentId id = new AttachmentId(r.network(), r.containerId(), r.ifname());
-            if (r.network().equals(cmd.network()) && !cmd.keep().contains(r.key()) && id.handle().equals(r.handle())
+            if (r.network().equals(cmd.network())
+                    && !cmd.keep().contains(r.key())
+                    && id.handle().equals(r.handle())
                     && !queues.containsKey(r.key())) {
                 dropped.add(id);
             }
         }
-        CompletionStage<Void> unplugged = dropped.isEmpty() ? CompletableFuture.completedFuture(null) : onDataplane(() -> {
-            for (AttachmentId id : dropped) {
-                try {
-                    dataplane.unplug(id.hostIfname());
-                } catch (DataplaneException e) {
-                    LOG.warn("GC of {}: its host end {} could not be set down: {}", id.key(), id.hostIfname(), e.toString());
-                }
-            }
-            return null;
-        });
-        reply(unplugged.thenCompose(v -> ipam.collectGarbage(cmd.network(), cmd.keep())).thenCompose(releasedKeys -> {
-            metrics.gcReclaimed(ipam.node(), CadastreMetrics.GC_CNI, releasedKeys.size());
-            if (releasedKeys.isEmpty()) {
-                return CompletableFuture.completedFuture(releasedKeys);
-            }
-            return onDataplane(() -> {
-                for (String key : releasedKeys) {
-                    AttachmentId id = fromKey(cmd.network(), key);
-                    if (id != null) {
-                        dataplane.detach(id.hostIfname());
-                    }
-                }
-                return releasedKeys;
-            });
-        }), cmd.replyTo());
+        CompletionStage<Void> unplugged =
+                dropped.isEmpty()
+                        ? CompletableFuture.completedFuture(null)
+                        : onDataplane(
+                                () -> {
+                                    for (AttachmentId id : dropped) {
+                                        try {
+                                            dataplane.unplug(id.hostIfname());
+                                        } catch (DataplaneException e) {
+                                            LOG.warn(
+                                                    "GC of {}: its host end {} could not be set down: {}",
+                                                    id.key(),
+                                                    id.hostIfname(),
+                                                    e.toString());
+                                        }
+                                    }
+                                    return null;
+                                });
+        reply(
+                unplugged
+                        .thenCompose(v -> ipam.collectGarbage(cmd.network(), cmd.keep()))
+                        .thenCompose(
+                                releasedKeys -> {
+                                    metrics.gcReclaimed(
+                                            ipam.node(),
+                                            CadastreMetrics.GC_CNI,
+                                            releasedKeys.size());
+                                    if (releasedKeys.isEmpty()) {
+                                        return CompletableFuture.completedFuture(releasedKeys);
+                                    }
+                                    return onDataplane(
+                                            () -> {
+                                                for (String key : releasedKeys) {
+                                                    AttachmentId id = fromKey(cmd.network(), key);
+                                                    if (id != null) {
+                                                        dataplane.detach(id.hostIfname());
+                                                    }
+                                                }
+                                                return releasedKeys;
+                                            });
+                                }),
+                cmd.replyTo());
         return this;
     }
 
@@ -665,13 +907,20 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         if (slash < 0 || !key.startsWith(prefix)) {
             return null;
         }
-        return new AttachmentId(network, key.substring(prefix.length(), slash), key.substring(slash + 1));
+        return new AttachmentId(
+                network, key.substring(prefix.length(), slash), key.substring(slash + 1));
     }
 
-    private static PodAttachment podAttachment(AttachmentId id, String netnsPath, int mtu, AttachmentRecord record) {
-        List<PodAddress> addresses = record.addresses().stream()
-                .map(a -> new PodAddress(IpAddresses.toInet(a.address()), a.family() == IpFamily.V4 ? 32 : 128))
-                .toList();
+    private static PodAttachment podAttachment(
+            AttachmentId id, String netnsPath, int mtu, AttachmentRecord record) {
+        List<PodAddress> addresses =
+                record.addresses().stream()
+                        .map(
+                                a ->
+                                        new PodAddress(
+                                                IpAddresses.toInet(a.address()),
+                                                a.family() == IpFamily.V4 ? 32 : 128))
+                        .toList();
         return new PodAttachment(netnsPath, id.ifname(), id.hostIfname(), mtu, addresses);
     }
 
@@ -681,12 +930,14 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     }
 
     private <T> CompletionStage<T> onDataplane(DataplaneCall<T> call) {
-        return CompletableFuture.supplyAsync(() -> {
-            try {
-                return call.call();
-            } catch (DataplaneException e) {
-                throw new CompletionException(e);
-            }
-        }, dataplaneExecutor);
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return call.call();
+                    } catch (DataplaneException e) {
+                        throw new CompletionException(e);
+                    }
+                },
+                dataplaneExecutor);
     }
 }

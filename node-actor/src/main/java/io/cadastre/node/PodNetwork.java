@@ -8,15 +8,16 @@ import java.util.List;
  */
 public interface PodNetwork {
     /** No routing: the kernel's default MTU, nothing told. */
-    PodNetwork NONE = new PodNetwork() {
-        @Override
-        public int podMtu() {
-            return 0;
-        }
+    PodNetwork NONE =
+            new PodNetwork() {
+                @Override
+                public int podMtu() {
+                    return 0;
+                }
 
-        @Override
-        public void addressesChanged(List<String> addresses) {}
-    };
+                @Override
+                public void addressesChanged(List<String> addresses) {}
+            };
 
     /** @return the pods' MTU in bytes when the netconf gives none; 0 for the kernel's default */
     int podMtu();

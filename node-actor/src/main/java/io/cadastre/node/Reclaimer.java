@@ -59,6 +59,7 @@ public final class Reclaimer {
 
     /** Attachment key → its netns path and since when it has been seen gone; node agent's actor only. */
     private final Map<String, Missing> missing = new HashMap<>();
+
     private final AtomicLong reclaimed = new AtomicLong();
     private volatile int candidates;
 
@@ -108,7 +109,8 @@ public final class Reclaimer {
      * @param nanoClock monotonic time in nanoseconds ({@code System::nanoTime} in production)
      * @throws IllegalArgumentException if a duration is not positive
      */
-    public Reclaimer(Duration interval, Duration grace, NetnsPresence presence, LongSupplier nanoClock) {
+    public Reclaimer(
+            Duration interval, Duration grace, NetnsPresence presence, LongSupplier nanoClock) {
         this(interval, grace, presence, PodPresence.NONE, nanoClock);
     }
 
@@ -118,9 +120,15 @@ public final class Reclaimer {
      *
      * @param pods tells whether an attachment's pod is gone from the API
      */
-    public Reclaimer(Duration interval, Duration grace, NetnsPresence presence, PodPresence pods, LongSupplier nanoClock) {
+    public Reclaimer(
+            Duration interval,
+            Duration grace,
+            NetnsPresence presence,
+            PodPresence pods,
+            LongSupplier nanoClock) {
         if (interval.isNegative() || interval.isZero() || grace.isNegative() || grace.isZero()) {
-            throw new IllegalArgumentException("reclaim interval and grace must be positive: " + interval + ", " + grace);
+            throw new IllegalArgumentException(
+                    "reclaim interval and grace must be positive: " + interval + ", " + grace);
         }
         this.interval = interval;
         this.grace = grace;
@@ -228,15 +236,23 @@ public final class Reclaimer {
             Missing m = missing.get(key);
             if (!o.gone()) {
                 if (m != null) {
-                    LOG.info("netns {} and pod {} of attachment {} are back: not reclaimed", a.netnsPath(), pod(a), key);
+                    LOG.info(
+                            "netns {} and pod {} of attachment {} are back: not reclaimed",
+                            a.netnsPath(),
+                            pod(a),
+                            key);
                     missing.remove(key);
                 }
                 continue;
             }
             if (m == null || !Objects.equals(m.netnsPath(), a.netnsPath())) {
-                LOG.info("{} of attachment {} is gone without a DEL: its addresses {} are released after {}"
-                        + " unless a DEL comes first", o.cause() == Cause.POD_GONE ? "pod " + pod(a) : "netns " + a.netnsPath(),
-                        key, addresses(a), grace);
+                LOG.info(
+                        "{} of attachment {} is gone without a DEL: its addresses {} are released after {}"
+                                + " unless a DEL comes first",
+                        o.cause() == Cause.POD_GONE ? "pod " + pod(a) : "netns " + a.netnsPath(),
+                        key,
+                        addresses(a),
+                        grace);
                 missing.put(key, new Missing(a.netnsPath(), now));
                 continue;
             }
@@ -264,9 +280,14 @@ public final class Reclaimer {
     void countReclaim(Due due, List<String> released) {
         reclaimed.incrementAndGet();
         AttachmentRecord a = due.attachment();
-        LOG.info("reclaimed attachment {} (handle {}, ifname {}): {} gone for {} ms without a DEL; released {}",
-                a.key(), a.handle(), a.ifname(), due.cause() == Cause.POD_GONE ? "pod " + pod(a) : "netns " + a.netnsPath(),
-                due.goneFor().toMillis(), released);
+        LOG.info(
+                "reclaimed attachment {} (handle {}, ifname {}): {} gone for {} ms without a DEL; released {}",
+                a.key(),
+                a.handle(),
+                a.ifname(),
+                due.cause() == Cause.POD_GONE ? "pod " + pod(a) : "netns " + a.netnsPath(),
+                due.goneFor().toMillis(),
+                released);
     }
 
     private static String pod(AttachmentRecord a) {

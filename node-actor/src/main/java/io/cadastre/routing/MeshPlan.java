@@ -66,12 +66,17 @@ import java.util.TreeSet;
  * @param tunnelsWanted the families of the VXLAN devices this host needs: it should hold a tunnel
  *     address of each
  */
-public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath> peers, List<String> problems,
+public record MeshPlan(
+        Desired desired,
+        List<PlannedRoute> routes,
+        List<PeerPath> peers,
+        List<String> problems,
         Set<Family> tunnelsWanted) {
 
     /** An address family. */
     public enum Family {
-        IPV4, IPV6;
+        IPV4,
+        IPV6;
 
         static Family of(InetAddress a) {
             return a instanceof Inet4Address ? IPV4 : IPV6;
@@ -89,7 +94,8 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
 
     /** How a peer is reached in one family. */
     public enum Way {
-        DIRECT, VXLAN;
+        DIRECT,
+        VXLAN;
 
         @Override
         public String toString() {
@@ -139,7 +145,11 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
      * @param tunnelV4 this node's IPv4 tunnel address, or null
      * @param tunnelV6 this node's IPv6 tunnel address, or null
      */
-    public record Self(String node, RoutingSettings settings, Underlay underlay, InetAddress tunnelV4,
+    public record Self(
+            String node,
+            RoutingSettings settings,
+            Underlay underlay,
+            InetAddress tunnelV4,
             InetAddress tunnelV6) {
         InterfaceAddress underlay(Family f) {
             return underlay == null ? null : f == Family.IPV4 ? underlay.ipv4() : underlay.ipv6();
@@ -162,14 +172,19 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
         }
         Set<String> problems = new TreeSet<>();
         Map<String, PeerInfo> live = new TreeMap<>();
-        state.nodes().forEach((name, facts) -> {
-            if (!name.equals(self.node()) && !facts.removed() && facts.peer() != null) {
-                live.put(name, facts.peer());
-            }
-        });
+        state.nodes()
+                .forEach(
+                        (name, facts) -> {
+                            if (!name.equals(self.node())
+                                    && !facts.removed()
+                                    && facts.peer() != null) {
+                                live.put(name, facts.peer());
+                            }
+                        });
         Set<Family> devices = EnumSet.noneOf(Family.class);
         for (Family f : Family.values()) {
-            if (self.settings().mode().overlay() && self.underlay(f) != null
+            if (self.settings().mode().overlay()
+                    && self.underlay(f) != null
                     && live.values().stream().anyMatch(p -> mayExchangeVxlan(self, p, f))) {
                 devices.add(f);
             }
@@ -177,7 +192,9 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
 
         Map<IpPrefix, PlannedRoute> routes = new LinkedHashMap<>();
         Map<String, Map<Family, Way>> ways = new TreeMap<>();
-        routes.put(GATEWAY, new PlannedRoute(RouteType.GATEWAY, self.node(), Route.device(GATEWAY, "lo")));
+        routes.put(
+                GATEWAY,
+                new PlannedRoute(RouteType.GATEWAY, self.node(), Route.device(GATEWAY, "lo")));
         List<Map.Entry<Cidr, Claim>> claims = new ArrayList<>(state.claims().entrySet());
         claims.sort(Map.Entry.comparingByKey());
         for (Map.Entry<Cidr, Claim> e : claims) {
@@ -188,7 +205,9 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
                 // the pod's veth is the route, and a blackhole there would be the same key to the
                 // kernel (destination and metric), refusing the pod's route.
                 if (block.length() < block.address().getAddress().length * 8) {
-                    routes.put(block, new PlannedRoute(RouteType.BLACKHOLE, owner, Route.blackhole(block)));
+                    routes.put(
+                            block,
+                            new PlannedRoute(RouteType.BLACKHOLE, owner, Route.blackhole(block)));
                 }
                 continue;
             }
@@ -208,68 +227,126 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
             vxlan.add(device(self, f, live, ways));
         }
         List<PlannedRoute> planned = List.copyOf(routes.values());
-        List<PeerPath> peers = ways.entrySet().stream().map(w -> new PeerPath(w.getKey(), w.getValue().get(Family.IPV4),
-                w.getValue().get(Family.IPV6), live.get(w.getKey()))).toList();
-        return new MeshPlan(new Desired(planned.stream().map(PlannedRoute::route).toList(), vxlan), planned, peers,
-                List.copyOf(problems), devices);
+        List<PeerPath> peers =
+                ways.entrySet().stream()
+                        .map(
+                                w ->
+                                        new PeerPath(
+                                                w.getKey(),
+                                                w.getValue().get(Family.IPV4),
+                                                w.getValue().get(Family.IPV6),
+                                                live.get(w.getKey())))
+                        .toList();
+        return new MeshPlan(
+                new Desired(planned.stream().map(PlannedRoute::route).toList(), vxlan),
+                planned,
+                peers,
+                List.copyOf(problems),
+                devices);
     }
 
     /** Host routes to addresses that live on another node than their block's, deduplicated. */
-    private static void borrowed(Self self, MeshState state, Map<String, PeerInfo> live, Set<Family> devices,
-            Map<String, Map<Family, Way>> ways, Set<String> problems, Map<IpPrefix, PlannedRoute> routes) {
+    private static void borrowed(
+            Self self,
+            MeshState state,
+            Map<String, PeerInfo> live,
+            Set<Family> devices,
+            Map<String, Map<Family, Way>> ways,
+            Set<String> problems,
+            Map<IpPrefix, PlannedRoute> routes) {
         Map<String, String> holder = new TreeMap<>();
-        state.nodes().entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(e -> {
-            if (e.getValue().removed()) {
-                return;
-            }
-            for (HeldAddress h : e.getValue().addresses()) {
-                Claim claim = state.claims().get(h.block());
-                if (claim != null && claim.node().equals(e.getKey())) {
-                    continue; // in its own node's block: the block's route covers it
-                }
-                String before = holder.putIfAbsent(h.address(), e.getKey());
-                if (before != null && !before.equals(e.getKey())) {
-                    problems.add("address " + h.address() + " is recorded by nodes " + before + " and " + e.getKey()
-                            + ": routed to " + before);
-                }
-            }
-        });
-        holder.forEach((address, node) -> {
-            if (node.equals(self.node())) {
-                return; // the pod's own host route (through its veth) reaches it here
-            }
-            IpPrefix host = IpPrefix.host(IpPrefix.literal(address));
-            Route r = routeTo(self, node, live.get(node), host, devices, ways, problems);
-            if (r != null) {
-                routes.put(host, new PlannedRoute(RouteType.BORROWED, node, r));
-            }
-        });
+        state.nodes().entrySet().stream()
+                .sorted(Map.Entry.comparingByKey())
+                .forEach(
+                        e -> {
+                            if (e.getValue().removed()) {
+                                return;
+                            }
+                            for (HeldAddress h : e.getValue().addresses()) {
+                                Claim claim = state.claims().get(h.block());
+                                if (claim != null && claim.node().equals(e.getKey())) {
+                                    continue; // in its own node's block: the block's route covers
+                                    // it
+                                }
+                                String before = holder.putIfAbsent(h.address(), e.getKey());
+                                if (before != null && !before.equals(e.getKey())) {
+                                    problems.add(
+                                            "address "
+                                                    + h.address()
+                                                    + " is recorded by nodes "
+                                                    + before
+                                                    + " and "
+                                                    + e.getKey()
+                                                    + ": routed to "
+                                                    + before);
+                                }
+                            }
+                        });
+        holder.forEach(
+                (address, node) -> {
+                    if (node.equals(self.node())) {
+                        return; // the pod's own host route (through its veth) reaches it here
+                    }
+                    IpPrefix host = IpPrefix.host(IpPrefix.literal(address));
+                    Route r = routeTo(self, node, live.get(node), host, devices, ways, problems);
+                    if (r != null) {
+                        routes.put(host, new PlannedRoute(RouteType.BORROWED, node, r));
+                    }
+                });
     }
 
     /** @return the route to {@code destination} on {@code node}, or null (said in problems) */
-    private static Route routeTo(Self self, String node, PeerInfo peer, IpPrefix destination, Set<Family> devices,
-            Map<String, Map<Family, Way>> ways, Set<String> problems) {
+    private static Route routeTo(
+            Self self,
+            String node,
+            PeerInfo peer,
+            IpPrefix destination,
+            Set<Family> devices,
+            Map<String, Map<Family, Way>> ways,
+            Set<String> problems) {
         Family f = Family.of(destination.address());
         if (peer == null) {
-            problems.add("node " + node + " has published no peer (its agent has not started since, or runs mode"
-                    + " none): " + destination + " is not routed");
+            problems.add(
+                    "node "
+                            + node
+                            + " has published no peer (its agent has not started since, or runs mode"
+                            + " none): "
+                            + destination
+                            + " is not routed");
             return null;
         }
         InterfaceAddress local = self.underlay(f);
         InterfaceAddress remote = address(peer, f);
         if (local == null || remote == null) {
-            problems.add((local == null ? "this host has" : "node " + node + " has") + " no " + f
-                    + " underlay address: " + destination + " on " + node + " is not routed");
+            problems.add(
+                    (local == null ? "this host has" : "node " + node + " has")
+                            + " no "
+                            + f
+                            + " underlay address: "
+                            + destination
+                            + " on "
+                            + node
+                            + " is not routed");
             return null;
         }
-        Way way = switch (self.settings().mode()) {
-            case DIRECT -> Way.DIRECT;
-            case VXLAN -> Way.VXLAN;
-            default -> local.onLink(remote.address()) ? Way.DIRECT : Way.VXLAN;
-        };
+        Way way =
+                switch (self.settings().mode()) {
+                    case DIRECT -> Way.DIRECT;
+                    case VXLAN -> Way.VXLAN;
+                    default -> local.onLink(remote.address()) ? Way.DIRECT : Way.VXLAN;
+                };
         if (way == Way.DIRECT && !local.onLink(remote.address())) {
-            problems.add("node " + node + " (" + remote + ") is not on this host's subnet " + local + ": direct mode"
-                    + " needs one L2 segment (cross-subnet would use VXLAN); " + destination + " is not routed");
+            problems.add(
+                    "node "
+                            + node
+                            + " ("
+                            + remote
+                            + ") is not on this host's subnet "
+                            + local
+                            + ": direct mode"
+                            + " needs one L2 segment (cross-subnet would use VXLAN); "
+                            + destination
+                            + " is not routed");
             return null;
         }
         if (way == Way.DIRECT) {
@@ -278,7 +355,14 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
         }
         InetAddress tunnel = tunnel(peer, f);
         if (tunnel == null) {
-            problems.add("node " + node + " has no " + f + " tunnel address yet: " + destination + " is not routed");
+            problems.add(
+                    "node "
+                            + node
+                            + " has no "
+                            + f
+                            + " tunnel address yet: "
+                            + destination
+                            + " is not routed");
             return null;
         }
         if (!devices.contains(f)) {
@@ -298,29 +382,45 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
         if (local == null || remote == null) {
             return false;
         }
-        boolean ours = self.settings().mode() == RoutingMode.VXLAN || !local.onLink(remote.address());
-        boolean theirs = RoutingMode.VXLAN.spelling().equals(peer.mode())
-                || (RoutingMode.CROSS_SUBNET.spelling().equals(peer.mode()) && !remote.onLink(local.address()));
+        boolean ours =
+                self.settings().mode() == RoutingMode.VXLAN || !local.onLink(remote.address());
+        boolean theirs =
+                RoutingMode.VXLAN.spelling().equals(peer.mode())
+                        || (RoutingMode.CROSS_SUBNET.spelling().equals(peer.mode())
+                                && !remote.onLink(local.address()));
         return ours || theirs;
     }
 
-    private static VxlanDevice device(Self self, Family f, Map<String, PeerInfo> live, Map<String, Map<Family, Way>> ways) {
+    private static VxlanDevice device(
+            Self self, Family f, Map<String, PeerInfo> live, Map<String, Map<Family, Way>> ways) {
         InterfaceAddress local = self.underlay(f);
         List<FdbEntry> fdb = new ArrayList<>();
         List<NeighbourEntry> neighbours = new ArrayList<>();
         Set<String> macs = new TreeSet<>();
-        ways.forEach((node, byFamily) -> {
-            PeerInfo p = live.get(node);
-            if (byFamily.get(f) == Way.VXLAN && macs.add(p.vtepMac())) {
-                fdb.add(new FdbEntry(p.vtepMac(), address(p, f).address()));
-                neighbours.add(new NeighbourEntry(tunnel(p, f), p.vtepMac()));
-            }
-        });
-        int overhead = f == Family.IPV4 ? HostRouting.VXLAN_IPV4_OVERHEAD : HostRouting.VXLAN_IPV6_OVERHEAD;
+        ways.forEach(
+                (node, byFamily) -> {
+                    PeerInfo p = live.get(node);
+                    if (byFamily.get(f) == Way.VXLAN && macs.add(p.vtepMac())) {
+                        fdb.add(new FdbEntry(p.vtepMac(), address(p, f).address()));
+                        neighbours.add(new NeighbourEntry(tunnel(p, f), p.vtepMac()));
+                    }
+                });
+        int overhead =
+                f == Family.IPV4
+                        ? HostRouting.VXLAN_IPV4_OVERHEAD
+                        : HostRouting.VXLAN_IPV6_OVERHEAD;
         InetAddress tunnel = self.tunnel(f);
-        return new VxlanDevice(f.device(), self.settings().vni(), self.settings().port(), local.address(),
-                self.underlay().device(), Vtep.mac(self.node()), self.underlay().mtu() - overhead,
-                tunnel == null ? null : IpPrefix.host(tunnel), fdb, neighbours);
+        return new VxlanDevice(
+                f.device(),
+                self.settings().vni(),
+                self.settings().port(),
+                local.address(),
+                self.underlay().device(),
+                Vtep.mac(self.node()),
+                self.underlay().mtu() - overhead,
+                tunnel == null ? null : IpPrefix.host(tunnel),
+                fdb,
+                neighbours);
     }
 
     /** @return the peer's underlay address of the family, or null (absent or malformed) */
@@ -332,8 +432,13 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
         int slash = text.indexOf('/');
         try {
             InetAddress a = IpPrefix.literal(slash < 0 ? text : text.substring(0, slash));
-            return Family.of(a) == f ? new InterfaceAddress(a, slash < 0 ? a.getAddress().length * 8
-                    : Integer.parseInt(text.substring(slash + 1))) : null;
+            return Family.of(a) == f
+                    ? new InterfaceAddress(
+                            a,
+                            slash < 0
+                                    ? a.getAddress().length * 8
+                                    : Integer.parseInt(text.substring(slash + 1)))
+                    : null;
         } catch (IllegalArgumentException e) {
             return null;
         }
@@ -366,7 +471,9 @@ public record MeshPlan(Desired desired, List<PlannedRoute> routes, List<PeerPath
     public Map<String, Long> peerCounts() {
         Map<String, Long> out = new HashMap<>();
         for (Way w : Way.values()) {
-            out.put(w.toString(), peers.stream().filter(p -> p.ipv4() == w || p.ipv6() == w).count());
+            out.put(
+                    w.toString(),
+                    peers.stream().filter(p -> p.ipv4() == w || p.ipv6() == w).count());
         }
         return out;
     }

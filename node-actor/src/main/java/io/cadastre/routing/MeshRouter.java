@@ -4,9 +4,7 @@ import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.DataplaneException;
 import io.cadastre.dataplane.HostNetwork.Underlay;
 import io.cadastre.dataplane.HostRouting;
-import io.cadastre.dataplane.HostRouting.Change;
 import io.cadastre.dataplane.HostRouting.Installed;
-import io.cadastre.dataplane.IpPrefix;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.IpFamily;
@@ -79,8 +77,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private static final Logger LOG = LoggerFactory.getLogger(MeshRouter.class);
+
     /** How soon a first read that failed (the cluster not ready yet) is tried again. */
     private static final Duration RETRY = Duration.ofSeconds(1);
+
     /** How many changes of one reconcile are logged line by line. */
     private static final int LOGGED_CHANGES = 20;
 
@@ -88,7 +88,9 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     public interface Command {}
 
     /** Begin: read everything, publish the peer, reconcile. Sent once the member is Up. */
-    public enum Start implements Command { INSTANCE }
+    public enum Start implements Command {
+        INSTANCE
+    }
 
     /** From the node agent: the addresses of an ADD or a DEL on this node. */
     public record LocalAddresses(List<String> addresses) implements Command {}
@@ -104,7 +106,8 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      * host's own plan, or, for another node, the plan its published peer implies; empty when this
      * agent routes nothing (mode none) or the node published no peer.
      */
-    public record Describe(String node, ActorRef<Optional<Description>> replyTo) implements Command {}
+    public record Describe(String node, ActorRef<Optional<Description>> replyTo)
+            implements Command {}
 
     /**
      * The consistency check: compares this host's routes with the claims given (read by the
@@ -112,7 +115,10 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      *
      * @param removed the nodes an operator removed
      */
-    public record Audit(Map<Cidr, Claim> claims, Set<String> removed, ActorRef<Optional<List<RouteAudit.Finding>>> replyTo)
+    public record Audit(
+            Map<Cidr, Claim> claims,
+            Set<String> removed,
+            ActorRef<Optional<List<RouteAudit.Finding>>> replyTo)
             implements Command {}
 
     /**
@@ -126,8 +132,14 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      * @param lastReconcile when it ended, or null
      * @param lastFailure why the last reconcile failed (the state could not be read), or null
      */
-    public record Status(RoutingMode mode, boolean ready, MeshPlan plan, PeerInfo peer, HostRouting.Result lastResult,
-            Instant lastReconcile, String lastFailure) {}
+    public record Status(
+            RoutingMode mode,
+            boolean ready,
+            MeshPlan plan,
+            PeerInfo peer,
+            HostRouting.Result lastResult,
+            Instant lastReconcile,
+            String lastFailure) {}
 
     /**
      * One node's routing as computed here.
@@ -141,23 +153,46 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      * @param plan its routes, peers and problems
      * @param status this host's status when {@code programmed}, else null
      */
-    public record Description(String node, String mode, String computedOn, boolean programmed, PeerInfo peer,
-            MeshPlan plan, Status status) {}
+    public record Description(
+            String node,
+            String mode,
+            String computedOn,
+            boolean programmed,
+            PeerInfo peer,
+            MeshPlan plan,
+            Status status) {}
 
-    private enum Tick implements Command { INSTANCE }
+    private enum Tick implements Command {
+        INSTANCE
+    }
 
-    private enum ReconcileNow implements Command { INSTANCE }
+    private enum ReconcileNow implements Command {
+        INSTANCE
+    }
 
     private record HintReceived(MeshHints.Hint hint) implements Command {}
 
-    private record Read(long ticket, boolean first, Map<String, PoolView> pools, Set<String> poolNames,
-            Map<String, NodeView> nodes, Throwable failure) implements Command {}
+    private record Read(
+            long ticket,
+            boolean first,
+            Map<String, PoolView> pools,
+            Set<String> poolNames,
+            Map<String, NodeView> nodes,
+            Throwable failure)
+            implements Command {}
 
-    private record PoolRead(String name, long ticket, PoolView view, Throwable failure) implements Command {}
+    private record PoolRead(String name, long ticket, PoolView view, Throwable failure)
+            implements Command {}
 
-    private record NodeRead(String name, long ticket, NodeView view, Throwable failure) implements Command {}
+    private record NodeRead(String name, long ticket, NodeView view, Throwable failure)
+            implements Command {}
 
-    private record Reconciled(MeshPlan plan, long readTicket, HostRouting.Result result, Throwable failure, Instant at)
+    private record Reconciled(
+            MeshPlan plan,
+            long readTicket,
+            HostRouting.Result result,
+            Throwable failure,
+            Instant at)
             implements Command {}
 
     /** Runs {@code then} (on the actor) after a reconcile computed from a complete read with at least {@code minTicket}. */
@@ -167,7 +202,8 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
 
     private record TunnelAssigned(AttachmentRecord record, Throwable failure) implements Command {}
 
-    private record Audited(Audit audit, List<Installed> installed, Throwable failure, boolean confirmed)
+    private record Audited(
+            Audit audit, List<Installed> installed, Throwable failure, boolean confirmed)
             implements Command {}
 
     private record Reachable() implements Command {}
@@ -188,10 +224,30 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      * @param dataplane read at every resync for the pods' source filters' drops (keeps them counted
      *     when a pod's netns went away without a DEL)
      */
-    public static Behavior<Command> create(String node, RoutingSettings settings, Underlay underlay, MeshSource source,
-            HostRouting routing, Dataplane dataplane, Executor dataplaneExecutor, CadastreMetrics metrics) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new MeshRouter(ctx, timers, node, settings, underlay,
-                source, routing, dataplane, dataplaneExecutor, metrics)));
+    public static Behavior<Command> create(
+            String node,
+            RoutingSettings settings,
+            Underlay underlay,
+            MeshSource source,
+            HostRouting routing,
+            Dataplane dataplane,
+            Executor dataplaneExecutor,
+            CadastreMetrics metrics) {
+        return Behaviors.setup(
+                ctx ->
+                        Behaviors.withTimers(
+                                timers ->
+                                        new MeshRouter(
+                                                ctx,
+                                                timers,
+                                                node,
+                                                settings,
+                                                underlay,
+                                                source,
+                                                routing,
+                                                dataplane,
+                                                dataplaneExecutor,
+                                                metrics)));
     }
 
     private final TimerScheduler<Command> timers;
@@ -205,14 +261,18 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private final CadastreMetrics metrics;
 
     private boolean started;
+
     /** Whether every pool has been read once: reconciles start then. */
     private boolean ready;
+
     private boolean firstRead = true;
     private boolean reading;
     private boolean readAgain;
     private long tickets;
+
     /** pool → its claims (block → node) as last read, and the ticket of that read. */
     private final Map<String, Map<Cidr, String>> poolClaims = new HashMap<>();
+
     private final Map<String, Long> poolTickets = new HashMap<>();
     private final Set<String> poolsReading = new HashSet<>();
     private final Set<String> poolsDirty = new HashSet<>();
@@ -235,14 +295,25 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private String lastFailure;
     private List<String> loggedProblems = List.of();
     private List<String> loggedTrouble = List.of();
+
     /** Callers waiting for a reconcile computed from a complete read with at least their ticket. */
     private final List<Waiter> waiting = new ArrayList<>();
+
     /** The ticket of the last complete read applied. */
     private long lastReadTicket;
+
     private volatile CadastreMetrics.RoutingGauges gauges = CadastreMetrics.RoutingGauges.NONE;
 
-    private MeshRouter(ActorContext<Command> ctx, TimerScheduler<Command> timers, String node, RoutingSettings settings,
-            Underlay underlay, MeshSource source, HostRouting routing, Dataplane dataplane, Executor dataplaneExecutor,
+    private MeshRouter(
+            ActorContext<Command> ctx,
+            TimerScheduler<Command> timers,
+            String node,
+            RoutingSettings settings,
+            Underlay underlay,
+            MeshSource source,
+            HostRouting routing,
+            Dataplane dataplane,
+            Executor dataplaneExecutor,
             CadastreMetrics metrics) {
         super(ctx);
         this.timers = timers;
@@ -265,12 +336,15 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
                 .onMessageEquals(Start.INSTANCE, this::onStart)
                 .onMessageEquals(Tick.INSTANCE, () -> readAll())
                 .onMessage(Reachable.class, r -> readAll())
-                .onMessage(MemberUp.class, up -> {
-                    if (started) {
-                        timers.startSingleTimer("member-up", Tick.INSTANCE, AFTER_MEMBER_UP);
-                    }
-                    return this;
-                })
+                .onMessage(
+                        MemberUp.class,
+                        up -> {
+                            if (started) {
+                                timers.startSingleTimer(
+                                        "member-up", Tick.INSTANCE, AFTER_MEMBER_UP);
+                            }
+                            return this;
+                        })
                 .onMessage(HintReceived.class, this::onHint)
                 .onMessage(LocalAddresses.class, this::onLocal)
                 .onMessage(Read.class, this::onRead)
@@ -281,10 +355,12 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
                 .onMessage(Published.class, this::onPublished)
                 .onMessage(TunnelAssigned.class, this::onTunnelAssigned)
                 .onMessage(Refresh.class, this::onRefresh)
-                .onMessage(GetStatus.class, g -> {
-                    g.replyTo().tell(status());
-                    return this;
-                })
+                .onMessage(
+                        GetStatus.class,
+                        g -> {
+                            g.replyTo().tell(status());
+                            return this;
+                        })
                 .onMessage(Describe.class, this::onDescribe)
                 .onMessage(Audit.class, this::onAudit)
                 .onMessage(Audited.class, this::onAudited)
@@ -292,7 +368,8 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     }
 
     private Status status() {
-        return new Status(settings.mode(), ready, plan, published, lastResult, lastReconcile, lastFailure);
+        return new Status(
+                settings.mode(), ready, plan, published, lastResult, lastReconcile, lastFailure);
     }
 
     // ---- reading ----
@@ -304,9 +381,21 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         started = true;
         source.subscribe(getContext().messageAdapter(MeshHints.Hint.class, HintReceived::new));
         timers.startTimerWithFixedDelay(Tick.INSTANCE, settings.resync());
-        LOG.info("routing: mode {}, underlay {}, VNI {}, UDP port {}; reading cluster state", settings.mode(),
-                underlay == null ? "none" : underlay.device() + " (" + underlay.ipv4() + ", " + underlay.ipv6() + ", MTU "
-                        + underlay.mtu() + ")", settings.vni(), settings.port());
+        LOG.info(
+                "routing: mode {}, underlay {}, VNI {}, UDP port {}; reading cluster state",
+                settings.mode(),
+                underlay == null
+                        ? "none"
+                        : underlay.device()
+                                + " ("
+                                + underlay.ipv4()
+                                + ", "
+                                + underlay.ipv6()
+                                + ", MTU "
+                                + underlay.mtu()
+                                + ")",
+                settings.vni(),
+                settings.port());
         return readAll();
     }
 
@@ -358,64 +447,122 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         } catch (RuntimeException e) {
             read = CompletableFuture.failedFuture(e);
         }
-        getContext().pipeToSelf(read, (r, failure) -> failure == null ? r
-                : new Read(ticket, first, Map.of(), Set.of(), Map.of(), failure));
+        getContext()
+                .pipeToSelf(
+                        read,
+                        (r, failure) ->
+                                failure == null
+                                        ? r
+                                        : new Read(
+                                                ticket, first, Map.of(), Set.of(), Map.of(),
+                                                failure));
         foldSpoofDrops();
         return this;
     }
 
     /** Pools, then the nodes they and the members name (and at the first read, the blocks' holders). */
     private CompletionStage<Read> readEverything(long ticket, boolean first, Set<String> extra) {
-        return source.poolNames().thenCompose(names -> {
-            Map<String, CompletableFuture<PoolView>> pools = new LinkedHashMap<>();
-            names.forEach(n -> pools.put(n, source.pool(n).toCompletableFuture()));
-            return settled(pools).thenCompose(views -> {
-                Set<String> wanted = new TreeSet<>(extra);
-                views.values().forEach(v -> wanted.addAll(v.claims().values()));
-                CompletionStage<Set<String>> holders = first ? blockHolders(views.values())
-                        : CompletableFuture.completedFuture(Set.of());
-                return holders.thenCompose(h -> {
-                    wanted.addAll(h);
-                    Map<String, CompletableFuture<NodeView>> reads = new LinkedHashMap<>();
-                    wanted.forEach(n -> reads.put(n, source.node(n).toCompletableFuture()));
-                    return settled(reads).thenApply(nodeViews -> new Read(ticket, first, views, Set.copyOf(names),
-                            nodeViews, null));
-                });
-            });
-        });
+        return source.poolNames()
+                .thenCompose(
+                        names -> {
+                            Map<String, CompletableFuture<PoolView>> pools = new LinkedHashMap<>();
+                            names.forEach(n -> pools.put(n, source.pool(n).toCompletableFuture()));
+                            return settled(pools)
+                                    .thenCompose(
+                                            views -> {
+                                                Set<String> wanted = new TreeSet<>(extra);
+                                                views.values()
+                                                        .forEach(
+                                                                v ->
+                                                                        wanted.addAll(
+                                                                                v.claims()
+                                                                                        .values()));
+                                                CompletionStage<Set<String>> holders =
+                                                        first
+                                                                ? blockHolders(views.values())
+                                                                : CompletableFuture.completedFuture(
+                                                                        Set.of());
+                                                return holders.thenCompose(
+                                                        h -> {
+                                                            wanted.addAll(h);
+                                                            Map<String, CompletableFuture<NodeView>>
+                                                                    reads = new LinkedHashMap<>();
+                                                            wanted.forEach(
+                                                                    n ->
+                                                                            reads.put(
+                                                                                    n,
+                                                                                    source.node(n)
+                                                                                            .toCompletableFuture()));
+                                                            return settled(reads)
+                                                                    .thenApply(
+                                                                            nodeViews ->
+                                                                                    new Read(
+                                                                                            ticket,
+                                                                                            first,
+                                                                                            views,
+                                                                                            Set
+                                                                                                    .copyOf(
+                                                                                                            names),
+                                                                                            nodeViews,
+                                                                                            null));
+                                                        });
+                                            });
+                        });
     }
 
     /** @return the nodes holding allocations in the claimed blocks (reads that fail are skipped) */
     private CompletionStage<Set<String>> blockHolders(Collection<PoolView> views) {
         Map<String, CompletableFuture<BlockView>> blocks = new LinkedHashMap<>();
-        views.forEach(v -> v.claims().keySet().forEach(b -> blocks.put(b.toString(), source.block(b).toCompletableFuture())));
-        return settled(blocks).thenApply(read -> {
-            Set<String> holders = new TreeSet<>();
-            read.values().forEach(b -> b.allocations().values().forEach(a -> holders.add(a.node())));
-            return holders;
-        });
+        views.forEach(
+                v ->
+                        v.claims()
+                                .keySet()
+                                .forEach(
+                                        b ->
+                                                blocks.put(
+                                                        b.toString(),
+                                                        source.block(b).toCompletableFuture())));
+        return settled(blocks)
+                .thenApply(
+                        read -> {
+                            Set<String> holders = new TreeSet<>();
+                            read.values()
+                                    .forEach(
+                                            b ->
+                                                    b.allocations()
+                                                            .values()
+                                                            .forEach(a -> holders.add(a.node())));
+                            return holders;
+                        });
     }
 
     /** @return the values of the futures that succeeded, by key (failures are left out) */
-    private static <T> CompletableFuture<Map<String, T>> settled(Map<String, CompletableFuture<T>> futures) {
-        return CompletableFuture.allOf(futures.values().stream().map(f -> f.handle((v, e) -> null))
-                        .toArray(CompletableFuture[]::new))
-                .thenApply(v -> {
-                    Map<String, T> out = new TreeMap<>();
-                    futures.forEach((k, f) -> {
-                        if (!f.isCompletedExceptionally()) {
-                            out.put(k, f.join());
-                        }
-                    });
-                    return out;
-                });
+    private static <T> CompletableFuture<Map<String, T>> settled(
+            Map<String, CompletableFuture<T>> futures) {
+        return CompletableFuture.allOf(
+                        futures.values().stream()
+                                .map(f -> f.handle((v, e) -> null))
+                                .toArray(CompletableFuture[]::new))
+                .thenApply(
+                        v -> {
+                            Map<String, T> out = new TreeMap<>();
+                            futures.forEach(
+                                    (k, f) -> {
+                                        if (!f.isCompletedExceptionally()) {
+                                            out.put(k, f.join());
+                                        }
+                                    });
+                            return out;
+                        });
     }
 
     private Behavior<Command> onRead(Read r) {
         reading = false;
         if (r.failure() != null) {
-            LOG.info("routing: cluster state not read ({}); keeping what is known, trying again in {}",
-                    unwrap(r.failure()), ready ? settings.resync() : RETRY);
+            LOG.info(
+                    "routing: cluster state not read ({}); keeping what is known, trying again in {}",
+                    unwrap(r.failure()),
+                    ready ? settings.resync() : RETRY);
             if (!ready) {
                 timers.startSingleTimer("retry-read", Tick.INSTANCE, RETRY);
             }
@@ -426,7 +573,9 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             r.nodes().forEach((name, view) -> applyNode(name, r.ticket(), view));
             boolean complete = r.pools().keySet().containsAll(r.poolNames());
             if (!complete) {
-                LOG.info("routing: {} of {} pools answered; keeping the others' claims as known", r.pools().size(),
+                LOG.info(
+                        "routing: {} of {} pools answered; keeping the others' claims as known",
+                        r.pools().size(),
                         r.poolNames().size());
             }
             if (r.first() && complete) {
@@ -437,7 +586,9 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             }
             if (!ready && complete) {
                 ready = true;
-                LOG.info("routing: cluster state read ({} claimed blocks, {} nodes); reconciling", claims().size(),
+                LOG.info(
+                        "routing: cluster state read ({} claimed blocks, {} nodes); reconciling",
+                        claims().size(),
                         nodes.size());
             } else if (!ready) {
                 timers.startSingleTimer("retry-read", Tick.INSTANCE, RETRY);
@@ -496,8 +647,13 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private void forgetIdleNodes() {
         Set<String> owners = new HashSet<>(claims().values().stream().map(Claim::node).toList());
         Set<String> members = source.members();
-        nodes.entrySet().removeIf(e -> !e.getKey().equals(node) && !owners.contains(e.getKey())
-                && !members.contains(e.getKey()) && e.getValue().addresses().isEmpty());
+        nodes.entrySet()
+                .removeIf(
+                        e ->
+                                !e.getKey().equals(node)
+                                        && !owners.contains(e.getKey())
+                                        && !members.contains(e.getKey())
+                                        && e.getValue().addresses().isEmpty());
     }
 
     private Behavior<Command> onHint(HintReceived h) {
@@ -518,7 +674,10 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             return;
         }
         long ticket = ++tickets;
-        getContext().pipeToSelf(source.pool(name), (view, failure) -> new PoolRead(name, ticket, view, failure));
+        getContext()
+                .pipeToSelf(
+                        source.pool(name),
+                        (view, failure) -> new PoolRead(name, ticket, view, failure));
     }
 
     private void readNode(String name) {
@@ -527,7 +686,10 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             return;
         }
         long ticket = ++tickets;
-        getContext().pipeToSelf(source.node(name), (view, failure) -> new NodeRead(name, ticket, view, failure));
+        getContext()
+                .pipeToSelf(
+                        source.node(name),
+                        (view, failure) -> new NodeRead(name, ticket, view, failure));
     }
 
     private Behavior<Command> onPoolRead(PoolRead r) {
@@ -536,8 +698,10 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             applyPool(r.name(), r.ticket(), r.view());
             // A node new to this host, or one without a peer yet (read before it published, and
             // its hint lost): its peer is needed to route to its block.
-            r.view().claims().values().stream().filter(n -> !nodes.containsKey(n) || nodes.get(n).peer() == null)
-                    .distinct().forEach(this::readNode);
+            r.view().claims().values().stream()
+                    .filter(n -> !nodes.containsKey(n) || nodes.get(n).peer() == null)
+                    .distinct()
+                    .forEach(this::readNode);
             afterChange(false);
         }
         if (poolsDirty.remove(r.name())) {
@@ -570,8 +734,10 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         Map<Cidr, Claim> claims = claims();
         boolean outside = false;
         for (String address : local.addresses()) {
-            Optional<Map.Entry<Cidr, Claim>> block = claims.entrySet().stream()
-                    .filter(e -> e.getKey().contains(address)).findFirst();
+            Optional<Map.Entry<Cidr, Claim>> block =
+                    claims.entrySet().stream()
+                            .filter(e -> e.getKey().contains(address))
+                            .findFirst();
             if (block.isEmpty() || !block.get().getValue().node().equals(node)) {
                 outside = true;
             }
@@ -585,7 +751,9 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
 
     private Map<Cidr, Claim> claims() {
         Map<Cidr, Claim> out = new HashMap<>();
-        poolClaims.forEach((pool, claims) -> claims.forEach((block, owner) -> out.put(block, new Claim(pool, owner))));
+        poolClaims.forEach(
+                (pool, claims) ->
+                        claims.forEach((block, owner) -> out.put(block, new Claim(pool, owner))));
         return out;
     }
 
@@ -605,10 +773,15 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             return;
         }
         plan = MeshPlan.compute(self(), state());
-        gauges = new CadastreMetrics.RoutingGauges(plan.routeCounts(), plan.peerCounts(),
-                plan.desired().devices().stream().mapToLong(d -> d.fdb().size()).sum(),
-                plan.desired().devices().stream().mapToLong(d -> d.neighbours().size()).sum(),
-                lastResult == null ? 0 : lastResult.conflicts().size());
+        gauges =
+                new CadastreMetrics.RoutingGauges(
+                        plan.routeCounts(),
+                        plan.peerCounts(),
+                        plan.desired().devices().stream().mapToLong(d -> d.fdb().size()).sum(),
+                        plan.desired().devices().stream()
+                                .mapToLong(d -> d.neighbours().size())
+                                .sum(),
+                        lastResult == null ? 0 : lastResult.conflicts().size());
         if (!plan.problems().equals(loggedProblems)) {
             loggedProblems = plan.problems();
             plan.problems().forEach(p -> LOG.warn("routing: {}", p));
@@ -636,18 +809,24 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         long readTicket = lastReadTicket;
         CompletionStage<HostRouting.Result> result;
         try {
-            result = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return routing.reconcile(planned.desired());
-                } catch (DataplaneException e) {
-                    throw new CompletionException(e);
-                }
-            }, dataplaneExecutor);
+            result =
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    return routing.reconcile(planned.desired());
+                                } catch (DataplaneException e) {
+                                    throw new CompletionException(e);
+                                }
+                            },
+                            dataplaneExecutor);
         } catch (RuntimeException e) { // the executor refuses work during shutdown
             result = CompletableFuture.failedFuture(e);
         }
-        getContext().pipeToSelf(result, (r, failure) -> new Reconciled(planned, readTicket, r, failure,
-                Instant.now()));
+        getContext()
+                .pipeToSelf(
+                        result,
+                        (r, failure) ->
+                                new Reconciled(planned, readTicket, r, failure, Instant.now()));
         return this;
     }
 
@@ -664,13 +843,14 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             record(r.result());
         }
         Status now = status();
-        waiting.removeIf(w -> {
-            if (w.minTicket() <= r.readTicket()) {
-                w.then().accept(now);
-                return true;
-            }
-            return false;
-        });
+        waiting.removeIf(
+                w -> {
+                    if (w.minTicket() <= r.readTicket()) {
+                        w.then().accept(now);
+                        return true;
+                    }
+                    return false;
+                });
         if (reconcileAgain) {
             reconcileAgain = false;
             getContext().getSelf().tell(ReconcileNow.INSTANCE);
@@ -686,11 +866,17 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             String kind = k.name().toLowerCase(java.util.Locale.ROOT);
             metrics.routingChanged(node, kind, "added", HostRouting.Result.count(r.added(), k));
             metrics.routingChanged(node, kind, "removed", HostRouting.Result.count(r.removed(), k));
-            metrics.routingChanged(node, kind, "replaced", HostRouting.Result.count(r.replaced(), k));
+            metrics.routingChanged(
+                    node, kind, "replaced", HostRouting.Result.count(r.replaced(), k));
             metrics.routingFailed(node, kind, HostRouting.Result.count(r.errors(), k));
         }
-        gauges = new CadastreMetrics.RoutingGauges(gauges.routes(), gauges.peers(), gauges.fdb(), gauges.neighbours(),
-                r.conflicts().size());
+        gauges =
+                new CadastreMetrics.RoutingGauges(
+                        gauges.routes(),
+                        gauges.peers(),
+                        gauges.fdb(),
+                        gauges.neighbours(),
+                        r.conflicts().size());
         if (r.changes() > 0) {
             LOG.info("routing: reconciled, {}", r.summary());
             List<String> lines = new ArrayList<>();
@@ -723,9 +909,13 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     // ---- this node's peer and tunnel ----
 
     private PeerInfo peer() {
-        return new PeerInfo(node, settings.mode().spelling(), underlay == null ? null : underlay.device(),
+        return new PeerInfo(
+                node,
+                settings.mode().spelling(),
+                underlay == null ? null : underlay.device(),
                 underlay == null || underlay.ipv4() == null ? null : underlay.ipv4().toString(),
-                underlay == null || underlay.ipv6() == null ? null : underlay.ipv6().toString(), Vtep.mac(node),
+                underlay == null || underlay.ipv6() == null ? null : underlay.ipv6().toString(),
+                Vtep.mac(node),
                 tunnelV4 == null ? null : IpAddresses.canonical(tunnelV4.getHostAddress()),
                 tunnelV6 == null ? null : IpAddresses.canonical(tunnelV6.getHostAddress()),
                 underlay == null ? 0 : underlay.mtu());
@@ -737,13 +927,18 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             return;
         }
         publishing = true;
-        getContext().pipeToSelf(source.publishPeer(wanted), (done, failure) -> new Published(wanted, failure));
+        getContext()
+                .pipeToSelf(
+                        source.publishPeer(wanted),
+                        (done, failure) -> new Published(wanted, failure));
     }
 
     private Behavior<Command> onPublished(Published p) {
         publishing = false;
         if (p.failure() != null) {
-            LOG.info("routing: this node's peer not published yet ({}); trying again at the next read", unwrap(p.failure()));
+            LOG.info(
+                    "routing: this node's peer not published yet ({}); trying again at the next read",
+                    unwrap(p.failure()));
             return this;
         }
         published = p.peer();
@@ -754,8 +949,9 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     }
 
     private void assignTunnelIfWanted() {
-        boolean missing = (plan.tunnelsWanted().contains(Family.IPV4) && tunnelV4 == null)
-                || (plan.tunnelsWanted().contains(Family.IPV6) && tunnelV6 == null);
+        boolean missing =
+                (plan.tunnelsWanted().contains(Family.IPV4) && tunnelV4 == null)
+                        || (plan.tunnelsWanted().contains(Family.IPV6) && tunnelV6 == null);
         if (!missing || assigningTunnel) {
             return;
         }
@@ -766,11 +962,15 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private Behavior<Command> onTunnelAssigned(TunnelAssigned t) {
         assigningTunnel = false;
         if (t.failure() != null) {
-            LOG.warn("routing: no tunnel address for this node yet ({}); VXLAN peers cannot route to it", unwrap(t.failure()));
+            LOG.warn(
+                    "routing: no tunnel address for this node yet ({}); VXLAN peers cannot route to it",
+                    unwrap(t.failure()));
             return this;
         }
         ownTunnel(List.of(t.record()));
-        LOG.info("routing: this node's tunnel addresses: {}", t.record().addresses().stream().map(HeldAddress::address).toList());
+        LOG.info(
+                "routing: this node's tunnel addresses: {}",
+                t.record().addresses().stream().map(HeldAddress::address).toList());
         afterChange(false);
         return this;
     }
@@ -783,8 +983,17 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             return this;
         }
         if (d.node().equals(node)) {
-            d.replyTo().tell(Optional.of(new Description(node, settings.mode().spelling(), node, true, published, plan,
-                    status())));
+            d.replyTo()
+                    .tell(
+                            Optional.of(
+                                    new Description(
+                                            node,
+                                            settings.mode().spelling(),
+                                            node,
+                                            true,
+                                            published,
+                                            plan,
+                                            status())));
             return this;
         }
         NodeFacts facts = nodes.get(d.node());
@@ -792,8 +1001,17 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             d.replyTo().tell(Optional.empty());
             return this;
         }
-        d.replyTo().tell(Optional.of(new Description(d.node(), facts.peer().mode(), node, false, facts.peer(),
-                MeshPlan.compute(selfOf(facts.peer()), state()), null)));
+        d.replyTo()
+                .tell(
+                        Optional.of(
+                                new Description(
+                                        d.node(),
+                                        facts.peer().mode(),
+                                        node,
+                                        false,
+                                        facts.peer(),
+                                        MeshPlan.compute(selfOf(facts.peer()), state()),
+                                        null)));
         return this;
     }
 
@@ -807,10 +1025,20 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         }
         var v4 = MeshPlan.address(peer, Family.IPV4);
         var v6 = MeshPlan.address(peer, Family.IPV6);
-        Underlay theirs = peer.device() == null ? null : new Underlay(peer.device(), peer.mtu(), v4, v6);
-        return new MeshPlan.Self(peer.node(), new RoutingSettings(mode, peer.device() == null ? "" : peer.device(),
-                settings.vni(), settings.port(), settings.resync(), settings.debounce()), theirs,
-                MeshPlan.tunnel(peer, Family.IPV4), MeshPlan.tunnel(peer, Family.IPV6));
+        Underlay theirs =
+                peer.device() == null ? null : new Underlay(peer.device(), peer.mtu(), v4, v6);
+        return new MeshPlan.Self(
+                peer.node(),
+                new RoutingSettings(
+                        mode,
+                        peer.device() == null ? "" : peer.device(),
+                        settings.vni(),
+                        settings.port(),
+                        settings.resync(),
+                        settings.debounce()),
+                theirs,
+                MeshPlan.tunnel(peer, Family.IPV4),
+                MeshPlan.tunnel(peer, Family.IPV6));
     }
 
     private Behavior<Command> onAudit(Audit audit) {
@@ -825,17 +1053,22 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private void inspect(Audit audit, boolean confirmed) {
         CompletionStage<List<Installed>> installed;
         try {
-            installed = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return routing.installed();
-                } catch (DataplaneException e) {
-                    throw new CompletionException(e);
-                }
-            }, dataplaneExecutor);
+            installed =
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    return routing.installed();
+                                } catch (DataplaneException e) {
+                                    throw new CompletionException(e);
+                                }
+                            },
+                            dataplaneExecutor);
         } catch (RuntimeException e) {
             installed = CompletableFuture.failedFuture(e);
         }
-        getContext().pipeToSelf(installed, (list, failure) -> new Audited(audit, list, failure, confirmed));
+        getContext()
+                .pipeToSelf(
+                        installed, (list, failure) -> new Audited(audit, list, failure, confirmed));
     }
 
     /**
@@ -844,21 +1077,45 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      */
     private Behavior<Command> onAudited(Audited a) {
         if (a.failure() != null) {
-            a.audit().replyTo().tell(Optional.of(List.of(new RouteAudit.Finding(null, null, node,
-                    RouteAudit.Problem.UNROUTABLE, "the host's routes could not be read: " + unwrap(a.failure()), null, null))));
+            a.audit()
+                    .replyTo()
+                    .tell(
+                            Optional.of(
+                                    List.of(
+                                            new RouteAudit.Finding(
+                                                    null,
+                                                    null,
+                                                    node,
+                                                    RouteAudit.Problem.UNROUTABLE,
+                                                    "the host's routes could not be read: "
+                                                            + unwrap(a.failure()),
+                                                    null,
+                                                    null))));
             return this;
         }
         Map<String, PeerInfo> peers = new HashMap<>();
-        nodes.forEach((n, f) -> {
-            if (f.peer() != null) {
-                peers.put(n, f.peer());
-            }
-        });
+        nodes.forEach(
+                (n, f) -> {
+                    if (f.peer() != null) {
+                        peers.put(n, f.peer());
+                    }
+                });
         Map<String, NodeFacts> facts = new HashMap<>(nodes);
-        a.audit().removed().forEach(r -> facts.computeIfPresent(r, (k, f) -> new NodeFacts(f.peer(), true, f.addresses())));
+        a.audit()
+                .removed()
+                .forEach(
+                        r ->
+                                facts.computeIfPresent(
+                                        r, (k, f) -> new NodeFacts(f.peer(), true, f.addresses())));
         MeshPlan expected = MeshPlan.compute(self(), new MeshState(a.audit().claims(), facts));
-        List<RouteAudit.Finding> findings = RouteAudit.findings(node, expected, a.audit().claims(), a.audit().removed(), peers,
-                a.installed());
+        List<RouteAudit.Finding> findings =
+                RouteAudit.findings(
+                        node,
+                        expected,
+                        a.audit().claims(),
+                        a.audit().removed(),
+                        peers,
+                        a.installed());
         if (findings.isEmpty() || a.confirmed()) {
             a.audit().replyTo().tell(Optional.of(findings));
             return this;
@@ -868,16 +1125,18 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         return this;
     }
 
-
     private void foldSpoofDrops() {
         try {
-            dataplaneExecutor.execute(() -> {
-                try {
-                    dataplane.spoofedPacketsDropped();
-                } catch (DataplaneException e) {
-                    LOG.debug("routing: the pods' source filter drops not read: {}", e.getMessage());
-                }
-            });
+            dataplaneExecutor.execute(
+                    () -> {
+                        try {
+                            dataplane.spoofedPacketsDropped();
+                        } catch (DataplaneException e) {
+                            LOG.debug(
+                                    "routing: the pods' source filter drops not read: {}",
+                                    e.getMessage());
+                        }
+                    });
         } catch (RuntimeException e) {
             // shutting down
         }
@@ -885,7 +1144,8 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
 
     private static String unwrap(Throwable t) {
         Throwable c = t;
-        while ((c instanceof CompletionException || c instanceof java.util.concurrent.ExecutionException)
+        while ((c instanceof CompletionException
+                        || c instanceof java.util.concurrent.ExecutionException)
                 && c.getCause() != null) {
             c = c.getCause();
         }

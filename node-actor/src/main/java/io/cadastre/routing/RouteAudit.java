@@ -48,7 +48,13 @@ public final class RouteAudit {
      * @param actual the route the kernel holds, or null
      * @param actualNode the node the actual route leads to, or null when unknown
      */
-    public record Finding(Cidr block, String pool, String affinity, Problem problem, String expected, String actual,
+    public record Finding(
+            Cidr block,
+            String pool,
+            String affinity,
+            Problem problem,
+            String expected,
+            String actual,
             String actualNode) {}
 
     /**
@@ -59,8 +65,13 @@ public final class RouteAudit {
      * @param installed the main table as it is
      * @return one finding per block whose route is not as the claim calls for, in block order
      */
-    public static List<Finding> findings(String self, MeshPlan plan, Map<Cidr, Claim> claims, java.util.Set<String> removed,
-            Map<String, PeerInfo> peers, List<Installed> installed) {
+    public static List<Finding> findings(
+            String self,
+            MeshPlan plan,
+            Map<Cidr, Claim> claims,
+            java.util.Set<String> removed,
+            Map<String, PeerInfo> peers,
+            List<Installed> installed) {
         Map<IpPrefix, PlannedRoute> wanted = new HashMap<>();
         plan.routes().forEach(r -> wanted.put(r.route().destination(), r));
         Map<IpPrefix, Installed> ours = new HashMap<>();
@@ -69,52 +80,90 @@ public final class RouteAudit {
             (i.ours() ? ours : foreign).putIfAbsent(i.destination(), i);
         }
         Map<InetAddress, String> owners = new HashMap<>();
-        peers.forEach((node, p) -> {
-            for (MeshPlan.Family f : MeshPlan.Family.values()) {
-                var a = MeshPlan.address(p, f);
-                if (a != null) {
-                    owners.put(a.address(), node);
-                }
-                InetAddress t = MeshPlan.tunnel(p, f);
-                if (t != null) {
-                    owners.put(t, node);
-                }
-            }
-        });
+        peers.forEach(
+                (node, p) -> {
+                    for (MeshPlan.Family f : MeshPlan.Family.values()) {
+                        var a = MeshPlan.address(p, f);
+                        if (a != null) {
+                            owners.put(a.address(), node);
+                        }
+                        InetAddress t = MeshPlan.tunnel(p, f);
+                        if (t != null) {
+                            owners.put(t, node);
+                        }
+                    }
+                });
         List<Finding> out = new ArrayList<>();
-        claims.entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(e -> {
-            Claim claim = e.getValue();
-            if (removed.contains(claim.node())) {
-                return;
-            }
-            IpPrefix block = IpPrefix.parse(e.getKey().toString());
-            PlannedRoute want = wanted.get(block);
-            Installed foreignRoute = foreign.get(block);
-            Installed have = ours.get(block);
-            if (foreignRoute != null) {
-                out.add(new Finding(e.getKey(), claim.pool(), claim.node(), Problem.CONFLICT,
-                        want == null ? "a route to " + claim.node() : want.route().toString(), foreignRoute.text(), null));
-                return;
-            }
-            if (want == null) {
-                String why = plan.problems().stream().filter(p -> p.contains(block.toString())).findFirst()
-                        .orElse("no route is computed for it");
-                out.add(new Finding(e.getKey(), claim.pool(), claim.node(), Problem.UNROUTABLE, why,
-                        have == null ? null : have.text(), have == null ? null : nodeOf(self, have, owners)));
-                return;
-            }
-            if (have == null) {
-                out.add(new Finding(e.getKey(), claim.pool(), claim.node(), Problem.MISSING, want.route().toString(), null,
-                        null));
-                return;
-            }
-            if (!matches(want.route(), have)) {
-                String node = nodeOf(self, have, owners);
-                out.add(new Finding(e.getKey(), claim.pool(), claim.node(),
-                        Objects.equals(node, claim.node()) ? Problem.DIFFERS : Problem.WRONG_NODE, want.route().toString(),
-                        have.text(), node));
-            }
-        });
+        claims.entrySet().stream()
+                .sorted(Map.Entry.comparingByKey())
+                .forEach(
+                        e -> {
+                            Claim claim = e.getValue();
+                            if (removed.contains(claim.node())) {
+                                return;
+                            }
+                            IpPrefix block = IpPrefix.parse(e.getKey().toString());
+                            PlannedRoute want = wanted.get(block);
+                            Installed foreignRoute = foreign.get(block);
+                            Installed have = ours.get(block);
+                            if (foreignRoute != null) {
+                                out.add(
+                                        new Finding(
+                                                e.getKey(),
+                                                claim.pool(),
+                                                claim.node(),
+                                                Problem.CONFLICT,
+                                                want == null
+                                                        ? "a route to " + claim.node()
+                                                        : want.route().toString(),
+                                                foreignRoute.text(),
+                                                null));
+                                return;
+                            }
+                            if (want == null) {
+                                String why =
+                                        plan.problems().stream()
+                                                .filter(p -> p.contains(block.toString()))
+                                                .findFirst()
+                                                .orElse("no route is computed for it");
+                                out.add(
+                                        new Finding(
+                                                e.getKey(),
+                                                claim.pool(),
+                                                claim.node(),
+                                                Problem.UNROUTABLE,
+                                                why,
+                                                have == null ? null : have.text(),
+                                                have == null ? null : nodeOf(self, have, owners)));
+                                return;
+                            }
+                            if (have == null) {
+                                out.add(
+                                        new Finding(
+                                                e.getKey(),
+                                                claim.pool(),
+                                                claim.node(),
+                                                Problem.MISSING,
+                                                want.route().toString(),
+                                                null,
+                                                null));
+                                return;
+                            }
+                            if (!matches(want.route(), have)) {
+                                String node = nodeOf(self, have, owners);
+                                out.add(
+                                        new Finding(
+                                                e.getKey(),
+                                                claim.pool(),
+                                                claim.node(),
+                                                Objects.equals(node, claim.node())
+                                                        ? Problem.DIFFERS
+                                                        : Problem.WRONG_NODE,
+                                                want.route().toString(),
+                                                have.text(),
+                                                node));
+                            }
+                        });
         return out;
     }
 
@@ -122,7 +171,8 @@ public final class RouteAudit {
         if (want.blackhole() || have.blackhole()) {
             return want.blackhole() && have.blackhole();
         }
-        return Objects.equals(want.gateway(), have.gateway()) && Objects.equals(want.device(), have.device());
+        return Objects.equals(want.gateway(), have.gateway())
+                && Objects.equals(want.device(), have.device());
     }
 
     /** @return the node a route leads to: this node for a blackhole, else the owner of its gateway */

@@ -22,7 +22,10 @@ import java.util.Locale;
  * </ul>
  */
 public enum RoutingMode {
-    NONE("none"), DIRECT("direct"), VXLAN("vxlan"), CROSS_SUBNET("cross-subnet");
+    NONE("none"),
+    DIRECT("direct"),
+    VXLAN("vxlan"),
+    CROSS_SUBNET("cross-subnet");
 
     private final String spelling;
 
@@ -45,9 +48,21 @@ public enum RoutingMode {
      */
     public static RoutingMode parse(String text) {
         String t = text.trim().toLowerCase(Locale.ROOT);
-        return Arrays.stream(values()).filter(m -> m.spelling.equals(t)).findFirst()
-                .orElseThrow(() -> new IllegalArgumentException("unknown routing mode '" + text + "' (known: "
-                        + String.join(", ", Arrays.stream(values()).map(RoutingMode::spelling).toList()) + ")"));
+        return Arrays.stream(values())
+                .filter(m -> m.spelling.equals(t))
+                .findFirst()
+                .orElseThrow(
+                        () ->
+                                new IllegalArgumentException(
+                                        "unknown routing mode '"
+                                                + text
+                                                + "' (known: "
+                                                + String.join(
+                                                        ", ",
+                                                        Arrays.stream(values())
+                                                                .map(RoutingMode::spelling)
+                                                                .toList())
+                                                + ")"));
     }
 
     @Override

@@ -18,43 +18,61 @@ import java.time.Duration;
  *     would leave)
  * @param debounce how long a change waits for others before the reconcile that applies them all
  */
-public record RoutingSettings(RoutingMode mode, String device, int vni, int port, Duration resync, Duration debounce) {
+public record RoutingSettings(
+        RoutingMode mode, String device, int vni, int port, Duration resync, Duration debounce) {
     /**
      * The default VNI: neither Flannel's 1 nor Calico's 4096 (4097 for IPv6), so that Cadastre's
      * devices can share UDP port 4789 with theirs (the kernel multiplexes one socket by VNI).
      */
     public static final int DEFAULT_VNI = 7202;
+
     public static final int DEFAULT_PORT = 4789;
+
     /** IPv6 requires every link to carry 1280 bytes (RFC 8200, section 5). */
     public static final int IPV6_MIN_MTU = 1280;
+
     /** The smallest pod MTU accepted for IPv4 alone (RFC 791's 576-byte datagram every host takes). */
     public static final int IPV4_MIN_MTU = 576;
 
     /** @throws IllegalArgumentException naming the setting for a VNI, port or duration out of range */
     public RoutingSettings {
         if (vni < 1 || vni > 0xffffff) {
-            throw new IllegalArgumentException("cadastre.routing.vni " + vni + " is out of 1.." + 0xffffff);
+            throw new IllegalArgumentException(
+                    "cadastre.routing.vni " + vni + " is out of 1.." + 0xffffff);
         }
         if (port < 1 || port > 0xffff) {
-            throw new IllegalArgumentException("cadastre.routing.port " + port + " is out of 1..65535");
+            throw new IllegalArgumentException(
+                    "cadastre.routing.port " + port + " is out of 1..65535");
         }
         if (resync.isNegative() || resync.isZero()) {
-            throw new IllegalArgumentException("cadastre.routing.resync-interval must be positive, not " + resync);
+            throw new IllegalArgumentException(
+                    "cadastre.routing.resync-interval must be positive, not " + resync);
         }
         if (debounce.isNegative()) {
-            throw new IllegalArgumentException("cadastre.routing.debounce must not be negative, not " + debounce);
+            throw new IllegalArgumentException(
+                    "cadastre.routing.debounce must not be negative, not " + debounce);
         }
     }
 
     /** Cross-subnet on the found underlay, VNI {@value #DEFAULT_VNI}, port 4789, resync 30 s, debounce 10 ms. */
     public static RoutingSettings defaults() {
-        return new RoutingSettings(RoutingMode.CROSS_SUBNET, "", DEFAULT_VNI, DEFAULT_PORT, Duration.ofSeconds(30),
+        return new RoutingSettings(
+                RoutingMode.CROSS_SUBNET,
+                "",
+                DEFAULT_VNI,
+                DEFAULT_PORT,
+                Duration.ofSeconds(30),
                 Duration.ofMillis(10));
     }
 
     /** No routing: the agent changes nothing host-wide. */
     public static RoutingSettings none() {
-        return new RoutingSettings(RoutingMode.NONE, "", DEFAULT_VNI, DEFAULT_PORT, Duration.ofSeconds(30),
+        return new RoutingSettings(
+                RoutingMode.NONE,
+                "",
+                DEFAULT_VNI,
+                DEFAULT_PORT,
+                Duration.ofSeconds(30),
                 Duration.ofMillis(10));
     }
 
@@ -75,7 +93,8 @@ public record RoutingSettings(RoutingMode mode, String device, int vni, int port
             return underlay.mtu();
         }
         boolean v6Overlay = ipv6Pods && underlay.ipv6() != null;
-        return underlay.mtu() - (v6Overlay ? HostRouting.VXLAN_IPV6_OVERHEAD : HostRouting.VXLAN_IPV4_OVERHEAD);
+        return underlay.mtu()
+                - (v6Overlay ? HostRouting.VXLAN_IPV6_OVERHEAD : HostRouting.VXLAN_IPV4_OVERHEAD);
     }
 
     /** @return the smallest pod MTU that works: {@value #IPV6_MIN_MTU} with IPv6 pods, else {@value #IPV4_MIN_MTU} */

@@ -16,6 +16,7 @@ import java.util.List;
 public final class TunnelAttachment {
     /** The reserved network name. */
     public static final String NETWORK = "cadastre:tunnel";
+
     /** The reserved interface name. */
     public static final String IFNAME = "tunnel";
 
@@ -33,6 +34,7 @@ public final class TunnelAttachment {
 
     /** @return the request that assigns {@code node}'s tunnel addresses from its default pools */
     public static AssignRequest request(String node) {
-        return new AssignRequest(handle(node), IFNAME, NETWORK, node, null, null, null, List.of(), List.of());
+        return new AssignRequest(
+                handle(node), IFNAME, NETWORK, node, null, null, null, List.of(), List.of());
     }
 }

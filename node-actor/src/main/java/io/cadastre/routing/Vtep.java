@@ -17,7 +17,9 @@ public final class Vtep {
     public static String mac(String node) {
         byte[] digest;
         try {
-            digest = MessageDigest.getInstance("SHA-256").digest(("cadastre-vtep:" + node).getBytes(StandardCharsets.UTF_8));
+            digest =
+                    MessageDigest.getInstance("SHA-256")
+                            .digest(("cadastre-vtep:" + node).getBytes(StandardCharsets.UTF_8));
         } catch (NoSuchAlgorithmException e) {
             throw new AssertionError("every JVM has SHA-256", e);
         }

@@ -10,7 +10,8 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class HostInterfaceNameTest {
-    private static final String CONTAINER = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    private static final String CONTAINER =
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
     @Test
     void isFifteenCharactersOfPrefixAndLowerCaseHex() {
@@ -24,7 +25,8 @@ class HostInterfaceNameTest {
         // Pinned: pods created by an older agent must still be found by DEL after an upgrade.
         // Computed independently: "cad" + sha256(len32be(v) + v for each value)[:12 hex].
         assertEquals("cad5ea9f4abe219", HostInterfaceName.of("k8s-pod-network", CONTAINER, "eth0"));
-        assertEquals(HostInterfaceName.of("n", "c", "eth0"), HostInterfaceName.of("n", "c", "eth0"));
+        assertEquals(
+                HostInterfaceName.of("n", "c", "eth0"), HostInterfaceName.of("n", "c", "eth0"));
     }
 
     @Test
@@ -39,8 +41,10 @@ class HostInterfaceNameTest {
 
     @Test
     void joinsValuesUnambiguously() {
-        assertNotEquals(HostInterfaceName.of("ab", "c", "eth0"), HostInterfaceName.of("a", "bc", "eth0"));
-        assertNotEquals(HostInterfaceName.of("a", "", "beth0"), HostInterfaceName.of("a", "b", "eth0"));
+        assertNotEquals(
+                HostInterfaceName.of("ab", "c", "eth0"), HostInterfaceName.of("a", "bc", "eth0"));
+        assertNotEquals(
+                HostInterfaceName.of("a", "", "beth0"), HostInterfaceName.of("a", "b", "eth0"));
     }
 
     @Test

@@ -44,7 +44,8 @@ final class Ip {
     static String run(String... args) {
         Command.Result r = tryRun(args);
         if (r.exit() != 0) {
-            throw new AssertionError("ip " + String.join(" ", args) + " exited " + r.exit() + ": " + r.err());
+            throw new AssertionError(
+                    "ip " + String.join(" ", args) + " exited " + r.exit() + ": " + r.err());
         }
         return r.out();
     }
@@ -53,7 +54,8 @@ final class Ip {
     static String runCommand(String... command) {
         Command.Result r = tryRunCommand(command);
         if (r.exit() != 0) {
-            throw new AssertionError(String.join(" ", command) + " exited " + r.exit() + ": " + r.err());
+            throw new AssertionError(
+                    String.join(" ", command) + " exited " + r.exit() + ": " + r.err());
         }
         return r.out();
     }
@@ -68,15 +70,19 @@ final class Ip {
 
     /** @param netns null for the host */
     static boolean linkExists(String netns, String name) {
-        return (netns == null ? tryRun("link", "show", "dev", name) : tryRun("-n", netns, "link", "show", "dev", name))
-                .exit() == 0;
+        return (netns == null
+                                ? tryRun("link", "show", "dev", name)
+                                : tryRun("-n", netns, "link", "show", "dev", name))
+                        .exit()
+                == 0;
     }
 
     /** @param netns null for the host */
     static Map<String, Object> link(String netns, String name) {
-        List<Map<String, Object>> links = netns == null
-                ? json("link", "show", "dev", name)
-                : json("-n", netns, "link", "show", "dev", name);
+        List<Map<String, Object>> links =
+                netns == null
+                        ? json("link", "show", "dev", name)
+                        : json("-n", netns, "link", "show", "dev", name);
         if (links.size() != 1) {
             throw new AssertionError("expected one link " + name + ", got " + links);
         }
@@ -105,16 +111,21 @@ final class Ip {
      *     {@code "<dst>[ via <gateway>] dev <dev>[ scope <scope>]"}
      */
     static Set<String> routes(String netns, String family, String dev) {
-        List<Map<String, Object>> all = netns == null
-                ? json(family, "route", "show", "table", "main")
-                : json("-n", netns, family, "route", "show", "table", "main");
+        List<Map<String, Object>> all =
+                netns == null
+                        ? json(family, "route", "show", "table", "main")
+                        : json("-n", netns, family, "route", "show", "table", "main");
         Set<String> out = new LinkedHashSet<>();
         for (Map<String, Object> r : all) {
             if ("kernel".equals(r.get("protocol")) || !dev.equals(r.get("dev"))) {
                 continue;
             }
-            out.add(r.get("dst") + (r.containsKey("gateway") ? " via " + r.get("gateway") : "") + " dev " + dev
-                    + (r.containsKey("scope") ? " scope " + r.get("scope") : ""));
+            out.add(
+                    r.get("dst")
+                            + (r.containsKey("gateway") ? " via " + r.get("gateway") : "")
+                            + " dev "
+                            + dev
+                            + (r.containsKey("scope") ? " scope " + r.get("scope") : ""));
         }
         return out;
     }

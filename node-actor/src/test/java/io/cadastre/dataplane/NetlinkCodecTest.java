@@ -16,14 +16,16 @@ class NetlinkCodecTest {
 
     @Test
     void requestHasHeaderPaddedAttributesAndNesting() throws Exception {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE)
-                .ifinfomsg(Rtnl.AF_UNSPEC, 7, Rtnl.IFF_UP, Rtnl.IFF_UP)
-                .attrString(Rtnl.IFLA_IFNAME, "eth0");
+        NetlinkRequest req =
+                new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE)
+                        .ifinfomsg(Rtnl.AF_UNSPEC, 7, Rtnl.IFF_UP, Rtnl.IFF_UP)
+                        .attrString(Rtnl.IFLA_IFNAME, "eth0");
         int outer = req.nest(Rtnl.IFLA_LINKINFO);
         req.attrString(Rtnl.IFLA_INFO_KIND, "veth");
         req.end(outer);
-        ByteBuffer b = ByteBuffer.wrap(req.encode(42, Rtnl.NLM_F_REQUEST | Rtnl.NLM_F_ACK))
-                .order(ByteOrder.nativeOrder());
+        ByteBuffer b =
+                ByteBuffer.wrap(req.encode(42, Rtnl.NLM_F_REQUEST | Rtnl.NLM_F_ACK))
+                        .order(ByteOrder.nativeOrder());
 
         // 16 header + 16 ifinfomsg + (4+5 -> 12) ifname + 4 nest header + (4+5 -> 12) kind
         assertEquals(60, b.limit());
@@ -37,8 +39,13 @@ class NetlinkCodecTest {
         assertEquals(16, b.getShort(44), "nest length covers the padded child");
         assertEquals(Rtnl.IFLA_LINKINFO, b.getShort(46));
 
-        NetlinkMessage m = new NetlinkMessage(Rtnl.RTM_NEWLINK, 0, 42, 0, b.slice(16, b.limit() - 16)
-                .order(ByteOrder.nativeOrder()));
+        NetlinkMessage m =
+                new NetlinkMessage(
+                        Rtnl.RTM_NEWLINK,
+                        0,
+                        42,
+                        0,
+                        b.slice(16, b.limit() - 16).order(ByteOrder.nativeOrder()));
         NetlinkMessage.Attributes a = m.attributes(Rtnl.IFINFOMSG_LEN);
         assertEquals("eth0", a.string(Rtnl.IFLA_IFNAME));
         assertEquals("veth", a.nested(Rtnl.IFLA_LINKINFO, 0).string(Rtnl.IFLA_INFO_KIND));
@@ -58,7 +65,11 @@ class NetlinkCodecTest {
 
     @Test
     void malformedAttributeIsAnError() {
-        ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.nativeOrder()).putShort((short) 12).putShort((short) 1);
+        ByteBuffer b =
+                ByteBuffer.allocate(8)
+                        .order(ByteOrder.nativeOrder())
+                        .putShort((short) 12)
+                        .putShort((short) 1);
         assertThrows(SyscallException.class, () -> NetlinkMessage.Attributes.parse(b, 0, 8));
     }
 
@@ -66,11 +77,21 @@ class NetlinkCodecTest {
     void ipv6TextIsCompressedAsRfc5952Says() throws Exception {
         assertEquals("fd00:198::5", Rtnetlink.text(InetAddress.getByName("fd00:198:0:0:0:0:0:5")));
         assertEquals("::", Rtnetlink.text(InetAddress.getByName("::")));
-        assertEquals("fe80::ecee:eeff:feee:eeee", Rtnetlink.text(InetAddress.getByName("fe80::ecee:eeff:feee:eeee")));
+        assertEquals(
+                "fe80::ecee:eeff:feee:eeee",
+                Rtnetlink.text(InetAddress.getByName("fe80::ecee:eeff:feee:eeee")));
         assertEquals("1:0:1::1", Rtnetlink.text(InetAddress.getByName("1:0:1:0:0:0:0:1")));
-        assertEquals("1:0:0:1::1", Rtnetlink.text(InetAddress.getByName("1:0:0:1:0:0:0:1")), "longest run");
-        assertEquals("1::1:0:0:1:1", Rtnetlink.text(InetAddress.getByName("1:0:0:1:0:0:1:1")), "first of equal runs");
-        assertEquals("2001:db8:0:1:1:1:1:1", Rtnetlink.text(InetAddress.getByName("2001:db8:0:1:1:1:1:1")));
+        assertEquals(
+                "1:0:0:1::1",
+                Rtnetlink.text(InetAddress.getByName("1:0:0:1:0:0:0:1")),
+                "longest run");
+        assertEquals(
+                "1::1:0:0:1:1",
+                Rtnetlink.text(InetAddress.getByName("1:0:0:1:0:0:1:1")),
+                "first of equal runs");
+        assertEquals(
+                "2001:db8:0:1:1:1:1:1",
+                Rtnetlink.text(InetAddress.getByName("2001:db8:0:1:1:1:1:1")));
         assertEquals("198.18.0.5", Rtnetlink.text(InetAddress.getByName("198.18.0.5")));
     }
 }

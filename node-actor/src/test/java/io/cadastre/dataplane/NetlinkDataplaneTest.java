@@ -50,7 +50,9 @@ class NetlinkDataplaneTest {
 
     @BeforeAll
     static void requireRootAndIproute2() {
-        assumeTrue("root".equals(System.getProperty("user.name")), "needs root: creates network namespaces");
+        assumeTrue(
+                "root".equals(System.getProperty("user.name")),
+                "needs root: creates network namespaces");
         assumeTrue(Ip.tryRun("-V").exit() == 0, "needs iproute2 to set up and inspect namespaces");
     }
 
@@ -85,10 +87,12 @@ class NetlinkDataplaneTest {
         assertEquals("eth0", wired.podIfname());
         assertEquals(a.netnsPath(), wired.netnsPath());
         assertEquals(a.addresses(), wired.addresses());
-        assertEquals(List.of(
-                new PodRoute("169.254.1.1/32", null),
-                new PodRoute("0.0.0.0/0", "169.254.1.1"),
-                new PodRoute("::/0", "fe80::ecee:eeff:feee:eeee")), wired.routes());
+        assertEquals(
+                List.of(
+                        new PodRoute("169.254.1.1/32", null),
+                        new PodRoute("0.0.0.0/0", "169.254.1.1"),
+                        new PodRoute("::/0", "fe80::ecee:eeff:feee:eeee")),
+                wired.routes());
 
         Map<String, Object> pod = Ip.link(ns, "eth0");
         Map<String, Object> host = Ip.link(null, a.hostIfname());
@@ -99,14 +103,20 @@ class NetlinkDataplaneTest {
         assertEquals(Dataplane.HOST_MAC, host.get("address"));
         assertUp(pod);
         assertUp(host);
-        assertEquals(host.get("ifindex"), pod.get("link_index"), "the pod end is the host end's peer");
+        assertEquals(
+                host.get("ifindex"), pod.get("link_index"), "the pod end is the host end's peer");
         assertUp(Ip.link(ns, "lo"));
 
         assertEquals(Set.of(v4 + "/32", v6 + "/128"), Ip.globalAddresses(ns, "eth0"));
-        assertEquals(Set.of("default via 169.254.1.1 dev eth0", "169.254.1.1 dev eth0 scope link"),
+        assertEquals(
+                Set.of("default via 169.254.1.1 dev eth0", "169.254.1.1 dev eth0 scope link"),
                 Ip.routes(ns, "-4", "eth0"));
-        assertEquals(Set.of("default via fe80::ecee:eeff:feee:eeee dev eth0"), Ip.routes(ns, "-6", "eth0"));
-        assertEquals(Set.of(v4 + " dev " + a.hostIfname() + " scope link"), Ip.routes(null, "-4", a.hostIfname()));
+        assertEquals(
+                Set.of("default via fe80::ecee:eeff:feee:eeee dev eth0"),
+                Ip.routes(ns, "-6", "eth0"));
+        assertEquals(
+                Set.of(v4 + " dev " + a.hostIfname() + " scope link"),
+                Ip.routes(null, "-4", a.hostIfname()));
         assertEquals(Set.of(v6 + " dev " + a.hostIfname()), Ip.routes(null, "-6", a.hostIfname()));
 
         awaitGatewayAddress(a.hostIfname());
@@ -122,13 +132,18 @@ class NetlinkDataplaneTest {
 
         WiredPod wired = dataplane.attach(a);
 
-        assertEquals(List.of(new PodRoute("169.254.1.1/32", null), new PodRoute("0.0.0.0/0", "169.254.1.1")),
+        assertEquals(
+                List.of(
+                        new PodRoute("169.254.1.1/32", null),
+                        new PodRoute("0.0.0.0/0", "169.254.1.1")),
                 wired.routes());
         assertEquals(1500L, Ip.link(ns, "eth0").get("mtu"), "mtu 0 keeps the kernel default");
         assertEquals(Set.of(v4 + "/32"), Ip.globalAddresses(ns, "eth0"));
         assertEquals(2, Ip.routes(ns, "-4", "eth0").size());
         assertEquals(Set.of(), Ip.routes(ns, "-6", "eth0"));
-        assertEquals(Set.of(v4 + " dev " + a.hostIfname() + " scope link"), Ip.routes(null, "-4", a.hostIfname()));
+        assertEquals(
+                Set.of(v4 + " dev " + a.hostIfname() + " scope link"),
+                Ip.routes(null, "-4", a.hostIfname()));
         assertEquals(Set.of(), Ip.routes(null, "-6", a.hostIfname()));
         assertEquals(List.of(), dataplane.check(a));
     }
@@ -144,7 +159,9 @@ class NetlinkDataplaneTest {
         assertEquals(9000L, Ip.link(ns, "net1").get("mtu"));
         assertEquals(Set.of(v6 + "/128"), Ip.globalAddresses(ns, "net1"));
         assertEquals(Set.of(), Ip.routes(ns, "-4", "net1"));
-        assertEquals(Set.of("default via fe80::ecee:eeff:feee:eeee dev net1"), Ip.routes(ns, "-6", "net1"));
+        assertEquals(
+                Set.of("default via fe80::ecee:eeff:feee:eeee dev net1"),
+                Ip.routes(ns, "-6", "net1"));
         assertEquals(Set.of(), Ip.routes(null, "-4", a.hostIfname()));
         assertEquals(Set.of(v6 + " dev " + a.hostIfname()), Ip.routes(null, "-6", a.hostIfname()));
         assertEquals(List.of(), dataplane.check(a));
@@ -154,8 +171,11 @@ class NetlinkDataplaneTest {
     void podIfnameMayEqualTheNameOfAHostLink() throws Exception {
         String hostOnly;
         try (Stream<Path> links = Files.list(Path.of("/sys/class/net"))) {
-            hostOnly = links.map(p -> p.getFileName().toString())
-                    .filter(n -> !n.equals("lo") && !n.startsWith(HostInterfaceName.PREFIX)).findFirst().orElse(null);
+            hostOnly =
+                    links.map(p -> p.getFileName().toString())
+                            .filter(n -> !n.equals("lo") && !n.startsWith(HostInterfaceName.PREFIX))
+                            .findFirst()
+                            .orElse(null);
         }
         assumeTrue(hostOnly != null, "needs a host link other than lo");
         Object index = Ip.link(null, hostOnly).get("ifindex");
@@ -163,7 +183,8 @@ class NetlinkDataplaneTest {
 
         dataplane.attach(a);
 
-        assertEquals(index, Ip.link(null, hostOnly).get("ifindex"), "the host's own link is untouched");
+        assertEquals(
+                index, Ip.link(null, hostOnly).get("ifindex"), "the host's own link is untouched");
         assertTrue(Ip.linkExists(ns, hostOnly));
         assertEquals(List.of(), dataplane.check(a));
     }
@@ -186,10 +207,13 @@ class NetlinkDataplaneTest {
         Ip.run("-n", ns, "-4", "route", "del", "default");
         Ip.run("route", "del", v4 + "/32", "dev", a.hostIfname());
 
-        assertEquals(List.of(
-                "link eth0 in netns " + a.netnsPath() + " lacks address " + v6 + "/128",
-                "route 0.0.0.0/0 via 169.254.1.1 dev eth0 missing in netns " + a.netnsPath(),
-                "host route " + v4 + "/32 dev " + a.hostIfname() + " missing"), dataplane.check(a));
+        assertEquals(
+                List.of(
+                        "link eth0 in netns " + a.netnsPath() + " lacks address " + v6 + "/128",
+                        "route 0.0.0.0/0 via 169.254.1.1 dev eth0 missing in netns "
+                                + a.netnsPath(),
+                        "host route " + v4 + "/32 dev " + a.hostIfname() + " missing"),
+                dataplane.check(a));
     }
 
     @Test
@@ -200,7 +224,9 @@ class NetlinkDataplaneTest {
 
         List<String> differences = dataplane.check(a);
 
-        assertTrue(differences.contains("link eth0 in netns " + a.netnsPath() + " is down"), differences.toString());
+        assertTrue(
+                differences.contains("link eth0 in netns " + a.netnsPath() + " is down"),
+                differences.toString());
     }
 
     @Test
@@ -209,13 +235,17 @@ class NetlinkDataplaneTest {
         dataplane.attach(a);
         dataplane.detach(a.hostIfname());
 
-        assertEquals(List.of("link eth0 missing in netns " + a.netnsPath(), "host link " + a.hostIfname() + " missing"),
+        assertEquals(
+                List.of(
+                        "link eth0 missing in netns " + a.netnsPath(),
+                        "host link " + a.hostIfname() + " missing"),
                 dataplane.check(a));
     }
 
     @Test
     void checkOfAMissingNetnsSaysSo() {
-        PodAttachment a = attachment("cadtest-absent-" + randomHex(4), "eth0", 0, randomV4() + "/32");
+        PodAttachment a =
+                attachment("cadtest-absent-" + randomHex(4), "eth0", 0, randomV4() + "/32");
 
         DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.check(a));
         assertTrue(e.netnsMissing(), e.getMessage());
@@ -247,10 +277,14 @@ class NetlinkDataplaneTest {
         assertTrue(index.isPresent());
         assertTrue(Ip.linkExists(null, a.hostIfname()), "the pair is left for later");
         assertFalse(Ip.run("link", "show", a.hostIfname()).contains(",UP"), "host end down");
-        assertFalse(Ip.run("-4", "route", "show", "table", "main").contains(v4), "no IPv4 host route");
-        assertFalse(Ip.run("-6", "route", "show", "table", "main").contains(v6), "no IPv6 host route");
+        assertFalse(
+                Ip.run("-4", "route", "show", "table", "main").contains(v4), "no IPv4 host route");
+        assertFalse(
+                Ip.run("-6", "route", "show", "table", "main").contains(v6), "no IPv6 host route");
         assertEquals(index, dataplane.unplug(a.hostIfname()), "again: still there, still down");
-        assertFalse(dataplane.deleteUnplugged(a.hostIfname(), index.getAsInt() + 1), "another index: not that pair");
+        assertFalse(
+                dataplane.deleteUnplugged(a.hostIfname(), index.getAsInt() + 1),
+                "another index: not that pair");
         assertTrue(Ip.linkExists(null, a.hostIfname()));
         assertTrue(dataplane.deleteUnplugged(a.hostIfname(), index.getAsInt()));
         assertFalse(Ip.linkExists(null, a.hostIfname()));
@@ -269,7 +303,9 @@ class NetlinkDataplaneTest {
 
         assertFalse(dataplane.deleteUnplugged(a.hostIfname(), old));
 
-        assertTrue(Ip.run("link", "show", a.hostIfname()).contains(",UP"), "the new pair is untouched");
+        assertTrue(
+                Ip.run("link", "show", a.hostIfname()).contains(",UP"),
+                "the new pair is untouched");
     }
 
     @Test
@@ -309,7 +345,8 @@ class NetlinkDataplaneTest {
 
     @Test
     void attachIntoAMissingNetnsSaysSoAndLeavesNoHostLink() {
-        PodAttachment a = attachment("cadtest-absent-" + randomHex(4), "eth0", 0, randomV4() + "/32");
+        PodAttachment a =
+                attachment("cadtest-absent-" + randomHex(4), "eth0", 0, randomV4() + "/32");
 
         DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(a));
 
@@ -321,11 +358,16 @@ class NetlinkDataplaneTest {
     void attachIntoAFileThatIsNoNetnsSaysNetnsMissing() throws Exception {
         Path notNetns = Files.createTempFile("cadtest-", ".netns");
         try {
-            PodAttachment a = new PodAttachment(notNetns.toString(), "eth0",
-                    host(HostInterfaceName.of("cadtest", notNetns.toString(), "eth0")), 0,
-                    List.of(address(randomV4() + "/32")));
+            PodAttachment a =
+                    new PodAttachment(
+                            notNetns.toString(),
+                            "eth0",
+                            host(HostInterfaceName.of("cadtest", notNetns.toString(), "eth0")),
+                            0,
+                            List.of(address(randomV4() + "/32")));
 
-            DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(a));
+            DataplaneException e =
+                    assertThrows(DataplaneException.class, () -> dataplane.attach(a));
 
             assertTrue(e.netnsMissing(), e.getMessage());
             assertFalse(Ip.linkExists(null, a.hostIfname()));
@@ -370,7 +412,9 @@ class NetlinkDataplaneTest {
 
         DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(a));
 
-        assertTrue(e.getMessage().startsWith("RTM_NEWROUTE " + v4 + "/32 dev " + a.hostIfname()), e.getMessage());
+        assertTrue(
+                e.getMessage().startsWith("RTM_NEWROUTE " + v4 + "/32 dev " + a.hostIfname()),
+                e.getMessage());
         assertTrue(e.getMessage().contains("File exists (errno 17)"), e.getMessage());
         assertFalse(Ip.linkExists(null, a.hostIfname()));
         assertFalse(Ip.linkExists(ns, "eth0"));
@@ -381,9 +425,11 @@ class NetlinkDataplaneTest {
         PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
         dataplane.attach(a);
         String other = newNamespace();
-        PodAttachment again = new PodAttachment(NETNS_DIR + other, "eth0", a.hostIfname(), 0, a.addresses());
+        PodAttachment again =
+                new PodAttachment(NETNS_DIR + other, "eth0", a.hostIfname(), 0, a.addresses());
 
-        DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(again));
+        DataplaneException e =
+                assertThrows(DataplaneException.class, () -> dataplane.attach(again));
 
         assertTrue(e.getMessage().contains("already exists"), e.getMessage());
         assertEquals(DataplaneException.Kind.WIRED_DIFFERENTLY, e.kind());
@@ -401,7 +447,10 @@ class NetlinkDataplaneTest {
         WiredPod again = dataplane.attach(a);
 
         assertEquals(first, again);
-        assertEquals(hostBefore, Ip.run("-j", "link", "show", "dev", a.hostIfname()), "same ifindex and MAC: not recreated");
+        assertEquals(
+                hostBefore,
+                Ip.run("-j", "link", "show", "dev", a.hostIfname()),
+                "same ifindex and MAC: not recreated");
         assertEquals(podBefore, Ip.run("-n", ns, "-j", "link", "show", "dev", "eth0"));
     }
 
@@ -409,10 +458,16 @@ class NetlinkDataplaneTest {
     void attachRepeatedWithOtherAddressesIsRefusedAndChangesNothing() throws Exception {
         PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
         dataplane.attach(a);
-        PodAttachment other = new PodAttachment(a.netnsPath(), "eth0", a.hostIfname(), 0,
-                List.of(address(randomV4() + "/32")));
+        PodAttachment other =
+                new PodAttachment(
+                        a.netnsPath(),
+                        "eth0",
+                        a.hostIfname(),
+                        0,
+                        List.of(address(randomV4() + "/32")));
 
-        DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(other));
+        DataplaneException e =
+                assertThrows(DataplaneException.class, () -> dataplane.attach(other));
 
         assertEquals(DataplaneException.Kind.WIRED_DIFFERENTLY, e.kind(), e.getMessage());
         assertEquals(List.of(), dataplane.check(a), "the first attachment is intact");
@@ -420,20 +475,29 @@ class NetlinkDataplaneTest {
 
     @Test
     void theHostsOwnNamespacesAreNoPodsNamespace() throws Exception {
-        List<String> hostPaths = new ArrayList<>(List.of("/proc/self/ns/net", "/proc/thread-self/ns/net"));
+        List<String> hostPaths =
+                new ArrayList<>(List.of("/proc/self/ns/net", "/proc/thread-self/ns/net"));
         try (var pid1 = new java.io.FileInputStream("/proc/1/ns/net")) {
             hostPaths.add("/proc/1/ns/net");
         } catch (java.io.IOException e) {
-            // PID 1 hidden, or its namespace closed to this process (a sandbox): nothing to compare with.
+            // PID 1 hidden, or its namespace closed to this process (a sandbox): nothing to compare
+            // with.
         }
         for (String path : hostPaths) {
-            DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.checkPodNetns(path), path);
-            assertEquals(DataplaneException.Kind.INVALID_NETNS, e.kind(), path + ": " + e.getMessage());
+            DataplaneException e =
+                    assertThrows(
+                            DataplaneException.class, () -> dataplane.checkPodNetns(path), path);
+            assertEquals(
+                    DataplaneException.Kind.INVALID_NETNS, e.kind(), path + ": " + e.getMessage());
         }
         dataplane.checkPodNetns(NETNS_DIR + ns);
-        for (String path : List.of(NETNS_DIR + "cadtest-missing", "/etc/hostname", "/proc/self/ns/uts")) {
-            DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.checkPodNetns(path), path);
-            assertEquals(DataplaneException.Kind.NETNS_MISSING, e.kind(), path + ": " + e.getMessage());
+        for (String path :
+                List.of(NETNS_DIR + "cadtest-missing", "/etc/hostname", "/proc/self/ns/uts")) {
+            DataplaneException e =
+                    assertThrows(
+                            DataplaneException.class, () -> dataplane.checkPodNetns(path), path);
+            assertEquals(
+                    DataplaneException.Kind.NETNS_MISSING, e.kind(), path + ": " + e.getMessage());
         }
     }
 
@@ -441,12 +505,16 @@ class NetlinkDataplaneTest {
     void aPreparedPairIsConfiguredByAttachAsAFreshOne() throws Exception {
         PodAttachment a = attachment(ns, "eth0", 1400, randomV4() + "/32", randomV6() + "/128");
 
-        OptionalInt prepared = dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), a.mtu());
+        OptionalInt prepared =
+                dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), a.mtu());
 
         assertTrue(prepared.isPresent());
         assertTrue(Ip.linkExists(ns, "eth0"));
-        assertFalse(Ip.run("link", "show", a.hostIfname()).contains(",UP"), "prepared: host end down");
-        assertEquals(OptionalInt.empty(), dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), a.mtu()),
+        assertFalse(
+                Ip.run("link", "show", a.hostIfname()).contains(",UP"), "prepared: host end down");
+        assertEquals(
+                OptionalInt.empty(),
+                dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), a.mtu()),
                 "the names are taken now: nothing made");
         WiredPod wired = dataplane.attach(a, prepared);
         assertEquals(a.addresses(), wired.addresses());
@@ -456,7 +524,8 @@ class NetlinkDataplaneTest {
     @Test
     void aPreparedPairThatIsNotConfiguredIsDeletedAsAnUnpluggedOne() throws Exception {
         PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
-        int prepared = dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), 0).getAsInt();
+        int prepared =
+                dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), 0).getAsInt();
 
         assertTrue(dataplane.deleteUnplugged(a.hostIfname(), prepared));
 
@@ -467,9 +536,13 @@ class NetlinkDataplaneTest {
     @Test
     void aHostEndThatIsNotThePreparedOneIsComparedWithThePlan() throws Exception {
         PodAttachment a = attachment(ns, "eth0", 0, randomV4() + "/32");
-        int prepared = dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), 0).getAsInt();
+        int prepared =
+                dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), 0).getAsInt();
 
-        DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(a, OptionalInt.of(prepared + 1)));
+        DataplaneException e =
+                assertThrows(
+                        DataplaneException.class,
+                        () -> dataplane.attach(a, OptionalInt.of(prepared + 1)));
 
         assertEquals(DataplaneException.Kind.WIRED_DIFFERENTLY, e.kind(), e.getMessage());
     }
@@ -477,8 +550,12 @@ class NetlinkDataplaneTest {
     @Test
     void prepareRefusesTheHostsNamespaceAndCreatesNothing() {
         String hostEnd = host("cadhost" + randomHex(4));
-        DataplaneException e = assertThrows(DataplaneException.class,
-                () -> dataplane.prepare("/proc/self/ns/net", hostEnd, "cadpod" + randomHex(4), 0));
+        DataplaneException e =
+                assertThrows(
+                        DataplaneException.class,
+                        () ->
+                                dataplane.prepare(
+                                        "/proc/self/ns/net", hostEnd, "cadpod" + randomHex(4), 0));
         assertEquals(DataplaneException.Kind.INVALID_NETNS, e.kind(), e.getMessage());
         assertFalse(Ip.linkExists(null, hostEnd));
     }
@@ -487,8 +564,13 @@ class NetlinkDataplaneTest {
     void attachIntoTheHostsNamespaceIsRefusedBeforeAnythingIsCreated() {
         // No addresses and a pod ifname of its own: even a regression would only add a veth pair,
         // which removeEverything deletes with its host end.
-        PodAttachment a = new PodAttachment("/proc/self/ns/net", "cadpod" + randomHex(4), host("cadhost" + randomHex(4)),
-                0, List.of());
+        PodAttachment a =
+                new PodAttachment(
+                        "/proc/self/ns/net",
+                        "cadpod" + randomHex(4),
+                        host("cadhost" + randomHex(4)),
+                        0,
+                        List.of());
         DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(a));
         assertEquals(DataplaneException.Kind.INVALID_NETNS, e.kind(), e.getMessage());
         assertFalse(Ip.linkExists(null, a.hostIfname()));
@@ -496,14 +578,32 @@ class NetlinkDataplaneTest {
 
     @Test
     void attachRejectsAnInvalidAttachmentBeforeTouchingAnything() {
-        for (PodAttachment bad : List.of(
-                new PodAttachment(NETNS_DIR + ns, "eth0", host("cad0123456789abc"), 0, List.of()),
-                new PodAttachment(NETNS_DIR + ns, "eth/0", host(HostInterfaceName.of("t", ns, "a")), 0, List.of()),
-                new PodAttachment(NETNS_DIR + ns, "eth0", host(HostInterfaceName.of("t", ns, "b")), 0,
-                        List.of(address("198.18.0.0/24"))),
-                new PodAttachment(NETNS_DIR + ns, "eth0", host(HostInterfaceName.of("t", ns, "c")), 0,
-                        List.of(address(randomV4() + "/32"), address(randomV4() + "/32"))))) {
-            DataplaneException e = assertThrows(DataplaneException.class, () -> dataplane.attach(bad));
+        for (PodAttachment bad :
+                List.of(
+                        new PodAttachment(
+                                NETNS_DIR + ns, "eth0", host("cad0123456789abc"), 0, List.of()),
+                        new PodAttachment(
+                                NETNS_DIR + ns,
+                                "eth/0",
+                                host(HostInterfaceName.of("t", ns, "a")),
+                                0,
+                                List.of()),
+                        new PodAttachment(
+                                NETNS_DIR + ns,
+                                "eth0",
+                                host(HostInterfaceName.of("t", ns, "b")),
+                                0,
+                                List.of(address("198.18.0.0/24"))),
+                        new PodAttachment(
+                                NETNS_DIR + ns,
+                                "eth0",
+                                host(HostInterfaceName.of("t", ns, "c")),
+                                0,
+                                List.of(
+                                        address(randomV4() + "/32"),
+                                        address(randomV4() + "/32"))))) {
+            DataplaneException e =
+                    assertThrows(DataplaneException.class, () -> dataplane.attach(bad));
             assertTrue(e.getMessage().startsWith("invalid attachment: "), e.getMessage());
             assertFalse(Ip.linkExists(null, bad.hostIfname()));
         }
@@ -523,10 +623,11 @@ class NetlinkDataplaneTest {
         try {
             List<Future<WiredPod>> wired = new ArrayList<>();
             for (PodAttachment a : attachments) {
-                Callable<WiredPod> attach = () -> {
-                    start.await();
-                    return dataplane.attach(a);
-                };
+                Callable<WiredPod> attach =
+                        () -> {
+                            start.await();
+                            return dataplane.attach(a);
+                        };
                 wired.add(pool.submit(attach));
             }
             for (int i = 0; i < pods; i++) {
@@ -538,10 +639,12 @@ class NetlinkDataplaneTest {
 
             List<Future<Void>> detached = new ArrayList<>();
             for (PodAttachment a : attachments) {
-                detached.add(pool.submit(() -> {
-                    dataplane.detach(a.hostIfname());
-                    return null;
-                }));
+                detached.add(
+                        pool.submit(
+                                () -> {
+                                    dataplane.detach(a.hostIfname());
+                                    return null;
+                                }));
             }
             for (Future<Void> f : detached) {
                 f.get();
@@ -567,8 +670,12 @@ class NetlinkDataplaneTest {
         for (String cidr : cidrs) {
             addresses.add(address(cidr));
         }
-        return new PodAttachment(NETNS_DIR + netns, podIfname, host(HostInterfaceName.of("cadtest", netns, podIfname)),
-                mtu, addresses);
+        return new PodAttachment(
+                NETNS_DIR + netns,
+                podIfname,
+                host(HostInterfaceName.of("cadtest", netns, podIfname)),
+                mtu,
+                addresses);
     }
 
     private String host(String hostIfname) {
@@ -587,7 +694,14 @@ class NetlinkDataplaneTest {
 
     /** In 198.18.0.0/15, distinct within the test (host routes must not clash). */
     private String randomV4() {
-        return unique(() -> "198." + (18 + RANDOM.nextInt(2)) + "." + RANDOM.nextInt(256) + "." + (1 + RANDOM.nextInt(254)));
+        return unique(
+                () ->
+                        "198."
+                                + (18 + RANDOM.nextInt(2))
+                                + "."
+                                + RANDOM.nextInt(256)
+                                + "."
+                                + (1 + RANDOM.nextInt(254)));
     }
 
     /** In fd00:198::/48, distinct within the test, in the compressed form ip prints. */
@@ -625,13 +739,16 @@ class NetlinkDataplaneTest {
         while (true) {
             for (Map<String, Object> link : Ip.json("-6", "addr", "show", "dev", hostIfname)) {
                 for (Map<String, Object> a : (List<Map<String, Object>>) link.get("addr_info")) {
-                    if (Dataplane.IPV6_GATEWAY.equals(a.get("local")) && Long.valueOf(64).equals(a.get("prefixlen"))
+                    if (Dataplane.IPV6_GATEWAY.equals(a.get("local"))
+                            && Long.valueOf(64).equals(a.get("prefixlen"))
                             && !a.containsKey("tentative")) {
                         return;
                     }
                 }
             }
-            assertTrue(System.nanoTime() < deadline, "no usable " + Dataplane.IPV6_GATEWAY + " on " + hostIfname);
+            assertTrue(
+                    System.nanoTime() < deadline,
+                    "no usable " + Dataplane.IPV6_GATEWAY + " on " + hostIfname);
         }
     }
 

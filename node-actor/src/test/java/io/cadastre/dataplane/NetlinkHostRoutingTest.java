@@ -37,7 +37,9 @@ class NetlinkHostRoutingTest {
 
     @BeforeAll
     static void requireRootIproute2AndBusybox() {
-        assumeTrue("root".equals(System.getProperty("user.name")), "needs root: creates network namespaces");
+        assumeTrue(
+                "root".equals(System.getProperty("user.name")),
+                "needs root: creates network namespaces");
         assumeTrue(Ip.tryRun("-V").exit() == 0, "needs iproute2 to set up and inspect namespaces");
         assumeTrue(Ip.tryRunCommand("busybox", "true").exit() == 0, "needs busybox for ping");
     }
@@ -68,7 +70,8 @@ class NetlinkHostRoutingTest {
         String fabric = net.fabric("fabric");
         List<DirectHost> hosts = new ArrayList<>();
         for (int i = 1; i <= 3; i++) {
-            TestNet.Host h = net.host("h" + i, fabric, "198.19.1.1" + i + "/24", "fd00:19:1::1" + i + "/64");
+            TestNet.Host h =
+                    net.host("h" + i, fabric, "198.19.1.1" + i + "/24", "fd00:19:1::1" + i + "/64");
             // As real hosts have. Proxy ARP answers the pod's ARP for 169.254.1.1 only when the
             // host has a unicast route to it (node-actor/DESIGN.md); 198.19.1.1 is no one's.
             Ip.run("-n", h.netns(), "route", "add", "default", "via", "198.19.1.1", "dev", "eth0");
@@ -80,15 +83,17 @@ class NetlinkHostRoutingTest {
         assertFalse(TestNet.ping(a.pod(), podV4(b.i())), "no route to the other host's block yet");
 
         for (DirectHost h : hosts) {
-            List<Route> routes = new ArrayList<>(List.of(
-                    Route.blackhole(blockV4(h.i())),
-                    Route.blackhole(blockV6(h.i()))));
+            List<Route> routes =
+                    new ArrayList<>(
+                            List.of(
+                                    Route.blackhole(blockV4(h.i())),
+                                    Route.blackhole(blockV6(h.i()))));
             for (DirectHost peer : hosts) {
                 if (peer != h) {
-                    routes.add(Route.via(blockV4(peer.i()), IpPrefix.literal(peer.v4()),
-                            "eth0", 0));
-                    routes.add(Route.via(blockV6(peer.i()),
-                            IpPrefix.literal(peer.v6()), "eth0", 0));
+                    routes.add(
+                            Route.via(blockV4(peer.i()), IpPrefix.literal(peer.v4()), "eth0", 0));
+                    routes.add(
+                            Route.via(blockV6(peer.i()), IpPrefix.literal(peer.v6()), "eth0", 0));
                 }
             }
             Result r = reconcile(h.host(), new Desired(routes, List.of()));
@@ -96,10 +101,18 @@ class NetlinkHostRoutingTest {
             assertClean(r);
         }
 
-        assertEquals(Set.of("blackhole 198.18.1.0/26", "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink",
-                "198.18.3.0/26 via 198.19.1.13 dev eth0 onlink"), cadastreRoutes(a.host().netns(), "-4"));
-        assertEquals(Set.of("blackhole fd00:198::1:0/122", "fd00:198::2:0/122 via fd00:19:1::12 dev eth0 onlink",
-                "fd00:198::3:0/122 via fd00:19:1::13 dev eth0 onlink"), cadastreRoutes(a.host().netns(), "-6"));
+        assertEquals(
+                Set.of(
+                        "blackhole 198.18.1.0/26",
+                        "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink",
+                        "198.18.3.0/26 via 198.19.1.13 dev eth0 onlink"),
+                cadastreRoutes(a.host().netns(), "-4"));
+        assertEquals(
+                Set.of(
+                        "blackhole fd00:198::1:0/122",
+                        "fd00:198::2:0/122 via fd00:19:1::12 dev eth0 onlink",
+                        "fd00:198::3:0/122 via fd00:19:1::13 dev eth0 onlink"),
+                cadastreRoutes(a.host().netns(), "-6"));
         for (DirectHost from : hosts) {
             for (DirectHost to : hosts) {
                 if (from != to) {
@@ -164,24 +177,35 @@ class NetlinkHostRoutingTest {
             assertClean(result);
         }
 
-        Map<String, Object> vx4 = Ip.json("-n", c.host().netns(), "-d", "link", "show", "dev", "cadastre.vx4").get(0);
+        Map<String, Object> vx4 =
+                Ip.json("-n", c.host().netns(), "-d", "link", "show", "dev", "cadastre.vx4").get(0);
         assertEquals(1450L, vx4.get("mtu"));
         assertEquals(c.mac(4), vx4.get("address"));
         @SuppressWarnings("unchecked")
-        Map<String, Object> info = (Map<String, Object>) ((Map<String, Object>) vx4.get("linkinfo")).get("info_data");
+        Map<String, Object> info =
+                (Map<String, Object>) ((Map<String, Object>) vx4.get("linkinfo")).get("info_data");
         assertEquals(4242L, info.get("id"));
         assertEquals(4789L, info.get("port"));
         assertEquals("198.19.2.11", info.get("local"));
         assertEquals("eth0", info.get("link"));
         assertEquals(Boolean.FALSE, info.get("learning"));
         assertEquals(1430L, Ip.link(c.host().netns(), "cadastre.vx6").get("mtu"));
-        assertEquals(Set.of(d.mac(4) + " dst 198.19.3.11 self permanent"), fdb(c.host().netns(), "cadastre.vx4"));
-        assertEquals(Set.of(d.mac(6) + " dst fd00:19:3::11 self permanent"), fdb(c.host().netns(), "cadastre.vx6"));
-        assertEquals(Set.of("198.18.3.1 lladdr " + d.mac(4) + " PERMANENT proto 202"),
+        assertEquals(
+                Set.of(d.mac(4) + " dst 198.19.3.11 self permanent"),
+                fdb(c.host().netns(), "cadastre.vx4"));
+        assertEquals(
+                Set.of(d.mac(6) + " dst fd00:19:3::11 self permanent"),
+                fdb(c.host().netns(), "cadastre.vx6"));
+        assertEquals(
+                Set.of("198.18.3.1 lladdr " + d.mac(4) + " PERMANENT proto 202"),
                 neighbours(c.host().netns(), "cadastre.vx4"));
-        assertTrue(neighbours(c.host().netns(), "cadastre.vx6")
-                .contains("fd00:198::3:1 lladdr " + d.mac(6) + " PERMANENT proto 202"));
-        assertEquals(Set.of("198.18.3.0/26 via 198.18.3.1 dev cadastre.vx4 onlink mtu 1450", "blackhole 198.18.2.0/26"),
+        assertTrue(
+                neighbours(c.host().netns(), "cadastre.vx6")
+                        .contains("fd00:198::3:1 lladdr " + d.mac(6) + " PERMANENT proto 202"));
+        assertEquals(
+                Set.of(
+                        "198.18.3.0/26 via 198.18.3.1 dev cadastre.vx4 onlink mtu 1450",
+                        "blackhole 198.18.2.0/26"),
                 cadastreRoutes(c.host().netns(), "-4"));
 
         TestNet.awaitPing(c.pod(), podV4(d.i()));
@@ -202,19 +226,48 @@ class NetlinkHostRoutingTest {
 
     /** VXLAN mode between two hosts: one device per family, blackholes for the own blocks. */
     private static Desired vxlanDesired(VxlanHost h, VxlanHost peer) {
-        VxlanDevice vx4 = new VxlanDevice("cadastre.vx4", 4242, 4789, IpPrefix.literal(h.v4()), "eth0", h.mac(4), 1450,
-                IpPrefix.parse(h.tunnelV4() + "/32"), List.of(new FdbEntry(peer.mac(4), IpPrefix.literal(peer.v4()))),
-                List.of(new NeighbourEntry(IpPrefix.literal(peer.tunnelV4()), peer.mac(4))));
-        VxlanDevice vx6 = new VxlanDevice("cadastre.vx6", 4242, 4789, IpPrefix.literal(h.v6()), "eth0", h.mac(6), 1430,
-                IpPrefix.parse(h.tunnelV6() + "/128"), List.of(new FdbEntry(peer.mac(6), IpPrefix.literal(peer.v6()))),
-                List.of(new NeighbourEntry(IpPrefix.literal(peer.tunnelV6()), peer.mac(6))));
-        List<Route> routes = List.of(
-                Route.blackhole(blockV4(h.i())),
-                Route.blackhole(blockV6(h.i())),
-                Route.via(blockV4(peer.i()), IpPrefix.literal(peer.tunnelV4()),
-                        "cadastre.vx4", 1450),
-                Route.via(blockV6(peer.i()), IpPrefix.literal(peer.tunnelV6()),
-                        "cadastre.vx6", 1430));
+        VxlanDevice vx4 =
+                new VxlanDevice(
+                        "cadastre.vx4",
+                        4242,
+                        4789,
+                        IpPrefix.literal(h.v4()),
+                        "eth0",
+                        h.mac(4),
+                        1450,
+                        IpPrefix.parse(h.tunnelV4() + "/32"),
+                        List.of(new FdbEntry(peer.mac(4), IpPrefix.literal(peer.v4()))),
+                        List.of(
+                                new NeighbourEntry(
+                                        IpPrefix.literal(peer.tunnelV4()), peer.mac(4))));
+        VxlanDevice vx6 =
+                new VxlanDevice(
+                        "cadastre.vx6",
+                        4242,
+                        4789,
+                        IpPrefix.literal(h.v6()),
+                        "eth0",
+                        h.mac(6),
+                        1430,
+                        IpPrefix.parse(h.tunnelV6() + "/128"),
+                        List.of(new FdbEntry(peer.mac(6), IpPrefix.literal(peer.v6()))),
+                        List.of(
+                                new NeighbourEntry(
+                                        IpPrefix.literal(peer.tunnelV6()), peer.mac(6))));
+        List<Route> routes =
+                List.of(
+                        Route.blackhole(blockV4(h.i())),
+                        Route.blackhole(blockV6(h.i())),
+                        Route.via(
+                                blockV4(peer.i()),
+                                IpPrefix.literal(peer.tunnelV4()),
+                                "cadastre.vx4",
+                                1450),
+                        Route.via(
+                                blockV6(peer.i()),
+                                IpPrefix.literal(peer.tunnelV6()),
+                                "cadastre.vx6",
+                                1430));
         return new Desired(routes, List.of(vx4, vx6));
     }
 
@@ -224,8 +277,14 @@ class NetlinkHostRoutingTest {
         Set<String> out = new TreeSet<>();
         String json = Ip.runCommand("bridge", "-n", ns, "-j", "fdb", "show", "dev", dev);
         for (Map<String, Object> e : MiniJson.parseArrayOfObjects(json)) {
-            out.add(e.get("mac") + " dst " + e.get("dst") + " " + String.join(" ", (List<String>) e.get("flags"))
-                    + " " + e.get("state"));
+            out.add(
+                    e.get("mac")
+                            + " dst "
+                            + e.get("dst")
+                            + " "
+                            + String.join(" ", (List<String>) e.get("flags"))
+                            + " "
+                            + e.get("state"));
         }
         return out;
     }
@@ -235,77 +294,201 @@ class NetlinkHostRoutingTest {
     static Set<String> neighbours(String ns, String dev) {
         Set<String> out = new TreeSet<>();
         for (Map<String, Object> n : Ip.json("-n", ns, "neigh", "show", "dev", dev)) {
-            out.add(n.get("dst") + " lladdr " + n.get("lladdr") + " " + String.join(" ", (List<String>) n.get("state"))
-                    + (n.containsKey("protocol") ? " proto " + n.get("protocol") : ""));
+            out.add(
+                    n.get("dst")
+                            + " lladdr "
+                            + n.get("lladdr")
+                            + " "
+                            + String.join(" ", (List<String>) n.get("state"))
+                            + (n.containsKey("protocol") ? " proto " + n.get("protocol") : ""));
         }
         return out;
     }
 
     @Test
-    void reconcileRemovesStaleRoutesRestoresDeletedOnesAndLeavesOtherProtocolsAlone() throws Exception {
+    void reconcileRemovesStaleRoutesRestoresDeletedOnesAndLeavesOtherProtocolsAlone()
+            throws Exception {
         TestNet.Host h = singleHost();
         String ns = h.netns();
-        Ip.run("-n", ns, "route", "add", "198.18.9.0/26", "via", "198.19.4.99", "dev", "eth0", "onlink", "proto", "202");
-        Ip.run("-n", ns, "-6", "route", "add", "fd00:198::9:0/122", "via", "fd00:19:4::99", "dev", "eth0", "onlink",
-                "proto", "202");
-        Ip.run("-n", ns, "route", "add", "198.18.7.0/26", "via", "198.19.4.98", "dev", "eth0", "proto", "static");
+        Ip.run(
+                "-n",
+                ns,
+                "route",
+                "add",
+                "198.18.9.0/26",
+                "via",
+                "198.19.4.99",
+                "dev",
+                "eth0",
+                "onlink",
+                "proto",
+                "202");
+        Ip.run(
+                "-n",
+                ns,
+                "-6",
+                "route",
+                "add",
+                "fd00:198::9:0/122",
+                "via",
+                "fd00:19:4::99",
+                "dev",
+                "eth0",
+                "onlink",
+                "proto",
+                "202");
+        Ip.run(
+                "-n",
+                ns,
+                "route",
+                "add",
+                "198.18.7.0/26",
+                "via",
+                "198.19.4.98",
+                "dev",
+                "eth0",
+                "proto",
+                "static");
         Ip.run("-n", ns, "route", "add", "198.18.8.0/26", "dev", "eth0", "proto", "static");
         // Cadastre's beside another protocol's at one destination: only Cadastre's may go.
-        Ip.run("-n", ns, "route", "append", "198.18.8.0/26", "via", "198.19.4.97", "dev", "eth0", "onlink", "proto",
-                "202", "metric", "5");
-        List<Route> routes = List.of(
-                Route.blackhole(IpPrefix.parse("198.18.1.0/26")),
-                Route.blackhole(IpPrefix.parse("fd00:198::1:0/122")),
-                Route.via(IpPrefix.parse("198.18.2.0/26"), IpPrefix.literal("198.19.4.12"), "eth0", 1400),
-                Route.via(IpPrefix.parse("fd00:198::2:0/122"), IpPrefix.literal("fd00:19:4::12"), "eth0", 0),
-                Route.via(IpPrefix.parse("198.18.7.0/26"), IpPrefix.literal("198.19.4.12"), "eth0", 0));
+        Ip.run(
+                "-n",
+                ns,
+                "route",
+                "append",
+                "198.18.8.0/26",
+                "via",
+                "198.19.4.97",
+                "dev",
+                "eth0",
+                "onlink",
+                "proto",
+                "202",
+                "metric",
+                "5");
+        List<Route> routes =
+                List.of(
+                        Route.blackhole(IpPrefix.parse("198.18.1.0/26")),
+                        Route.blackhole(IpPrefix.parse("fd00:198::1:0/122")),
+                        Route.via(
+                                IpPrefix.parse("198.18.2.0/26"),
+                                IpPrefix.literal("198.19.4.12"),
+                                "eth0",
+                                1400),
+                        Route.via(
+                                IpPrefix.parse("fd00:198::2:0/122"),
+                                IpPrefix.literal("fd00:19:4::12"),
+                                "eth0",
+                                0),
+                        Route.via(
+                                IpPrefix.parse("198.18.7.0/26"),
+                                IpPrefix.literal("198.19.4.12"),
+                                "eth0",
+                                0));
         Desired desired = new Desired(routes, List.of());
         HostRouting routing = new NetlinkHostRouting();
 
         Result first = reconcile(h, routing, desired);
 
         assertEquals(4, first.added().size(), first.toString());
-        assertEquals(Set.of("route 198.18.9.0/26 via 198.19.4.99 dev eth0 onlink proto 202",
-                "route 198.18.8.0/26 via 198.19.4.97 dev eth0 onlink proto 202",
-                "route fd00:198::9:0/122 via fd00:19:4::99 dev eth0 onlink proto 202"), texts(first.removed()));
+        assertEquals(
+                Set.of(
+                        "route 198.18.9.0/26 via 198.19.4.99 dev eth0 onlink proto 202",
+                        "route 198.18.8.0/26 via 198.19.4.97 dev eth0 onlink proto 202",
+                        "route fd00:198::9:0/122 via fd00:19:4::99 dev eth0 onlink proto 202"),
+                texts(first.removed()));
         assertEquals(List.of(), first.replaced());
         assertEquals(1, first.conflicts().size(), first.toString());
-        assertTrue(first.conflicts().get(0).what().startsWith("198.18.7.0/26 via 198.19.4.12 dev eth0 onlink: the "
-                + "destination has 198.18.7.0/26 via 198.19.4.98 dev eth0 proto static"), first.toString());
+        assertTrue(
+                first.conflicts()
+                        .get(0)
+                        .what()
+                        .startsWith(
+                                "198.18.7.0/26 via 198.19.4.12 dev eth0 onlink: the "
+                                        + "destination has 198.18.7.0/26 via 198.19.4.98 dev eth0 proto static"),
+                first.toString());
         assertEquals(List.of(), first.errors());
-        assertEquals(Set.of("blackhole 198.18.1.0/26", "198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400"),
+        assertEquals(
+                Set.of(
+                        "blackhole 198.18.1.0/26",
+                        "198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400"),
                 cadastreRoutes(ns, "-4"));
-        assertEquals(Set.of("blackhole fd00:198::1:0/122", "fd00:198::2:0/122 via fd00:19:4::12 dev eth0 onlink"),
+        assertEquals(
+                Set.of(
+                        "blackhole fd00:198::1:0/122",
+                        "fd00:198::2:0/122 via fd00:19:4::12 dev eth0 onlink"),
                 cadastreRoutes(ns, "-6"));
-        assertEquals(Set.of("198.18.7.0/26 via 198.19.4.98 dev eth0 proto static",
-                "198.18.8.0/26 dev eth0 proto static"), staticRoutes(ns));
+        assertEquals(
+                Set.of(
+                        "198.18.7.0/26 via 198.19.4.98 dev eth0 proto static",
+                        "198.18.8.0/26 dev eth0 proto static"),
+                staticRoutes(ns));
 
         Ip.run("-n", ns, "route", "del", "198.18.2.0/26");
         Ip.run("-n", ns, "-6", "route", "del", "blackhole", "fd00:198::1:0/122");
-        Ip.run("-n", ns, "route", "change", "blackhole", "198.18.1.0/26", "proto", "202", "mtu", "1300");
+        Ip.run(
+                "-n",
+                ns,
+                "route",
+                "change",
+                "blackhole",
+                "198.18.1.0/26",
+                "proto",
+                "202",
+                "mtu",
+                "1300");
         Result second = reconcile(h, routing, desired);
 
-        assertEquals(Set.of("route 198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400 proto 202",
-                "route blackhole fd00:198::1:0/122 proto 202"), texts(second.added()));
-        assertEquals(Set.of("route blackhole 198.18.1.0/26 proto 202 (was blackhole 198.18.1.0/26 mtu 1300 proto 202)"),
+        assertEquals(
+                Set.of(
+                        "route 198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400 proto 202",
+                        "route blackhole fd00:198::1:0/122 proto 202"),
+                texts(second.added()));
+        assertEquals(
+                Set.of(
+                        "route blackhole 198.18.1.0/26 proto 202 (was blackhole 198.18.1.0/26 mtu 1300 proto 202)"),
                 texts(second.replaced()));
         assertEquals(List.of(), second.removed());
         assertEquals(1, second.conflicts().size(), "still reported, still left alone");
-        assertEquals(Set.of("blackhole 198.18.1.0/26", "198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400"),
+        assertEquals(
+                Set.of(
+                        "blackhole 198.18.1.0/26",
+                        "198.18.2.0/26 via 198.19.4.12 dev eth0 onlink mtu 1400"),
                 cadastreRoutes(ns, "-4"));
-        assertEquals(Set.of("blackhole fd00:198::1:0/122", "fd00:198::2:0/122 via fd00:19:4::12 dev eth0 onlink"),
+        assertEquals(
+                Set.of(
+                        "blackhole fd00:198::1:0/122",
+                        "fd00:198::2:0/122 via fd00:19:4::12 dev eth0 onlink"),
                 cadastreRoutes(ns, "-6"));
 
         List<Route> moved = new ArrayList<>(routes);
-        moved.set(2, Route.via(IpPrefix.parse("198.18.2.0/26"), IpPrefix.literal("198.19.4.13"), "eth0", 1380));
-        moved.set(3, Route.via(IpPrefix.parse("fd00:198::2:0/122"), IpPrefix.literal("fd00:19:4::13"), "eth0", 0));
+        moved.set(
+                2,
+                Route.via(
+                        IpPrefix.parse("198.18.2.0/26"),
+                        IpPrefix.literal("198.19.4.13"),
+                        "eth0",
+                        1380));
+        moved.set(
+                3,
+                Route.via(
+                        IpPrefix.parse("fd00:198::2:0/122"),
+                        IpPrefix.literal("fd00:19:4::13"),
+                        "eth0",
+                        0));
         Result third = reconcile(h, routing, new Desired(moved, List.of()));
 
         assertEquals(2, third.replaced().size(), third.toString());
         assertEquals(0, third.added().size() + third.removed().size(), third.toString());
-        assertEquals(Set.of("blackhole 198.18.1.0/26", "198.18.2.0/26 via 198.19.4.13 dev eth0 onlink mtu 1380"),
+        assertEquals(
+                Set.of(
+                        "blackhole 198.18.1.0/26",
+                        "198.18.2.0/26 via 198.19.4.13 dev eth0 onlink mtu 1380"),
                 cadastreRoutes(ns, "-4"));
-        assertEquals(Set.of("blackhole fd00:198::1:0/122", "fd00:198::2:0/122 via fd00:19:4::13 dev eth0 onlink"),
+        assertEquals(
+                Set.of(
+                        "blackhole fd00:198::1:0/122",
+                        "fd00:198::2:0/122 via fd00:19:4::13 dev eth0 onlink"),
                 cadastreRoutes(ns, "-6"));
 
         Result fourth = reconcile(h, routing, new Desired(moved, List.of()));
@@ -316,7 +499,8 @@ class NetlinkHostRoutingTest {
         assertEquals(4, emptied.removed().size(), emptied.toString());
         assertEquals(Set.of(), cadastreRoutes(ns, "-4"));
         assertEquals(Set.of(), cadastreRoutes(ns, "-6"));
-        assertEquals(2, staticRoutes(ns).size(), "other protocols' routes survive Cadastre's removals");
+        assertEquals(
+                2, staticRoutes(ns).size(), "other protocols' routes survive Cadastre's removals");
     }
 
     /**
@@ -330,120 +514,324 @@ class NetlinkHostRoutingTest {
         TestNet.Host h = net.host("h1", fabric, "198.19.5.11/24", "fd00:19:5::11/64");
         enableForwarding(h);
         String pod = net.pod(h, "p1", "198.18.5.5", "fd00:198::5:5");
-        assertFalse(TestNet.ping(pod, "198.19.5.11"), "no route to 169.254.1.1 on the host: no proxy ARP answer");
+        assertFalse(
+                TestNet.ping(pod, "198.19.5.11"),
+                "no route to 169.254.1.1 on the host: no proxy ARP answer");
         Route gateway = Route.device(IpPrefix.parse("169.254.1.1/32"), "lo");
         assertEquals("169.254.1.1/32 dev lo", gateway.toString());
 
         Result added = reconcile(h, new Desired(List.of(gateway), List.of()));
 
-        assertEquals(Set.of("route 169.254.1.1/32 dev lo proto 202"), texts(added.added()), added.toString());
+        assertEquals(
+                Set.of("route 169.254.1.1/32 dev lo proto 202"),
+                texts(added.added()),
+                added.toString());
         assertClean(added);
         assertEquals(Set.of("169.254.1.1 dev lo"), cadastreRoutes(h.netns(), "-4"));
         TestNet.awaitPing(pod, "198.19.5.11");
         TestNet.awaitPing(pod, "fd00:19:5::11");
-        assertEquals(0, reconcile(h, new Desired(List.of(gateway), List.of())).changes(), "the same route again");
-        HostRouting.Installed installed = h.call(() -> new NetlinkHostRouting().installed()).stream()
-                .filter(r -> r.destination().toString().equals("169.254.1.1/32")).findFirst().orElseThrow();
+        assertEquals(
+                0,
+                reconcile(h, new Desired(List.of(gateway), List.of())).changes(),
+                "the same route again");
+        HostRouting.Installed installed =
+                h.call(() -> new NetlinkHostRouting().installed()).stream()
+                        .filter(r -> r.destination().toString().equals("169.254.1.1/32"))
+                        .findFirst()
+                        .orElseThrow();
         assertTrue(installed.ours(), installed.toString());
         assertEquals("lo", installed.device());
         assertEquals(null, installed.gateway());
         assertFalse(installed.blackhole());
-        assertEquals(1, h.call(() -> new NetlinkHostRouting().installed()).stream()
-                .filter(r -> r.destination().toString().equals("198.18.5.5/32") && r.protocol() == Rtnl.RTPROT_BOOT
-                        && !r.ours()).count(), "the pod's own host route, another protocol's");
+        assertEquals(
+                1,
+                h.call(() -> new NetlinkHostRouting().installed()).stream()
+                        .filter(
+                                r ->
+                                        r.destination().toString().equals("198.18.5.5/32")
+                                                && r.protocol() == Rtnl.RTPROT_BOOT
+                                                && !r.ours())
+                        .count(),
+                "the pod's own host route, another protocol's");
     }
 
     @Test
     void devicesAndTheirEntriesAreReconciledAndOnlyCadastresAreTouched() throws Exception {
         TestNet.Host h = singleHost();
         String ns = h.netns();
-        Ip.run("-n", ns, "link", "add", "cadastre.vx4", "type", "vxlan", "id", "1", "local", "198.19.4.11", "dev", "eth0",
-                "dstport", "4789");
-        Ip.run("-n", ns, "link", "add", "cadastre.old", "type", "vxlan", "id", "2", "local", "198.19.4.11", "dev",
-                "eth0", "dstport", "4790");
-        Ip.run("-n", ns, "link", "add", "other.vx", "type", "vxlan", "id", "3", "local", "198.19.4.11", "dev", "eth0",
-                "dstport", "4791");
+        Ip.run(
+                "-n",
+                ns,
+                "link",
+                "add",
+                "cadastre.vx4",
+                "type",
+                "vxlan",
+                "id",
+                "1",
+                "local",
+                "198.19.4.11",
+                "dev",
+                "eth0",
+                "dstport",
+                "4789");
+        Ip.run(
+                "-n",
+                ns,
+                "link",
+                "add",
+                "cadastre.old",
+                "type",
+                "vxlan",
+                "id",
+                "2",
+                "local",
+                "198.19.4.11",
+                "dev",
+                "eth0",
+                "dstport",
+                "4790");
+        Ip.run(
+                "-n",
+                ns,
+                "link",
+                "add",
+                "other.vx",
+                "type",
+                "vxlan",
+                "id",
+                "3",
+                "local",
+                "198.19.4.11",
+                "dev",
+                "eth0",
+                "dstport",
+                "4791");
         Ip.run("-n", ns, "link", "add", "cadastre.vx9", "type", "veth", "peer", "name", "vx9peer");
-        VxlanDevice vx4 = new VxlanDevice("cadastre.vx4", 4242, 4789, IpPrefix.literal("198.19.4.11"), "eth0",
-                "02:ca:da:04:00:04", 1450, IpPrefix.parse("198.18.4.1/32"),
-                List.of(new FdbEntry("02:ca:da:05:00:04", IpPrefix.literal("198.19.5.11")),
-                        new FdbEntry("02:ca:da:06:00:04", IpPrefix.literal("198.19.6.11"))),
-                List.of(new NeighbourEntry(IpPrefix.literal("198.18.5.1"), "02:ca:da:05:00:04"),
-                        new NeighbourEntry(IpPrefix.literal("198.18.6.1"), "02:ca:da:06:00:04")));
-        VxlanDevice tooBig = new VxlanDevice("cadastre.vx6", 4242, 4789, IpPrefix.literal("fd00:19:4::11"), "eth0",
-                "02:ca:da:04:00:06", 1450, null, List.of(), List.of());
-        VxlanDevice taken = new VxlanDevice("cadastre.vx9", 4243, 4789, IpPrefix.literal("198.19.4.11"), "eth0",
-                "02:ca:da:04:00:09", 0, null, List.of(), List.of());
-        VxlanDevice noUnderlay = new VxlanDevice("cadastre.vxm", 4244, 4789, IpPrefix.literal("198.19.4.11"), "eth9",
-                "02:ca:da:04:00:0a", 0, null, List.of(), List.of());
-        Desired desired = new Desired(List.of(
-                Route.via(IpPrefix.parse("198.18.5.0/26"), IpPrefix.literal("198.18.5.1"), "cadastre.vx4", 1450),
-                Route.via(IpPrefix.parse("fd00:198::5:0/122"), IpPrefix.literal("fd00:198::5:1"), "cadastre.vx6", 0)),
-                List.of(vx4, tooBig, taken, noUnderlay));
+        VxlanDevice vx4 =
+                new VxlanDevice(
+                        "cadastre.vx4",
+                        4242,
+                        4789,
+                        IpPrefix.literal("198.19.4.11"),
+                        "eth0",
+                        "02:ca:da:04:00:04",
+                        1450,
+                        IpPrefix.parse("198.18.4.1/32"),
+                        List.of(
+                                new FdbEntry("02:ca:da:05:00:04", IpPrefix.literal("198.19.5.11")),
+                                new FdbEntry("02:ca:da:06:00:04", IpPrefix.literal("198.19.6.11"))),
+                        List.of(
+                                new NeighbourEntry(
+                                        IpPrefix.literal("198.18.5.1"), "02:ca:da:05:00:04"),
+                                new NeighbourEntry(
+                                        IpPrefix.literal("198.18.6.1"), "02:ca:da:06:00:04")));
+        VxlanDevice tooBig =
+                new VxlanDevice(
+                        "cadastre.vx6",
+                        4242,
+                        4789,
+                        IpPrefix.literal("fd00:19:4::11"),
+                        "eth0",
+                        "02:ca:da:04:00:06",
+                        1450,
+                        null,
+                        List.of(),
+                        List.of());
+        VxlanDevice taken =
+                new VxlanDevice(
+                        "cadastre.vx9",
+                        4243,
+                        4789,
+                        IpPrefix.literal("198.19.4.11"),
+                        "eth0",
+                        "02:ca:da:04:00:09",
+                        0,
+                        null,
+                        List.of(),
+                        List.of());
+        VxlanDevice noUnderlay =
+                new VxlanDevice(
+                        "cadastre.vxm",
+                        4244,
+                        4789,
+                        IpPrefix.literal("198.19.4.11"),
+                        "eth9",
+                        "02:ca:da:04:00:0a",
+                        0,
+                        null,
+                        List.of(),
+                        List.of());
+        Desired desired =
+                new Desired(
+                        List.of(
+                                Route.via(
+                                        IpPrefix.parse("198.18.5.0/26"),
+                                        IpPrefix.literal("198.18.5.1"),
+                                        "cadastre.vx4",
+                                        1450),
+                                Route.via(
+                                        IpPrefix.parse("fd00:198::5:0/122"),
+                                        IpPrefix.literal("fd00:198::5:1"),
+                                        "cadastre.vx6",
+                                        0)),
+                        List.of(vx4, tooBig, taken, noUnderlay));
         HostRouting routing = new NetlinkHostRouting();
 
         Result first = reconcile(h, routing, desired);
 
         assertEquals(Set.of("device vxlan cadastre.old id 2"), texts(first.removed()));
         assertEquals(1, first.replaced().size(), first.toString());
-        assertEquals("device vxlan cadastre.vx4 id 4242 local 198.19.4.11 dstport 4789 dev eth0 address 02:ca:da:04:00:04"
-                + " mtu 1450 (was id 1 local 198.19.4.11 dstport 4789 dev eth0 learning)", first.replaced().get(0).toString());
+        assertEquals(
+                "device vxlan cadastre.vx4 id 4242 local 198.19.4.11 dstport 4789 dev eth0 address 02:ca:da:04:00:04"
+                        + " mtu 1450 (was id 1 local 198.19.4.11 dstport 4789 dev eth0 learning)",
+                first.replaced().get(0).toString());
         assertEquals(1, Result.count(first.added(), Kind.ADDRESS), first.toString());
         assertEquals(2, Result.count(first.added(), Kind.FDB), first.toString());
         assertEquals(2, Result.count(first.added(), Kind.NEIGHBOUR), first.toString());
         assertEquals(1, Result.count(first.added(), Kind.ROUTE), first.toString());
-        assertEquals(List.of(new HostRouting.Change(Kind.DEVICE, "cadastre.vx9: a link of kind 'veth' has the name;"
-                + " left alone")), first.conflicts());
-        assertEquals(Set.of(
-                "device cadastre.vx6: MTU 1450 is above the 1430 the kernel allows over eth0 (MTU 1500 less 70 for VXLAN"
-                        + " over IPv6)",
-                "device cadastre.vxm: underlay device eth9 does not exist",
-                "route fd00:198::5:0/122 via fd00:198::5:1 dev cadastre.vx6 onlink: device cadastre.vx6 does not exist"),
+        assertEquals(
+                List.of(
+                        new HostRouting.Change(
+                                Kind.DEVICE,
+                                "cadastre.vx9: a link of kind 'veth' has the name;"
+                                        + " left alone")),
+                first.conflicts());
+        assertEquals(
+                Set.of(
+                        "device cadastre.vx6: MTU 1450 is above the 1430 the kernel allows over eth0 (MTU 1500 less 70 for VXLAN"
+                                + " over IPv6)",
+                        "device cadastre.vxm: underlay device eth9 does not exist",
+                        "route fd00:198::5:0/122 via fd00:198::5:1 dev cadastre.vx6 onlink: device cadastre.vx6 does not exist"),
                 texts(first.errors()));
         assertFalse(Ip.linkExists(ns, "cadastre.old"));
         assertFalse(Ip.linkExists(ns, "cadastre.vx6"));
         assertTrue(Ip.linkExists(ns, "other.vx"), "not Cadastre's: no prefix");
-        assertEquals("veth", ((Map<?, ?>) Ip.json("-n", ns, "-d", "link", "show", "dev", "cadastre.vx9").get(0)
-                .get("linkinfo")).get("info_kind"));
+        assertEquals(
+                "veth",
+                ((Map<?, ?>)
+                                Ip.json("-n", ns, "-d", "link", "show", "dev", "cadastre.vx9")
+                                        .get(0)
+                                        .get("linkinfo"))
+                        .get("info_kind"));
 
-        // By hand: a stale FDB entry and neighbour, a wanted FDB entry deleted, one pointing elsewhere,
+        // By hand: a stale FDB entry and neighbour, a wanted FDB entry deleted, one pointing
+        // elsewhere,
         // a neighbour with another MAC, an extra address, another MTU.
         String vx = "cadastre.vx4";
-        Ip.runCommand("bridge", "-n", ns, "fdb", "add", "02:ca:da:07:00:04", "dev", vx, "dst", "198.19.7.11", "self",
+        Ip.runCommand(
+                "bridge",
+                "-n",
+                ns,
+                "fdb",
+                "add",
+                "02:ca:da:07:00:04",
+                "dev",
+                vx,
+                "dst",
+                "198.19.7.11",
+                "self",
                 "permanent");
-        Ip.runCommand("bridge", "-n", ns, "fdb", "del", "02:ca:da:05:00:04", "dev", vx, "dst", "198.19.5.11", "self");
-        Ip.runCommand("bridge", "-n", ns, "fdb", "replace", "02:ca:da:06:00:04", "dev", vx, "dst", "198.19.6.99",
-                "self", "permanent");
-        Ip.run("-n", ns, "neigh", "add", "198.18.7.1", "lladdr", "02:ca:da:07:00:04", "dev", vx, "nud", "permanent");
-        Ip.run("-n", ns, "neigh", "replace", "198.18.6.1", "lladdr", "02:ca:da:66:00:04", "dev", vx, "nud", "permanent");
+        Ip.runCommand(
+                "bridge",
+                "-n",
+                ns,
+                "fdb",
+                "del",
+                "02:ca:da:05:00:04",
+                "dev",
+                vx,
+                "dst",
+                "198.19.5.11",
+                "self");
+        Ip.runCommand(
+                "bridge",
+                "-n",
+                ns,
+                "fdb",
+                "replace",
+                "02:ca:da:06:00:04",
+                "dev",
+                vx,
+                "dst",
+                "198.19.6.99",
+                "self",
+                "permanent");
+        Ip.run(
+                "-n",
+                ns,
+                "neigh",
+                "add",
+                "198.18.7.1",
+                "lladdr",
+                "02:ca:da:07:00:04",
+                "dev",
+                vx,
+                "nud",
+                "permanent");
+        Ip.run(
+                "-n",
+                ns,
+                "neigh",
+                "replace",
+                "198.18.6.1",
+                "lladdr",
+                "02:ca:da:66:00:04",
+                "dev",
+                vx,
+                "nud",
+                "permanent");
         Ip.run("-n", ns, "addr", "add", "198.18.77.1/24", "dev", vx);
         Ip.run("-n", ns, "link", "set", vx, "mtu", "1400");
 
         Result second = reconcile(h, routing, desired);
 
-        assertEquals(Set.of("fdb fdb 02:ca:da:05:00:04 dst 198.19.5.11 dev cadastre.vx4"), texts(second.added()));
-        assertEquals(Set.of("address 198.18.77.1/24 dev cadastre.vx4",
-                "fdb fdb 02:ca:da:07:00:04 dst 198.19.7.11 dev cadastre.vx4",
-                "neighbour neighbour 198.18.7.1 lladdr 02:ca:da:07:00:04 dev cadastre.vx4"), texts(second.removed()));
-        assertEquals(Set.of("device cadastre.vx4 mtu 1450 (was 1400)",
-                "fdb fdb 02:ca:da:06:00:04 dst 198.19.6.11 dev cadastre.vx4 (was fdb 02:ca:da:06:00:04 dst 198.19.6.99"
-                        + " dev cadastre.vx4)",
-                "neighbour neighbour 198.18.6.1 lladdr 02:ca:da:06:00:04 dev cadastre.vx4 (was lladdr 02:ca:da:66:00:04)"),
+        assertEquals(
+                Set.of("fdb fdb 02:ca:da:05:00:04 dst 198.19.5.11 dev cadastre.vx4"),
+                texts(second.added()));
+        assertEquals(
+                Set.of(
+                        "address 198.18.77.1/24 dev cadastre.vx4",
+                        "fdb fdb 02:ca:da:07:00:04 dst 198.19.7.11 dev cadastre.vx4",
+                        "neighbour neighbour 198.18.7.1 lladdr 02:ca:da:07:00:04 dev cadastre.vx4"),
+                texts(second.removed()));
+        assertEquals(
+                Set.of(
+                        "device cadastre.vx4 mtu 1450 (was 1400)",
+                        "fdb fdb 02:ca:da:06:00:04 dst 198.19.6.11 dev cadastre.vx4 (was fdb 02:ca:da:06:00:04 dst 198.19.6.99"
+                                + " dev cadastre.vx4)",
+                        "neighbour neighbour 198.18.6.1 lladdr 02:ca:da:06:00:04 dev cadastre.vx4 (was lladdr 02:ca:da:66:00:04)"),
                 texts(second.replaced()));
-        assertEquals(Set.of("02:ca:da:05:00:04 dst 198.19.5.11 self permanent",
-                "02:ca:da:06:00:04 dst 198.19.6.11 self permanent"), fdb(ns, vx));
-        assertEquals(Set.of("198.18.5.1 lladdr 02:ca:da:05:00:04 PERMANENT proto 202",
-                "198.18.6.1 lladdr 02:ca:da:06:00:04 PERMANENT proto 202"), neighbours(ns, vx));
+        assertEquals(
+                Set.of(
+                        "02:ca:da:05:00:04 dst 198.19.5.11 self permanent",
+                        "02:ca:da:06:00:04 dst 198.19.6.11 self permanent"),
+                fdb(ns, vx));
+        assertEquals(
+                Set.of(
+                        "198.18.5.1 lladdr 02:ca:da:05:00:04 PERMANENT proto 202",
+                        "198.18.6.1 lladdr 02:ca:da:06:00:04 PERMANENT proto 202"),
+                neighbours(ns, vx));
         assertEquals(Set.of("198.18.4.1/32"), Ip.globalAddresses(ns, vx));
 
-        // Down takes the routes through the device along, a new MAC its neighbour entries; all come back.
+        // Down takes the routes through the device along, a new MAC its neighbour entries; all come
+        // back.
         Ip.run("-n", ns, "link", "set", vx, "down", "address", "02:ca:da:44:00:04");
         Result third = reconcile(h, routing, desired);
-        assertTrue(third.replaced().containsAll(List.of(
-                new HostRouting.Change(Kind.DEVICE, "cadastre.vx4 address 02:ca:da:04:00:04 (was 02:ca:da:44:00:04)"),
-                new HostRouting.Change(Kind.DEVICE, "cadastre.vx4 up (was down)"))), third.toString());
+        assertTrue(
+                third.replaced()
+                        .containsAll(
+                                List.of(
+                                        new HostRouting.Change(
+                                                Kind.DEVICE,
+                                                "cadastre.vx4 address 02:ca:da:04:00:04 (was 02:ca:da:44:00:04)"),
+                                        new HostRouting.Change(
+                                                Kind.DEVICE, "cadastre.vx4 up (was down)"))),
+                third.toString());
         assertEquals("02:ca:da:04:00:04", Ip.link(ns, vx).get("address"));
-        assertEquals(Set.of("198.18.5.0/26 via 198.18.5.1 dev cadastre.vx4 onlink mtu 1450"), cadastreRoutes(ns, "-4"));
+        assertEquals(
+                Set.of("198.18.5.0/26 via 198.18.5.1 dev cadastre.vx4 onlink mtu 1450"),
+                cadastreRoutes(ns, "-4"));
         assertEquals(2, neighbours(ns, vx).size());
         assertEquals(2, fdb(ns, vx).size());
 
@@ -453,7 +841,10 @@ class NetlinkHostRoutingTest {
         assertEquals(3, fourth.errors().size());
 
         Result emptied = reconcile(h, routing, Desired.empty());
-        assertEquals(Set.of("device vxlan cadastre.vx4 id 4242"), texts(emptied.removed()), "its routes went with it");
+        assertEquals(
+                Set.of("device vxlan cadastre.vx4 id 4242"),
+                texts(emptied.removed()),
+                "its routes went with it");
         assertEquals(Set.of(), cadastreRoutes(ns, "-4"));
         assertTrue(Ip.linkExists(ns, "other.vx"));
         assertTrue(Ip.linkExists(ns, "cadastre.vx9"));
@@ -462,19 +853,41 @@ class NetlinkHostRoutingTest {
     @Test
     void onKernelsUpTo57TxChecksumOffloadIsTurnedOffOnTheVxlanDevice() throws Exception {
         TestNet.Host h = singleHost();
-        VxlanDevice vx4 = new VxlanDevice("cadastre.vx4", 4242, 4789, IpPrefix.literal("198.19.4.11"), "eth0",
-                "02:ca:da:04:00:04", 0, null, List.of(), List.of());
+        VxlanDevice vx4 =
+                new VxlanDevice(
+                        "cadastre.vx4",
+                        4242,
+                        4789,
+                        IpPrefix.literal("198.19.4.11"),
+                        "eth0",
+                        "02:ca:da:04:00:04",
+                        0,
+                        null,
+                        List.of(),
+                        List.of());
         Desired desired = new Desired(List.of(), List.of(vx4));
 
-        Result current = reconcile(h, new NetlinkHostRouting(Optional.of(new KernelVersion(6, 18))), desired);
+        Result current =
+                reconcile(
+                        h, new NetlinkHostRouting(Optional.of(new KernelVersion(6, 18))), desired);
         assertEquals(1, current.changes(), current.toString());
-        assertTrue(h.call(() -> Ethtool.txChecksum("cadastre.vx4")), "left on where the kernel is fine");
-        assertEquals(1450L, Ip.link(h.netns(), "cadastre.vx4").get("mtu"), "mtu 0: the kernel's maximum");
+        assertTrue(
+                h.call(() -> Ethtool.txChecksum("cadastre.vx4")),
+                "left on where the kernel is fine");
+        assertEquals(
+                1450L,
+                Ip.link(h.netns(), "cadastre.vx4").get("mtu"),
+                "mtu 0: the kernel's maximum");
 
         HostRouting old = new NetlinkHostRouting(Optional.of(new KernelVersion(5, 4)));
         Result first = reconcile(h, old, desired);
-        assertEquals(List.of(new HostRouting.Change(Kind.DEVICE, "cadastre.vx4 tx checksum offload off (was on;"
-                + " broken for VXLAN on kernel 5.4 <= 5.7)")), first.replaced());
+        assertEquals(
+                List.of(
+                        new HostRouting.Change(
+                                Kind.DEVICE,
+                                "cadastre.vx4 tx checksum offload off (was on;"
+                                        + " broken for VXLAN on kernel 5.4 <= 5.7)")),
+                first.replaced());
         assertFalse(h.call(() -> Ethtool.txChecksum("cadastre.vx4")));
         assertEquals(0, reconcile(h, old, desired).changes());
     }
@@ -483,26 +896,33 @@ class NetlinkHostRoutingTest {
     void sysctlsAreThoseOfTheCallingThreadsNamespace() throws Exception {
         String rootForwarding = Files.readString(Path.of("/proc/sys/net/ipv4/ip_forward")).trim();
         TestNet.Host h = singleHost();
-        h.call(() -> {
-            HostSysctls sysctls = new HostSysctls();
-            sysctls.setIpv4Forwarding(!"1".equals(rootForwarding));
-            sysctls.setIpv6Forwarding(true);
-            sysctls.setAcceptRa("eth0", 2);
-            sysctls.setRpFilter("eth0", 1);
-            assertEquals(!"1".equals(rootForwarding), sysctls.ipv4Forwarding());
-            assertTrue(sysctls.ipv6Forwarding());
-            assertEquals(2, sysctls.acceptRa("eth0"));
-            assertEquals(1, sysctls.rpFilter("eth0"));
-            DataplaneException missing = assertThrows(DataplaneException.class, () -> sysctls.rpFilter("eth9"));
-            assertTrue(missing.getMessage().contains("no such file"), missing.getMessage());
-            assertThrows(DataplaneException.class, () -> sysctls.setAcceptRa("../../ipv4/ip_forward", 1));
-            return null;
-        });
-        assertEquals(!"1".equals(rootForwarding) ? "1" : "0", inside(h.netns(), "net/ipv4/ip_forward"));
+        h.call(
+                () -> {
+                    HostSysctls sysctls = new HostSysctls();
+                    sysctls.setIpv4Forwarding(!"1".equals(rootForwarding));
+                    sysctls.setIpv6Forwarding(true);
+                    sysctls.setAcceptRa("eth0", 2);
+                    sysctls.setRpFilter("eth0", 1);
+                    assertEquals(!"1".equals(rootForwarding), sysctls.ipv4Forwarding());
+                    assertTrue(sysctls.ipv6Forwarding());
+                    assertEquals(2, sysctls.acceptRa("eth0"));
+                    assertEquals(1, sysctls.rpFilter("eth0"));
+                    DataplaneException missing =
+                            assertThrows(DataplaneException.class, () -> sysctls.rpFilter("eth9"));
+                    assertTrue(missing.getMessage().contains("no such file"), missing.getMessage());
+                    assertThrows(
+                            DataplaneException.class,
+                            () -> sysctls.setAcceptRa("../../ipv4/ip_forward", 1));
+                    return null;
+                });
+        assertEquals(
+                !"1".equals(rootForwarding) ? "1" : "0", inside(h.netns(), "net/ipv4/ip_forward"));
         assertEquals("1", inside(h.netns(), "net/ipv6/conf/all/forwarding"));
         assertEquals("2", inside(h.netns(), "net/ipv6/conf/eth0/accept_ra"));
         assertEquals("1", inside(h.netns(), "net/ipv4/conf/eth0/rp_filter"));
-        assertEquals(rootForwarding, Files.readString(Path.of("/proc/sys/net/ipv4/ip_forward")).trim(),
+        assertEquals(
+                rootForwarding,
+                Files.readString(Path.of("/proc/sys/net/ipv4/ip_forward")).trim(),
                 "the process's own namespace is untouched");
     }
 
@@ -527,14 +947,22 @@ class NetlinkHostRoutingTest {
         assertClean(added);
         Result unchanged = reconcile(h, routing, new Desired(manyRoutes(n, 0, n), List.of()));
         assertEquals(0, unchanged.changes());
-        Result churn = reconcile(h, routing, new Desired(manyRoutes(n, n / 10, 9 * n / 10), List.of()));
+        Result churn =
+                reconcile(h, routing, new Desired(manyRoutes(n, n / 10, 9 * n / 10), List.of()));
         assertEquals(2 * n / 10, churn.removed().size(), churn.summary());
         assertEquals(2 * n / 10, churn.replaced().size(), churn.summary());
-        assertEquals(2 * n - 2 * n / 10, Ip.json("-n", h.netns(), "route", "show", "proto", "202").size()
-                + Ip.json("-n", h.netns(), "-6", "route", "show", "proto", "202").size());
-        System.out.printf("figure: reconcile of %d routes: all new %d ms, none changed %d ms,"
-                + " %d replaced and %d removed %d ms%n", 2 * n, added.elapsed().toMillis(),
-                unchanged.elapsed().toMillis(), churn.replaced().size(), churn.removed().size(),
+        assertEquals(
+                2 * n - 2 * n / 10,
+                Ip.json("-n", h.netns(), "route", "show", "proto", "202").size()
+                        + Ip.json("-n", h.netns(), "-6", "route", "show", "proto", "202").size());
+        System.out.printf(
+                "figure: reconcile of %d routes: all new %d ms, none changed %d ms,"
+                        + " %d replaced and %d removed %d ms%n",
+                2 * n,
+                added.elapsed().toMillis(),
+                unchanged.elapsed().toMillis(),
+                churn.replaced().size(),
+                churn.removed().size(),
                 churn.elapsed().toMillis());
     }
 
@@ -546,10 +974,18 @@ class NetlinkHostRoutingTest {
         List<Route> routes = new ArrayList<>();
         for (int b = 0; b < Math.min(count, kept); b++) {
             String gw = b < moved ? "13" : "12";
-            routes.add(Route.via(IpPrefix.parse("198.18." + (b / 4) + "." + (b % 4 * 64) + "/26"),
-                    IpPrefix.literal("198.19.4." + gw), "eth0", 0));
-            routes.add(Route.via(IpPrefix.parse("fd00:198::" + Integer.toHexString(b * 64) + "/122"),
-                    IpPrefix.literal("fd00:19:4::" + gw), "eth0", 0));
+            routes.add(
+                    Route.via(
+                            IpPrefix.parse("198.18." + (b / 4) + "." + (b % 4 * 64) + "/26"),
+                            IpPrefix.literal("198.19.4." + gw),
+                            "eth0",
+                            0));
+            routes.add(
+                    Route.via(
+                            IpPrefix.parse("fd00:198::" + Integer.toHexString(b * 64) + "/122"),
+                            IpPrefix.literal("fd00:19:4::" + gw),
+                            "eth0",
+                            0));
         }
         return routes;
     }
@@ -572,9 +1008,14 @@ class NetlinkHostRoutingTest {
     /** @return the main table's proto-static IPv4 routes, e.g. {@code "198.18.8.0/26 dev eth0 proto static"} */
     private static Set<String> staticRoutes(String ns) {
         Set<String> out = new TreeSet<>();
-        for (Map<String, Object> r : Ip.json("-n", ns, "-4", "route", "show", "table", "main", "proto", "static")) {
-            out.add(r.get("dst") + (r.containsKey("gateway") ? " via " + r.get("gateway") : "") + " dev " + r.get("dev")
-                    + " proto static");
+        for (Map<String, Object> r :
+                Ip.json("-n", ns, "-4", "route", "show", "table", "main", "proto", "static")) {
+            out.add(
+                    r.get("dst")
+                            + (r.containsKey("gateway") ? " via " + r.get("gateway") : "")
+                            + " dev "
+                            + r.get("dev")
+                            + " proto static");
         }
         return out;
     }
@@ -598,19 +1039,21 @@ class NetlinkHostRoutingTest {
     }
 
     private static void enableForwarding(TestNet.Host h) throws Exception {
-        h.call(() -> {
-            HostSysctls sysctls = new HostSysctls();
-            sysctls.setIpv4Forwarding(true);
-            sysctls.setIpv6Forwarding(true);
-            return null;
-        });
+        h.call(
+                () -> {
+                    HostSysctls sysctls = new HostSysctls();
+                    sysctls.setIpv4Forwarding(true);
+                    sysctls.setIpv6Forwarding(true);
+                    return null;
+                });
     }
 
     private static Result reconcile(TestNet.Host h, Desired desired) throws Exception {
         return reconcile(h, new NetlinkHostRouting(), desired);
     }
 
-    private static Result reconcile(TestNet.Host h, HostRouting routing, Desired desired) throws Exception {
+    private static Result reconcile(TestNet.Host h, HostRouting routing, Desired desired)
+            throws Exception {
         return h.call(() -> routing.reconcile(desired));
     }
 
@@ -626,7 +1069,8 @@ class NetlinkHostRoutingTest {
     @SuppressWarnings("unchecked")
     static Set<String> cadastreRoutes(String ns, String family) {
         Set<String> out = new TreeSet<>();
-        for (Map<String, Object> r : Ip.json("-n", ns, "-d", family, "route", "show", "table", "main", "proto", "202")) {
+        for (Map<String, Object> r :
+                Ip.json("-n", ns, "-d", family, "route", "show", "table", "main", "proto", "202")) {
             StringBuilder sb = new StringBuilder();
             if ("blackhole".equals(r.get("type"))) {
                 sb.append("blackhole ").append(r.get("dst"));

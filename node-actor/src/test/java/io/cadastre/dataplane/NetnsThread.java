@@ -25,27 +25,30 @@ final class NetnsThread implements AutoCloseable {
 
     /** @param netns a name under /var/run/netns */
     static NetnsThread enter(String netns) throws Exception {
-        ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "cadtest-in-" + netns);
-            t.setDaemon(true);
-            return t;
-        });
+        ExecutorService executor =
+                Executors.newSingleThreadExecutor(
+                        r -> {
+                            Thread t = new Thread(r, "cadtest-in-" + netns);
+                            t.setDaemon(true);
+                            return t;
+                        });
         NetnsThread thread = new NetnsThread(netns, executor);
         try {
-            thread.call(() -> {
-                int fd = C.open("/var/run/netns/" + netns, LibC.O_RDONLY | LibC.O_CLOEXEC);
-                if (fd < 0) {
-                    throw new SyscallException("open netns " + netns, LibC.errno());
-                }
-                try {
-                    if (C.setns(fd, LibC.CLONE_NEWNET) != 0) {
-                        throw new SyscallException("setns " + netns, LibC.errno());
-                    }
-                } finally {
-                    LibC.closeQuietly(fd);
-                }
-                return null;
-            });
+            thread.call(
+                    () -> {
+                        int fd = C.open("/var/run/netns/" + netns, LibC.O_RDONLY | LibC.O_CLOEXEC);
+                        if (fd < 0) {
+                            throw new SyscallException("open netns " + netns, LibC.errno());
+                        }
+                        try {
+                            if (C.setns(fd, LibC.CLONE_NEWNET) != 0) {
+                                throw new SyscallException("setns " + netns, LibC.errno());
+                            }
+                        } finally {
+                            LibC.closeQuietly(fd);
+                        }
+                        return null;
+                    });
         } catch (Exception | Error e) {
             executor.shutdownNow();
             throw e;

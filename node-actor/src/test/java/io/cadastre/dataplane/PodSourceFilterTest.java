@@ -33,40 +33,64 @@ class PodSourceFilterTest {
         byte[] v4Only = PodSourceFilter.program(POD4, null);
         int pass = PodSourceFilter.TC_ACT_UNSPEC;
         int drop = PodSourceFilter.TC_ACT_SHOT;
-        List<Case> cases = List.of(
-                new Case("IPv4 from the pod", ipv4("198.18.6.5"), pass),
-                new Case("IPv4 from another address", ipv4("198.18.6.6"), drop),
-                new Case("IPv4 from 0.0.0.0", ipv4("0.0.0.0"), drop),
-                new Case("IPv6 from the pod", ipv6("fd00:198::6:5"), pass),
-                new Case("IPv6 from another address, last word differs", ipv6("fd00:198::6:6"), drop),
-                new Case("IPv6 from another address, first word differs", ipv6("fd01:198::6:5"), drop),
-                new Case("IPv6 from link-local (neighbour discovery)", ipv6("fe80::1"), pass),
-                new Case("IPv6 from febf:: (still fe80::/10)", ipv6("febf::1"), pass),
-                new Case("IPv6 from fec0:: (outside fe80::/10)", ipv6("fec0::1"), drop),
-                new Case("IPv6 from :: (duplicate address detection)", ipv6("::"), pass),
-                new Case("IPv6 from ::1", ipv6("::1"), drop),
-                new Case("ARP", frame(0x0806, 28), pass));
+        List<Case> cases =
+                List.of(
+                        new Case("IPv4 from the pod", ipv4("198.18.6.5"), pass),
+                        new Case("IPv4 from another address", ipv4("198.18.6.6"), drop),
+                        new Case("IPv4 from 0.0.0.0", ipv4("0.0.0.0"), drop),
+                        new Case("IPv6 from the pod", ipv6("fd00:198::6:5"), pass),
+                        new Case(
+                                "IPv6 from another address, last word differs",
+                                ipv6("fd00:198::6:6"),
+                                drop),
+                        new Case(
+                                "IPv6 from another address, first word differs",
+                                ipv6("fd01:198::6:5"),
+                                drop),
+                        new Case(
+                                "IPv6 from link-local (neighbour discovery)",
+                                ipv6("fe80::1"),
+                                pass),
+                        new Case("IPv6 from febf:: (still fe80::/10)", ipv6("febf::1"), pass),
+                        new Case("IPv6 from fec0:: (outside fe80::/10)", ipv6("fec0::1"), drop),
+                        new Case("IPv6 from :: (duplicate address detection)", ipv6("::"), pass),
+                        new Case("IPv6 from ::1", ipv6("::1"), drop),
+                        new Case("ARP", frame(0x0806, 28), pass));
         for (Case c : cases) {
             assertEquals(c.expected(), run(both, c.frame()), c.what());
         }
-        assertEquals(drop, run(v4Only, ipv6("fd00:198::6:5")), "an IPv4-only pod sends no global IPv6");
+        assertEquals(
+                drop, run(v4Only, ipv6("fd00:198::6:5")), "an IPv4-only pod sends no global IPv6");
         assertEquals(pass, run(v4Only, ipv6("fe80::1")), "but keeps neighbour discovery");
-        assertEquals(drop, run(PodSourceFilter.program(null, POD6), ipv4("198.18.6.5")), "an IPv6-only pod sends no IPv4");
+        assertEquals(
+                drop,
+                run(PodSourceFilter.program(null, POD6), ipv4("198.18.6.5")),
+                "an IPv6-only pod sends no IPv4");
     }
 
     @Test
-    void aPodSendingFromAnotherAddressReachesNoPodAndNoHostAndTheDropsAreCounted() throws Exception {
-        assumeTrue("root".equals(System.getProperty("user.name")), "needs root: creates network namespaces");
+    void aPodSendingFromAnotherAddressReachesNoPodAndNoHostAndTheDropsAreCounted()
+            throws Exception {
+        assumeTrue(
+                "root".equals(System.getProperty("user.name")),
+                "needs root: creates network namespaces");
         assumeTrue(Ip.tryRunCommand("busybox", "true").exit() == 0, "needs busybox for ping");
         try (TestNet net = new TestNet()) {
             String fabric = net.fabric("fabric");
             TestNet.Host h = net.host("h1", fabric, "198.19.6.11/24", "fd00:19:6::11/64");
-            h.call(() -> {
-                new HostSysctls().setIpv4Forwarding(true);
-                new HostSysctls().setIpv6Forwarding(true);
-                return new NetlinkHostRouting().reconcile(new Desired(
-                        List.of(Route.device(IpPrefix.parse("169.254.1.1/32"), "lo")), List.of()));
-            });
+            h.call(
+                    () -> {
+                        new HostSysctls().setIpv4Forwarding(true);
+                        new HostSysctls().setIpv6Forwarding(true);
+                        return new NetlinkHostRouting()
+                                .reconcile(
+                                        new Desired(
+                                                List.of(
+                                                        Route.device(
+                                                                IpPrefix.parse("169.254.1.1/32"),
+                                                                "lo")),
+                                                List.of()));
+                    });
             String a = net.pod(h, "a", "198.18.6.5", "fd00:198::6:5");
             String b = net.pod(h, "b", "198.18.6.7", "fd00:198::6:7");
             NetlinkDataplane dataplane = new NetlinkDataplane();
@@ -82,29 +106,46 @@ class PodSourceFilterTest {
             assertFalse(pingFrom(a, "198.18.6.9", "198.18.6.7"), "spoofed IPv4 to the other pod");
             assertFalse(pingFrom(a, "198.18.6.9", "198.19.6.11"), "spoofed IPv4 to the host");
             long afterV4 = awaitDropsAbove(h, dataplane, before);
-            assertFalse(pingFrom(a, "fd00:198::6:9", "fd00:198::6:7"), "spoofed IPv6 to the other pod");
+            assertFalse(
+                    pingFrom(a, "fd00:198::6:9", "fd00:198::6:7"), "spoofed IPv6 to the other pod");
             assertFalse(pingFrom(a, "fd00:198::6:9", "fd00:19:6::11"), "spoofed IPv6 to the host");
             awaitDropsAbove(h, dataplane, afterV4);
             assertTrue(pingFrom(a, "198.18.6.5", "198.18.6.7"), "its own IPv4 source still works");
-            assertTrue(pingFrom(a, "fd00:198::6:5", "fd00:198::6:7"), "its own IPv6 source still works");
+            assertTrue(
+                    pingFrom(a, "fd00:198::6:5", "fd00:198::6:7"),
+                    "its own IPv6 source still works");
 
             String hostEnd = HostInterfaceName.of("cadrt", a, "eth0");
-            PodAttachment attachment = new PodAttachment("/var/run/netns/" + a, "eth0", hostEnd, 0,
-                    List.of(new PodAddress(POD4, 32), new PodAddress(POD6, 128)));
+            PodAttachment attachment =
+                    new PodAttachment(
+                            "/var/run/netns/" + a,
+                            "eth0",
+                            hostEnd,
+                            0,
+                            List.of(new PodAddress(POD4, 32), new PodAddress(POD6, 128)));
             assertEquals(List.of(), h.call(() -> dataplane.check(attachment)));
             Ip.runCommand("tc", "-n", h.netns(), "filter", "del", "dev", hostEnd, "ingress");
-            assertEquals(List.of("host link " + hostEnd + " lacks the pod's source filter (anti-spoofing)"),
+            assertEquals(
+                    List.of(
+                            "host link "
+                                    + hostEnd
+                                    + " lacks the pod's source filter (anti-spoofing)"),
                     h.call(() -> dataplane.check(attachment)));
             long counted = h.call(dataplane::spoofedPacketsDropped);
-            h.call(() -> {
-                dataplane.detach(hostEnd);
-                return null;
-            });
-            assertEquals(counted, (long) h.call(dataplane::spoofedPacketsDropped), "a detached pod's drops stay counted");
+            h.call(
+                    () -> {
+                        dataplane.detach(hostEnd);
+                        return null;
+                    });
+            assertEquals(
+                    counted,
+                    (long) h.call(dataplane::spoofedPacketsDropped),
+                    "a detached pod's drops stay counted");
         }
     }
 
-    private static long awaitDropsAbove(TestNet.Host h, NetlinkDataplane dataplane, long floor) throws Exception {
+    private static long awaitDropsAbove(TestNet.Host h, NetlinkDataplane dataplane, long floor)
+            throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         while (true) {
             long now = h.call(dataplane::spoofedPacketsDropped);
@@ -117,8 +158,11 @@ class PodSourceFilterTest {
     }
 
     private static boolean pingFrom(String ns, String source, String target) {
-        return Ip.tryRunCommand("ip", "netns", "exec", ns, "busybox", "ping", "-c1", "-W1", "-I", source, target)
-                .exit() == 0;
+        return Ip.tryRunCommand(
+                                "ip", "netns", "exec", ns, "busybox", "ping", "-c1", "-W1", "-I",
+                                source, target)
+                        .exit()
+                == 0;
     }
 
     // ---- frames and a classic BPF interpreter for the instructions PodSourceFilter emits ----

@@ -34,9 +34,12 @@ class RoutingCodecTest {
 
     @Test
     void routeWithGatewayOnlinkAndMtuRoundTrips() throws Exception {
-        RouteInfo r = NetlinkHostRouting.routeInfo(Route.via(IpPrefix.parse("198.18.2.0/26"), ip("198.19.1.12"), "eth0",
-                1450), 2);
-        NetlinkRequest req = Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL, r);
+        RouteInfo r =
+                NetlinkHostRouting.routeInfo(
+                        Route.via(IpPrefix.parse("198.18.2.0/26"), ip("198.19.1.12"), "eth0", 1450),
+                        2);
+        NetlinkRequest req =
+                Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL, r);
         ByteBuffer wire = wire(req);
 
         // rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, then u32 flags.
@@ -47,22 +50,48 @@ class RoutingCodecTest {
         assertEquals(Rtnl.RTN_UNICAST, wire.get(23));
         assertEquals(Rtnl.RTNH_F_ONLINK, wire.getInt(24));
         assertEquals(r, Rtnetlink.parseRoute(message(wire), true));
-        assertEquals("198.18.2.0/26 via 198.19.1.12 dev eth0 onlink mtu 1450 proto 202", r.describe(NAMES));
+        assertEquals(
+                "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink mtu 1450 proto 202",
+                r.describe(NAMES));
     }
 
     @Test
     void blackholeAndIpv6RoutesRoundTrip() throws Exception {
-        RouteInfo blackhole = NetlinkHostRouting.routeInfo(Route.blackhole(IpPrefix.parse("fd00:198::1:0/122")), 0);
-        assertEquals(blackhole, Rtnetlink.parseRoute(message(wire(
-                Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, 0, blackhole))), true));
+        RouteInfo blackhole =
+                NetlinkHostRouting.routeInfo(
+                        Route.blackhole(IpPrefix.parse("fd00:198::1:0/122")), 0);
+        assertEquals(
+                blackhole,
+                Rtnetlink.parseRoute(
+                        message(wire(Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, 0, blackhole))),
+                        true));
         assertEquals("blackhole fd00:198::1:0/122 proto 202", blackhole.describe(NAMES));
 
-        RouteInfo v6 = NetlinkHostRouting.routeInfo(Route.via(IpPrefix.parse("fd00:198::2:0/122"), ip("fd00:198::2:1"),
-                "cadastre.vx4", 0), 7);
-        assertEquals(v6, Rtnetlink.parseRoute(message(wire(Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, 0, v6))), true));
+        RouteInfo v6 =
+                NetlinkHostRouting.routeInfo(
+                        Route.via(
+                                IpPrefix.parse("fd00:198::2:0/122"),
+                                ip("fd00:198::2:1"),
+                                "cadastre.vx4",
+                                0),
+                        7);
+        assertEquals(
+                v6,
+                Rtnetlink.parseRoute(
+                        message(wire(Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, 0, v6))), true));
 
-        RouteInfo defaultRoute = new RouteInfo(Rtnetlink.zero(Rtnl.AF_INET), 0, Rtnl.RTPROT_BOOT, Rtnl.RTN_UNICAST,
-                0, 0, ip("198.19.1.1"), 2, 0, 0);
+        RouteInfo defaultRoute =
+                new RouteInfo(
+                        Rtnetlink.zero(Rtnl.AF_INET),
+                        0,
+                        Rtnl.RTPROT_BOOT,
+                        Rtnl.RTN_UNICAST,
+                        0,
+                        0,
+                        ip("198.19.1.1"),
+                        2,
+                        0,
+                        0);
         ByteBuffer wire = wire(Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, 0, defaultRoute));
         assertEquals(16 + Rtnl.RTMSG_LEN + 8 + 8, wire.limit(), "no RTA_DST for a default route");
         assertEquals(defaultRoute, Rtnetlink.parseRoute(message(wire), true));
@@ -70,19 +99,41 @@ class RoutingCodecTest {
 
     @Test
     void routesOfOtherTablesAreSkippedByTheMainTableParser() throws Exception {
-        ByteBuffer wire = wire(new NetlinkRequest(Rtnl.RTM_NEWROUTE, 0)
-                .rtmsg(Rtnl.AF_INET, 32, 255, Rtnl.RTPROT_KERNEL, 254, 2)
-                .attr(Rtnl.RTA_DST, ip("198.19.1.11").getAddress()));
+        ByteBuffer wire =
+                wire(
+                        new NetlinkRequest(Rtnl.RTM_NEWROUTE, 0)
+                                .rtmsg(Rtnl.AF_INET, 32, 255, Rtnl.RTPROT_KERNEL, 254, 2)
+                                .attr(Rtnl.RTA_DST, ip("198.19.1.11").getAddress()));
         assertNull(Rtnetlink.parseRoute(message(wire), true), "table 255, local");
         assertEquals(32, Rtnetlink.parseRoute(message(wire), false).destinationLength());
     }
 
     @Test
     void deleteNamesProtocolTypeAndMetricOnly() throws Exception {
-        RouteInfo ours = new RouteInfo(ip("fd00:198::9:0"), 122, 202, Rtnl.RTN_UNICAST, 0, Rtnl.RTNH_F_ONLINK,
-                ip("fd00:19:4::99"), 2, 1024, 1400);
-        RouteInfo match = new RouteInfo(ours.destination(), 122, 202, Rtnl.RTN_UNICAST, Rtnl.RT_SCOPE_NOWHERE, 0, null,
-                -1, 1024, 0);
+        RouteInfo ours =
+                new RouteInfo(
+                        ip("fd00:198::9:0"),
+                        122,
+                        202,
+                        Rtnl.RTN_UNICAST,
+                        0,
+                        Rtnl.RTNH_F_ONLINK,
+                        ip("fd00:19:4::99"),
+                        2,
+                        1024,
+                        1400);
+        RouteInfo match =
+                new RouteInfo(
+                        ours.destination(),
+                        122,
+                        202,
+                        Rtnl.RTN_UNICAST,
+                        Rtnl.RT_SCOPE_NOWHERE,
+                        0,
+                        null,
+                        -1,
+                        1024,
+                        0);
         ByteBuffer wire = wire(Rtnetlink.routeMessage(Rtnl.RTM_DELROUTE, 0, match));
         RouteInfo parsed = Rtnetlink.parseRoute(message(wire), true);
         assertEquals(202, parsed.protocol());
@@ -103,53 +154,102 @@ class RoutingCodecTest {
         assertEquals("02:ca:da:04:00:04", link.mac());
         assertEquals(1430, link.mtu());
         assertEquals(config, link.vxlan());
-        NetlinkMessage.Attributes data = message(wire).attributes(Rtnl.IFINFOMSG_LEN)
-                .nested(Rtnl.IFLA_LINKINFO, 0).nested(Rtnl.IFLA_INFO_DATA, 0);
-        assertEquals("12b5", HexFormat.of().formatHex(data.bytes(Rtnl.IFLA_VXLAN_PORT)), "4789 big-endian");
+        NetlinkMessage.Attributes data =
+                message(wire)
+                        .attributes(Rtnl.IFINFOMSG_LEN)
+                        .nested(Rtnl.IFLA_LINKINFO, 0)
+                        .nested(Rtnl.IFLA_INFO_DATA, 0);
+        assertEquals(
+                "12b5",
+                HexFormat.of().formatHex(data.bytes(Rtnl.IFLA_VXLAN_PORT)),
+                "4789 big-endian");
         assertEquals(0, data.u8(Rtnl.IFLA_VXLAN_LEARNING));
         assertFalse(data.has(Rtnl.IFLA_VXLAN_LOCAL), "LOCAL6 for an IPv6 underlay");
 
-        Link v4 = Rtnetlink.parseLink(message(wire(Rtnetlink.vxlanMessage("cadastre.vx4", mac, 0,
-                new Vxlan(7, ip("198.19.4.11"), 8472, 3, true)))));
+        Link v4 =
+                Rtnetlink.parseLink(
+                        message(
+                                wire(
+                                        Rtnetlink.vxlanMessage(
+                                                "cadastre.vx4",
+                                                mac,
+                                                0,
+                                                new Vxlan(7, ip("198.19.4.11"), 8472, 3, true)))));
         assertEquals(new Vxlan(7, ip("198.19.4.11"), 8472, 3, true), v4.vxlan());
         assertEquals(-1, v4.mtu(), "no IFLA_MTU: the kernel derives it");
     }
 
     @Test
     void neighbourAndFdbEntriesRoundTrip() throws Exception {
-        Neighbour neighbour = new Neighbour(Rtnl.AF_INET, 7, ip("198.18.5.1"), "02:ca:da:05:00:04", Rtnl.NUD_PERMANENT,
-                0, 202);
+        Neighbour neighbour =
+                new Neighbour(
+                        Rtnl.AF_INET,
+                        7,
+                        ip("198.18.5.1"),
+                        "02:ca:da:05:00:04",
+                        Rtnl.NUD_PERMANENT,
+                        0,
+                        202);
         ByteBuffer wire = wire(Rtnetlink.neighbourMessage(Rtnl.RTM_NEWNEIGH, 0, neighbour));
         // ndmsg: family, pad, pad16, ifindex, u16 state, u8 flags, u8 type.
         assertEquals(7, wire.getInt(20));
         assertEquals(Rtnl.NUD_PERMANENT, wire.getShort(24));
         assertEquals(neighbour, Rtnetlink.parseNeighbour(message(wire)));
 
-        Neighbour fdb = new Neighbour(Rtnl.AF_BRIDGE, 7, ip("fd00:19:5::11"), "02:ca:da:05:00:06", Rtnl.NUD_PERMANENT,
-                Rtnl.NTF_SELF, 0);
+        Neighbour fdb =
+                new Neighbour(
+                        Rtnl.AF_BRIDGE,
+                        7,
+                        ip("fd00:19:5::11"),
+                        "02:ca:da:05:00:06",
+                        Rtnl.NUD_PERMANENT,
+                        Rtnl.NTF_SELF,
+                        0);
         ByteBuffer fdbWire = wire(Rtnetlink.neighbourMessage(Rtnl.RTM_NEWNEIGH, 0, fdb));
         assertEquals(Rtnl.NTF_SELF, fdbWire.get(26));
         assertEquals(fdb, Rtnetlink.parseNeighbour(message(fdbWire)));
-        assertEquals("fdb 02:ca:da:05:00:06 dst fd00:19:5::11 dev cadastre.vx6", Rtnetlink.describe(fdb, "cadastre.vx6"));
+        assertEquals(
+                "fdb 02:ca:da:05:00:06 dst fd00:19:5::11 dev cadastre.vx6",
+                Rtnetlink.describe(fdb, "cadastre.vx6"));
     }
 
     @Test
     void sameRouteIgnoresKernelStateButNotTheRoute() throws Exception {
-        RouteInfo want = NetlinkHostRouting.routeInfo(Route.via(IpPrefix.parse("198.18.2.0/26"), ip("198.19.1.12"),
-                "eth0", 0), 2);
+        RouteInfo want =
+                NetlinkHostRouting.routeInfo(
+                        Route.via(IpPrefix.parse("198.18.2.0/26"), ip("198.19.1.12"), "eth0", 0),
+                        2);
         int linkdown = 16;
         assertTrue(NetlinkHostRouting.same(withFlags(want, want.flags() | linkdown, 0), want));
         assertFalse(NetlinkHostRouting.same(withFlags(want, 0, 0), want), "not onlink");
-        assertFalse(NetlinkHostRouting.same(withFlags(want, want.flags(), 100), want), "another metric");
-        RouteInfo blackhole = NetlinkHostRouting.routeInfo(Route.blackhole(IpPrefix.parse("fd00:198::1:0/122")), 0);
-        RouteInfo reported = new RouteInfo(blackhole.destination(), 122, 202, Rtnl.RTN_BLACKHOLE, 0, 0, null, 1, 1024, 0);
-        assertTrue(NetlinkHostRouting.same(reported, blackhole), "an IPv6 blackhole reports lo and metric 1024");
+        assertFalse(
+                NetlinkHostRouting.same(withFlags(want, want.flags(), 100), want),
+                "another metric");
+        RouteInfo blackhole =
+                NetlinkHostRouting.routeInfo(
+                        Route.blackhole(IpPrefix.parse("fd00:198::1:0/122")), 0);
+        RouteInfo reported =
+                new RouteInfo(
+                        blackhole.destination(),
+                        122,
+                        202,
+                        Rtnl.RTN_BLACKHOLE,
+                        0,
+                        0,
+                        null,
+                        1,
+                        1024,
+                        0);
+        assertTrue(
+                NetlinkHostRouting.same(reported, blackhole),
+                "an IPv6 blackhole reports lo and metric 1024");
     }
 
     @Test
     void kernelVersions() {
         assertEquals(Optional.of(new KernelVersion(6, 18)), KernelVersion.parse("6.18.44-fc-v657"));
-        assertEquals(Optional.of(new KernelVersion(5, 4)), KernelVersion.parse("5.4.0-150-generic"));
+        assertEquals(
+                Optional.of(new KernelVersion(5, 4)), KernelVersion.parse("5.4.0-150-generic"));
         assertEquals(Optional.empty(), KernelVersion.parse("linux"));
         assertTrue(new KernelVersion(5, 7).vxlanTxChecksumBroken());
         assertTrue(new KernelVersion(4, 19).vxlanTxChecksumBroken());
@@ -163,8 +263,15 @@ class RoutingCodecTest {
         assertEquals("198.18.1.0/26", IpPrefix.parse("198.18.1.0/26").toString());
         assertEquals("fd00:198::1:0/122", IpPrefix.parse("fd00:198:0:0:0:0:1:0/122").toString());
         assertEquals(IpPrefix.parse("198.18.1.5/32"), IpPrefix.host(ip("198.18.1.5")));
-        for (String bad : List.of("198.18.1.1/26", "198.18.1.0/33", "198.18.1.0", "example.com/24", "fd00::1/64",
-                "cafe/16", "198.18.1.0/x")) {
+        for (String bad :
+                List.of(
+                        "198.18.1.1/26",
+                        "198.18.1.0/33",
+                        "198.18.1.0",
+                        "example.com/24",
+                        "fd00::1/64",
+                        "cafe/16",
+                        "198.18.1.0/x")) {
             assertThrows(IllegalArgumentException.class, () -> IpPrefix.parse(bad), bad);
         }
     }
@@ -173,32 +280,99 @@ class RoutingCodecTest {
     void desiredStateIsCheckedWhenBuilt() {
         IpPrefix block = IpPrefix.parse("198.18.1.0/26");
         InetAddress local = ip("198.19.4.11");
-        assertThrows(IllegalArgumentException.class, () -> new Desired(List.of(Route.blackhole(block),
-                Route.via(block, ip("198.19.4.12"), "eth0", 0)), List.of()), "two routes to one destination");
-        assertThrows(IllegalArgumentException.class, () -> Route.via(block, ip("fd00:19:4::12"), "eth0", 0));
-        assertThrows(IllegalArgumentException.class, () -> Route.via(block, ip("198.19.4.12"), "a/b", 0));
-        assertThrows(IllegalArgumentException.class, () -> new Route(block, null, null, 1400), "blackhole with mtu");
-        assertThrows(IllegalArgumentException.class, () -> vxlan("vx4", 4242, local, "02:ca:da:00:00:01"), "no prefix");
-        assertThrows(IllegalArgumentException.class, () -> vxlan("cadastre.vxlan46", 4242, local, "02:ca:da:00:00:01"),
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        new Desired(
+                                List.of(
+                                        Route.blackhole(block),
+                                        Route.via(block, ip("198.19.4.12"), "eth0", 0)),
+                                List.of()),
+                "two routes to one destination");
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Route.via(block, ip("fd00:19:4::12"), "eth0", 0));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Route.via(block, ip("198.19.4.12"), "a/b", 0));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new Route(block, null, null, 1400),
+                "blackhole with mtu");
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> vxlan("vx4", 4242, local, "02:ca:da:00:00:01"),
+                "no prefix");
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> vxlan("cadastre.vxlan46", 4242, local, "02:ca:da:00:00:01"),
                 "16 bytes: above IFNAMSIZ - 1");
-        assertThrows(IllegalArgumentException.class, () -> vxlan("cadastre.vx4", 0, local, "02:ca:da:00:00:01"));
-        assertThrows(IllegalArgumentException.class, () -> vxlan("cadastre.vx4", 1 << 24, local, "02:ca:da:00:00:01"));
-        assertThrows(IllegalArgumentException.class, () -> vxlan("cadastre.vx4", 4242, local, "03:ca:da:00:00:01"),
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> vxlan("cadastre.vx4", 0, local, "02:ca:da:00:00:01"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> vxlan("cadastre.vx4", 1 << 24, local, "02:ca:da:00:00:01"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> vxlan("cadastre.vx4", 4242, local, "03:ca:da:00:00:01"),
                 "multicast MAC");
-        assertThrows(IllegalArgumentException.class, () -> new VxlanDevice("cadastre.vx4", 4242, 4789, local, "eth0",
-                "02:ca:da:00:00:01", 0, null, List.of(new FdbEntry("02:ca:da:00:00:02", ip("fd00:19:4::12"))),
-                List.of()), "FDB remote of another family than the underlay");
-        assertThrows(IllegalArgumentException.class, () -> new VxlanDevice("cadastre.vx4", 4242, 4789, local, "eth0",
-                "02:ca:da:00:00:01", 0, IpPrefix.parse("198.18.1.0/26"), List.of(), List.of()),
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        new VxlanDevice(
+                                "cadastre.vx4",
+                                4242,
+                                4789,
+                                local,
+                                "eth0",
+                                "02:ca:da:00:00:01",
+                                0,
+                                null,
+                                List.of(new FdbEntry("02:ca:da:00:00:02", ip("fd00:19:4::12"))),
+                                List.of()),
+                "FDB remote of another family than the underlay");
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        new VxlanDevice(
+                                "cadastre.vx4",
+                                4242,
+                                4789,
+                                local,
+                                "eth0",
+                                "02:ca:da:00:00:01",
+                                0,
+                                IpPrefix.parse("198.18.1.0/26"),
+                                List.of(),
+                                List.of()),
                 "tunnel address not a host prefix");
-        assertThrows(IllegalArgumentException.class, () -> new VxlanDevice("cadastre.vx4", 4242, 4789, local, "eth0",
-                "02:ca:da:00:00:01", 0, null, List.of(), List.of(
-                        new NeighbourEntry(ip("198.18.2.1"), "02:ca:da:00:00:02"),
-                        new NeighbourEntry(ip("198.18.2.1"), "02:ca:da:00:00:03"))), "two entries for an address");
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        new VxlanDevice(
+                                "cadastre.vx4",
+                                4242,
+                                4789,
+                                local,
+                                "eth0",
+                                "02:ca:da:00:00:01",
+                                0,
+                                null,
+                                List.of(),
+                                List.of(
+                                        new NeighbourEntry(ip("198.18.2.1"), "02:ca:da:00:00:02"),
+                                        new NeighbourEntry(ip("198.18.2.1"), "02:ca:da:00:00:03"))),
+                "two entries for an address");
         VxlanDevice ok = vxlan("cadastre.vx4", 4242, local, "02:CA:DA:00:00:01");
-        assertEquals("02:ca:da:00:00:01", ok.mac(), "MACs are kept in lower case, as the kernel reports them");
+        assertEquals(
+                "02:ca:da:00:00:01",
+                ok.mac(),
+                "MACs are kept in lower case, as the kernel reports them");
         assertEquals(1450, ok.maxMtu(1500));
-        assertEquals(1430, vxlan("cadastre.vx6", 4242, ip("fd00:19:4::11"), "02:ca:da:00:00:01").maxMtu(1500));
+        assertEquals(
+                1430,
+                vxlan("cadastre.vx6", 4242, ip("fd00:19:4::11"), "02:ca:da:00:00:01").maxMtu(1500));
     }
 
     private static VxlanDevice vxlan(String name, int vni, InetAddress local, String mac) {
@@ -206,8 +380,17 @@ class RoutingCodecTest {
     }
 
     private static RouteInfo withFlags(RouteInfo r, int flags, int priority) {
-        return new RouteInfo(r.destination(), r.destinationLength(), r.protocol(), r.type(), r.scope(), flags,
-                r.gateway(), r.outputIndex(), priority, r.mtu());
+        return new RouteInfo(
+                r.destination(),
+                r.destinationLength(),
+                r.protocol(),
+                r.type(),
+                r.scope(),
+                flags,
+                r.gateway(),
+                r.outputIndex(),
+                priority,
+                r.mtu());
     }
 
     private static ByteBuffer wire(NetlinkRequest req) {
@@ -216,8 +399,13 @@ class RoutingCodecTest {
 
     /** The request as a received message: header fields, payload from the family header on. */
     private static NetlinkMessage message(ByteBuffer wire) {
-        return new NetlinkMessage(wire.getShort(4), 0, 1, 0,
-                wire.slice(Rtnl.NLMSG_HDRLEN, wire.limit() - Rtnl.NLMSG_HDRLEN).order(ByteOrder.nativeOrder()));
+        return new NetlinkMessage(
+                wire.getShort(4),
+                0,
+                1,
+                0,
+                wire.slice(Rtnl.NLMSG_HDRLEN, wire.limit() - Rtnl.NLMSG_HDRLEN)
+                        .order(ByteOrder.nativeOrder()));
     }
 
     private static InetAddress ip(String literal) {

@@ -50,7 +50,18 @@ final class TestNet implements AutoCloseable {
     /** A namespace holding bridge br0, up: one L2 segment. */
     String fabric(String role) {
         String ns = namespace(role);
-        Ip.run("-n", ns, "link", "add", "br0", "type", "bridge", "stp_state", "0", "mcast_snooping", "0");
+        Ip.run(
+                "-n",
+                ns,
+                "link",
+                "add",
+                "br0",
+                "type",
+                "bridge",
+                "stp_state",
+                "0",
+                "mcast_snooping",
+                "0");
         Ip.run("-n", ns, "link", "set", "br0", "up");
         return ns;
     }
@@ -58,7 +69,9 @@ final class TestNet implements AutoCloseable {
     /** A host whose eth0 is a port (named {@code role}) of the fabric's bridge, with {@code cidrs} on it. */
     Host host(String role, String fabric, String... cidrs) throws Exception {
         String ns = namespace(role);
-        Ip.run("-n", fabric, "link", "add", role, "type", "veth", "peer", "name", "eth0", "netns", ns);
+        Ip.run(
+                "-n", fabric, "link", "add", role, "type", "veth", "peer", "name", "eth0", "netns",
+                ns);
         Ip.run("-n", fabric, "link", "set", role, "master", "br0");
         Ip.run("-n", fabric, "link", "set", role, "up");
         addresses(ns, "eth0", cidrs);
@@ -99,15 +112,22 @@ final class TestNet implements AutoCloseable {
             InetAddress address = IpPrefix.literal(a);
             list.add(new PodAddress(address, address.getAddress().length * 8));
         }
-        PodAttachment attachment = new PodAttachment("/var/run/netns/" + ns, "eth0",
-                HostInterfaceName.of("cadrt", ns, "eth0"), 0, list);
+        PodAttachment attachment =
+                new PodAttachment(
+                        "/var/run/netns/" + ns,
+                        "eth0",
+                        HostInterfaceName.of("cadrt", ns, "eth0"),
+                        0,
+                        list);
         host.call(() -> new NetlinkDataplane().attach(attachment));
         return ns;
     }
 
     /** One echo request with a one-second wait. */
     static boolean ping(String ns, String address) {
-        return Ip.tryRunCommand("ip", "netns", "exec", ns, "busybox", "ping", "-c1", "-W1", address).exit() == 0;
+        return Ip.tryRunCommand("ip", "netns", "exec", ns, "busybox", "ping", "-c1", "-W1", address)
+                        .exit()
+                == 0;
     }
 
     /**
@@ -117,8 +137,15 @@ final class TestNet implements AutoCloseable {
     static void awaitPing(String ns, String address) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PING_DEADLINE_SECONDS);
         while (!ping(ns, address)) {
-            assertTrue(System.nanoTime() < deadline, "no echo from " + address + " in " + ns + " within "
-                    + PING_DEADLINE_SECONDS + " s");
+            assertTrue(
+                    System.nanoTime() < deadline,
+                    "no echo from "
+                            + address
+                            + " in "
+                            + ns
+                            + " within "
+                            + PING_DEADLINE_SECONDS
+                            + " s");
         }
     }
 

@@ -17,8 +17,8 @@ import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.PoolCatalog;
-import io.cadastre.shards.TestCluster;
 import io.cadastre.shards.Pools;
+import io.cadastre.shards.TestCluster;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -62,8 +62,10 @@ class ReclaimerTest {
 
     /** netns paths the fake check reports gone. */
     private final Set<String> gone = ConcurrentHashMap.newKeySet();
+
     /** netns paths the fake check reports gone once more, then present. */
     private final Set<String> goneOnce = ConcurrentHashMap.newKeySet();
+
     private final AtomicLong nanos = new AtomicLong(1_000_000_000L);
     private final FakeDataplane dataplane = new FakeDataplane();
     private final ExecutorService dataplaneThreads = Executors.newFixedThreadPool(2);
@@ -84,12 +86,27 @@ class ReclaimerTest {
     @BeforeEach
     void startAgent() {
         int n = counter.incrementAndGet();
-        PoolSpec pool = new PoolSpec("reclaim-v4-" + n, Cidr.parse("198.18." + n + ".0/26"), 26, true, false, 0);
+        PoolSpec pool =
+                new PoolSpec(
+                        "reclaim-v4-" + n, Cidr.parse("198.18." + n + ".0/26"), 26, true, false, 0);
         AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(10));
         PoolCatalog catalog = new PoolCatalog(testKit.system(), timeouts, Duration.ofSeconds(1));
         await(new Pools(testKit.system(), timeouts, catalog).defineConfigured(List.of(pool)));
-        ipam = new Ipam(testKit.system(), "reclaim-node-" + n, Map.of(), catalog, List.of(pool.name()), timeouts, Clock.systemUTC());
-        reclaimer = new Reclaimer(Duration.ofHours(1), GRACE, path -> gone.contains(path) || goneOnce.remove(path), nanos::get);
+        ipam =
+                new Ipam(
+                        testKit.system(),
+                        "reclaim-node-" + n,
+                        Map.of(),
+                        catalog,
+                        List.of(pool.name()),
+                        timeouts,
+                        Clock.systemUTC());
+        reclaimer =
+                new Reclaimer(
+                        Duration.ofHours(1),
+                        GRACE,
+                        path -> gone.contains(path) || goneOnce.remove(path),
+                        nanos::get);
         agent = testKit.spawn(NodeAgent.create(ipam, dataplane, dataplaneThreads, reclaimer));
     }
 
@@ -112,9 +129,20 @@ class ReclaimerTest {
 
     private void send(String container, boolean ipamOnly, ActorRef<StatusReply<Wired>> replyTo) {
         AttachmentId id = id(container);
-        AssignRequest request = new AssignRequest(id.handle(), id.ifname(), id.network(), container, netns(container),
-                "default", container, List.of(), List.of());
-        agent.tell(new NodeAgent.Attach(id, new PodRequest(request, netns(container), ipamOnly, 0), replyTo));
+        AssignRequest request =
+                new AssignRequest(
+                        id.handle(),
+                        id.ifname(),
+                        id.network(),
+                        container,
+                        netns(container),
+                        "default",
+                        container,
+                        List.of(),
+                        List.of());
+        agent.tell(
+                new NodeAgent.Attach(
+                        id, new PodRequest(request, netns(container), ipamOnly, 0), replyTo));
     }
 
     private AttachmentRecord add(String container) {
@@ -146,13 +174,19 @@ class ReclaimerTest {
 
     /** @return {@code cadastre_ipam_allocations_gc_candidates} of this agent's node */
     private OptionalDouble candidatesMetric() {
-        return CadastreMetrics.get(testKit.system()).sample("cadastre_ipam_allocations_gc_candidates", "node", ipam.node());
+        return CadastreMetrics.get(testKit.system())
+                .sample("cadastre_ipam_allocations_gc_candidates", "node", ipam.node());
     }
 
     /** @return {@code cadastre_ipam_allocations_gc_reclamations_total} of this agent's node for the reason */
     private OptionalDouble reclamationsMetric(String reason) {
         return CadastreMetrics.get(testKit.system())
-                .sample("cadastre_ipam_allocations_gc_reclamations_total", "node", ipam.node(), "reason", reason);
+                .sample(
+                        "cadastre_ipam_allocations_gc_reclamations_total",
+                        "node",
+                        ipam.node(),
+                        "reason",
+                        reason);
     }
 
     private void advance(Duration d) {
@@ -202,12 +236,16 @@ class ReclaimerTest {
         assertEquals(OptionalDouble.of(0), reclamationsMetric(CadastreMetrics.GC_CNI));
 
         // Released as DEL releases: the host end unwired, the node forgot it, the blocks freed it.
-        assertTrue(dataplane.detached.containsAll(List.of(id("a").hostIfname(), id("b").hostIfname())));
+        assertTrue(
+                dataplane.detached.containsAll(
+                        List.of(id("a").hostIfname(), id("b").hostIfname())));
         assertFalse(dataplane.detached.contains(id("c").hostIfname()));
         assertTrue(lookup("a").isEmpty());
         assertTrue(lookup("b").isEmpty());
         assertEquals(Optional.of(c), lookup("c"));
-        assertEquals(List.of(c.key()), await(ipam.attachments()).stream().map(AttachmentRecord::key).toList());
+        assertEquals(
+                List.of(c.key()),
+                await(ipam.attachments()).stream().map(AttachmentRecord::key).toList());
         // The addresses are free again: a DEL now finds nothing more to release.
         assertEquals(List.of(), await(ipam.release(id("a").handle(), "eth0")));
 
@@ -230,7 +268,8 @@ class ReclaimerTest {
 
         advance(Duration.ofMinutes(4));
         gone.add(netns("a"));
-        assertEquals(List.of(), reconcile(), "gone again: a new grace, not the old one's remainder");
+        assertEquals(
+                List.of(), reconcile(), "gone again: a new grace, not the old one's remainder");
         advance(GRACE.minusSeconds(1));
         assertEquals(List.of(), reconcile());
         assertEquals(Optional.of(a), lookup("a"));
@@ -264,10 +303,13 @@ class ReclaimerTest {
         TestProbe<StatusReply<Wired>> addA = testKit.createTestProbe();
         send("a", false, addA.ref());
         // IPAM records the attachment before the dataplane wires it: the ADD is now in flight.
-        testKit.createTestProbe().awaitAssert(WAIT, () -> {
-            assertTrue(lookup("a").isPresent());
-            return null;
-        });
+        testKit.createTestProbe()
+                .awaitAssert(
+                        WAIT,
+                        () -> {
+                            assertTrue(lookup("a").isPresent());
+                            return null;
+                        });
         gone.add(netns("a"));
 
         assertEquals(List.of(), reconcile());
@@ -278,7 +320,10 @@ class ReclaimerTest {
 
         dataplane.releaseAll();
         assertTrue(addA.receiveMessage(WAIT).isSuccess());
-        assertEquals(List.of(id("a").hostIfname()), dataplane.detached, "only the ADD's own clean-up: nothing reclaimed");
+        assertEquals(
+                List.of(id("a").hostIfname()),
+                dataplane.detached,
+                "only the ADD's own clean-up: nothing reclaimed");
         // Once the ADD is done the rule applies, with a grace of its own.
         assertEquals(List.of(), reconcile());
         assertEquals(1, reclaimer.candidates());
@@ -326,7 +371,10 @@ class ReclaimerTest {
 
         agent.tell(new NodeAgent.CollectGarbage("net", Set.of(b.key()), false, probe.ref()));
         assertEquals(List.of(), probe.receiveMessage(WAIT).getValue());
-        assertEquals(OptionalDouble.of(2), reclamationsMetric(CadastreMetrics.GC_CNI), "nothing more released, nothing more counted");
+        assertEquals(
+                OptionalDouble.of(2),
+                reclamationsMetric(CadastreMetrics.GC_CNI),
+                "nothing more released, nothing more counted");
         assertEquals(OptionalDouble.of(0), reclamationsMetric(CadastreMetrics.GC_NETNS_GONE));
     }
 
@@ -335,15 +383,20 @@ class ReclaimerTest {
         AttachmentRecord a = add("a");
         AttachmentRecord b = add("b");
         Map<String, Boolean> heldWhenUnplugged = new ConcurrentHashMap<>();
-        dataplane.onUnplug = hostIfname -> heldWhenUnplugged.put(hostIfname, lookup("a").isPresent());
+        dataplane.onUnplug =
+                hostIfname -> heldWhenUnplugged.put(hostIfname, lookup("a").isPresent());
         dataplane.detached.clear();
         TestProbe<StatusReply<List<String>>> probe = testKit.createTestProbe();
 
         agent.tell(new NodeAgent.CollectGarbage("net", Set.of(b.key()), false, probe.ref()));
 
         assertEquals(List.of(a.key()), probe.receiveMessage(WAIT).getValue());
-        assertEquals(Map.of(id("a").hostIfname(), true), heldWhenUnplugged, "unplugged while IPAM still held it; b untouched");
-        assertEquals(List.of(id("a").hostIfname()), dataplane.detached, "and its pair deleted after");
+        assertEquals(
+                Map.of(id("a").hostIfname(), true),
+                heldWhenUnplugged,
+                "unplugged while IPAM still held it; b untouched");
+        assertEquals(
+                List.of(id("a").hostIfname()), dataplane.detached, "and its pair deleted after");
     }
 
     @Test
@@ -359,13 +412,23 @@ class ReclaimerTest {
         assertEquals(first.addresses().stream().map(h -> h.address()).toList(), deleted.getValue());
         assertEquals(List.of(id("a").hostIfname()), dataplane.unplugged);
         assertTrue(lookup("a").isEmpty(), "released before the pair is deleted");
-        assertEquals(List.of(), dataplane.deletedUnplugged, "the delete is held: the reply did not wait for it");
+        assertEquals(
+                List.of(),
+                dataplane.deletedUnplugged,
+                "the delete is held: the reply did not wait for it");
         dataplane.releaseAll();
-        testKit.createTestProbe().awaitAssert(WAIT, () -> {
-            assertEquals(List.of(id("a").hostIfname() + "#" + FakeDataplane.index(id("a").hostIfname())),
-                    dataplane.deletedUnplugged);
-            return null;
-        });
+        testKit.createTestProbe()
+                .awaitAssert(
+                        WAIT,
+                        () -> {
+                            assertEquals(
+                                    List.of(
+                                            id("a").hostIfname()
+                                                    + "#"
+                                                    + FakeDataplane.index(id("a").hostIfname())),
+                                    dataplane.deletedUnplugged);
+                            return null;
+                        });
     }
 
     @Test
@@ -377,7 +440,10 @@ class ReclaimerTest {
 
         AttachmentRecord again = add("a");
 
-        assertEquals(List.of(id("a").hostIfname()), dataplane.detached, "the ADD deletes the leftover of its host name itself");
+        assertEquals(
+                List.of(id("a").hostIfname()),
+                dataplane.detached,
+                "the ADD deletes the leftover of its host name itself");
         assertEquals(Optional.of(again), lookup("a"));
         assertEquals(List.of(), dataplane.deletedUnplugged, "the delayed delete still held");
     }
@@ -386,15 +452,28 @@ class ReclaimerTest {
     void anAddThatIpamRefusesDeletesThePairItPreparedBeforeItAnswers() {
         dataplane.preparing = true;
         AttachmentId id = id("p");
-        AssignRequest outsideThePool = new AssignRequest(id.handle(), id.ifname(), id.network(), "p", netns("p"),
-                "default", "p", List.of(), List.of("198.19.250.1"));
+        AssignRequest outsideThePool =
+                new AssignRequest(
+                        id.handle(),
+                        id.ifname(),
+                        id.network(),
+                        "p",
+                        netns("p"),
+                        "default",
+                        "p",
+                        List.of(),
+                        List.of("198.19.250.1"));
         TestProbe<StatusReply<Wired>> probe = testKit.createTestProbe();
 
-        agent.tell(new NodeAgent.Attach(id, new PodRequest(outsideThePool, netns("p"), false, 0), probe.ref()));
+        agent.tell(
+                new NodeAgent.Attach(
+                        id, new PodRequest(outsideThePool, netns("p"), false, 0), probe.ref()));
 
         assertTrue(probe.receiveMessage(WAIT).isError());
         assertEquals(List.of(id.hostIfname()), dataplane.preparedPairs);
-        assertEquals(List.of(id.hostIfname() + "#" + FakeDataplane.index(id.hostIfname())), dataplane.deletedUnplugged,
+        assertEquals(
+                List.of(id.hostIfname() + "#" + FakeDataplane.index(id.hostIfname())),
+                dataplane.deletedUnplugged,
                 "deleted before the answer");
         assertTrue(lookup("p").isEmpty());
     }
@@ -407,16 +486,25 @@ class ReclaimerTest {
         add("q");
 
         assertEquals(List.of(id("q").hostIfname()), dataplane.preparedPairs);
-        assertEquals(List.of(id("q").hostIfname() + "#" + FakeDataplane.index(id("q").hostIfname())),
+        assertEquals(
+                List.of(id("q").hostIfname() + "#" + FakeDataplane.index(id("q").hostIfname())),
                 dataplane.attachedPrepared);
         assertEquals(List.of(), dataplane.detached, "the prepared pair is not a leftover");
     }
 
     @Test
     void durationsMustBePositive() {
-        assertThrows(IllegalArgumentException.class, () -> new Reclaimer(Duration.ZERO, GRACE, p -> false, System::nanoTime));
-        assertThrows(IllegalArgumentException.class,
-                () -> new Reclaimer(Duration.ofSeconds(1), Duration.ofSeconds(-1), p -> false, System::nanoTime));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new Reclaimer(Duration.ZERO, GRACE, p -> false, System::nanoTime));
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        new Reclaimer(
+                                Duration.ofSeconds(1),
+                                Duration.ofSeconds(-1),
+                                p -> false,
+                                System::nanoTime));
     }
 
     /**
@@ -426,16 +514,22 @@ class ReclaimerTest {
     private static final class FakeDataplane implements Dataplane {
         final List<String> detached = new CopyOnWriteArrayList<>();
         final List<String> unplugged = new CopyOnWriteArrayList<>();
+
         /** {@code <host name>#<ifindex>} of each pair deleted after an unplug. */
         final List<String> deletedUnplugged = new CopyOnWriteArrayList<>();
+
         /** Whether {@link #prepare} makes pairs (a dataplane may prepare nothing: the default). */
         volatile boolean preparing;
+
         final List<String> preparedPairs = new CopyOnWriteArrayList<>();
+
         /** {@code <host name>#<ifindex>} of each prepared pair an attach configured. */
         final List<String> attachedPrepared = new CopyOnWriteArrayList<>();
+
         private final Map<String, CountDownLatch> held = new ConcurrentHashMap<>();
+
         /** Called by each unplug, with the host end's name. */
-        volatile Consumer<String> onUnplug = hostIfname -> { };
+        volatile Consumer<String> onUnplug = hostIfname -> {};
 
         void blockAttach(String netnsPath) {
             held.put(netnsPath, new CountDownLatch(1));
@@ -471,8 +565,14 @@ class ReclaimerTest {
         @Override
         public WiredPod attach(PodAttachment a) {
             awaitRelease(a.netnsPath());
-            return new WiredPod(a.hostIfname(), HOST_MAC, a.podIfname(), "02:00:00:00:00:01", a.netnsPath(),
-                    a.addresses(), List.of());
+            return new WiredPod(
+                    a.hostIfname(),
+                    HOST_MAC,
+                    a.podIfname(),
+                    "02:00:00:00:00:01",
+                    a.netnsPath(),
+                    a.addresses(),
+                    List.of());
         }
 
         @Override

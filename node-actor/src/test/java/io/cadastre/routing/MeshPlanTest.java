@@ -32,109 +32,284 @@ import org.junit.jupiter.api.Test;
  * 198.18.N.0/26 and fd00:198::N:0/122; its tunnel addresses 198.18.N.1 and fd00:198::N:1.
  */
 class MeshPlanTest {
-    private static final Underlay UNDERLAY = new Underlay("eth0", 1500, ia("198.19.255.11/24"), ia("fd00:19:255::11/64"));
-    private static final Underlay V4_ONLY = new Underlay("eth0", 1500, ia("198.19.255.11/24"), null);
+    private static final Underlay UNDERLAY =
+            new Underlay("eth0", 1500, ia("198.19.255.11/24"), ia("fd00:19:255::11/64"));
+    private static final Underlay V4_ONLY =
+            new Underlay("eth0", 1500, ia("198.19.255.11/24"), null);
 
-    private record Case(String name, MeshPlan.Self self, MeshState state, Set<String> routes, Set<String> devices,
-            List<String> problems, Set<Family> tunnels) {}
+    private record Case(
+            String name,
+            MeshPlan.Self self,
+            MeshState state,
+            Set<String> routes,
+            Set<String> devices,
+            List<String> problems,
+            Set<Family> tunnels) {}
 
     @Test
     void plans() {
         List<Case> cases = new ArrayList<>();
-        cases.add(new Case("a single host: its blackholes and the pods' gateway, no device",
-                self(RoutingMode.CROSS_SUBNET, UNDERLAY, false),
-                state().block(1, "h1").node("h1", "cross-subnet", "198.19.255.11/24", "fd00:19:255::11/64", false).build(),
-                Set.of("169.254.1.1/32 dev lo", "blackhole 198.18.1.0/26", "blackhole fd00:198::1:0/122"),
-                Set.of(), List.of(), Set.of()));
-        cases.add(new Case("cross-subnet: direct on the subnet, VXLAN behind the router",
-                self(RoutingMode.CROSS_SUBNET, UNDERLAY, true),
-                state().block(1, "h1").block(2, "h2").block(4, "h4")
-                        .node("h2", "cross-subnet", "198.19.255.12/24", "fd00:19:255::12/64", true)
-                        .node("h4", "cross-subnet", "198.19.254.14/24", "fd00:19:254::14/64", true).build(),
-                Set.of("169.254.1.1/32 dev lo", "blackhole 198.18.1.0/26", "blackhole fd00:198::1:0/122",
-                        "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink",
-                        "fd00:198::2:0/122 via fd00:19:255::12 dev eth0 onlink",
-                        "198.18.4.0/26 via 198.18.4.1 dev cadastre.vx4 onlink",
-                        "fd00:198::4:0/122 via fd00:198::4:1 dev cadastre.vx6 onlink"),
-                Set.of("cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel 198.18.1.1/32"
-                                + " fdb [" + fdb("h4", "198.19.254.14") + "] neighbours [neighbour 198.18.4.1 lladdr "
-                                + Vtep.mac("h4") + "]",
-                        "cadastre.vx6 vni 7202 port 4789 local fd00:19:255::11 dev eth0 mtu 1430 tunnel fd00:198::1:1/128"
-                                + " fdb [" + fdb("h4", "fd00:19:254::14") + "] neighbours [neighbour fd00:198::4:1 lladdr "
-                                + Vtep.mac("h4") + "]"),
-                List.of(), Set.of(Family.IPV4, Family.IPV6)));
-        cases.add(new Case("borrowed addresses: host routes to where they live, none for this host's own",
-                self(RoutingMode.DIRECT, UNDERLAY, false),
-                state().block(1, "h1").block(2, "h2").block(3, "h3")
-                        .node("h2", "direct", "198.19.255.12/24", null, false, held("198.18.1.7", 1), held("198.18.2.5", 2))
-                        .node("h3", "direct", "198.19.255.13/24", null, false, held("198.18.2.9", 2))
-                        .node("h1", "direct", "198.19.255.11/24", null, false, held("198.18.3.8", 3)).build(),
-                Set.of("169.254.1.1/32 dev lo", "blackhole 198.18.1.0/26", "blackhole fd00:198::1:0/122",
-                        "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink", "198.18.3.0/26 via 198.19.255.13 dev eth0 onlink",
-                        "198.18.1.7/32 via 198.19.255.12 dev eth0 onlink", "198.18.2.9/32 via 198.19.255.13 dev eth0 onlink"),
-                Set.of(), List.of("node h2 has no IPv6 underlay address: fd00:198::2:0/122 on h2 is not routed",
-                        "node h3 has no IPv6 underlay address: fd00:198::3:0/122 on h3 is not routed"), Set.of()));
-        cases.add(new Case("a removed node is withdrawn; an unreachable one is not (nothing here tells)",
-                self(RoutingMode.CROSS_SUBNET, V4_ONLY, false),
-                state().block(2, "h2").block(3, "h3")
-                        .node("h2", "cross-subnet", "198.19.255.12/24", null, false)
-                        .removed("h3", held("198.18.2.33", 2)).build(),
-                Set.of("169.254.1.1/32 dev lo", "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink"),
-                Set.of(), List.of("this host has no IPv6 underlay address: fd00:198::2:0/122 on h2 is not routed"), Set.of()));
-        cases.add(new Case("a node without a peer: its blocks are not routed, and said so",
-                self(RoutingMode.CROSS_SUBNET, V4_ONLY, false),
-                state().claim("198.18.5.0/26", "h5").build(),
-                Set.of("169.254.1.1/32 dev lo"), Set.of(),
-                List.of("node h5 has published no peer (its agent has not started since, or runs mode none):"
-                        + " 198.18.5.0/26 is not routed"), Set.of()));
-        cases.add(new Case("direct mode cannot reach a peer behind a router",
-                self(RoutingMode.DIRECT, V4_ONLY, false),
-                state().claim("198.18.4.0/26", "h4").node("h4", "direct", "198.19.254.14/24", null, false).build(),
-                Set.of("169.254.1.1/32 dev lo"), Set.of(),
-                List.of("node h4 (198.19.254.14/24) is not on this host's subnet 198.19.255.11/24: direct mode needs one"
-                        + " L2 segment (cross-subnet would use VXLAN); 198.18.4.0/26 is not routed"), Set.of()));
-        cases.add(new Case("vxlan mode: every peer over VXLAN; one without a tunnel address waits",
-                self(RoutingMode.VXLAN, V4_ONLY, false),
-                state().claim("198.18.2.0/26", "h2").claim("198.18.3.0/26", "h3")
-                        .node("h2", "vxlan", "198.19.255.12/24", null, true)
-                        .node("h3", "vxlan", "198.19.255.13/24", null, false).build(),
-                Set.of("169.254.1.1/32 dev lo", "198.18.2.0/26 via 198.18.2.1 dev cadastre.vx4 onlink"),
-                Set.of("cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel none fdb ["
-                        + fdb("h2", "198.19.255.12") + "] neighbours [neighbour 198.18.2.1 lladdr " + Vtep.mac("h2") + "]"),
-                List.of("node h3 has no IPv4 tunnel address yet: 198.18.3.0/26 is not routed"), Set.of(Family.IPV4)));
-        cases.add(new Case("cross-subnet on one subnet, but the peer runs vxlan: a device to receive on, no entries",
-                self(RoutingMode.CROSS_SUBNET, V4_ONLY, true),
-                state().claim("198.18.2.0/26", "h2").node("h2", "vxlan", "198.19.255.12/24", null, true).build(),
-                Set.of("169.254.1.1/32 dev lo", "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink"),
-                Set.of("cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel 198.18.1.1/32 fdb []"
-                        + " neighbours []"), List.of(), Set.of(Family.IPV4)));
-        cases.add(new Case("a borrowed tunnel address behind the router: a host route over VXLAN",
-                self(RoutingMode.CROSS_SUBNET, V4_ONLY, true),
-                state().claim("198.18.2.0/26", "h2").node("h2", "cross-subnet", "198.19.255.12/24", null, false)
-                        .node("h4", "cross-subnet", "198.19.254.14/24", null, true, held("198.18.2.60", 2)).build(),
-                Set.of("169.254.1.1/32 dev lo", "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink",
-                        "198.18.2.60/32 via 198.18.4.1 dev cadastre.vx4 onlink"),
-                Set.of("cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel 198.18.1.1/32 fdb ["
-                        + fdb("h4", "198.19.254.14") + "] neighbours [neighbour 198.18.4.1 lladdr " + Vtep.mac("h4") + "]"),
-                List.of(), Set.of(Family.IPV4)));
-        cases.add(new Case("one address recorded by two nodes (a stale read): routed to the first, said so",
-                self(RoutingMode.DIRECT, V4_ONLY, false),
-                state().block(1, "h1")
-                        .node("h2", "direct", "198.19.255.12/24", null, false, held("198.18.1.9", 1))
-                        .node("h3", "direct", "198.19.255.13/24", null, false, held("198.18.1.9", 1)).build(),
-                Set.of("169.254.1.1/32 dev lo", "blackhole 198.18.1.0/26", "blackhole fd00:198::1:0/122",
-                        "198.18.1.9/32 via 198.19.255.12 dev eth0 onlink"),
-                Set.of(), List.of("address 198.18.1.9 is recorded by nodes h2 and h3: routed to h2"), Set.of()));
-        cases.add(new Case("blocks of one address: no blackhole for an own one (the pod's route is the route)",
-                self(RoutingMode.DIRECT, V4_ONLY, false),
-                state().claim("198.18.200.0/32", "h1").claim("198.18.200.1/32", "h2")
-                        .node("h2", "direct", "198.19.255.12/24", null, false).build(),
-                Set.of("169.254.1.1/32 dev lo", "198.18.200.1/32 via 198.19.255.12 dev eth0 onlink"),
-                Set.of(), List.of(), Set.of()));
-        cases.add(new Case("mode none: nothing at all",
-                self(RoutingMode.NONE, UNDERLAY, true),
-                state().block(1, "h1").block(2, "h2").node("h2", "direct", "198.19.255.12/24", null, false).build(),
-                Set.of(), Set.of(), List.of(), Set.of()));
+        cases.add(
+                new Case(
+                        "a single host: its blackholes and the pods' gateway, no device",
+                        self(RoutingMode.CROSS_SUBNET, UNDERLAY, false),
+                        state().block(1, "h1")
+                                .node(
+                                        "h1",
+                                        "cross-subnet",
+                                        "198.19.255.11/24",
+                                        "fd00:19:255::11/64",
+                                        false)
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "blackhole 198.18.1.0/26",
+                                "blackhole fd00:198::1:0/122"),
+                        Set.of(),
+                        List.of(),
+                        Set.of()));
+        cases.add(
+                new Case(
+                        "cross-subnet: direct on the subnet, VXLAN behind the router",
+                        self(RoutingMode.CROSS_SUBNET, UNDERLAY, true),
+                        state().block(1, "h1")
+                                .block(2, "h2")
+                                .block(4, "h4")
+                                .node(
+                                        "h2",
+                                        "cross-subnet",
+                                        "198.19.255.12/24",
+                                        "fd00:19:255::12/64",
+                                        true)
+                                .node(
+                                        "h4",
+                                        "cross-subnet",
+                                        "198.19.254.14/24",
+                                        "fd00:19:254::14/64",
+                                        true)
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "blackhole 198.18.1.0/26",
+                                "blackhole fd00:198::1:0/122",
+                                "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink",
+                                "fd00:198::2:0/122 via fd00:19:255::12 dev eth0 onlink",
+                                "198.18.4.0/26 via 198.18.4.1 dev cadastre.vx4 onlink",
+                                "fd00:198::4:0/122 via fd00:198::4:1 dev cadastre.vx6 onlink"),
+                        Set.of(
+                                "cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel 198.18.1.1/32"
+                                        + " fdb ["
+                                        + fdb("h4", "198.19.254.14")
+                                        + "] neighbours [neighbour 198.18.4.1 lladdr "
+                                        + Vtep.mac("h4")
+                                        + "]",
+                                "cadastre.vx6 vni 7202 port 4789 local fd00:19:255::11 dev eth0 mtu 1430 tunnel fd00:198::1:1/128"
+                                        + " fdb ["
+                                        + fdb("h4", "fd00:19:254::14")
+                                        + "] neighbours [neighbour fd00:198::4:1 lladdr "
+                                        + Vtep.mac("h4")
+                                        + "]"),
+                        List.of(),
+                        Set.of(Family.IPV4, Family.IPV6)));
+        cases.add(
+                new Case(
+                        "borrowed addresses: host routes to where they live, none for this host's own",
+                        self(RoutingMode.DIRECT, UNDERLAY, false),
+                        state().block(1, "h1")
+                                .block(2, "h2")
+                                .block(3, "h3")
+                                .node(
+                                        "h2",
+                                        "direct",
+                                        "198.19.255.12/24",
+                                        null,
+                                        false,
+                                        held("198.18.1.7", 1),
+                                        held("198.18.2.5", 2))
+                                .node(
+                                        "h3",
+                                        "direct",
+                                        "198.19.255.13/24",
+                                        null,
+                                        false,
+                                        held("198.18.2.9", 2))
+                                .node(
+                                        "h1",
+                                        "direct",
+                                        "198.19.255.11/24",
+                                        null,
+                                        false,
+                                        held("198.18.3.8", 3))
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "blackhole 198.18.1.0/26",
+                                "blackhole fd00:198::1:0/122",
+                                "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink",
+                                "198.18.3.0/26 via 198.19.255.13 dev eth0 onlink",
+                                "198.18.1.7/32 via 198.19.255.12 dev eth0 onlink",
+                                "198.18.2.9/32 via 198.19.255.13 dev eth0 onlink"),
+                        Set.of(),
+                        List.of(
+                                "node h2 has no IPv6 underlay address: fd00:198::2:0/122 on h2 is not routed",
+                                "node h3 has no IPv6 underlay address: fd00:198::3:0/122 on h3 is not routed"),
+                        Set.of()));
+        cases.add(
+                new Case(
+                        "a removed node is withdrawn; an unreachable one is not (nothing here tells)",
+                        self(RoutingMode.CROSS_SUBNET, V4_ONLY, false),
+                        state().block(2, "h2")
+                                .block(3, "h3")
+                                .node("h2", "cross-subnet", "198.19.255.12/24", null, false)
+                                .removed("h3", held("198.18.2.33", 2))
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink"),
+                        Set.of(),
+                        List.of(
+                                "this host has no IPv6 underlay address: fd00:198::2:0/122 on h2 is not routed"),
+                        Set.of()));
+        cases.add(
+                new Case(
+                        "a node without a peer: its blocks are not routed, and said so",
+                        self(RoutingMode.CROSS_SUBNET, V4_ONLY, false),
+                        state().claim("198.18.5.0/26", "h5").build(),
+                        Set.of("169.254.1.1/32 dev lo"),
+                        Set.of(),
+                        List.of(
+                                "node h5 has published no peer (its agent has not started since, or runs mode none):"
+                                        + " 198.18.5.0/26 is not routed"),
+                        Set.of()));
+        cases.add(
+                new Case(
+                        "direct mode cannot reach a peer behind a router",
+                        self(RoutingMode.DIRECT, V4_ONLY, false),
+                        state().claim("198.18.4.0/26", "h4")
+                                .node("h4", "direct", "198.19.254.14/24", null, false)
+                                .build(),
+                        Set.of("169.254.1.1/32 dev lo"),
+                        Set.of(),
+                        List.of(
+                                "node h4 (198.19.254.14/24) is not on this host's subnet 198.19.255.11/24: direct mode needs one"
+                                        + " L2 segment (cross-subnet would use VXLAN); 198.18.4.0/26 is not routed"),
+                        Set.of()));
+        cases.add(
+                new Case(
+                        "vxlan mode: every peer over VXLAN; one without a tunnel address waits",
+                        self(RoutingMode.VXLAN, V4_ONLY, false),
+                        state().claim("198.18.2.0/26", "h2")
+                                .claim("198.18.3.0/26", "h3")
+                                .node("h2", "vxlan", "198.19.255.12/24", null, true)
+                                .node("h3", "vxlan", "198.19.255.13/24", null, false)
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "198.18.2.0/26 via 198.18.2.1 dev cadastre.vx4 onlink"),
+                        Set.of(
+                                "cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel none fdb ["
+                                        + fdb("h2", "198.19.255.12")
+                                        + "] neighbours [neighbour 198.18.2.1 lladdr "
+                                        + Vtep.mac("h2")
+                                        + "]"),
+                        List.of(
+                                "node h3 has no IPv4 tunnel address yet: 198.18.3.0/26 is not routed"),
+                        Set.of(Family.IPV4)));
+        cases.add(
+                new Case(
+                        "cross-subnet on one subnet, but the peer runs vxlan: a device to receive on, no entries",
+                        self(RoutingMode.CROSS_SUBNET, V4_ONLY, true),
+                        state().claim("198.18.2.0/26", "h2")
+                                .node("h2", "vxlan", "198.19.255.12/24", null, true)
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink"),
+                        Set.of(
+                                "cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel 198.18.1.1/32 fdb []"
+                                        + " neighbours []"),
+                        List.of(),
+                        Set.of(Family.IPV4)));
+        cases.add(
+                new Case(
+                        "a borrowed tunnel address behind the router: a host route over VXLAN",
+                        self(RoutingMode.CROSS_SUBNET, V4_ONLY, true),
+                        state().claim("198.18.2.0/26", "h2")
+                                .node("h2", "cross-subnet", "198.19.255.12/24", null, false)
+                                .node(
+                                        "h4",
+                                        "cross-subnet",
+                                        "198.19.254.14/24",
+                                        null,
+                                        true,
+                                        held("198.18.2.60", 2))
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "198.18.2.0/26 via 198.19.255.12 dev eth0 onlink",
+                                "198.18.2.60/32 via 198.18.4.1 dev cadastre.vx4 onlink"),
+                        Set.of(
+                                "cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel 198.18.1.1/32 fdb ["
+                                        + fdb("h4", "198.19.254.14")
+                                        + "] neighbours [neighbour 198.18.4.1 lladdr "
+                                        + Vtep.mac("h4")
+                                        + "]"),
+                        List.of(),
+                        Set.of(Family.IPV4)));
+        cases.add(
+                new Case(
+                        "one address recorded by two nodes (a stale read): routed to the first, said so",
+                        self(RoutingMode.DIRECT, V4_ONLY, false),
+                        state().block(1, "h1")
+                                .node(
+                                        "h2",
+                                        "direct",
+                                        "198.19.255.12/24",
+                                        null,
+                                        false,
+                                        held("198.18.1.9", 1))
+                                .node(
+                                        "h3",
+                                        "direct",
+                                        "198.19.255.13/24",
+                                        null,
+                                        false,
+                                        held("198.18.1.9", 1))
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "blackhole 198.18.1.0/26",
+                                "blackhole fd00:198::1:0/122",
+                                "198.18.1.9/32 via 198.19.255.12 dev eth0 onlink"),
+                        Set.of(),
+                        List.of("address 198.18.1.9 is recorded by nodes h2 and h3: routed to h2"),
+                        Set.of()));
+        cases.add(
+                new Case(
+                        "blocks of one address: no blackhole for an own one (the pod's route is the route)",
+                        self(RoutingMode.DIRECT, V4_ONLY, false),
+                        state().claim("198.18.200.0/32", "h1")
+                                .claim("198.18.200.1/32", "h2")
+                                .node("h2", "direct", "198.19.255.12/24", null, false)
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "198.18.200.1/32 via 198.19.255.12 dev eth0 onlink"),
+                        Set.of(),
+                        List.of(),
+                        Set.of()));
+        cases.add(
+                new Case(
+                        "mode none: nothing at all",
+                        self(RoutingMode.NONE, UNDERLAY, true),
+                        state().block(1, "h1")
+                                .block(2, "h2")
+                                .node("h2", "direct", "198.19.255.12/24", null, false)
+                                .build(),
+                        Set.of(),
+                        Set.of(),
+                        List.of(),
+                        Set.of()));
 
         for (Case c : cases) {
             MeshPlan plan = MeshPlan.compute(c.self(), c.state());
@@ -142,20 +317,44 @@ class MeshPlanTest {
             assertEquals(c.devices(), devices(plan.desired().devices()), c.name());
             assertEquals(c.problems(), plan.problems(), c.name());
             assertEquals(c.tunnels(), plan.tunnelsWanted(), c.name());
-            assertEquals(plan, MeshPlan.compute(c.self(), c.state()), c.name() + ": the same inputs, the same plan");
+            assertEquals(
+                    plan,
+                    MeshPlan.compute(c.self(), c.state()),
+                    c.name() + ": the same inputs, the same plan");
         }
     }
 
     @Test
     void thePeersTableSaysHowEachNodeIsReached() {
-        MeshPlan plan = MeshPlan.compute(self(RoutingMode.CROSS_SUBNET, UNDERLAY, true),
-                state().block(2, "h2").block(4, "h4")
-                        .node("h2", "cross-subnet", "198.19.255.12/24", "fd00:19:255::12/64", true)
-                        .node("h4", "cross-subnet", "198.19.254.14/24", null, true).build());
-        assertEquals("h2 IPv4 direct IPv6 direct; h4 IPv4 vxlan IPv6 -",
-                String.join("; ", plan.peers().stream().map(p -> p.node() + " IPv4 " + (p.ipv4() == null ? "-" : p.ipv4())
-                        + " IPv6 " + (p.ipv6() == null ? "-" : p.ipv6())).toList()));
-        assertEquals(Map.of("block", 3L, "borrowed", 0L, "blackhole", 0L, "gateway", 1L), plan.routeCounts());
+        MeshPlan plan =
+                MeshPlan.compute(
+                        self(RoutingMode.CROSS_SUBNET, UNDERLAY, true),
+                        state().block(2, "h2")
+                                .block(4, "h4")
+                                .node(
+                                        "h2",
+                                        "cross-subnet",
+                                        "198.19.255.12/24",
+                                        "fd00:19:255::12/64",
+                                        true)
+                                .node("h4", "cross-subnet", "198.19.254.14/24", null, true)
+                                .build());
+        assertEquals(
+                "h2 IPv4 direct IPv6 direct; h4 IPv4 vxlan IPv6 -",
+                String.join(
+                        "; ",
+                        plan.peers().stream()
+                                .map(
+                                        p ->
+                                                p.node()
+                                                        + " IPv4 "
+                                                        + (p.ipv4() == null ? "-" : p.ipv4())
+                                                        + " IPv6 "
+                                                        + (p.ipv6() == null ? "-" : p.ipv6()))
+                                .toList()));
+        assertEquals(
+                Map.of("block", 3L, "borrowed", 0L, "blackhole", 0L, "gateway", 1L),
+                plan.routeCounts());
         assertEquals(Map.of("direct", 1L, "vxlan", 1L), plan.peerCounts());
     }
 
@@ -187,17 +386,24 @@ class MeshPlanTest {
 
     private static RoutingSettings with(RoutingMode mode) {
         RoutingSettings d = RoutingSettings.defaults();
-        return new RoutingSettings(mode, "", d.vni(), d.port(), Duration.ofSeconds(30), Duration.ZERO);
+        return new RoutingSettings(
+                mode, "", d.vni(), d.port(), Duration.ofSeconds(30), Duration.ZERO);
     }
 
     private static MeshPlan.Self self(RoutingMode mode, Underlay underlay, boolean tunnels) {
-        return new MeshPlan.Self("h1", with(mode), underlay, tunnels ? IpPrefix.literal("198.18.1.1") : null,
+        return new MeshPlan.Self(
+                "h1",
+                with(mode),
+                underlay,
+                tunnels ? IpPrefix.literal("198.18.1.1") : null,
                 tunnels ? IpPrefix.literal("fd00:198::1:1") : null);
     }
 
     private static InterfaceAddress ia(String cidr) {
         int slash = cidr.indexOf('/');
-        return new InterfaceAddress(IpPrefix.literal(cidr.substring(0, slash)), Integer.parseInt(cidr.substring(slash + 1)));
+        return new InterfaceAddress(
+                IpPrefix.literal(cidr.substring(0, slash)),
+                Integer.parseInt(cidr.substring(slash + 1)));
     }
 
     private static HeldAddress held(String address, int blockOf) {
@@ -227,16 +433,41 @@ class MeshPlanTest {
             return this;
         }
 
-        StateBuilder node(String name, String mode, String v4, String v6, boolean tunnels, HeldAddress... held) {
+        StateBuilder node(
+                String name,
+                String mode,
+                String v4,
+                String v6,
+                boolean tunnels,
+                HeldAddress... held) {
             int n = Integer.parseInt(name.substring(1));
-            PeerInfo peer = new PeerInfo(name, mode, "eth0", v4, v6, Vtep.mac(name), tunnels ? "198.18." + n + ".1" : null,
-                    tunnels ? "fd00:198::" + n + ":1" : null, 1500);
+            PeerInfo peer =
+                    new PeerInfo(
+                            name,
+                            mode,
+                            "eth0",
+                            v4,
+                            v6,
+                            Vtep.mac(name),
+                            tunnels ? "198.18." + n + ".1" : null,
+                            tunnels ? "fd00:198::" + n + ":1" : null,
+                            1500);
             nodes.put(name, new NodeFacts(peer, false, List.of(held)));
             return this;
         }
 
         StateBuilder removed(String name, HeldAddress... held) {
-            PeerInfo peer = new PeerInfo(name, "direct", "eth0", "198.19.255.13/24", null, Vtep.mac(name), null, null, 1500);
+            PeerInfo peer =
+                    new PeerInfo(
+                            name,
+                            "direct",
+                            "eth0",
+                            "198.19.255.13/24",
+                            null,
+                            Vtep.mac(name),
+                            null,
+                            null,
+                            1500);
             nodes.put(name, new NodeFacts(peer, true, List.of(held)));
             return this;
         }
@@ -255,10 +486,26 @@ class MeshPlanTest {
     private static Set<String> devices(List<VxlanDevice> devices) {
         Set<String> out = new TreeSet<>();
         for (VxlanDevice d : devices) {
-            out.add(d.name() + " vni " + d.vni() + " port " + d.port() + " local " + d.local().getHostAddress()
-                    .replace("fd00:19:255:0:0:0:0:11", "fd00:19:255::11") + " dev " + d.underlay() + " mtu " + d.mtu()
-                    + " tunnel " + (d.tunnelAddress() == null ? "none" : d.tunnelAddress()) + " fdb " + d.fdb()
-                    + " neighbours " + d.neighbours());
+            out.add(
+                    d.name()
+                            + " vni "
+                            + d.vni()
+                            + " port "
+                            + d.port()
+                            + " local "
+                            + d.local()
+                                    .getHostAddress()
+                                    .replace("fd00:19:255:0:0:0:0:11", "fd00:19:255::11")
+                            + " dev "
+                            + d.underlay()
+                            + " mtu "
+                            + d.mtu()
+                            + " tunnel "
+                            + (d.tunnelAddress() == null ? "none" : d.tunnelAddress())
+                            + " fdb "
+                            + d.fdb()
+                            + " neighbours "
+                            + d.neighbours());
         }
         return out;
     }

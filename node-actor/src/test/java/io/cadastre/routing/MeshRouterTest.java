@@ -51,8 +51,12 @@ import org.junit.jupiter.api.Test;
  */
 class MeshRouterTest {
     private static ActorTestKit testKit;
-    private static final Underlay UNDERLAY = new Underlay("eth0", 1500,
-            new InterfaceAddress(IpPrefix.literal("198.19.255.11"), 24), null);
+    private static final Underlay UNDERLAY =
+            new Underlay(
+                    "eth0",
+                    1500,
+                    new InterfaceAddress(IpPrefix.literal("198.19.255.11"), 24),
+                    null);
 
     @BeforeAll
     static void start() {
@@ -77,7 +81,11 @@ class MeshRouterTest {
         host.await(routes -> routes.contains("198.18.2.0/26 via 198.19.255.12 dev eth0 onlink"));
         assertTrue(host.last().contains("blackhole 198.18.1.0/26"));
         assertTrue(host.last().contains("169.254.1.1/32 dev lo"));
-        cluster.awaitPublished(p -> p.node().equals("h1") && "198.19.255.11/24".equals(p.ipv4()) && p.tunnelIpv4() == null);
+        cluster.awaitPublished(
+                p ->
+                        p.node().equals("h1")
+                                && "198.19.255.11/24".equals(p.ipv4())
+                                && p.tunnelIpv4() == null);
 
         // A claim elsewhere, hinted: read that pool at once.
         cluster.claim("v4", "198.18.3.0/26", "h3");
@@ -90,7 +98,9 @@ class MeshRouterTest {
         router.tell(new MeshRouter.Refresh(testKit.<MeshRouter.Status>createTestProbe().getRef()));
         int reconciles = host.calls.size();
         host.await(routes -> host.calls.size() > reconciles);
-        assertTrue(host.last().contains("198.18.3.0/26 via 198.19.255.13 dev eth0 onlink"), host.last().toString());
+        assertTrue(
+                host.last().contains("198.18.3.0/26 via 198.19.255.13 dev eth0 onlink"),
+                host.last().toString());
 
         // An operator removes h3: its routes go.
         cluster.unavailable.remove("h3");
@@ -119,13 +129,18 @@ class MeshRouterTest {
         ActorRef<MeshRouter.Command> router = router(cluster, host, RoutingMode.CROSS_SUBNET);
         router.tell(MeshRouter.Start.INSTANCE);
         host.await(routes -> routes.contains("blackhole 198.18.1.0/26"));
-        assertFalse(host.last().stream().anyMatch(r -> r.startsWith("198.18.2.0/26")), "h2 has no peer yet");
+        assertFalse(
+                host.last().stream().anyMatch(r -> r.startsWith("198.18.2.0/26")),
+                "h2 has no peer yet");
 
         cluster.peer("h2", "198.19.255.12/24", null); // published; the hint never came
         cluster.claim("v4", "198.18.3.0/26", "h2");
         cluster.hint(new MeshHints.PoolChanged("v4"));
-        host.await(routes -> routes.contains("198.18.2.0/26 via 198.19.255.12 dev eth0 onlink")
-                && routes.contains("198.18.3.0/26 via 198.19.255.12 dev eth0 onlink"));
+        host.await(
+                routes ->
+                        routes.contains("198.18.2.0/26 via 198.19.255.12 dev eth0 onlink")
+                                && routes.contains(
+                                        "198.18.3.0/26 via 198.19.255.12 dev eth0 onlink"));
         testKit.stop(router);
     }
 
@@ -142,7 +157,10 @@ class MeshRouterTest {
             assertTrue(System.nanoTime() < deadline, "the router did not read the pools again");
             Thread.sleep(10);
         }
-        assertEquals(List.of(), host.calls, "the kernel's routes are left as they are until the pools are read");
+        assertEquals(
+                List.of(),
+                host.calls,
+                "the kernel's routes are left as they are until the pools are read");
         cluster.unavailable.remove("pool:v4");
         host.await(routes -> routes.contains("blackhole 198.18.1.0/26"));
         testKit.stop(router);
@@ -159,10 +177,15 @@ class MeshRouterTest {
         router.tell(MeshRouter.Start.INSTANCE);
 
         cluster.awaitPublished(p -> "198.18.1.1".equals(p.tunnelIpv4()));
-        host.await(routes -> routes.contains("198.18.4.0/26 via 198.18.4.1 dev cadastre.vx4 onlink"));
+        host.await(
+                routes -> routes.contains("198.18.4.0/26 via 198.18.4.1 dev cadastre.vx4 onlink"));
         HostRouting.VxlanDevice vx4 = host.lastDesired().devices().get(0);
         assertEquals(IpPrefix.parse("198.18.1.1/32"), vx4.tunnelAddress());
-        assertEquals(List.of(new HostRouting.FdbEntry(Vtep.mac("h4"), IpPrefix.literal("198.19.254.14"))), vx4.fdb());
+        assertEquals(
+                List.of(
+                        new HostRouting.FdbEntry(
+                                Vtep.mac("h4"), IpPrefix.literal("198.19.254.14"))),
+                vx4.fdb());
         assertEquals(1, cluster.tunnelAssignments.size(), "assigned once");
         testKit.stop(router);
     }
@@ -187,7 +210,9 @@ class MeshRouterTest {
             assertTrue(System.nanoTime() < deadline, "no hint for the borrowed address");
             Thread.sleep(10);
         }
-        assertEquals(List.of("h1"), cluster.nodeHints.subList(hintsBefore, cluster.nodeHints.size()),
+        assertEquals(
+                List.of("h1"),
+                cluster.nodeHints.subList(hintsBefore, cluster.nodeHints.size()),
                 "one hint: the address in h2's block, none for the node's own");
         testKit.stop(router);
     }
@@ -200,26 +225,51 @@ class MeshRouterTest {
         cluster.claim("v4", "198.18.5.0/26", "h5");
         cluster.peer("h2", "198.19.255.12/24", null);
         FakeHost host = new FakeHost();
-        host.foreign.add(new HostRouting.Installed(IpPrefix.parse("198.18.2.0/26"), 4, false,
-                IpPrefix.literal("198.19.255.99"), "eth0", "198.18.2.0/26 via 198.19.255.99 dev eth0 proto static"));
+        host.foreign.add(
+                new HostRouting.Installed(
+                        IpPrefix.parse("198.18.2.0/26"),
+                        4,
+                        false,
+                        IpPrefix.literal("198.19.255.99"),
+                        "eth0",
+                        "198.18.2.0/26 via 198.19.255.99 dev eth0 proto static"));
         ActorRef<MeshRouter.Command> router = router(cluster, host, RoutingMode.DIRECT);
         router.tell(MeshRouter.Start.INSTANCE);
         host.await(routes -> routes.contains("blackhole 198.18.1.0/26"));
         int reconciles = host.calls.size();
 
         var probe = testKit.<Optional<List<RouteAudit.Finding>>>createTestProbe();
-        Map<Cidr, MeshState.Claim> claims = Map.of(Cidr.parse("198.18.1.0/26"), new MeshState.Claim("v4", "h1"),
-                Cidr.parse("198.18.2.0/26"), new MeshState.Claim("v4", "h2"),
-                Cidr.parse("198.18.5.0/26"), new MeshState.Claim("v4", "h5"));
+        Map<Cidr, MeshState.Claim> claims =
+                Map.of(
+                        Cidr.parse("198.18.1.0/26"),
+                        new MeshState.Claim("v4", "h1"),
+                        Cidr.parse("198.18.2.0/26"),
+                        new MeshState.Claim("v4", "h2"),
+                        Cidr.parse("198.18.5.0/26"),
+                        new MeshState.Claim("v4", "h5"));
         router.tell(new MeshRouter.Audit(claims, Set.of(), probe.getRef()));
-        List<RouteAudit.Finding> findings = probe.receiveMessage(Duration.ofSeconds(10)).orElseThrow();
+        List<RouteAudit.Finding> findings =
+                probe.receiveMessage(Duration.ofSeconds(10)).orElseThrow();
 
-        assertTrue(host.calls.size() > reconciles, "findings were refreshed before they were reported");
-        assertEquals(List.of("198.18.2.0/26 conflict 198.18.2.0/26 via 198.19.255.99 dev eth0 proto static",
+        assertTrue(
+                host.calls.size() > reconciles,
+                "findings were refreshed before they were reported");
+        assertEquals(
+                List.of(
+                        "198.18.2.0/26 conflict 198.18.2.0/26 via 198.19.255.99 dev eth0 proto static",
                         "198.18.5.0/26 unroutable node h5 has published no peer (its agent has not started since, or runs"
                                 + " mode none): 198.18.5.0/26 is not routed"),
-                findings.stream().map(f -> f.block() + " " + f.problem().spelling() + " "
-                        + (f.problem() == RouteAudit.Problem.CONFLICT ? f.actual() : f.expected())).toList());
+                findings.stream()
+                        .map(
+                                f ->
+                                        f.block()
+                                                + " "
+                                                + f.problem().spelling()
+                                                + " "
+                                                + (f.problem() == RouteAudit.Problem.CONFLICT
+                                                        ? f.actual()
+                                                        : f.expected()))
+                        .toList());
         testKit.stop(router);
     }
 
@@ -238,11 +288,26 @@ class MeshRouterTest {
         testKit.stop(router);
     }
 
-    private static ActorRef<MeshRouter.Command> router(FakeSource cluster, FakeHost host, RoutingMode mode) {
-        RoutingSettings settings = new RoutingSettings(mode, "", RoutingSettings.DEFAULT_VNI, RoutingSettings.DEFAULT_PORT,
-                Duration.ofMinutes(10), Duration.ofMillis(5));
-        return testKit.spawn(MeshRouter.create("h1", settings, UNDERLAY, cluster, host, new NoDataplane(),
-                Executors.newSingleThreadExecutor(), new CadastreMetrics()));
+    private static ActorRef<MeshRouter.Command> router(
+            FakeSource cluster, FakeHost host, RoutingMode mode) {
+        RoutingSettings settings =
+                new RoutingSettings(
+                        mode,
+                        "",
+                        RoutingSettings.DEFAULT_VNI,
+                        RoutingSettings.DEFAULT_PORT,
+                        Duration.ofMinutes(10),
+                        Duration.ofMillis(5));
+        return testKit.spawn(
+                MeshRouter.create(
+                        "h1",
+                        settings,
+                        UNDERLAY,
+                        cluster,
+                        host,
+                        new NoDataplane(),
+                        Executors.newSingleThreadExecutor(),
+                        new CadastreMetrics()));
     }
 
     /** A cluster in memory: pools' claims, nodes' peers and removals, what was published, the hints. */
@@ -255,10 +320,12 @@ class MeshRouterTest {
         final List<String> nodeHints = new CopyOnWriteArrayList<>();
         final List<AttachmentRecord> tunnelAssignments = new CopyOnWriteArrayList<>();
         final List<ActorRef<MeshHints.Hint>> subscribers = new CopyOnWriteArrayList<>();
-        final java.util.concurrent.atomic.AtomicInteger poolReads = new java.util.concurrent.atomic.AtomicInteger();
+        final java.util.concurrent.atomic.AtomicInteger poolReads =
+                new java.util.concurrent.atomic.AtomicInteger();
 
         void claim(String pool, String block, String node) {
-            pools.computeIfAbsent(pool, p -> new ConcurrentHashMap<>()).put(Cidr.parse(block), node);
+            pools.computeIfAbsent(pool, p -> new ConcurrentHashMap<>())
+                    .put(Cidr.parse(block), node);
         }
 
         void unclaim(String pool, String block) {
@@ -266,7 +333,18 @@ class MeshRouterTest {
         }
 
         void peer(String node, String v4, String tunnel) {
-            peers.put(node, new PeerInfo(node, "cross-subnet", "eth0", v4, null, Vtep.mac(node), tunnel, null, 1500));
+            peers.put(
+                    node,
+                    new PeerInfo(
+                            node,
+                            "cross-subnet",
+                            "eth0",
+                            v4,
+                            null,
+                            Vtep.mac(node),
+                            tunnel,
+                            null,
+                            1500));
         }
 
         void hint(MeshHints.Hint hint) {
@@ -283,7 +361,8 @@ class MeshRouterTest {
 
         private <T> CompletionStage<T> answer(String key, T value) {
             return unavailable.contains(key)
-                    ? CompletableFuture.failedFuture(new IpamException(IpamException.Reason.UNAVAILABLE, key + " is down"))
+                    ? CompletableFuture.failedFuture(
+                            new IpamException(IpamException.Reason.UNAVAILABLE, key + " is down"))
                     : CompletableFuture.completedFuture(value);
         }
 
@@ -295,15 +374,29 @@ class MeshRouterTest {
         @Override
         public CompletionStage<PoolView> pool(String name) {
             poolReads.incrementAndGet();
-            return answer("pool:" + name, new PoolView(null, false, Map.copyOf(pools.getOrDefault(name, Map.of())), Set.of()));
+            return answer(
+                    "pool:" + name,
+                    new PoolView(
+                            null, false, Map.copyOf(pools.getOrDefault(name, Map.of())), Set.of()));
         }
 
         @Override
         public CompletionStage<NodeView> node(String name) {
-            List<AttachmentRecord> attachments = tunnelAssignments.stream()
-                    .filter(a -> a.containerId().equals(name)).toList();
-            return answer(name, new NodeView(attachments, Map.of(), Map.of(), Map.of(), removed.contains(name),
-                    name.equals("h1") ? published.isEmpty() ? null : published.get(published.size() - 1) : peers.get(name)));
+            List<AttachmentRecord> attachments =
+                    tunnelAssignments.stream().filter(a -> a.containerId().equals(name)).toList();
+            return answer(
+                    name,
+                    new NodeView(
+                            attachments,
+                            Map.of(),
+                            Map.of(),
+                            Map.of(),
+                            removed.contains(name),
+                            name.equals("h1")
+                                    ? published.isEmpty()
+                                            ? null
+                                            : published.get(published.size() - 1)
+                                    : peers.get(name)));
         }
 
         @Override
@@ -324,9 +417,19 @@ class MeshRouterTest {
 
         @Override
         public CompletionStage<AttachmentRecord> assignTunnel() {
-            AttachmentRecord record = new AttachmentRecord(TunnelAttachment.handle("h1"), TunnelAttachment.IFNAME,
-                    TunnelAttachment.NETWORK, "h1", null, null, null,
-                    List.of(new HeldAddress("198.18.1.1", "v4", Cidr.parse("198.18.1.0/26"))), 0);
+            AttachmentRecord record =
+                    new AttachmentRecord(
+                            TunnelAttachment.handle("h1"),
+                            TunnelAttachment.IFNAME,
+                            TunnelAttachment.NETWORK,
+                            "h1",
+                            null,
+                            null,
+                            null,
+                            List.of(
+                                    new HeldAddress(
+                                            "198.18.1.1", "v4", Cidr.parse("198.18.1.0/26"))),
+                            0);
             tunnelAssignments.add(record);
             return CompletableFuture.completedFuture(record);
         }
@@ -350,7 +453,8 @@ class MeshRouterTest {
         @Override
         public Result reconcile(Desired desired) {
             calls.add(desired);
-            return new Result(List.of(), List.of(), List.of(), List.of(), List.of(), Duration.ofMillis(1));
+            return new Result(
+                    List.of(), List.of(), List.of(), List.of(), List.of(), Duration.ofMillis(1));
         }
 
         @Override
@@ -358,7 +462,14 @@ class MeshRouterTest {
             List<Installed> out = new ArrayList<>(foreign);
             if (!calls.isEmpty()) {
                 for (Route r : lastDesired().routes()) {
-                    out.add(new Installed(r.destination(), PROTOCOL, r.blackhole(), r.gateway(), r.device(), r.toString()));
+                    out.add(
+                            new Installed(
+                                    r.destination(),
+                                    PROTOCOL,
+                                    r.blackhole(),
+                                    r.gateway(),
+                                    r.device(),
+                                    r.toString()));
                 }
             }
             return out;
@@ -377,8 +488,9 @@ class MeshRouterTest {
         void await(Predicate<Set<String>> wanted) throws InterruptedException {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (calls.isEmpty() || !wanted.test(last())) {
-                assertTrue(System.nanoTime() < deadline, "never reconciled as wanted; last: "
-                        + (calls.isEmpty() ? "none" : last()));
+                assertTrue(
+                        System.nanoTime() < deadline,
+                        "never reconciled as wanted; last: " + (calls.isEmpty() ? "none" : last()));
                 Thread.sleep(10);
             }
         }

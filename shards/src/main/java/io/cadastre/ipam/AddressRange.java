@@ -39,9 +39,11 @@ public record AddressRange(Cidr subnet, String rangeStart, String rangeEnd, Stri
         rangeStart = inside(subnet, rangeStart, "rangeStart");
         rangeEnd = inside(subnet, rangeEnd, "rangeEnd");
         gateway = inside(subnet, gateway, "gateway");
-        if (rangeStart != null && rangeEnd != null
+        if (rangeStart != null
+                && rangeEnd != null
                 && value(rangeStart).compareTo(value(rangeEnd)) > 0) {
-            throw new IllegalArgumentException("rangeEnd " + rangeEnd + " lies before rangeStart " + rangeStart);
+            throw new IllegalArgumentException(
+                    "rangeEnd " + rangeEnd + " lies before rangeStart " + rangeStart);
         }
     }
 
@@ -61,7 +63,8 @@ public record AddressRange(Cidr subnet, String rangeStart, String rangeEnd, Stri
             throw new IllegalArgumentException(field + " " + address + " is not an IP address", e);
         }
         if (!subnet.contains(canonical)) {
-            throw new IllegalArgumentException(field + " " + canonical + " is not inside subnet " + subnet);
+            throw new IllegalArgumentException(
+                    field + " " + canonical + " is not inside subnet " + subnet);
         }
         return canonical;
     }
@@ -112,7 +115,9 @@ public record AddressRange(Cidr subnet, String rangeStart, String rangeEnd, Stri
     }
 
     boolean allowsValue(BigInteger v) {
-        return v.compareTo(firstValue()) >= 0 && v.compareTo(lastValue()) <= 0 && !excludedValues().contains(v);
+        return v.compareTo(firstValue()) >= 0
+                && v.compareTo(lastValue()) <= 0
+                && !excludedValues().contains(v);
     }
 
     /** @return whether the network (a block, a pool) holds at least one address this range allows */
@@ -132,7 +137,11 @@ public record AddressRange(Cidr subnet, String rangeStart, String rangeEnd, Stri
 
     @Override
     public String toString() {
-        return subnet + " " + (rangeStart == null ? subnet.networkAddress() : rangeStart) + "-"
-                + (rangeEnd == null ? "end" : rangeEnd) + (gateway == null ? "" : " gateway " + gateway);
+        return subnet
+                + " "
+                + (rangeStart == null ? subnet.networkAddress() : rangeStart)
+                + "-"
+                + (rangeEnd == null ? "end" : rangeEnd)
+                + (gateway == null ? "" : " gateway " + gateway);
     }
 }

@@ -26,6 +26,7 @@ import java.util.Set;
 public record AddressRules(boolean onSubnet, List<RangeSet> rangeSets) {
     /** Any address of the pool. */
     public static final AddressRules ROUTED = new AddressRules(false, List.of());
+
     /** On an L2 subnet that is the pool's CIDR. */
     public static final AddressRules POOL_SUBNET = new AddressRules(true, List.of());
 
@@ -38,8 +39,11 @@ public record AddressRules(boolean onSubnet, List<RangeSet> rangeSets) {
         Set<IpFamily> seen = EnumSet.noneOf(IpFamily.class);
         for (RangeSet set : rangeSets) {
             if (!seen.add(set.family())) {
-                throw new IllegalArgumentException("two " + set.family() + " range sets: an attachment holds at most one"
-                        + " address per family");
+                throw new IllegalArgumentException(
+                        "two "
+                                + set.family()
+                                + " range sets: an attachment holds at most one"
+                                + " address per family");
             }
         }
     }

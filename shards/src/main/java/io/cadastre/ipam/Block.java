@@ -28,7 +28,9 @@ import java.util.function.IntPredicate;
  * are called only by the entity's event handlers, after the event is persisted (Calico's rule:
  * never mutate the in-memory block before persisting). {@link #validate()} checks the invariants.
  */
-@JsonAutoDetect(fieldVisibility = Visibility.NONE, getterVisibility = Visibility.NONE,
+@JsonAutoDetect(
+        fieldVisibility = Visibility.NONE,
+        getterVisibility = Visibility.NONE,
         isGetterVisibility = Visibility.NONE)
 public final class Block {
     /** Largest block: 2^12 addresses, as Calico (IPv4 /20, IPv6 /116). */
@@ -38,10 +40,15 @@ public final class Block {
     private String affinity;
     private final Allocation[] allocations;
     private final LinkedHashSet<Integer> free;
+
     /** Ordinals in the pool's excluded ranges: neither free nor allocatable. */
     private final TreeSet<Integer> reserved;
 
-    private Block(Cidr cidr, String affinity, Allocation[] allocations, LinkedHashSet<Integer> free,
+    private Block(
+            Cidr cidr,
+            String affinity,
+            Allocation[] allocations,
+            LinkedHashSet<Integer> free,
             TreeSet<Integer> reserved) {
         this.cidr = cidr;
         this.affinity = affinity;
@@ -71,8 +78,13 @@ public final class Block {
             @JsonProperty("allocations") Map<Integer, Allocation> allocations,
             @JsonProperty("freeOrder") List<Integer> freeOrder,
             @JsonProperty("reserved") List<Integer> reserved) {
-        Block block = new Block(cidr, affinity, new Allocation[capacityOf(cidr)], new LinkedHashSet<>(freeOrder),
-                reserved == null ? new TreeSet<>() : new TreeSet<>(reserved));
+        Block block =
+                new Block(
+                        cidr,
+                        affinity,
+                        new Allocation[capacityOf(cidr)],
+                        new LinkedHashSet<>(freeOrder),
+                        reserved == null ? new TreeSet<>() : new TreeSet<>(reserved));
         allocations.forEach((ordinal, allocation) -> block.allocations[ordinal] = allocation);
         block.validate();
         return block;
@@ -80,13 +92,19 @@ public final class Block {
 
     /** @return an independent copy, e.g. for a snapshot */
     public Block copy() {
-        return new Block(cidr, affinity, allocations.clone(), new LinkedHashSet<>(free), new TreeSet<>(reserved));
+        return new Block(
+                cidr,
+                affinity,
+                allocations.clone(),
+                new LinkedHashSet<>(free),
+                new TreeSet<>(reserved));
     }
 
     private static int capacityOf(Cidr cidr) {
         int hostBits = cidr.family().bits() - cidr.prefixLength();
         if (hostBits > MAX_HOST_BITS) {
-            throw new IllegalArgumentException("block " + cidr + " is larger than 2^" + MAX_HOST_BITS + " addresses");
+            throw new IllegalArgumentException(
+                    "block " + cidr + " is larger than 2^" + MAX_HOST_BITS + " addresses");
         }
         return 1 << hostBits;
     }
@@ -239,7 +257,8 @@ public final class Block {
      */
     public void allocate(int ordinal, Allocation allocation) {
         if (!free.remove(ordinal)) {
-            throw new IllegalStateException(addressAt(ordinal) + " in " + cidr + " is already allocated");
+            throw new IllegalStateException(
+                    addressAt(ordinal) + " in " + cidr + " is already allocated");
         }
         allocations[ordinal] = allocation;
     }
@@ -260,17 +279,28 @@ public final class Block {
     public void validate() {
         int allocated = 0;
         for (int i = 0; i < allocations.length; i++) {
-            int states = (free.contains(i) ? 1 : 0) + (allocations[i] != null ? 1 : 0) + (reserved.contains(i) ? 1 : 0);
+            int states =
+                    (free.contains(i) ? 1 : 0)
+                            + (allocations[i] != null ? 1 : 0)
+                            + (reserved.contains(i) ? 1 : 0);
             if (states != 1) {
-                throw new IllegalStateException("ordinal " + i + " of " + cidr + " is " + (states == 0
-                        ? "neither free, allocated nor reserved" : "in two of free, allocated and reserved"));
+                throw new IllegalStateException(
+                        "ordinal "
+                                + i
+                                + " of "
+                                + cidr
+                                + " is "
+                                + (states == 0
+                                        ? "neither free, allocated nor reserved"
+                                        : "in two of free, allocated and reserved"));
             }
             if (allocations[i] != null) {
                 allocated++;
             }
         }
         if (allocated + free.size() + reserved.size() != allocations.length) {
-            throw new IllegalStateException("free list of " + cidr + " holds ordinals outside the block");
+            throw new IllegalStateException(
+                    "free list of " + cidr + " holds ordinals outside the block");
         }
     }
 }

@@ -45,8 +45,12 @@ public final class Cidr implements Comparable<Cidr> {
             throw new IllegalArgumentException("a CIDR has no zone: " + text);
         }
         if (!address.isPrefixBlock()) {
-            throw new IllegalArgumentException("host bits set in CIDR " + text
-                    + " (did you mean " + address.toPrefixBlock().toCanonicalString() + "?)");
+            throw new IllegalArgumentException(
+                    "host bits set in CIDR "
+                            + text
+                            + " (did you mean "
+                            + address.toPrefixBlock().toCanonicalString()
+                            + "?)");
         }
         IpFamily family = address.isIPv4() ? IpFamily.V4 : IpFamily.V6;
         return new Cidr(family, address.getLower().getValue(), address.getNetworkPrefixLength());
@@ -98,7 +102,8 @@ public final class Cidr implements Comparable<Cidr> {
         if (offset < 0 || BigInteger.valueOf(offset).compareTo(size()) >= 0) {
             throw new IllegalArgumentException("offset " + offset + " outside " + this);
         }
-        return IpAddresses.fromValue(family, network.add(BigInteger.valueOf(offset))).toCanonicalString();
+        return IpAddresses.fromValue(family, network.add(BigInteger.valueOf(offset)))
+                .toCanonicalString();
     }
 
     /**
@@ -132,8 +137,10 @@ public final class Cidr implements Comparable<Cidr> {
 
     /** @return whether this network contains all of {@code other} */
     public boolean contains(Cidr other) {
-        return other.family == family && other.prefixLength >= prefixLength
-                && other.network.shiftRight(family.bits() - prefixLength)
+        return other.family == family
+                && other.prefixLength >= prefixLength
+                && other.network
+                        .shiftRight(family.bits() - prefixLength)
                         .equals(network.shiftRight(family.bits() - prefixLength));
     }
 
@@ -157,9 +164,11 @@ public final class Cidr implements Comparable<Cidr> {
      */
     public Cidr subnet(int subnetPrefix, BigInteger index) {
         if (index.signum() < 0 || index.compareTo(subnetCount(subnetPrefix)) >= 0) {
-            throw new IllegalArgumentException("subnet " + index + " of /" + subnetPrefix + " outside " + this);
+            throw new IllegalArgumentException(
+                    "subnet " + index + " of /" + subnetPrefix + " outside " + this);
         }
-        return new Cidr(family, network.add(index.shiftLeft(family.bits() - subnetPrefix)), subnetPrefix);
+        return new Cidr(
+                family, network.add(index.shiftLeft(family.bits() - subnetPrefix)), subnetPrefix);
     }
 
     /**
@@ -185,12 +194,14 @@ public final class Cidr implements Comparable<Cidr> {
             throw new IllegalArgumentException(address + " is outside " + this);
         }
         int hostBits = family.bits() - subnetPrefix;
-        return new Cidr(family, parsed.getValue().shiftRight(hostBits).shiftLeft(hostBits), subnetPrefix);
+        return new Cidr(
+                family, parsed.getValue().shiftRight(hostBits).shiftLeft(hostBits), subnetPrefix);
     }
 
     private void requireSubnetPrefix(int subnetPrefix) {
         if (subnetPrefix < prefixLength || subnetPrefix > family.bits()) {
-            throw new IllegalArgumentException("/" + subnetPrefix + " is not a subnet size of " + this);
+            throw new IllegalArgumentException(
+                    "/" + subnetPrefix + " is not a subnet size of " + this);
         }
     }
 
@@ -217,7 +228,9 @@ public final class Cidr implements Comparable<Cidr> {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Cidr c && c.family == family && c.prefixLength == prefixLength
+        return o instanceof Cidr c
+                && c.family == family
+                && c.prefixLength == prefixLength
                 && c.network.equals(network);
     }
 

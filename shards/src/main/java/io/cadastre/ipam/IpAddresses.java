@@ -2,9 +2,9 @@ package io.cadastre.ipam;
 
 import inet.ipaddr.AddressStringException;
 import inet.ipaddr.AddressStringParameters;
-import inet.ipaddr.IPAddressStringParameters;
 import inet.ipaddr.IPAddress;
 import inet.ipaddr.IPAddressString;
+import inet.ipaddr.IPAddressStringParameters;
 import inet.ipaddr.ipv4.IPv4Address;
 import inet.ipaddr.ipv6.IPv6Address;
 import java.math.BigInteger;
@@ -20,16 +20,17 @@ public final class IpAddresses {
      * Strict literals only: no inet_aton forms ("1.2.3"), no ranges, masks, wildcards or empty
      * strings — an operator who typed {@code 198.18.1} meant something, and we must not guess.
      */
-    static final IPAddressStringParameters STRICT = new IPAddressStringParameters.Builder()
-            .allowEmpty(false)
-            .allowSingleSegment(false)
-            .allowMask(false)
-            .allowPrefixOnly(false)
-            .allowAll(false)
-            .allowWildcardedSeparator(false)
-            .setRangeOptions(AddressStringParameters.RangeParameters.NO_RANGE)
-            .allow_inet_aton(false)
-            .toParams();
+    static final IPAddressStringParameters STRICT =
+            new IPAddressStringParameters.Builder()
+                    .allowEmpty(false)
+                    .allowSingleSegment(false)
+                    .allowMask(false)
+                    .allowPrefixOnly(false)
+                    .allowAll(false)
+                    .allowWildcardedSeparator(false)
+                    .setRangeOptions(AddressStringParameters.RangeParameters.NO_RANGE)
+                    .allow_inet_aton(false)
+                    .toParams();
 
     private IpAddresses() {}
 
@@ -44,7 +45,8 @@ public final class IpAddresses {
         }
         try {
             IPAddress address = new IPAddressString(literal.trim(), STRICT).toAddress();
-            if (address.isPrefixed() || address.isMultiple()
+            if (address.isPrefixed()
+                    || address.isMultiple()
                     || (address.isIPv6() && address.toIPv6().hasZone())) {
                 throw new IllegalArgumentException("not a single IP address: " + literal);
             }

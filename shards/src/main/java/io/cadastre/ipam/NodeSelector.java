@@ -27,15 +27,25 @@ public final class NodeSelector {
     /** Selects every node. */
     public static final NodeSelector ALL = new NodeSelector("", List.of());
 
-    private static final String KEY = "(?:[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?";
+    private static final String KEY =
+            "(?:[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?";
     private static final String VALUE = "(?:[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?";
-    private static final Pattern EQUALITY = Pattern.compile("(" + KEY + ")\\s*(==|=|!=)\\s*(" + VALUE + ")");
-    private static final Pattern SET = Pattern.compile("(" + KEY + ")\\s+(in|notin)\\s*\\(([^()]*)\\)");
+    private static final Pattern EQUALITY =
+            Pattern.compile("(" + KEY + ")\\s*(==|=|!=)\\s*(" + VALUE + ")");
+    private static final Pattern SET =
+            Pattern.compile("(" + KEY + ")\\s+(in|notin)\\s*\\(([^()]*)\\)");
     private static final Pattern EXISTS = Pattern.compile("(!)?\\s*(" + KEY + ")");
     private static final Pattern LABEL_VALUE = Pattern.compile(VALUE);
     private static final Pattern LABEL_KEY = Pattern.compile(KEY);
 
-    private enum Operator { EQUALS, NOT_EQUALS, IN, NOT_IN, EXISTS, DOES_NOT_EXIST }
+    private enum Operator {
+        EQUALS,
+        NOT_EQUALS,
+        IN,
+        NOT_IN,
+        EXISTS,
+        DOES_NOT_EXIST
+    }
 
     private record Requirement(String key, Operator operator, Set<String> values) {
         boolean matches(Map<String, String> labels) {
@@ -135,7 +145,10 @@ public final class NodeSelector {
                 values.add(value);
             }
             String key = m.group(1);
-            return new Requirement(key, part.contains(" notin") ? Operator.NOT_IN : Operator.IN, Set.copyOf(values));
+            return new Requirement(
+                    key,
+                    part.contains(" notin") ? Operator.NOT_IN : Operator.IN,
+                    Set.copyOf(values));
         }
         m = EQUALITY.matcher(part);
         if (m.matches()) {
@@ -146,9 +159,16 @@ public final class NodeSelector {
         }
         m = EXISTS.matcher(part);
         if (m.matches()) {
-            return new Requirement(m.group(2), m.group(1) == null ? Operator.EXISTS : Operator.DOES_NOT_EXIST, Set.of());
+            return new Requirement(
+                    m.group(2),
+                    m.group(1) == null ? Operator.EXISTS : Operator.DOES_NOT_EXIST,
+                    Set.of());
         }
-        throw invalid(whole, "'" + part + "' is not a requirement (key=value, key!=value, key in (a,b), key notin (a,b), key, !key)");
+        throw invalid(
+                whole,
+                "'"
+                        + part
+                        + "' is not a requirement (key=value, key!=value, key in (a,b), key notin (a,b), key, !key)");
     }
 
     /** @return the value after the operator of an equality requirement */

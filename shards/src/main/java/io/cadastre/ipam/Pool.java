@@ -7,8 +7,8 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import java.math.BigInteger;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Predicate;
@@ -21,7 +21,9 @@ import java.util.function.Predicate;
  * <p>Queries are pure; {@link #claim}, {@link #release} and {@link #redefine} are for the entity's
  * event handlers only. Blocks are handed out lowest address first.
  */
-@JsonAutoDetect(fieldVisibility = Visibility.NONE, getterVisibility = Visibility.NONE,
+@JsonAutoDetect(
+        fieldVisibility = Visibility.NONE,
+        getterVisibility = Visibility.NONE,
         isGetterVisibility = Visibility.NONE)
 public final class Pool {
     private PoolSpec spec;
@@ -31,7 +33,8 @@ public final class Pool {
 
     /** @param releasing {@code null} (a snapshot from before blocks could be released) for none */
     @JsonCreator
-    Pool(@JsonProperty("spec") PoolSpec spec,
+    Pool(
+            @JsonProperty("spec") PoolSpec spec,
             @JsonProperty("disabled") boolean disabled,
             @JsonProperty("claims") Map<Cidr, String> claims,
             @JsonProperty("releasing") Set<Cidr> releasing) {
@@ -84,13 +87,17 @@ public final class Pool {
 
     /** @return the blocks affine to the node, in address order */
     public List<Cidr> blocksOf(String node) {
-        return claims.entrySet().stream().filter(e -> e.getValue().equals(node)).map(Map.Entry::getKey).toList();
+        return claims.entrySet().stream()
+                .filter(e -> e.getValue().equals(node))
+                .map(Map.Entry::getKey)
+                .toList();
     }
 
     /** @return the lowest block of the pool that no node has claimed, if any is left */
     public Optional<Cidr> firstUnclaimedBlock() {
         BigInteger count = spec.cidr().subnetCount(spec.blockPrefix());
-        return firstUnclaimedBlockBetween(BigInteger.ZERO, count.subtract(BigInteger.ONE), block -> true);
+        return firstUnclaimedBlockBetween(
+                BigInteger.ZERO, count.subtract(BigInteger.ONE), block -> true);
     }
 
     /**
@@ -110,8 +117,11 @@ public final class Pool {
             if (lo.compareTo(hi) > 0) {
                 continue;
             }
-            Optional<Cidr> found = firstUnclaimedBlockBetween(lo.subtract(range.firstValue()).shiftRight(hostBits),
-                    hi.subtract(range.firstValue()).shiftRight(hostBits), r::allowsAnyIn);
+            Optional<Cidr> found =
+                    firstUnclaimedBlockBetween(
+                            lo.subtract(range.firstValue()).shiftRight(hostBits),
+                            hi.subtract(range.firstValue()).shiftRight(hostBits),
+                            r::allowsAnyIn);
             if (found.isPresent()) {
                 return found;
             }
@@ -120,7 +130,8 @@ public final class Pool {
     }
 
     /** The lowest unclaimed, not wholly excluded block with index in [from, to] that {@code usable} accepts. */
-    private Optional<Cidr> firstUnclaimedBlockBetween(BigInteger from, BigInteger to, Predicate<Cidr> usable) {
+    private Optional<Cidr> firstUnclaimedBlockBetween(
+            BigInteger from, BigInteger to, Predicate<Cidr> usable) {
         Cidr range = spec.cidr();
         int prefix = spec.blockPrefix();
         BigInteger index = from;
@@ -128,11 +139,19 @@ public final class Pool {
         // wholly inside an excluded range is skipped with the whole range.
         while (index.compareTo(to) <= 0) {
             Cidr candidate = range.subnet(prefix, index);
-            Optional<Cidr> excludedRange = spec.excluded().stream().filter(r -> r.contains(candidate)).findFirst();
+            Optional<Cidr> excludedRange =
+                    spec.excluded().stream().filter(r -> r.contains(candidate)).findFirst();
             if (excludedRange.isPresent()) {
                 Cidr r = excludedRange.get();
-                index = range.subnetIndex(r.prefixLength() >= prefix ? candidate : r.subnet(prefix, BigInteger.ZERO))
-                        .add(r.prefixLength() >= prefix ? BigInteger.ONE : r.subnetCount(prefix));
+                index =
+                        range.subnetIndex(
+                                        r.prefixLength() >= prefix
+                                                ? candidate
+                                                : r.subnet(prefix, BigInteger.ZERO))
+                                .add(
+                                        r.prefixLength() >= prefix
+                                                ? BigInteger.ONE
+                                                : r.subnetCount(prefix));
             } else if (claims.containsKey(candidate) || !usable.test(candidate)) {
                 index = index.add(BigInteger.ONE);
             } else {
@@ -150,8 +169,14 @@ public final class Pool {
             return Optional.of("pool " + spec.name() + " is disabled");
         }
         if (spec.maxBlocksPerNode() > 0 && blocksOf(node).size() >= spec.maxBlocksPerNode()) {
-            return Optional.of("node " + node + " already holds " + spec.maxBlocksPerNode()
-                    + " blocks of pool " + spec.name() + " (maxBlocksPerNode)");
+            return Optional.of(
+                    "node "
+                            + node
+                            + " already holds "
+                            + spec.maxBlocksPerNode()
+                            + " blocks of pool "
+                            + spec.name()
+                            + " (maxBlocksPerNode)");
         }
         return Optional.empty();
     }

@@ -33,28 +33,46 @@ public record PoolSpec(
 
     /** Parsed node selectors by expression; pools are few, so is this. */
     private static final Map<String, NodeSelector> SELECTORS = new ConcurrentHashMap<>();
+
     private static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?");
 
     /** @throws IllegalArgumentException with a message saying which field is wrong and why */
     public PoolSpec {
         if (name == null || !NAME.matcher(name).matches()) {
-            throw new IllegalArgumentException("pool name '" + name
-                    + "' must be 1-63 lower-case letters, digits, '-' or '.', starting and ending alphanumeric");
+            throw new IllegalArgumentException(
+                    "pool name '"
+                            + name
+                            + "' must be 1-63 lower-case letters, digits, '-' or '.', starting and ending alphanumeric");
         }
         if (cidr == null) {
             throw new IllegalArgumentException("pool " + name + " has no CIDR");
         }
         int bits = cidr.family().bits();
         if (blockPrefix < cidr.prefixLength()) {
-            throw new IllegalArgumentException("pool " + name + ": block size /" + blockPrefix
-                    + " is larger than the pool " + cidr);
+            throw new IllegalArgumentException(
+                    "pool "
+                            + name
+                            + ": block size /"
+                            + blockPrefix
+                            + " is larger than the pool "
+                            + cidr);
         }
         if (blockPrefix > bits || bits - blockPrefix > Block.MAX_HOST_BITS) {
-            throw new IllegalArgumentException("pool " + name + ": block size /" + blockPrefix + " must be between /"
-                    + (bits - Block.MAX_HOST_BITS) + " and /" + bits + " for " + cidr.family());
+            throw new IllegalArgumentException(
+                    "pool "
+                            + name
+                            + ": block size /"
+                            + blockPrefix
+                            + " must be between /"
+                            + (bits - Block.MAX_HOST_BITS)
+                            + " and /"
+                            + bits
+                            + " for "
+                            + cidr.family());
         }
         if (maxBlocksPerNode < 0) {
-            throw new IllegalArgumentException("pool " + name + ": maxBlocksPerNode must be 0 (no limit) or more");
+            throw new IllegalArgumentException(
+                    "pool " + name + ": maxBlocksPerNode must be 0 (no limit) or more");
         }
         try {
             nodeSelector = NodeSelector.parse(nodeSelector).expression();
@@ -64,15 +82,29 @@ public record PoolSpec(
         excluded = excluded == null ? List.of() : excluded.stream().distinct().sorted().toList();
         for (Cidr range : excluded) {
             if (!cidr.contains(range)) {
-                throw new IllegalArgumentException("pool " + name + ": excluded range " + range + " is not inside " + cidr);
+                throw new IllegalArgumentException(
+                        "pool " + name + ": excluded range " + range + " is not inside " + cidr);
             }
         }
     }
 
     /** A pool that serves every node and excludes nothing. */
-    public PoolSpec(String name, Cidr cidr, int blockPrefix, boolean strictAffinity, boolean allowBorrowing,
+    public PoolSpec(
+            String name,
+            Cidr cidr,
+            int blockPrefix,
+            boolean strictAffinity,
+            boolean allowBorrowing,
             int maxBlocksPerNode) {
-        this(name, cidr, blockPrefix, strictAffinity, allowBorrowing, maxBlocksPerNode, "", List.of());
+        this(
+                name,
+                cidr,
+                blockPrefix,
+                strictAffinity,
+                allowBorrowing,
+                maxBlocksPerNode,
+                "",
+                List.of());
     }
 
     /** @return the default block prefix length: /26 for IPv4, /122 for IPv6 (Calico's defaults) */
@@ -105,8 +137,11 @@ public record PoolSpec(
      *     are disjoint, so each is the range itself or, when the range holds the block, the block)
      */
     public List<Cidr> excludedWithin(Cidr block) {
-        return excluded.stream().filter(range -> range.overlaps(block))
-                .map(range -> range.contains(block) ? block : range).distinct().toList();
+        return excluded.stream()
+                .filter(range -> range.overlaps(block))
+                .map(range -> range.contains(block) ? block : range)
+                .distinct()
+                .toList();
     }
 
     /** @return whether every address of the block is excluded: such a block is never claimed */
@@ -116,6 +151,8 @@ public record PoolSpec(
 
     /** @return whether the two definitions differ only in what may change after creation */
     public boolean sameRangeAs(PoolSpec other) {
-        return cidr.equals(other.cidr) && blockPrefix == other.blockPrefix && excluded.equals(other.excluded);
+        return cidr.equals(other.cidr)
+                && blockPrefix == other.blockPrefix
+                && excluded.equals(other.excluded);
     }
 }

@@ -27,12 +27,21 @@ public record RangeSet(List<AddressRange> ranges) {
         for (int i = 0; i < ranges.size(); i++) {
             AddressRange r = ranges.get(i);
             if (r.family() != family) {
-                throw new IllegalArgumentException("range " + r + " is " + r.family() + ", range " + ranges.get(0) + " " + family
-                        + ": a range set holds one family");
+                throw new IllegalArgumentException(
+                        "range "
+                                + r
+                                + " is "
+                                + r.family()
+                                + ", range "
+                                + ranges.get(0)
+                                + " "
+                                + family
+                                + ": a range set holds one family");
             }
             for (int j = 0; j < i; j++) {
                 AddressRange o = ranges.get(j);
-                if (r.firstValue().compareTo(o.lastValue()) <= 0 && o.firstValue().compareTo(r.lastValue()) <= 0) {
+                if (r.firstValue().compareTo(o.lastValue()) <= 0
+                        && o.firstValue().compareTo(r.lastValue()) <= 0) {
                     throw new IllegalArgumentException("ranges " + o + " and " + r + " overlap");
                 }
             }
@@ -82,11 +91,17 @@ public record RangeSet(List<AddressRange> ranges) {
             for (BigInteger v : r.excludedValues().subSet(lo, true, hi, true)) {
                 excluded.add(v.subtract(base).longValueExact());
             }
-            windows.add(new Window(lo.subtract(base).longValueExact(), hi.subtract(base).longValueExact(), excluded));
+            windows.add(
+                    new Window(
+                            lo.subtract(base).longValueExact(),
+                            hi.subtract(base).longValueExact(),
+                            excluded));
         }
         return ordinal -> {
             for (Window w : windows) {
-                if (ordinal >= w.lo() && ordinal <= w.hi() && !w.excluded().contains((long) ordinal)) {
+                if (ordinal >= w.lo()
+                        && ordinal <= w.hi()
+                        && !w.excluded().contains((long) ordinal)) {
                     return true;
                 }
             }

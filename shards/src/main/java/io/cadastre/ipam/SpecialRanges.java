@@ -14,16 +14,25 @@ public final class SpecialRanges {
     /** A refused range and why. */
     private record Range(Cidr cidr, String why) {}
 
-    private static final List<Range> REFUSED = List.of(
-            range("0.0.0.0/8", "\"this network\", RFC 791"),
-            range("127.0.0.0/8", "loopback, RFC 1122"),
-            range("169.254.0.0/16", "link-local, RFC 3927; holds the pods' gateway 169.254.1.1"),
-            range("224.0.0.0/4", "multicast, RFC 5771"),
-            range("240.0.0.0/4", "reserved, RFC 1112; holds the limited broadcast 255.255.255.255"),
-            range("::/8", "reserved by the IETF: unspecified, loopback, IPv4-mapped and IPv4-compatible, RFC 4291"),
-            range("fe80::/10", "link-local unicast, RFC 4291; holds the pods' gateway fe80::ecee:eeff:feee:eeee"),
-            range("fec0::/10", "deprecated site-local, RFC 3879"),
-            range("ff00::/8", "multicast, RFC 4291"));
+    private static final List<Range> REFUSED =
+            List.of(
+                    range("0.0.0.0/8", "\"this network\", RFC 791"),
+                    range("127.0.0.0/8", "loopback, RFC 1122"),
+                    range(
+                            "169.254.0.0/16",
+                            "link-local, RFC 3927; holds the pods' gateway 169.254.1.1"),
+                    range("224.0.0.0/4", "multicast, RFC 5771"),
+                    range(
+                            "240.0.0.0/4",
+                            "reserved, RFC 1112; holds the limited broadcast 255.255.255.255"),
+                    range(
+                            "::/8",
+                            "reserved by the IETF: unspecified, loopback, IPv4-mapped and IPv4-compatible, RFC 4291"),
+                    range(
+                            "fe80::/10",
+                            "link-local unicast, RFC 4291; holds the pods' gateway fe80::ecee:eeff:feee:eeee"),
+                    range("fec0::/10", "deprecated site-local, RFC 3879"),
+                    range("ff00::/8", "multicast, RFC 4291"));
 
     private SpecialRanges() {}
 
@@ -36,16 +45,25 @@ public final class SpecialRanges {
         return REFUSED.stream()
                 .filter(r -> r.cidr().family() == cidr.family() && r.cidr().overlaps(cidr))
                 .findFirst()
-                .map(r -> cidr + " overlaps " + r.cidr() + " (" + r.why() + "): its addresses cannot be a pod's");
+                .map(
+                        r ->
+                                cidr
+                                        + " overlaps "
+                                        + r.cidr()
+                                        + " ("
+                                        + r.why()
+                                        + "): its addresses cannot be a pod's");
     }
 
     /**
      * @throws IllegalArgumentException with {@link #refusal}'s text when the range is refused
      */
     public static void requireUsable(Cidr cidr) {
-        refusal(cidr).ifPresent(why -> {
-            throw new IllegalArgumentException(why);
-        });
+        refusal(cidr)
+                .ifPresent(
+                        why -> {
+                            throw new IllegalArgumentException(why);
+                        });
     }
 
     private static Range range(String cidr, String why) {

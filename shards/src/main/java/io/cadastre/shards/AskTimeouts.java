@@ -19,10 +19,19 @@ import java.time.Duration;
  */
 public record AskTimeouts(Duration total, Duration perAttempt, Duration confirmSlowerThan) {
     public AskTimeouts {
-        if (total.isNegative() || total.isZero() || perAttempt.isNegative() || perAttempt.isZero()
-                || perAttempt.compareTo(total) > 0 || confirmSlowerThan.isNegative()) {
-            throw new IllegalArgumentException("ask timeouts must be positive, per attempt at most the total: " + total
-                    + ", " + perAttempt + ", " + confirmSlowerThan);
+        if (total.isNegative()
+                || total.isZero()
+                || perAttempt.isNegative()
+                || perAttempt.isZero()
+                || perAttempt.compareTo(total) > 0
+                || confirmSlowerThan.isNegative()) {
+            throw new IllegalArgumentException(
+                    "ask timeouts must be positive, per attempt at most the total: "
+                            + total
+                            + ", "
+                            + perAttempt
+                            + ", "
+                            + confirmSlowerThan);
         }
     }
 

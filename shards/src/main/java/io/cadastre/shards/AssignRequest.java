@@ -45,7 +45,8 @@ public record AssignRequest(
         pools = List.copyOf(pools);
         requestedIps = List.copyOf(requestedIps);
         if (rules == null) {
-            throw new IllegalArgumentException("rules are required (AddressRules.ROUTED for any address)");
+            throw new IllegalArgumentException(
+                    "rules are required (AddressRules.ROUTED for any address)");
         }
         Map<IpFamily, List<String>> copy = new EnumMap<>(IpFamily.class);
         poolsByFamily.forEach((family, refs) -> copy.put(family, List.copyOf(refs)));
@@ -53,20 +54,68 @@ public record AssignRequest(
     }
 
     /** A request whose pools no annotation chooses. */
-    public AssignRequest(String handle, String ifname, String network, String containerId, String netnsPath,
-            String podNamespace, String podName, List<String> pools, List<String> requestedIps, AddressRules rules) {
-        this(handle, ifname, network, containerId, netnsPath, podNamespace, podName, pools, requestedIps, rules, Map.of());
+    public AssignRequest(
+            String handle,
+            String ifname,
+            String network,
+            String containerId,
+            String netnsPath,
+            String podNamespace,
+            String podName,
+            List<String> pools,
+            List<String> requestedIps,
+            AddressRules rules) {
+        this(
+                handle,
+                ifname,
+                network,
+                containerId,
+                netnsPath,
+                podNamespace,
+                podName,
+                pools,
+                requestedIps,
+                rules,
+                Map.of());
     }
 
     /** A request for a routed pod ({@link AddressRules#ROUTED}): any address of the pools. */
-    public AssignRequest(String handle, String ifname, String network, String containerId, String netnsPath,
-            String podNamespace, String podName, List<String> pools, List<String> requestedIps) {
-        this(handle, ifname, network, containerId, netnsPath, podNamespace, podName, pools, requestedIps, AddressRules.ROUTED);
+    public AssignRequest(
+            String handle,
+            String ifname,
+            String network,
+            String containerId,
+            String netnsPath,
+            String podNamespace,
+            String podName,
+            List<String> pools,
+            List<String> requestedIps) {
+        this(
+                handle,
+                ifname,
+                network,
+                containerId,
+                netnsPath,
+                podNamespace,
+                podName,
+                pools,
+                requestedIps,
+                AddressRules.ROUTED);
     }
 
     /** @return this request with another netns path ({@code null}: unknown) */
     public AssignRequest withNetnsPath(String path) {
-        return new AssignRequest(handle, ifname, network, containerId, path, podNamespace, podName, pools, requestedIps, rules,
+        return new AssignRequest(
+                handle,
+                ifname,
+                network,
+                containerId,
+                path,
+                podNamespace,
+                podName,
+                pools,
+                requestedIps,
+                rules,
                 poolsByFamily);
     }
 }

@@ -27,7 +27,8 @@ public record AttachmentRecord(
         String podNamespace,
         String podName,
         List<HeldAddress> addresses,
-        long createdAtMillis) implements CborSerializable {
+        long createdAtMillis)
+        implements CborSerializable {
 
     public AttachmentRecord {
         addresses = List.copyOf(addresses);

@@ -37,15 +37,22 @@ import org.slf4j.LoggerFactory;
  * the claim; it allocates to other nodes only when the caller says the pool allows borrowing.
  */
 public final class BlockEntity
-        extends EventSourcedBehaviorWithEnforcedReplies<BlockEntity.Command, BlockEntity.Event, BlockEntity.State> {
+        extends EventSourcedBehaviorWithEnforcedReplies<
+                BlockEntity.Command, BlockEntity.Event, BlockEntity.State> {
 
-    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY = EntityTypeKey.create(Command.class, "Block");
+    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
+            EntityTypeKey.create(Command.class, "Block");
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
         MemberFence fence = MemberFence.get(system);
-        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_BLOCK);
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence, recovery)));
+        CadastreMetrics.Recovery recovery =
+                CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_BLOCK);
+        ClusterSharding.get(system)
+                .init(
+                        Entity.of(
+                                ENTITY_TYPE_KEY,
+                                ctx -> create(ctx.getEntityId(), fence, recovery)));
     }
 
     /** @param entityId the block's CIDR in entity-id form, {@link Cidr#entityId()} */
@@ -57,7 +64,8 @@ public final class BlockEntity
      * @param fence closes this entity to commands while its member may have been replaced
      * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
      */
-    public static Behavior<Command> create(String entityId, MemberFence fence, CadastreMetrics.Recovery recovery) {
+    public static Behavior<Command> create(
+            String entityId, MemberFence fence, CadastreMetrics.Recovery recovery) {
         return new BlockEntity(entityId, fence, recovery);
     }
 
@@ -75,7 +83,9 @@ public final class BlockEntity
      *     io.cadastre.ipam.PoolSpec#excludedWithin}): never allocated; {@code null} keeps the
      *     block's current reservation
      */
-    public record ClaimAffinity(String node, List<Cidr> excluded, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record ClaimAffinity(
+            String node, List<Cidr> excluded, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /**
      * Gives up the block's affinity to {@code node}, so that its pool can release the claim: the
@@ -84,7 +94,8 @@ public final class BlockEntity
      * in between), with AFFINE_TO_OTHER_NODE when it is affine to another node; success when the block has no affinity. Afterwards the block allocates to nobody
      * until it is claimed again.
      */
-    public record ReleaseAffinity(String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record ReleaseAffinity(String node, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /**
      * Allocates the next address (the one free the longest, among those {@code within} allows) to
@@ -95,15 +106,18 @@ public final class BlockEntity
      * @param within the ranges of an L2 subnet the address must lie in ({@link
      *     io.cadastre.ipam.AddressRules#within}); {@code null} for any address of the block
      */
-    public record AutoAssign(Allocation allocation, boolean borrow, RangeSet within, ActorRef<AssignOutcome> replyTo)
+    public record AutoAssign(
+            Allocation allocation, boolean borrow, RangeSet within, ActorRef<AssignOutcome> replyTo)
             implements Command {}
 
     /** Allocates one specific address (canonical literal) to the attachment. */
-    public record AssignSpecific(String address, Allocation allocation, boolean borrow, ActorRef<AssignOutcome> replyTo)
+    public record AssignSpecific(
+            String address, Allocation allocation, boolean borrow, ActorRef<AssignOutcome> replyTo)
             implements Command {}
 
     /** Releases whatever the attachment holds here; nothing held is success. */
-    public record Release(String handle, String ifname, ActorRef<Released> replyTo) implements Command {}
+    public record Release(String handle, String ifname, ActorRef<Released> replyTo)
+            implements Command {}
 
     public record GetBlock(ActorRef<BlockView> replyTo) implements Command {}
 
@@ -116,14 +130,21 @@ public final class BlockEntity
      * FULL: no address of the block is free; NONE_IN_RANGE: free addresses, but none the
      * request's ranges allow (the block is not full for others).
      */
-    public enum AssignStatus { ASSIGNED, FULL, NOT_AFFINE, TAKEN, NONE_IN_RANGE }
+    public enum AssignStatus {
+        ASSIGNED,
+        FULL,
+        NOT_AFFINE,
+        TAKEN,
+        NONE_IN_RANGE
+    }
 
     /**
      * @param status what happened
      * @param address the assigned address (canonical) when ASSIGNED, else {@code null}
      * @param detail why not, for FULL, NOT_AFFINE, TAKEN and NONE_IN_RANGE
      */
-    public record AssignOutcome(AssignStatus status, String address, String detail) implements CborSerializable {}
+    public record AssignOutcome(AssignStatus status, String address, String detail)
+            implements CborSerializable {}
 
     /**
      * A copy of the block's state.
@@ -134,7 +155,8 @@ public final class BlockEntity
      * @param free how many addresses are free
      * @param reserved how many addresses lie in the pool's excluded ranges (never allocated)
      */
-    public record BlockView(Cidr cidr, String affinity, Map<String, Allocation> allocations, int free, int reserved)
+    public record BlockView(
+            Cidr cidr, String affinity, Map<String, Allocation> allocations, int free, int reserved)
             implements CborSerializable {
         /** @return the number of addresses in the block */
         public int size() {
@@ -191,11 +213,16 @@ public final class BlockEntity
     @Override
     public SignalHandler<State> signalHandler() {
         return newSignalHandlerBuilder()
-                .onSignal(RecoveryCompleted.instance(), state -> {
-                    recovery.completedSince(startedNanos);
-                    LOG.info("recovered block {}: {} allocations, affine to {}",
-                            cidr, state.block().allocations().size(), state.block().affinity());
-                })
+                .onSignal(
+                        RecoveryCompleted.instance(),
+                        state -> {
+                            recovery.completedSince(startedNanos);
+                            LOG.info(
+                                    "recovered block {}: {} allocations, affine to {}",
+                                    cidr,
+                                    state.block().allocations().size(),
+                                    state.block().affinity());
+                        })
                 .build();
     }
 
@@ -222,20 +249,34 @@ public final class BlockEntity
                 .onCommand(AutoAssign.class, this::onAutoAssign)
                 .onCommand(AssignSpecific.class, this::onAssignSpecific)
                 .onCommand(Release.class, this::onRelease)
-                .onCommand(GetBlock.class, (state, cmd) -> Effect().reply(cmd.replyTo(), view(state.block())))
+                .onCommand(
+                        GetBlock.class,
+                        (state, cmd) -> Effect().reply(cmd.replyTo(), view(state.block())))
                 .build();
     }
 
     private ReplyEffect<Event, State> onClaimAffinity(State state, ClaimAffinity cmd) {
         Block block = state.block();
-        if (cmd.node().equals(block.affinity()) && (cmd.excluded() == null || block.ordinalsIn(cmd.excluded()).equals(block.reserved()))) {
+        if (cmd.node().equals(block.affinity())
+                && (cmd.excluded() == null
+                        || block.ordinalsIn(cmd.excluded()).equals(block.reserved()))) {
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (block.affinity() != null && !block.isEmpty() && !cmd.node().equals(block.affinity())) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.AFFINE_TO_OTHER_NODE,
-                    "block " + cidr + " is affine to " + block.affinity() + " and holds allocations"));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
+                                    "block "
+                                            + cidr
+                                            + " is affine to "
+                                            + block.affinity()
+                                            + " and holds allocations"));
         }
-        return Effect().persist(new AffinityClaimed(cmd.node(), cmd.excluded())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return Effect()
+                .persist(new AffinityClaimed(cmd.node(), cmd.excluded()))
+                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }
 
     private ReplyEffect<Event, State> onReleaseAffinity(State state, ReleaseAffinity cmd) {
@@ -244,14 +285,33 @@ public final class BlockEntity
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (!block.affinity().equals(cmd.node())) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.AFFINE_TO_OTHER_NODE, "block " + cidr
-                    + " is affine to " + block.affinity() + ", not " + cmd.node()));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
+                                    "block "
+                                            + cidr
+                                            + " is affine to "
+                                            + block.affinity()
+                                            + ", not "
+                                            + cmd.node()));
         }
         if (!block.isEmpty()) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.CONFLICT, "block " + cidr + " holds "
-                    + block.allocatedCount() + " allocations"));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.CONFLICT,
+                                    "block "
+                                            + cidr
+                                            + " holds "
+                                            + block.allocatedCount()
+                                            + " allocations"));
         }
-        return Effect().persist(new AffinityReleased(cmd.node())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return Effect()
+                .persist(new AffinityReleased(cmd.node()))
+                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }
 
     private ReplyEffect<Event, State> onAutoAssign(State state, AutoAssign cmd) {
@@ -264,16 +324,28 @@ public final class BlockEntity
         if (refusesAffinity(block, allocation, cmd.borrow())) {
             return Effect().reply(cmd.replyTo(), notAffine(block, allocation));
         }
-        OptionalInt next = cmd.within() == null ? block.nextFreeOrdinal()
-                : block.nextFreeOrdinal(cmd.within().allowedOrdinals(cidr));
+        OptionalInt next =
+                cmd.within() == null
+                        ? block.nextFreeOrdinal()
+                        : block.nextFreeOrdinal(cmd.within().allowedOrdinals(cidr));
         if (next.isEmpty()) {
-            return Effect().reply(cmd.replyTo(), block.freeCount() == 0
-                    ? new AssignOutcome(AssignStatus.FULL, null, "block " + cidr + " is full")
-                    : new AssignOutcome(AssignStatus.NONE_IN_RANGE, null, "no free address of block " + cidr
-                            + " lies in " + cmd.within()));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            block.freeCount() == 0
+                                    ? new AssignOutcome(
+                                            AssignStatus.FULL, null, "block " + cidr + " is full")
+                                    : new AssignOutcome(
+                                            AssignStatus.NONE_IN_RANGE,
+                                            null,
+                                            "no free address of block "
+                                                    + cidr
+                                                    + " lies in "
+                                                    + cmd.within()));
         }
         String address = block.addressAt(next.getAsInt());
-        return Effect().persist(new AddressAssigned(address, allocation))
+        return Effect()
+                .persist(new AddressAssigned(address, allocation))
                 .thenReply(cmd.replyTo(), s -> assigned(address));
     }
 
@@ -281,41 +353,65 @@ public final class BlockEntity
         Block block = state.block();
         Allocation allocation = cmd.allocation();
         if (!cidr.contains(cmd.address())) {
-            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.NOT_AFFINE, null,
-                    cmd.address() + " is not in block " + cidr));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            new AssignOutcome(
+                                    AssignStatus.NOT_AFFINE,
+                                    null,
+                                    cmd.address() + " is not in block " + cidr));
         }
         int ordinal = block.ordinalOf(cmd.address());
         if (block.isReserved(ordinal)) {
-            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.TAKEN, null,
-                    cmd.address() + " lies in an excluded range of its pool"));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            new AssignOutcome(
+                                    AssignStatus.TAKEN,
+                                    null,
+                                    cmd.address() + " lies in an excluded range of its pool"));
         }
         var holder = block.allocationAt(ordinal);
         if (holder.isPresent()) {
             if (holder.get().isFor(allocation.handle(), allocation.ifname())) {
                 return Effect().reply(cmd.replyTo(), assigned(cmd.address()));
             }
-            return Effect().reply(cmd.replyTo(), new AssignOutcome(AssignStatus.TAKEN, null,
-                    cmd.address() + " is already held by " + holder.get().handle() + " (" + holder.get().ifname() + ")"));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            new AssignOutcome(
+                                    AssignStatus.TAKEN,
+                                    null,
+                                    cmd.address()
+                                            + " is already held by "
+                                            + holder.get().handle()
+                                            + " ("
+                                            + holder.get().ifname()
+                                            + ")"));
         }
         if (refusesAffinity(block, allocation, cmd.borrow())) {
             return Effect().reply(cmd.replyTo(), notAffine(block, allocation));
         }
-        return Effect().persist(new AddressAssigned(cmd.address(), allocation))
+        return Effect()
+                .persist(new AddressAssigned(cmd.address(), allocation))
                 .thenReply(cmd.replyTo(), s -> assigned(cmd.address()));
     }
 
     private ReplyEffect<Event, State> onRelease(State state, Release cmd) {
         Block block = state.block();
         List<String> addresses = new ArrayList<>();
-        block.allocations().forEach((ordinal, allocation) -> {
-            if (allocation.isFor(cmd.handle(), cmd.ifname())) {
-                addresses.add(block.addressAt(ordinal));
-            }
-        });
+        block.allocations()
+                .forEach(
+                        (ordinal, allocation) -> {
+                            if (allocation.isFor(cmd.handle(), cmd.ifname())) {
+                                addresses.add(block.addressAt(ordinal));
+                            }
+                        });
         if (addresses.isEmpty()) {
             return Effect().reply(cmd.replyTo(), new Released(List.of()));
         }
-        return Effect().persist(new AddressesReleased(addresses))
+        return Effect()
+                .persist(new AddressesReleased(addresses))
                 .thenReply(cmd.replyTo(), s -> new Released(addresses));
     }
 
@@ -329,9 +425,17 @@ public final class BlockEntity
     }
 
     private AssignOutcome notAffine(Block block, Allocation allocation) {
-        return new AssignOutcome(AssignStatus.NOT_AFFINE, null, block.affinity() == null
-                ? "block " + cidr + " is not claimed by any node"
-                : "block " + cidr + " is affine to " + block.affinity() + ", not " + allocation.node());
+        return new AssignOutcome(
+                AssignStatus.NOT_AFFINE,
+                null,
+                block.affinity() == null
+                        ? "block " + cidr + " is not claimed by any node"
+                        : "block "
+                                + cidr
+                                + " is affine to "
+                                + block.affinity()
+                                + ", not "
+                                + allocation.node());
     }
 
     private static AssignOutcome assigned(String address) {
@@ -340,33 +444,52 @@ public final class BlockEntity
 
     private static BlockView view(Block block) {
         Map<String, Allocation> byAddress = new java.util.LinkedHashMap<>();
-        block.allocations().forEach((ordinal, allocation) -> byAddress.put(block.addressAt(ordinal), allocation));
-        return new BlockView(block.cidr(), block.affinity(), byAddress, block.freeCount(), block.reserved().size());
+        block.allocations()
+                .forEach(
+                        (ordinal, allocation) ->
+                                byAddress.put(block.addressAt(ordinal), allocation));
+        return new BlockView(
+                block.cidr(),
+                block.affinity(),
+                byAddress,
+                block.freeCount(),
+                block.reserved().size());
     }
 
     @Override
     public EventHandler<State, Event> eventHandler() {
         return newEventHandlerBuilder()
                 .forAnyState()
-                .onEvent(AffinityClaimed.class, (state, e) -> {
-                    state.block().claimAffinity(e.node());
-                    if (e.excluded() != null) {
-                        state.block().reserve(e.excluded());
-                    }
-                    return state;
-                })
-                .onEvent(AffinityReleased.class, (state, e) -> {
-                    state.block().claimAffinity(null);
-                    return state;
-                })
-                .onEvent(AddressAssigned.class, (state, e) -> {
-                    state.block().allocate(state.block().ordinalOf(e.address()), e.allocation());
-                    return state;
-                })
-                .onEvent(AddressesReleased.class, (state, e) -> {
-                    e.addresses().forEach(a -> state.block().release(state.block().ordinalOf(a)));
-                    return state;
-                })
+                .onEvent(
+                        AffinityClaimed.class,
+                        (state, e) -> {
+                            state.block().claimAffinity(e.node());
+                            if (e.excluded() != null) {
+                                state.block().reserve(e.excluded());
+                            }
+                            return state;
+                        })
+                .onEvent(
+                        AffinityReleased.class,
+                        (state, e) -> {
+                            state.block().claimAffinity(null);
+                            return state;
+                        })
+                .onEvent(
+                        AddressAssigned.class,
+                        (state, e) -> {
+                            state.block()
+                                    .allocate(state.block().ordinalOf(e.address()), e.allocation());
+                            return state;
+                        })
+                .onEvent(
+                        AddressesReleased.class,
+                        (state, e) -> {
+                            e.addresses()
+                                    .forEach(
+                                            a -> state.block().release(state.block().ordinalOf(a)));
+                            return state;
+                        })
                 .build();
     }
 }

@@ -1,9 +1,9 @@
 package io.cadastre.shards;
 
 import io.cadastre.ipam.Cidr;
+import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.shards.BlockReleases.Outcome;
-import io.cadastre.shards.BlockEntity.BlockView;
 import io.cadastre.shards.PoolEntity.PoolView;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -101,8 +101,10 @@ public final class BlockReclaimer {
     }
 
     private final EntityAsks asks;
+
     /** Told of every block released: the agent's metrics. */
     private final Consumer<Reason> onReleased;
+
     private final PoolCatalog catalog;
     private final BlockReleases releases;
     private final Duration interval;
@@ -122,9 +124,19 @@ public final class BlockReclaimer {
      * @param grace how long a node must have been absent before its empty blocks are released; positive
      * @throws IllegalArgumentException if a duration is not positive
      */
-    public BlockReclaimer(ActorSystem<?> system, AskTimeouts timeouts, PoolCatalog catalog, Duration interval, Duration grace) {
-        this(new EntityAsks(ClusterSharding.get(system), timeouts), catalog, interval, grace,
-                () -> NodeRoles.members(system).keySet(), System::nanoTime,
+    public BlockReclaimer(
+            ActorSystem<?> system,
+            AskTimeouts timeouts,
+            PoolCatalog catalog,
+            Duration interval,
+            Duration grace) {
+        this(
+                new EntityAsks(ClusterSharding.get(system), timeouts),
+                catalog,
+                interval,
+                grace,
+                () -> NodeRoles.members(system).keySet(),
+                System::nanoTime,
                 reason -> CadastreMetrics.get(system).blockReclaimed(reason.label()));
     }
 
@@ -133,10 +145,20 @@ public final class BlockReclaimer {
      * @param nanoClock monotonic time in nanoseconds
      * @param onReleased told of every block released (the agent's metrics)
      */
-    BlockReclaimer(EntityAsks asks, PoolCatalog catalog, Duration interval, Duration grace,
-            Supplier<Set<String>> presentNodes, LongSupplier nanoClock, Consumer<Reason> onReleased) {
+    BlockReclaimer(
+            EntityAsks asks,
+            PoolCatalog catalog,
+            Duration interval,
+            Duration grace,
+            Supplier<Set<String>> presentNodes,
+            LongSupplier nanoClock,
+            Consumer<Reason> onReleased) {
         if (interval.isNegative() || interval.isZero() || grace.isNegative() || grace.isZero()) {
-            throw new IllegalArgumentException("block reclaim interval and grace must be positive: " + interval + ", " + grace);
+            throw new IllegalArgumentException(
+                    "block reclaim interval and grace must be positive: "
+                            + interval
+                            + ", "
+                            + grace);
         }
         this.asks = asks;
         this.catalog = catalog;
@@ -155,10 +177,14 @@ public final class BlockReclaimer {
      * Starts the cluster singleton on this member (it runs on the oldest member; on every other
      * one this only starts a proxy). Call once per member, after it is Up.
      */
-    public static ActorRef<Command> startSingleton(ActorSystem<?> system, BlockReclaimer reclaimer) {
+    public static ActorRef<Command> startSingleton(
+            ActorSystem<?> system, BlockReclaimer reclaimer) {
         // A bug that throws restarts it (a fresh incarnation, as after a move), after a back-off.
-        Behavior<Command> supervised = Behaviors.supervise(reclaimer.behavior())
-                .onFailure(SupervisorStrategy.restartWithBackoff(Duration.ofSeconds(1), Duration.ofMinutes(1), 0.2));
+        Behavior<Command> supervised =
+                Behaviors.supervise(reclaimer.behavior())
+                        .onFailure(
+                                SupervisorStrategy.restartWithBackoff(
+                                        Duration.ofSeconds(1), Duration.ofMinutes(1), 0.2));
         return ClusterSingleton.get(system).init(SingletonActor.of(supervised, SINGLETON_NAME));
     }
 
@@ -186,41 +212,62 @@ public final class BlockReclaimer {
     // ---- the singleton ----
 
     /** The singleton's messages: its own timer and the end of a pass; never sent across members. */
-    public sealed interface Command extends NoSerializationVerificationNeeded permits Tick, PassDone {}
+    public sealed interface Command extends NoSerializationVerificationNeeded
+            permits Tick, PassDone {}
 
-    private enum Tick implements Command { INSTANCE }
+    private enum Tick implements Command {
+        INSTANCE
+    }
 
     private record PassDone(Pass pass, Throwable failure) implements Command {}
 
     /** @return the singleton's behaviour: a fresh {@link Incarnation}, a pass every interval */
     Behavior<Command> behavior() {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-            Incarnation incarnation = new Incarnation();
-            LOG.info("block reclaimer started here: a pass every {}, blocks of nodes absent for {} released when empty",
-                    interval, grace);
-            timers.startTimerWithFixedDelay(Tick.INSTANCE, interval);
-            boolean[] running = {false};
-            return Behaviors.receive(Command.class)
-                    .onMessage(Tick.class, tick -> {
-                        if (!running[0]) {
-                            running[0] = true;
-                            ctx.pipeToSelf(incarnation.pass(), PassDone::new);
-                        }
-                        return Behaviors.same();
-                    })
-                    .onMessage(PassDone.class, done -> {
-                        running[0] = false;
-                        if (done.failure() != null) {
-                            LOG.warn("block reclaim pass failed, next in {}: {}", interval, EntityAsks.asIpam(done.failure()).getMessage());
-                        }
-                        return Behaviors.same();
-                    })
-                    .onSignal(PostStop.class, stop -> {
-                        incarnation.stop();
-                        return Behaviors.same();
-                    })
-                    .build();
-        }));
+        return Behaviors.setup(
+                ctx ->
+                        Behaviors.withTimers(
+                                timers -> {
+                                    Incarnation incarnation = new Incarnation();
+                                    LOG.info(
+                                            "block reclaimer started here: a pass every {}, blocks of nodes absent for {} released when empty",
+                                            interval,
+                                            grace);
+                                    timers.startTimerWithFixedDelay(Tick.INSTANCE, interval);
+                                    boolean[] running = {false};
+                                    return Behaviors.receive(Command.class)
+                                            .onMessage(
+                                                    Tick.class,
+                                                    tick -> {
+                                                        if (!running[0]) {
+                                                            running[0] = true;
+                                                            ctx.pipeToSelf(
+                                                                    incarnation.pass(),
+                                                                    PassDone::new);
+                                                        }
+                                                        return Behaviors.same();
+                                                    })
+                                            .onMessage(
+                                                    PassDone.class,
+                                                    done -> {
+                                                        running[0] = false;
+                                                        if (done.failure() != null) {
+                                                            LOG.warn(
+                                                                    "block reclaim pass failed, next in {}: {}",
+                                                                    interval,
+                                                                    EntityAsks.asIpam(
+                                                                                    done.failure())
+                                                                            .getMessage());
+                                                        }
+                                                        return Behaviors.same();
+                                                    })
+                                            .onSignal(
+                                                    PostStop.class,
+                                                    stop -> {
+                                                        incarnation.stop();
+                                                        return Behaviors.same();
+                                                    })
+                                            .build();
+                                }));
     }
 
     /** @return a new incarnation: no node seen absent yet */
@@ -256,7 +303,14 @@ public final class BlockReclaimer {
         /** Runs one pass; fails (changing nothing) when the pools cannot be read. */
         CompletionStage<Pass> pass() {
             return catalog.current()
-                    .thenCompose(c -> all(List.copyOf(c.pools().keySet()), name -> asks.ask(asks.pool(name), PoolEntity.GetPool::new)))
+                    .thenCompose(
+                            c ->
+                                    all(
+                                            List.copyOf(c.pools().keySet()),
+                                            name ->
+                                                    asks.ask(
+                                                            asks.pool(name),
+                                                            PoolEntity.GetPool::new)))
                     .thenCompose(this::reconcile);
         }
 
@@ -267,100 +321,141 @@ public final class BlockReclaimer {
             Set<Cidr> releasing = new HashSet<>();
             for (PoolView view : views) {
                 if (view.defined()) {
-                    view.claims().forEach((block, node) -> claims.put(block, new Claim(view.spec().name(), node)));
+                    view.claims()
+                            .forEach(
+                                    (block, node) ->
+                                            claims.put(block, new Claim(view.spec().name(), node)));
                     releasing.addAll(view.releasing());
                 }
             }
             Set<String> absent = new HashSet<>();
-            claims.values().forEach(c -> {
-                if (!present.contains(c.node())) {
-                    absent.add(c.node());
-                }
-            });
-            absentSince.keySet().removeIf(node -> {
-                if (absent.contains(node)) {
-                    return false;
-                }
-                if (present.contains(node)) {
-                    LOG.info("node {} is back in the cluster: its blocks are kept", node);
-                }
-                return true;
-            });
+            claims.values()
+                    .forEach(
+                            c -> {
+                                if (!present.contains(c.node())) {
+                                    absent.add(c.node());
+                                }
+                            });
+            absentSince
+                    .keySet()
+                    .removeIf(
+                            node -> {
+                                if (absent.contains(node)) {
+                                    return false;
+                                }
+                                if (present.contains(node)) {
+                                    LOG.info(
+                                            "node {} is back in the cluster: its blocks are kept",
+                                            node);
+                                }
+                                return true;
+                            });
             for (String node : absent) {
                 if (absentSince.putIfAbsent(node, now) == null) {
-                    LOG.info("node {} has no member in the cluster: its empty blocks are released after {} unless it comes back",
-                            node, grace);
+                    LOG.info(
+                            "node {} has no member in the cluster: its empty blocks are released after {} unless it comes back",
+                            node,
+                            grace);
                 }
             }
             Map<Cidr, Claim> unfinished = new TreeMap<>();
             Map<Cidr, Claim> ofGoneNodes = new TreeMap<>();
             List<Cidr> waiting = new ArrayList<>();
-            claims.forEach((block, claim) -> {
-                if (releasing.contains(block)) {
-                    if (releasingBefore.contains(block)) {
-                        unfinished.put(block, claim);
-                    }
-                } else if (absent.contains(claim.node())) {
-                    if (now - absentSince.get(claim.node()) >= grace.toNanos()) {
-                        ofGoneNodes.put(block, claim);
-                    } else {
-                        waiting.add(block);
-                    }
-                }
-            });
+            claims.forEach(
+                    (block, claim) -> {
+                        if (releasing.contains(block)) {
+                            if (releasingBefore.contains(block)) {
+                                unfinished.put(block, claim);
+                            }
+                        } else if (absent.contains(claim.node())) {
+                            if (now - absentSince.get(claim.node()) >= grace.toNanos()) {
+                                ofGoneNodes.put(block, claim);
+                            } else {
+                                waiting.add(block);
+                            }
+                        }
+                    });
             releasingBefore = releasing;
-            return emptyOnes(ofGoneNodes).thenCompose(empty -> {
-                List<Cidr> keptNow = new ArrayList<>(ofGoneNodes.keySet());
-                keptNow.removeAll(empty.keySet());
-                var goneReleased = release(empty, Reason.NODE_GONE).toCompletableFuture();
-                var unfinishedReleased = release(unfinished, Reason.UNFINISHED_RELEASE).toCompletableFuture();
-                return goneReleased.thenCombine(unfinishedReleased, (gone, finished) -> {
-                    Map<Reason, List<Cidr>> byReason = new EnumMap<>(Reason.class);
-                    byReason.put(Reason.NODE_GONE, gone.released());
-                    byReason.put(Reason.UNFINISHED_RELEASE, finished.released());
-                    keptNow.addAll(gone.kept());
-                    if (!stopped) {
-                        candidates = waiting.size();
-                        kept = keptNow.size();
-                    }
-                    return new Pass(byReason, waiting, keptNow);
-                });
-            });
+            return emptyOnes(ofGoneNodes)
+                    .thenCompose(
+                            empty -> {
+                                List<Cidr> keptNow = new ArrayList<>(ofGoneNodes.keySet());
+                                keptNow.removeAll(empty.keySet());
+                                var goneReleased =
+                                        release(empty, Reason.NODE_GONE).toCompletableFuture();
+                                var unfinishedReleased =
+                                        release(unfinished, Reason.UNFINISHED_RELEASE)
+                                                .toCompletableFuture();
+                                return goneReleased.thenCombine(
+                                        unfinishedReleased,
+                                        (gone, finished) -> {
+                                            Map<Reason, List<Cidr>> byReason =
+                                                    new EnumMap<>(Reason.class);
+                                            byReason.put(Reason.NODE_GONE, gone.released());
+                                            byReason.put(
+                                                    Reason.UNFINISHED_RELEASE, finished.released());
+                                            keptNow.addAll(gone.kept());
+                                            if (!stopped) {
+                                                candidates = waiting.size();
+                                                kept = keptNow.size();
+                                            }
+                                            return new Pass(byReason, waiting, keptNow);
+                                        });
+                            });
         }
     }
 
     /** @return the blocks that hold no allocation, read now */
     private CompletionStage<Map<Cidr, Claim>> emptyOnes(Map<Cidr, Claim> blocks) {
         List<Cidr> cidrs = List.copyOf(blocks.keySet());
-        return all(cidrs, b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new)).thenApply(views -> {
-            Map<Cidr, Claim> empty = new TreeMap<>();
-            for (int i = 0; i < cidrs.size(); i++) {
-                BlockView view = views.get(i);
-                if (view.allocations().isEmpty()) {
-                    empty.put(cidrs.get(i), blocks.get(cidrs.get(i)));
-                }
-            }
-            return empty;
-        });
+        return all(cidrs, b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new))
+                .thenApply(
+                        views -> {
+                            Map<Cidr, Claim> empty = new TreeMap<>();
+                            for (int i = 0; i < cidrs.size(); i++) {
+                                BlockView view = views.get(i);
+                                if (view.allocations().isEmpty()) {
+                                    empty.put(cidrs.get(i), blocks.get(cidrs.get(i)));
+                                }
+                            }
+                            return empty;
+                        });
     }
 
     /** Releases each block if empty, counting and logging what was released; a failed release is logged and tried next pass. */
     private CompletionStage<Outcome> release(Map<Cidr, Claim> blocks, Reason reason) {
-        return releases.releaseEachIfEmpty(blocks).thenApply(outcome -> {
-            outcome.failed().forEach((block, error) -> LOG.warn("block {} of node {} (pool {}) not released ({}), tried again"
-                    + " next pass: {}", block, blocks.get(block).node(), blocks.get(block).pool(), reason.label(), error.getMessage()));
-            for (Cidr block : outcome.released()) {
-                released.get(reason).incrementAndGet();
-                onReleased.accept(reason);
-                LOG.info("released block {} of node {} (pool {}): {}", block, blocks.get(block).node(), blocks.get(block).pool(),
-                        reason.label());
-            }
-            return outcome;
-        });
+        return releases.releaseEachIfEmpty(blocks)
+                .thenApply(
+                        outcome -> {
+                            outcome.failed()
+                                    .forEach(
+                                            (block, error) ->
+                                                    LOG.warn(
+                                                            "block {} of node {} (pool {}) not released ({}), tried again"
+                                                                    + " next pass: {}",
+                                                            block,
+                                                            blocks.get(block).node(),
+                                                            blocks.get(block).pool(),
+                                                            reason.label(),
+                                                            error.getMessage()));
+                            for (Cidr block : outcome.released()) {
+                                released.get(reason).incrementAndGet();
+                                onReleased.accept(reason);
+                                LOG.info(
+                                        "released block {} of node {} (pool {}): {}",
+                                        block,
+                                        blocks.get(block).node(),
+                                        blocks.get(block).pool(),
+                                        reason.label());
+                            }
+                            return outcome;
+                        });
     }
 
-    private static <K, V> CompletionStage<List<V>> all(List<K> keys, Function<K, CompletionStage<V>> read) {
-        List<CompletableFuture<V>> each = keys.stream().map(k -> read.apply(k).toCompletableFuture()).toList();
+    private static <K, V> CompletionStage<List<V>> all(
+            List<K> keys, Function<K, CompletionStage<V>> read) {
+        List<CompletableFuture<V>> each =
+                keys.stream().map(k -> read.apply(k).toCompletableFuture()).toList();
         return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new))
                 .thenApply(v -> each.stream().map(CompletableFuture::join).toList());
     }

@@ -32,6 +32,7 @@ import org.apache.pekko.pattern.StatusReply;
  */
 public final class BlockReleases {
     private final EntityAsks asks;
+
     /** Told the pool of every block given back (routes to it go away at once); null: nobody. */
     private final MeshHints hints;
 
@@ -70,24 +71,42 @@ public final class BlockReleases {
      *     marked as releasing until the release is run again)
      */
     public CompletionStage<Boolean> releaseIfEmpty(String pool, Cidr block, String node) {
-        return asks.askStatus(asks.pool(pool), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.BeginBlockRelease(block, node, r))
-                .thenCompose(begun -> asks.askStatus(asks.block(block),
-                                (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ReleaseAffinity(node, r))
-                        .handle((released, error) -> {
-                            if (error == null) {
-                                return finish(pool, block, node);
-                            }
-                            IpamException failure = EntityAsks.asIpam(error);
-                            if (failure.reason() != IpamException.Reason.CONFLICT
-                                    && failure.reason() != IpamException.Reason.AFFINE_TO_OTHER_NODE) {
-                                throw failure;
-                            }
-                            // The block refused: it holds allocations, or serves another node. The claim stays.
-                            return asks.askStatus(asks.pool(pool),
-                                            (ActorRef<StatusReply<Done>> r) -> new PoolEntity.CancelBlockRelease(block, r))
-                                    .thenApply(cancelled -> false);
-                        })
-                        .thenCompose(stage -> stage));
+        return asks.askStatus(
+                        asks.pool(pool),
+                        (ActorRef<StatusReply<Done>> r) ->
+                                new PoolEntity.BeginBlockRelease(block, node, r))
+                .thenCompose(
+                        begun ->
+                                asks.askStatus(
+                                                asks.block(block),
+                                                (ActorRef<StatusReply<Done>> r) ->
+                                                        new BlockEntity.ReleaseAffinity(node, r))
+                                        .handle(
+                                                (released, error) -> {
+                                                    if (error == null) {
+                                                        return finish(pool, block, node);
+                                                    }
+                                                    IpamException failure =
+                                                            EntityAsks.asIpam(error);
+                                                    if (failure.reason()
+                                                                    != IpamException.Reason.CONFLICT
+                                                            && failure.reason()
+                                                                    != IpamException.Reason
+                                                                            .AFFINE_TO_OTHER_NODE) {
+                                                        throw failure;
+                                                    }
+                                                    // The block refused: it holds allocations, or
+                                                    // serves another node. The claim stays.
+                                                    return asks.askStatus(
+                                                                    asks.pool(pool),
+                                                                    (ActorRef<StatusReply<Done>>
+                                                                                    r) ->
+                                                                            new PoolEntity
+                                                                                    .CancelBlockRelease(
+                                                                                    block, r))
+                                                            .thenApply(cancelled -> false);
+                                                })
+                                        .thenCompose(stage -> stage));
     }
 
     /**
@@ -98,32 +117,48 @@ public final class BlockReleases {
      */
     public CompletionStage<Outcome> releaseEachIfEmpty(Map<Cidr, Claim> claims) {
         Map<Cidr, CompletableFuture<Boolean>> each = new LinkedHashMap<>();
-        claims.forEach((block, claim) -> each.put(block, releaseIfEmpty(claim.pool(), block, claim.node()).toCompletableFuture()));
-        return CompletableFuture.allOf(each.values().toArray(CompletableFuture[]::new)).handle((v, ignored) -> {
-            List<Cidr> released = new ArrayList<>();
-            List<Cidr> kept = new ArrayList<>();
-            Map<Cidr, IpamException> failed = new LinkedHashMap<>();
-            each.forEach((block, outcome) -> {
-                if (outcome.isCompletedExceptionally()) {
-                    failed.put(block, EntityAsks.asIpam(outcome.handle((r, e) -> e).join()));
-                } else {
-                    (outcome.join() ? released : kept).add(block);
-                }
-            });
-            return new Outcome(released, kept, failed);
-        });
+        claims.forEach(
+                (block, claim) ->
+                        each.put(
+                                block,
+                                releaseIfEmpty(claim.pool(), block, claim.node())
+                                        .toCompletableFuture()));
+        return CompletableFuture.allOf(each.values().toArray(CompletableFuture[]::new))
+                .handle(
+                        (v, ignored) -> {
+                            List<Cidr> released = new ArrayList<>();
+                            List<Cidr> kept = new ArrayList<>();
+                            Map<Cidr, IpamException> failed = new LinkedHashMap<>();
+                            each.forEach(
+                                    (block, outcome) -> {
+                                        if (outcome.isCompletedExceptionally()) {
+                                            failed.put(
+                                                    block,
+                                                    EntityAsks.asIpam(
+                                                            outcome.handle((r, e) -> e).join()));
+                                        } else {
+                                            (outcome.join() ? released : kept).add(block);
+                                        }
+                                    });
+                            return new Outcome(released, kept, failed);
+                        });
     }
 
     private CompletionStage<Boolean> finish(String pool, Cidr block, String node) {
-        return asks.askStatus(asks.pool(pool), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.FinishBlockRelease(block, r))
-                .thenCompose(done -> {
-                    if (hints != null) {
-                        hints.poolChanged(pool);
-                    }
-                    return asks.askStatus(asks.node(node),
-                                    (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAffineBlock(block, r))
-                            .handle((forgotten, error) -> true);
-                });
+        return asks.askStatus(
+                        asks.pool(pool),
+                        (ActorRef<StatusReply<Done>> r) ->
+                                new PoolEntity.FinishBlockRelease(block, r))
+                .thenCompose(
+                        done -> {
+                            if (hints != null) {
+                                hints.poolChanged(pool);
+                            }
+                            return asks.askStatus(
+                                            asks.node(node),
+                                            (ActorRef<StatusReply<Done>> r) ->
+                                                    new NodeEntity.ForgetAffineBlock(block, r))
+                                    .handle((forgotten, error) -> true);
+                        });
     }
-
 }

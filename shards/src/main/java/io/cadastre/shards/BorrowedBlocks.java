@@ -30,6 +30,7 @@ import org.apache.pekko.pattern.StatusReply;
 final class BorrowedBlocks {
     private final EntityAsks asks;
     private final String node;
+
     /** Blocks the node entity is known to list; changed only inside the block's pool's claim chain. */
     private final Set<Cidr> listed = ConcurrentHashMap.newKeySet();
 
@@ -40,7 +41,8 @@ final class BorrowedBlocks {
 
     /** @return block → pool name, every block the node entity lists as borrowed from */
     CompletionStage<Map<Cidr, String>> all() {
-        return asks.ask(asks.node(node), NodeEntity.GetBorrowedBlocks::new).thenApply(NodeEntity.BorrowedBlocks::blocks);
+        return asks.ask(asks.node(node), NodeEntity.GetBorrowedBlocks::new)
+                .thenApply(NodeEntity.BorrowedBlocks::blocks);
     }
 
     /**
@@ -51,8 +53,16 @@ final class BorrowedBlocks {
         if (listed.contains(block)) {
             return CompletableFuture.completedFuture(true);
         }
-        return asks.ask(asks.block(block), BlockEntity.GetBlock::new).thenApply(view -> view.free() > 0
-                || view.allocations().values().stream().anyMatch(a -> a.isFor(allocation.handle(), allocation.ifname())));
+        return asks.ask(asks.block(block), BlockEntity.GetBlock::new)
+                .thenApply(
+                        view ->
+                                view.free() > 0
+                                        || view.allocations().values().stream()
+                                                .anyMatch(
+                                                        a ->
+                                                                a.isFor(
+                                                                        allocation.handle(),
+                                                                        allocation.ifname())));
     }
 
     /**
@@ -65,13 +75,18 @@ final class BorrowedBlocks {
         if (listed.contains(block)) {
             return CompletableFuture.completedFuture(Done.getInstance());
         }
-        return asks.confirmedIfSlow(asks.askStatus(asks.node(node),
-                                (ActorRef<StatusReply<Done>> r) -> new NodeEntity.NoteBorrowedBlock(pool, block, r)),
-                        asks.node(node), done -> all().thenApply(blocks -> blocks.containsKey(block)))
-                .thenApply(done -> {
-                    listed.add(block);
-                    return done;
-                });
+        return asks.confirmedIfSlow(
+                        asks.askStatus(
+                                asks.node(node),
+                                (ActorRef<StatusReply<Done>> r) ->
+                                        new NodeEntity.NoteBorrowedBlock(pool, block, r)),
+                        asks.node(node),
+                        done -> all().thenApply(blocks -> blocks.containsKey(block)))
+                .thenApply(
+                        done -> {
+                            listed.add(block);
+                            return done;
+                        });
     }
 
     /**
@@ -80,24 +95,48 @@ final class BorrowedBlocks {
      *
      * @param inPoolChain runs work in the named pool's claim chain
      */
-    CompletionStage<Done> forgetIdle(BiFunction<String, Supplier<CompletionStage<Done>>, CompletionStage<Done>> inPoolChain) {
-        return all().thenCompose(blocks -> {
-            List<CompletableFuture<Done>> each = blocks.entrySet().stream()
-                    .map(e -> inPoolChain.apply(e.getValue(), () -> forgetIfIdle(e.getKey()))
-                            .exceptionally(error -> Done.getInstance()).toCompletableFuture())
-                    .toList();
-            return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new));
-        }).handle((v, error) -> Done.getInstance());
+    CompletionStage<Done> forgetIdle(
+            BiFunction<String, Supplier<CompletionStage<Done>>, CompletionStage<Done>>
+                    inPoolChain) {
+        return all().thenCompose(
+                        blocks -> {
+                            List<CompletableFuture<Done>> each =
+                                    blocks.entrySet().stream()
+                                            .map(
+                                                    e ->
+                                                            inPoolChain
+                                                                    .apply(
+                                                                            e.getValue(),
+                                                                            () ->
+                                                                                    forgetIfIdle(
+                                                                                            e
+                                                                                                    .getKey()))
+                                                                    .exceptionally(
+                                                                            error ->
+                                                                                    Done
+                                                                                            .getInstance())
+                                                                    .toCompletableFuture())
+                                            .toList();
+                            return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new));
+                        })
+                .handle((v, error) -> Done.getInstance());
     }
 
     private CompletionStage<Done> forgetIfIdle(Cidr block) {
-        return asks.ask(asks.block(block), BlockEntity.GetBlock::new).thenCompose(view -> {
-            if (view.allocations().values().stream().anyMatch(a -> a.node().equals(node))) {
-                return CompletableFuture.completedFuture(Done.getInstance());
-            }
-            // The cache first: whatever happens to the ask, the next borrow from the block notes it again.
-            listed.remove(block);
-            return asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetBorrowedBlock(block, r));
-        });
+        return asks.ask(asks.block(block), BlockEntity.GetBlock::new)
+                .thenCompose(
+                        view -> {
+                            if (view.allocations().values().stream()
+                                    .anyMatch(a -> a.node().equals(node))) {
+                                return CompletableFuture.completedFuture(Done.getInstance());
+                            }
+                            // The cache first: whatever happens to the ask, the next borrow from
+                            // the block notes it again.
+                            listed.remove(block);
+                            return asks.askStatus(
+                                    asks.node(node),
+                                    (ActorRef<StatusReply<Done>> r) ->
+                                            new NodeEntity.ForgetBorrowedBlock(block, r));
+                        });
     }
 }

@@ -44,20 +44,28 @@ import org.apache.pekko.actor.typed.ExtensionId;
 public final class CadastreMetrics implements Extension {
     /** Entity label of {@code cadastre_entity_recovery_seconds}: {@link PoolEntity}. */
     public static final String ENTITY_POOL = "pool";
+
     /** ... {@link BlockEntity}. */
     public static final String ENTITY_BLOCK = "block";
+
     /** ... {@link NodeEntity}. */
     public static final String ENTITY_NODE = "node";
+
     /** ... {@link PoolRegistry}. */
     public static final String ENTITY_POOL_REGISTRY = "pool-registry";
-    private static final List<String> ENTITIES = List.of(ENTITY_POOL, ENTITY_BLOCK, ENTITY_NODE, ENTITY_POOL_REGISTRY);
+
+    private static final List<String> ENTITIES =
+            List.of(ENTITY_POOL, ENTITY_BLOCK, ENTITY_NODE, ENTITY_POOL_REGISTRY);
 
     /** Reasons of {@code cadastre_ipam_allocations_gc_reclamations_total}: the node agent's netns-gone reclaim. */
     public static final String GC_NETNS_GONE = "netns-gone";
+
     /** ... the node agent's reclaim of attachments whose Kubernetes pod is gone from the API. */
     public static final String GC_POD_GONE = "pod-gone";
+
     /** ... CNI GC through the node agent. */
     public static final String GC_CNI = "cni-gc";
+
     /** ... the admin API's {@code POST /v1/gc}. */
     public static final String GC_ADMIN = "admin-gc";
 
@@ -66,24 +74,33 @@ public final class CadastreMetrics implements Extension {
      * the cluster for longer than the grace ({@link BlockReclaimer.Reason#NODE_GONE}).
      */
     public static final String BLOCK_NODE_GONE = "node-gone";
+
     /** ... a release left half done by a crash was finished ({@link BlockReclaimer.Reason#UNFINISHED_RELEASE}). */
     public static final String BLOCK_UNFINISHED_RELEASE = "unfinished-release";
+
     /** ... the block's node was removed by an operator. */
     public static final String BLOCK_NODE_REMOVED = "node-removed";
+
     /** ... the block's pool was deleted. */
     public static final String BLOCK_POOL_DELETED = "pool-deleted";
 
-    private static final Set<String> GC_REASONS = Set.of(GC_NETNS_GONE, GC_POD_GONE, GC_CNI, GC_ADMIN);
-    private static final List<String> BLOCK_REASONS = List.of(BLOCK_NODE_GONE, BLOCK_UNFINISHED_RELEASE, BLOCK_NODE_REMOVED,
-            BLOCK_POOL_DELETED);
+    private static final Set<String> GC_REASONS =
+            Set.of(GC_NETNS_GONE, GC_POD_GONE, GC_CNI, GC_ADMIN);
+    private static final List<String> BLOCK_REASONS =
+            List.of(
+                    BLOCK_NODE_GONE,
+                    BLOCK_UNFINISHED_RELEASE,
+                    BLOCK_NODE_REMOVED,
+                    BLOCK_POOL_DELETED);
 
     /**
      * Upper bounds, in seconds, of the classic buckets of the duration histograms: 1 ms to 30 s
      * (an ADD normally takes milliseconds; one caught by a member's failover up to the 15 s ask
      * timeout, and a CNI call's whole budget is three times that).
      */
-    static final double[] DURATION_BUCKETS =
-            {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30};
+    static final double[] DURATION_BUCKETS = {
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30
+    };
 
     /** Tells how long an entity took to recover; handed to an entity by its {@code init}. */
     @FunctionalInterface
@@ -126,12 +143,13 @@ public final class CadastreMetrics implements Extension {
      */
     public record NodeUsage(String pool, String node, long inUse, long borrowed, long blocks) {}
 
-    private static final ExtensionId<CadastreMetrics> ID = new ExtensionId<>() {
-        @Override
-        public CadastreMetrics createExtension(ActorSystem<?> system) {
-            return new CadastreMetrics();
-        }
-    };
+    private static final ExtensionId<CadastreMetrics> ID =
+            new ExtensionId<>() {
+                @Override
+                public CadastreMetrics createExtension(ActorSystem<?> system) {
+                    return new CadastreMetrics();
+                }
+            };
 
     /** @return the actor system's metrics, created on first use */
     public static CadastreMetrics get(ActorSystem<?> system) {
@@ -149,12 +167,16 @@ public final class CadastreMetrics implements Extension {
     private final Histogram routingReconcileDuration;
     private final Counter routingChanges;
     private final Counter routingErrors;
+
     /** node → the routing layer's current gauges. */
     private final Map<String, Supplier<RoutingGauges>> routing = new ConcurrentHashMap<>();
+
     /** node → packets its pods' source filters dropped. */
     private final Map<String, LongSupplier> spoofDrops = new ConcurrentHashMap<>();
+
     /** node → how many of its attachments wait for the reclaim grace (the node agent's {@code Reclaimer}). */
     private final Map<String, IntSupplier> gcCandidates = new ConcurrentHashMap<>();
+
     private volatile IpamUsage ipamUsage = IpamUsage.NONE;
 
     /**
@@ -162,92 +184,175 @@ public final class CadastreMetrics implements Extension {
      * code that takes the metrics as a parameter may make their own.
      */
     public CadastreMetrics() {
-        cniRequests = Counter.builder().name("cadastre_cni_requests_total")
-                .help("CNI requests answered by this agent, by verb (\"unknown\" when CNI_COMMAND was not a verb)"
-                        + " and result (\"ok\" or the CNI error code)")
-                .labelNames("verb", "result").register(registry);
-        cniDuration = durations("cadastre_cni_request_duration_seconds",
-                "Time from a CNI request's arrival at the agent to its answer, by verb", "verb");
-        entityRecovery = durations("cadastre_entity_recovery_seconds",
-                "Time from an entity's start on this member to the end of its recovery (snapshot and events replayed)",
-                "entity");
+        cniRequests =
+                Counter.builder()
+                        .name("cadastre_cni_requests_total")
+                        .help(
+                                "CNI requests answered by this agent, by verb (\"unknown\" when CNI_COMMAND was not a verb)"
+                                        + " and result (\"ok\" or the CNI error code)")
+                        .labelNames("verb", "result")
+                        .register(registry);
+        cniDuration =
+                durations(
+                        "cadastre_cni_request_duration_seconds",
+                        "Time from a CNI request's arrival at the agent to its answer, by verb",
+                        "verb");
+        entityRecovery =
+                durations(
+                        "cadastre_entity_recovery_seconds",
+                        "Time from an entity's start on this member to the end of its recovery (snapshot and events replayed)",
+                        "entity");
         ENTITIES.forEach(entityRecovery::initLabelValues);
-        GaugeWithCallback.builder().name("cadastre_ipam_allocations_gc_candidates")
-                .help("Attachments of this agent's node whose network namespace or Kubernetes pod is gone and that wait for"
-                        + " the reclaim grace")
+        GaugeWithCallback.builder()
+                .name("cadastre_ipam_allocations_gc_candidates")
+                .help(
+                        "Attachments of this agent's node whose network namespace or Kubernetes pod is gone and that wait for"
+                                + " the reclaim grace")
                 .labelNames("node")
-                .callback(cb -> gcCandidates.forEach((node, count) -> cb.call(count.getAsInt(), node)))
+                .callback(
+                        cb ->
+                                gcCandidates.forEach(
+                                        (node, count) -> cb.call(count.getAsInt(), node)))
                 .register(registry);
-        gcReclamations = Counter.builder().name("cadastre_ipam_allocations_gc_reclamations_total")
-                .help("Attachments of this agent's node released by reconciliation, by reason: netns-gone, pod-gone (the node"
-                        + " agent's reclaim), cni-gc (CNI GC), admin-gc (the admin API's GC)")
-                .labelNames("node", "reason").register(registry);
-        blocksReclaimed = Counter.builder().name("cadastre_ipam_blocks_reclaimed_total")
-                .help("Blocks whose affinity this member took back, by reason: node-gone, unfinished-release, node-removed, pool-deleted")
-                .labelNames("reason").register(registry);
+        gcReclamations =
+                Counter.builder()
+                        .name("cadastre_ipam_allocations_gc_reclamations_total")
+                        .help(
+                                "Attachments of this agent's node released by reconciliation, by reason: netns-gone, pod-gone (the node"
+                                        + " agent's reclaim), cni-gc (CNI GC), admin-gc (the admin API's GC)")
+                        .labelNames("node", "reason")
+                        .register(registry);
+        blocksReclaimed =
+                Counter.builder()
+                        .name("cadastre_ipam_blocks_reclaimed_total")
+                        .help(
+                                "Blocks whose affinity this member took back, by reason: node-gone, unfinished-release, node-removed, pool-deleted")
+                        .labelNames("reason")
+                        .register(registry);
         BLOCK_REASONS.forEach(blocksReclaimed::initLabelValues);
-        ipamRefreshFailures = Counter.builder().name("cadastre_ipam_metrics_refresh_failures_total")
-                .help("Readings of the cluster-wide IPAM usage that failed (an entity did not answer); the"
-                        + " cadastre_ipam_* gauges then keep the last values read")
-                .register(registry);
+        ipamRefreshFailures =
+                Counter.builder()
+                        .name("cadastre_ipam_metrics_refresh_failures_total")
+                        .help(
+                                "Readings of the cluster-wide IPAM usage that failed (an entity did not answer); the"
+                                        + " cadastre_ipam_* gauges then keep the last values read")
+                        .register(registry);
 
-        routingReconciles = Counter.builder().name("cadastre_routing_reconciles_total")
-                .help("Reconciles of this host's routes to other hosts' pods, by result: ok, errors (the kernel refused"
-                        + " some objects), failed (the host's state could not be read)")
-                .labelNames("node", "result").register(registry);
-        routingReconcileDuration = durations("cadastre_routing_reconcile_duration_seconds",
-                "Time one reconcile of this host's routes, VXLAN devices and entries took", "node");
-        routingChanges = Counter.builder().name("cadastre_routing_changes_total")
-                .help("Objects reconciles programmed, by kind (route, device, address, fdb, neighbour) and change"
-                        + " (added, removed, replaced)")
-                .labelNames("node", "kind", "change").register(registry);
-        routingErrors = Counter.builder().name("cadastre_routing_errors_total")
-                .help("Objects the kernel refused during reconciles (or devices that could not be set up), by kind")
-                .labelNames("node", "kind").register(registry);
-        GaugeWithCallback.builder().name("cadastre_routing_routes")
-                .help("Routes this host wants, by type: block (another node's block), borrowed (a host route to an"
-                        + " address living on another node), blackhole (this node's own blocks), gateway (the pods' gateway)")
+        routingReconciles =
+                Counter.builder()
+                        .name("cadastre_routing_reconciles_total")
+                        .help(
+                                "Reconciles of this host's routes to other hosts' pods, by result: ok, errors (the kernel refused"
+                                        + " some objects), failed (the host's state could not be read)")
+                        .labelNames("node", "result")
+                        .register(registry);
+        routingReconcileDuration =
+                durations(
+                        "cadastre_routing_reconcile_duration_seconds",
+                        "Time one reconcile of this host's routes, VXLAN devices and entries took",
+                        "node");
+        routingChanges =
+                Counter.builder()
+                        .name("cadastre_routing_changes_total")
+                        .help(
+                                "Objects reconciles programmed, by kind (route, device, address, fdb, neighbour) and change"
+                                        + " (added, removed, replaced)")
+                        .labelNames("node", "kind", "change")
+                        .register(registry);
+        routingErrors =
+                Counter.builder()
+                        .name("cadastre_routing_errors_total")
+                        .help(
+                                "Objects the kernel refused during reconciles (or devices that could not be set up), by kind")
+                        .labelNames("node", "kind")
+                        .register(registry);
+        GaugeWithCallback.builder()
+                .name("cadastre_routing_routes")
+                .help(
+                        "Routes this host wants, by type: block (another node's block), borrowed (a host route to an"
+                                + " address living on another node), blackhole (this node's own blocks), gateway (the pods' gateway)")
                 .labelNames("node", "type")
-                .callback(cb -> routing.forEach((node, g) -> g.get().routes().forEach((type, n) -> cb.call(n, node, type))))
+                .callback(
+                        cb ->
+                                routing.forEach(
+                                        (node, g) ->
+                                                g.get()
+                                                        .routes()
+                                                        .forEach(
+                                                                (type, n) ->
+                                                                        cb.call(n, node, type))))
                 .register(registry);
-        GaugeWithCallback.builder().name("cadastre_routing_peers")
+        GaugeWithCallback.builder()
+                .name("cadastre_routing_peers")
                 .help("Other nodes this host routes to, by mode (direct, vxlan)")
                 .labelNames("node", "mode")
-                .callback(cb -> routing.forEach((node, g) -> g.get().peers().forEach((mode, n) -> cb.call(n, node, mode))))
+                .callback(
+                        cb ->
+                                routing.forEach(
+                                        (node, g) ->
+                                                g.get()
+                                                        .peers()
+                                                        .forEach(
+                                                                (mode, n) ->
+                                                                        cb.call(n, node, mode))))
                 .register(registry);
-        GaugeWithCallback.builder().name("cadastre_routing_entries")
-                .help("FDB and neighbour entries this host wants on its VXLAN devices, by kind (fdb, neighbour)")
+        GaugeWithCallback.builder()
+                .name("cadastre_routing_entries")
+                .help(
+                        "FDB and neighbour entries this host wants on its VXLAN devices, by kind (fdb, neighbour)")
                 .labelNames("node", "kind")
-                .callback(cb -> routing.forEach((node, g) -> {
-                    RoutingGauges now = g.get();
-                    cb.call(now.fdb(), node, "fdb");
-                    cb.call(now.neighbours(), node, "neighbour");
-                }))
+                .callback(
+                        cb ->
+                                routing.forEach(
+                                        (node, g) -> {
+                                            RoutingGauges now = g.get();
+                                            cb.call(now.fdb(), node, "fdb");
+                                            cb.call(now.neighbours(), node, "neighbour");
+                                        }))
                 .register(registry);
-        GaugeWithCallback.builder().name("cadastre_routing_conflicts")
-                .help("Wanted routes or devices left alone at the last reconcile because another owner's object is in"
-                        + " the way (a route of another protocol at the destination)")
+        GaugeWithCallback.builder()
+                .name("cadastre_routing_conflicts")
+                .help(
+                        "Wanted routes or devices left alone at the last reconcile because another owner's object is in"
+                                + " the way (a route of another protocol at the destination)")
                 .labelNames("node")
                 .callback(cb -> routing.forEach((node, g) -> cb.call(g.get().conflicts(), node)))
                 .register(registry);
-        CounterWithCallback.builder().name("cadastre_pod_spoofed_packets_dropped_total")
-                .help("Packets of this host's pods dropped at their host-side interface because their source was not"
-                        + " one of the pod's addresses (anti-spoofing), IPv4 and IPv6, since the agent started")
+        CounterWithCallback.builder()
+                .name("cadastre_pod_spoofed_packets_dropped_total")
+                .help(
+                        "Packets of this host's pods dropped at their host-side interface because their source was not"
+                                + " one of the pod's addresses (anti-spoofing), IPv4 and IPv6, since the agent started")
                 .labelNames("node")
-                .callback(cb -> spoofDrops.forEach((node, drops) -> cb.call(drops.getAsLong(), node)))
+                .callback(
+                        cb -> spoofDrops.forEach((node, drops) -> cb.call(drops.getAsLong(), node)))
                 .register(registry);
 
-        ipamGauge("cadastre_ipam_ippool_size", "Addresses in the pool's CIDR", List.of("pool"),
+        ipamGauge(
+                "cadastre_ipam_ippool_size",
+                "Addresses in the pool's CIDR",
+                List.of("pool"),
                 (usage, cb) -> usage.poolSizes().forEach((pool, size) -> cb.call(size, pool)));
-        ipamGauge("cadastre_ipam_allocations_in_use",
-                "Addresses of the pool allocated to attachments on the node, in any block", List.of("pool", "node"),
+        ipamGauge(
+                "cadastre_ipam_allocations_in_use",
+                "Addresses of the pool allocated to attachments on the node, in any block",
+                List.of("pool", "node"),
                 (usage, cb) -> usage.nodes().forEach(n -> cb.call(n.inUse(), n.pool(), n.node())));
-        ipamGauge("cadastre_ipam_allocations_borrowed",
+        ipamGauge(
+                "cadastre_ipam_allocations_borrowed",
                 "Addresses of the pool allocated to attachments on the node in blocks affine to another node",
-                List.of("pool", "node"), (usage, cb) -> usage.nodes().forEach(n -> cb.call(n.borrowed(), n.pool(), n.node())));
-        ipamGauge("cadastre_ipam_blocks", "Blocks of the pool claimed for (affine to) the node", List.of("pool", "node"),
+                List.of("pool", "node"),
+                (usage, cb) ->
+                        usage.nodes().forEach(n -> cb.call(n.borrowed(), n.pool(), n.node())));
+        ipamGauge(
+                "cadastre_ipam_blocks",
+                "Blocks of the pool claimed for (affine to) the node",
+                List.of("pool", "node"),
                 (usage, cb) -> usage.nodes().forEach(n -> cb.call(n.blocks(), n.pool(), n.node())));
-        ipamGauge("cadastre_ipam_blocks_per_node", "Blocks of all pools claimed for (affine to) the node", List.of("node"),
+        ipamGauge(
+                "cadastre_ipam_blocks_per_node",
+                "Blocks of all pools claimed for (affine to) the node",
+                List.of("node"),
                 (usage, cb) -> {
                     Map<String, Long> perNode = new TreeMap<>();
                     usage.nodes().forEach(n -> perNode.merge(n.node(), n.blocks(), Long::sum));
@@ -256,8 +361,14 @@ public final class CadastreMetrics implements Extension {
     }
 
     private Histogram durations(String name, String help, String label) {
-        return Histogram.builder().name(name).help(help).unit(Unit.SECONDS).labelNames(label)
-                .classicOnly().classicUpperBounds(DURATION_BUCKETS).register(registry);
+        return Histogram.builder()
+                .name(name)
+                .help(help)
+                .unit(Unit.SECONDS)
+                .labelNames(label)
+                .classicOnly()
+                .classicUpperBounds(DURATION_BUCKETS)
+                .register(registry);
     }
 
     private interface UsageCallback {
@@ -265,8 +376,12 @@ public final class CadastreMetrics implements Extension {
     }
 
     private void ipamGauge(String name, String help, List<String> labels, UsageCallback samples) {
-        GaugeWithCallback.builder().name(name).help(help + " (cluster-wide)").labelNames(labels.toArray(String[]::new))
-                .callback(cb -> samples.samples(ipamUsage, cb)).register(registry);
+        GaugeWithCallback.builder()
+                .name(name)
+                .help(help + " (cluster-wide)")
+                .labelNames(labels.toArray(String[]::new))
+                .callback(cb -> samples.samples(ipamUsage, cb))
+                .register(registry);
     }
 
     /** @return the registry every Cadastre metric of this actor system is registered with */
@@ -335,7 +450,8 @@ public final class CadastreMetrics implements Extension {
      */
     public void blockReclaimed(String reason) {
         if (!BLOCK_REASONS.contains(reason)) {
-            throw new IllegalArgumentException("unknown block reclaim reason " + reason + " (known: " + BLOCK_REASONS + ")");
+            throw new IllegalArgumentException(
+                    "unknown block reclaim reason " + reason + " (known: " + BLOCK_REASONS + ")");
         }
         blocksReclaimed.labelValues(reason).inc();
     }
@@ -349,7 +465,12 @@ public final class CadastreMetrics implements Extension {
      * @param neighbours neighbour entries wanted on the VXLAN devices
      * @param conflicts objects left alone at the last reconcile (another owner's in the way)
      */
-    public record RoutingGauges(Map<String, Long> routes, Map<String, Long> peers, long fdb, long neighbours, long conflicts) {
+    public record RoutingGauges(
+            Map<String, Long> routes,
+            Map<String, Long> peers,
+            long fdb,
+            long neighbours,
+            long conflicts) {
         public static final RoutingGauges NONE = new RoutingGauges(Map.of(), Map.of(), 0, 0, 0);
 
         public RoutingGauges {

@@ -50,10 +50,13 @@ final class EntityAsks {
      * @return the reply; fails with UNAVAILABLE when none comes within the total timeout
      */
     <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
-        return retrying(timeout -> Replies.onReplyingThread(ref.ask(command::apply, timeout)), System.nanoTime() + timeouts.total().toNanos())
-                .exceptionally(e -> {
-                    throw unavailable(ref, e);
-                });
+        return retrying(
+                        timeout -> Replies.onReplyingThread(ref.ask(command::apply, timeout)),
+                        System.nanoTime() + timeouts.total().toNanos())
+                .exceptionally(
+                        e -> {
+                            throw unavailable(ref, e);
+                        });
     }
 
     /**
@@ -63,9 +66,15 @@ final class EntityAsks {
      *     and UNAVAILABLE when no reply comes within the total timeout (or the error reply is not a
      *     refusal)
      */
-    <C, R> CompletionStage<R> askStatus(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
-        return statusFailures(ref, retrying(timeout -> Replies.onReplyingThread(ref.askWithStatus(command::apply, timeout)),
-                System.nanoTime() + timeouts.total().toNanos()));
+    <C, R> CompletionStage<R> askStatus(
+            EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
+        return statusFailures(
+                ref,
+                retrying(
+                        timeout ->
+                                Replies.onReplyingThread(
+                                        ref.askWithStatus(command::apply, timeout)),
+                        System.nanoTime() + timeouts.total().toNanos()));
     }
 
     /**
@@ -74,33 +83,43 @@ final class EntityAsks {
      *
      * @return as {@link #askStatus}
      */
-    <C, R> CompletionStage<R> askStatusOnce(EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
-        return statusFailures(ref, Replies.onReplyingThread(ref.askWithStatus(command::apply, timeouts.total())));
+    <C, R> CompletionStage<R> askStatusOnce(
+            EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
+        return statusFailures(
+                ref, Replies.onReplyingThread(ref.askWithStatus(command::apply, timeouts.total())));
     }
 
-    private static <R> CompletionStage<R> statusFailures(EntityRef<?> ref, CompletionStage<R> reply) {
-        return reply.exceptionally(e -> {
-            Throwable cause = unwrap(e);
-            if (cause instanceof Refusal refusal) {
-                throw new IpamException(refusal.reason(), refusal.getMessage(), refusal);
-            }
-            throw unavailable(ref, cause);
-        });
+    private static <R> CompletionStage<R> statusFailures(
+            EntityRef<?> ref, CompletionStage<R> reply) {
+        return reply.exceptionally(
+                e -> {
+                    Throwable cause = unwrap(e);
+                    if (cause instanceof Refusal refusal) {
+                        throw new IpamException(refusal.reason(), refusal.getMessage(), refusal);
+                    }
+                    throw unavailable(ref, cause);
+                });
     }
 
     /** Runs one attempt with the per-attempt timeout (less if the deadline is nearer); again on a timeout. */
-    private <R> CompletionStage<R> retrying(Function<Duration, CompletionStage<R>> attempt, long deadlineNanos) {
+    private <R> CompletionStage<R> retrying(
+            Function<Duration, CompletionStage<R>> attempt, long deadlineNanos) {
         long remaining = deadlineNanos - System.nanoTime();
-        Duration timeout = Duration.ofNanos(Math.max(1, Math.min(remaining, timeouts.perAttempt().toNanos())));
-        return attempt.apply(timeout).handle((reply, error) -> {
-            if (error == null) {
-                return CompletableFuture.completedFuture(reply);
-            }
-            if (unwrap(error) instanceof TimeoutException && deadlineNanos - System.nanoTime() > 0) {
-                return retrying(attempt, deadlineNanos);
-            }
-            return CompletableFuture.<R>failedFuture(error);
-        }).thenCompose(Function.identity());
+        Duration timeout =
+                Duration.ofNanos(Math.max(1, Math.min(remaining, timeouts.perAttempt().toNanos())));
+        return attempt.apply(timeout)
+                .handle(
+                        (reply, error) -> {
+                            if (error == null) {
+                                return CompletableFuture.completedFuture(reply);
+                            }
+                            if (unwrap(error) instanceof TimeoutException
+                                    && deadlineNanos - System.nanoTime() > 0) {
+                                return retrying(attempt, deadlineNanos);
+                            }
+                            return CompletableFuture.<R>failedFuture(error);
+                        })
+                .thenCompose(Function.identity());
     }
 
     /**
@@ -108,21 +127,29 @@ final class EntityAsks {
      *     longer than the threshold; fails with UNAVAILABLE when the entity's live incarnation does
      *     not hold what the reply said
      */
-    <R> CompletionStage<R> confirmedIfSlow(CompletionStage<R> reply, EntityRef<?> ref,
+    <R> CompletionStage<R> confirmedIfSlow(
+            CompletionStage<R> reply,
+            EntityRef<?> ref,
             Function<R, CompletionStage<Boolean>> confirm) {
         long started = System.nanoTime();
-        return reply.thenCompose(value -> {
-            if (System.nanoTime() - started < confirmSlowerThanNanos) {
-                return CompletableFuture.completedFuture(value);
-            }
-            return confirm.apply(value).thenApply(confirmed -> {
-                if (!confirmed) {
-                    throw new IpamException(IpamException.Reason.UNAVAILABLE, "a slow reply from " + ref.getEntityId()
-                            + " is not confirmed by the entity's live incarnation (a member paused past failover?)");
-                }
-                return value;
-            });
-        });
+        return reply.thenCompose(
+                value -> {
+                    if (System.nanoTime() - started < confirmSlowerThanNanos) {
+                        return CompletableFuture.completedFuture(value);
+                    }
+                    return confirm.apply(value)
+                            .thenApply(
+                                    confirmed -> {
+                                        if (!confirmed) {
+                                            throw new IpamException(
+                                                    IpamException.Reason.UNAVAILABLE,
+                                                    "a slow reply from "
+                                                            + ref.getEntityId()
+                                                            + " is not confirmed by the entity's live incarnation (a member paused past failover?)");
+                                        }
+                                        return value;
+                                    });
+                });
     }
 
     private static IpamException unavailable(EntityRef<?> ref, Throwable e) {
@@ -130,15 +157,21 @@ final class EntityAsks {
         if (cause instanceof IpamException ipam) {
             return ipam;
         }
-        return new IpamException(IpamException.Reason.UNAVAILABLE,
-                ref.getEntityId() + " did not answer: " + cause.getMessage(), cause);
+        return new IpamException(
+                IpamException.Reason.UNAVAILABLE,
+                ref.getEntityId() + " did not answer: " + cause.getMessage(),
+                cause);
     }
 
     /** @return the IpamException behind a stage's failure, or UNAVAILABLE wrapping anything else */
     static IpamException asIpam(Throwable e) {
         Throwable cause = unwrap(e);
-        return cause instanceof IpamException ipam ? ipam
-                : new IpamException(IpamException.Reason.UNAVAILABLE, String.valueOf(cause.getMessage()), cause);
+        return cause instanceof IpamException ipam
+                ? ipam
+                : new IpamException(
+                        IpamException.Reason.UNAVAILABLE,
+                        String.valueOf(cause.getMessage()),
+                        cause);
     }
 
     private static Throwable unwrap(Throwable e) {

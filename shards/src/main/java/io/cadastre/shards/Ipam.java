@@ -69,22 +69,30 @@ import org.apache.pekko.pattern.StatusReply;
 public final class Ipam {
     private final EntityAsks asks;
     private final String node;
+
     /** This node's labels, replaced when they change (the Node object's, live: module kube). */
     private volatile Map<String, String> labels;
+
     private final PoolCatalog catalog;
     private final List<String> defaultPools;
     private final Clock clock;
 
     /** pool name → blocks of that pool affine to this node (loaded from the pool on first use). */
-    private final Map<String, CompletableFuture<List<Cidr>>> affineBlocks = new ConcurrentHashMap<>();
+    private final Map<String, CompletableFuture<List<Cidr>>> affineBlocks =
+            new ConcurrentHashMap<>();
+
     /** Blocks last seen full; skipped on the fast path until something is released in them. */
     private final Set<Cidr> fullHint = ConcurrentHashMap.newKeySet();
+
     /** Per pool: the tail of the chain that serializes claiming, so concurrent ADDs claim one block. */
     private final Map<String, CompletableFuture<?>> claimTails = new ConcurrentHashMap<>();
+
     /** Attachments with an ADD in flight; GC leaves them alone. */
     private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
+
     /** The blocks of other nodes this node has borrowed from. */
     private final BorrowedBlocks borrowed;
+
     /** Tells every agent that a pool's claims changed, so that routes follow claims at once. */
     private final MeshHints hints;
 
@@ -95,8 +103,14 @@ public final class Ipam {
      *     every enabled pool that selects this node
      * @param timeouts how long to wait for the entities' replies, and which replies to confirm
      */
-    public Ipam(ActorSystem<?> system, String node, Map<String, String> labels, PoolCatalog catalog,
-            List<String> defaultPools, AskTimeouts timeouts, Clock clock) {
+    public Ipam(
+            ActorSystem<?> system,
+            String node,
+            Map<String, String> labels,
+            PoolCatalog catalog,
+            List<String> defaultPools,
+            AskTimeouts timeouts,
+            Clock clock) {
         this.asks = new EntityAsks(ClusterSharding.get(system), timeouts);
         this.node = node;
         this.labels = Map.copyOf(labels);
@@ -125,7 +139,9 @@ public final class Ipam {
     /** Records this node's labels on its entity and clears an operator's removal; idempotent. */
     public CompletionStage<Done> registerNode() {
         Map<String, String> now = labels;
-        return asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.Register(now, r));
+        return asks.askStatus(
+                asks.node(node),
+                (ActorRef<StatusReply<Done>> r) -> new NodeEntity.Register(now, r));
     }
 
     /**
@@ -167,31 +183,81 @@ public final class Ipam {
         String key = AttachmentRecord.key(request.handle(), request.ifname());
         inFlight.add(key);
         return lookup(request.handle(), request.ifname())
-                .thenCompose(known -> known.isPresent()
-                        ? CompletableFuture.completedFuture(new Assignment(known.get(), false))
-                        : assignNew(request).thenApply(record -> new Assignment(record, true)))
+                .thenCompose(
+                        known ->
+                                known.isPresent()
+                                        ? CompletableFuture.completedFuture(
+                                                new Assignment(known.get(), false))
+                                        : assignNew(request)
+                                                .thenApply(record -> new Assignment(record, true)))
                 .whenComplete((r, e) -> inFlight.remove(key));
     }
 
     private CompletionStage<AttachmentRecord> assignNew(AssignRequest request) {
-        Allocation allocation = new Allocation(request.handle(), request.ifname(), request.podNamespace(),
-                request.podName(), node, clock.millis());
+        Allocation allocation =
+                new Allocation(
+                        request.handle(),
+                        request.ifname(),
+                        request.podNamespace(),
+                        request.podName(),
+                        node,
+                        clock.millis());
         AddressRules rules = request.rules();
         if (!request.requestedIps().isEmpty()) {
             Map<IpFamily, String> requested = requestedByFamily(request.requestedIps());
-            return catalogHolding(request.poolsByFamily().values().stream().flatMap(List::stream).toList()).thenCompose(pools -> {
-                // Every address is checked against the rules, and its pools resolved, before any is assigned.
-                Map<String, List<String>> candidates = new java.util.HashMap<>();
-                requested.forEach((family, ip) -> candidates.put(ip, candidatePools(pools, request, family)));
-                requested.values().forEach(ip -> requireAllowed(ip, pools, candidates.get(ip), rules));
-                return assignAll(request, requested.values().stream()
-                        .map(ip -> assignSpecific(ip, pools, candidates.get(ip), allocation).toCompletableFuture()).toList());
-            });
+            return catalogHolding(
+                            request.poolsByFamily().values().stream()
+                                    .flatMap(List::stream)
+                                    .toList())
+                    .thenCompose(
+                            pools -> {
+                                // Every address is checked against the rules, and its pools
+                                // resolved, before any is assigned.
+                                Map<String, List<String>> candidates = new java.util.HashMap<>();
+                                requested.forEach(
+                                        (family, ip) ->
+                                                candidates.put(
+                                                        ip,
+                                                        candidatePools(pools, request, family)));
+                                requested
+                                        .values()
+                                        .forEach(
+                                                ip ->
+                                                        requireAllowed(
+                                                                ip,
+                                                                pools,
+                                                                candidates.get(ip),
+                                                                rules));
+                                return assignAll(
+                                        request,
+                                        requested.values().stream()
+                                                .map(
+                                                        ip ->
+                                                                assignSpecific(
+                                                                                ip,
+                                                                                pools,
+                                                                                candidates.get(ip),
+                                                                                allocation)
+                                                                        .toCompletableFuture())
+                                                .toList());
+                            });
         }
-        return choosePools(request.pools(), request.poolsByFamily()).thenApply(chosen -> forRangeSets(chosen, rules))
-                .thenCompose(chosen -> assignAll(request, chosen.entrySet().stream()
-                        .map(family -> assignFromPools(family.getKey(), family.getValue(), allocation, rules).toCompletableFuture())
-                        .toList()));
+        return choosePools(request.pools(), request.poolsByFamily())
+                .thenApply(chosen -> forRangeSets(chosen, rules))
+                .thenCompose(
+                        chosen ->
+                                assignAll(
+                                        request,
+                                        chosen.entrySet().stream()
+                                                .map(
+                                                        family ->
+                                                                assignFromPools(
+                                                                                family.getKey(),
+                                                                                family.getValue(),
+                                                                                allocation,
+                                                                                rules)
+                                                                        .toCompletableFuture())
+                                                .toList()));
     }
 
     /**
@@ -200,18 +266,32 @@ public final class Ipam {
      *
      * @throws IpamException INVALID_REQUEST when no chosen pool holds an address of a set
      */
-    private Map<IpFamily, List<PoolSpec>> forRangeSets(Map<IpFamily, List<PoolSpec>> chosen, AddressRules rules) {
+    private Map<IpFamily, List<PoolSpec>> forRangeSets(
+            Map<IpFamily, List<PoolSpec>> chosen, AddressRules rules) {
         if (rules.rangeSets().isEmpty()) {
             return chosen;
         }
         Map<IpFamily, List<PoolSpec>> planned = new EnumMap<>(IpFamily.class);
         for (RangeSet set : rules.rangeSets()) {
             List<PoolSpec> candidates = chosen.getOrDefault(set.family(), List.of());
-            List<PoolSpec> pools = candidates.stream().filter(p -> set.allowsAnyIn(p.cidr())).toList();
+            List<PoolSpec> pools =
+                    candidates.stream().filter(p -> set.allowsAnyIn(p.cidr())).toList();
             if (pools.isEmpty()) {
-                throw new IpamException(IpamException.Reason.INVALID_REQUEST, "the ranges " + set + " lie in none of the "
-                        + set.family() + " pools node " + node + " may use (" + String.join(", ",
-                        candidates.stream().map(p -> p.name() + " " + p.cidr()).toList()) + ")");
+                throw new IpamException(
+                        IpamException.Reason.INVALID_REQUEST,
+                        "the ranges "
+                                + set
+                                + " lie in none of the "
+                                + set.family()
+                                + " pools node "
+                                + node
+                                + " may use ("
+                                + String.join(
+                                        ", ",
+                                        candidates.stream()
+                                                .map(p -> p.name() + " " + p.cidr())
+                                                .toList())
+                                + ")");
             }
             planned.put(set.family(), pools);
         }
@@ -224,45 +304,93 @@ public final class Ipam {
      *     gateway address, or outside its ranges); an address in no pool is left to
      *     {@link #assignSpecific}, which says so
      */
-    private static void requireAllowed(String address, PoolRegistry.Catalog pools, List<String> poolNames, AddressRules rules) {
-        List<String> candidates = poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
-        candidates.stream().map(n -> pools.spec(n).orElse(null)).filter(p -> p != null && p.cidr().contains(address))
-                .findFirst().ifPresent(pool -> {
-                    if (!rules.allows(pool, address)) {
-                        throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " is not an address the"
-                                + " subnet gives to pods: " + (rules.rangeSets().isEmpty()
-                                        ? "the network or broadcast address of " + pool.cidr()
-                                        : "outside the ranges " + rules.rangeSet(pool.family()).map(RangeSet::toString)
-                                                .orElse("(none of its family)") + ", or their network, broadcast or gateway address"));
-                    }
-                });
+    private static void requireAllowed(
+            String address,
+            PoolRegistry.Catalog pools,
+            List<String> poolNames,
+            AddressRules rules) {
+        List<String> candidates =
+                poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
+        candidates.stream()
+                .map(n -> pools.spec(n).orElse(null))
+                .filter(p -> p != null && p.cidr().contains(address))
+                .findFirst()
+                .ifPresent(
+                        pool -> {
+                            if (!rules.allows(pool, address)) {
+                                throw new IpamException(
+                                        IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                                        address
+                                                + " is not an address the"
+                                                + " subnet gives to pods: "
+                                                + (rules.rangeSets().isEmpty()
+                                                        ? "the network or broadcast address of "
+                                                                + pool.cidr()
+                                                        : "outside the ranges "
+                                                                + rules.rangeSet(pool.family())
+                                                                        .map(RangeSet::toString)
+                                                                        .orElse(
+                                                                                "(none of its family)")
+                                                                + ", or their network, broadcast or gateway address"));
+                            }
+                        });
     }
 
     /** Waits for every family; all or nothing. */
-    private CompletionStage<AttachmentRecord> assignAll(AssignRequest request, List<CompletableFuture<HeldAddress>> perFamily) {
+    private CompletionStage<AttachmentRecord> assignAll(
+            AssignRequest request, List<CompletableFuture<HeldAddress>> perFamily) {
         return CompletableFuture.allOf(perFamily.toArray(CompletableFuture[]::new))
-                .handle((v, error) -> {
-                    List<HeldAddress> held = perFamily.stream().filter(f -> !f.isCompletedExceptionally())
-                            .map(CompletableFuture::join).toList();
-                    return new Object[] {held, error};
-                })
-                .thenCompose(pair -> {
-                    @SuppressWarnings("unchecked")
-                    List<HeldAddress> held = (List<HeldAddress>) pair[0];
-                    Throwable error = (Throwable) pair[1];
-                    if (error != null) {
-                        // Dual-stack is all or nothing (shards/DESIGN.md): give back what we got.
-                        return releaseFromBlocks(request.handle(), request.ifname(), blocksOf(held))
-                                .handle((r, e) -> { throw EntityAsks.asIpam(error); });
-                    }
-                    AttachmentRecord record = new AttachmentRecord(request.handle(), request.ifname(),
-                            request.network(), request.containerId(), request.netnsPath(), request.podNamespace(),
-                            request.podName(), held, clock.millis());
-                    return asks.confirmedIfSlow(
-                            asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.RecordAttachment(record, r)),
-                            asks.node(node), done -> lookup(record.handle(), record.ifname()).thenApply(found -> found.equals(Optional.of(record))))
-                            .thenApply(done -> record);
-                });
+                .handle(
+                        (v, error) -> {
+                            List<HeldAddress> held =
+                                    perFamily.stream()
+                                            .filter(f -> !f.isCompletedExceptionally())
+                                            .map(CompletableFuture::join)
+                                            .toList();
+                            return new Object[] {held, error};
+                        })
+                .thenCompose(
+                        pair -> {
+                            @SuppressWarnings("unchecked")
+                            List<HeldAddress> held = (List<HeldAddress>) pair[0];
+                            Throwable error = (Throwable) pair[1];
+                            if (error != null) {
+                                // Dual-stack is all or nothing (shards/DESIGN.md): give back what
+                                // we got.
+                                return releaseFromBlocks(
+                                                request.handle(), request.ifname(), blocksOf(held))
+                                        .handle(
+                                                (r, e) -> {
+                                                    throw EntityAsks.asIpam(error);
+                                                });
+                            }
+                            AttachmentRecord record =
+                                    new AttachmentRecord(
+                                            request.handle(),
+                                            request.ifname(),
+                                            request.network(),
+                                            request.containerId(),
+                                            request.netnsPath(),
+                                            request.podNamespace(),
+                                            request.podName(),
+                                            held,
+                                            clock.millis());
+                            return asks.confirmedIfSlow(
+                                            asks.askStatus(
+                                                    asks.node(node),
+                                                    (ActorRef<StatusReply<Done>> r) ->
+                                                            new NodeEntity.RecordAttachment(
+                                                                    record, r)),
+                                            asks.node(node),
+                                            done ->
+                                                    lookup(record.handle(), record.ifname())
+                                                            .thenApply(
+                                                                    found ->
+                                                                            found.equals(
+                                                                                    Optional.of(
+                                                                                            record))))
+                                    .thenApply(done -> record);
+                        });
     }
 
     private Map<IpFamily, String> requestedByFamily(List<String> requestedIps) {
@@ -275,7 +403,8 @@ public final class Ipam {
                 throw new IpamException(IpamException.Reason.INVALID_REQUEST, e.getMessage(), e);
             }
             if (byFamily.put(IpAddresses.familyOf(canonical), canonical) != null) {
-                throw new IpamException(IpamException.Reason.INVALID_REQUEST,
+                throw new IpamException(
+                        IpamException.Reason.INVALID_REQUEST,
                         "at most one requested address per family: " + requestedIps);
             }
         }
@@ -294,17 +423,25 @@ public final class Ipam {
     }
 
     /** As {@link #choosePools(List)}, with the annotations' pools per family ({@link AssignRequest#poolsByFamily}). */
-    private CompletionStage<Map<IpFamily, List<PoolSpec>>> choosePools(List<String> names, Map<IpFamily, List<String>> byFamily) {
+    private CompletionStage<Map<IpFamily, List<PoolSpec>>> choosePools(
+            List<String> names, Map<IpFamily, List<String>> byFamily) {
         List<String> chosen = names.isEmpty() ? defaultPools : names;
         Map<String, String> labelsNow = labels;
-        List<String> all = Stream.concat(chosen.stream(), byFamily.values().stream().flatMap(List::stream)).toList();
-        return catalogHolding(all).thenApply(pools -> PoolChoice.choose(pools, node, labelsNow, chosen, byFamily));
+        List<String> all =
+                Stream.concat(chosen.stream(), byFamily.values().stream().flatMap(List::stream))
+                        .toList();
+        return catalogHolding(all)
+                .thenApply(pools -> PoolChoice.choose(pools, node, labelsNow, chosen, byFamily));
     }
 
     /** @return the catalogue this agent holds, or a fresh one when it does not know every pool named (it may be new) */
     private CompletionStage<PoolRegistry.Catalog> catalogHolding(List<String> poolRefs) {
-        return catalog.current().thenCompose(pools -> poolRefs.stream().allMatch(n -> PoolChoice.resolvable(pools, n))
-                ? CompletableFuture.completedFuture(pools) : catalog.fresh());
+        return catalog.current()
+                .thenCompose(
+                        pools ->
+                                poolRefs.stream().allMatch(n -> PoolChoice.resolvable(pools, n))
+                                        ? CompletableFuture.completedFuture(pools)
+                                        : catalog.fresh());
     }
 
     /**
@@ -312,22 +449,40 @@ public final class Ipam {
      *     annotations' for the family when they choose, else the request's (empty: any pool)
      * @throws IpamException UNKNOWN_POOL for an annotation's pool not defined
      */
-    private static List<String> candidatePools(PoolRegistry.Catalog pools, AssignRequest request, IpFamily family) {
+    private static List<String> candidatePools(
+            PoolRegistry.Catalog pools, AssignRequest request, IpFamily family) {
         List<String> annotated = request.poolsByFamily().get(family);
-        return annotated == null ? request.pools() : annotated.stream().map(ref -> PoolChoice.resolve(pools, ref).name()).toList();
+        return annotated == null
+                ? request.pools()
+                : annotated.stream().map(ref -> PoolChoice.resolve(pools, ref).name()).toList();
     }
 
-    private CompletionStage<HeldAddress> assignFromPools(IpFamily family, List<PoolSpec> pools, Allocation allocation,
-            AddressRules rules) {
-        CompletionStage<Optional<HeldAddress>> chain = CompletableFuture.completedFuture(Optional.empty());
+    private CompletionStage<HeldAddress> assignFromPools(
+            IpFamily family, List<PoolSpec> pools, Allocation allocation, AddressRules rules) {
+        CompletionStage<Optional<HeldAddress>> chain =
+                CompletableFuture.completedFuture(Optional.empty());
         List<String> reasons = new CopyOnWriteArrayList<>();
         for (PoolSpec pool : pools) {
-            chain = chain.thenCompose(found -> found.isPresent()
-                    ? CompletableFuture.completedFuture(found)
-                    : assignInPool(pool, allocation, reasons, rules.within(pool)));
+            chain =
+                    chain.thenCompose(
+                            found ->
+                                    found.isPresent()
+                                            ? CompletableFuture.completedFuture(found)
+                                            : assignInPool(
+                                                    pool, allocation, reasons, rules.within(pool)));
         }
-        return chain.thenApply(found -> found.orElseThrow(() -> new IpamException(IpamException.Reason.POOL_EXHAUSTED,
-                "no " + family + " address left for node " + node + ": " + String.join("; ", reasons))));
+        return chain.thenApply(
+                found ->
+                        found.orElseThrow(
+                                () ->
+                                        new IpamException(
+                                                IpamException.Reason.POOL_EXHAUSTED,
+                                                "no "
+                                                        + family
+                                                        + " address left for node "
+                                                        + node
+                                                        + ": "
+                                                        + String.join("; ", reasons))));
     }
 
     /**
@@ -335,113 +490,213 @@ public final class Ipam {
      *
      * @param within the ranges the address must lie in ({@link AddressRules#within}), or null for any
      */
-    private CompletionStage<Optional<HeldAddress>> assignInPool(PoolSpec pool, Allocation allocation, List<String> reasons,
-            RangeSet within) {
+    private CompletionStage<Optional<HeldAddress>> assignInPool(
+            PoolSpec pool, Allocation allocation, List<String> reasons, RangeSet within) {
         return affineBlocksOf(pool.name())
-                .thenCompose(blocks -> tryBlocks(pool, blocks.stream().filter(b -> !fullHint.contains(b)).toList(),
-                        allocation, false, within))
-                .thenCompose(found -> found.isPresent()
-                        ? CompletableFuture.completedFuture(found)
-                        : serializedPerPool(pool.name(), () -> slowPath(pool, allocation, reasons, within)));
+                .thenCompose(
+                        blocks ->
+                                tryBlocks(
+                                        pool,
+                                        blocks.stream().filter(b -> !fullHint.contains(b)).toList(),
+                                        allocation,
+                                        false,
+                                        within))
+                .thenCompose(
+                        found ->
+                                found.isPresent()
+                                        ? CompletableFuture.completedFuture(found)
+                                        : serializedPerPool(
+                                                pool.name(),
+                                                () -> slowPath(pool, allocation, reasons, within)));
     }
 
-    private CompletionStage<Optional<HeldAddress>> slowPath(PoolSpec pool, Allocation allocation, List<String> reasons,
-            RangeSet within) {
+    private CompletionStage<Optional<HeldAddress>> slowPath(
+            PoolSpec pool, Allocation allocation, List<String> reasons, RangeSet within) {
         // Another ADD may have claimed a block while we waited: try every affine block first.
         return affineBlocksOf(pool.name())
                 .thenCompose(blocks -> tryBlocks(pool, blocks, allocation, false, within))
-                .thenCompose(found -> found.isPresent()
-                        ? CompletableFuture.completedFuture(found)
-                        : claimAndAssign(pool, allocation, reasons, within));
+                .thenCompose(
+                        found ->
+                                found.isPresent()
+                                        ? CompletableFuture.completedFuture(found)
+                                        : claimAndAssign(pool, allocation, reasons, within));
     }
 
-    private CompletionStage<Optional<HeldAddress>> claimAndAssign(PoolSpec pool, Allocation allocation, List<String> reasons,
-            RangeSet within) {
+    private CompletionStage<Optional<HeldAddress>> claimAndAssign(
+            PoolSpec pool, Allocation allocation, List<String> reasons, RangeSet within) {
         return asks.confirmedIfSlow(
-                        asks.askStatusOnce(asks.pool(pool.name()), (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, within, r)),
-                        asks.pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
-                .thenCompose(outcome -> {
-                    if (outcome.status() == PoolEntity.ClaimStatus.CLAIMED) {
-                        return adoptBlock(pool, outcome.block())
-                                .thenCompose(d -> tryBlocks(pool, List.of(outcome.block()), allocation, false, within));
-                    }
-                    reasons.add(outcome.detail());
-                    if (outcome.status() == PoolEntity.ClaimStatus.DISABLED) {
-                        return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
-                    }
-                    if (!pool.borrowingAllowed()) {
-                        reasons.add(pool.strictAffinity()
-                                ? "pool " + pool.name() + " has strict affinity: no borrowing"
-                                : "pool " + pool.name() + " does not allow borrowing");
-                        return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
-                    }
-                    return borrow(pool, allocation, reasons, within);
-                });
+                        asks.askStatusOnce(
+                                asks.pool(pool.name()),
+                                (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                                        new PoolEntity.ClaimBlock(node, within, r)),
+                        asks.pool(pool.name()),
+                        outcome -> claimConfirmed(pool.name(), outcome))
+                .thenCompose(
+                        outcome -> {
+                            if (outcome.status() == PoolEntity.ClaimStatus.CLAIMED) {
+                                return adoptBlock(pool, outcome.block())
+                                        .thenCompose(
+                                                d ->
+                                                        tryBlocks(
+                                                                pool,
+                                                                List.of(outcome.block()),
+                                                                allocation,
+                                                                false,
+                                                                within));
+                            }
+                            reasons.add(outcome.detail());
+                            if (outcome.status() == PoolEntity.ClaimStatus.DISABLED) {
+                                return CompletableFuture.completedFuture(
+                                        Optional.<HeldAddress>empty());
+                            }
+                            if (!pool.borrowingAllowed()) {
+                                reasons.add(
+                                        pool.strictAffinity()
+                                                ? "pool "
+                                                        + pool.name()
+                                                        + " has strict affinity: no borrowing"
+                                                : "pool "
+                                                        + pool.name()
+                                                        + " does not allow borrowing");
+                                return CompletableFuture.completedFuture(
+                                        Optional.<HeldAddress>empty());
+                            }
+                            return borrow(pool, allocation, reasons, within);
+                        });
     }
 
-    private CompletionStage<Optional<HeldAddress>> borrow(PoolSpec pool, Allocation allocation, List<String> reasons,
-            RangeSet within) {
-        return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new).thenCompose(view -> {
-            List<Cidr> others = view.claims().entrySet().stream()
-                    .filter(e -> !e.getValue().equals(node) && !view.releasing().contains(e.getKey()))
-                    .map(Map.Entry::getKey).toList();
-            return tryBlocks(pool, others, allocation, true, within).thenApply(found -> {
-                if (found.isEmpty()) {
-                    reasons.add("no block of pool " + pool.name() + " has a free address to borrow");
-                }
-                return found;
-            });
-        });
+    private CompletionStage<Optional<HeldAddress>> borrow(
+            PoolSpec pool, Allocation allocation, List<String> reasons, RangeSet within) {
+        return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new)
+                .thenCompose(
+                        view -> {
+                            List<Cidr> others =
+                                    view.claims().entrySet().stream()
+                                            .filter(
+                                                    e ->
+                                                            !e.getValue().equals(node)
+                                                                    && !view.releasing()
+                                                                            .contains(e.getKey()))
+                                            .map(Map.Entry::getKey)
+                                            .toList();
+                            return tryBlocks(pool, others, allocation, true, within)
+                                    .thenApply(
+                                            found -> {
+                                                if (found.isEmpty()) {
+                                                    reasons.add(
+                                                            "no block of pool "
+                                                                    + pool.name()
+                                                                    + " has a free address to borrow");
+                                                }
+                                                return found;
+                                            });
+                        });
     }
 
     /**
      * Tries the blocks in order; the first that assigns wins. Borrowing runs in the pool's claim
      * chain. Blocks without an address {@code within} allows (when not null) are not asked.
      */
-    private CompletionStage<Optional<HeldAddress>> tryBlocks(PoolSpec pool, List<Cidr> blocks, Allocation allocation,
-            boolean borrow, RangeSet within) {
-        CompletionStage<Optional<HeldAddress>> chain = CompletableFuture.completedFuture(Optional.empty());
+    private CompletionStage<Optional<HeldAddress>> tryBlocks(
+            PoolSpec pool,
+            List<Cidr> blocks,
+            Allocation allocation,
+            boolean borrow,
+            RangeSet within) {
+        CompletionStage<Optional<HeldAddress>> chain =
+                CompletableFuture.completedFuture(Optional.empty());
         for (Cidr block : blocks) {
             if (within != null && !within.allowsAnyIn(block)) {
                 continue;
             }
-            chain = chain.thenCompose(found -> found.isPresent()
-                    ? CompletableFuture.completedFuture(found)
-                    : autoAssign(pool, block, allocation, borrow, within));
+            chain =
+                    chain.thenCompose(
+                            found ->
+                                    found.isPresent()
+                                            ? CompletableFuture.completedFuture(found)
+                                            : autoAssign(pool, block, allocation, borrow, within));
         }
         return chain;
     }
 
-    private CompletionStage<Optional<HeldAddress>> autoAssign(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow,
-            RangeSet within) {
+    private CompletionStage<Optional<HeldAddress>> autoAssign(
+            PoolSpec pool, Cidr block, Allocation allocation, boolean borrow, RangeSet within) {
         if (!borrow) {
             return assignIn(pool, block, allocation, false, within);
         }
-        return borrowed.worthTrying(block, allocation).thenCompose(worth -> worth
-                ? borrowed.note(pool.name(), block).thenCompose(d -> assignIn(pool, block, allocation, true, within))
-                : CompletableFuture.completedFuture(Optional.<HeldAddress>empty()));
+        return borrowed.worthTrying(block, allocation)
+                .thenCompose(
+                        worth ->
+                                worth
+                                        ? borrowed.note(pool.name(), block)
+                                                .thenCompose(
+                                                        d ->
+                                                                assignIn(
+                                                                        pool,
+                                                                        block,
+                                                                        allocation,
+                                                                        true,
+                                                                        within))
+                                        : CompletableFuture.completedFuture(
+                                                Optional.<HeldAddress>empty()));
     }
 
-    private CompletionStage<Optional<HeldAddress>> assignIn(PoolSpec pool, Cidr block, Allocation allocation, boolean borrow,
-            RangeSet within) {
-        return assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, borrow, within, r))
-                .thenCompose(outcome -> {
-                    if (outcome.status() == AssignStatus.ASSIGNED) {
-                        return CompletableFuture.completedFuture(Optional.of(new HeldAddress(outcome.address(), pool.name(), block)));
-                    }
-                    if (outcome.status() == AssignStatus.FULL) {
-                        fullHint.add(block);
-                    }
-                    if (outcome.status() == AssignStatus.NOT_AFFINE && !borrow) {
-                        return repairAffinity(pool, block).thenCompose(repaired -> !repaired
-                                ? CompletableFuture.completedFuture(Optional.<HeldAddress>empty())
-                                : assignConfirmed(block, allocation, r -> new BlockEntity.AutoAssign(allocation, false, within, r))
-                                        .thenApply(again -> again.status() == AssignStatus.ASSIGNED
-                                                ? Optional.of(new HeldAddress(again.address(), pool.name(), block))
-                                                : Optional.<HeldAddress>empty()));
-                    }
-                    return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
-                });
+    private CompletionStage<Optional<HeldAddress>> assignIn(
+            PoolSpec pool, Cidr block, Allocation allocation, boolean borrow, RangeSet within) {
+        return assignConfirmed(
+                        block,
+                        allocation,
+                        r -> new BlockEntity.AutoAssign(allocation, borrow, within, r))
+                .thenCompose(
+                        outcome -> {
+                            if (outcome.status() == AssignStatus.ASSIGNED) {
+                                return CompletableFuture.completedFuture(
+                                        Optional.of(
+                                                new HeldAddress(
+                                                        outcome.address(), pool.name(), block)));
+                            }
+                            if (outcome.status() == AssignStatus.FULL) {
+                                fullHint.add(block);
+                            }
+                            if (outcome.status() == AssignStatus.NOT_AFFINE && !borrow) {
+                                return repairAffinity(pool, block)
+                                        .thenCompose(
+                                                repaired ->
+                                                        !repaired
+                                                                ? CompletableFuture.completedFuture(
+                                                                        Optional
+                                                                                .<HeldAddress>
+                                                                                        empty())
+                                                                : assignConfirmed(
+                                                                                block,
+                                                                                allocation,
+                                                                                r ->
+                                                                                        new BlockEntity
+                                                                                                .AutoAssign(
+                                                                                                allocation,
+                                                                                                false,
+                                                                                                within,
+                                                                                                r))
+                                                                        .thenApply(
+                                                                                again ->
+                                                                                        again
+                                                                                                                .status()
+                                                                                                        == AssignStatus
+                                                                                                                .ASSIGNED
+                                                                                                ? Optional
+                                                                                                        .of(
+                                                                                                                new HeldAddress(
+                                                                                                                        again
+                                                                                                                                .address(),
+                                                                                                                        pool
+                                                                                                                                .name(),
+                                                                                                                        block))
+                                                                                                : Optional
+                                                                                                        .<HeldAddress>
+                                                                                                                empty()));
+                            }
+                            return CompletableFuture.completedFuture(Optional.<HeldAddress>empty());
+                        });
     }
 
     /**
@@ -453,105 +708,194 @@ public final class Ipam {
      * @return whether the block was told and may be tried again
      */
     private CompletionStage<Boolean> repairAffinity(PoolSpec pool, Cidr block) {
-        return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new).thenCompose(view -> {
-            if (view.usableBlocksOf(node).contains(block)) {
-                return tellAffinity(pool, block).thenApply(d -> true);
-            }
-            affineBlocksOf(pool.name()).thenAccept(blocks -> blocks.remove(block));
-            return CompletableFuture.completedFuture(false);
-        });
+        return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new)
+                .thenCompose(
+                        view -> {
+                            if (view.usableBlocksOf(node).contains(block)) {
+                                return tellAffinity(pool, block).thenApply(d -> true);
+                            }
+                            affineBlocksOf(pool.name()).thenAccept(blocks -> blocks.remove(block));
+                            return CompletableFuture.completedFuture(false);
+                        });
     }
 
-    private CompletionStage<HeldAddress> assignSpecific(String address, PoolRegistry.Catalog pools, List<String> poolNames,
+    private CompletionStage<HeldAddress> assignSpecific(
+            String address,
+            PoolRegistry.Catalog pools,
+            List<String> poolNames,
             Allocation allocation) {
-        List<String> candidates = poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
-        PoolSpec pool = candidates.stream().map(n -> pools.spec(n).orElse(null))
-                .filter(p -> p != null && p.cidr().contains(address)).findFirst()
-                .orElseThrow(() -> new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
-                        address + " is in none of the pools " + candidates));
+        List<String> candidates =
+                poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
+        PoolSpec pool =
+                candidates.stream()
+                        .map(n -> pools.spec(n).orElse(null))
+                        .filter(p -> p != null && p.cidr().contains(address))
+                        .findFirst()
+                        .orElseThrow(
+                                () ->
+                                        new IpamException(
+                                                IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                                                address
+                                                        + " is in none of the pools "
+                                                        + candidates));
         Optional<String> refusal = PoolChoice.refusal(pools, pool, node, labels);
         if (refusal.isPresent()) {
-            throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " cannot be assigned: " + refusal.get());
+            throw new IpamException(
+                    IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                    address + " cannot be assigned: " + refusal.get());
         }
         if (pool.isExcluded(address)) {
-            throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " lies in an excluded range of pool "
-                    + pool.name() + " " + pool.excluded());
+            throw new IpamException(
+                    IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                    address
+                            + " lies in an excluded range of pool "
+                            + pool.name()
+                            + " "
+                            + pool.excluded());
         }
         Cidr block = pool.cidr().subnetContaining(address, pool.blockPrefix());
-        return asks.confirmedIfSlow(asks.askStatus(asks.pool(pool.name()),
-                                (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(block, node, r)),
-                        asks.pool(pool.name()), outcome -> claimConfirmed(pool.name(), outcome))
-                .thenCompose(outcome -> switch (outcome.status()) {
-                    case CLAIMED -> adoptBlock(pool, block).thenApply(d -> false);
-                    case OWNED_BY_OTHER -> {
-                        if (pool.strictAffinity()) {
-                            throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, address + " lies in block "
-                                    + block + " affine to node " + outcome.detail() + ", and pool " + pool.name()
-                                    + " has strict affinity");
-                        }
-                        yield CompletableFuture.completedFuture(true);
-                    }
-                    default -> throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL,
-                            address + " cannot be assigned on node " + node + ": " + outcome.detail());
-                })
-                .thenCompose(borrow -> !borrow
-                        ? assignConfirmed(block, allocation, r -> new BlockEntity.AssignSpecific(address, allocation, false, r))
-                        : serializedPerPool(pool.name(), () -> borrowed.note(pool.name(), block).thenCompose(d ->
-                                assignConfirmed(block, allocation, r -> new BlockEntity.AssignSpecific(address, allocation, true, r)))))
-                .thenApply(outcome -> switch (outcome.status()) {
-                    case ASSIGNED -> new HeldAddress(address, pool.name(), block);
-                    case TAKEN -> throw new IpamException(IpamException.Reason.ADDRESS_TAKEN, outcome.detail());
-                    default -> throw new IpamException(IpamException.Reason.ADDRESS_NOT_IN_POOL, outcome.detail());
-                });
+        return asks.confirmedIfSlow(
+                        asks.askStatus(
+                                asks.pool(pool.name()),
+                                (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                                        new PoolEntity.ClaimSpecificBlock(block, node, r)),
+                        asks.pool(pool.name()),
+                        outcome -> claimConfirmed(pool.name(), outcome))
+                .thenCompose(
+                        outcome ->
+                                switch (outcome.status()) {
+                                    case CLAIMED -> adoptBlock(pool, block).thenApply(d -> false);
+                                    case OWNED_BY_OTHER -> {
+                                        if (pool.strictAffinity()) {
+                                            throw new IpamException(
+                                                    IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                                                    address
+                                                            + " lies in block "
+                                                            + block
+                                                            + " affine to node "
+                                                            + outcome.detail()
+                                                            + ", and pool "
+                                                            + pool.name()
+                                                            + " has strict affinity");
+                                        }
+                                        yield CompletableFuture.completedFuture(true);
+                                    }
+                                    default ->
+                                            throw new IpamException(
+                                                    IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                                                    address
+                                                            + " cannot be assigned on node "
+                                                            + node
+                                                            + ": "
+                                                            + outcome.detail());
+                                })
+                .thenCompose(
+                        borrow ->
+                                !borrow
+                                        ? assignConfirmed(
+                                                block,
+                                                allocation,
+                                                r ->
+                                                        new BlockEntity.AssignSpecific(
+                                                                address, allocation, false, r))
+                                        : serializedPerPool(
+                                                pool.name(),
+                                                () ->
+                                                        borrowed.note(pool.name(), block)
+                                                                .thenCompose(
+                                                                        d ->
+                                                                                assignConfirmed(
+                                                                                        block,
+                                                                                        allocation,
+                                                                                        r ->
+                                                                                                new BlockEntity
+                                                                                                        .AssignSpecific(
+                                                                                                        address,
+                                                                                                        allocation,
+                                                                                                        true,
+                                                                                                        r)))))
+                .thenApply(
+                        outcome ->
+                                switch (outcome.status()) {
+                                    case ASSIGNED -> new HeldAddress(address, pool.name(), block);
+                                    case TAKEN ->
+                                            throw new IpamException(
+                                                    IpamException.Reason.ADDRESS_TAKEN,
+                                                    outcome.detail());
+                                    default ->
+                                            throw new IpamException(
+                                                    IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                                                    outcome.detail());
+                                });
     }
 
     /** Makes a freshly claimed block ours everywhere: the block entity, the node cache, the local cache. */
     private CompletionStage<Done> adoptBlock(PoolSpec pool, Cidr block) {
         String poolName = pool.name();
         return tellAffinity(pool, block)
-                .thenCompose(d -> asks.askStatus(asks.node(node),
-                        (ActorRef<StatusReply<Done>> r) -> new NodeEntity.NoteAffineBlock(poolName, block, r)))
+                .thenCompose(
+                        d ->
+                                asks.askStatus(
+                                        asks.node(node),
+                                        (ActorRef<StatusReply<Done>> r) ->
+                                                new NodeEntity.NoteAffineBlock(poolName, block, r)))
                 .thenCompose(d -> affineBlocksOf(poolName))
-                .thenApply(blocks -> {
-                    if (!blocks.contains(block)) {
-                        blocks.add(block);
-                    }
-                    // The claim is persisted: other hosts may route to the block now.
-                    hints.poolChanged(poolName);
-                    return Done.getInstance();
-                });
+                .thenApply(
+                        blocks -> {
+                            if (!blocks.contains(block)) {
+                                blocks.add(block);
+                            }
+                            // The claim is persisted: other hosts may route to the block now.
+                            hints.poolChanged(poolName);
+                            return Done.getInstance();
+                        });
     }
 
     private CompletionStage<Done> tellAffinity(PoolSpec pool, Cidr block) {
-        return asks.askStatus(asks.block(block),
-                (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, pool.excludedWithin(block), r));
+        return asks.askStatus(
+                asks.block(block),
+                (ActorRef<StatusReply<Done>> r) ->
+                        new BlockEntity.ClaimAffinity(node, pool.excludedWithin(block), r));
     }
 
     private CompletionStage<List<Cidr>> affineBlocksOf(String poolName) {
-        return affineBlocks.computeIfAbsent(poolName, name -> asks.ask(asks.pool(name), PoolEntity.GetPool::new)
-                .thenApply(view -> (List<Cidr>) new CopyOnWriteArrayList<>(view.usableBlocksOf(node)))
-                .toCompletableFuture()
-                .whenComplete((blocks, error) -> {
-                    if (error != null) {
-                        affineBlocks.remove(name);
-                    }
-                }));
+        return affineBlocks.computeIfAbsent(
+                poolName,
+                name ->
+                        asks.ask(asks.pool(name), PoolEntity.GetPool::new)
+                                .thenApply(
+                                        view ->
+                                                (List<Cidr>)
+                                                        new CopyOnWriteArrayList<>(
+                                                                view.usableBlocksOf(node)))
+                                .toCompletableFuture()
+                                .whenComplete(
+                                        (blocks, error) -> {
+                                            if (error != null) {
+                                                affineBlocks.remove(name);
+                                            }
+                                        }));
     }
 
-    private <T> CompletionStage<T> serializedPerPool(String poolName, Supplier<CompletionStage<T>> work) {
+    private <T> CompletionStage<T> serializedPerPool(
+            String poolName, Supplier<CompletionStage<T>> work) {
         CompletableFuture<T> result = new CompletableFuture<>();
-        claimTails.compute(poolName, (name, tail) -> {
-            CompletableFuture<?> previous = tail == null ? CompletableFuture.completedFuture(null) : tail;
-            return previous.handle((v, e) -> null)
-                    .thenCompose(v -> work.get())
-                    .whenComplete((v, e) -> {
-                        if (e != null) {
-                            result.completeExceptionally(e);
-                        } else {
-                            result.complete(v);
-                        }
-                    });
-        });
+        claimTails.compute(
+                poolName,
+                (name, tail) -> {
+                    CompletableFuture<?> previous =
+                            tail == null ? CompletableFuture.completedFuture(null) : tail;
+                    return previous.handle((v, e) -> null)
+                            .thenCompose(v -> work.get())
+                            .whenComplete(
+                                    (v, e) -> {
+                                        if (e != null) {
+                                            result.completeExceptionally(e);
+                                        } else {
+                                            result.complete(v);
+                                        }
+                                    });
+                });
         return result;
     }
 
@@ -559,7 +903,10 @@ public final class Ipam {
 
     /** @return the attachment as the node knows it, if it does */
     public CompletionStage<Optional<AttachmentRecord>> lookup(String handle, String ifname) {
-        return asks.ask(asks.node(node), (ActorRef<NodeEntity.AttachmentLookup> r) -> new NodeEntity.GetAttachment(handle, ifname, r))
+        return asks.ask(
+                        asks.node(node),
+                        (ActorRef<NodeEntity.AttachmentLookup> r) ->
+                                new NodeEntity.GetAttachment(handle, ifname, r))
                 .thenApply(found -> Optional.ofNullable(found.attachment()));
     }
 
@@ -588,10 +935,17 @@ public final class Ipam {
      *     know the attachment
      */
     public CompletionStage<List<Cidr>> forget(String handle, String ifname) {
-        return lookup(handle, ifname).thenCompose(known -> known.isEmpty()
-                ? blocksToSweep()
-                : asks.askStatus(asks.node(node), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.ForgetAttachment(handle, ifname, r))
-                        .thenApply(d -> blocksOf(known.get().addresses())));
+        return lookup(handle, ifname)
+                .thenCompose(
+                        known ->
+                                known.isEmpty()
+                                        ? blocksToSweep()
+                                        : asks.askStatus(
+                                                        asks.node(node),
+                                                        (ActorRef<StatusReply<Done>> r) ->
+                                                                new NodeEntity.ForgetAttachment(
+                                                                        handle, ifname, r))
+                                                .thenApply(d -> blocksOf(known.get().addresses())));
     }
 
     /**
@@ -605,8 +959,13 @@ public final class Ipam {
     }
 
     private CompletionStage<List<Cidr>> blocksToSweep() {
-        return allAffineBlocks().thenCombine(borrowed.all(), (affine, borrowedFrom) ->
-                Stream.concat(affine.stream(), borrowedFrom.keySet().stream()).distinct().toList());
+        return allAffineBlocks()
+                .thenCombine(
+                        borrowed.all(),
+                        (affine, borrowedFrom) ->
+                                Stream.concat(affine.stream(), borrowedFrom.keySet().stream())
+                                        .distinct()
+                                        .toList());
     }
 
     /**
@@ -614,32 +973,60 @@ public final class Ipam {
      *     still find its address there), read afresh
      */
     private CompletionStage<List<Cidr>> allAffineBlocks() {
-        return allPoolViews().thenApply(views -> views.stream().flatMap(v -> v.claims().entrySet().stream())
-                .filter(e -> e.getValue().equals(node)).map(Map.Entry::getKey).distinct().toList());
+        return allPoolViews()
+                .thenApply(
+                        views ->
+                                views.stream()
+                                        .flatMap(v -> v.claims().entrySet().stream())
+                                        .filter(e -> e.getValue().equals(node))
+                                        .map(Map.Entry::getKey)
+                                        .distinct()
+                                        .toList());
     }
 
     private CompletionStage<List<PoolView>> allPoolViews() {
-        return catalog.current().thenCompose(pools -> {
-            List<CompletableFuture<PoolView>> views = pools.pools().keySet().stream()
-                    .map(name -> asks.ask(asks.pool(name), PoolEntity.GetPool::new).toCompletableFuture()).toList();
-            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
-                    .thenApply(v -> views.stream().map(CompletableFuture::join).toList());
-        });
+        return catalog.current()
+                .thenCompose(
+                        pools -> {
+                            List<CompletableFuture<PoolView>> views =
+                                    pools.pools().keySet().stream()
+                                            .map(
+                                                    name ->
+                                                            asks.ask(
+                                                                            asks.pool(name),
+                                                                            PoolEntity.GetPool::new)
+                                                                    .toCompletableFuture())
+                                            .toList();
+                            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
+                                    .thenApply(
+                                            v ->
+                                                    views.stream()
+                                                            .map(CompletableFuture::join)
+                                                            .toList());
+                        });
     }
 
-    private CompletionStage<List<String>> releaseFromBlocks(String handle, String ifname, List<Cidr> blocks) {
-        List<CompletableFuture<List<String>>> all = blocks.stream()
-                .map(block -> asks.ask(asks.block(block),
-                                (ActorRef<BlockEntity.Released> r) -> new BlockEntity.Release(handle, ifname, r))
-                        .thenApply(BlockEntity.Released::addresses)
-                        .thenApply(released -> {
-                            if (!released.isEmpty()) {
-                                fullHint.remove(block);
-                            }
-                            return released;
-                        })
-                        .toCompletableFuture())
-                .toList();
+    private CompletionStage<List<String>> releaseFromBlocks(
+            String handle, String ifname, List<Cidr> blocks) {
+        List<CompletableFuture<List<String>>> all =
+                blocks.stream()
+                        .map(
+                                block ->
+                                        asks.ask(
+                                                        asks.block(block),
+                                                        (ActorRef<BlockEntity.Released> r) ->
+                                                                new BlockEntity.Release(
+                                                                        handle, ifname, r))
+                                                .thenApply(BlockEntity.Released::addresses)
+                                                .thenApply(
+                                                        released -> {
+                                                            if (!released.isEmpty()) {
+                                                                fullHint.remove(block);
+                                                            }
+                                                            return released;
+                                                        })
+                                                .toCompletableFuture())
+                        .toList();
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new))
                 .thenApply(v -> all.stream().flatMap(f -> f.join().stream()).toList());
     }
@@ -650,7 +1037,8 @@ public final class Ipam {
 
     /** @return every attachment the node knows */
     public CompletionStage<List<AttachmentRecord>> attachments() {
-        return asks.ask(asks.node(node), NodeEntity.GetNode::new).thenApply(NodeEntity.NodeView::attachments);
+        return asks.ask(asks.node(node), NodeEntity.GetNode::new)
+                .thenApply(NodeEntity.NodeView::attachments);
     }
 
     /**
@@ -666,56 +1054,116 @@ public final class Ipam {
      */
     public CompletionStage<List<String>> collectGarbage(String network, Set<String> keep) {
         String prefix = network + ".";
-        return asks.ask(asks.node(node), NodeEntity.GetNode::new).thenCompose(view -> {
-            Set<String> known = new HashSet<>();
-            List<AttachmentRecord> stale = new ArrayList<>();
-            for (AttachmentRecord a : view.attachments()) {
-                known.add(a.key());
-                if (a.network().equals(network) && !keep.contains(a.key()) && !inFlight.contains(a.key())) {
-                    stale.add(a);
-                }
-            }
-            return orphansIn(prefix, known, keep).thenCompose(orphans -> {
-                List<CompletableFuture<String>> releases = new ArrayList<>();
-                for (AttachmentRecord a : stale) {
-                    releases.add(release(a.handle(), a.ifname()).thenApply(r -> a.key()).toCompletableFuture());
-                }
-                for (Map.Entry<Cidr, Allocation> o : orphans) {
-                    Allocation a = o.getValue();
-                    releases.add(releaseFromBlocks(a.handle(), a.ifname(), List.of(o.getKey()))
-                            .thenApply(r -> AttachmentRecord.key(a.handle(), a.ifname())).toCompletableFuture());
-                }
-                return CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new))
-                        .thenApply(v -> releases.stream().map(CompletableFuture::join).distinct().toList());
-            });
-        }).thenCompose(released -> borrowed.forgetIdle(this::serializedPerPool).thenApply(d -> released));
+        return asks.ask(asks.node(node), NodeEntity.GetNode::new)
+                .thenCompose(
+                        view -> {
+                            Set<String> known = new HashSet<>();
+                            List<AttachmentRecord> stale = new ArrayList<>();
+                            for (AttachmentRecord a : view.attachments()) {
+                                known.add(a.key());
+                                if (a.network().equals(network)
+                                        && !keep.contains(a.key())
+                                        && !inFlight.contains(a.key())) {
+                                    stale.add(a);
+                                }
+                            }
+                            return orphansIn(prefix, known, keep)
+                                    .thenCompose(
+                                            orphans -> {
+                                                List<CompletableFuture<String>> releases =
+                                                        new ArrayList<>();
+                                                for (AttachmentRecord a : stale) {
+                                                    releases.add(
+                                                            release(a.handle(), a.ifname())
+                                                                    .thenApply(r -> a.key())
+                                                                    .toCompletableFuture());
+                                                }
+                                                for (Map.Entry<Cidr, Allocation> o : orphans) {
+                                                    Allocation a = o.getValue();
+                                                    releases.add(
+                                                            releaseFromBlocks(
+                                                                            a.handle(),
+                                                                            a.ifname(),
+                                                                            List.of(o.getKey()))
+                                                                    .thenApply(
+                                                                            r ->
+                                                                                    AttachmentRecord
+                                                                                            .key(
+                                                                                                    a
+                                                                                                            .handle(),
+                                                                                                    a
+                                                                                                            .ifname()))
+                                                                    .toCompletableFuture());
+                                                }
+                                                return CompletableFuture.allOf(
+                                                                releases.toArray(
+                                                                        CompletableFuture[]::new))
+                                                        .thenApply(
+                                                                v ->
+                                                                        releases.stream()
+                                                                                .map(
+                                                                                        CompletableFuture
+                                                                                                ::join)
+                                                                                .distinct()
+                                                                                .toList());
+                                            });
+                        })
+                .thenCompose(
+                        released ->
+                                borrowed.forgetIdle(this::serializedPerPool)
+                                        .thenApply(d -> released));
     }
 
     /** @return orphan allocations of this node for handles with the prefix, by the block holding them */
-    private CompletionStage<List<Map.Entry<Cidr, Allocation>>> orphansIn(String handlePrefix, Set<String> known, Set<String> keep) {
-        return allClaimedBlocks().thenCompose(blocks -> {
-            List<CompletableFuture<BlockEntity.BlockView>> views = blocks.stream()
-                    .map(b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
-            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new)).thenApply(v -> {
-                List<Map.Entry<Cidr, Allocation>> orphans = new ArrayList<>();
-                for (CompletableFuture<BlockEntity.BlockView> f : views) {
-                    BlockEntity.BlockView view = f.join();
-                    for (Allocation a : view.allocations().values()) {
-                        String key = AttachmentRecord.key(a.handle(), a.ifname());
-                        if (a.node().equals(node) && a.handle().startsWith(handlePrefix)
-                                && !known.contains(key) && !keep.contains(key) && !inFlight.contains(key)) {
-                            orphans.add(Map.entry(view.cidr(), a));
-                        }
-                    }
-                }
-                return orphans;
-            });
-        });
+    private CompletionStage<List<Map.Entry<Cidr, Allocation>>> orphansIn(
+            String handlePrefix, Set<String> known, Set<String> keep) {
+        return allClaimedBlocks()
+                .thenCompose(
+                        blocks -> {
+                            List<CompletableFuture<BlockEntity.BlockView>> views =
+                                    blocks.stream()
+                                            .map(
+                                                    b ->
+                                                            asks.ask(
+                                                                            asks.block(b),
+                                                                            BlockEntity.GetBlock
+                                                                                    ::new)
+                                                                    .toCompletableFuture())
+                                            .toList();
+                            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
+                                    .thenApply(
+                                            v -> {
+                                                List<Map.Entry<Cidr, Allocation>> orphans =
+                                                        new ArrayList<>();
+                                                for (CompletableFuture<BlockEntity.BlockView> f :
+                                                        views) {
+                                                    BlockEntity.BlockView view = f.join();
+                                                    for (Allocation a :
+                                                            view.allocations().values()) {
+                                                        String key =
+                                                                AttachmentRecord.key(
+                                                                        a.handle(), a.ifname());
+                                                        if (a.node().equals(node)
+                                                                && a.handle()
+                                                                        .startsWith(handlePrefix)
+                                                                && !known.contains(key)
+                                                                && !keep.contains(key)
+                                                                && !inFlight.contains(key)) {
+                                                            orphans.add(Map.entry(view.cidr(), a));
+                                                        }
+                                                    }
+                                                }
+                                                return orphans;
+                                            });
+                        });
     }
 
     /** @return every claimed block of every pool, whichever node it is affine to */
     private CompletionStage<List<Cidr>> allClaimedBlocks() {
-        return allPoolViews().thenApply(views -> views.stream().flatMap(v -> v.claims().keySet().stream()).toList());
+        return allPoolViews()
+                .thenApply(
+                        views ->
+                                views.stream().flatMap(v -> v.claims().keySet().stream()).toList());
     }
 
     /**
@@ -724,67 +1172,121 @@ public final class Ipam {
      *     block with room, an unclaimed block, or (borrowing allowed) any claimed block.
      */
     public CompletionStage<Optional<String>> unavailability(List<String> poolNames) {
-        return choosePools(poolNames).handle((byFamily, error) -> {
-            if (error != null) {
-                IpamException e = EntityAsks.asIpam(error);
-                if (e.reason() == IpamException.Reason.UNAVAILABLE) {
-                    throw e;
-                }
-                return CompletableFuture.completedFuture(Optional.of(e.getMessage()));
-            }
-            return unavailability(byFamily);
-        }).thenCompose(stage -> stage);
+        return choosePools(poolNames)
+                .handle(
+                        (byFamily, error) -> {
+                            if (error != null) {
+                                IpamException e = EntityAsks.asIpam(error);
+                                if (e.reason() == IpamException.Reason.UNAVAILABLE) {
+                                    throw e;
+                                }
+                                return CompletableFuture.completedFuture(
+                                        Optional.of(e.getMessage()));
+                            }
+                            return unavailability(byFamily);
+                        })
+                .thenCompose(stage -> stage);
     }
 
-    private CompletionStage<Optional<String>> unavailability(Map<IpFamily, List<PoolSpec>> byFamily) {
+    private CompletionStage<Optional<String>> unavailability(
+            Map<IpFamily, List<PoolSpec>> byFamily) {
         List<CompletableFuture<Optional<String>>> checks = new ArrayList<>();
-        byFamily.forEach((family, pools) -> {
-            CompletionStage<Boolean> any = CompletableFuture.completedFuture(false);
-            for (PoolSpec p : pools) {
-                any = any.thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : poolCanServe(p));
-            }
-            checks.add(any.thenApply(ok -> ok ? Optional.<String>empty()
-                    : Optional.of("no " + family + " pool can serve node " + node)).toCompletableFuture());
-        });
+        byFamily.forEach(
+                (family, pools) -> {
+                    CompletionStage<Boolean> any = CompletableFuture.completedFuture(false);
+                    for (PoolSpec p : pools) {
+                        any =
+                                any.thenCompose(
+                                        ok ->
+                                                ok
+                                                        ? CompletableFuture.completedFuture(true)
+                                                        : poolCanServe(p));
+                    }
+                    checks.add(
+                            any.thenApply(
+                                            ok ->
+                                                    ok
+                                                            ? Optional.<String>empty()
+                                                            : Optional.of(
+                                                                    "no "
+                                                                            + family
+                                                                            + " pool can serve node "
+                                                                            + node))
+                                    .toCompletableFuture());
+                });
         return CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
-                .thenApply(v -> checks.stream().map(CompletableFuture::join).flatMap(Optional::stream).findFirst());
+                .thenApply(
+                        v ->
+                                checks.stream()
+                                        .map(CompletableFuture::join)
+                                        .flatMap(Optional::stream)
+                                        .findFirst());
     }
 
     private CompletionStage<Boolean> poolCanServe(PoolSpec spec) {
-        return asks.ask(asks.pool(spec.name()), PoolEntity.GetPool::new).thenCompose(view -> {
-            if (!view.defined()) {
-                return CompletableFuture.completedFuture(false);
-            }
-            io.cadastre.ipam.Pool pool = io.cadastre.ipam.Pool.of(view.spec());
-            view.claims().forEach(pool::claim);
-            if (!view.disabled() && pool.firstUnclaimedBlock().isPresent() && pool.refusalToClaim(node).isEmpty()) {
-                return CompletableFuture.completedFuture(true);
-            }
-            List<Cidr> candidates = spec.borrowingAllowed() ? List.copyOf(view.claims().keySet()) : view.usableBlocksOf(node);
-            List<CompletableFuture<BlockEntity.BlockView>> views = candidates.stream()
-                    .map(b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
-            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
-                    .thenApply(v -> views.stream().anyMatch(f -> f.join().free() > 0));
-        });
+        return asks.ask(asks.pool(spec.name()), PoolEntity.GetPool::new)
+                .thenCompose(
+                        view -> {
+                            if (!view.defined()) {
+                                return CompletableFuture.completedFuture(false);
+                            }
+                            io.cadastre.ipam.Pool pool = io.cadastre.ipam.Pool.of(view.spec());
+                            view.claims().forEach(pool::claim);
+                            if (!view.disabled()
+                                    && pool.firstUnclaimedBlock().isPresent()
+                                    && pool.refusalToClaim(node).isEmpty()) {
+                                return CompletableFuture.completedFuture(true);
+                            }
+                            List<Cidr> candidates =
+                                    spec.borrowingAllowed()
+                                            ? List.copyOf(view.claims().keySet())
+                                            : view.usableBlocksOf(node);
+                            List<CompletableFuture<BlockEntity.BlockView>> views =
+                                    candidates.stream()
+                                            .map(
+                                                    b ->
+                                                            asks.ask(
+                                                                            asks.block(b),
+                                                                            BlockEntity.GetBlock
+                                                                                    ::new)
+                                                                    .toCompletableFuture())
+                                            .toList();
+                            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
+                                    .thenApply(
+                                            v -> views.stream().anyMatch(f -> f.join().free() > 0));
+                        });
     }
 
     // ---- confirmation of slow replies ----
 
     /** An assignment whose reply, if slow, is confirmed against the block's live incarnation. */
-    private CompletionStage<AssignOutcome> assignConfirmed(Cidr block, Allocation allocation,
+    private CompletionStage<AssignOutcome> assignConfirmed(
+            Cidr block,
+            Allocation allocation,
             Function<ActorRef<AssignOutcome>, BlockEntity.Command> command) {
-        return asks.confirmedIfSlow(asks.ask(asks.block(block), command), asks.block(block), outcome -> outcome.status() != AssignStatus.ASSIGNED
-                ? CompletableFuture.completedFuture(true)
-                : asks.ask(asks.block(block), BlockEntity.GetBlock::new).thenApply(view -> {
-                    Allocation held = view.allocations().get(outcome.address());
-                    return held != null && held.isFor(allocation.handle(), allocation.ifname());
-                }));
+        return asks.confirmedIfSlow(
+                asks.ask(asks.block(block), command),
+                asks.block(block),
+                outcome ->
+                        outcome.status() != AssignStatus.ASSIGNED
+                                ? CompletableFuture.completedFuture(true)
+                                : asks.ask(asks.block(block), BlockEntity.GetBlock::new)
+                                        .thenApply(
+                                                view -> {
+                                                    Allocation held =
+                                                            view.allocations()
+                                                                    .get(outcome.address());
+                                                    return held != null
+                                                            && held.isFor(
+                                                                    allocation.handle(),
+                                                                    allocation.ifname());
+                                                }));
     }
 
     private CompletionStage<Boolean> claimConfirmed(String poolName, ClaimOutcome outcome) {
         return outcome.status() != PoolEntity.ClaimStatus.CLAIMED
                 ? CompletableFuture.completedFuture(true)
-                : asks.ask(asks.pool(poolName), PoolEntity.GetPool::new).thenApply(view -> node.equals(view.claims().get(outcome.block())));
+                : asks.ask(asks.pool(poolName), PoolEntity.GetPool::new)
+                        .thenApply(view -> node.equals(view.claims().get(outcome.block())));
     }
-
 }

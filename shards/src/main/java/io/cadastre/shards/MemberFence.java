@@ -67,7 +67,8 @@ public final class MemberFence implements Extension, AutoCloseable {
             int considered = 0;
             int unreachable = 0;
             for (Member m : state.getMembers()) {
-                if (m.status() == MemberStatus.down() || m.status() == MemberStatus.removed()
+                if (m.status() == MemberStatus.down()
+                        || m.status() == MemberStatus.removed()
                         || m.status() == MemberStatus.exiting()) {
                     continue;
                 }
@@ -97,20 +98,29 @@ public final class MemberFence implements Extension, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MemberFence.class);
 
     /** A fence that never closes: for entities run outside a cluster (unit tests). */
-    public static final MemberFence NEVER_CLOSED = new MemberFence(() -> new Reach(0, 0), Duration.ofDays(3650),
-            Duration.ZERO, System::nanoTime, false);
+    public static final MemberFence NEVER_CLOSED =
+            new MemberFence(
+                    () -> new Reach(0, 0),
+                    Duration.ofDays(3650),
+                    Duration.ZERO,
+                    System::nanoTime,
+                    false);
 
-    private static final ExtensionId<MemberFence> ID = new ExtensionId<>() {
-        @Override
-        public MemberFence createExtension(ActorSystem<?> system) {
-            var config = system.settings().config().getConfig("cadastre.fence");
-            Cluster cluster = Cluster.get(system);
-            MemberFence fence = start(cluster::state, config.getDuration("pause-threshold"),
-                    config.getDuration("hold-after-pause"));
-            system.getWhenTerminated().thenRun(fence::close);
-            return fence;
-        }
-    };
+    private static final ExtensionId<MemberFence> ID =
+            new ExtensionId<>() {
+                @Override
+                public MemberFence createExtension(ActorSystem<?> system) {
+                    var config = system.settings().config().getConfig("cadastre.fence");
+                    Cluster cluster = Cluster.get(system);
+                    MemberFence fence =
+                            start(
+                                    cluster::state,
+                                    config.getDuration("pause-threshold"),
+                                    config.getDuration("hold-after-pause"));
+                    system.getWhenTerminated().thenRun(fence::close);
+                    return fence;
+                }
+            };
 
     /** @return the actor system's fence, started on first use */
     public static MemberFence get(ActorSystem<?> system) {
@@ -124,8 +134,12 @@ public final class MemberFence implements Extension, AutoCloseable {
      * @param nanoClock a monotonic clock in nanoseconds ({@code System::nanoTime})
      * @param startTicker whether to start the ticker thread (tests call {@link #tick()})
      */
-    MemberFence(Supplier<Reach> reach, Duration gapThreshold, Duration holdAfterGap,
-            LongSupplier nanoClock, boolean startTicker) {
+    MemberFence(
+            Supplier<Reach> reach,
+            Duration gapThreshold,
+            Duration holdAfterGap,
+            LongSupplier nanoClock,
+            boolean startTicker) {
         this.reach = reach;
         this.nanoClock = nanoClock;
         this.gapNanos = gapThreshold.toNanos();
@@ -139,9 +153,16 @@ public final class MemberFence implements Extension, AutoCloseable {
     }
 
     /** A guard over the member's cluster view with the system clock and its own ticker thread. */
-    public static MemberFence start(Supplier<CurrentClusterState> clusterState, Duration gapThreshold,
+    public static MemberFence start(
+            Supplier<CurrentClusterState> clusterState,
+            Duration gapThreshold,
             Duration holdAfterGap) {
-        return new MemberFence(() -> Reach.of(clusterState.get()), gapThreshold, holdAfterGap, System::nanoTime, true);
+        return new MemberFence(
+                () -> Reach.of(clusterState.get()),
+                gapThreshold,
+                holdAfterGap,
+                System::nanoTime,
+                true);
     }
 
     /** Stamps the time; a stamp later than the gap threshold after the previous one records a gap. */
@@ -169,14 +190,20 @@ public final class MemberFence implements Extension, AutoCloseable {
         long now = nanoClock.getAsLong();
         noteGap(now);
         if (now - refuseUntil < 0) {
-            return Optional.of(String.format(Locale.ROOT,
-                    "this member did not run for %.1f s (paused?); serving again once the cluster has confirmed it",
-                    lastGapNanos / 1e9));
+            return Optional.of(
+                    String.format(
+                            Locale.ROOT,
+                            "this member did not run for %.1f s (paused?); serving again once the cluster has confirmed it",
+                            lastGapNanos / 1e9));
         }
         Reach seen = reach.get();
         if (!seen.majority()) {
-            return Optional.of("this member reaches " + seen.reachable() + " of " + seen.considered()
-                    + " cluster members, not a majority: its entities may be replaced on the other side");
+            return Optional.of(
+                    "this member reaches "
+                            + seen.reachable()
+                            + " of "
+                            + seen.considered()
+                            + " cluster members, not a majority: its entities may be replaced on the other side");
         }
         return Optional.empty();
     }
@@ -188,12 +215,18 @@ public final class MemberFence implements Extension, AutoCloseable {
      * @param persistenceId the entity's, for the log
      * @param drop the entity's {@code Effect().noReply()}
      */
-    public <C, E, S> CommandHandlerWithReply<C, E, S> fenced(String persistenceId, CommandHandlerWithReply<C, E, S> handler,
+    public <C, E, S> CommandHandlerWithReply<C, E, S> fenced(
+            String persistenceId,
+            CommandHandlerWithReply<C, E, S> handler,
             Supplier<ReplyEffect<E, S>> drop) {
         return (state, command) -> {
             Optional<String> refusal = refusal();
             if (refusal.isPresent()) {
-                LOG.warn("{} drops {}: {}", persistenceId, command.getClass().getSimpleName(), refusal.get());
+                LOG.warn(
+                        "{} drops {}: {}",
+                        persistenceId,
+                        command.getClass().getSimpleName(),
+                        refusal.get());
                 return drop.get();
             }
             return handler.apply(state, command);

@@ -29,13 +29,17 @@ public final class MeshHints implements Extension {
     /** The node's peer or its borrowed addresses changed, or it was removed: read the node again. */
     public record NodeChanged(String node) implements Hint {}
 
-    private static final ExtensionId<MeshHints> ID = new ExtensionId<>() {
-        @Override
-        public MeshHints createExtension(ActorSystem<?> system) {
-            return new MeshHints(system.systemActorOf(Topic.create(Hint.class, "cadastre-mesh-hints"),
-                    "cadastre-mesh-hints", Props.empty()));
-        }
-    };
+    private static final ExtensionId<MeshHints> ID =
+            new ExtensionId<>() {
+                @Override
+                public MeshHints createExtension(ActorSystem<?> system) {
+                    return new MeshHints(
+                            system.systemActorOf(
+                                    Topic.create(Hint.class, "cadastre-mesh-hints"),
+                                    "cadastre-mesh-hints",
+                                    Props.empty()));
+                }
+            };
 
     private final ActorRef<Topic.Command<Hint>> topic;
 

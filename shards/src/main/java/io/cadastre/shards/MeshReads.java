@@ -50,7 +50,9 @@ public final class MeshReads {
 
     /** Persists the peer on its node's entity (nothing when unchanged). */
     public CompletionStage<Done> publishPeer(PeerInfo peer) {
-        return asks.askStatus(asks.node(peer.node()), (ActorRef<StatusReply<Done>> r) -> new NodeEntity.PublishPeer(peer, r));
+        return asks.askStatus(
+                asks.node(peer.node()),
+                (ActorRef<StatusReply<Done>> r) -> new NodeEntity.PublishPeer(peer, r));
     }
 
     /** @return the nodes that have an agent in the cluster now ({@link NodeRoles}), unreachable ones included */

@@ -32,16 +32,23 @@ import org.slf4j.LoggerFactory;
  * and the borrowed blocks.
  */
 public final class NodeEntity
-        extends EventSourcedBehaviorWithEnforcedReplies<NodeEntity.Command, NodeEntity.Event, NodeEntity.State> {
+        extends EventSourcedBehaviorWithEnforcedReplies<
+                NodeEntity.Command, NodeEntity.Event, NodeEntity.State> {
 
-    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY = EntityTypeKey.create(Command.class, "Node");
+    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
+            EntityTypeKey.create(Command.class, "Node");
     private static final Logger LOG = LoggerFactory.getLogger(NodeEntity.class);
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
         MemberFence fence = MemberFence.get(system);
-        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_NODE);
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence, recovery)));
+        CadastreMetrics.Recovery recovery =
+                CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_NODE);
+        ClusterSharding.get(system)
+                .init(
+                        Entity.of(
+                                ENTITY_TYPE_KEY,
+                                ctx -> create(ctx.getEntityId(), fence, recovery)));
     }
 
     /** @param nodeName the node's name, the entity id */
@@ -53,15 +60,26 @@ public final class NodeEntity
      * @param fence closes this entity to commands while its member may have been replaced
      * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
      */
-    public static Behavior<Command> create(String nodeName, MemberFence fence, CadastreMetrics.Recovery recovery) {
+    public static Behavior<Command> create(
+            String nodeName, MemberFence fence, CadastreMetrics.Recovery recovery) {
         return new NodeEntity(nodeName, fence, recovery);
     }
 
     // ---- commands ----
 
     public sealed interface Command extends CborSerializable
-            permits Register, MarkRemoved, GetAttachment, RecordAttachment, ForgetAttachment, NoteAffineBlock,
-                    ForgetAffineBlock, NoteBorrowedBlock, ForgetBorrowedBlock, GetBorrowedBlocks, GetNode, PublishPeer {}
+            permits Register,
+                    MarkRemoved,
+                    GetAttachment,
+                    RecordAttachment,
+                    ForgetAttachment,
+                    NoteAffineBlock,
+                    ForgetAffineBlock,
+                    NoteBorrowedBlock,
+                    ForgetBorrowedBlock,
+                    GetBorrowedBlocks,
+                    GetNode,
+                    PublishPeer {}
 
     /**
      * Sent by the node's agent at start: records the node's labels (for pools' node selectors)
@@ -69,33 +87,41 @@ public final class NodeEntity
      *
      * @param labels label key → value
      */
-    public record Register(Map<String, String> labels, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record Register(Map<String, String> labels, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /** Marks the node removed by an operator (its agent has left the cluster); idempotent. */
     public record MarkRemoved(ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
-    public record GetAttachment(String handle, String ifname, ActorRef<AttachmentLookup> replyTo) implements Command {}
+    public record GetAttachment(String handle, String ifname, ActorRef<AttachmentLookup> replyTo)
+            implements Command {}
 
     /** Records an attachment's addresses; recording the same again is success. */
-    public record RecordAttachment(AttachmentRecord attachment, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record RecordAttachment(AttachmentRecord attachment, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /** Forgets an attachment; an unknown one is success. */
-    public record ForgetAttachment(String handle, String ifname, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record ForgetAttachment(
+            String handle, String ifname, ActorRef<StatusReply<Done>> replyTo) implements Command {}
 
     /** Notes that a block of a pool is affine to this node; idempotent. */
-    public record NoteAffineBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record NoteAffineBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /** Forgets a block the pool no longer gives this node ({@link BlockReleases}); idempotent. */
-    public record ForgetAffineBlock(Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record ForgetAffineBlock(Cidr block, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /**
      * Notes that this node may hold addresses in a block of a pool affine to another node; sent
      * before the block is asked to assign a borrowed address. Idempotent.
      */
-    public record NoteBorrowedBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record NoteBorrowedBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /** Stops listing a block as borrowed from (it holds no allocation of this node); an unlisted one is success. */
-    public record ForgetBorrowedBlock(Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record ForgetBorrowedBlock(Cidr block, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     public record GetBorrowedBlocks(ActorRef<BorrowedBlocks> replyTo) implements Command {}
 
@@ -105,7 +131,8 @@ public final class NodeEntity
      * Records what other hosts need to reach this node's pods (its agent sends it at start and
      * whenever it changes); the same again persists nothing.
      */
-    public record PublishPeer(PeerInfo peer, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record PublishPeer(PeerInfo peer, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     // ---- replies ----
 
@@ -123,15 +150,27 @@ public final class NodeEntity
      * @param removed whether an operator removed the node (and its agent has not started since)
      * @param peer what its agent last published for other hosts to reach its pods, or null
      */
-    public record NodeView(List<AttachmentRecord> attachments, Map<Cidr, String> affineBlocks,
-            Map<Cidr, String> borrowedBlocks, Map<String, String> labels, boolean removed, PeerInfo peer)
+    public record NodeView(
+            List<AttachmentRecord> attachments,
+            Map<Cidr, String> affineBlocks,
+            Map<Cidr, String> borrowedBlocks,
+            Map<String, String> labels,
+            boolean removed,
+            PeerInfo peer)
             implements CborSerializable {}
 
     // ---- events ----
 
     public sealed interface Event extends CborSerializable
-            permits NodeRegistered, NodeRemoved, AttachmentRecorded, AttachmentForgotten, AffineBlockNoted,
-                    AffineBlockForgotten, BorrowedBlockNoted, BorrowedBlockForgotten, PeerPublished {}
+            permits NodeRegistered,
+                    NodeRemoved,
+                    AttachmentRecorded,
+                    AttachmentForgotten,
+                    AffineBlockNoted,
+                    AffineBlockForgotten,
+                    BorrowedBlockNoted,
+                    BorrowedBlockForgotten,
+                    PeerPublished {}
 
     public record NodeRegistered(Map<String, String> labels) implements Event {}
 
@@ -165,8 +204,13 @@ public final class NodeEntity
      * @param peer what the node's agent published for other hosts; null before it did (and in
      *     snapshots from before peers existed)
      */
-    public record State(Map<String, AttachmentRecord> attachments, Map<Cidr, String> affineBlocks,
-            Map<Cidr, String> borrowedBlocks, Map<String, String> labels, boolean removed, PeerInfo peer)
+    public record State(
+            Map<String, AttachmentRecord> attachments,
+            Map<Cidr, String> affineBlocks,
+            Map<Cidr, String> borrowedBlocks,
+            Map<String, String> labels,
+            boolean removed,
+            PeerInfo peer)
             implements CborSerializable {
         public State {
             if (borrowedBlocks == null) {
@@ -178,12 +222,23 @@ public final class NodeEntity
         }
 
         State copy() {
-            return new State(new LinkedHashMap<>(attachments), new TreeMap<>(affineBlocks), new TreeMap<>(borrowedBlocks),
-                    new TreeMap<>(labels), removed, peer);
+            return new State(
+                    new LinkedHashMap<>(attachments),
+                    new TreeMap<>(affineBlocks),
+                    new TreeMap<>(borrowedBlocks),
+                    new TreeMap<>(labels),
+                    removed,
+                    peer);
         }
 
         State withRegistration(Map<String, String> newLabels, boolean isRemoved) {
-            return new State(attachments, affineBlocks, borrowedBlocks, new TreeMap<>(newLabels), isRemoved, peer);
+            return new State(
+                    attachments,
+                    affineBlocks,
+                    borrowedBlocks,
+                    new TreeMap<>(newLabels),
+                    isRemoved,
+                    peer);
         }
 
         State withPeer(PeerInfo newPeer) {
@@ -215,17 +270,29 @@ public final class NodeEntity
     @Override
     public SignalHandler<State> signalHandler() {
         return newSignalHandlerBuilder()
-                .onSignal(RecoveryCompleted.instance(), state -> {
-                    recovery.completedSince(startedNanos);
-                    LOG.info("recovered node entity {}: {} attachments, {} affine blocks, {} borrowed blocks",
-                            nodeName, state.attachments().size(), state.affineBlocks().size(), state.borrowedBlocks().size());
-                })
+                .onSignal(
+                        RecoveryCompleted.instance(),
+                        state -> {
+                            recovery.completedSince(startedNanos);
+                            LOG.info(
+                                    "recovered node entity {}: {} attachments, {} affine blocks, {} borrowed blocks",
+                                    nodeName,
+                                    state.attachments().size(),
+                                    state.affineBlocks().size(),
+                                    state.borrowedBlocks().size());
+                        })
                 .build();
     }
 
     @Override
     public State emptyState() {
-        return new State(new LinkedHashMap<>(), new TreeMap<>(), new TreeMap<>(), new TreeMap<>(), false, null);
+        return new State(
+                new LinkedHashMap<>(),
+                new TreeMap<>(),
+                new TreeMap<>(),
+                new TreeMap<>(),
+                false,
+                null);
     }
 
     @Override
@@ -247,62 +314,127 @@ public final class NodeEntity
     private CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
-                .onCommand(Register.class, (state, cmd) -> !state.removed() && state.labels().equals(cmd.labels())
-                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                        : Effect().persist(new NodeRegistered(new TreeMap<>(cmd.labels()))).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
-                .onCommand(MarkRemoved.class, (state, cmd) -> state.removed()
-                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                        : Effect().persist(new NodeRemoved()).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
-                .onCommand(ForgetAffineBlock.class, (state, cmd) -> !state.affineBlocks().containsKey(cmd.block())
-                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                        : Effect().persist(new AffineBlockForgotten(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
-                .onCommand(GetAttachment.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
-                        new AttachmentLookup(state.attachments().get(AttachmentRecord.key(cmd.handle(), cmd.ifname())))))
-                .onCommand(RecordAttachment.class, (state, cmd) -> {
-                    AttachmentRecord known = state.attachments().get(cmd.attachment().key());
-                    if (cmd.attachment().equals(known)) {
-                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                    }
-                    return Effect().persist(new AttachmentRecorded(cmd.attachment()))
-                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
-                })
-                .onCommand(ForgetAttachment.class, (state, cmd) -> {
-                    if (!state.attachments().containsKey(AttachmentRecord.key(cmd.handle(), cmd.ifname()))) {
-                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                    }
-                    return Effect().persist(new AttachmentForgotten(cmd.handle(), cmd.ifname()))
-                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
-                })
-                .onCommand(NoteAffineBlock.class, (state, cmd) -> {
-                    if (cmd.pool().equals(state.affineBlocks().get(cmd.block()))) {
-                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                    }
-                    return Effect().persist(new AffineBlockNoted(cmd.pool(), cmd.block()))
-                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
-                })
-                .onCommand(NoteBorrowedBlock.class, (state, cmd) -> {
-                    if (cmd.pool().equals(state.borrowedBlocks().get(cmd.block()))) {
-                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                    }
-                    return Effect().persist(new BorrowedBlockNoted(cmd.pool(), cmd.block()))
-                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
-                })
-                .onCommand(ForgetBorrowedBlock.class, (state, cmd) -> {
-                    if (!state.borrowedBlocks().containsKey(cmd.block())) {
-                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                    }
-                    return Effect().persist(new BorrowedBlockForgotten(cmd.block()))
-                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
-                })
-                .onCommand(GetBorrowedBlocks.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
-                        new BorrowedBlocks(new TreeMap<>(state.borrowedBlocks()))))
-                .onCommand(GetNode.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
-                        new NodeView(List.copyOf(state.attachments().values()), new TreeMap<>(state.affineBlocks()),
-                                new TreeMap<>(state.borrowedBlocks()), new TreeMap<>(state.labels()), state.removed(),
-                                state.peer())))
-                .onCommand(PublishPeer.class, (state, cmd) -> cmd.peer().equals(state.peer())
-                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                        : Effect().persist(new PeerPublished(cmd.peer())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(
+                        Register.class,
+                        (state, cmd) ->
+                                !state.removed() && state.labels().equals(cmd.labels())
+                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                                        : Effect()
+                                                .persist(
+                                                        new NodeRegistered(
+                                                                new TreeMap<>(cmd.labels())))
+                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(
+                        MarkRemoved.class,
+                        (state, cmd) ->
+                                state.removed()
+                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                                        : Effect()
+                                                .persist(new NodeRemoved())
+                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(
+                        ForgetAffineBlock.class,
+                        (state, cmd) ->
+                                !state.affineBlocks().containsKey(cmd.block())
+                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                                        : Effect()
+                                                .persist(new AffineBlockForgotten(cmd.block()))
+                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(
+                        GetAttachment.class,
+                        (state, cmd) ->
+                                Effect()
+                                        .reply(
+                                                cmd.replyTo(),
+                                                new AttachmentLookup(
+                                                        state.attachments()
+                                                                .get(
+                                                                        AttachmentRecord.key(
+                                                                                cmd.handle(),
+                                                                                cmd.ifname())))))
+                .onCommand(
+                        RecordAttachment.class,
+                        (state, cmd) -> {
+                            AttachmentRecord known =
+                                    state.attachments().get(cmd.attachment().key());
+                            if (cmd.attachment().equals(known)) {
+                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                            }
+                            return Effect()
+                                    .persist(new AttachmentRecorded(cmd.attachment()))
+                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                        })
+                .onCommand(
+                        ForgetAttachment.class,
+                        (state, cmd) -> {
+                            if (!state.attachments()
+                                    .containsKey(
+                                            AttachmentRecord.key(cmd.handle(), cmd.ifname()))) {
+                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                            }
+                            return Effect()
+                                    .persist(new AttachmentForgotten(cmd.handle(), cmd.ifname()))
+                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                        })
+                .onCommand(
+                        NoteAffineBlock.class,
+                        (state, cmd) -> {
+                            if (cmd.pool().equals(state.affineBlocks().get(cmd.block()))) {
+                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                            }
+                            return Effect()
+                                    .persist(new AffineBlockNoted(cmd.pool(), cmd.block()))
+                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                        })
+                .onCommand(
+                        NoteBorrowedBlock.class,
+                        (state, cmd) -> {
+                            if (cmd.pool().equals(state.borrowedBlocks().get(cmd.block()))) {
+                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                            }
+                            return Effect()
+                                    .persist(new BorrowedBlockNoted(cmd.pool(), cmd.block()))
+                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                        })
+                .onCommand(
+                        ForgetBorrowedBlock.class,
+                        (state, cmd) -> {
+                            if (!state.borrowedBlocks().containsKey(cmd.block())) {
+                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                            }
+                            return Effect()
+                                    .persist(new BorrowedBlockForgotten(cmd.block()))
+                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                        })
+                .onCommand(
+                        GetBorrowedBlocks.class,
+                        (state, cmd) ->
+                                Effect()
+                                        .reply(
+                                                cmd.replyTo(),
+                                                new BorrowedBlocks(
+                                                        new TreeMap<>(state.borrowedBlocks()))))
+                .onCommand(
+                        GetNode.class,
+                        (state, cmd) ->
+                                Effect()
+                                        .reply(
+                                                cmd.replyTo(),
+                                                new NodeView(
+                                                        List.copyOf(state.attachments().values()),
+                                                        new TreeMap<>(state.affineBlocks()),
+                                                        new TreeMap<>(state.borrowedBlocks()),
+                                                        new TreeMap<>(state.labels()),
+                                                        state.removed(),
+                                                        state.peer())))
+                .onCommand(
+                        PublishPeer.class,
+                        (state, cmd) ->
+                                cmd.peer().equals(state.peer())
+                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                                        : Effect()
+                                                .persist(new PeerPublished(cmd.peer()))
+                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
                 .build();
     }
 
@@ -310,33 +442,50 @@ public final class NodeEntity
     public EventHandler<State, Event> eventHandler() {
         return newEventHandlerBuilder()
                 .forAnyState()
-                .onEvent(NodeRegistered.class, (state, e) -> state.withRegistration(e.labels(), false))
-                .onEvent(NodeRemoved.class, (state, e) -> state.withRegistration(state.labels(), true))
-                .onEvent(AffineBlockForgotten.class, (state, e) -> {
-                    state.affineBlocks().remove(e.block());
-                    return state;
-                })
-                .onEvent(AttachmentRecorded.class, (state, e) -> {
-                    state.attachments().put(e.attachment().key(), e.attachment());
-                    return state;
-                })
-                .onEvent(AttachmentForgotten.class, (state, e) -> {
-                    state.attachments().remove(AttachmentRecord.key(e.handle(), e.ifname()));
-                    return state;
-                })
-                .onEvent(AffineBlockNoted.class, (state, e) -> {
-                    state.affineBlocks().put(e.block(), e.pool());
-                    return state;
-                })
-                .onEvent(BorrowedBlockNoted.class, (state, e) -> {
-                    state.borrowedBlocks().put(e.block(), e.pool());
-                    return state;
-                })
+                .onEvent(
+                        NodeRegistered.class,
+                        (state, e) -> state.withRegistration(e.labels(), false))
+                .onEvent(
+                        NodeRemoved.class,
+                        (state, e) -> state.withRegistration(state.labels(), true))
+                .onEvent(
+                        AffineBlockForgotten.class,
+                        (state, e) -> {
+                            state.affineBlocks().remove(e.block());
+                            return state;
+                        })
+                .onEvent(
+                        AttachmentRecorded.class,
+                        (state, e) -> {
+                            state.attachments().put(e.attachment().key(), e.attachment());
+                            return state;
+                        })
+                .onEvent(
+                        AttachmentForgotten.class,
+                        (state, e) -> {
+                            state.attachments()
+                                    .remove(AttachmentRecord.key(e.handle(), e.ifname()));
+                            return state;
+                        })
+                .onEvent(
+                        AffineBlockNoted.class,
+                        (state, e) -> {
+                            state.affineBlocks().put(e.block(), e.pool());
+                            return state;
+                        })
+                .onEvent(
+                        BorrowedBlockNoted.class,
+                        (state, e) -> {
+                            state.borrowedBlocks().put(e.block(), e.pool());
+                            return state;
+                        })
                 .onEvent(PeerPublished.class, (state, e) -> state.withPeer(e.peer()))
-                .onEvent(BorrowedBlockForgotten.class, (state, e) -> {
-                    state.borrowedBlocks().remove(e.block());
-                    return state;
-                })
+                .onEvent(
+                        BorrowedBlockForgotten.class,
+                        (state, e) -> {
+                            state.borrowedBlocks().remove(e.block());
+                            return state;
+                        })
                 .build();
     }
 }

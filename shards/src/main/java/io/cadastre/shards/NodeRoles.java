@@ -41,7 +41,8 @@ public final class NodeRoles {
             }
             for (String role : m.getRoles()) {
                 if (role.startsWith(PREFIX)) {
-                    nodes.computeIfAbsent(role.substring(PREFIX.length()), n -> new ArrayList<>()).add(m.status());
+                    nodes.computeIfAbsent(role.substring(PREFIX.length()), n -> new ArrayList<>())
+                            .add(m.status());
                 }
             }
         }

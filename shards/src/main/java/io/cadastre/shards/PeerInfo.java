@@ -19,5 +19,14 @@ package io.cadastre.shards;
  * @param tunnelIpv6 likewise for IPv6
  * @param mtu the underlay's MTU in bytes, 0 if unknown
  */
-public record PeerInfo(String node, String mode, String device, String ipv4, String ipv6, String vtepMac,
-        String tunnelIpv4, String tunnelIpv6, int mtu) implements CborSerializable {}
+public record PeerInfo(
+        String node,
+        String mode,
+        String device,
+        String ipv4,
+        String ipv6,
+        String vtepMac,
+        String tunnelIpv4,
+        String tunnelIpv6,
+        int mtu)
+        implements CborSerializable {}

@@ -45,7 +45,9 @@ public final class PoolCatalog {
     public CompletionStage<Catalog> current() {
         long now = nanoClock.getAsLong();
         Read read = latest.get();
-        if (read != null && now - read.atNanos() < maxAgeNanos && !read.catalog().isCompletedExceptionally()) {
+        if (read != null
+                && now - read.atNanos() < maxAgeNanos
+                && !read.catalog().isCompletedExceptionally()) {
             return read.catalog();
         }
         return readAgain(read, now);
@@ -68,18 +70,24 @@ public final class PoolCatalog {
             // Another caller started a read meanwhile: share it.
             return latest.get().catalog();
         }
-        asks.ask(asks.registry(), PoolRegistry.GetCatalog::new).whenComplete((catalog, error) -> {
-            if (error == null) {
-                lastGood.set(catalog);
-                next.complete(catalog);
-            } else if (lastGood.get() != null) {
-                // Serve the last catalogue, but read again at the next call.
-                latest.compareAndSet(candidate, new Read(now - maxAgeNanos, CompletableFuture.completedFuture(lastGood.get())));
-                next.complete(lastGood.get());
-            } else {
-                next.completeExceptionally(EntityAsks.asIpam(error));
-            }
-        });
+        asks.ask(asks.registry(), PoolRegistry.GetCatalog::new)
+                .whenComplete(
+                        (catalog, error) -> {
+                            if (error == null) {
+                                lastGood.set(catalog);
+                                next.complete(catalog);
+                            } else if (lastGood.get() != null) {
+                                // Serve the last catalogue, but read again at the next call.
+                                latest.compareAndSet(
+                                        candidate,
+                                        new Read(
+                                                now - maxAgeNanos,
+                                                CompletableFuture.completedFuture(lastGood.get())));
+                                next.complete(lastGood.get());
+                            } else {
+                                next.completeExceptionally(EntityAsks.asIpam(error));
+                            }
+                        });
         return next;
     }
 }

@@ -34,7 +34,8 @@ final class PoolChoice {
      *     selects the node; POOL_EXHAUSTED when every named pool of a family is disabled or does
      *     not select the node
      */
-    static Map<IpFamily, List<PoolSpec>> choose(Catalog pools, String node, Map<String, String> labels, List<String> names) {
+    static Map<IpFamily, List<PoolSpec>> choose(
+            Catalog pools, String node, Map<String, String> labels, List<String> names) {
         return names.isEmpty() ? selecting(pools, node, labels) : named(pools, node, labels, names);
     }
 
@@ -45,12 +46,17 @@ final class PoolChoice {
      * @throws IpamException as {@link #choose(Catalog, String, Map, List)}; also UNKNOWN_POOL for
      *     an annotation's pool that is not defined, INVALID_REQUEST for one of the other family
      */
-    static Map<IpFamily, List<PoolSpec>> choose(Catalog pools, String node, Map<String, String> labels, List<String> names,
+    static Map<IpFamily, List<PoolSpec>> choose(
+            Catalog pools,
+            String node,
+            Map<String, String> labels,
+            List<String> names,
             Map<IpFamily, List<String>> byFamily) {
         if (byFamily.isEmpty()) {
             return choose(pools, node, labels, names);
         }
-        Map<IpFamily, List<PoolSpec>> selected = names.isEmpty() ? selecting(pools, node, labels) : Map.of();
+        Map<IpFamily, List<PoolSpec>> selected =
+                names.isEmpty() ? selecting(pools, node, labels) : Map.of();
         Set<IpFamily> families = EnumSet.noneOf(IpFamily.class);
         families.addAll(selected.keySet());
         names.forEach(n -> families.add(resolve(pools, n).family()));
@@ -62,8 +68,15 @@ final class PoolChoice {
             } else if (names.isEmpty()) {
                 chosen.put(family, selected.get(family));
             } else {
-                chosen.putAll(named(pools, node, labels,
-                        names.stream().filter(n -> resolve(pools, n).family() == family).toList(), null));
+                chosen.putAll(
+                        named(
+                                pools,
+                                node,
+                                labels,
+                                names.stream()
+                                        .filter(n -> resolve(pools, n).family() == family)
+                                        .toList(),
+                                null));
             }
         }
         return chosen;
@@ -82,7 +95,10 @@ final class PoolChoice {
         if (ref.contains("/")) {
             try {
                 Cidr cidr = Cidr.parse(ref);
-                Optional<PoolSpec> byCidr = pools.pools().values().stream().filter(p -> p.cidr().equals(cidr)).findFirst();
+                Optional<PoolSpec> byCidr =
+                        pools.pools().values().stream()
+                                .filter(p -> p.cidr().equals(cidr))
+                                .findFirst();
                 if (byCidr.isPresent()) {
                     return byCidr.get();
                 }
@@ -90,8 +106,13 @@ final class PoolChoice {
                 // not a CIDR either: unknown below
             }
         }
-        throw new IpamException(IpamException.Reason.UNKNOWN_POOL,
-                "unknown pool " + ref + " (known: " + String.join(", ", pools.pools().keySet()) + ")");
+        throw new IpamException(
+                IpamException.Reason.UNKNOWN_POOL,
+                "unknown pool "
+                        + ref
+                        + " (known: "
+                        + String.join(", ", pools.pools().keySet())
+                        + ")");
     }
 
     /** @return whether {@link #resolve} finds the pool */
@@ -104,31 +125,53 @@ final class PoolChoice {
         }
     }
 
-    private static Map<IpFamily, List<PoolSpec>> selecting(Catalog pools, String node, Map<String, String> labels) {
+    private static Map<IpFamily, List<PoolSpec>> selecting(
+            Catalog pools, String node, Map<String, String> labels) {
         Map<IpFamily, List<PoolSpec>> byFamily = new EnumMap<>(IpFamily.class);
-        pools.pools().values().stream().filter(p -> !pools.isDisabled(p.name()) && p.selects(labels))
+        pools.pools().values().stream()
+                .filter(p -> !pools.isDisabled(p.name()) && p.selects(labels))
                 .forEach(p -> byFamily.computeIfAbsent(p.family(), f -> new ArrayList<>()).add(p));
         if (byFamily.isEmpty()) {
-            throw new IpamException(IpamException.Reason.UNKNOWN_POOL, "no enabled pool selects node " + node
-                    + " (labels " + new TreeMap<>(labels) + "; pools: " + String.join(", ", pools.pools().keySet()) + ")");
+            throw new IpamException(
+                    IpamException.Reason.UNKNOWN_POOL,
+                    "no enabled pool selects node "
+                            + node
+                            + " (labels "
+                            + new TreeMap<>(labels)
+                            + "; pools: "
+                            + String.join(", ", pools.pools().keySet())
+                            + ")");
         }
         return byFamily;
     }
 
-    private static Map<IpFamily, List<PoolSpec>> named(Catalog pools, String node, Map<String, String> labels, List<String> names) {
+    private static Map<IpFamily, List<PoolSpec>> named(
+            Catalog pools, String node, Map<String, String> labels, List<String> names) {
         return named(pools, node, labels, names, null);
     }
 
     /** @param required the family every pool must be of (an annotation's), or null for any */
-    private static Map<IpFamily, List<PoolSpec>> named(Catalog pools, String node, Map<String, String> labels, List<String> names,
+    private static Map<IpFamily, List<PoolSpec>> named(
+            Catalog pools,
+            String node,
+            Map<String, String> labels,
+            List<String> names,
             IpFamily required) {
         Map<IpFamily, List<PoolSpec>> byFamily = new EnumMap<>(IpFamily.class);
         Map<IpFamily, List<String>> refused = new EnumMap<>(IpFamily.class);
         for (String name : names) {
             PoolSpec spec = resolve(pools, name);
             if (required != null && spec.family() != required) {
-                throw new IpamException(IpamException.Reason.INVALID_REQUEST, "pool " + spec.name() + " (" + spec.cidr()
-                        + ") is an IPv" + spec.family().cniVersionField() + " pool, chosen for IPv" + required.cniVersionField());
+                throw new IpamException(
+                        IpamException.Reason.INVALID_REQUEST,
+                        "pool "
+                                + spec.name()
+                                + " ("
+                                + spec.cidr()
+                                + ") is an IPv"
+                                + spec.family().cniVersionField()
+                                + " pool, chosen for IPv"
+                                + required.cniVersionField());
             }
             Optional<String> refusal = refusal(pools, spec, node, labels);
             if (refusal.isPresent()) {
@@ -137,23 +180,39 @@ final class PoolChoice {
                 byFamily.computeIfAbsent(spec.family(), f -> new ArrayList<>()).add(spec);
             }
         }
-        refused.forEach((family, reasons) -> {
-            if (!byFamily.containsKey(family)) {
-                throw new IpamException(IpamException.Reason.POOL_EXHAUSTED, "no " + family + " pool may serve node "
-                        + node + ": " + String.join("; ", reasons));
-            }
-        });
+        refused.forEach(
+                (family, reasons) -> {
+                    if (!byFamily.containsKey(family)) {
+                        throw new IpamException(
+                                IpamException.Reason.POOL_EXHAUSTED,
+                                "no "
+                                        + family
+                                        + " pool may serve node "
+                                        + node
+                                        + ": "
+                                        + String.join("; ", reasons));
+                    }
+                });
         return byFamily;
     }
 
     /** @return why the pool serves nothing new to this node: disabled, or its selector does not match */
-    static Optional<String> refusal(Catalog pools, PoolSpec spec, String node, Map<String, String> labels) {
+    static Optional<String> refusal(
+            Catalog pools, PoolSpec spec, String node, Map<String, String> labels) {
         if (pools.isDisabled(spec.name())) {
             return Optional.of("pool " + spec.name() + " is disabled");
         }
         if (!spec.selects(labels)) {
-            return Optional.of("pool " + spec.name() + " selects nodes '" + spec.nodeSelector() + "', not node " + node
-                    + " (labels " + new TreeMap<>(labels) + ")");
+            return Optional.of(
+                    "pool "
+                            + spec.name()
+                            + " selects nodes '"
+                            + spec.nodeSelector()
+                            + "', not node "
+                            + node
+                            + " (labels "
+                            + new TreeMap<>(labels)
+                            + ")");
         }
         return Optional.empty();
     }

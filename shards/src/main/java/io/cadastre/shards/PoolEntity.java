@@ -34,16 +34,23 @@ import org.slf4j.LoggerFactory;
  * nodes can never both be told a block is theirs.
  */
 public final class PoolEntity
-        extends EventSourcedBehaviorWithEnforcedReplies<PoolEntity.Command, PoolEntity.Event, PoolEntity.State> {
+        extends EventSourcedBehaviorWithEnforcedReplies<
+                PoolEntity.Command, PoolEntity.Event, PoolEntity.State> {
 
-    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY = EntityTypeKey.create(Command.class, "Pool");
+    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
+            EntityTypeKey.create(Command.class, "Pool");
     private static final Logger LOG = LoggerFactory.getLogger(PoolEntity.class);
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
         MemberFence fence = MemberFence.get(system);
-        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_POOL);
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(ctx.getEntityId(), fence, recovery)));
+        CadastreMetrics.Recovery recovery =
+                CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_POOL);
+        ClusterSharding.get(system)
+                .init(
+                        Entity.of(
+                                ENTITY_TYPE_KEY,
+                                ctx -> create(ctx.getEntityId(), fence, recovery)));
     }
 
     /** @param poolName the pool's name, the entity id */
@@ -55,28 +62,38 @@ public final class PoolEntity
      * @param fence closes this entity to commands while its member may have been replaced
      * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
      */
-    public static Behavior<Command> create(String poolName, MemberFence fence, CadastreMetrics.Recovery recovery) {
+    public static Behavior<Command> create(
+            String poolName, MemberFence fence, CadastreMetrics.Recovery recovery) {
         return new PoolEntity(poolName, fence, recovery);
     }
 
     // ---- commands ----
 
     public sealed interface Command extends CborSerializable
-            permits DefinePool, SetDisabled, DeletePool, ClaimBlock, ClaimSpecificBlock, BeginBlockRelease,
-                    FinishBlockRelease, CancelBlockRelease, GetPool {}
+            permits DefinePool,
+                    SetDisabled,
+                    DeletePool,
+                    ClaimBlock,
+                    ClaimSpecificBlock,
+                    BeginBlockRelease,
+                    FinishBlockRelease,
+                    CancelBlockRelease,
+                    GetPool {}
 
     /**
      * Creates the pool, or updates its flags. Refused ({@link Refusal}) with CONFLICT when the
      * pool exists with another CIDR, block size or excluded ranges, INVALID_REQUEST when the name
      * does not match the entity.
      */
-    public record DefinePool(PoolSpec spec, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record DefinePool(PoolSpec spec, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /**
      * Disables the pool (no block is claimed any more; existing claims and allocations stay) or
      * enables it again. Idempotent; refused with UNKNOWN_POOL when the pool is not defined.
      */
-    public record SetDisabled(boolean disabled, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record SetDisabled(boolean disabled, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /**
      * Deletes the pool, so that its name and range can be defined anew. Refused with CONFLICT
@@ -92,7 +109,9 @@ public final class PoolEntity
      *     lowest such block is claimed; EXHAUSTED when none is left); {@code null} for any block;
      *     refused with UNKNOWN_POOL when the pool is not defined
      */
-    public record ClaimBlock(String node, RangeSet within, ActorRef<StatusReply<ClaimOutcome>> replyTo) implements Command {}
+    public record ClaimBlock(
+            String node, RangeSet within, ActorRef<StatusReply<ClaimOutcome>> replyTo)
+            implements Command {}
 
     /**
      * Claims one given block (for a specific address) for {@code node}; idempotent. Answers
@@ -100,7 +119,8 @@ public final class PoolEntity
      * a block of the pool), ADDRESS_NOT_IN_POOL (wholly excluded), BLOCK_RELEASING, POOL_DISABLED
      * or NODE_BLOCK_LIMIT.
      */
-    public record ClaimSpecificBlock(Cidr block, String node, ActorRef<StatusReply<ClaimOutcome>> replyTo)
+    public record ClaimSpecificBlock(
+            Cidr block, String node, ActorRef<StatusReply<ClaimOutcome>> replyTo)
             implements Command {}
 
     /**
@@ -109,13 +129,16 @@ public final class PoolEntity
      * asked to give up its affinity. Success when the block is not claimed (already released);
      * refused with AFFINE_TO_OTHER_NODE when another node holds the claim.
      */
-    public record BeginBlockRelease(Cidr block, String node, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record BeginBlockRelease(Cidr block, String node, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /** The last step: drops the claim; success when it is already gone. */
-    public record FinishBlockRelease(Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record FinishBlockRelease(Cidr block, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /** Gives up a release (the block holds allocations): its node may use the block again. */
-    public record CancelBlockRelease(Cidr block, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record CancelBlockRelease(Cidr block, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     public record GetPool(ActorRef<PoolView> replyTo) implements Command {}
 
@@ -127,14 +150,21 @@ public final class PoolEntity
      * disabled, and nothing new may come from it (no borrowing either). LIMIT_REACHED: the node
      * holds the pool's {@code maxBlocksPerNode} blocks (it may still borrow).
      */
-    public enum ClaimStatus { CLAIMED, EXHAUSTED, LIMIT_REACHED, DISABLED, OWNED_BY_OTHER }
+    public enum ClaimStatus {
+        CLAIMED,
+        EXHAUSTED,
+        LIMIT_REACHED,
+        DISABLED,
+        OWNED_BY_OTHER
+    }
 
     /**
      * @param status what happened
      * @param block the block claimed (CLAIMED) or asked for (OWNED_BY_OTHER), else {@code null}
      * @param detail the owner (OWNED_BY_OTHER) or why not (EXHAUSTED, LIMIT_REACHED, DISABLED)
      */
-    public record ClaimOutcome(ClaimStatus status, Cidr block, String detail) implements CborSerializable {}
+    public record ClaimOutcome(ClaimStatus status, Cidr block, String detail)
+            implements CborSerializable {}
 
     /**
      * @param spec the definition, or {@code null} when the pool is not defined
@@ -142,7 +172,8 @@ public final class PoolEntity
      * @param claims block → affine node
      * @param releasing claimed blocks being released: their node must not use them
      */
-    public record PoolView(PoolSpec spec, boolean disabled, Map<Cidr, String> claims, Set<Cidr> releasing)
+    public record PoolView(
+            PoolSpec spec, boolean disabled, Map<Cidr, String> claims, Set<Cidr> releasing)
             implements CborSerializable {
         public boolean defined() {
             return spec != null;
@@ -150,16 +181,25 @@ public final class PoolEntity
 
         /** @return the blocks affine to the node that it may use (claimed, not being released), in address order */
         public List<Cidr> usableBlocksOf(String node) {
-            return claims.entrySet().stream().filter(e -> e.getValue().equals(node) && !releasing.contains(e.getKey()))
-                    .map(Map.Entry::getKey).toList();
+            return claims.entrySet().stream()
+                    .filter(e -> e.getValue().equals(node) && !releasing.contains(e.getKey()))
+                    .map(Map.Entry::getKey)
+                    .toList();
         }
     }
 
     // ---- events ----
 
     public sealed interface Event extends CborSerializable
-            permits PoolDefined, PoolRedefined, PoolDisabled, PoolEnabled, PoolDeleted, BlockClaimed,
-                    BlockReleaseBegun, BlockReleaseCancelled, BlockReleased {}
+            permits PoolDefined,
+                    PoolRedefined,
+                    PoolDisabled,
+                    PoolEnabled,
+                    PoolDeleted,
+                    BlockClaimed,
+                    BlockReleaseBegun,
+                    BlockReleaseCancelled,
+                    BlockReleased {}
 
     public record PoolDefined(PoolSpec spec) implements Event {}
 
@@ -209,11 +249,17 @@ public final class PoolEntity
     @Override
     public SignalHandler<State> signalHandler() {
         return newSignalHandlerBuilder()
-                .onSignal(RecoveryCompleted.instance(), state -> {
-                    recovery.completedSince(startedNanos);
-                    LOG.info("recovered pool {}: {}", poolName, state.pool() == null
-                            ? "not defined" : state.pool().claims().size() + " blocks claimed");
-                })
+                .onSignal(
+                        RecoveryCompleted.instance(),
+                        state -> {
+                            recovery.completedSince(startedNanos);
+                            LOG.info(
+                                    "recovered pool {}: {}",
+                                    poolName,
+                                    state.pool() == null
+                                            ? "not defined"
+                                            : state.pool().claims().size() + " blocks claimed");
+                        })
                 .build();
     }
 
@@ -224,7 +270,8 @@ public final class PoolEntity
 
     @Override
     public SnapshotAdapter<State> snapshotAdapter() {
-        return new CopyingSnapshotAdapter<>(state -> state.pool() == null ? state : new State(state.pool().copy()));
+        return new CopyingSnapshotAdapter<>(
+                state -> state.pool() == null ? state : new State(state.pool().copy()));
     }
 
     @Override
@@ -239,36 +286,70 @@ public final class PoolEntity
                 .onCommand(SetDisabled.class, this::onSetDisabled)
                 .onCommand(DeletePool.class, this::onDelete)
                 .onCommand(BeginBlockRelease.class, this::onBeginBlockRelease)
-                .onCommand(FinishBlockRelease.class, (state, cmd) -> state.pool() == null || state.pool().ownerOf(cmd.block()).isEmpty()
-                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                        : Effect().persist(new BlockReleased(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
-                .onCommand(CancelBlockRelease.class, (state, cmd) -> state.pool() == null || !state.pool().releasing().contains(cmd.block())
-                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                        : Effect().persist(new BlockReleaseCancelled(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(
+                        FinishBlockRelease.class,
+                        (state, cmd) ->
+                                state.pool() == null || state.pool().ownerOf(cmd.block()).isEmpty()
+                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                                        : Effect()
+                                                .persist(new BlockReleased(cmd.block()))
+                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(
+                        CancelBlockRelease.class,
+                        (state, cmd) ->
+                                state.pool() == null
+                                                || !state.pool().releasing().contains(cmd.block())
+                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                                        : Effect()
+                                                .persist(new BlockReleaseCancelled(cmd.block()))
+                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
                 .onCommand(ClaimBlock.class, this::onClaimBlock)
                 .onCommand(ClaimSpecificBlock.class, this::onClaimSpecificBlock)
-                .onCommand(GetPool.class, (state, cmd) -> Effect().reply(cmd.replyTo(), view(state)))
+                .onCommand(
+                        GetPool.class, (state, cmd) -> Effect().reply(cmd.replyTo(), view(state)))
                 .build();
     }
 
     private ReplyEffect<Event, State> onDefine(State state, DefinePool cmd) {
         PoolSpec spec = cmd.spec();
         if (!spec.name().equals(poolName)) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.INVALID_REQUEST, "pool name " + spec.name() + " does not match " + poolName));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.INVALID_REQUEST,
+                                    "pool name " + spec.name() + " does not match " + poolName));
         }
         if (state.pool() == null) {
-            return Effect().persist(new PoolDefined(spec)).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+            return Effect()
+                    .persist(new PoolDefined(spec))
+                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
         }
         PoolSpec current = state.pool().spec();
         if (!current.sameRangeAs(spec)) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.CONFLICT, "pool " + poolName + " exists as " + current.cidr()
-                    + " with /" + current.blockPrefix() + " blocks" + (current.excluded().isEmpty() ? "" : " excluding "
-                    + current.excluded()) + "; its CIDR, block size and excluded ranges cannot change"));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.CONFLICT,
+                                    "pool "
+                                            + poolName
+                                            + " exists as "
+                                            + current.cidr()
+                                            + " with /"
+                                            + current.blockPrefix()
+                                            + " blocks"
+                                            + (current.excluded().isEmpty()
+                                                    ? ""
+                                                    : " excluding " + current.excluded())
+                                            + "; its CIDR, block size and excluded ranges cannot change"));
         }
         if (current.equals(spec)) {
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
-        return Effect().persist(new PoolRedefined(spec)).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return Effect()
+                .persist(new PoolRedefined(spec))
+                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }
 
     private ReplyEffect<Event, State> onSetDisabled(State state, SetDisabled cmd) {
@@ -278,7 +359,8 @@ public final class PoolEntity
         if (state.pool().disabled() == cmd.disabled()) {
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
-        return Effect().persist(cmd.disabled() ? new PoolDisabled() : new PoolEnabled())
+        return Effect()
+                .persist(cmd.disabled() ? new PoolDisabled() : new PoolEnabled())
                 .thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }
 
@@ -287,22 +369,42 @@ public final class PoolEntity
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (!state.pool().claims().isEmpty()) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.CONFLICT, "pool " + poolName + " still has "
-                    + state.pool().claims().size() + " claimed blocks"));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.CONFLICT,
+                                    "pool "
+                                            + poolName
+                                            + " still has "
+                                            + state.pool().claims().size()
+                                            + " claimed blocks"));
         }
         return Effect().persist(new PoolDeleted()).thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }
 
     private ReplyEffect<Event, State> onBeginBlockRelease(State state, BeginBlockRelease cmd) {
-        Optional<String> owner = state.pool() == null ? Optional.empty() : state.pool().ownerOf(cmd.block());
+        Optional<String> owner =
+                state.pool() == null ? Optional.empty() : state.pool().ownerOf(cmd.block());
         if (owner.isEmpty() || state.pool().releasing().contains(cmd.block())) {
             return Effect().reply(cmd.replyTo(), StatusReply.ack());
         }
         if (!owner.get().equals(cmd.node())) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.AFFINE_TO_OTHER_NODE, "block " + cmd.block() + " is affine to "
-                    + owner.get() + ", not " + cmd.node()));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
+                                    "block "
+                                            + cmd.block()
+                                            + " is affine to "
+                                            + owner.get()
+                                            + ", not "
+                                            + cmd.node()));
         }
-        return Effect().persist(new BlockReleaseBegun(cmd.block())).thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return Effect()
+                .persist(new BlockReleaseBegun(cmd.block()))
+                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
     }
 
     private ReplyEffect<Event, State> onClaimBlock(State state, ClaimBlock cmd) {
@@ -311,22 +413,51 @@ public final class PoolEntity
             return Effect().reply(cmd.replyTo(), unknownPool());
         }
         if (pool.disabled()) {
-            return Effect().reply(cmd.replyTo(), StatusReply.success(
-                    new ClaimOutcome(ClaimStatus.DISABLED, null, "pool " + poolName + " is disabled")));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            StatusReply.success(
+                                    new ClaimOutcome(
+                                            ClaimStatus.DISABLED,
+                                            null,
+                                            "pool " + poolName + " is disabled")));
         }
         Optional<String> refusal = pool.refusalToClaim(cmd.node());
         if (refusal.isPresent()) { // not disabled (above): the node holds maxBlocksPerNode blocks
-            return Effect().reply(cmd.replyTo(), StatusReply.success(
-                    new ClaimOutcome(ClaimStatus.LIMIT_REACHED, null, refusal.get())));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            StatusReply.success(
+                                    new ClaimOutcome(
+                                            ClaimStatus.LIMIT_REACHED, null, refusal.get())));
         }
         Optional<Cidr> free = pool.firstUnclaimedBlock(cmd.within());
         if (free.isEmpty()) {
-            return Effect().reply(cmd.replyTo(), StatusReply.success(new ClaimOutcome(ClaimStatus.EXHAUSTED, null,
-                    "every block of pool " + poolName + " (" + pool.spec().cidr() + ")"
-                            + (cmd.within() == null ? "" : " holding an address of " + cmd.within()) + " is claimed")));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            StatusReply.success(
+                                    new ClaimOutcome(
+                                            ClaimStatus.EXHAUSTED,
+                                            null,
+                                            "every block of pool "
+                                                    + poolName
+                                                    + " ("
+                                                    + pool.spec().cidr()
+                                                    + ")"
+                                                    + (cmd.within() == null
+                                                            ? ""
+                                                            : " holding an address of "
+                                                                    + cmd.within())
+                                                    + " is claimed")));
         }
-        return Effect().persist(new BlockClaimed(free.get(), cmd.node())).thenReply(cmd.replyTo(),
-                s -> StatusReply.success(new ClaimOutcome(ClaimStatus.CLAIMED, free.get(), null)));
+        return Effect()
+                .persist(new BlockClaimed(free.get(), cmd.node()))
+                .thenReply(
+                        cmd.replyTo(),
+                        s ->
+                                StatusReply.success(
+                                        new ClaimOutcome(ClaimStatus.CLAIMED, free.get(), null)));
     }
 
     private ReplyEffect<Event, State> onClaimSpecificBlock(State state, ClaimSpecificBlock cmd) {
@@ -334,28 +465,67 @@ public final class PoolEntity
         if (pool == null) {
             return Effect().reply(cmd.replyTo(), unknownPool());
         }
-        if (!pool.spec().cidr().contains(cmd.block()) || cmd.block().prefixLength() != pool.spec().blockPrefix()) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.INVALID_REQUEST, cmd.block() + " is not a block of pool " + poolName));
+        if (!pool.spec().cidr().contains(cmd.block())
+                || cmd.block().prefixLength() != pool.spec().blockPrefix()) {
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.INVALID_REQUEST,
+                                    cmd.block() + " is not a block of pool " + poolName));
         }
         if (pool.spec().isWhollyExcluded(cmd.block())) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.ADDRESS_NOT_IN_POOL, cmd.block() + " lies in an excluded range of pool " + poolName));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                                    cmd.block()
+                                            + " lies in an excluded range of pool "
+                                            + poolName));
         }
         Optional<String> owner = pool.ownerOf(cmd.block());
         if (owner.isPresent() && pool.releasing().contains(cmd.block())) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.BLOCK_RELEASING,
-                    "block " + cmd.block() + " of pool " + poolName + " is being released"));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    IpamException.Reason.BLOCK_RELEASING,
+                                    "block "
+                                            + cmd.block()
+                                            + " of pool "
+                                            + poolName
+                                            + " is being released"));
         }
         if (owner.isPresent()) {
-            ClaimStatus status = owner.get().equals(cmd.node()) ? ClaimStatus.CLAIMED : ClaimStatus.OWNED_BY_OTHER;
-            return Effect().reply(cmd.replyTo(), StatusReply.success(new ClaimOutcome(status, cmd.block(), owner.get())));
+            ClaimStatus status =
+                    owner.get().equals(cmd.node())
+                            ? ClaimStatus.CLAIMED
+                            : ClaimStatus.OWNED_BY_OTHER;
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            StatusReply.success(
+                                    new ClaimOutcome(status, cmd.block(), owner.get())));
         }
         Optional<String> refusal = pool.refusalToClaim(cmd.node());
         if (refusal.isPresent()) {
-            return Effect().reply(cmd.replyTo(), Refusal.reply(pool.disabled() ? IpamException.Reason.POOL_DISABLED
-                    : IpamException.Reason.NODE_BLOCK_LIMIT, refusal.get()));
+            return Effect()
+                    .reply(
+                            cmd.replyTo(),
+                            Refusal.reply(
+                                    pool.disabled()
+                                            ? IpamException.Reason.POOL_DISABLED
+                                            : IpamException.Reason.NODE_BLOCK_LIMIT,
+                                    refusal.get()));
         }
-        return Effect().persist(new BlockClaimed(cmd.block(), cmd.node())).thenReply(cmd.replyTo(),
-                s -> StatusReply.success(new ClaimOutcome(ClaimStatus.CLAIMED, cmd.block(), null)));
+        return Effect()
+                .persist(new BlockClaimed(cmd.block(), cmd.node()))
+                .thenReply(
+                        cmd.replyTo(),
+                        s ->
+                                StatusReply.success(
+                                        new ClaimOutcome(ClaimStatus.CLAIMED, cmd.block(), null)));
     }
 
     private <T> StatusReply<T> unknownPool() {
@@ -364,7 +534,8 @@ public final class PoolEntity
 
     private static PoolView view(State state) {
         Pool pool = state.pool();
-        return pool == null ? new PoolView(null, false, Map.of(), Set.of())
+        return pool == null
+                ? new PoolView(null, false, Map.of(), Set.of())
                 : new PoolView(pool.spec(), pool.disabled(), pool.claims(), pool.releasing());
     }
 
@@ -373,35 +544,49 @@ public final class PoolEntity
         return newEventHandlerBuilder()
                 .forAnyState()
                 .onEvent(PoolDefined.class, (state, e) -> new State(Pool.of(e.spec())))
-                .onEvent(PoolRedefined.class, (state, e) -> {
-                    state.pool().redefine(e.spec());
-                    return state;
-                })
-                .onEvent(PoolDisabled.class, (state, e) -> {
-                    state.pool().setDisabled(true);
-                    return state;
-                })
-                .onEvent(PoolEnabled.class, (state, e) -> {
-                    state.pool().setDisabled(false);
-                    return state;
-                })
+                .onEvent(
+                        PoolRedefined.class,
+                        (state, e) -> {
+                            state.pool().redefine(e.spec());
+                            return state;
+                        })
+                .onEvent(
+                        PoolDisabled.class,
+                        (state, e) -> {
+                            state.pool().setDisabled(true);
+                            return state;
+                        })
+                .onEvent(
+                        PoolEnabled.class,
+                        (state, e) -> {
+                            state.pool().setDisabled(false);
+                            return state;
+                        })
                 .onEvent(PoolDeleted.class, (state, e) -> new State(null))
-                .onEvent(BlockClaimed.class, (state, e) -> {
-                    state.pool().claim(e.block(), e.node());
-                    return state;
-                })
-                .onEvent(BlockReleaseBegun.class, (state, e) -> {
-                    state.pool().beginRelease(e.block());
-                    return state;
-                })
-                .onEvent(BlockReleaseCancelled.class, (state, e) -> {
-                    state.pool().cancelRelease(e.block());
-                    return state;
-                })
-                .onEvent(BlockReleased.class, (state, e) -> {
-                    state.pool().release(e.block());
-                    return state;
-                })
+                .onEvent(
+                        BlockClaimed.class,
+                        (state, e) -> {
+                            state.pool().claim(e.block(), e.node());
+                            return state;
+                        })
+                .onEvent(
+                        BlockReleaseBegun.class,
+                        (state, e) -> {
+                            state.pool().beginRelease(e.block());
+                            return state;
+                        })
+                .onEvent(
+                        BlockReleaseCancelled.class,
+                        (state, e) -> {
+                            state.pool().cancelRelease(e.block());
+                            return state;
+                        })
+                .onEvent(
+                        BlockReleased.class,
+                        (state, e) -> {
+                            state.pool().release(e.block());
+                            return state;
+                        })
                 .build();
     }
 }

@@ -37,17 +37,22 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
  * state that repeating the operation completes.
  */
 public final class PoolRegistry
-        extends EventSourcedBehaviorWithEnforcedReplies<PoolRegistry.Command, PoolRegistry.Event, PoolRegistry.State> {
+        extends EventSourcedBehaviorWithEnforcedReplies<
+                PoolRegistry.Command, PoolRegistry.Event, PoolRegistry.State> {
 
-    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY = EntityTypeKey.create(Command.class, "PoolRegistry");
+    public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
+            EntityTypeKey.create(Command.class, "PoolRegistry");
+
     /** The one entity id. */
     public static final String ID = "pools";
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
         MemberFence fence = MemberFence.get(system);
-        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_POOL_REGISTRY);
-        ClusterSharding.get(system).init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(fence, recovery)));
+        CadastreMetrics.Recovery recovery =
+                CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_POOL_REGISTRY);
+        ClusterSharding.get(system)
+                .init(Entity.of(ENTITY_TYPE_KEY, ctx -> create(fence, recovery)));
     }
 
     /** @return the registry without a member fence (unit tests) */
@@ -65,7 +70,8 @@ public final class PoolRegistry
 
     // ---- commands ----
 
-    public sealed interface Command extends CborSerializable permits Register, SetDisabled, Unregister, GetCatalog {}
+    public sealed interface Command extends CborSerializable
+            permits Register, SetDisabled, Unregister, GetCatalog {}
 
     /**
      * Registers a pool. A pool of that name with the same definition is {@code UNCHANGED}; with
@@ -74,10 +80,13 @@ public final class PoolRegistry
      * range, a range overlapping another pool's or a special-purpose range ({@link
      * io.cadastre.ipam.SpecialRanges}), a {@code CONFLICT}.
      */
-    public record Register(PoolSpec spec, boolean mayUpdate, ActorRef<StatusReply<Registration>> replyTo) implements Command {}
+    public record Register(
+            PoolSpec spec, boolean mayUpdate, ActorRef<StatusReply<Registration>> replyTo)
+            implements Command {}
 
     /** Mirrors a pool's disabled flag; refused ({@link Refusal}) with UNKNOWN_POOL for an unknown pool. */
-    public record SetDisabled(String name, boolean disabled, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+    public record SetDisabled(String name, boolean disabled, ActorRef<StatusReply<Done>> replyTo)
+            implements Command {}
 
     /** Removes a pool; an unknown one is success. */
     public record Unregister(String name, ActorRef<StatusReply<Done>> replyTo) implements Command {}
@@ -86,7 +95,12 @@ public final class PoolRegistry
 
     // ---- replies ----
 
-    public enum Outcome { CREATED, UNCHANGED, UPDATED, CONFLICT }
+    public enum Outcome {
+        CREATED,
+        UNCHANGED,
+        UPDATED,
+        CONFLICT
+    }
 
     /** @param detail why, for a CONFLICT (names the pool in the way); else {@code null} */
     public record Registration(Outcome outcome, String detail) implements CborSerializable {}
@@ -97,7 +111,8 @@ public final class PoolRegistry
      * @param pools name → definition, sorted by name
      * @param disabled the names of disabled pools
      */
-    public record Catalog(Map<String, PoolSpec> pools, Set<String> disabled) implements CborSerializable {
+    public record Catalog(Map<String, PoolSpec> pools, Set<String> disabled)
+            implements CborSerializable {
         public Catalog {
             pools = new TreeMap<>(pools);
             disabled = new TreeSet<>(disabled);
@@ -133,7 +148,8 @@ public final class PoolRegistry
     // ---- state ----
 
     /** Mutated only by the event handler. */
-    public record State(TreeMap<String, PoolSpec> pools, TreeSet<String> disabled) implements CborSerializable {
+    public record State(TreeMap<String, PoolSpec> pools, TreeSet<String> disabled)
+            implements CborSerializable {
         State copy() {
             return new State(new TreeMap<>(pools), new TreeSet<>(disabled));
         }
@@ -161,7 +177,9 @@ public final class PoolRegistry
     @Override
     public SignalHandler<State> signalHandler() {
         return newSignalHandlerBuilder()
-                .onSignal(RecoveryCompleted.instance(), state -> recovery.completedSince(startedNanos))
+                .onSignal(
+                        RecoveryCompleted.instance(),
+                        state -> recovery.completedSince(startedNanos))
                 .build();
     }
 
@@ -184,21 +202,40 @@ public final class PoolRegistry
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(Register.class, this::onRegister)
-                .onCommand(SetDisabled.class, (state, cmd) -> {
-                    if (!state.pools().containsKey(cmd.name())) {
-                        return Effect().reply(cmd.replyTo(), Refusal.reply(IpamException.Reason.UNKNOWN_POOL, "unknown pool " + cmd.name()));
-                    }
-                    if (state.disabled().contains(cmd.name()) == cmd.disabled()) {
-                        return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                    }
-                    return Effect().persist(new PoolAvailabilityChanged(cmd.name(), cmd.disabled()))
-                            .thenReply(cmd.replyTo(), s -> StatusReply.ack());
-                })
-                .onCommand(Unregister.class, (state, cmd) -> !state.pools().containsKey(cmd.name())
-                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                        : Effect().persist(new PoolUnregistered(cmd.name())).thenReply(cmd.replyTo(), s -> StatusReply.ack()))
-                .onCommand(GetCatalog.class, (state, cmd) -> Effect().reply(cmd.replyTo(),
-                        new Catalog(state.pools(), state.disabled())))
+                .onCommand(
+                        SetDisabled.class,
+                        (state, cmd) -> {
+                            if (!state.pools().containsKey(cmd.name())) {
+                                return Effect()
+                                        .reply(
+                                                cmd.replyTo(),
+                                                Refusal.reply(
+                                                        IpamException.Reason.UNKNOWN_POOL,
+                                                        "unknown pool " + cmd.name()));
+                            }
+                            if (state.disabled().contains(cmd.name()) == cmd.disabled()) {
+                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
+                            }
+                            return Effect()
+                                    .persist(
+                                            new PoolAvailabilityChanged(cmd.name(), cmd.disabled()))
+                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                        })
+                .onCommand(
+                        Unregister.class,
+                        (state, cmd) ->
+                                !state.pools().containsKey(cmd.name())
+                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
+                                        : Effect()
+                                                .persist(new PoolUnregistered(cmd.name()))
+                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                .onCommand(
+                        GetCatalog.class,
+                        (state, cmd) ->
+                                Effect()
+                                        .reply(
+                                                cmd.replyTo(),
+                                                new Catalog(state.pools(), state.disabled())))
                 .build();
     }
 
@@ -207,68 +244,117 @@ public final class PoolRegistry
         PoolSpec known = state.pools().get(spec.name());
         if (known != null) {
             if (known.equals(spec)) {
-                return Effect().reply(cmd.replyTo(), StatusReply.success(new Registration(Outcome.UNCHANGED, null)));
+                return Effect()
+                        .reply(
+                                cmd.replyTo(),
+                                StatusReply.success(new Registration(Outcome.UNCHANGED, null)));
             }
             if (!known.sameRangeAs(spec)) {
-                return conflict(cmd, "pool " + spec.name() + " exists as " + describe(known)
-                        + "; its CIDR, block size and excluded ranges cannot change");
+                return conflict(
+                        cmd,
+                        "pool "
+                                + spec.name()
+                                + " exists as "
+                                + describe(known)
+                                + "; its CIDR, block size and excluded ranges cannot change");
             }
             if (!cmd.mayUpdate()) {
-                return conflict(cmd, "pool " + spec.name() + " exists with other settings: " + describe(known));
+                return conflict(
+                        cmd,
+                        "pool " + spec.name() + " exists with other settings: " + describe(known));
             }
-            return Effect().persist(new PoolRespecified(spec))
-                    .thenReply(cmd.replyTo(), s -> StatusReply.success(new Registration(Outcome.UPDATED, null)));
+            return Effect()
+                    .persist(new PoolRespecified(spec))
+                    .thenReply(
+                            cmd.replyTo(),
+                            s -> StatusReply.success(new Registration(Outcome.UPDATED, null)));
         }
         Optional<String> special = SpecialRanges.refusal(spec.cidr());
-        if (special.isPresent()) { // the edges refuse these first; the single writer is the last line
+        if (special
+                .isPresent()) { // the edges refuse these first; the single writer is the last line
             return conflict(cmd, "pool " + spec.name() + ": " + special.get());
         }
-        Optional<PoolSpec> overlapping = state.pools().values().stream().filter(p -> p.cidr().overlaps(spec.cidr())).findFirst();
+        Optional<PoolSpec> overlapping =
+                state.pools().values().stream()
+                        .filter(p -> p.cidr().overlaps(spec.cidr()))
+                        .findFirst();
         if (overlapping.isPresent()) {
-            return conflict(cmd, "pool " + spec.name() + " (" + spec.cidr() + ") overlaps pool "
-                    + overlapping.get().name() + " (" + overlapping.get().cidr() + ")");
+            return conflict(
+                    cmd,
+                    "pool "
+                            + spec.name()
+                            + " ("
+                            + spec.cidr()
+                            + ") overlaps pool "
+                            + overlapping.get().name()
+                            + " ("
+                            + overlapping.get().cidr()
+                            + ")");
         }
-        return Effect().persist(new PoolRegistered(spec))
-                .thenReply(cmd.replyTo(), s -> StatusReply.success(new Registration(Outcome.CREATED, null)));
+        return Effect()
+                .persist(new PoolRegistered(spec))
+                .thenReply(
+                        cmd.replyTo(),
+                        s -> StatusReply.success(new Registration(Outcome.CREATED, null)));
     }
 
     private ReplyEffect<Event, State> conflict(Register cmd, String detail) {
-        return Effect().reply(cmd.replyTo(), StatusReply.success(new Registration(Outcome.CONFLICT, detail)));
+        return Effect()
+                .reply(
+                        cmd.replyTo(),
+                        StatusReply.success(new Registration(Outcome.CONFLICT, detail)));
     }
 
     private static String describe(PoolSpec spec) {
-        return spec.cidr() + " with /" + spec.blockPrefix() + " blocks"
+        return spec.cidr()
+                + " with /"
+                + spec.blockPrefix()
+                + " blocks"
                 + (spec.excluded().isEmpty() ? "" : ", excluding " + spec.excluded())
-                + ", strictAffinity " + spec.strictAffinity() + ", allowBorrowing " + spec.allowBorrowing()
-                + ", maxBlocksPerNode " + spec.maxBlocksPerNode()
-                + (spec.nodeSelector().isEmpty() ? "" : ", nodeSelector '" + spec.nodeSelector() + "'");
+                + ", strictAffinity "
+                + spec.strictAffinity()
+                + ", allowBorrowing "
+                + spec.allowBorrowing()
+                + ", maxBlocksPerNode "
+                + spec.maxBlocksPerNode()
+                + (spec.nodeSelector().isEmpty()
+                        ? ""
+                        : ", nodeSelector '" + spec.nodeSelector() + "'");
     }
 
     @Override
     public EventHandler<State, Event> eventHandler() {
         return newEventHandlerBuilder()
                 .forAnyState()
-                .onEvent(PoolRegistered.class, (state, e) -> {
-                    state.pools().put(e.spec().name(), e.spec());
-                    return state;
-                })
-                .onEvent(PoolRespecified.class, (state, e) -> {
-                    state.pools().put(e.spec().name(), e.spec());
-                    return state;
-                })
-                .onEvent(PoolAvailabilityChanged.class, (state, e) -> {
-                    if (e.disabled()) {
-                        state.disabled().add(e.name());
-                    } else {
-                        state.disabled().remove(e.name());
-                    }
-                    return state;
-                })
-                .onEvent(PoolUnregistered.class, (state, e) -> {
-                    state.pools().remove(e.name());
-                    state.disabled().remove(e.name());
-                    return state;
-                })
+                .onEvent(
+                        PoolRegistered.class,
+                        (state, e) -> {
+                            state.pools().put(e.spec().name(), e.spec());
+                            return state;
+                        })
+                .onEvent(
+                        PoolRespecified.class,
+                        (state, e) -> {
+                            state.pools().put(e.spec().name(), e.spec());
+                            return state;
+                        })
+                .onEvent(
+                        PoolAvailabilityChanged.class,
+                        (state, e) -> {
+                            if (e.disabled()) {
+                                state.disabled().add(e.name());
+                            } else {
+                                state.disabled().remove(e.name());
+                            }
+                            return state;
+                        })
+                .onEvent(
+                        PoolUnregistered.class,
+                        (state, e) -> {
+                            state.pools().remove(e.name());
+                            state.disabled().remove(e.name());
+                            return state;
+                        })
                 .build();
     }
 }

@@ -65,7 +65,8 @@ public final class Pools {
      * @return done; fails with CONFLICT when a configured pool conflicts with the cluster's
      */
     public CompletionStage<Done> defineConfigured(List<PoolSpec> pools) {
-        List<CompletableFuture<Boolean>> all = pools.stream().map(spec -> register(spec, true).toCompletableFuture()).toList();
+        List<CompletableFuture<Boolean>> all =
+                pools.stream().map(spec -> register(spec, true).toCompletableFuture()).toList();
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new))
                 .thenCompose(v -> catalog.fresh())
                 .thenApply(c -> Done.getInstance());
@@ -79,30 +80,50 @@ public final class Pools {
      *     pool's
      */
     public CompletionStage<Boolean> create(PoolSpec spec) {
-        return register(spec, false).thenCompose(created -> catalog.fresh().thenApply(c -> created));
+        return register(spec, false)
+                .thenCompose(created -> catalog.fresh().thenApply(c -> created));
     }
 
     private CompletionStage<Boolean> register(PoolSpec spec, boolean mayUpdate) {
-        return asks.askStatus(asks.registry(), (ActorRef<StatusReply<Registration>> r) -> new PoolRegistry.Register(spec, mayUpdate, r))
-                .thenCompose(registration -> {
-                    if (registration.outcome() == Outcome.CONFLICT) {
-                        throw new IpamException(IpamException.Reason.CONFLICT, registration.detail());
-                    }
-                    return asks.askStatus(asks.pool(spec.name()), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(spec, r))
-                            .thenApply(d -> registration.outcome() == Outcome.CREATED);
-                });
+        return asks.askStatus(
+                        asks.registry(),
+                        (ActorRef<StatusReply<Registration>> r) ->
+                                new PoolRegistry.Register(spec, mayUpdate, r))
+                .thenCompose(
+                        registration -> {
+                            if (registration.outcome() == Outcome.CONFLICT) {
+                                throw new IpamException(
+                                        IpamException.Reason.CONFLICT, registration.detail());
+                            }
+                            return asks.askStatus(
+                                            asks.pool(spec.name()),
+                                            (ActorRef<StatusReply<Done>> r) ->
+                                                    new PoolEntity.DefinePool(spec, r))
+                                    .thenApply(d -> registration.outcome() == Outcome.CREATED);
+                        });
     }
 
     /** @return the pool's entity view; fails with UNKNOWN_POOL when it is not registered */
     public CompletionStage<PoolView> view(String name) {
-        return requireRegistered(name).thenCompose(spec -> asks.ask(asks.pool(name), PoolEntity.GetPool::new));
+        return requireRegistered(name)
+                .thenCompose(spec -> asks.ask(asks.pool(name), PoolEntity.GetPool::new));
     }
 
     /** Disables or enables a pool; idempotent. Fails with UNKNOWN_POOL. */
     public CompletionStage<Done> setDisabled(String name, boolean disabled) {
         return requireRegistered(name)
-                .thenCompose(spec -> asks.askStatus(asks.pool(name), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.SetDisabled(disabled, r)))
-                .thenCompose(d -> asks.askStatus(asks.registry(), (ActorRef<StatusReply<Done>> r) -> new PoolRegistry.SetDisabled(name, disabled, r)))
+                .thenCompose(
+                        spec ->
+                                asks.askStatus(
+                                        asks.pool(name),
+                                        (ActorRef<StatusReply<Done>> r) ->
+                                                new PoolEntity.SetDisabled(disabled, r)))
+                .thenCompose(
+                        d ->
+                                asks.askStatus(
+                                        asks.registry(),
+                                        (ActorRef<StatusReply<Done>> r) ->
+                                                new PoolRegistry.SetDisabled(name, disabled, r)))
                 .thenCompose(d -> catalog.fresh())
                 .thenApply(c -> Done.getInstance());
     }
@@ -118,35 +139,69 @@ public final class Pools {
         return setDisabled(name, true)
                 .thenCompose(d -> asks.ask(asks.pool(name), PoolEntity.GetPool::new))
                 .thenCompose(view -> releaseAll(name, view))
-                .thenCompose(outcome -> {
-                    outcome.failed().values().stream().findFirst().ifPresent(failure -> {
-                        throw failure;
-                    });
-                    if (!outcome.kept().isEmpty()) {
-                        return remainingAllocations(outcome.kept()).thenApply(count -> {
-                            throw new IpamException(IpamException.Reason.CONFLICT, "pool " + name + " still holds " + count
-                                    + " allocations in " + outcome.kept().size() + " blocks (" + summary(outcome.kept())
-                                    + "); it is now disabled" + (outcome.released().isEmpty() ? ""
-                                            : " and its " + outcome.released().size() + " empty blocks were released")
-                                    + "; release the allocations, then delete it again");
+                .thenCompose(
+                        outcome -> {
+                            outcome.failed().values().stream()
+                                    .findFirst()
+                                    .ifPresent(
+                                            failure -> {
+                                                throw failure;
+                                            });
+                            if (!outcome.kept().isEmpty()) {
+                                return remainingAllocations(outcome.kept())
+                                        .thenApply(
+                                                count -> {
+                                                    throw new IpamException(
+                                                            IpamException.Reason.CONFLICT,
+                                                            "pool "
+                                                                    + name
+                                                                    + " still holds "
+                                                                    + count
+                                                                    + " allocations in "
+                                                                    + outcome.kept().size()
+                                                                    + " blocks ("
+                                                                    + summary(outcome.kept())
+                                                                    + "); it is now disabled"
+                                                                    + (outcome.released().isEmpty()
+                                                                            ? ""
+                                                                            : " and its "
+                                                                                    + outcome.released()
+                                                                                            .size()
+                                                                                    + " empty blocks were released")
+                                                                    + "; release the allocations, then delete it again");
+                                                });
+                            }
+                            return asks.askStatus(
+                                            asks.pool(name),
+                                            (ActorRef<StatusReply<Done>> r) ->
+                                                    new PoolEntity.DeletePool(r))
+                                    .thenCompose(
+                                            d ->
+                                                    asks.askStatus(
+                                                            asks.registry(),
+                                                            (ActorRef<StatusReply<Done>> r) ->
+                                                                    new PoolRegistry.Unregister(
+                                                                            name, r)))
+                                    .thenCompose(d -> catalog.fresh())
+                                    .thenApply(c -> outcome.released());
                         });
-                    }
-                    return asks.askStatus(asks.pool(name), (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DeletePool(r))
-                            .thenCompose(d -> asks.askStatus(asks.registry(), (ActorRef<StatusReply<Done>> r) -> new PoolRegistry.Unregister(name, r)))
-                            .thenCompose(d -> catalog.fresh())
-                            .thenApply(c -> outcome.released());
-                });
     }
 
     private CompletionStage<BlockReleases.Outcome> releaseAll(String pool, PoolView view) {
         Map<Cidr, BlockReleases.Claim> claims = new LinkedHashMap<>();
-        view.claims().forEach((block, node) -> claims.put(block, new BlockReleases.Claim(pool, node)));
+        view.claims()
+                .forEach((block, node) -> claims.put(block, new BlockReleases.Claim(pool, node)));
         return releases.releaseEachIfEmpty(claims);
     }
 
     private CompletionStage<Integer> remainingAllocations(List<Cidr> blocks) {
-        List<CompletableFuture<BlockEntity.BlockView>> views = blocks.stream()
-                .map(b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new).toCompletableFuture()).toList();
+        List<CompletableFuture<BlockEntity.BlockView>> views =
+                blocks.stream()
+                        .map(
+                                b ->
+                                        asks.ask(asks.block(b), BlockEntity.GetBlock::new)
+                                                .toCompletableFuture())
+                        .toList();
         return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
                 .thenApply(v -> views.stream().mapToInt(f -> f.join().allocations().size()).sum());
     }
@@ -157,7 +212,20 @@ public final class Pools {
     }
 
     private CompletionStage<PoolSpec> requireRegistered(String name) {
-        return catalog.fresh().thenApply(c -> c.spec(name).orElseThrow(() -> new IpamException(
-                IpamException.Reason.UNKNOWN_POOL, "unknown pool " + name + " (known: " + String.join(", ", c.pools().keySet()) + ")")));
+        return catalog.fresh()
+                .thenApply(
+                        c ->
+                                c.spec(name)
+                                        .orElseThrow(
+                                                () ->
+                                                        new IpamException(
+                                                                IpamException.Reason.UNKNOWN_POOL,
+                                                                "unknown pool "
+                                                                        + name
+                                                                        + " (known: "
+                                                                        + String.join(
+                                                                                ", ",
+                                                                                c.pools().keySet())
+                                                                        + ")")));
     }
 }

@@ -18,8 +18,11 @@ import org.apache.pekko.pattern.StatusReply;
  * prefers that binding to the Java serializer bound to {@code Throwable}). Only the reason and the
  * message travel: no stack trace (none is recorded) and no cause.
  */
-@JsonAutoDetect(fieldVisibility = Visibility.NONE, getterVisibility = Visibility.NONE,
-        isGetterVisibility = Visibility.NONE, setterVisibility = Visibility.NONE)
+@JsonAutoDetect(
+        fieldVisibility = Visibility.NONE,
+        getterVisibility = Visibility.NONE,
+        isGetterVisibility = Visibility.NONE,
+        setterVisibility = Visibility.NONE)
 public final class Refusal extends RuntimeException implements CborSerializable {
     private static final long serialVersionUID = 1L;
 
@@ -30,7 +33,9 @@ public final class Refusal extends RuntimeException implements CborSerializable 
      * @param message why, for people: names the entity and what stood in the way
      */
     @JsonCreator
-    public Refusal(@JsonProperty("reason") IpamException.Reason reason, @JsonProperty("message") String message) {
+    public Refusal(
+            @JsonProperty("reason") IpamException.Reason reason,
+            @JsonProperty("message") String message) {
         super(message, null, false, false);
         this.reason = Objects.requireNonNull(reason, "reason");
     }

@@ -26,13 +26,15 @@ public final class Replies {
      */
     public static <T> CompletableFuture<T> onReplyingThread(CompletionStage<T> reply) {
         CompletableFuture<T> direct = new CompletableFuture<>();
-        reply.whenCompleteAsync((value, failure) -> {
-            if (failure != null) {
-                direct.completeExceptionally(failure);
-            } else {
-                direct.complete(value);
-            }
-        }, SAME_THREAD);
+        reply.whenCompleteAsync(
+                (value, failure) -> {
+                    if (failure != null) {
+                        direct.completeExceptionally(failure);
+                    } else {
+                        direct.complete(value);
+                    }
+                },
+                SAME_THREAD);
         return direct;
     }
 }

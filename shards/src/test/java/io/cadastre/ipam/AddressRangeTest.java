@@ -44,7 +44,9 @@ class AddressRangeTest {
         AddressRange r = range("198.19.64.100", "198.19.64.110", "198.19.64.105");
         assertFalse(r.allows("198.19.64.99"));
         assertTrue(r.allows("198.19.64.100"));
-        assertFalse(r.allows("198.19.64.105"), "the gateway inside the range is skipped, as host-local does");
+        assertFalse(
+                r.allows("198.19.64.105"),
+                "the gateway inside the range is skipped, as host-local does");
         assertTrue(r.allows("198.19.64.110"));
         assertFalse(r.allows("198.19.64.111"));
     }
@@ -54,19 +56,31 @@ class AddressRangeTest {
         AddressRange r = AddressRange.of(Cidr.parse("fd00:198:64::/120"));
         assertFalse(r.allows("fd00:198:64::"));
         assertTrue(r.allows("fd00:198:64::1"));
-        assertTrue(r.allows("fd00:198:64::ff"), "the last address, as host-local's default rangeEnd for IPv6");
+        assertTrue(
+                r.allows("fd00:198:64::ff"),
+                "the last address, as host-local's default rangeEnd for IPv6");
     }
 
     @Test
     void badRangesAreRefusedNamingTheField() {
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> range("198.19.65.1", null, null)).getMessage()
-                .contains("rangeStart 198.19.65.1 is not inside subnet 198.19.64.0/24"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> range(null, null, "fd00::1")).getMessage()
-                .contains("gateway"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> range("198.19.64.9", "198.19.64.8", null)).getMessage()
-                .contains("before rangeStart"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> range("198.19.64", null, null)).getMessage()
-                .contains("not an IP address"));
+        assertTrue(
+                assertThrows(IllegalArgumentException.class, () -> range("198.19.65.1", null, null))
+                        .getMessage()
+                        .contains("rangeStart 198.19.65.1 is not inside subnet 198.19.64.0/24"));
+        assertTrue(
+                assertThrows(IllegalArgumentException.class, () -> range(null, null, "fd00::1"))
+                        .getMessage()
+                        .contains("gateway"));
+        assertTrue(
+                assertThrows(
+                                IllegalArgumentException.class,
+                                () -> range("198.19.64.9", "198.19.64.8", null))
+                        .getMessage()
+                        .contains("before rangeStart"));
+        assertTrue(
+                assertThrows(IllegalArgumentException.class, () -> range("198.19.64", null, null))
+                        .getMessage()
+                        .contains("not an IP address"));
         assertEquals("198.19.64.10", range("198.19.64.10", null, null).rangeStart(), "canonical");
     }
 
@@ -91,8 +105,12 @@ class AddressRangeTest {
         RangeSet set = RangeSet.of(low, high);
         assertEquals(Optional.of(high), set.rangeOf("198.19.64.35"));
         assertFalse(set.allows("198.19.64.25"));
-        assertThrows(IllegalArgumentException.class, () -> RangeSet.of(low, range("198.19.64.20", "198.19.64.25", null)));
-        assertThrows(IllegalArgumentException.class, () -> RangeSet.of(low, AddressRange.of(Cidr.parse("fd00::/120"))));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> RangeSet.of(low, range("198.19.64.20", "198.19.64.25", null)));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> RangeSet.of(low, AddressRange.of(Cidr.parse("fd00::/120"))));
         assertThrows(IllegalArgumentException.class, () -> new RangeSet(List.of()));
     }
 
@@ -108,16 +126,25 @@ class AddressRangeTest {
             String end = "198.19.64." + Math.max(a, b);
             String gateway = random.nextBoolean() ? null : "198.19.64." + random.nextInt(256);
             RangeSet set = RangeSet.of(range(start, end, gateway));
-            for (String block : List.of("198.19.64.0/26", "198.19.64.192/26", "198.19.64.96/28", "198.19.64.0/24")) {
+            for (String block :
+                    List.of(
+                            "198.19.64.0/26",
+                            "198.19.64.192/26",
+                            "198.19.64.96/28",
+                            "198.19.64.0/24")) {
                 Cidr cidr = Cidr.parse(block);
                 IntPredicate allowed = set.allowedOrdinals(cidr);
                 boolean any = false;
                 for (int ordinal = 0; ordinal < cidr.size().intValueExact(); ordinal++) {
                     boolean expected = set.allows(cidr.addressAt(ordinal));
                     any |= expected;
-                    assertEquals(expected, allowed.test(ordinal), "seed " + seed + ": " + set + " at " + cidr.addressAt(ordinal));
+                    assertEquals(
+                            expected,
+                            allowed.test(ordinal),
+                            "seed " + seed + ": " + set + " at " + cidr.addressAt(ordinal));
                 }
-                assertEquals(any, set.allowsAnyIn(cidr), "seed " + seed + ": " + set + " in " + cidr);
+                assertEquals(
+                        any, set.allowsAnyIn(cidr), "seed " + seed + ": " + set + " in " + cidr);
             }
         }
     }
@@ -130,11 +157,19 @@ class AddressRangeTest {
         assertFalse(AddressRules.POOL_SUBNET.allows(pool, "198.19.64.0"));
         assertFalse(AddressRules.POOL_SUBNET.allows(pool, "198.19.64.255"));
         assertTrue(AddressRules.POOL_SUBNET.allows(pool, "198.19.64.1"));
-        AddressRules v4Only = AddressRules.onSubnet(List.of(RangeSet.of(range(null, null, "198.19.64.1"))));
+        AddressRules v4Only =
+                AddressRules.onSubnet(List.of(RangeSet.of(range(null, null, "198.19.64.1"))));
         assertFalse(v4Only.allows(pool, "198.19.64.1"));
         PoolSpec v6 = new PoolSpec("l2v6", Cidr.parse("fd00:198:64::/120"), 122, false, true, 0);
-        assertFalse(v4Only.allows(v6, "fd00:198:64::5"), "a family the range sets leave out gets nothing");
-        assertThrows(IllegalArgumentException.class, () -> AddressRules.onSubnet(List.of(
-                RangeSet.of(range(null, null, null)), RangeSet.of(range("198.19.64.9", null, null)))));
+        assertFalse(
+                v4Only.allows(v6, "fd00:198:64::5"),
+                "a family the range sets leave out gets nothing");
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        AddressRules.onSubnet(
+                                List.of(
+                                        RangeSet.of(range(null, null, null)),
+                                        RangeSet.of(range("198.19.64.9", null, null)))));
     }
 }

@@ -70,7 +70,8 @@ class BlockTest {
 
     @Test
     void refusesBlocksLargerThan4096Addresses() {
-        assertThrows(IllegalArgumentException.class, () -> Block.empty(Cidr.parse("198.18.0.0/19")));
+        assertThrows(
+                IllegalArgumentException.class, () -> Block.empty(Cidr.parse("198.18.0.0/19")));
         assertEquals(4096, Block.empty(Cidr.parse("198.18.0.0/20")).capacity());
     }
 
@@ -101,11 +102,14 @@ class BlockTest {
         Map<String, Integer> held = new HashMap<>();
         List<Object[]> steps = new ArrayList<>();
         for (int step = 0; step < 2_000; step++) {
-            boolean allocate = held.isEmpty() || (random.nextInt(100) < 55 && block.freeCount() > 0);
+            boolean allocate =
+                    held.isEmpty() || (random.nextInt(100) < 55 && block.freeCount() > 0);
             if (allocate) {
                 String handle = "h" + step;
                 int ordinal = block.nextFreeOrdinal().getAsInt();
-                assertTrue(!held.containsValue(ordinal), "seed " + seed + ": ordinal " + ordinal + " handed out twice");
+                assertTrue(
+                        !held.containsValue(ordinal),
+                        "seed " + seed + ": ordinal " + ordinal + " handed out twice");
                 block.allocate(ordinal, alloc(handle));
                 held.put(handle, ordinal);
                 steps.add(new Object[] {"a", ordinal, handle});
@@ -116,7 +120,10 @@ class BlockTest {
                 steps.add(new Object[] {"r", ordinal, victim});
             }
             block.validate();
-            assertEquals(block.capacity() - held.size(), block.freeCount(), "seed " + seed + " step " + step);
+            assertEquals(
+                    block.capacity() - held.size(),
+                    block.freeCount(),
+                    "seed " + seed + " step " + step);
         }
         Block replayed = Block.empty(cidr);
         for (Object[] s : steps) {
@@ -156,19 +163,27 @@ class BlockTest {
     @Test
     void theNextAllowedFreeOrdinalKeepsTheReuseOrder() {
         Block block = Block.empty(Cidr.parse("198.19.64.0/29"));
-        RangeSet subnet = RangeSet.of(new AddressRange(Cidr.parse("198.19.64.0/29"), null, null, "198.19.64.1"));
+        RangeSet subnet =
+                RangeSet.of(
+                        new AddressRange(Cidr.parse("198.19.64.0/29"), null, null, "198.19.64.1"));
         java.util.function.IntPredicate allowed = subnet.allowedOrdinals(block.cidr());
-        assertEquals(2, block.nextFreeOrdinal(allowed).getAsInt(), "not the network address, not the gateway");
+        assertEquals(
+                2,
+                block.nextFreeOrdinal(allowed).getAsInt(),
+                "not the network address, not the gateway");
         block.allocate(2, alloc("h1"));
         block.allocate(3, alloc("h2"));
         block.release(2);
-        assertEquals(4, block.nextFreeOrdinal(allowed).getAsInt(), "the released address goes last");
+        assertEquals(
+                4, block.nextFreeOrdinal(allowed).getAsInt(), "the released address goes last");
         for (int ordinal : List.of(4, 5, 6)) {
             block.allocate(ordinal, alloc("h" + ordinal));
         }
         assertEquals(2, block.nextFreeOrdinal(allowed).getAsInt());
         block.allocate(2, alloc("h1"));
-        assertTrue(block.nextFreeOrdinal(allowed).isEmpty(), "only the network, gateway and broadcast are free");
+        assertTrue(
+                block.nextFreeOrdinal(allowed).isEmpty(),
+                "only the network, gateway and broadcast are free");
         assertEquals(3, block.freeCount());
         assertEquals(0, block.nextFreeOrdinal().getAsInt(), "a routed pod may take them");
     }

@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.math.BigInteger;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.Test;
 
 class CidrTest {
 
@@ -31,8 +31,18 @@ class CidrTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"198.18.0.1/24", "198.18.0.0", "198.18.0.0/33", "fd00::1/64", "not-a-cidr", "",
-        "198.18.0.0/-1", "fe80::/64%eth0", "198.18.0.0/15/2"})
+    @ValueSource(
+            strings = {
+                "198.18.0.1/24",
+                "198.18.0.0",
+                "198.18.0.0/33",
+                "fd00::1/64",
+                "not-a-cidr",
+                "",
+                "198.18.0.0/-1",
+                "fe80::/64%eth0",
+                "198.18.0.0/15/2"
+            })
     void refusesMalformedOrHostBits(String text) {
         assertThrows(IllegalArgumentException.class, () -> Cidr.parse(text));
     }
@@ -84,7 +94,16 @@ class CidrTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"198.18.0.1/32", "198.18.0.256", "fe80::1%eth0", "", " ", "1.2.3", "198.18.0.0/24"})
+    @ValueSource(
+            strings = {
+                "198.18.0.1/32",
+                "198.18.0.256",
+                "fe80::1%eth0",
+                "",
+                " ",
+                "1.2.3",
+                "198.18.0.0/24"
+            })
     void refusesNonLiteralAddresses(String literal) {
         assertThrows(IllegalArgumentException.class, () -> IpAddresses.parse(literal));
     }

@@ -28,7 +28,9 @@ class PoolTest {
         assertEquals(Optional.of(Cidr.parse("198.18.0.192/26")), pool.firstUnclaimedBlock());
         pool.claim(Cidr.parse("198.18.0.192/26"), "c");
         assertTrue(pool.firstUnclaimedBlock().isEmpty());
-        assertEquals(List.of(Cidr.parse("198.18.0.0/26"), Cidr.parse("198.18.0.64/26")), pool.blocksOf("a"));
+        assertEquals(
+                List.of(Cidr.parse("198.18.0.0/26"), Cidr.parse("198.18.0.64/26")),
+                pool.blocksOf("a"));
         pool.release(Cidr.parse("198.18.0.128/26"));
         assertEquals(Optional.of(Cidr.parse("198.18.0.128/26")), pool.firstUnclaimedBlock());
     }
@@ -38,7 +40,8 @@ class PoolTest {
         Pool pool = Pool.of(spec("fd00:198::/120", 122));
         pool.claim(Cidr.parse("fd00:198::/122"), "a");
         pool.claim(Cidr.parse("fd00:198::/122"), "a");
-        assertThrows(IllegalStateException.class, () -> pool.claim(Cidr.parse("fd00:198::/122"), "b"));
+        assertThrows(
+                IllegalStateException.class, () -> pool.claim(Cidr.parse("fd00:198::/122"), "b"));
         assertEquals(Optional.of("a"), pool.ownerOf(Cidr.parse("fd00:198::/122")));
     }
 
@@ -58,7 +61,9 @@ class PoolTest {
         Pool pool = Pool.of(spec("fd00:198::/48", 122));
         pool.claim(Cidr.parse("fd00:198::/122"), "a");
         assertEquals(Optional.of(Cidr.parse("fd00:198::40/122")), pool.firstUnclaimedBlock());
-        assertEquals(Optional.of(Cidr.parse("fd00:198::1:0/122")), pool.blockContaining("fd00:198::1:5"));
+        assertEquals(
+                Optional.of(Cidr.parse("fd00:198::1:0/122")),
+                pool.blockContaining("fd00:198::1:5"));
         assertTrue(pool.blockContaining("fd00:199::1").isEmpty());
     }
 
@@ -71,36 +76,65 @@ class PoolTest {
         "ok, fd00:198::/48, 115, between",
     })
     void refusesBadSpecs(String name, String cidr, int blockPrefix, String messagePart) {
-        var e = assertThrows(IllegalArgumentException.class,
-                () -> new PoolSpec(name, Cidr.parse(cidr), blockPrefix, false, false, 0));
+        var e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> new PoolSpec(name, Cidr.parse(cidr), blockPrefix, false, false, 0));
         assertTrue(e.getMessage().contains(messagePart), e.getMessage());
     }
 
     @Test
     void strictAffinityForbidsBorrowing() {
-        assertFalse(new PoolSpec("p", Cidr.parse("198.18.0.0/16"), 26, true, true, 0).borrowingAllowed());
-        assertTrue(new PoolSpec("p", Cidr.parse("198.18.0.0/16"), 26, false, true, 0).borrowingAllowed());
+        assertFalse(
+                new PoolSpec("p", Cidr.parse("198.18.0.0/16"), 26, true, true, 0)
+                        .borrowingAllowed());
+        assertTrue(
+                new PoolSpec("p", Cidr.parse("198.18.0.0/16"), 26, false, true, 0)
+                        .borrowingAllowed());
     }
 
     @Test
     void blocksWhollyInsideAnExcludedRangeAreNeverHandedOut() {
-        PoolSpec spec = new PoolSpec("p", Cidr.parse("198.18.0.0/24"), 28, false, false, 0, "",
-                List.of(Cidr.parse("198.18.0.0/27"), Cidr.parse("198.18.0.50/32")));
+        PoolSpec spec =
+                new PoolSpec(
+                        "p",
+                        Cidr.parse("198.18.0.0/24"),
+                        28,
+                        false,
+                        false,
+                        0,
+                        "",
+                        List.of(Cidr.parse("198.18.0.0/27"), Cidr.parse("198.18.0.50/32")));
         Pool pool = Pool.of(spec);
         // The first two /28s are excluded; the third holds one excluded address and is claimable.
         assertEquals(Optional.of(Cidr.parse("198.18.0.32/28")), pool.firstUnclaimedBlock());
         pool.claim(Cidr.parse("198.18.0.32/28"), "a");
         assertEquals(Optional.of(Cidr.parse("198.18.0.48/28")), pool.firstUnclaimedBlock());
-        assertEquals(List.of(Cidr.parse("198.18.0.50/32")), spec.excludedWithin(Cidr.parse("198.18.0.48/28")));
-        assertEquals(List.of(Cidr.parse("198.18.0.16/28")), spec.excludedWithin(Cidr.parse("198.18.0.16/28")));
+        assertEquals(
+                List.of(Cidr.parse("198.18.0.50/32")),
+                spec.excludedWithin(Cidr.parse("198.18.0.48/28")));
+        assertEquals(
+                List.of(Cidr.parse("198.18.0.16/28")),
+                spec.excludedWithin(Cidr.parse("198.18.0.16/28")));
         assertTrue(spec.isExcluded("198.18.0.50"));
         assertFalse(spec.isExcluded("198.18.0.51"));
     }
 
     @Test
     void anExcludedRangeMustLieInsideThePool() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new PoolSpec("p",
-                Cidr.parse("198.18.0.0/24"), 26, false, false, 0, "", List.of(Cidr.parse("198.18.1.0/30"))));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                new PoolSpec(
+                                        "p",
+                                        Cidr.parse("198.18.0.0/24"),
+                                        26,
+                                        false,
+                                        false,
+                                        0,
+                                        "",
+                                        List.of(Cidr.parse("198.18.1.0/30"))));
         assertTrue(e.getMessage().contains("not inside"), e.getMessage());
     }
 
@@ -123,29 +157,54 @@ class PoolTest {
     @Test
     void aClaimWithinRangesTakesTheLowestUnclaimedBlockHoldingAnAllowedAddress() {
         Pool pool = Pool.of(spec("198.19.64.0/24", 31));
-        RangeSet subnet = RangeSet.of(new AddressRange(Cidr.parse("198.19.64.0/24"), null, null, "198.19.64.1"));
-        assertEquals(Optional.of(Cidr.parse("198.19.64.2/31")), pool.firstUnclaimedBlock(subnet),
+        RangeSet subnet =
+                RangeSet.of(
+                        new AddressRange(Cidr.parse("198.19.64.0/24"), null, null, "198.19.64.1"));
+        assertEquals(
+                Optional.of(Cidr.parse("198.19.64.2/31")),
+                pool.firstUnclaimedBlock(subnet),
                 "198.19.64.0/31 holds only the network address and the gateway");
         pool.claim(Cidr.parse("198.19.64.2/31"), "a");
         assertEquals(Optional.of(Cidr.parse("198.19.64.4/31")), pool.firstUnclaimedBlock(subnet));
-        assertEquals(Optional.of(Cidr.parse("198.19.64.0/31")), pool.firstUnclaimedBlock(), "a routed pod may take it");
+        assertEquals(
+                Optional.of(Cidr.parse("198.19.64.0/31")),
+                pool.firstUnclaimedBlock(),
+                "a routed pod may take it");
 
         Pool wide = Pool.of(spec("198.19.64.0/24", 26));
-        RangeSet twoRanges = RangeSet.of(new AddressRange(Cidr.parse("198.19.64.0/24"), "198.19.64.200", "198.19.64.210", null),
-                new AddressRange(Cidr.parse("198.19.64.0/24"), "198.19.64.70", "198.19.64.80", null));
-        assertEquals(Optional.of(Cidr.parse("198.19.64.192/26")), wide.firstUnclaimedBlock(twoRanges), "ranges in their order");
+        RangeSet twoRanges =
+                RangeSet.of(
+                        new AddressRange(
+                                Cidr.parse("198.19.64.0/24"),
+                                "198.19.64.200",
+                                "198.19.64.210",
+                                null),
+                        new AddressRange(
+                                Cidr.parse("198.19.64.0/24"),
+                                "198.19.64.70",
+                                "198.19.64.80",
+                                null));
+        assertEquals(
+                Optional.of(Cidr.parse("198.19.64.192/26")),
+                wide.firstUnclaimedBlock(twoRanges),
+                "ranges in their order");
         wide.claim(Cidr.parse("198.19.64.192/26"), "a");
-        assertEquals(Optional.of(Cidr.parse("198.19.64.64/26")), wide.firstUnclaimedBlock(twoRanges));
+        assertEquals(
+                Optional.of(Cidr.parse("198.19.64.64/26")), wide.firstUnclaimedBlock(twoRanges));
         wide.claim(Cidr.parse("198.19.64.64/26"), "b");
-        assertTrue(wide.firstUnclaimedBlock(twoRanges).isEmpty(), "the free blocks hold no address of the ranges");
+        assertTrue(
+                wide.firstUnclaimedBlock(twoRanges).isEmpty(),
+                "the free blocks hold no address of the ranges");
         assertEquals(Optional.of(Cidr.parse("198.19.64.0/26")), wide.firstUnclaimedBlock(null));
     }
 
     @Test
     void aClaimWithinRangesStartsAtTheRangeInAHugePool() {
         Pool pool = Pool.of(spec("fd00:198::/48", 122));
-        RangeSet far = RangeSet.of(new AddressRange(Cidr.parse("fd00:198:0:ffff::/64"), null, null, null));
-        assertEquals(Optional.of(Cidr.parse("fd00:198:0:ffff::/122")), pool.firstUnclaimedBlock(far));
+        RangeSet far =
+                RangeSet.of(new AddressRange(Cidr.parse("fd00:198:0:ffff::/64"), null, null, null));
+        assertEquals(
+                Optional.of(Cidr.parse("fd00:198:0:ffff::/122")), pool.firstUnclaimedBlock(far));
         RangeSet outside = RangeSet.of(AddressRange.of(Cidr.parse("fd00:199::/64")));
         assertTrue(pool.firstUnclaimedBlock(outside).isEmpty());
     }

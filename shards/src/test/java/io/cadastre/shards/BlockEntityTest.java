@@ -15,18 +15,21 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 class BlockEntityTest {
     private static ActorTestKit testKit;
-    private EventSourcedBehaviorTestKit<BlockEntity.Command, BlockEntity.Event, BlockEntity.State> kit;
+    private EventSourcedBehaviorTestKit<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>
+            kit;
 
     @BeforeAll
     static void start() {
-        testKit = ActorTestKit.create(EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
+        testKit =
+                ActorTestKit.create(
+                        EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
     }
 
     @AfterAll
@@ -36,7 +39,9 @@ class BlockEntityTest {
 
     @BeforeEach
     void clear() {
-        kit = EventSourcedBehaviorTestKit.create(testKit.system(), BlockEntity.create("198.18.0.64-26"));
+        kit =
+                EventSourcedBehaviorTestKit.create(
+                        testKit.system(), BlockEntity.create("198.18.0.64-26"));
         kit.clear();
     }
 
@@ -45,13 +50,17 @@ class BlockEntityTest {
     }
 
     private AssignOutcome autoAssign(String handle, String node, boolean borrow) {
-        return kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc(handle, node), borrow, null, r)).reply();
+        return kit.<AssignOutcome>runCommand(
+                        r -> new BlockEntity.AutoAssign(alloc(handle, node), borrow, null, r))
+                .reply();
     }
 
     @Test
     void allocatesOnlyToItsAffineNodeUnlessBorrowing() {
         assertEquals(AssignStatus.NOT_AFFINE, autoAssign("net.c1", "node-a", false).status());
-        var claim = kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        var claim =
+                kit.<StatusReply<Done>>runCommand(
+                        r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         assertTrue(claim.reply().isSuccess());
         assertEquals(new BlockEntity.AffinityClaimed("node-a", List.of()), claim.event());
 
@@ -63,34 +72,71 @@ class BlockEntityTest {
 
     @Test
     void assignWithinRangesSkipsTheSubnetsNetworkAndGatewayAndSaysWhenNoneIsLeft() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
-        RangeSet within = RangeSet.of(new AddressRange(Cidr.parse("198.18.0.64/26"), null, "198.18.0.67", "198.18.0.65"));
-        java.util.function.Function<String, AssignOutcome> assign = handle -> kit.<AssignOutcome>runCommand(
-                r -> new BlockEntity.AutoAssign(alloc(handle, "node-a"), false, within, r)).reply();
-        assertEquals("198.18.0.66", assign.apply("net.c1").address(), "not .64 (network), not .65 (gateway)");
+        kit.<StatusReply<Done>>runCommand(
+                r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        RangeSet within =
+                RangeSet.of(
+                        new AddressRange(
+                                Cidr.parse("198.18.0.64/26"), null, "198.18.0.67", "198.18.0.65"));
+        java.util.function.Function<String, AssignOutcome> assign =
+                handle ->
+                        kit.<AssignOutcome>runCommand(
+                                        r ->
+                                                new BlockEntity.AutoAssign(
+                                                        alloc(handle, "node-a"), false, within, r))
+                                .reply();
+        assertEquals(
+                "198.18.0.66",
+                assign.apply("net.c1").address(),
+                "not .64 (network), not .65 (gateway)");
         assertEquals("198.18.0.67", assign.apply("net.c2").address());
-        var none = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc("net.c3", "node-a"), false, within, r));
-        assertEquals(AssignStatus.NONE_IN_RANGE, none.reply().status(), "not FULL: 62 addresses are free for others");
+        var none =
+                kit.<AssignOutcome>runCommand(
+                        r ->
+                                new BlockEntity.AutoAssign(
+                                        alloc("net.c3", "node-a"), false, within, r));
+        assertEquals(
+                AssignStatus.NONE_IN_RANGE,
+                none.reply().status(),
+                "not FULL: 62 addresses are free for others");
         assertTrue(none.events().isEmpty());
-        assertEquals("198.18.0.64", autoAssign("net.c4", "node-a", false).address(), "a routed pod may take .64");
-        assertEquals("198.18.0.66", assign.apply("net.c1").address(), "a repeated request keeps its address");
+        assertEquals(
+                "198.18.0.64",
+                autoAssign("net.c4", "node-a", false).address(),
+                "a routed pod may take .64");
+        assertEquals(
+                "198.18.0.66",
+                assign.apply("net.c1").address(),
+                "a repeated request keeps its address");
     }
 
     @Test
     void repeatedAssignReturnsTheSameAddressWithoutPersisting() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        kit.<StatusReply<Done>>runCommand(
+                r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         autoAssign("net.c1", "node-a", false);
-        var again = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(alloc("net.c1", "node-a"), false, null, r));
+        var again =
+                kit.<AssignOutcome>runCommand(
+                        r -> new BlockEntity.AutoAssign(alloc("net.c1", "node-a"), false, null, r));
         assertEquals("198.18.0.64", again.reply().address());
         assertTrue(again.events().isEmpty());
     }
 
     @Test
     void specificAddressTakenByAnotherIsRefusedAndChangesNothing() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
-        var ok = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AssignSpecific("198.18.0.100", alloc("net.c1", "node-a"), false, r));
+        kit.<StatusReply<Done>>runCommand(
+                r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        var ok =
+                kit.<AssignOutcome>runCommand(
+                        r ->
+                                new BlockEntity.AssignSpecific(
+                                        "198.18.0.100", alloc("net.c1", "node-a"), false, r));
         assertEquals(AssignStatus.ASSIGNED, ok.reply().status());
-        var taken = kit.<AssignOutcome>runCommand(r -> new BlockEntity.AssignSpecific("198.18.0.100", alloc("net.c2", "node-a"), false, r));
+        var taken =
+                kit.<AssignOutcome>runCommand(
+                        r ->
+                                new BlockEntity.AssignSpecific(
+                                        "198.18.0.100", alloc("net.c2", "node-a"), false, r));
         assertEquals(AssignStatus.TAKEN, taken.reply().status());
         assertTrue(taken.reply().detail().contains("net.c1"));
         assertTrue(taken.events().isEmpty());
@@ -98,7 +144,8 @@ class BlockEntityTest {
 
     @Test
     void fullBlockSaysSo() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        kit.<StatusReply<Done>>runCommand(
+                r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         for (int i = 0; i < 64; i++) {
             assertEquals(AssignStatus.ASSIGNED, autoAssign("net.c" + i, "node-a", false).status());
         }
@@ -107,21 +154,27 @@ class BlockEntityTest {
 
     @Test
     void recoversEveryAllocationAfterRestartAcrossSnapshots() {
-        kit.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        kit.<StatusReply<Done>>runCommand(
+                r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
         // 250 events: recovery goes through a snapshot (every 100) and replays the tail.
         for (int i = 0; i < 125; i++) {
             String handle = "net.c" + i;
             autoAssign(handle, "node-a", false);
-            var released = kit.<BlockEntity.Released>runCommand(r -> new BlockEntity.Release(handle, "eth0", r)).reply();
+            var released =
+                    kit.<BlockEntity.Released>runCommand(
+                                    r -> new BlockEntity.Release(handle, "eth0", r))
+                            .reply();
             assertEquals(1, released.addresses().size());
         }
         autoAssign("net.keep", "node-a", false);
-        BlockEntity.BlockView before = kit.<BlockEntity.BlockView>runCommand(BlockEntity.GetBlock::new).reply();
+        BlockEntity.BlockView before =
+                kit.<BlockEntity.BlockView>runCommand(BlockEntity.GetBlock::new).reply();
         List<Integer> freeOrderBefore = kit.getState().block().freeOrder();
 
         kit.restart();
 
-        BlockEntity.BlockView after = kit.<BlockEntity.BlockView>runCommand(BlockEntity.GetBlock::new).reply();
+        BlockEntity.BlockView after =
+                kit.<BlockEntity.BlockView>runCommand(BlockEntity.GetBlock::new).reply();
         assertEquals(before, after);
         assertEquals(freeOrderBefore, kit.getState().block().freeOrder());
         assertEquals(63, after.free());
@@ -129,7 +182,9 @@ class BlockEntityTest {
 
     @Test
     void releaseOfUnknownAttachmentSucceedsWithoutEvent() {
-        var result = kit.<BlockEntity.Released>runCommand(r -> new BlockEntity.Release("net.none", "eth0", r));
+        var result =
+                kit.<BlockEntity.Released>runCommand(
+                        r -> new BlockEntity.Release("net.none", "eth0", r));
         assertEquals(List.of(), result.reply().addresses());
         assertTrue(result.events().isEmpty());
     }
@@ -137,33 +192,59 @@ class BlockEntityTest {
     @Test
     void aClosedFenceDropsCommandsWithoutReplyOrEvent() {
         var reach = new java.util.concurrent.atomic.AtomicReference<>(new MemberFence.Reach(3, 1));
-        MemberFence fence = new MemberFence(reach::get, java.time.Duration.ofSeconds(1), java.time.Duration.ofSeconds(3),
-                System::nanoTime, false);
-        var fenced = EventSourcedBehaviorTestKit.<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
-                testKit.system(), BlockEntity.create("198.18.1.0-26", fence, CadastreMetrics.Recovery.NONE));
+        MemberFence fence =
+                new MemberFence(
+                        reach::get,
+                        java.time.Duration.ofSeconds(1),
+                        java.time.Duration.ofSeconds(3),
+                        System::nanoTime,
+                        false);
+        var fenced =
+                EventSourcedBehaviorTestKit
+                        .<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
+                                testKit.system(),
+                                BlockEntity.create(
+                                        "198.18.1.0-26", fence, CadastreMetrics.Recovery.NONE));
         fenced.clear();
         var probe = testKit.<StatusReply<Done>>createTestProbe();
-        var dropped = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
+        var dropped =
+                fenced.runCommand(
+                        new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
         assertTrue(dropped.events().isEmpty(), "no event while this member sees no majority");
         probe.expectNoMessage(java.time.Duration.ofMillis(200));
 
         reach.set(new MemberFence.Reach(3, 2));
-        var served = fenced.runCommand(new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
-        assertEquals(List.of(new BlockEntity.AffinityClaimed("node-a", List.of())), served.events());
+        var served =
+                fenced.runCommand(
+                        new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
+        assertEquals(
+                List.of(new BlockEntity.AffinityClaimed("node-a", List.of())), served.events());
         assertTrue(probe.receiveMessage().isSuccess());
     }
 
     @Test
     void reportsEveryRecoveryWithItsDuration() {
         List<java.time.Duration> recoveries = new java.util.concurrent.CopyOnWriteArrayList<>();
-        var timed = EventSourcedBehaviorTestKit.<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
-                testKit.system(), BlockEntity.create("198.18.2.0-26", MemberFence.NEVER_CLOSED, recoveries::add));
+        var timed =
+                EventSourcedBehaviorTestKit
+                        .<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
+                                testKit.system(),
+                                BlockEntity.create(
+                                        "198.18.2.0-26",
+                                        MemberFence.NEVER_CLOSED,
+                                        recoveries::add));
         // no clear(): it restarts the entity, racing with its first recovery
         // a reply means the recovery has completed: commands wait for it
-        assertTrue(timed.<StatusReply<Done>>runCommand(r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r)).reply().isSuccess());
+        assertTrue(
+                timed.<StatusReply<Done>>runCommand(
+                                r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r))
+                        .reply()
+                        .isSuccess());
         assertEquals(1, recoveries.size(), recoveries.toString());
         timed.restart();
         assertEquals(2, recoveries.size(), recoveries.toString());
-        assertTrue(recoveries.stream().noneMatch(java.time.Duration::isNegative), recoveries.toString());
+        assertTrue(
+                recoveries.stream().noneMatch(java.time.Duration::isNegative),
+                recoveries.toString());
     }
 }

@@ -57,7 +57,8 @@ class BlockReclaimerTest {
     private static final class World implements AutoCloseable {
         final String prefix;
         final PoolSpec pool;
-        final PoolCatalog catalog = new PoolCatalog(testKit.system(), TIMEOUTS, Duration.ofMillis(100));
+        final PoolCatalog catalog =
+                new PoolCatalog(testKit.system(), TIMEOUTS, Duration.ofMillis(100));
         final Pools pools = new Pools(testKit.system(), TIMEOUTS, catalog);
         final AtomicLong nanos = new AtomicLong();
         final Set<String> present = ConcurrentHashMap.newKeySet();
@@ -66,18 +67,44 @@ class BlockReclaimerTest {
         World() {
             int n = counter.incrementAndGet();
             prefix = "r" + n;
-            pool = new PoolSpec("reclaim-" + n, Cidr.parse("198.18." + (100 + n) + ".0/24"), 28, false, true, 0);
+            pool =
+                    new PoolSpec(
+                            "reclaim-" + n,
+                            Cidr.parse("198.18." + (100 + n) + ".0/24"),
+                            28,
+                            false,
+                            true,
+                            0);
             await(pools.defineConfigured(List.of(pool)));
-            reclaimer = new BlockReclaimer(new EntityAsks(ClusterSharding.get(testKit.system()), TIMEOUTS), catalog,
-                    INTERVAL, GRACE, () -> Set.copyOf(present), nanos::get, reason -> {});
+            reclaimer =
+                    new BlockReclaimer(
+                            new EntityAsks(ClusterSharding.get(testKit.system()), TIMEOUTS),
+                            catalog,
+                            INTERVAL,
+                            GRACE,
+                            () -> Set.copyOf(present),
+                            nanos::get,
+                            reason -> {});
         }
 
         Cidr block(int index) {
-            return Cidr.parse("198.18." + pool.cidr().toString().split("\\.")[2] + "." + (16 * index) + "/28");
+            return Cidr.parse(
+                    "198.18."
+                            + pool.cidr().toString().split("\\.")[2]
+                            + "."
+                            + (16 * index)
+                            + "/28");
         }
 
         Ipam ipam(String node) {
-            return new Ipam(testKit.system(), node, Map.of(), catalog, List.of(pool.name()), TIMEOUTS, Clock.systemUTC());
+            return new Ipam(
+                    testKit.system(),
+                    node,
+                    Map.of(),
+                    catalog,
+                    List.of(pool.name()),
+                    TIMEOUTS,
+                    Clock.systemUTC());
         }
 
         void at(Duration sinceStart) {
@@ -85,16 +112,26 @@ class BlockReclaimerTest {
         }
 
         PoolEntity.PoolView view() {
-            return await(ref(PoolEntity.ENTITY_TYPE_KEY, pool.name()).ask(PoolEntity.GetPool::new, ASK));
+            return await(
+                    ref(PoolEntity.ENTITY_TYPE_KEY, pool.name()).ask(PoolEntity.GetPool::new, ASK));
         }
 
         /** A block the pool gives the node, its affinity told to the block, nothing allocated in it. */
         Cidr claimEmpty(String node) {
-            PoolEntity.ClaimOutcome claim = await(ref(PoolEntity.ENTITY_TYPE_KEY, pool.name()).askWithStatus(
-                    (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) -> new PoolEntity.ClaimBlock(node, null, r), ASK));
+            PoolEntity.ClaimOutcome claim =
+                    await(
+                            ref(PoolEntity.ENTITY_TYPE_KEY, pool.name())
+                                    .askWithStatus(
+                                            (ActorRef<StatusReply<PoolEntity.ClaimOutcome>> r) ->
+                                                    new PoolEntity.ClaimBlock(node, null, r),
+                                            ASK));
             assertEquals(PoolEntity.ClaimStatus.CLAIMED, claim.status(), claim.toString());
-            await(ref(BlockEntity.ENTITY_TYPE_KEY, claim.block().entityId()).askWithStatus(
-                    (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity(node, List.of(), r), ASK));
+            await(
+                    ref(BlockEntity.ENTITY_TYPE_KEY, claim.block().entityId())
+                            .askWithStatus(
+                                    (ActorRef<StatusReply<Done>> r) ->
+                                            new BlockEntity.ClaimAffinity(node, List.of(), r),
+                                    ASK));
             return claim.block();
         }
 
@@ -102,21 +139,42 @@ class BlockReclaimerTest {
         @Override
         public void close() {
             for (Cidr block : view().claims().keySet()) {
-                EntityRef<BlockEntity.Command> blockRef = ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
-                await(blockRef.ask(BlockEntity.GetBlock::new, ASK)).allocations().values().forEach(a -> await(blockRef.ask(
-                        (ActorRef<BlockEntity.Released> r) -> new BlockEntity.Release(a.handle(), a.ifname(), r), ASK)));
+                EntityRef<BlockEntity.Command> blockRef =
+                        ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
+                await(blockRef.ask(BlockEntity.GetBlock::new, ASK))
+                        .allocations()
+                        .values()
+                        .forEach(
+                                a ->
+                                        await(
+                                                blockRef.ask(
+                                                        (ActorRef<BlockEntity.Released> r) ->
+                                                                new BlockEntity.Release(
+                                                                        a.handle(), a.ifname(), r),
+                                                        ASK)));
             }
             await(pools.delete(pool.name()));
         }
     }
 
-    private static <M> EntityRef<M> ref(org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey<M> key, String id) {
+    private static <M> EntityRef<M> ref(
+            org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey<M> key, String id) {
         return ClusterSharding.get(testKit.system()).entityRefFor(key, id);
     }
 
     private static AttachmentRecord add(Ipam ipam, String container) {
-        return await(ipam.assign(new AssignRequest("net." + container, "eth0", "net", container, null, "ns", container,
-                List.of(), List.of())));
+        return await(
+                ipam.assign(
+                        new AssignRequest(
+                                "net." + container,
+                                "eth0",
+                                "net",
+                                container,
+                                null,
+                                "ns",
+                                container,
+                                List.of(),
+                                List.of())));
     }
 
     private static <T> T await(CompletionStage<T> stage) {
@@ -142,8 +200,13 @@ class BlockReclaimerTest {
             assertEquals(List.of(w.block(0), empty), first.candidates());
             assertEquals(2, w.reclaimer.candidates());
             w.at(GRACE.minusNanos(1));
-            assertEquals(List.of(), await(incarnation.pass()).released().get(Reason.NODE_GONE), "not yet");
-            assertEquals(Map.of(w.block(0), gone, empty, gone, w.block(2), live, liveEmpty, live), w.view().claims());
+            assertEquals(
+                    List.of(),
+                    await(incarnation.pass()).released().get(Reason.NODE_GONE),
+                    "not yet");
+            assertEquals(
+                    Map.of(w.block(0), gone, empty, gone, w.block(2), live, liveEmpty, live),
+                    w.view().claims());
 
             w.at(GRACE);
             Pass past = await(incarnation.pass());
@@ -152,7 +215,9 @@ class BlockReclaimerTest {
             assertEquals(List.of(), past.candidates());
             assertEquals(1, w.reclaimer.released(Reason.NODE_GONE));
             assertEquals(1, w.reclaimer.kept());
-            assertEquals(Map.of(w.block(0), gone, w.block(2), live, liveEmpty, live), w.view().claims(),
+            assertEquals(
+                    Map.of(w.block(0), gone, w.block(2), live, liveEmpty, live),
+                    w.view().claims(),
                     "a present node's empty block is kept");
             assertTrue(w.view().releasing().isEmpty());
 
@@ -163,7 +228,9 @@ class BlockReclaimerTest {
             // Once the gone node's address is released, its last block goes at the next pass.
             await(goneIpam.release("net.g1", "eth0"));
             w.at(GRACE.plus(INTERVAL));
-            assertEquals(List.of(w.block(0)), await(incarnation.pass()).released().get(Reason.NODE_GONE));
+            assertEquals(
+                    List.of(w.block(0)),
+                    await(incarnation.pass()).released().get(Reason.NODE_GONE));
             assertFalse(w.view().claims().containsValue(gone));
             assertEquals(2, w.reclaimer.released(Reason.NODE_GONE));
             assertEquals(0, w.reclaimer.kept());
@@ -181,7 +248,10 @@ class BlockReclaimerTest {
             assertEquals(List.of(empty), await(incarnation.pass()).candidates());
             w.present.add(node);
             w.at(GRACE.dividedBy(2));
-            assertEquals(List.of(), await(incarnation.pass()).candidates(), "back: no longer a candidate");
+            assertEquals(
+                    List.of(),
+                    await(incarnation.pass()).candidates(),
+                    "back: no longer a candidate");
             w.present.remove(node);
             w.at(GRACE.plusNanos(1));
             Pass again = await(incarnation.pass());
@@ -191,7 +261,8 @@ class BlockReclaimerTest {
             assertEquals(List.of(), await(incarnation.pass()).released().get(Reason.NODE_GONE));
             assertEquals(Map.of(empty, node), w.view().claims());
 
-            // A new incarnation (the singleton moved) counts the grace from when it first sees the node.
+            // A new incarnation (the singleton moved) counts the grace from when it first sees the
+            // node.
             BlockReclaimer.Incarnation moved = w.reclaimer.incarnation();
             w.at(GRACE.multipliedBy(3));
             assertEquals(List.of(empty), await(moved.pass()).candidates());
@@ -210,21 +281,31 @@ class BlockReclaimerTest {
             Cidr empty = w.claimEmpty(node);
             // A release that crashed after its first step, for each block.
             for (Cidr block : List.of(full, empty)) {
-                await(ref(PoolEntity.ENTITY_TYPE_KEY, w.pool.name()).askWithStatus(
-                        (ActorRef<StatusReply<Done>> r) -> new PoolEntity.BeginBlockRelease(block, node, r), ASK));
+                await(
+                        ref(PoolEntity.ENTITY_TYPE_KEY, w.pool.name())
+                                .askWithStatus(
+                                        (ActorRef<StatusReply<Done>> r) ->
+                                                new PoolEntity.BeginBlockRelease(block, node, r),
+                                        ASK));
             }
             assertEquals(Set.of(full, empty), w.view().releasing());
             BlockReclaimer.Incarnation incarnation = w.reclaimer.incarnation();
 
             Pass first = await(incarnation.pass());
-            assertEquals(List.of(), first.released().get(Reason.UNFINISHED_RELEASE), "it may be under way elsewhere: wait a pass");
+            assertEquals(
+                    List.of(),
+                    first.released().get(Reason.UNFINISHED_RELEASE),
+                    "it may be under way elsewhere: wait a pass");
             assertEquals(Set.of(full, empty), w.view().releasing());
 
             w.at(INTERVAL);
             Pass second = await(incarnation.pass());
             assertEquals(List.of(empty), second.released().get(Reason.UNFINISHED_RELEASE));
             assertEquals(1, w.reclaimer.released(Reason.UNFINISHED_RELEASE));
-            assertEquals(Map.of(full, node), w.view().claims(), "the block holding an allocation stays the node's");
+            assertEquals(
+                    Map.of(full, node),
+                    w.view().claims(),
+                    "the block holding an allocation stays the node's");
             assertTrue(w.view().releasing().isEmpty(), "and its release is given up");
             assertEquals(0, w.reclaimer.released(Reason.NODE_GONE));
         }
@@ -235,32 +316,54 @@ class BlockReclaimerTest {
         try (World w = new World()) {
             String gone = w.prefix + "-gone";
             Cidr empty = w.claimEmpty(gone);
-            BlockReclaimer fast = new BlockReclaimer(new EntityAsks(ClusterSharding.get(testKit.system()), TIMEOUTS),
-                    w.catalog, Duration.ofMillis(50), GRACE, () -> Set.copyOf(w.present), w.nanos::get, reason -> {});
+            BlockReclaimer fast =
+                    new BlockReclaimer(
+                            new EntityAsks(ClusterSharding.get(testKit.system()), TIMEOUTS),
+                            w.catalog,
+                            Duration.ofMillis(50),
+                            GRACE,
+                            () -> Set.copyOf(w.present),
+                            w.nanos::get,
+                            reason -> {});
             ActorRef<BlockReclaimer.Command> singleton = testKit.spawn(fast.behavior());
             try {
-                testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-                    assertEquals(1, fast.candidates());
-                    return null;
-                });
+                testKit.createTestProbe()
+                        .awaitAssert(
+                                Duration.ofSeconds(20),
+                                () -> {
+                                    assertEquals(1, fast.candidates());
+                                    return null;
+                                });
                 w.at(GRACE);
-                testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-                    assertEquals(1, fast.released(Reason.NODE_GONE));
-                    return null;
-                });
+                testKit.createTestProbe()
+                        .awaitAssert(
+                                Duration.ofSeconds(20),
+                                () -> {
+                                    assertEquals(1, fast.released(Reason.NODE_GONE));
+                                    return null;
+                                });
                 assertFalse(w.view().claims().containsKey(empty));
                 w.claimEmpty(gone);
-                testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-                    assertEquals(1, fast.candidates(), "a new block of the node: absent for less than the grace");
-                    return null;
-                });
+                testKit.createTestProbe()
+                        .awaitAssert(
+                                Duration.ofSeconds(20),
+                                () -> {
+                                    assertEquals(
+                                            1,
+                                            fast.candidates(),
+                                            "a new block of the node: absent for less than the grace");
+                                    return null;
+                                });
             } finally {
                 testKit.stop(singleton);
             }
-            testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-                assertEquals(0, fast.candidates());
-                return null;
-            });
+            testKit.createTestProbe()
+                    .awaitAssert(
+                            Duration.ofSeconds(20),
+                            () -> {
+                                assertEquals(0, fast.candidates());
+                                return null;
+                            });
         }
     }
 }

@@ -43,23 +43,33 @@ class EntityAsksTest {
 
     @BeforeAll
     static void startCluster() {
-        testKit = ActorTestKit.create("EntityAsksTest", ConfigFactory.parseString("""
+        testKit =
+                ActorTestKit.create(
+                        "EntityAsksTest",
+                        ConfigFactory.parseString(
+                                        """
                 pekko.actor.provider = cluster
                 pekko.remote.artery.canonical.hostname = 127.0.0.1
                 pekko.remote.artery.canonical.port = 0
                 pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                """).withFallback(ConfigFactory.load()));
+                """)
+                                .withFallback(ConfigFactory.load()));
         Cluster cluster = Cluster.get(testKit.system());
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
         sharding = ClusterSharding.get(testKit.system());
         sharding.init(Entity.of(KEY, ctx -> flaky(ctx.getEntityId())));
-        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-            assertEquals(MemberStatus.up(), cluster.selfMember().status());
-            return null;
-        });
+        testKit.createTestProbe()
+                .awaitAssert(
+                        Duration.ofSeconds(20),
+                        () -> {
+                            assertEquals(MemberStatus.up(), cluster.selfMember().status());
+                            return null;
+                        });
         // The coordinator's first allocation can take longer than the short attempts below.
         asks(Duration.ofSeconds(20), Duration.ofSeconds(20))
-                .askStatus(entity(), (ActorRef<StatusReply<Integer>> r) -> new Ping(0, false, r)).toCompletableFuture().join();
+                .askStatus(entity(), (ActorRef<StatusReply<Integer>> r) -> new Ping(0, false, r))
+                .toCompletableFuture()
+                .join();
     }
 
     @AfterAll
@@ -69,15 +79,20 @@ class EntityAsksTest {
 
     private static Behavior<Ping> flaky(String id) {
         AtomicInteger count = received.computeIfAbsent(id, i -> new AtomicInteger());
-        return Behaviors.receiveMessage(ping -> {
-            int n = count.incrementAndGet();
-            if (ping.refuse()) {
-                ping.replyTo().tell(Refusal.reply(IpamException.Reason.BLOCK_RELEASING, "block 198.18.0.0/26 is being released"));
-            } else if (n > ping.lose()) {
-                ping.replyTo().tell(StatusReply.success(n));
-            }
-            return Behaviors.same();
-        });
+        return Behaviors.receiveMessage(
+                ping -> {
+                    int n = count.incrementAndGet();
+                    if (ping.refuse()) {
+                        ping.replyTo()
+                                .tell(
+                                        Refusal.reply(
+                                                IpamException.Reason.BLOCK_RELEASING,
+                                                "block 198.18.0.0/26 is being released"));
+                    } else if (n > ping.lose()) {
+                        ping.replyTo().tell(StatusReply.success(n));
+                    }
+                    return Behaviors.same();
+                });
     }
 
     private static EntityRef<Ping> entity() {
@@ -91,18 +106,31 @@ class EntityAsksTest {
     @Test
     void lostMessagesAreSentAgainUntilOneIsAnswered() {
         EntityRef<Ping> ref = entity();
-        int answeredAttempt = asks(Duration.ofSeconds(20), Duration.ofMillis(300))
-                .askStatus(ref, (ActorRef<StatusReply<Integer>> r) -> new Ping(2, false, r)).toCompletableFuture().join();
+        int answeredAttempt =
+                asks(Duration.ofSeconds(20), Duration.ofMillis(300))
+                        .askStatus(ref, (ActorRef<StatusReply<Integer>> r) -> new Ping(2, false, r))
+                        .toCompletableFuture()
+                        .join();
         assertEquals(3, answeredAttempt);
     }
 
     @Test
     void noAnswerWithinTheTotalIsUnavailable() {
         EntityRef<Ping> ref = entity();
-        CompletionException e = assertThrows(CompletionException.class, () -> asks(Duration.ofMillis(900), Duration.ofMillis(200))
-                .askStatus(ref, (ActorRef<StatusReply<Integer>> r) -> new Ping(Integer.MAX_VALUE, false, r))
-                .toCompletableFuture().join());
-        assertEquals(IpamException.Reason.UNAVAILABLE, assertInstanceOf(IpamException.class, e.getCause()).reason());
+        CompletionException e =
+                assertThrows(
+                        CompletionException.class,
+                        () ->
+                                asks(Duration.ofMillis(900), Duration.ofMillis(200))
+                                        .askStatus(
+                                                ref,
+                                                (ActorRef<StatusReply<Integer>> r) ->
+                                                        new Ping(Integer.MAX_VALUE, false, r))
+                                        .toCompletableFuture()
+                                        .join());
+        assertEquals(
+                IpamException.Reason.UNAVAILABLE,
+                assertInstanceOf(IpamException.class, e.getCause()).reason());
         int sent = received.get(ref.getEntityId()).get();
         assertTrue(sent >= 3 && sent <= 5, "attempts of 200 ms within 900 ms: " + sent);
     }
@@ -110,19 +138,42 @@ class EntityAsksTest {
     @Test
     void aCommandAskedOnceIsNotRepeated() {
         EntityRef<Ping> ref = entity();
-        CompletionException e = assertThrows(CompletionException.class, () -> asks(Duration.ofMillis(900), Duration.ofMillis(200))
-                .askStatusOnce(ref, (ActorRef<StatusReply<Integer>> r) -> new Ping(1, false, r)).toCompletableFuture().join());
-        assertEquals(IpamException.Reason.UNAVAILABLE, assertInstanceOf(IpamException.class, e.getCause()).reason());
+        CompletionException e =
+                assertThrows(
+                        CompletionException.class,
+                        () ->
+                                asks(Duration.ofMillis(900), Duration.ofMillis(200))
+                                        .askStatusOnce(
+                                                ref,
+                                                (ActorRef<StatusReply<Integer>> r) ->
+                                                        new Ping(1, false, r))
+                                        .toCompletableFuture()
+                                        .join());
+        assertEquals(
+                IpamException.Reason.UNAVAILABLE,
+                assertInstanceOf(IpamException.class, e.getCause()).reason());
         assertEquals(1, received.get(ref.getEntityId()).get());
     }
 
     @Test
     void aRefusalIsNotRetried() {
         EntityRef<Ping> ref = entity();
-        CompletionException e = assertThrows(CompletionException.class, () -> asks(Duration.ofSeconds(10), Duration.ofSeconds(5))
-                .askStatus(ref, (ActorRef<StatusReply<Integer>> r) -> new Ping(0, true, r)).toCompletableFuture().join());
+        CompletionException e =
+                assertThrows(
+                        CompletionException.class,
+                        () ->
+                                asks(Duration.ofSeconds(10), Duration.ofSeconds(5))
+                                        .askStatus(
+                                                ref,
+                                                (ActorRef<StatusReply<Integer>> r) ->
+                                                        new Ping(0, true, r))
+                                        .toCompletableFuture()
+                                        .join());
         IpamException refused = assertInstanceOf(IpamException.class, e.getCause());
-        assertEquals(IpamException.Reason.BLOCK_RELEASING, refused.reason(), "the refusal keeps its reason");
+        assertEquals(
+                IpamException.Reason.BLOCK_RELEASING,
+                refused.reason(),
+                "the refusal keeps its reason");
         assertEquals("block 198.18.0.0/26 is being released", refused.getMessage());
         assertEquals(1, received.get(ref.getEntityId()).get());
     }

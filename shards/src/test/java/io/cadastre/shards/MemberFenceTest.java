@@ -12,9 +12,11 @@ import org.junit.jupiter.api.Test;
 /** When a member refuses to serve: no majority in sight, or just after a scheduling gap. */
 class MemberFenceTest {
     private final AtomicLong clock = new AtomicLong(1_000_000_000L);
-    private final AtomicReference<MemberFence.Reach> reach = new AtomicReference<>(new MemberFence.Reach(3, 3));
-    private final MemberFence fence = new MemberFence(reach::get, Duration.ofSeconds(1), Duration.ofSeconds(3),
-            clock::get, false);
+    private final AtomicReference<MemberFence.Reach> reach =
+            new AtomicReference<>(new MemberFence.Reach(3, 3));
+    private final MemberFence fence =
+            new MemberFence(
+                    reach::get, Duration.ofSeconds(1), Duration.ofSeconds(3), clock::get, false);
 
     private void advance(long millis) {
         clock.addAndGet(millis * 1_000_000L);

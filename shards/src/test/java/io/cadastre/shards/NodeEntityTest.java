@@ -27,7 +27,9 @@ class NodeEntityTest {
 
     @BeforeAll
     static void start() {
-        testKit = ActorTestKit.create(EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
+        testKit =
+                ActorTestKit.create(
+                        EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
     }
 
     @AfterAll
@@ -45,18 +47,22 @@ class NodeEntityTest {
         return Cidr.parse("198.18." + i + ".0/26");
     }
 
-    private EventSourcedBehaviorTestKit.CommandResultWithReply<NodeEntity.Command, NodeEntity.Event, NodeEntity.State, StatusReply<Done>>
+    private EventSourcedBehaviorTestKit.CommandResultWithReply<
+                    NodeEntity.Command, NodeEntity.Event, NodeEntity.State, StatusReply<Done>>
             noteBorrowed(String pool, Cidr block) {
         return kit.runCommand(r -> new NodeEntity.NoteBorrowedBlock(pool, block, r));
     }
 
-    private EventSourcedBehaviorTestKit.CommandResultWithReply<NodeEntity.Command, NodeEntity.Event, NodeEntity.State, StatusReply<Done>>
+    private EventSourcedBehaviorTestKit.CommandResultWithReply<
+                    NodeEntity.Command, NodeEntity.Event, NodeEntity.State, StatusReply<Done>>
             forgetBorrowed(Cidr block) {
         return kit.runCommand(r -> new NodeEntity.ForgetBorrowedBlock(block, r));
     }
 
     private Map<Cidr, String> borrowedBlocks() {
-        return kit.<NodeEntity.BorrowedBlocks>runCommand(NodeEntity.GetBorrowedBlocks::new).reply().blocks();
+        return kit.<NodeEntity.BorrowedBlocks>runCommand(NodeEntity.GetBorrowedBlocks::new)
+                .reply()
+                .blocks();
     }
 
     @Test
@@ -69,7 +75,11 @@ class NodeEntityTest {
         assertTrue(again.reply().isSuccess());
         assertTrue(again.events().isEmpty());
         assertEquals(Map.of(block(1), "pool"), borrowedBlocks());
-        assertEquals(Map.of(block(1), "pool"), kit.<NodeEntity.NodeView>runCommand(NodeEntity.GetNode::new).reply().borrowedBlocks());
+        assertEquals(
+                Map.of(block(1), "pool"),
+                kit.<NodeEntity.NodeView>runCommand(NodeEntity.GetNode::new)
+                        .reply()
+                        .borrowedBlocks());
     }
 
     @Test
@@ -102,7 +112,8 @@ class NodeEntityTest {
     }
 
     /** The state as it was snapshotted before borrowed blocks were recorded. */
-    private record StateWithoutBorrowedBlocks(Map<String, AttachmentRecord> attachments, Map<Cidr, String> affineBlocks)
+    private record StateWithoutBorrowedBlocks(
+            Map<String, AttachmentRecord> attachments, Map<Cidr, String> affineBlocks)
             implements CborSerializable {}
 
     @Test
@@ -114,8 +125,16 @@ class NodeEntityTest {
         int serializerId = serialization.findSerializerFor(old).identifier();
         String manifest = Serializers.manifestFor(serialization.findSerializerFor(old), old);
 
-        NodeEntity.State restored = (NodeEntity.State) serialization.deserialize(bytes, serializerId,
-                manifest.replace(StateWithoutBorrowedBlocks.class.getName(), NodeEntity.State.class.getName())).get();
+        NodeEntity.State restored =
+                (NodeEntity.State)
+                        serialization
+                                .deserialize(
+                                        bytes,
+                                        serializerId,
+                                        manifest.replace(
+                                                StateWithoutBorrowedBlocks.class.getName(),
+                                                NodeEntity.State.class.getName()))
+                                .get();
 
         assertEquals(affine, restored.affineBlocks());
         assertEquals(Map.of(), restored.borrowedBlocks());
@@ -126,14 +145,25 @@ class NodeEntityTest {
     }
 
     /** An attachment as recorded before the netns path was. */
-    private record AttachmentRecordBeforeNetns(String handle, String ifname, String network, String containerId,
-            String podNamespace, String podName, List<HeldAddress> addresses, long createdAtMillis)
+    private record AttachmentRecordBeforeNetns(
+            String handle,
+            String ifname,
+            String network,
+            String containerId,
+            String podNamespace,
+            String podName,
+            List<HeldAddress> addresses,
+            long createdAtMillis)
             implements CborSerializable {}
 
-    private record AttachmentRecordedBeforeNetns(AttachmentRecordBeforeNetns attachment) implements CborSerializable {}
+    private record AttachmentRecordedBeforeNetns(AttachmentRecordBeforeNetns attachment)
+            implements CborSerializable {}
 
-    private record StateBeforeNetns(Map<String, AttachmentRecordBeforeNetns> attachments, Map<Cidr, String> affineBlocks,
-            Map<Cidr, String> borrowedBlocks) implements CborSerializable {}
+    private record StateBeforeNetns(
+            Map<String, AttachmentRecordBeforeNetns> attachments,
+            Map<Cidr, String> affineBlocks,
+            Map<Cidr, String> borrowedBlocks)
+            implements CborSerializable {}
 
     /** Serializes {@code old} as Pekko would have, and reads it back as {@code now} (the class that replaced it). */
     private static Object readAs(Object old, Class<?> now) {
@@ -141,66 +171,118 @@ class NodeEntityTest {
         byte[] bytes = serialization.serialize(old).get();
         int serializerId = serialization.findSerializerFor(old).identifier();
         String manifest = Serializers.manifestFor(serialization.findSerializerFor(old), old);
-        return serialization.deserialize(bytes, serializerId, manifest.replace(old.getClass().getName(), now.getName())).get();
+        return serialization
+                .deserialize(
+                        bytes,
+                        serializerId,
+                        manifest.replace(old.getClass().getName(), now.getName()))
+                .get();
     }
 
     @Test
     void eventsAndSnapshotsFromBeforeNetnsPathsRecoverWithAnUnknownNetns() {
         List<HeldAddress> held = List.of(new HeldAddress("198.18.7.5", "pool", block(7)));
-        AttachmentRecordBeforeNetns old = new AttachmentRecordBeforeNetns("net.c1", "eth0", "net", "c1", "default", "web",
-                held, 1234L);
-        AttachmentRecord expected = new AttachmentRecord("net.c1", "eth0", "net", "c1", null, "default", "web", held, 1234L);
+        AttachmentRecordBeforeNetns old =
+                new AttachmentRecordBeforeNetns(
+                        "net.c1", "eth0", "net", "c1", "default", "web", held, 1234L);
+        AttachmentRecord expected =
+                new AttachmentRecord(
+                        "net.c1", "eth0", "net", "c1", null, "default", "web", held, 1234L);
 
-        NodeEntity.AttachmentRecorded event = (NodeEntity.AttachmentRecorded) readAs(
-                new AttachmentRecordedBeforeNetns(old), NodeEntity.AttachmentRecorded.class);
+        NodeEntity.AttachmentRecorded event =
+                (NodeEntity.AttachmentRecorded)
+                        readAs(
+                                new AttachmentRecordedBeforeNetns(old),
+                                NodeEntity.AttachmentRecorded.class);
         assertEquals(expected, event.attachment());
         assertNull(event.attachment().netnsPath());
 
-        NodeEntity.State state = (NodeEntity.State) readAs(new StateBeforeNetns(Map.of(expected.key(), old),
-                Map.of(block(7), "pool"), Map.of()), NodeEntity.State.class);
+        NodeEntity.State state =
+                (NodeEntity.State)
+                        readAs(
+                                new StateBeforeNetns(
+                                        Map.of(expected.key(), old),
+                                        Map.of(block(7), "pool"),
+                                        Map.of()),
+                                NodeEntity.State.class);
         assertEquals(Map.of(expected.key(), expected), state.attachments());
     }
 
     @Test
     void theNetnsPathIsRecordedAndSurvivesARestart() {
-        AttachmentRecord record = new AttachmentRecord("net.c2", "eth0", "net", "c2", "/var/run/netns/cni-1", null, null,
-                List.of(new HeldAddress("198.18.7.6", "pool", block(7))), 1L);
-        assertTrue(kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.RecordAttachment(record, r)).reply().isSuccess());
+        AttachmentRecord record =
+                new AttachmentRecord(
+                        "net.c2",
+                        "eth0",
+                        "net",
+                        "c2",
+                        "/var/run/netns/cni-1",
+                        null,
+                        null,
+                        List.of(new HeldAddress("198.18.7.6", "pool", block(7))),
+                        1L);
+        assertTrue(
+                kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.RecordAttachment(record, r))
+                        .reply()
+                        .isSuccess());
         kit.restart();
-        NodeEntity.AttachmentLookup found = kit.<NodeEntity.AttachmentLookup>runCommand(
-                r -> new NodeEntity.GetAttachment("net.c2", "eth0", r)).reply();
+        NodeEntity.AttachmentLookup found =
+                kit.<NodeEntity.AttachmentLookup>runCommand(
+                                r -> new NodeEntity.GetAttachment("net.c2", "eth0", r))
+                        .reply();
         assertEquals("/var/run/netns/cni-1", found.attachment().netnsPath());
     }
 
     private static PeerInfo peer(String tunnel) {
-        return new PeerInfo("node-a", "cross-subnet", "eth0", "198.19.255.11/24", "fd00:19:255::11/64", "02:ca:da:01:02:03",
-                tunnel, null, 1500);
+        return new PeerInfo(
+                "node-a",
+                "cross-subnet",
+                "eth0",
+                "198.19.255.11/24",
+                "fd00:19:255::11/64",
+                "02:ca:da:01:02:03",
+                tunnel,
+                null,
+                1500);
     }
 
     @Test
     void aPublishedPeerIsPersistedOnceAndSurvivesARestart() {
-        var first = kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.PublishPeer(peer(null), r));
+        var first =
+                kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.PublishPeer(peer(null), r));
         assertTrue(first.reply().isSuccess());
         assertEquals(new NodeEntity.PeerPublished(peer(null)), first.event());
-        assertTrue(kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.PublishPeer(peer(null), r)).events().isEmpty(),
+        assertTrue(
+                kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.PublishPeer(peer(null), r))
+                        .events()
+                        .isEmpty(),
                 "the same peer again persists nothing");
-        var changed = kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.PublishPeer(peer("198.18.0.1"), r));
+        var changed =
+                kit.<StatusReply<Done>>runCommand(
+                        r -> new NodeEntity.PublishPeer(peer("198.18.0.1"), r));
         assertEquals(new NodeEntity.PeerPublished(peer("198.18.0.1")), changed.event());
 
         kit.restart();
 
-        assertEquals(peer("198.18.0.1"), kit.<NodeEntity.NodeView>runCommand(NodeEntity.GetNode::new).reply().peer());
-        // An operator's removal keeps the record; the routing layer withdraws a removed node's peer.
+        assertEquals(
+                peer("198.18.0.1"),
+                kit.<NodeEntity.NodeView>runCommand(NodeEntity.GetNode::new).reply().peer());
+        // An operator's removal keeps the record; the routing layer withdraws a removed node's
+        // peer.
         kit.runCommand(NodeEntity.MarkRemoved::new);
-        NodeEntity.NodeView removed = kit.<NodeEntity.NodeView>runCommand(NodeEntity.GetNode::new).reply();
+        NodeEntity.NodeView removed =
+                kit.<NodeEntity.NodeView>runCommand(NodeEntity.GetNode::new).reply();
         assertTrue(removed.removed());
         assertEquals(peer("198.18.0.1"), removed.peer());
     }
 
     @Test
     void aSnapshotFromBeforePeersRecoversWithoutOne() {
-        NodeEntity.State state = (NodeEntity.State) readAs(new StateBeforeNetns(Map.of(), Map.of(block(7), "pool"), Map.of()),
-                NodeEntity.State.class);
+        NodeEntity.State state =
+                (NodeEntity.State)
+                        readAs(
+                                new StateBeforeNetns(Map.of(), Map.of(block(7), "pool"), Map.of()),
+                                NodeEntity.State.class);
         assertNull(state.peer());
         assertEquals(Map.of(block(7), "pool"), state.affineBlocks());
     }

@@ -41,7 +41,9 @@ class RefusalsTest {
 
     @BeforeAll
     static void start() {
-        entities = ActorTestKit.create(EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
+        entities =
+                ActorTestKit.create(
+                        EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
         cluster = TestCluster.start("RefusalsTest");
     }
 
@@ -51,20 +53,25 @@ class RefusalsTest {
         cluster.shutdownTestKit();
     }
 
-    private static <C, E, S> EventSourcedBehaviorTestKit<C, E, S> kit(org.apache.pekko.actor.typed.Behavior<C> behavior) {
-        EventSourcedBehaviorTestKit<C, E, S> kit = EventSourcedBehaviorTestKit.create(entities.system(), behavior);
+    private static <C, E, S> EventSourcedBehaviorTestKit<C, E, S> kit(
+            org.apache.pekko.actor.typed.Behavior<C> behavior) {
+        EventSourcedBehaviorTestKit<C, E, S> kit =
+                EventSourcedBehaviorTestKit.create(entities.system(), behavior);
         kit.clear();
         return kit;
     }
 
-    private static <C, E, S, R> void succeeds(EventSourcedBehaviorTestKit<C, E, S> kit,
+    private static <C, E, S, R> void succeeds(
+            EventSourcedBehaviorTestKit<C, E, S> kit,
             Function<ActorRef<StatusReply<R>>, C> command) {
         StatusReply<R> reply = kit.<StatusReply<R>>runCommand(command::apply).reply();
         assertTrue(reply.isSuccess(), reply::toString);
     }
 
     /** Asserts the command is refused with the reason; @return the refusal's message */
-    private static <C, E, S, R> String refused(Reason reason, EventSourcedBehaviorTestKit<C, E, S> kit,
+    private static <C, E, S, R> String refused(
+            Reason reason,
+            EventSourcedBehaviorTestKit<C, E, S> kit,
             Function<ActorRef<StatusReply<R>>, C> command) {
         StatusReply<R> reply = kit.<StatusReply<R>>runCommand(command::apply).reply();
         assertTrue(reply.isError(), reply::toString);
@@ -74,78 +81,195 @@ class RefusalsTest {
     }
 
     private static PoolSpec spec(String name, int maxBlocksPerNode) {
-        return new PoolSpec(name, Cidr.parse("198.18.200.0/24"), 26, false, true, maxBlocksPerNode, "",
+        return new PoolSpec(
+                name,
+                Cidr.parse("198.18.200.0/24"),
+                26,
+                false,
+                true,
+                maxBlocksPerNode,
+                "",
                 List.of(Cidr.parse("198.18.200.192/26")));
     }
 
     @Test
     void thePoolsRefusalsSayWhy() {
-        EventSourcedBehaviorTestKit<PoolEntity.Command, PoolEntity.Event, PoolEntity.State> pool = kit(PoolEntity.create("refusing"));
+        EventSourcedBehaviorTestKit<PoolEntity.Command, PoolEntity.Event, PoolEntity.State> pool =
+                kit(PoolEntity.create("refusing"));
         Cidr first = Cidr.parse("198.18.200.0/26");
         Cidr second = Cidr.parse("198.18.200.64/26");
-        String unknown = refused(Reason.UNKNOWN_POOL, pool, (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimBlock("node-a", null, r));
+        String unknown =
+                refused(
+                        Reason.UNKNOWN_POOL,
+                        pool,
+                        (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                                new PoolEntity.ClaimBlock("node-a", null, r));
         assertEquals("unknown pool refusing", unknown);
-        refused(Reason.UNKNOWN_POOL, pool, (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(first, "node-a", r));
-        refused(Reason.UNKNOWN_POOL, pool, (ActorRef<StatusReply<Done>> r) -> new PoolEntity.SetDisabled(true, r));
-        refused(Reason.INVALID_REQUEST, pool, (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(spec("other", 1), r));
+        refused(
+                Reason.UNKNOWN_POOL,
+                pool,
+                (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                        new PoolEntity.ClaimSpecificBlock(first, "node-a", r));
+        refused(
+                Reason.UNKNOWN_POOL,
+                pool,
+                (ActorRef<StatusReply<Done>> r) -> new PoolEntity.SetDisabled(true, r));
+        refused(
+                Reason.INVALID_REQUEST,
+                pool,
+                (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(spec("other", 1), r));
 
-        succeeds(pool, (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(spec("refusing", 1), r));
-        refused(Reason.CONFLICT, pool, (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DefinePool(
-                new PoolSpec("refusing", Cidr.parse("198.18.200.0/24"), 27, false, true, 1), r));
-        refused(Reason.INVALID_REQUEST, pool, (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(
-                Cidr.parse("198.18.201.0/26"), "node-a", r));
-        refused(Reason.ADDRESS_NOT_IN_POOL, pool, (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(
-                Cidr.parse("198.18.200.192/26"), "node-a", r));
+        succeeds(
+                pool,
+                (ActorRef<StatusReply<Done>> r) ->
+                        new PoolEntity.DefinePool(spec("refusing", 1), r));
+        refused(
+                Reason.CONFLICT,
+                pool,
+                (ActorRef<StatusReply<Done>> r) ->
+                        new PoolEntity.DefinePool(
+                                new PoolSpec(
+                                        "refusing",
+                                        Cidr.parse("198.18.200.0/24"),
+                                        27,
+                                        false,
+                                        true,
+                                        1),
+                                r));
+        refused(
+                Reason.INVALID_REQUEST,
+                pool,
+                (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                        new PoolEntity.ClaimSpecificBlock(
+                                Cidr.parse("198.18.201.0/26"), "node-a", r));
+        refused(
+                Reason.ADDRESS_NOT_IN_POOL,
+                pool,
+                (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                        new PoolEntity.ClaimSpecificBlock(
+                                Cidr.parse("198.18.200.192/26"), "node-a", r));
 
-        ClaimOutcome claimed = pool.<StatusReply<ClaimOutcome>>runCommand(r -> new PoolEntity.ClaimSpecificBlock(first, "node-a", r))
-                .reply().getValue();
+        ClaimOutcome claimed =
+                pool.<StatusReply<ClaimOutcome>>runCommand(
+                                r -> new PoolEntity.ClaimSpecificBlock(first, "node-a", r))
+                        .reply()
+                        .getValue();
         assertEquals(ClaimStatus.CLAIMED, claimed.status());
-        // maxBlocksPerNode 1: a specific block is refused, while "any block" is an outcome to go on from (borrowing).
-        refused(Reason.NODE_BLOCK_LIMIT, pool, (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(second, "node-a", r));
-        assertEquals(ClaimStatus.LIMIT_REACHED, pool.<StatusReply<ClaimOutcome>>runCommand(
-                r -> new PoolEntity.ClaimBlock("node-a", null, r)).reply().getValue().status());
-        refused(Reason.AFFINE_TO_OTHER_NODE, pool, (ActorRef<StatusReply<Done>> r) -> new PoolEntity.BeginBlockRelease(first, "node-b", r));
-        refused(Reason.CONFLICT, pool, (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DeletePool(r));
+        // maxBlocksPerNode 1: a specific block is refused, while "any block" is an outcome to go on
+        // from (borrowing).
+        refused(
+                Reason.NODE_BLOCK_LIMIT,
+                pool,
+                (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                        new PoolEntity.ClaimSpecificBlock(second, "node-a", r));
+        assertEquals(
+                ClaimStatus.LIMIT_REACHED,
+                pool.<StatusReply<ClaimOutcome>>runCommand(
+                                r -> new PoolEntity.ClaimBlock("node-a", null, r))
+                        .reply()
+                        .getValue()
+                        .status());
+        refused(
+                Reason.AFFINE_TO_OTHER_NODE,
+                pool,
+                (ActorRef<StatusReply<Done>> r) ->
+                        new PoolEntity.BeginBlockRelease(first, "node-b", r));
+        refused(
+                Reason.CONFLICT,
+                pool,
+                (ActorRef<StatusReply<Done>> r) -> new PoolEntity.DeletePool(r));
 
-        succeeds(pool, (ActorRef<StatusReply<Done>> r) -> new PoolEntity.BeginBlockRelease(first, "node-a", r));
-        refused(Reason.BLOCK_RELEASING, pool, (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(first, "node-a", r));
+        succeeds(
+                pool,
+                (ActorRef<StatusReply<Done>> r) ->
+                        new PoolEntity.BeginBlockRelease(first, "node-a", r));
+        refused(
+                Reason.BLOCK_RELEASING,
+                pool,
+                (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                        new PoolEntity.ClaimSpecificBlock(first, "node-a", r));
 
         succeeds(pool, (ActorRef<StatusReply<Done>> r) -> new PoolEntity.SetDisabled(true, r));
-        refused(Reason.POOL_DISABLED, pool, (ActorRef<StatusReply<ClaimOutcome>> r) -> new PoolEntity.ClaimSpecificBlock(second, "node-b", r));
+        refused(
+                Reason.POOL_DISABLED,
+                pool,
+                (ActorRef<StatusReply<ClaimOutcome>> r) ->
+                        new PoolEntity.ClaimSpecificBlock(second, "node-b", r));
     }
 
     @Test
     void theBlocksRefusalsSayWhy() {
-        EventSourcedBehaviorTestKit<BlockEntity.Command, BlockEntity.Event, BlockEntity.State> block = kit(BlockEntity.create("198.18.200.0-26"));
-        succeeds(block, (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
-        BlockEntity.AssignOutcome assigned = block.<BlockEntity.AssignOutcome>runCommand(r -> new BlockEntity.AutoAssign(
-                new Allocation("net.c1", "eth0", "default", "pod", "node-a", 1L), false, null, r)).reply();
+        EventSourcedBehaviorTestKit<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>
+                block = kit(BlockEntity.create("198.18.200.0-26"));
+        succeeds(
+                block,
+                (ActorRef<StatusReply<Done>> r) ->
+                        new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        BlockEntity.AssignOutcome assigned =
+                block.<BlockEntity.AssignOutcome>runCommand(
+                                r ->
+                                        new BlockEntity.AutoAssign(
+                                                new Allocation(
+                                                        "net.c1", "eth0", "default", "pod",
+                                                        "node-a", 1L),
+                                                false,
+                                                null,
+                                                r))
+                        .reply();
         assertEquals(BlockEntity.AssignStatus.ASSIGNED, assigned.status());
 
-        refused(Reason.AFFINE_TO_OTHER_NODE, block, (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ClaimAffinity("node-b", List.of(), r));
-        refused(Reason.AFFINE_TO_OTHER_NODE, block, (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ReleaseAffinity("node-b", r));
-        String inUse = refused(Reason.CONFLICT, block, (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ReleaseAffinity("node-a", r));
+        refused(
+                Reason.AFFINE_TO_OTHER_NODE,
+                block,
+                (ActorRef<StatusReply<Done>> r) ->
+                        new BlockEntity.ClaimAffinity("node-b", List.of(), r));
+        refused(
+                Reason.AFFINE_TO_OTHER_NODE,
+                block,
+                (ActorRef<StatusReply<Done>> r) -> new BlockEntity.ReleaseAffinity("node-b", r));
+        String inUse =
+                refused(
+                        Reason.CONFLICT,
+                        block,
+                        (ActorRef<StatusReply<Done>> r) ->
+                                new BlockEntity.ReleaseAffinity("node-a", r));
         assertEquals("block 198.18.200.0/26 holds 1 allocations", inUse);
     }
 
     @Test
     void theRegistryRefusesAnUnknownPool() {
         var registry = kit(PoolRegistry.create());
-        refused(Reason.UNKNOWN_POOL, registry, (ActorRef<StatusReply<Done>> r) -> new PoolRegistry.SetDisabled("nowhere", true, r));
+        refused(
+                Reason.UNKNOWN_POOL,
+                registry,
+                (ActorRef<StatusReply<Done>> r) ->
+                        new PoolRegistry.SetDisabled("nowhere", true, r));
     }
 
     /** The reply as another member reads it: serialized with the binding Pekko chooses, then read back. */
     @Test
     void aRefusalKeepsItsReasonAcrossMembers() {
         Serialization serialization = SerializationExtension.get(cluster.system());
-        Refusal refusal = new Refusal(Reason.AFFINE_TO_OTHER_NODE, "block 198.18.200.0/26 is affine to node-a, not node-b");
+        Refusal refusal =
+                new Refusal(
+                        Reason.AFFINE_TO_OTHER_NODE,
+                        "block 198.18.200.0/26 is affine to node-a, not node-b");
         Serializer forRefusal = serialization.findSerializerFor(refusal);
-        assertInstanceOf(JacksonCborSerializer.class, forRefusal, "jackson-cbor, not the Java serializer bound to Throwable");
+        assertInstanceOf(
+                JacksonCborSerializer.class,
+                forRefusal,
+                "jackson-cbor, not the Java serializer bound to Throwable");
 
         StatusReply<Done> reply = StatusReply.error(refusal);
         Serializer forReply = serialization.findSerializerFor(reply);
         byte[] bytes = serialization.serialize(reply).get();
-        Object read = serialization.deserialize(bytes, forReply.identifier(), Serializers.manifestFor(forReply, reply)).get();
+        Object read =
+                serialization
+                        .deserialize(
+                                bytes,
+                                forReply.identifier(),
+                                Serializers.manifestFor(forReply, reply))
+                        .get();
         StatusReply<?> back = assertInstanceOf(StatusReply.class, read);
         Refusal travelled = assertInstanceOf(Refusal.class, back.getError());
         assertEquals(refusal.reason(), travelled.reason());
@@ -159,7 +283,8 @@ class RefusalsTest {
     @Test
     void anEntitysRefusalArrivesTyped() {
         TestProbe<StatusReply<Done>> probe = cluster.createTestProbe();
-        ClusterSharding.get(cluster.system()).entityRefFor(PoolEntity.ENTITY_TYPE_KEY, "refusals-undefined")
+        ClusterSharding.get(cluster.system())
+                .entityRefFor(PoolEntity.ENTITY_TYPE_KEY, "refusals-undefined")
                 .tell(new PoolEntity.SetDisabled(true, probe.getRef()));
         StatusReply<Done> reply = probe.receiveMessage(WAIT);
         Refusal refusal = assertInstanceOf(Refusal.class, reply.getError());

@@ -35,7 +35,11 @@ public final class TestCluster {
      * @return the test kit of a cluster of one that is Up; shut it down after the tests
      */
     public static ActorTestKit start(String name, String overrides) {
-        Config config = ConfigFactory.parseString(overrides).withFallback(ConfigFactory.parseString("""
+        Config config =
+                ConfigFactory.parseString(overrides)
+                        .withFallback(
+                                ConfigFactory.parseString(
+                                        """
                 pekko.actor.provider = cluster
                 pekko.actor.serialize-messages = on
                 pekko.remote.artery.canonical.hostname = 127.0.0.1
@@ -43,9 +47,9 @@ public final class TestCluster {
                 pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
                 pekko.cluster.sharding.passivation.strategy = none
                 """))
-                .withFallback(PersistenceTestKitPlugin.getInstance().config())
-                .withFallback(PersistenceTestKitSnapshotPlugin.config())
-                .withFallback(ConfigFactory.load());
+                        .withFallback(PersistenceTestKitPlugin.getInstance().config())
+                        .withFallback(PersistenceTestKitSnapshotPlugin.config())
+                        .withFallback(ConfigFactory.load());
         ActorTestKit testKit = ActorTestKit.create(name, config);
         ActorSystem<?> system = testKit.system();
         Cluster cluster = Cluster.get(system);
@@ -54,10 +58,13 @@ public final class TestCluster {
         PoolEntity.init(system);
         BlockEntity.init(system);
         NodeEntity.init(system);
-        testKit.createTestProbe().awaitAssert(Duration.ofSeconds(20), () -> {
-            assertEquals(MemberStatus.up(), cluster.selfMember().status());
-            return null;
-        });
+        testKit.createTestProbe()
+                .awaitAssert(
+                        Duration.ofSeconds(20),
+                        () -> {
+                            assertEquals(MemberStatus.up(), cluster.selfMember().status());
+                            return null;
+                        });
         return testKit;
     }
 

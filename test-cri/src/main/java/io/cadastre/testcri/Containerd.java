@@ -67,7 +67,8 @@ public final class Containerd implements AutoCloseable {
      * @throws IOException when containerd does not start or the image cannot be imported (with
      *     the tail of containerd's log)
      */
-    public static Containerd start(Path dir, Path cniBinDir, Path cniConfDir, int maxConfNum) throws IOException {
+    public static Containerd start(Path dir, Path cniBinDir, Path cniConfDir, int maxConfNum)
+            throws IOException {
         return start(dir, cniBinDir, cniConfDir, maxConfNum, Map.of());
     }
 
@@ -80,21 +81,35 @@ public final class Containerd implements AutoCloseable {
      *
      * @param handlerConfDirs handler name (lower-case letters, digits, '-') to its CNI conf dir
      */
-    public static Containerd start(Path dir, Path cniBinDir, Path cniConfDir, int maxConfNum, Map<String, Path> handlerConfDirs)
+    public static Containerd start(
+            Path dir,
+            Path cniBinDir,
+            Path cniConfDir,
+            int maxConfNum,
+            Map<String, Path> handlerConfDirs)
             throws IOException {
         Containerd containerd = new Containerd(dir.toAbsolutePath());
         try {
             Files.createDirectories(containerd.dir);
-            StringBuilder toml = new StringBuilder(containerd.configToml(cniBinDir.toAbsolutePath(), cniConfDir.toAbsolutePath(),
-                    maxConfNum));
+            StringBuilder toml =
+                    new StringBuilder(
+                            containerd.configToml(
+                                    cniBinDir.toAbsolutePath(),
+                                    cniConfDir.toAbsolutePath(),
+                                    maxConfNum));
             for (Map.Entry<String, Path> h : new TreeMap<>(handlerConfDirs).entrySet()) {
                 if (!h.getKey().matches("[a-z0-9][a-z0-9-]*")) {
                     throw new IllegalArgumentException("runtime handler name " + h.getKey());
                 }
-                toml.append("  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes." + h.getKey() + "]\n"
-                        + "    runtime_type = \"io.containerd.runc.v2\"\n"
-                        + "    cni_conf_dir = \"" + h.getValue().toAbsolutePath() + "\"\n"
-                        + "    cni_max_conf_num = 1\n");
+                toml.append(
+                        "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes."
+                                + h.getKey()
+                                + "]\n"
+                                + "    runtime_type = \"io.containerd.runc.v2\"\n"
+                                + "    cni_conf_dir = \""
+                                + h.getValue().toAbsolutePath()
+                                + "\"\n"
+                                + "    cni_max_conf_num = 1\n");
             }
             Files.writeString(containerd.config, toml);
             containerd.launch();
@@ -137,7 +152,8 @@ public final class Containerd implements AutoCloseable {
                     snapshotter = "overlayfs"
                   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
                     runtime_type = "io.containerd.runc.v2"
-                """.formatted(dir, PauseImage.NAME, cniBinDir, cniConfDir, maxConfNum);
+                """
+                .formatted(dir, PauseImage.NAME, cniBinDir, cniConfDir, maxConfNum);
     }
 
     /** @return containerd's gRPC socket (the CRI endpoint kubelet is given) */
@@ -167,7 +183,16 @@ public final class Containerd implements AutoCloseable {
      * @throws IOException with ctr's output when the import fails
      */
     public void importImage(Path archive) throws IOException {
-        run(List.of("ctr", "--address", socket().toString(), "-n", "k8s.io", "images", "import", archive.toString()),
+        run(
+                List.of(
+                        "ctr",
+                        "--address",
+                        socket().toString(),
+                        "-n",
+                        "k8s.io",
+                        "images",
+                        "import",
+                        archive.toString()),
                 Duration.ofSeconds(120));
     }
 
@@ -193,10 +218,11 @@ public final class Containerd implements AutoCloseable {
 
     private void launch() throws IOException {
         Files.deleteIfExists(socket());
-        process = new ProcessBuilder("containerd", "--config", config.toString())
-                .redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()))
-                .start();
+        process =
+                new ProcessBuilder("containerd", "--config", config.toString())
+                        .redirectErrorStream(true)
+                        .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()))
+                        .start();
         cri = new CriClient(socket(), Duration.ofSeconds(120));
         awaitCondition(CriClient.RUNTIME_READY, START_TIMEOUT);
     }
@@ -217,7 +243,8 @@ public final class Containerd implements AutoCloseable {
         String last = "no answer";
         while (true) {
             if (!process.isAlive()) {
-                throw new IOException("containerd exited with " + process.exitValue() + ":\n" + tail());
+                throw new IOException(
+                        "containerd exited with " + process.exitValue() + ":\n" + tail());
             }
             if (Files.exists(socket())) {
                 try {
@@ -225,13 +252,23 @@ public final class Containerd implements AutoCloseable {
                     if (c.isPresent() && c.get().getStatus()) {
                         return;
                     }
-                    last = c.map(x -> x.getReason() + ": " + x.getMessage()).orElse(type + " not reported");
+                    last =
+                            c.map(x -> x.getReason() + ": " + x.getMessage())
+                                    .orElse(type + " not reported");
                 } catch (io.grpc.StatusRuntimeException e) {
                     last = e.getStatus().toString();
                 }
             }
             if (System.nanoTime() > deadline) {
-                throw new IOException("containerd did not report " + type + " within " + timeout + " (" + last + "):\n" + tail());
+                throw new IOException(
+                        "containerd did not report "
+                                + type
+                                + " within "
+                                + timeout
+                                + " ("
+                                + last
+                                + "):\n"
+                                + tail());
             }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
         }
@@ -245,7 +282,8 @@ public final class Containerd implements AutoCloseable {
         closeClient();
         process.destroyForcibly();
         if (!process.waitFor(30, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("containerd " + process.pid() + " did not die on SIGKILL within 30 s");
+            throw new IllegalStateException(
+                    "containerd " + process.pid() + " did not die on SIGKILL within 30 s");
         }
     }
 
@@ -321,7 +359,9 @@ public final class Containerd implements AutoCloseable {
             failures.add(e);
         }
         if (!failures.isEmpty()) {
-            IOException e = new IOException("cleaning up containerd in " + dir + " failed", failures.get(0));
+            IOException e =
+                    new IOException(
+                            "cleaning up containerd in " + dir + " failed", failures.get(0));
             failures.stream().skip(1).forEach(e::addSuppressed);
             throw e;
         }
@@ -339,18 +379,33 @@ public final class Containerd implements AutoCloseable {
         Path tasks = stateDir().resolve("io.containerd.runtime.v2.task");
         if (Files.isDirectory(tasks)) {
             try (Stream<Path> files = Files.walk(tasks, 3)) {
-                List<Path> pidFiles = files.filter(p -> p.getFileName().toString().equals("init.pid")).toList();
+                List<Path> pidFiles =
+                        files.filter(p -> p.getFileName().toString().equals("init.pid")).toList();
                 pids.addAll(readPids(pidFiles));
             }
             try (Stream<Path> files = Files.walk(tasks, 3)) {
-                pids.addAll(readPids(files.filter(p -> p.getFileName().toString().equals("shim.pid")).toList()));
+                pids.addAll(
+                        readPids(
+                                files.filter(p -> p.getFileName().toString().equals("shim.pid"))
+                                        .toList()));
             }
         }
         String mine = socket().toString();
         try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
-            for (Path p : procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).toList()) {
+            for (Path p :
+                    procs.filter(
+                                    p ->
+                                            p.getFileName()
+                                                    .toString()
+                                                    .chars()
+                                                    .allMatch(Character::isDigit))
+                            .toList()) {
                 try {
-                    String cmdline = new String(Files.readAllBytes(p.resolve("cmdline")), StandardCharsets.UTF_8).replace('\0', ' ');
+                    String cmdline =
+                            new String(
+                                            Files.readAllBytes(p.resolve("cmdline")),
+                                            StandardCharsets.UTF_8)
+                                    .replace('\0', ' ');
                     if (cmdline.contains(mine + " ")) {
                         pids.add(Long.parseLong(p.getFileName().toString()));
                     }
@@ -360,10 +415,15 @@ public final class Containerd implements AutoCloseable {
             }
         }
         for (long pid : pids) {
-            ProcessHandle.of(pid).ifPresent(h -> {
-                h.destroyForcibly();
-                h.onExit().orTimeout(10, TimeUnit.SECONDS).exceptionally(t -> null).join();
-            });
+            ProcessHandle.of(pid)
+                    .ifPresent(
+                            h -> {
+                                h.destroyForcibly();
+                                h.onExit()
+                                        .orTimeout(10, TimeUnit.SECONDS)
+                                        .exceptionally(t -> null)
+                                        .join();
+                            });
         }
     }
 
@@ -373,7 +433,8 @@ public final class Containerd implements AutoCloseable {
             try {
                 pids.add(Long.parseLong(Files.readString(f).trim()));
             } catch (IOException | NumberFormatException e) {
-                // a half-written or vanished file: its process, if any, is found by its command line
+                // a half-written or vanished file: its process, if any, is found by its command
+                // line
             }
         }
         return pids;
@@ -431,7 +492,8 @@ public final class Containerd implements AutoCloseable {
                 throw new IOException(String.join(" ", command) + " did not finish in " + timeout);
             }
             if (p.exitValue() != 0) {
-                throw new IOException(String.join(" ", command) + " exited with " + p.exitValue() + ": " + out);
+                throw new IOException(
+                        String.join(" ", command) + " exited with " + p.exitValue() + ": " + out);
             }
             return out;
         } catch (InterruptedException e) {

@@ -53,6 +53,7 @@ import java.util.concurrent.TimeUnit;
 public final class CriClient implements AutoCloseable {
     /** The condition kubelet waits for before it starts pods that need the pod network. */
     public static final String NETWORK_READY = "NetworkReady";
+
     /** The condition of a runtime able to run containers at all. */
     public static final String RUNTIME_READY = "RuntimeReady";
 
@@ -71,12 +72,13 @@ public final class CriClient implements AutoCloseable {
      */
     public CriClient(Path socket, Duration callTimeout) {
         this.group = new EpollEventLoopGroup(1);
-        this.channel = NettyChannelBuilder.forTarget("unix://" + socket.toAbsolutePath())
-                .channelType(EpollDomainSocketChannel.class, DomainSocketAddress.class)
-                .eventLoopGroup(group)
-                .usePlaintext()
-                .maxInboundMessageSize(32 << 20)
-                .build();
+        this.channel =
+                NettyChannelBuilder.forTarget("unix://" + socket.toAbsolutePath())
+                        .channelType(EpollDomainSocketChannel.class, DomainSocketAddress.class)
+                        .eventLoopGroup(group)
+                        .usePlaintext()
+                        .maxInboundMessageSize(32 << 20)
+                        .build();
         this.stub = RuntimeServiceGrpc.newBlockingStub(channel);
         this.callTimeout = callTimeout;
     }
@@ -120,13 +122,19 @@ public final class CriClient implements AutoCloseable {
      * {@code handler}; {@code ""} for the runtime's default).
      */
     public String runPodSandbox(PodSandboxConfig config, String runtimeHandler) {
-        return call().runPodSandbox(RunPodSandboxRequest.newBuilder().setConfig(config).setRuntimeHandler(runtimeHandler).build())
+        return call().runPodSandbox(
+                        RunPodSandboxRequest.newBuilder()
+                                .setConfig(config)
+                                .setRuntimeHandler(runtimeHandler)
+                                .build())
                 .getPodSandboxId();
     }
 
     /** CRI {@code PodSandboxStatus}: state, metadata and network (the pod's IPs). */
     public PodSandboxStatus podSandboxStatus(String sandboxId) {
-        return call().podSandboxStatus(PodSandboxStatusRequest.newBuilder().setPodSandboxId(sandboxId).build()).getStatus();
+        return call().podSandboxStatus(
+                        PodSandboxStatusRequest.newBuilder().setPodSandboxId(sandboxId).build())
+                .getStatus();
     }
 
     /**
@@ -135,7 +143,11 @@ public final class CriClient implements AutoCloseable {
      * network namespace entry names the path the runtime gave CNI as {@code CNI_NETNS}).
      */
     public Map<String, String> podSandboxInfo(String sandboxId) {
-        return call().podSandboxStatus(PodSandboxStatusRequest.newBuilder().setPodSandboxId(sandboxId).setVerbose(true).build())
+        return call().podSandboxStatus(
+                        PodSandboxStatusRequest.newBuilder()
+                                .setPodSandboxId(sandboxId)
+                                .setVerbose(true)
+                                .build())
                 .getInfoMap();
     }
 
@@ -149,15 +161,22 @@ public final class CriClient implements AutoCloseable {
     public String networkNamespace(String sandboxId) {
         String info = podSandboxInfo(sandboxId).get("info");
         try {
-            for (JsonNode ns : JSON.readTree(info == null ? "{}" : info).path("runtimeSpec").path("linux").path("namespaces")) {
-                if ("network".equals(ns.path("type").asText()) && !ns.path("path").asText().isEmpty()) {
+            for (JsonNode ns :
+                    JSON.readTree(info == null ? "{}" : info)
+                            .path("runtimeSpec")
+                            .path("linux")
+                            .path("namespaces")) {
+                if ("network".equals(ns.path("type").asText())
+                        && !ns.path("path").asText().isEmpty()) {
                     return ns.path("path").asText();
                 }
             }
         } catch (JsonProcessingException e) {
-            throw new IllegalStateException("sandbox " + sandboxId + "'s verbose info is not JSON", e);
+            throw new IllegalStateException(
+                    "sandbox " + sandboxId + "'s verbose info is not JSON", e);
         }
-        throw new IllegalStateException("no network namespace path in sandbox " + sandboxId + "'s verbose info");
+        throw new IllegalStateException(
+                "no network namespace path in sandbox " + sandboxId + "'s verbose info");
     }
 
     /**
@@ -165,12 +184,14 @@ public final class CriClient implements AutoCloseable {
      * Idempotent in the API: kubelet calls it more than once.
      */
     public void stopPodSandbox(String sandboxId) {
-        call().stopPodSandbox(StopPodSandboxRequest.newBuilder().setPodSandboxId(sandboxId).build());
+        call().stopPodSandbox(
+                        StopPodSandboxRequest.newBuilder().setPodSandboxId(sandboxId).build());
     }
 
     /** CRI {@code RemovePodSandbox}: removes a stopped sandbox and its containers; idempotent. */
     public void removePodSandbox(String sandboxId) {
-        call().removePodSandbox(RemovePodSandboxRequest.newBuilder().setPodSandboxId(sandboxId).build());
+        call().removePodSandbox(
+                        RemovePodSandboxRequest.newBuilder().setPodSandboxId(sandboxId).build());
     }
 
     /** CRI {@code ListPodSandbox} without a filter: every sandbox the runtime knows. */
@@ -184,9 +205,15 @@ public final class CriClient implements AutoCloseable {
      * @param sandboxConfig the configuration the sandbox was run with (kubelet passes it again)
      * @return the container's ID
      */
-    public String createContainer(String sandboxId, ContainerConfig config, PodSandboxConfig sandboxConfig) {
-        return call().createContainer(CreateContainerRequest.newBuilder().setPodSandboxId(sandboxId)
-                .setConfig(config).setSandboxConfig(sandboxConfig).build()).getContainerId();
+    public String createContainer(
+            String sandboxId, ContainerConfig config, PodSandboxConfig sandboxConfig) {
+        return call().createContainer(
+                        CreateContainerRequest.newBuilder()
+                                .setPodSandboxId(sandboxId)
+                                .setConfig(config)
+                                .setSandboxConfig(sandboxConfig)
+                                .build())
+                .getContainerId();
     }
 
     /**
@@ -194,7 +221,8 @@ public final class CriClient implements AutoCloseable {
      *
      * @return the running container's ID
      */
-    public String createAndStartContainer(String sandboxId, ContainerConfig config, PodSandboxConfig sandboxConfig) {
+    public String createAndStartContainer(
+            String sandboxId, ContainerConfig config, PodSandboxConfig sandboxConfig) {
         String id = createContainer(sandboxId, config, sandboxConfig);
         startContainer(id);
         return id;
@@ -202,22 +230,30 @@ public final class CriClient implements AutoCloseable {
 
     /** CRI {@code StartContainer}. */
     public void startContainer(String containerId) {
-        call().startContainer(StartContainerRequest.newBuilder().setContainerId(containerId).build());
+        call().startContainer(
+                        StartContainerRequest.newBuilder().setContainerId(containerId).build());
     }
 
     /** CRI {@code StopContainer}, killing it after {@code graceSeconds}. */
     public void stopContainer(String containerId, long graceSeconds) {
-        call().stopContainer(StopContainerRequest.newBuilder().setContainerId(containerId).setTimeout(graceSeconds).build());
+        call().stopContainer(
+                        StopContainerRequest.newBuilder()
+                                .setContainerId(containerId)
+                                .setTimeout(graceSeconds)
+                                .build());
     }
 
     /** CRI {@code ContainerStatus}: state, exit code once exited, and the runtime's reason and message. */
     public ContainerStatus containerStatus(String containerId) {
-        return call().containerStatus(ContainerStatusRequest.newBuilder().setContainerId(containerId).build()).getStatus();
+        return call().containerStatus(
+                        ContainerStatusRequest.newBuilder().setContainerId(containerId).build())
+                .getStatus();
     }
 
     /** CRI {@code RemoveContainer}. */
     public void removeContainer(String containerId) {
-        call().removeContainer(RemoveContainerRequest.newBuilder().setContainerId(containerId).build());
+        call().removeContainer(
+                        RemoveContainerRequest.newBuilder().setContainerId(containerId).build());
     }
 
     /** What a command run with {@link #execSync} printed and how it exited. */
@@ -235,9 +271,16 @@ public final class CriClient implements AutoCloseable {
      * @param command the argv, e.g. {@code /bin/busybox ip addr}
      */
     public ExecResult execSync(String containerId, long timeoutSeconds, String... command) {
-        ExecSyncResponse r = call().execSync(ExecSyncRequest.newBuilder().setContainerId(containerId)
-                .addAllCmd(List.of(command)).setTimeout(timeoutSeconds).build());
-        return new ExecResult(r.getExitCode(), r.getStdout().toString(StandardCharsets.UTF_8),
+        ExecSyncResponse r =
+                call().execSync(
+                                ExecSyncRequest.newBuilder()
+                                        .setContainerId(containerId)
+                                        .addAllCmd(List.of(command))
+                                        .setTimeout(timeoutSeconds)
+                                        .build());
+        return new ExecResult(
+                r.getExitCode(),
+                r.getStdout().toString(StandardCharsets.UTF_8),
                 r.getStderr().toString(StandardCharsets.UTF_8));
     }
 

@@ -42,15 +42,26 @@ public final class KubeletPods {
      * What kubelet asks the runtime to mask in an unprivileged container (procMount Default;
      * kubelet's {@code securitycontext} defaults): bind-mounted over with nothing.
      */
-    public static final List<String> MASKED_PATHS = List.of("/proc/asound", "/proc/acpi", "/proc/kcore",
-            "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-            "/sys/firmware", "/sys/devices/virtual/powercap");
+    public static final List<String> MASKED_PATHS =
+            List.of(
+                    "/proc/asound",
+                    "/proc/acpi",
+                    "/proc/kcore",
+                    "/proc/keys",
+                    "/proc/latency_stats",
+                    "/proc/timer_list",
+                    "/proc/timer_stats",
+                    "/proc/sched_debug",
+                    "/proc/scsi",
+                    "/sys/firmware",
+                    "/sys/devices/virtual/powercap");
+
     /**
      * What kubelet asks the runtime to make read-only in an unprivileged container (procMount
      * Default): {@code /proc/sys} among them, so that such a container cannot set sysctls there.
      */
-    public static final List<String> READONLY_PATHS = List.of("/proc/bus", "/proc/fs", "/proc/irq",
-            "/proc/sys", "/proc/sysrq-trigger");
+    public static final List<String> READONLY_PATHS =
+            List.of("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger");
 
     private KubeletPods() {}
 
@@ -63,12 +74,15 @@ public final class KubeletPods {
     public static PodSandboxConfig hostNetwork(PodSandboxConfig sandbox) {
         return sandbox.toBuilder()
                 .clearHostname()
-                .setLinux(LinuxPodSandboxConfig.newBuilder()
-                        .setSecurityContext(LinuxSandboxSecurityContext.newBuilder()
-                                .setNamespaceOptions(NamespaceOption.newBuilder()
-                                        .setNetwork(NamespaceMode.NODE)
-                                        .setPid(NamespaceMode.CONTAINER)
-                                        .setIpc(NamespaceMode.POD))))
+                .setLinux(
+                        LinuxPodSandboxConfig.newBuilder()
+                                .setSecurityContext(
+                                        LinuxSandboxSecurityContext.newBuilder()
+                                                .setNamespaceOptions(
+                                                        NamespaceOption.newBuilder()
+                                                                .setNetwork(NamespaceMode.NODE)
+                                                                .setPid(NamespaceMode.CONTAINER)
+                                                                .setIpc(NamespaceMode.POD))))
                 .build();
     }
 
@@ -78,17 +92,32 @@ public final class KubeletPods {
      * @param annotations the pod's own annotations
      * @throws IOException when the log directory cannot be created
      */
-    public static PodSandboxConfig sandbox(String namespace, String name, String uid, Path logRoot,
-            Map<String, String> labels, Map<String, String> annotations) throws IOException {
+    public static PodSandboxConfig sandbox(
+            String namespace,
+            String name,
+            String uid,
+            Path logRoot,
+            Map<String, String> labels,
+            Map<String, String> annotations)
+            throws IOException {
         Path logDirectory = logRoot.resolve(namespace + "_" + name + "_" + uid);
         Files.createDirectories(logDirectory);
         return PodSandboxConfig.newBuilder()
-                .setMetadata(PodSandboxMetadata.newBuilder().setName(name).setNamespace(namespace).setUid(uid).setAttempt(0))
+                .setMetadata(
+                        PodSandboxMetadata.newBuilder()
+                                .setName(name)
+                                .setNamespace(namespace)
+                                .setUid(uid)
+                                .setAttempt(0))
                 .setHostname(name)
                 .setLogDirectory(logDirectory.toString())
-                .setDnsConfig(DNSConfig.newBuilder().addServers(CLUSTER_DNS)
-                        .addSearches(namespace + ".svc.cluster.local").addSearches("svc.cluster.local")
-                        .addSearches("cluster.local").addOptions("ndots:5"))
+                .setDnsConfig(
+                        DNSConfig.newBuilder()
+                                .addServers(CLUSTER_DNS)
+                                .addSearches(namespace + ".svc.cluster.local")
+                                .addSearches("svc.cluster.local")
+                                .addSearches("cluster.local")
+                                .addOptions("ndots:5"))
                 .putAllLabels(labels)
                 .putLabels("io.kubernetes.pod.name", name)
                 .putLabels("io.kubernetes.pod.namespace", namespace)
@@ -100,8 +129,15 @@ public final class KubeletPods {
     }
 
     /** As {@link #sandbox(String, String, String, Path, Map, Map)} with an {@code app} label and a fresh UID. */
-    public static PodSandboxConfig sandbox(String namespace, String name, Path logRoot) throws IOException {
-        return sandbox(namespace, name, UUID.randomUUID().toString(), logRoot, Map.of("app", name), Map.of());
+    public static PodSandboxConfig sandbox(String namespace, String name, Path logRoot)
+            throws IOException {
+        return sandbox(
+                namespace,
+                name,
+                UUID.randomUUID().toString(),
+                logRoot,
+                Map.of("app", name),
+                Map.of());
     }
 
     /** @return a container of {@link PauseImage} that sleeps for an hour: a shell to exec busybox applets in */
@@ -116,7 +152,8 @@ public final class KubeletPods {
      * @param image an image the runtime holds (there is no registry: see {@link PauseImage})
      * @param argv the command (the image's entrypoint is not used)
      */
-    public static ContainerConfig container(PodSandboxConfig sandbox, String name, String image, String... argv) {
+    public static ContainerConfig container(
+            PodSandboxConfig sandbox, String name, String image, String... argv) {
         PodSandboxMetadata pod = sandbox.getMetadata();
         return ContainerConfig.newBuilder()
                 .setMetadata(ContainerMetadata.newBuilder().setName(name).setAttempt(0))

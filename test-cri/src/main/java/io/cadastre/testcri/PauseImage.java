@@ -27,6 +27,7 @@ import java.util.Map;
 public final class PauseImage {
     /** The image's name once imported. */
     public static final String NAME = "cadastre.test/pause:1";
+
     /** Debian's busybox-static. */
     public static final Path BUSYBOX = Path.of("/bin/busybox");
 
@@ -40,32 +41,62 @@ public final class PauseImage {
      * @throws IOException when busybox cannot be read or the archive written
      */
     public static void write(Path busybox, Path archive) throws IOException {
-        byte[] layer = tar(orderedEntries(
-                "bin/", null,
-                "bin/busybox", Files.readAllBytes(busybox)));
+        byte[] layer =
+                tar(orderedEntries("bin/", null, "bin/busybox", Files.readAllBytes(busybox)));
         String layerDigest = sha256(layer);
-        byte[] config = ("{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Entrypoint\":[\"/bin/busybox\",\"sleep\","
-                + "\"2147483647\"],\"WorkingDir\":\"/\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:" + layerDigest
-                + "\"]}}").getBytes(StandardCharsets.UTF_8);
+        byte[] config =
+                ("{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Entrypoint\":[\"/bin/busybox\",\"sleep\","
+                                + "\"2147483647\"],\"WorkingDir\":\"/\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:"
+                                + layerDigest
+                                + "\"]}}")
+                        .getBytes(StandardCharsets.UTF_8);
         String configDigest = sha256(config);
-        byte[] manifest = ("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
-                + "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"sha256:" + configDigest
-                + "\",\"size\":" + config.length + "},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\","
-                + "\"digest\":\"sha256:" + layerDigest + "\",\"size\":" + layer.length + "}]}").getBytes(StandardCharsets.UTF_8);
+        byte[] manifest =
+                ("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+                                + "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"sha256:"
+                                + configDigest
+                                + "\",\"size\":"
+                                + config.length
+                                + "},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\","
+                                + "\"digest\":\"sha256:"
+                                + layerDigest
+                                + "\",\"size\":"
+                                + layer.length
+                                + "}]}")
+                        .getBytes(StandardCharsets.UTF_8);
         String manifestDigest = sha256(manifest);
         String tag = NAME.substring(NAME.lastIndexOf(':') + 1);
-        byte[] index = ("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
-                + "\"digest\":\"sha256:" + manifestDigest + "\",\"size\":" + manifest.length + ",\"annotations\":{"
-                + "\"io.containerd.image.name\":\"" + NAME + "\",\"org.opencontainers.image.ref.name\":\"" + tag + "\"}}]}")
-                .getBytes(StandardCharsets.UTF_8);
-        byte[] layout = tar(orderedEntries(
-                "oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}".getBytes(StandardCharsets.UTF_8),
-                "index.json", index,
-                "blobs/", null,
-                "blobs/sha256/", null,
-                "blobs/sha256/" + layerDigest, layer,
-                "blobs/sha256/" + configDigest, config,
-                "blobs/sha256/" + manifestDigest, manifest));
+        byte[] index =
+                ("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+                                + "\"digest\":\"sha256:"
+                                + manifestDigest
+                                + "\",\"size\":"
+                                + manifest.length
+                                + ",\"annotations\":{"
+                                + "\"io.containerd.image.name\":\""
+                                + NAME
+                                + "\",\"org.opencontainers.image.ref.name\":\""
+                                + tag
+                                + "\"}}]}")
+                        .getBytes(StandardCharsets.UTF_8);
+        byte[] layout =
+                tar(
+                        orderedEntries(
+                                "oci-layout",
+                                "{\"imageLayoutVersion\":\"1.0.0\"}"
+                                        .getBytes(StandardCharsets.UTF_8),
+                                "index.json",
+                                index,
+                                "blobs/",
+                                null,
+                                "blobs/sha256/",
+                                null,
+                                "blobs/sha256/" + layerDigest,
+                                layer,
+                                "blobs/sha256/" + configDigest,
+                                config,
+                                "blobs/sha256/" + manifestDigest,
+                                manifest));
         Files.write(archive, layout);
     }
 

@@ -44,8 +44,12 @@ class ContainerdTest {
         try {
             CriClient cri = containerd.cri();
             assertEquals("containerd", cri.version().getRuntimeName());
-            assertFalse(cri.condition(CriClient.NETWORK_READY).orElseThrow().getStatus(), "no network configuration yet");
-            Files.writeString(conf.resolve("10-ref.conflist"), bridgeConf(bridge, "198.18.250.0/24", dir.resolve("host-local")));
+            assertFalse(
+                    cri.condition(CriClient.NETWORK_READY).orElseThrow().getStatus(),
+                    "no network configuration yet");
+            Files.writeString(
+                    conf.resolve("10-ref.conflist"),
+                    bridgeConf(bridge, "198.18.250.0/24", dir.resolve("host-local")));
             containerd.awaitNetworkReady(Duration.ofSeconds(30));
 
             PodSandboxConfig pod = KubeletPods.sandbox("harness", "web", dir.resolve("pods"));
@@ -54,12 +58,18 @@ class ContainerdTest {
             assertEquals(PodSandboxState.SANDBOX_READY, status.getState());
             String ip = status.getNetwork().getIp();
             assertTrue(ip.startsWith("198.18.250."), status.toString());
-            String container = cri.createAndStartContainer(sandbox, KubeletPods.sleeper(pod, "shell"), pod);
-            ExecResult addr = cri.execSync(container, 30, "/bin/busybox", "ip", "-o", "addr", "show", "eth0");
+            String container =
+                    cri.createAndStartContainer(sandbox, KubeletPods.sleeper(pod, "shell"), pod);
+            ExecResult addr =
+                    cri.execSync(container, 30, "/bin/busybox", "ip", "-o", "addr", "show", "eth0");
             assertEquals(0, addr.exitCode(), addr.toString());
             assertTrue(addr.stdout().contains("inet " + ip + "/24"), addr.toString());
-            assertTrue(Files.readString(dir.resolve("pods/harness_web_" + pod.getMetadata().getUid()).resolve("shell/0.log"))
-                    .isEmpty(), "the container's log is where kubelet looks for it");
+            assertTrue(
+                    Files.readString(
+                                    dir.resolve("pods/harness_web_" + pod.getMetadata().getUid())
+                                            .resolve("shell/0.log"))
+                            .isEmpty(),
+                    "the container's log is where kubelet looks for it");
 
             shimPid = shimOf(containerd);
             // A crash with the pod running: close() must still clean up all of it.
@@ -67,7 +77,9 @@ class ContainerdTest {
         } finally {
             containerd.close();
             if (Files.exists(Path.of("/sys/class/net", bridge))) {
-                new ProcessBuilder("ip", "link", "del", bridge).start().waitFor(30, TimeUnit.SECONDS);
+                new ProcessBuilder("ip", "link", "del", bridge)
+                        .start()
+                        .waitFor(30, TimeUnit.SECONDS);
             }
         }
         assertFalse(Files.exists(box), "containerd's directory is removed");
@@ -75,7 +87,9 @@ class ContainerdTest {
             assertFalse(line.contains(box.toString()), "mount left behind: " + line);
         }
         if (shimPid > 0) {
-            assertFalse(ProcessHandle.of(shimPid).map(ProcessHandle::isAlive).orElse(false), "shim " + shimPid + " left running");
+            assertFalse(
+                    ProcessHandle.of(shimPid).map(ProcessHandle::isAlive).orElse(false),
+                    "shim " + shimPid + " left running");
         }
         Containerd.run(List.of("rm", "-rf", dir.toString()), Duration.ofSeconds(30));
     }
@@ -91,21 +105,35 @@ class ContainerdTest {
         }
         Path defaultConf = Files.createDirectories(dir.resolve("default-conf"));
         Path otherConf = Files.createDirectories(dir.resolve("other-conf"));
-        Files.writeString(defaultConf.resolve("10-a.conflist"), bridgeConf("cadha" + suffix, "198.18.250.0/24", dir.resolve("a")));
-        Files.writeString(otherConf.resolve("10-b.conflist"), bridgeConf("cadhb" + suffix, "198.18.251.0/24", dir.resolve("b")));
-        Containerd containerd = Containerd.start(dir.resolve("c"), bin, defaultConf, 1, java.util.Map.of("other", otherConf));
+        Files.writeString(
+                defaultConf.resolve("10-a.conflist"),
+                bridgeConf("cadha" + suffix, "198.18.250.0/24", dir.resolve("a")));
+        Files.writeString(
+                otherConf.resolve("10-b.conflist"),
+                bridgeConf("cadhb" + suffix, "198.18.251.0/24", dir.resolve("b")));
+        Containerd containerd =
+                Containerd.start(
+                        dir.resolve("c"),
+                        bin,
+                        defaultConf,
+                        1,
+                        java.util.Map.of("other", otherConf));
         try {
             containerd.awaitNetworkReady(Duration.ofSeconds(30));
             CriClient cri = containerd.cri();
             String a = cri.runPodSandbox(KubeletPods.sandbox("harness", "a", dir.resolve("pods")));
-            String b = cri.runPodSandbox(KubeletPods.sandbox("harness", "b", dir.resolve("pods")), "other");
+            String b =
+                    cri.runPodSandbox(
+                            KubeletPods.sandbox("harness", "b", dir.resolve("pods")), "other");
             assertTrue(cri.podSandboxStatus(a).getNetwork().getIp().startsWith("198.18.250."));
             assertTrue(cri.podSandboxStatus(b).getNetwork().getIp().startsWith("198.18.251."));
         } finally {
             containerd.close();
             for (String bridge : List.of("cadha" + suffix, "cadhb" + suffix)) {
                 if (Files.exists(Path.of("/sys/class/net", bridge))) {
-                    new ProcessBuilder("ip", "link", "del", bridge).start().waitFor(30, TimeUnit.SECONDS);
+                    new ProcessBuilder("ip", "link", "del", bridge)
+                            .start()
+                            .waitFor(30, TimeUnit.SECONDS);
                 }
             }
             Containerd.run(List.of("rm", "-rf", dir.toString()), Duration.ofSeconds(30));
@@ -113,18 +141,35 @@ class ContainerdTest {
     }
 
     private static String bridgeConf(String bridge, String subnet, Path dataDir) {
-        return "{\"cniVersion\":\"1.0.0\",\"name\":\"" + bridge + "\",\"plugins\":[{\"type\":\"bridge\",\"bridge\":\"" + bridge
-                + "\",\"ipam\":{\"type\":\"host-local\",\"dataDir\":\"" + dataDir + "\",\"ranges\":[[{\"subnet\":\"" + subnet
+        return "{\"cniVersion\":\"1.0.0\",\"name\":\""
+                + bridge
+                + "\",\"plugins\":[{\"type\":\"bridge\",\"bridge\":\""
+                + bridge
+                + "\",\"ipam\":{\"type\":\"host-local\",\"dataDir\":\""
+                + dataDir
+                + "\",\"ranges\":[[{\"subnet\":\""
+                + subnet
                 + "\"}]]}}]}";
     }
 
     /** @return the PID of a shim of this containerd (its command line names the socket) */
     private static long shimOf(Containerd containerd) throws Exception {
         try (var procs = Files.list(Path.of("/proc"))) {
-            for (Path p : procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).toList()) {
+            for (Path p :
+                    procs.filter(
+                                    p ->
+                                            p.getFileName()
+                                                    .toString()
+                                                    .chars()
+                                                    .allMatch(Character::isDigit))
+                            .toList()) {
                 try {
-                    String cmd = new String(Files.readAllBytes(p.resolve("cmdline")), StandardCharsets.UTF_8);
-                    if (cmd.contains("containerd-shim") && cmd.contains(containerd.socket().toString())) {
+                    String cmd =
+                            new String(
+                                    Files.readAllBytes(p.resolve("cmdline")),
+                                    StandardCharsets.UTF_8);
+                    if (cmd.contains("containerd-shim")
+                            && cmd.contains(containerd.socket().toString())) {
                         return Long.parseLong(p.getFileName().toString());
                     }
                 } catch (java.io.IOException gone) {

@@ -18,6 +18,7 @@ import java.util.function.BooleanSupplier;
 public final class AgentExec {
     /** The agent's main class, named: this module does not depend on the agent's. */
     public static final String MAIN = "io.cadastre.agent.AgentMain";
+
     /** How often a wait looks again, in ms. */
     private static final long POLL_MILLIS = 50;
 
@@ -27,7 +28,8 @@ public final class AgentExec {
      * The tests' JVM flags: a small heap, the serial collector and C1 only, so that several agents
      * start fast side by side on a small machine.
      */
-    public static final List<String> TEST_FLAGS = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+    public static final List<String> TEST_FLAGS =
+            List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 
     /**
      * @param args the agent's arguments, e.g. {@code --config FILE} or {@code schema --execute}
@@ -43,10 +45,18 @@ public final class AgentExec {
      * launcher uses (the benchmarks measure what users run).
      */
     public static List<String> command(List<String> jvmFlags, String... args) {
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                Path.of(System.getProperty("java.home"), "bin", "java")
+                                        .toString()));
         command.addAll(jvmFlags);
-        command.addAll(List.of("-Dlogback.configurationFile=logback-text.xml", "-cp", System.getProperty("java.class.path"),
-                MAIN));
+        command.addAll(
+                List.of(
+                        "-Dlogback.configurationFile=logback-text.xml",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        MAIN));
         command.addAll(List.of(args));
         return command;
     }
@@ -60,7 +70,8 @@ public final class AgentExec {
      * @throws IllegalStateException when the process exits first, or at the deadline (the process
      *     keeps running: its owner stops it)
      */
-    public static void awaitSocket(Process process, Path socket, Duration deadline, String who, Path log) {
+    public static void awaitSocket(
+            Process process, Path socket, Duration deadline, String who, Path log) {
         awaitCondition(process, () -> Files.exists(socket), deadline, who, "open its socket", log);
     }
 
@@ -71,16 +82,28 @@ public final class AgentExec {
      * @throws IllegalStateException when the process exits first (with its exit code and log's
      *     tail), or at the deadline
      */
-    public static void awaitCondition(Process process, BooleanSupplier done, Duration deadline, String who, String what,
+    public static void awaitCondition(
+            Process process,
+            BooleanSupplier done,
+            Duration deadline,
+            String who,
+            String what,
             Path log) {
         long end = System.nanoTime() + deadline.toNanos();
         while (!done.getAsBoolean()) {
             if (!process.isAlive()) {
-                throw new IllegalStateException(who + " exited with " + process.exitValue() + ":\n" + LogFile.tail(log));
+                throw new IllegalStateException(
+                        who + " exited with " + process.exitValue() + ":\n" + LogFile.tail(log));
             }
             if (System.nanoTime() > end) {
-                throw new IllegalStateException(who + " did not " + what + " in " + deadline.toSeconds() + " s:\n"
-                        + LogFile.tail(log));
+                throw new IllegalStateException(
+                        who
+                                + " did not "
+                                + what
+                                + " in "
+                                + deadline.toSeconds()
+                                + " s:\n"
+                                + LogFile.tail(log));
             }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(POLL_MILLIS));
         }

@@ -75,8 +75,10 @@ public final class AgentLogs {
     public record Recovery(long atNanos, Entity entity, String member) {}
 
     private static final String TIME = "(\\d{2}):(\\d{2}):(\\d{2})\\.(\\d{3})";
+
     /** Where the time starts: a line's first characters, before level, logger and message. */
     private static final Pattern LINE_TIME = Pattern.compile("^" + TIME + " ");
+
     /** Time, level and logger before a recovery message; the entity's id is then group 5. */
     private static final String BEFORE_MESSAGE = TIME + " +[A-Z]+ +\\S+ - ";
 
@@ -93,11 +95,16 @@ public final class AgentLogs {
         }
     }
 
-    private static final List<Shape> SHAPES = List.of(
-            new Shape(EntityKind.NODE, "recovered node entity ",
-                    "(\\S+): \\d+ attachments, \\d+ affine blocks(, \\d+ borrowed blocks)?\\s*$"),
-            new Shape(EntityKind.BLOCK, "recovered block ",
-                    "([0-9A-Fa-f.:]+/\\d{1,3}): \\d+ allocations, affine to \\S+\\s*$"));
+    private static final List<Shape> SHAPES =
+            List.of(
+                    new Shape(
+                            EntityKind.NODE,
+                            "recovered node entity ",
+                            "(\\S+): \\d+ attachments, \\d+ affine blocks(, \\d+ borrowed blocks)?\\s*$"),
+                    new Shape(
+                            EntityKind.BLOCK,
+                            "recovered block ",
+                            "([0-9A-Fa-f.:]+/\\d{1,3}): \\d+ allocations, affine to \\S+\\s*$"));
 
     /**
      * @param recoveries every recovery found, per file in the file's order
@@ -126,8 +133,14 @@ public final class AgentLogs {
             throw new IOException("cannot read the agents' logs: " + read.problems());
         }
         Map<String, Recovery> latest = new HashMap<>();
-        read.recoveries().stream().filter(r -> r.entity().kind() == EntityKind.NODE)
-                .forEach(r -> latest.merge(r.entity().id(), r, (a, b) -> b.atNanos() >= a.atNanos() ? b : a));
+        read.recoveries().stream()
+                .filter(r -> r.entity().kind() == EntityKind.NODE)
+                .forEach(
+                        r ->
+                                latest.merge(
+                                        r.entity().id(),
+                                        r,
+                                        (a, b) -> b.atNanos() >= a.atNanos() ? b : a));
         Map<String, String> homes = new TreeMap<>();
         latest.forEach((node, r) -> homes.put(node, r.member()));
         return homes;
@@ -144,18 +157,23 @@ public final class AgentLogs {
     public static Read read(Map<String, Path> logs, long originEpochMillis, ZoneId zone) {
         List<Recovery> recoveries = new ArrayList<>();
         List<String> problems = new ArrayList<>();
-        logs.forEach((member, file) -> {
-            // The decoder replaces bytes that are not UTF-8 (a line cut by SIGKILL, binary noise)
-            // rather than failing the whole file, which Files.newBufferedReader would.
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(Files.newInputStream(file),
-                    StandardCharsets.UTF_8))) {
-                recoveries.addAll(parse(member, in.lines()::iterator, originEpochMillis, zone));
-            } catch (NoSuchFileException e) {
-                problems.add(member + ": no " + file);
-            } catch (IOException | UncheckedIOException e) {
-                problems.add(member + ": " + e);
-            }
-        });
+        logs.forEach(
+                (member, file) -> {
+                    // The decoder replaces bytes that are not UTF-8 (a line cut by SIGKILL, binary
+                    // noise)
+                    // rather than failing the whole file, which Files.newBufferedReader would.
+                    try (BufferedReader in =
+                            new BufferedReader(
+                                    new InputStreamReader(
+                                            Files.newInputStream(file), StandardCharsets.UTF_8))) {
+                        recoveries.addAll(
+                                parse(member, in.lines()::iterator, originEpochMillis, zone));
+                    } catch (NoSuchFileException e) {
+                        problems.add(member + ": no " + file);
+                    } catch (IOException | UncheckedIOException e) {
+                        problems.add(member + ": " + e);
+                    }
+                });
         return new Read(recoveries, problems);
     }
 
@@ -165,7 +183,8 @@ public final class AgentLogs {
      * @param member the host name whose log it is
      * @param originEpochMillis the history's origin on the wall clock (ms since the epoch)
      */
-    public static List<Recovery> parse(String member, Iterable<String> lines, long originEpochMillis, ZoneId zone) {
+    public static List<Recovery> parse(
+            String member, Iterable<String> lines, long originEpochMillis, ZoneId zone) {
         List<Recovery> found = new ArrayList<>();
         long anchor = originEpochMillis;
         for (String line : lines) {
@@ -188,15 +207,22 @@ public final class AgentLogs {
             }
             LocalTime of;
             try {
-                of = LocalTime.of(Integer.parseInt(time.group(1)), Integer.parseInt(time.group(2)),
-                        Integer.parseInt(time.group(3)), Integer.parseInt(time.group(4)) * 1_000_000);
+                of =
+                        LocalTime.of(
+                                Integer.parseInt(time.group(1)),
+                                Integer.parseInt(time.group(2)),
+                                Integer.parseInt(time.group(3)),
+                                Integer.parseInt(time.group(4)) * 1_000_000);
             } catch (DateTimeException e) {
                 continue; // 25:61:00.000 and the like: not a log line's time
             }
             anchor = nearest(of, anchor, zone);
             if (recovered != null) {
-                found.add(new Recovery((anchor - originEpochMillis) * 1_000_000L,
-                        new Entity(shape.kind(), recovered.group(5)), member));
+                found.add(
+                        new Recovery(
+                                (anchor - originEpochMillis) * 1_000_000L,
+                                new Entity(shape.kind(), recovered.group(5)),
+                                member));
             }
         }
         return found;
@@ -211,7 +237,8 @@ public final class AgentLogs {
         long best = 0;
         long bestDistance = Long.MAX_VALUE;
         for (int d = -1; d <= 1; d++) {
-            long candidate = ZonedDateTime.of(day.plusDays(d), time, zone).toInstant().toEpochMilli();
+            long candidate =
+                    ZonedDateTime.of(day.plusDays(d), time, zone).toInstant().toEpochMilli();
             long distance = Math.abs(candidate - anchorEpochMillis);
             if (distance < bestDistance) {
                 best = candidate;

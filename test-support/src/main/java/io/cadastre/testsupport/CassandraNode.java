@@ -21,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 public final class CassandraNode implements AutoCloseable {
     /** Cassandra's default superuser and its password, created by PasswordAuthenticator on a fresh node. */
     static final String SUPERUSER = "cassandra";
+
     private static final String SUPERUSER_PASSWORD = "cassandra";
 
     private final Topology topology;
@@ -28,7 +29,11 @@ public final class CassandraNode implements AutoCloseable {
     private final Map<String, String> serverEnvironment;
     private final Map<String, String> clientEnvironment;
 
-    private CassandraNode(Topology topology, Path dir, Map<String, String> serverEnvironment, Map<String, String> clientEnvironment) {
+    private CassandraNode(
+            Topology topology,
+            Path dir,
+            Map<String, String> serverEnvironment,
+            Map<String, String> clientEnvironment) {
         this.topology = topology;
         this.dir = dir;
         this.serverEnvironment = Map.copyOf(serverEnvironment);
@@ -40,9 +45,14 @@ public final class CassandraNode implements AutoCloseable {
     }
 
     /** Starts Cassandra listening on the db address and waits until CQL accepts connections. */
-    public static CassandraNode start(Topology topology, Path dir) throws IOException, InterruptedException {
-        CassandraNode node = new CassandraNode(topology, dir, Map.of(),
-                Map.of("CADASTRE_CASSANDRA_CONTACT_POINTS", contactPoint(topology)));
+    public static CassandraNode start(Topology topology, Path dir)
+            throws IOException, InterruptedException {
+        CassandraNode node =
+                new CassandraNode(
+                        topology,
+                        dir,
+                        Map.of(),
+                        Map.of("CADASTRE_CASSANDRA_CONTACT_POINTS", contactPoint(topology)));
         node.run("start", dir.toString(), topology.db().address());
         return node;
     }
@@ -54,26 +64,40 @@ public final class CassandraNode implements AutoCloseable {
      * until CQL accepts connections. The clients' password file and trust store (PKCS12 with
      * {@code ca}) are written under {@code dir/client}, mode 0600.
      */
-    public static CassandraNode startSecured(Topology topology, Path dir, TestPki ca) throws IOException, InterruptedException {
+    public static CassandraNode startSecured(Topology topology, Path dir, TestPki ca)
+            throws IOException, InterruptedException {
         Path client = dir.resolve("client");
         String storePassword = randomPassword();
-        Path keystore = ca.writeKeyStore(ca.issue(TestPki.Spec.member("cassandra", topology.db().address())
-                .withDnsNames(List.of())), dir.resolve("server-keystore.p12"), storePassword.toCharArray());
+        Path keystore =
+                ca.writeKeyStore(
+                        ca.issue(
+                                TestPki.Spec.member("cassandra", topology.db().address())
+                                        .withDnsNames(List.of())),
+                        dir.resolve("server-keystore.p12"),
+                        storePassword.toCharArray());
         String trustPassword = randomPassword();
-        Path truststore = ca.writeTrustStore(client.resolve("truststore.p12"), trustPassword.toCharArray());
+        Path truststore =
+                ca.writeTrustStore(client.resolve("truststore.p12"), trustPassword.toCharArray());
         Path trustPasswordFile = client.resolve("truststore-password");
         TestPki.writePrivate(trustPasswordFile, trustPassword + "\n");
         Path passwordFile = client.resolve("password");
         TestPki.writePrivate(passwordFile, SUPERUSER_PASSWORD + "\n");
-        Map<String, String> server = Map.of("CASSANDRA_AUTHENTICATOR", "PasswordAuthenticator",
-                "CASSANDRA_CLIENT_KEYSTORE", keystore.toString(), "CASSANDRA_CLIENT_KEYSTORE_PASSWORD", storePassword);
+        Map<String, String> server =
+                Map.of(
+                        "CASSANDRA_AUTHENTICATOR",
+                        "PasswordAuthenticator",
+                        "CASSANDRA_CLIENT_KEYSTORE",
+                        keystore.toString(),
+                        "CASSANDRA_CLIENT_KEYSTORE_PASSWORD",
+                        storePassword);
         Map<String, String> clients = new HashMap<>();
         clients.put("CADASTRE_CASSANDRA_CONTACT_POINTS", contactPoint(topology));
         clients.put("CADASTRE_CASSANDRA_USERNAME", SUPERUSER);
         clients.put("CADASTRE_CASSANDRA_PASSWORD_FILE", passwordFile.toString());
         clients.put("CADASTRE_CASSANDRA_TLS_ENABLED", "on");
         clients.put("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_FILE", truststore.toString());
-        clients.put("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_PASSWORD_FILE", trustPasswordFile.toString());
+        clients.put(
+                "CADASTRE_CASSANDRA_TLS_TRUSTSTORE_PASSWORD_FILE", trustPasswordFile.toString());
         CassandraNode node = new CassandraNode(topology, dir, server, clients);
         node.run("start", dir.toString(), topology.db().address());
         return node;
@@ -108,10 +132,14 @@ public final class CassandraNode implements AutoCloseable {
     private void run(String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of(script().toString()));
         command.addAll(List.of(args));
-        Process p = topology.exec(topology.db(), command, pb -> {
-            pb.environment().putAll(serverEnvironment);
-            pb.redirectErrorStream(true);
-        });
+        Process p =
+                topology.exec(
+                        topology.db(),
+                        command,
+                        pb -> {
+                            pb.environment().putAll(serverEnvironment);
+                            pb.redirectErrorStream(true);
+                        });
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(180, TimeUnit.SECONDS) || p.exitValue() != 0) {
             throw new IOException("cassandra.sh " + String.join(" ", args) + " failed:\n" + out);

@@ -27,15 +27,20 @@ import java.util.function.LongConsumer;
  */
 public final class CniExec {
     public static final ObjectMapper JSON = new ObjectMapper();
+
     /** Cadastre's plugin: the {@code cadastre.plugin} property Surefire sets, else the build's from a module directory. */
-    public static final Path PLUGIN = Path.of(System.getProperty("cadastre.plugin", "../cni-bridge/target/cadastre"));
+    public static final Path PLUGIN =
+            Path.of(System.getProperty("cadastre.plugin", "../cni-bridge/target/cadastre"));
+
     /** The tests' deadline of one run. */
     public static final Duration DEADLINE = Duration.ofSeconds(120);
+
     /**
      * The chaos runs' deadline of one run: longer than the agent's own bound on an ADD that waits
      * for the cluster (a partitioned member answers within 300 s).
      */
     public static final Duration CHAOS_DEADLINE = Duration.ofSeconds(330);
+
     /** The benchmarks' deadline of one run. */
     public static final Duration BENCH_DEADLINE = Duration.ofSeconds(60);
 
@@ -71,7 +76,11 @@ public final class CniExec {
 
         @Override
         public String toString() {
-            return "exit " + exit + ": " + stdout + (stderr.isBlank() ? "" : " (stderr: " + stderr.strip() + ")");
+            return "exit "
+                    + exit
+                    + ": "
+                    + stdout
+                    + (stderr.isBlank() ? "" : " (stderr: " + stderr.strip() + ")");
         }
     }
 
@@ -83,12 +92,16 @@ public final class CniExec {
      */
     public static String ipamOnly(Member member) {
         return "{\"cniVersion\":\"1.1.0\",\"name\":\"chaos\",\"type\":\"bridge\",\"ipam\":{\"type\":\"cadastre-ipam\","
-                + "\"agentSocket\":\"" + member.socket() + "\"}}";
+                + "\"agentSocket\":\""
+                + member.socket()
+                + "\"}}";
     }
 
     /** @return the full plugin's network on the member's socket: veth, addresses and routes in the pod's netns */
     public static String full(Member member) {
-        return "{\"cniVersion\":\"1.1.0\",\"name\":\"chaos\",\"type\":\"cadastre\",\"agentSocket\":\"" + member.socket() + "\"}";
+        return "{\"cniVersion\":\"1.1.0\",\"name\":\"chaos\",\"type\":\"cadastre\",\"agentSocket\":\""
+                + member.socket()
+                + "\"}";
     }
 
     /**
@@ -98,7 +111,8 @@ public final class CniExec {
      * @param command {@code ADD}, {@code DEL}, {@code CHECK}, {@code GC}, {@code STATUS} or {@code VERSION}
      * @param netns the namespace's path ({@code /var/run/netns/NAME}), or null
      */
-    public static Map<String, String> env(String command, String containerId, String netns, String ifname) {
+    public static Map<String, String> env(
+            String command, String containerId, String netns, String ifname) {
         Map<String, String> env = new LinkedHashMap<>();
         env.put("CNI_COMMAND", command);
         if (containerId != null) {
@@ -115,12 +129,14 @@ public final class CniExec {
     }
 
     /** Runs Cadastre's plugin with {@code env} and {@code stdin}, within {@link #DEADLINE}. */
-    public static Result run(Map<String, String> env, String stdin) throws IOException, InterruptedException {
+    public static Result run(Map<String, String> env, String stdin)
+            throws IOException, InterruptedException {
         return run(PLUGIN, env, stdin);
     }
 
     /** Runs {@code plugin} with {@code env} and {@code stdin}, within {@link #DEADLINE}. */
-    public static Result run(Path plugin, Map<String, String> env, String stdin) throws IOException, InterruptedException {
+    public static Result run(Path plugin, Map<String, String> env, String stdin)
+            throws IOException, InterruptedException {
         return run(plugin, env, stdin, DEADLINE, null);
     }
 
@@ -131,10 +147,14 @@ public final class CniExec {
      * @param containerId null for a call without one (then no {@code CNI_IFNAME} either)
      * @param netns the namespace's path, or null
      */
-    public static Result run(String command, String containerId, String netns, String stdin) throws IOException,
-            InterruptedException {
-        return run(PLUGIN, env(command, containerId, netns, containerId == null ? null : "eth0"), stdin,
-                CHAOS_DEADLINE, null);
+    public static Result run(String command, String containerId, String netns, String stdin)
+            throws IOException, InterruptedException {
+        return run(
+                PLUGIN,
+                env(command, containerId, netns, containerId == null ? null : "eth0"),
+                stdin,
+                CHAOS_DEADLINE,
+                null);
     }
 
     /**
@@ -144,8 +164,15 @@ public final class CniExec {
      * @param cniPath the {@code CNI_PATH} (where delegated IPAM plugins are found)
      * @param started told the plugin's PID right after it started (memory sampling), may be null
      */
-    public static Result run(Path plugin, String command, String containerId, String netns, Path cniPath, String netconf,
-            LongConsumer started) throws IOException, InterruptedException {
+    public static Result run(
+            Path plugin,
+            String command,
+            String containerId,
+            String netns,
+            Path cniPath,
+            String netconf,
+            LongConsumer started)
+            throws IOException, InterruptedException {
         Map<String, String> env = new LinkedHashMap<>();
         env.put("CNI_COMMAND", command);
         env.put("CNI_CONTAINERID", containerId);
@@ -163,7 +190,12 @@ public final class CniExec {
      * @throws IOException when it cannot start, runs over {@code deadline} (then it is killed and
      *     waited for) or prints something on stdout that is not JSON
      */
-    public static Result run(Path plugin, Map<String, String> env, String stdin, Duration deadline, LongConsumer started)
+    public static Result run(
+            Path plugin,
+            Map<String, String> env,
+            String stdin,
+            Duration deadline,
+            LongConsumer started)
             throws IOException, InterruptedException {
         ProcessBuilder builder = new ProcessBuilder(plugin.toString());
         builder.environment().clear();
@@ -178,12 +210,20 @@ public final class CniExec {
         try (OutputStream in = p.getOutputStream()) {
             in.write(stdin.getBytes(StandardCharsets.UTF_8));
         } catch (IOException closedEarly) {
-            // The plugin may exit before reading all of stdin (a refused call): its answer still counts.
+            // The plugin may exit before reading all of stdin (a refused call): its answer still
+            // counts.
         }
         if (!p.waitFor(deadline.toMillis(), TimeUnit.MILLISECONDS)) {
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            throw new IOException(plugin.getFileName() + " " + env.get("CNI_COMMAND") + " "
-                    + env.getOrDefault("CNI_CONTAINERID", "") + " did not exit in " + deadline.toSeconds() + " s; killed");
+            throw new IOException(
+                    plugin.getFileName()
+                            + " "
+                            + env.get("CNI_COMMAND")
+                            + " "
+                            + env.getOrDefault("CNI_CONTAINERID", "")
+                            + " did not exit in "
+                            + deadline.toSeconds()
+                            + " s; killed");
         }
         long nanos = System.nanoTime() - t0;
         String stdout = output(out);
@@ -191,7 +231,8 @@ public final class CniExec {
         return new Result(p.exitValue(), stdout, json, output(err), nanos);
     }
 
-    private static String output(CompletableFuture<String> stream) throws IOException, InterruptedException {
+    private static String output(CompletableFuture<String> stream)
+            throws IOException, InterruptedException {
         try {
             return stream.get(10, TimeUnit.SECONDS);
         } catch (ExecutionException | TimeoutException e) {

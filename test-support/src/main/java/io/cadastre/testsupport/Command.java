@@ -42,10 +42,15 @@ public final class Command {
         CompletableFuture<String> err = Streams.readAll(p.getErrorStream());
         if (!p.waitFor(DEADLINE.toMillis(), TimeUnit.MILLISECONDS)) {
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            throw new IOException(String.join(" ", command) + " did not finish in " + DEADLINE.toSeconds() + " s; killed");
+            throw new IOException(
+                    String.join(" ", command)
+                            + " did not finish in "
+                            + DEADLINE.toSeconds()
+                            + " s; killed");
         }
         try {
-            return new Result(p.exitValue(), out.get(10, TimeUnit.SECONDS), err.get(10, TimeUnit.SECONDS));
+            return new Result(
+                    p.exitValue(), out.get(10, TimeUnit.SECONDS), err.get(10, TimeUnit.SECONDS));
         } catch (ExecutionException | TimeoutException e) {
             throw new IOException("cannot read the output of " + String.join(" ", command), e);
         }

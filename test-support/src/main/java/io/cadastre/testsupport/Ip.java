@@ -24,7 +24,8 @@ public final class Ip {
         command.addAll(List.of(args));
         Command.Result r = Command.run(command);
         if (r.exit() != 0) {
-            throw new IOException(String.join(" ", command) + " failed: " + (r.err() + r.out()).strip());
+            throw new IOException(
+                    String.join(" ", command) + " failed: " + (r.err() + r.out()).strip());
         }
         return r.out();
     }

@@ -16,7 +16,8 @@ public final class LogFile {
     public static String tail(Path log) {
         try {
             List<String> lines = Files.readAllLines(log);
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - TAIL_LINES), lines.size()));
+            return String.join(
+                    "\n", lines.subList(Math.max(0, lines.size() - TAIL_LINES), lines.size()));
         } catch (IOException e) {
             return "(no log: " + e + ")";
         }

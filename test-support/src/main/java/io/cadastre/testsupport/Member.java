@@ -33,8 +33,10 @@ public final class Member implements AutoCloseable {
     private volatile List<String> seeds;
     private volatile boolean insecurePlaintext;
     private final String extraConfig;
+
     /** More environment for the next starts, e.g. {@code CADASTRE_ROUTING_MODE}. */
     private final Map<String, String> environment = new ConcurrentHashMap<>();
+
     private volatile Process process;
 
     /**
@@ -42,13 +44,20 @@ public final class Member implements AutoCloseable {
      * @param ca the cluster's CA, which issues this member's certificate now
      * @param extraConfig HOCON laid over the agent's application.conf
      */
-    public Member(Topology topology, Topology.Host host, Path dir, CassandraNode cassandra, TestPki ca, List<String> seeds,
+    public Member(
+            Topology topology,
+            Topology.Host host,
+            Path dir,
+            CassandraNode cassandra,
+            TestPki ca,
+            List<String> seeds,
             String extraConfig) {
         this.topology = topology;
         this.host = host;
         this.dir = dir;
         this.cassandra = cassandra;
-        this.tls = ca.write(ca.member("cadastre-" + host.name(), host.address()), dir.resolve("tls"));
+        this.tls =
+                ca.write(ca.member("cadastre-" + host.name(), host.address()), dir.resolve("tls"));
         this.seeds = seeds;
         this.extraConfig = extraConfig;
     }
@@ -135,10 +144,19 @@ public final class Member implements AutoCloseable {
         Files.createDirectories(dir);
         Files.deleteIfExists(socket());
         Path conf = dir.resolve("agent.conf");
-        Files.writeString(conf, extraConfig + "\n"
-                + "cadastre.node-name = \"" + host.name() + "\"\n"
-                + "cadastre.cni-socket = \"" + socket() + "\"\n"
-                + "cadastre.data-dir = \"" + dataDir() + "\"\n");
+        Files.writeString(
+                conf,
+                extraConfig
+                        + "\n"
+                        + "cadastre.node-name = \""
+                        + host.name()
+                        + "\"\n"
+                        + "cadastre.cni-socket = \""
+                        + socket()
+                        + "\"\n"
+                        + "cadastre.data-dir = \""
+                        + dataDir()
+                        + "\"\n");
         Process started = startIn(AgentExec.command("--config", conf.toString()));
         process = started;
         AgentExec.awaitSocket(started, socket(), Duration.ofSeconds(120), name(), log());
@@ -153,34 +171,45 @@ public final class Member implements AutoCloseable {
      */
     public static void startTogether(List<Member> members, Executor executor) throws IOException {
         members.get(0).start();
-        List<CompletableFuture<Void>> rest = members.subList(1, members.size()).stream()
-                .map(m -> CompletableFuture.runAsync(() -> {
-                    try {
-                        m.start();
-                    } catch (IOException e) {
-                        throw new IllegalStateException(e);
-                    }
-                }, executor)).toList();
+        List<CompletableFuture<Void>> rest =
+                members.subList(1, members.size()).stream()
+                        .map(
+                                m ->
+                                        CompletableFuture.runAsync(
+                                                () -> {
+                                                    try {
+                                                        m.start();
+                                                    } catch (IOException e) {
+                                                        throw new IllegalStateException(e);
+                                                    }
+                                                },
+                                                executor))
+                        .toList();
         rest.forEach(CompletableFuture::join);
     }
 
     private Process startIn(List<String> command) {
-        return topology.exec(host, command, pb -> {
-            pb.environment().put("CADASTRE_PERSISTENCE", "cassandra");
-            pb.environment().putAll(cassandra.clientEnvironment());
-            if (insecurePlaintext) {
-                pb.environment().put("CADASTRE_CLUSTER_INSECURE_PLAINTEXT", "on");
-            } else {
-                pb.environment().put("CADASTRE_CLUSTER_TLS_CERT_FILE", tls.cert().toString());
-                pb.environment().put("CADASTRE_CLUSTER_TLS_KEY_FILE", tls.key().toString());
-                pb.environment().put("CADASTRE_CLUSTER_TLS_CA_FILE", tls.ca().toString());
-            }
-            pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", host.address());
-            pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(PORT));
-            pb.environment().put("CADASTRE_SEED_NODES", String.join(",", seeds));
-            pb.environment().putAll(environment);
-            pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
-        });
+        return topology.exec(
+                host,
+                command,
+                pb -> {
+                    pb.environment().put("CADASTRE_PERSISTENCE", "cassandra");
+                    pb.environment().putAll(cassandra.clientEnvironment());
+                    if (insecurePlaintext) {
+                        pb.environment().put("CADASTRE_CLUSTER_INSECURE_PLAINTEXT", "on");
+                    } else {
+                        pb.environment()
+                                .put("CADASTRE_CLUSTER_TLS_CERT_FILE", tls.cert().toString());
+                        pb.environment().put("CADASTRE_CLUSTER_TLS_KEY_FILE", tls.key().toString());
+                        pb.environment().put("CADASTRE_CLUSTER_TLS_CA_FILE", tls.ca().toString());
+                    }
+                    pb.environment().put("CADASTRE_CLUSTER_HOSTNAME", host.address());
+                    pb.environment().put("CADASTRE_CLUSTER_PORT", Integer.toString(PORT));
+                    pb.environment().put("CADASTRE_SEED_NODES", String.join(",", seeds));
+                    pb.environment().putAll(environment);
+                    pb.redirectErrorStream(true)
+                            .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
+                });
     }
 
     /** SIGKILL: a crash, no shutdown hook runs. */
@@ -191,13 +220,17 @@ public final class Member implements AutoCloseable {
     /** @return the log's lines stamped at or after {@code from} (this machine's local time, HH:mm:ss.SSS), for diagnostics */
     public List<String> logLines(LocalTime from) {
         try {
-            return Files.readAllLines(log()).stream().filter(l -> {
-                try {
-                    return l.length() >= 12 && !LocalTime.parse(l.substring(0, 12)).isBefore(from);
-                } catch (DateTimeParseException e) {
-                    return false;
-                }
-            }).toList();
+            return Files.readAllLines(log()).stream()
+                    .filter(
+                            l -> {
+                                try {
+                                    return l.length() >= 12
+                                            && !LocalTime.parse(l.substring(0, 12)).isBefore(from);
+                                } catch (DateTimeParseException e) {
+                                    return false;
+                                }
+                            })
+                    .toList();
         } catch (IOException e) {
             return List.of("(no log: " + e + ")");
         }

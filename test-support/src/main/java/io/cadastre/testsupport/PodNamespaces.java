@@ -62,7 +62,8 @@ public final class PodNamespaces implements AutoCloseable {
     }
 
     /** @return the addresses on {@code ifname} in namespace {@code name}, as {@code ip -o addr} prints them (with prefix length) */
-    public static String addresses(String name, String ifname) throws IOException, InterruptedException {
+    public static String addresses(String name, String ifname)
+            throws IOException, InterruptedException {
         return Ip.run("-n", name, "-o", "addr", "show", "dev", ifname);
     }
 

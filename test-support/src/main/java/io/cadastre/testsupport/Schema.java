@@ -16,7 +16,8 @@ public final class Schema {
     public static void create(Topology topology, CassandraNode cassandra) throws Exception {
         Result result = execute(topology, cassandra.clientEnvironment(), 120);
         if (result.exit() != 0) {
-            throw new IllegalStateException("cadastre-agent schema --execute failed:\n" + result.output());
+            throw new IllegalStateException(
+                    "cadastre-agent schema --execute failed:\n" + result.output());
         }
     }
 
@@ -26,13 +27,23 @@ public final class Schema {
      *
      * @param timeoutSeconds the command's own timeout per statement; the process gets twice as long
      */
-    public static Result execute(Topology topology, Map<String, String> environment, int timeoutSeconds) throws Exception {
-        List<String> command = AgentExec.command("schema", "--execute", "--timeout-seconds",
-                Integer.toString(timeoutSeconds));
-        Process p = topology.exec(topology.host(1), command, pb -> {
-            pb.environment().putAll(environment);
-            pb.redirectErrorStream(true);
-        });
+    public static Result execute(
+            Topology topology, Map<String, String> environment, int timeoutSeconds)
+            throws Exception {
+        List<String> command =
+                AgentExec.command(
+                        "schema",
+                        "--execute",
+                        "--timeout-seconds",
+                        Integer.toString(timeoutSeconds));
+        Process p =
+                topology.exec(
+                        topology.host(1),
+                        command,
+                        pb -> {
+                            pb.environment().putAll(environment);
+                            pb.redirectErrorStream(true);
+                        });
         CompletableFuture<String> output = Streams.readAll(p.getInputStream());
         if (!p.waitFor(2L * timeoutSeconds + 60, TimeUnit.SECONDS)) {
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);

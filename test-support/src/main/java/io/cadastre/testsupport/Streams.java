@@ -14,22 +14,26 @@ import java.util.concurrent.Executors;
  * exec would put about 0.2 ms of thread start-up into every timed benchmark call.
  */
 final class Streams {
-    private static final ExecutorService READERS = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "child-output-reader");
-        t.setDaemon(true);
-        return t;
-    });
+    private static final ExecutorService READERS =
+            Executors.newCachedThreadPool(
+                    r -> {
+                        Thread t = new Thread(r, "child-output-reader");
+                        t.setDaemon(true);
+                        return t;
+                    });
 
     private Streams() {}
 
     /** @return all of {@code stream} as UTF-8, once it ends */
     static CompletableFuture<String> readAll(InputStream stream) {
-        return CompletableFuture.supplyAsync(() -> {
-            try (stream) {
-                return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }, READERS);
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try (stream) {
+                        return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                },
+                READERS);
     }
 }

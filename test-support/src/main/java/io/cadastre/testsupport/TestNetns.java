@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 public final class TestNetns implements AutoCloseable {
     /** The namespace's name ({@code cadtest-} and 8 hex digits). */
     public final String name;
+
     private boolean deleted;
 
     private TestNetns(String name) {
@@ -51,7 +52,11 @@ public final class TestNetns implements AutoCloseable {
 
     /** @return the MTU of {@code ifname} in the namespace, in bytes */
     public int mtu(String ifname) throws IOException, InterruptedException {
-        return CniExec.JSON.readTree(Ip.run("-n", name, "-j", "link", "show", ifname)).get(0).path("mtu").asInt();
+        return CniExec.JSON
+                .readTree(Ip.run("-n", name, "-j", "link", "show", ifname))
+                .get(0)
+                .path("mtu")
+                .asInt();
     }
 
     public boolean hasLink(String ifname) throws IOException, InterruptedException {
@@ -66,8 +71,11 @@ public final class TestNetns implements AutoCloseable {
     /** @return "dst via gw" lines of the family's main routing table in the namespace */
     public List<String> routes(int family) throws IOException, InterruptedException {
         List<String> routes = new ArrayList<>();
-        for (JsonNode r : CniExec.JSON.readTree(Ip.run("-n", name, "-" + family, "-j", "route", "show"))) {
-            routes.add(r.path("dst").asText() + (r.has("gateway") ? " via " + r.path("gateway").asText() : ""));
+        for (JsonNode r :
+                CniExec.JSON.readTree(Ip.run("-n", name, "-" + family, "-j", "route", "show"))) {
+            routes.add(
+                    r.path("dst").asText()
+                            + (r.has("gateway") ? " via " + r.path("gateway").asText() : ""));
         }
         return routes;
     }
@@ -88,12 +96,14 @@ public final class TestNetns implements AutoCloseable {
      *
      * @throws AssertionError when the host end is up, or either end is still there at the deadline
      */
-    public static void awaitPairGone(String hostIfname, TestNetns pod, String podIfname) throws IOException, InterruptedException {
+    public static void awaitPairGone(String hostIfname, TestNetns pod, String podIfname)
+            throws IOException, InterruptedException {
         for (JsonNode link : CniExec.JSON.readTree(Ip.run("-j", "link", "show"))) {
             if (link.path("ifname").asText().equals(hostIfname)) {
                 for (JsonNode flag : link.path("flags")) {
                     if (flag.asText().equals("UP")) {
-                        throw new AssertionError("host end " + hostIfname + " still up after DEL: " + link);
+                        throw new AssertionError(
+                                "host end " + hostIfname + " still up after DEL: " + link);
                     }
                 }
             }
@@ -101,7 +111,8 @@ public final class TestNetns implements AutoCloseable {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (hostHasLink(hostIfname) || (pod != null && pod.hasLink(podIfname))) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("veth pair " + hostIfname + " not deleted within 10 s of DEL");
+                throw new AssertionError(
+                        "veth pair " + hostIfname + " not deleted within 10 s of DEL");
             }
             Thread.sleep(50);
         }

@@ -52,6 +52,7 @@ import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
 public final class TestPki {
     /** The DNS subject alternative name every member certificate of a cluster shares (Pekko compares them). */
     public static final String CLUSTER_NAME = "cadastre-cluster";
+
     private static final Duration VALIDITY = Duration.ofDays(2);
     private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -70,11 +71,24 @@ public final class TestPki {
         X500Name name = new X500Name("CN=" + commonName);
         try {
             JcaX509ExtensionUtils extensions = new JcaX509ExtensionUtils();
-            X509v3CertificateBuilder builder = new JcaX509v3CertificateBuilder(name, serial(),
-                    Date.from(now.minus(Duration.ofHours(1))), Date.from(now.plus(VALIDITY)), name, keys.getPublic())
-                    .addExtension(Extension.basicConstraints, true, new BasicConstraints(true))
-                    .addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign))
-                    .addExtension(Extension.subjectKeyIdentifier, false, extensions.createSubjectKeyIdentifier(keys.getPublic()));
+            X509v3CertificateBuilder builder =
+                    new JcaX509v3CertificateBuilder(
+                                    name,
+                                    serial(),
+                                    Date.from(now.minus(Duration.ofHours(1))),
+                                    Date.from(now.plus(VALIDITY)),
+                                    name,
+                                    keys.getPublic())
+                            .addExtension(
+                                    Extension.basicConstraints, true, new BasicConstraints(true))
+                            .addExtension(
+                                    Extension.keyUsage,
+                                    true,
+                                    new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign))
+                            .addExtension(
+                                    Extension.subjectKeyIdentifier,
+                                    false,
+                                    extensions.createSubjectKeyIdentifier(keys.getPublic()));
             return new TestPki(keys, sign(builder, keys.getPrivate()));
         } catch (IOException | GeneralSecurityException e) {
             throw new IllegalStateException("cannot make a test CA", e);
@@ -96,13 +110,23 @@ public final class TestPki {
      * @param notAfter end of validity
      * @param keyAlgorithm "RSA" (2048 bits) or "EC" (P-256)
      */
-    public record Spec(String commonName, List<String> dnsNames, List<String> ipAddresses, Instant notBefore,
-            Instant notAfter, String keyAlgorithm) {
+    public record Spec(
+            String commonName,
+            List<String> dnsNames,
+            List<String> ipAddresses,
+            Instant notBefore,
+            Instant notAfter,
+            String keyAlgorithm) {
         /** @return a member's: {@code CN=<name>}, DNS SAN {@value #CLUSTER_NAME}, the address as IP SAN, RSA, valid now */
         public static Spec member(String name, String ipAddress) {
             Instant now = Instant.now();
-            return new Spec(name, List.of(CLUSTER_NAME), ipAddress == null ? List.of() : List.of(ipAddress),
-                    now.minus(Duration.ofHours(1)), now.plus(VALIDITY), "RSA");
+            return new Spec(
+                    name,
+                    List.of(CLUSTER_NAME),
+                    ipAddress == null ? List.of() : List.of(ipAddress),
+                    now.minus(Duration.ofHours(1)),
+                    now.plus(VALIDITY),
+                    "RSA");
         }
 
         public Spec withDnsNames(List<String> names) {
@@ -141,16 +165,40 @@ public final class TestPki {
         spec.ipAddresses().forEach(a -> names.add(new GeneralName(GeneralName.iPAddress, a)));
         try {
             JcaX509ExtensionUtils extensions = new JcaX509ExtensionUtils();
-            X509v3CertificateBuilder builder = new JcaX509v3CertificateBuilder(certificate, serial(),
-                    Date.from(spec.notBefore()), Date.from(spec.notAfter()),
-                    new X500Name(spec.commonName() == null ? "" : "CN=" + spec.commonName()), leafKeys.getPublic())
-                    .addExtension(Extension.basicConstraints, true, new BasicConstraints(false))
-                    .addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.digitalSignature | KeyUsage.keyEncipherment))
-                    .addExtension(Extension.extendedKeyUsage, false,
-                            new ExtendedKeyUsage(new KeyPurposeId[] {KeyPurposeId.id_kp_serverAuth, KeyPurposeId.id_kp_clientAuth}))
-                    .addExtension(Extension.authorityKeyIdentifier, false, extensions.createAuthorityKeyIdentifier(certificate));
+            X509v3CertificateBuilder builder =
+                    new JcaX509v3CertificateBuilder(
+                                    certificate,
+                                    serial(),
+                                    Date.from(spec.notBefore()),
+                                    Date.from(spec.notAfter()),
+                                    new X500Name(
+                                            spec.commonName() == null
+                                                    ? ""
+                                                    : "CN=" + spec.commonName()),
+                                    leafKeys.getPublic())
+                            .addExtension(
+                                    Extension.basicConstraints, true, new BasicConstraints(false))
+                            .addExtension(
+                                    Extension.keyUsage,
+                                    true,
+                                    new KeyUsage(
+                                            KeyUsage.digitalSignature | KeyUsage.keyEncipherment))
+                            .addExtension(
+                                    Extension.extendedKeyUsage,
+                                    false,
+                                    new ExtendedKeyUsage(
+                                            new KeyPurposeId[] {
+                                                KeyPurposeId.id_kp_serverAuth,
+                                                KeyPurposeId.id_kp_clientAuth
+                                            }))
+                            .addExtension(
+                                    Extension.authorityKeyIdentifier,
+                                    false,
+                                    extensions.createAuthorityKeyIdentifier(certificate));
             if (!names.isEmpty()) {
-                builder.addExtension(Extension.subjectAlternativeName, spec.commonName() == null,
+                builder.addExtension(
+                        Extension.subjectAlternativeName,
+                        spec.commonName() == null,
                         new GeneralNames(names.toArray(GeneralName[]::new)));
             }
             return new Leaf(sign(builder, keys.getPrivate()), leafKeys.getPrivate());
@@ -166,7 +214,8 @@ public final class TestPki {
      * @throws UncheckedIOException when a file cannot be written (an existing one is replaced)
      */
     public PemFiles write(Leaf leaf, Path dir) {
-        PemFiles files = new PemFiles(dir.resolve("tls.crt"), dir.resolve("tls.key"), dir.resolve("ca.crt"));
+        PemFiles files =
+                new PemFiles(dir.resolve("tls.crt"), dir.resolve("tls.key"), dir.resolve("ca.crt"));
         try {
             writePrivate(files.cert(), pem("CERTIFICATE", leaf.certificate().getEncoded()));
             writePrivate(files.key(), pem("PRIVATE KEY", leaf.key().getEncoded()));
@@ -185,7 +234,11 @@ public final class TestPki {
         try {
             KeyStore store = KeyStore.getInstance("PKCS12");
             store.load(null, null);
-            store.setKeyEntry("leaf", leaf.key(), password, new Certificate[] {leaf.certificate(), certificate});
+            store.setKeyEntry(
+                    "leaf",
+                    leaf.key(),
+                    password,
+                    new Certificate[] {leaf.certificate(), certificate});
             return writeStore(store, file, password);
         } catch (GeneralSecurityException | IOException e) {
             throw new IllegalStateException("cannot write a key store", e);
@@ -206,9 +259,13 @@ public final class TestPki {
 
     /** @return {@code der} as PEM text with {@code label} (64-character lines) */
     public static String pem(String label, byte[] der) {
-        return "-----BEGIN " + label + "-----\n"
+        return "-----BEGIN "
+                + label
+                + "-----\n"
                 + Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(der)
-                + "\n-----END " + label + "-----\n";
+                + "\n-----END "
+                + label
+                + "-----\n";
     }
 
     /** Creates (or replaces) {@code file} with mode 0600 before anything is written to it. */
@@ -220,23 +277,31 @@ public final class TestPki {
         try {
             Files.createDirectories(file.toAbsolutePath().getParent());
             Files.deleteIfExists(file);
-            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            Files.createFile(
+                    file,
+                    PosixFilePermissions.asFileAttribute(
+                            PosixFilePermissions.fromString("rw-------")));
             Files.write(file, content);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + file, e);
         }
     }
 
-    private static Path writeStore(KeyStore store, Path file, char[] password) throws IOException, GeneralSecurityException {
+    private static Path writeStore(KeyStore store, Path file, char[] password)
+            throws IOException, GeneralSecurityException {
         var bytes = new ByteArrayOutputStream();
         store.store(bytes, password);
         writePrivate(file, bytes.toByteArray());
         return file;
     }
 
-    private static X509Certificate sign(X509v3CertificateBuilder builder, PrivateKey caKey) throws GeneralSecurityException {
+    private static X509Certificate sign(X509v3CertificateBuilder builder, PrivateKey caKey)
+            throws GeneralSecurityException {
         try {
-            return new JcaX509CertificateConverter().getCertificate(builder.build(new JcaContentSignerBuilder("SHA256withRSA").build(caKey)));
+            return new JcaX509CertificateConverter()
+                    .getCertificate(
+                            builder.build(
+                                    new JcaContentSignerBuilder("SHA256withRSA").build(caKey)));
         } catch (OperatorCreationException e) {
             throw new GeneralSecurityException(e);
         }

@@ -73,14 +73,17 @@ public final class Topology implements AutoCloseable {
 
     /** System property naming the script; Surefire sets it, else it is found from the working directory. */
     public static final String SCRIPT_PROPERTY = "cadastre.topology.script";
+
     public static final int PREFIX_LENGTH = 24;
+
     /** topology.sh up's exit code when the name is taken. */
     static final int EXIT_EXISTS = 3;
 
     private static final Duration SCRIPT_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(5);
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_]{0,31}");
-    private static final Pattern LINE = Pattern.compile("(h(\\d+)|db) (\\S+) (\\d+\\.\\d+\\.\\d+\\.\\d+)( (\\S+))?");
+    private static final Pattern LINE =
+            Pattern.compile("(h(\\d+)|db) (\\S+) (\\d+\\.\\d+\\.\\d+\\.\\d+)( (\\S+))?");
 
     private final String name;
     private final Path script;
@@ -113,11 +116,15 @@ public final class Topology implements AutoCloseable {
      */
     public static Topology up(String name, int hosts, int routed) {
         if (!NAME.matcher(name).matches()) {
-            throw new IllegalArgumentException("bad topology name '" + name + "': " + NAME.pattern());
+            throw new IllegalArgumentException(
+                    "bad topology name '" + name + "': " + NAME.pattern());
         }
         if (hosts < 1 || routed < 0) {
-            throw new IllegalArgumentException("hosts must be at least 1 and routed hosts at least 0, not " + hosts + ", "
-                    + routed);
+            throw new IllegalArgumentException(
+                    "hosts must be at least 1 and routed hosts at least 0, not "
+                            + hosts
+                            + ", "
+                            + routed);
         }
         Path script = script();
         Result up;
@@ -133,7 +140,8 @@ public final class Topology implements AutoCloseable {
         }
         if (up.exit() != 0) {
             run(script, "down", name); // the script cleans up after itself; make sure
-            throw new IllegalStateException("topology.sh up " + name + " " + hosts + " failed: " + up);
+            throw new IllegalStateException(
+                    "topology.sh up " + name + " " + hosts + " failed: " + up);
         }
         List<Host> parsedHosts = new ArrayList<>();
         Db parsedDb = null;
@@ -144,18 +152,27 @@ public final class Topology implements AutoCloseable {
             Matcher m = LINE.matcher(line.strip());
             if (!m.matches()) {
                 run(script, "down", name);
-                throw new IllegalStateException("topology.sh up printed an unexpected line '" + line + "': " + up);
+                throw new IllegalStateException(
+                        "topology.sh up printed an unexpected line '" + line + "': " + up);
             }
             if (m.group(2) != null) {
-                parsedHosts.add(new Host(Integer.parseInt(m.group(2)), m.group(3), m.group(4), m.group(6)));
+                parsedHosts.add(
+                        new Host(Integer.parseInt(m.group(2)), m.group(3), m.group(4), m.group(6)));
             } else {
                 parsedDb = new Db(m.group(3), m.group(4));
             }
         }
         if (parsedHosts.size() != hosts + routed || parsedDb == null) {
             run(script, "down", name);
-            throw new IllegalStateException("topology.sh up printed " + parsedHosts.size() + " hosts"
-                    + (parsedDb == null ? " and no db" : "") + ", expected " + (hosts + routed) + ": " + up);
+            throw new IllegalStateException(
+                    "topology.sh up printed "
+                            + parsedHosts.size()
+                            + " hosts"
+                            + (parsedDb == null ? " and no db" : "")
+                            + ", expected "
+                            + (hosts + routed)
+                            + ": "
+                            + up);
         }
         Topology topology = new Topology(name, script, parsedHosts, parsedDb);
         Runtime.getRuntime().addShutdownHook(topology.shutdownHook);
@@ -180,8 +197,11 @@ public final class Topology implements AutoCloseable {
         }
         try {
             script();
-            Process ip = new ProcessBuilder("ip", "-V").redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Process ip =
+                    new ProcessBuilder("ip", "-V")
+                            .redirectErrorStream(true)
+                            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                            .start();
             return ip.waitFor(10, TimeUnit.SECONDS) && ip.exitValue() == 0;
         } catch (IOException | IllegalStateException e) {
             return false;
@@ -195,15 +215,19 @@ public final class Topology implements AutoCloseable {
     public static Path script() {
         String property = System.getProperty(SCRIPT_PROPERTY);
         Path cwd = Path.of("").toAbsolutePath();
-        List<Path> candidates = property != null && !property.isBlank()
-                ? List.of(Path.of(property))
-                : List.of(cwd.resolve("../scripts/topology.sh"), cwd.resolve("scripts/topology.sh"));
+        List<Path> candidates =
+                property != null && !property.isBlank()
+                        ? List.of(Path.of(property))
+                        : List.of(
+                                cwd.resolve("../scripts/topology.sh"),
+                                cwd.resolve("scripts/topology.sh"));
         for (Path candidate : candidates) {
             if (Files.isRegularFile(candidate)) {
                 return candidate.toAbsolutePath().normalize();
             }
         }
-        throw new IllegalStateException("scripts/topology.sh not found (looked at " + candidates + ")");
+        throw new IllegalStateException(
+                "scripts/topology.sh not found (looked at " + candidates + ")");
     }
 
     public String name() {
@@ -217,7 +241,8 @@ public final class Topology implements AutoCloseable {
     /** Host {@code index}, 1-based like its name. */
     public Host host(int index) {
         if (index < 1 || index > hosts.size()) {
-            throw new IllegalArgumentException("no host " + index + " (hosts 1.." + hosts.size() + ")");
+            throw new IllegalArgumentException(
+                    "no host " + index + " (hosts 1.." + hosts.size() + ")");
         }
         return hosts.get(index - 1);
     }
@@ -243,7 +268,7 @@ public final class Topology implements AutoCloseable {
 
     /** Starts {@code command} in the member's namespace, output piped; {@link #close()} stops it. */
     public Process exec(Member member, String... command) {
-        return exec(member, List.of(command), builder -> { });
+        return exec(member, List.of(command), builder -> {});
     }
 
     /**
@@ -251,13 +276,16 @@ public final class Topology implements AutoCloseable {
      * builder (environment, directory, redirects; not the command). The process is the command
      * itself (the script and {@code ip netns exec} exec into it), so destroying it stops the command.
      */
-    public synchronized Process exec(Member member, List<String> command, Consumer<ProcessBuilder> configure) {
+    public synchronized Process exec(
+            Member member, List<String> command, Consumer<ProcessBuilder> configure) {
         checkOpen();
         checkMember(member);
         if (command.isEmpty()) {
             throw new IllegalArgumentException("empty command");
         }
-        List<String> full = new ArrayList<>(List.of("bash", script.toString(), "exec", name, member.name(), "--"));
+        List<String> full =
+                new ArrayList<>(
+                        List.of("bash", script.toString(), "exec", name, member.name(), "--"));
         full.addAll(command);
         ProcessBuilder builder = new ProcessBuilder();
         configure.accept(builder);
@@ -312,7 +340,8 @@ public final class Topology implements AutoCloseable {
         }
         Result result = run(script, args.toArray(String[]::new));
         if (result.exit() != 0) {
-            throw new IllegalStateException("topology.sh " + String.join(" ", args) + " failed: " + result);
+            throw new IllegalStateException(
+                    "topology.sh " + String.join(" ", args) + " failed: " + result);
         }
     }
 
@@ -372,7 +401,9 @@ public final class Topology implements AutoCloseable {
     record Result(int exit, String stdout, String stderr) {
         @Override
         public String toString() {
-            return "exit " + exit + (stderr.isBlank() ? "" : ", stderr: " + stderr.strip())
+            return "exit "
+                    + exit
+                    + (stderr.isBlank() ? "" : ", stderr: " + stderr.strip())
                     + (stdout.isBlank() ? "" : ", stdout: " + stdout.strip());
         }
     }
@@ -382,7 +413,10 @@ public final class Topology implements AutoCloseable {
         command.addAll(List.of(args));
         Process process;
         try {
-            process = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
+            process =
+                    new ProcessBuilder(command)
+                            .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                            .start();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot run " + command, e);
         }
@@ -391,9 +425,13 @@ public final class Topology implements AutoCloseable {
         try {
             if (!process.waitFor(SCRIPT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.destroyForcibly();
-                throw new IllegalStateException(command + " did not finish within " + SCRIPT_TIMEOUT);
+                throw new IllegalStateException(
+                        command + " did not finish within " + SCRIPT_TIMEOUT);
             }
-            return new Result(process.exitValue(), stdout.get(5, TimeUnit.SECONDS), stderr.get(5, TimeUnit.SECONDS));
+            return new Result(
+                    process.exitValue(),
+                    stdout.get(5, TimeUnit.SECONDS),
+                    stderr.get(5, TimeUnit.SECONDS));
         } catch (InterruptedException e) {
             process.destroyForcibly();
             Thread.currentThread().interrupt();

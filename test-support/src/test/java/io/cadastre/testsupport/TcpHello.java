@@ -14,8 +14,7 @@ import java.nio.charset.StandardCharsets;
  * answers every connection with the line REPLY, then closes it. Runs until killed.
  */
 public final class TcpHello {
-    private TcpHello() {
-    }
+    private TcpHello() {}
 
     public static void main(String[] args) throws IOException {
         if (args.length != 3) {
@@ -25,11 +24,14 @@ public final class TcpHello {
         byte[] reply = (args[2] + "\n").getBytes(StandardCharsets.UTF_8);
         try (ServerSocket server = new ServerSocket()) {
             server.setReuseAddress(true);
-            server.bind(new InetSocketAddress(InetAddress.getByName(args[0]), Integer.parseInt(args[1])));
+            server.bind(
+                    new InetSocketAddress(
+                            InetAddress.getByName(args[0]), Integer.parseInt(args[1])));
             System.out.println("listening");
             System.out.flush();
             while (true) {
-                try (Socket socket = server.accept(); OutputStream out = socket.getOutputStream()) {
+                try (Socket socket = server.accept();
+                        OutputStream out = socket.getOutputStream()) {
                     out.write(reply);
                     out.flush();
                 }

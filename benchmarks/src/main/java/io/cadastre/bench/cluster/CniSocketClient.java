@@ -36,7 +36,8 @@ public final class CniSocketClient {
     public static String ipamOnly(Path socket, String pool) {
         return """
                 {"cniVersion":"1.0.0","name":"bench","type":"bridge","ipam":{"type":"cadastre-ipam",\
-                "agentSocket":"%s","pools":["%s"]}}""".formatted(socket, pool);
+                "agentSocket":"%s","pools":["%s"]}}"""
+                .formatted(socket, pool);
     }
 
     /**
@@ -45,10 +46,17 @@ public final class CniSocketClient {
      */
     public Reply call(String command, String containerId) throws IOException {
         byte[] body = netconf.getBytes(StandardCharsets.UTF_8);
-        String head = "POST /v1/cni HTTP/1.1\r\nHost: cadastre\r\nContent-Type: application/json\r\n"
-                + "Content-Length: " + body.length + "\r\nConnection: close\r\n"
-                + "CNI-Command: " + command + "\r\nCNI-ContainerID: " + containerId + "\r\n"
-                + "CNI-Netns: /var/run/netns/none\r\nCNI-Ifname: eth0\r\n\r\n";
+        String head =
+                "POST /v1/cni HTTP/1.1\r\nHost: cadastre\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: "
+                        + body.length
+                        + "\r\nConnection: close\r\n"
+                        + "CNI-Command: "
+                        + command
+                        + "\r\nCNI-ContainerID: "
+                        + containerId
+                        + "\r\n"
+                        + "CNI-Netns: /var/run/netns/none\r\nCNI-Ifname: eth0\r\n\r\n";
         try (SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX)) {
             channel.connect(UnixDomainSocketAddress.of(socket));
             ByteBuffer out = ByteBuffer.allocate(head.length() + body.length);

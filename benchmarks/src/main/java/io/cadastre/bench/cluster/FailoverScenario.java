@@ -58,49 +58,93 @@ public final class FailoverScenario implements Scenario {
             }
             Optional<Target> target = target(members);
             if (target.isEmpty()) {
-                relocate(context, members.get(rep % members.size()), members.get((rep + 1) % members.size()), tag, rep);
+                relocate(
+                        context,
+                        members.get(rep % members.size()),
+                        members.get((rep + 1) % members.size()),
+                        tag,
+                        rep);
                 target = target(members);
             }
             if (target.isEmpty()) {
-                notes.add("Repetition " + (rep + 1) + ": every node's entities lived on its own member; nothing to measure.");
+                notes.add(
+                        "Repetition "
+                                + (rep + 1)
+                                + ": every node's entities lived on its own member; nothing to measure.");
                 continue;
             }
             Target t = target.get();
             double window = measure(t, tag + "-" + rep);
             windows.add(window);
-            notes.add(String.format(Locale.ROOT, "Repetition %d: killed %s, which hosted %s of node %s: ADD back after %.0f ms.",
-                    rep + 1, t.victim().name(), t.entities(), t.node().name(), window));
-            List<String> others = members.stream().filter(m -> m != t.victim()).map(m -> Member.address(m.host)).toList();
+            notes.add(
+                    String.format(
+                            Locale.ROOT,
+                            "Repetition %d: killed %s, which hosted %s of node %s: ADD back after %.0f ms.",
+                            rep + 1,
+                            t.victim().name(),
+                            t.entities(),
+                            t.node().name(),
+                            window));
+            List<String> others =
+                    members.stream()
+                            .filter(m -> m != t.victim())
+                            .map(m -> Member.address(m.host))
+                            .toList();
             t.victim().seeds(others).start();
             add(t.victim(), "fo-" + tag + "-back-" + rep, 120);
         }
         if (windows.isEmpty()) {
-            throw new IllegalStateException("no repetition found a member hosting another node's entities");
+            throw new IllegalStateException(
+                    "no repetition found a member hosting another node's entities");
         }
-        Distribution d = Distribution.of(windows.stream().mapToDouble(Double::doubleValue).toArray());
-        Goal goal = new Goal("failover window under 5 s, worst case",
-                String.format(Locale.ROOT, "median %.1f s, p99 %.1f s, worst %.1f s over %d kills", d.median() / 1000,
-                        d.p99() / 1000, d.max() / 1000, windows.size()),
-                d.max() < 5_000,
-                d.max() < 5_000 ? null : "failure detection (heartbeats every 500 ms, 1 s acceptable pause), the "
-                        + "refused-port check that downs a crashed member at once (CrashedMemberDowning), the leader's "
-                        + "removal and margin, then the entities' recovery on a survivor");
+        Distribution d =
+                Distribution.of(windows.stream().mapToDouble(Double::doubleValue).toArray());
+        Goal goal =
+                new Goal(
+                        "failover window under 5 s, worst case",
+                        String.format(
+                                Locale.ROOT,
+                                "median %.1f s, p99 %.1f s, worst %.1f s over %d kills",
+                                d.median() / 1000,
+                                d.p99() / 1000,
+                                d.max() / 1000,
+                                windows.size()),
+                        d.max() < 5_000,
+                        d.max() < 5_000
+                                ? null
+                                : "failure detection (heartbeats every 500 ms, 1 s acceptable pause), the "
+                                        + "refused-port check that downs a crashed member at once (CrashedMemberDowning), the leader's "
+                                        + "removal and margin, then the entities' recovery on a survivor");
         double[] x = new double[windows.size()];
         double[] y = new double[windows.size()];
         for (int i = 0; i < x.length; i++) {
             x[i] = i + 1;
             y[i] = windows.get(i) / 1000;
         }
-        return new ScenarioReport(id(), "Failover: ADD unavailable after SIGKILL of the member hosting the node's entities",
-                String.format(Locale.ROOT, "%d repetitions on the 3-member cluster on Cassandra. In each: an ADD on every "
-                        + "member (so every node's entities run), then the members' logs tell where each node's "
-                        + "NodeEntity last recovered; a member hosting another node's NodeEntity is killed "
-                        + "with SIGKILL while that node's agent sends an IPAM-only ADD of a new attachment every %d ms. "
-                        + "The window: from the SIGKILL to the completion of the first successful ADD sent after it. "
-                        + "Then the killed member is restarted and rejoins.", repetitions, PROBE_PERIOD_MILLIS),
-                List.of(new Figure("ADD unavailable after SIGKILL", "cadastre", "ms", d)), List.of(), List.of(goal),
-                List.of(new Plot("failover.png", "ADD unavailable after each SIGKILL", "repetition", "seconds", false,
-                        List.of(new Plot.Series("cadastre", x, y)))),
+        return new ScenarioReport(
+                id(),
+                "Failover: ADD unavailable after SIGKILL of the member hosting the node's entities",
+                String.format(
+                        Locale.ROOT,
+                        "%d repetitions on the 3-member cluster on Cassandra. In each: an ADD on every "
+                                + "member (so every node's entities run), then the members' logs tell where each node's "
+                                + "NodeEntity last recovered; a member hosting another node's NodeEntity is killed "
+                                + "with SIGKILL while that node's agent sends an IPAM-only ADD of a new attachment every %d ms. "
+                                + "The window: from the SIGKILL to the completion of the first successful ADD sent after it. "
+                                + "Then the killed member is restarted and rejoins.",
+                        repetitions,
+                        PROBE_PERIOD_MILLIS),
+                List.of(new Figure("ADD unavailable after SIGKILL", "cadastre", "ms", d)),
+                List.of(),
+                List.of(goal),
+                List.of(
+                        new Plot(
+                                "failover.png",
+                                "ADD unavailable after each SIGKILL",
+                                "repetition",
+                                "seconds",
+                                false,
+                                List.of(new Plot.Series("cadastre", x, y)))),
                 notes);
     }
 
@@ -112,15 +156,28 @@ public final class FailoverScenario implements Scenario {
      * again (its entity stays where it is). A member hosts its own node's entities otherwise:
      * they are first asked for by its own agent.
      */
-    private static void relocate(BenchContext context, Member node, Member other, String tag, int rep) throws Exception {
+    private static void relocate(
+            BenchContext context, Member node, Member other, String tag, int rep) throws Exception {
         node.close();
-        Process get = context.topology().exec(other.host, List.of("bash", "-c",
-                "token=$(< \"$0\") && exec 3<>/dev/tcp/127.0.0.1/9467 && printf 'GET /v1/nodes/" + node.name()
-                        + " HTTP/1.0\\r\\nHost: bench\\r\\nAuthorization: Bearer %s\\r\\n\\r\\n' \"$token\" >&3 && cat <&3",
-                other.adminTokenFile().toString()), pb -> pb.redirectErrorStream(true));
-        String reply = new String(get.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        Process get =
+                context.topology()
+                        .exec(
+                                other.host,
+                                List.of(
+                                        "bash",
+                                        "-c",
+                                        "token=$(< \"$0\") && exec 3<>/dev/tcp/127.0.0.1/9467 && printf 'GET /v1/nodes/"
+                                                + node.name()
+                                                + " HTTP/1.0\\r\\nHost: bench\\r\\nAuthorization: Bearer %s\\r\\n\\r\\n' \"$token\" >&3 && cat <&3",
+                                        other.adminTokenFile().toString()),
+                                pb -> pb.redirectErrorStream(true));
+        String reply =
+                new String(
+                        get.getInputStream().readAllBytes(),
+                        java.nio.charset.StandardCharsets.UTF_8);
         if (!get.waitFor(60, TimeUnit.SECONDS) || !reply.startsWith("HTTP/1.1 200")) {
-            throw new IOException("GET /v1/nodes/" + node.name() + " on " + other.name() + ": " + reply);
+            throw new IOException(
+                    "GET /v1/nodes/" + node.name() + " on " + other.name() + ": " + reply);
         }
         List<String> seeds = List.of(Member.address(other.host));
         node.seeds(seeds).start();
@@ -129,32 +186,39 @@ public final class FailoverScenario implements Scenario {
 
     /** Kills the victim and probes the node; @return the window in milliseconds */
     private static double measure(Target t, String tag) throws Exception {
-        CniSocketClient client = new CniSocketClient(t.node().socket(),
-                CniSocketClient.ipamOnly(t.node().socket(), BenchContext.CLUSTER_POOL));
+        CniSocketClient client =
+                new CniSocketClient(
+                        t.node().socket(),
+                        CniSocketClient.ipamOnly(t.node().socket(), BenchContext.CLUSTER_POOL));
         long[] killedAt = {Long.MAX_VALUE};
         long[] backAt = {0};
-        Thread probe = new Thread(() -> {
-            int n = 0;
-            while (backAt[0] == 0 && !Thread.currentThread().isInterrupted()) {
-                long sent = System.nanoTime();
-                try {
-                    CniSocketClient.Reply r = client.call("ADD", "fo-" + tag + "-" + n++);
-                    long kill;
-                    synchronized (killedAt) {
-                        kill = killedAt[0];
-                    }
-                    if (r.status() == 200 && sent > kill) {
-                        backAt[0] = System.nanoTime();
-                        return;
-                    }
-                    Thread.sleep(PROBE_PERIOD_MILLIS);
-                } catch (IOException e) {
-                    // The agent answers even in the window (code 11); a broken call counts as a failed ADD.
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        }, "failover-probe");
+        Thread probe =
+                new Thread(
+                        () -> {
+                            int n = 0;
+                            while (backAt[0] == 0 && !Thread.currentThread().isInterrupted()) {
+                                long sent = System.nanoTime();
+                                try {
+                                    CniSocketClient.Reply r =
+                                            client.call("ADD", "fo-" + tag + "-" + n++);
+                                    long kill;
+                                    synchronized (killedAt) {
+                                        kill = killedAt[0];
+                                    }
+                                    if (r.status() == 200 && sent > kill) {
+                                        backAt[0] = System.nanoTime();
+                                        return;
+                                    }
+                                    Thread.sleep(PROBE_PERIOD_MILLIS);
+                                } catch (IOException e) {
+                                    // The agent answers even in the window (code 11); a broken call
+                                    // counts as a failed ADD.
+                                } catch (InterruptedException e) {
+                                    return;
+                                }
+                            }
+                        },
+                        "failover-probe");
         probe.start();
         TimeUnit.SECONDS.sleep(1);
         t.victim().kill();
@@ -164,7 +228,10 @@ public final class FailoverScenario implements Scenario {
         probe.join(TimeUnit.SECONDS.toMillis(90));
         if (probe.isAlive()) {
             probe.interrupt();
-            throw new IllegalStateException(t.node().name() + " had no ADD for 90 s after the kill of " + t.victim().name());
+            throw new IllegalStateException(
+                    t.node().name()
+                            + " had no ADD for 90 s after the kill of "
+                            + t.victim().name());
         }
         return (backAt[0] - killedAt[0]) / 1e6;
     }
@@ -173,10 +240,11 @@ public final class FailoverScenario implements Scenario {
     private static Optional<Target> target(List<Member> members) throws IOException {
         Map<String, Member> byName = new HashMap<>();
         Map<String, java.nio.file.Path> logs = new HashMap<>();
-        members.forEach(m -> {
-            byName.put(m.name(), m);
-            logs.put(m.name(), m.log());
-        });
+        members.forEach(
+                m -> {
+                    byName.put(m.name(), m);
+                    logs.put(m.name(), m.log());
+                });
         Map<String, String> homes = AgentLogs.nodeEntityHomes(logs);
         for (Member n : members) {
             String home = homes.get(n.name());
@@ -189,7 +257,10 @@ public final class FailoverScenario implements Scenario {
 
     /** An ADD that must succeed within {@code seconds} (retried on code 11 and errors). */
     private static void add(Member m, String id, int seconds) throws Exception {
-        CniSocketClient client = new CniSocketClient(m.socket(), CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
+        CniSocketClient client =
+                new CniSocketClient(
+                        m.socket(),
+                        CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (true) {
             try {
@@ -200,7 +271,8 @@ public final class FailoverScenario implements Scenario {
                 // the member may still be opening its socket
             }
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(m.name() + ": no ADD within " + seconds + " s:\n" + m.tail());
+                throw new IllegalStateException(
+                        m.name() + ": no ADD within " + seconds + " s:\n" + m.tail());
             }
             TimeUnit.MILLISECONDS.sleep(200);
         }

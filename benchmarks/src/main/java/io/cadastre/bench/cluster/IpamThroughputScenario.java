@@ -36,8 +36,10 @@ import java.util.concurrent.atomic.AtomicLongArray;
 public final class IpamThroughputScenario implements Scenario {
     /** Clients per member, each one ADD+DEL cycle at a time; also the journal probe's entities per host. */
     static final int WRITERS_PER_MEMBER = 8;
+
     /** Journal writes of one ADD+DEL: the block's assignment, the node's record, the node's forget, the block's release. */
     static final int WRITES_PER_CYCLE = 4;
+
     static final String THROUGHPUT = "throughput per second";
     static final String IPAM = "cadastre IPAM (ADD+DEL cycles)";
     static final String JOURNAL = "raw journal (persist+reply)";
@@ -71,9 +73,18 @@ public final class IpamThroughputScenario implements Scenario {
         double[] ipamPerSecond = tls.perSecond();
 
         // The raw journal, same writers, same hosts, same JVM flags as the members.
-        double[] journalPerSecond = journal(context.topology(), context.cassandra(), tag, WRITERS_PER_MEMBER, warmUp, seconds);
-        // And with one writer per host: a node's ADDs all pass through its one NodeEntity (a single writer).
-        double[] oneWriterPerSecond = journal(context.topology(), context.cassandra(), tag + "s", 1, warmUp, seconds);
+        double[] journalPerSecond =
+                journal(
+                        context.topology(),
+                        context.cassandra(),
+                        tag,
+                        WRITERS_PER_MEMBER,
+                        warmUp,
+                        seconds);
+        // And with one writer per host: a node's ADDs all pass through its one NodeEntity (a single
+        // writer).
+        double[] oneWriterPerSecond =
+                journal(context.topology(), context.cassandra(), tag + "s", 1, warmUp, seconds);
 
         // What TLS costs: the same load once more with the members restarted on plain TCP.
         Load plain;
@@ -86,64 +97,146 @@ public final class IpamThroughputScenario implements Scenario {
         failures.addAndGet(plain.failures());
 
         Figure ipam = new Figure(THROUGHPUT, IPAM, "ops/s", Distribution.of(ipamPerSecond));
-        Figure journal = new Figure(THROUGHPUT, JOURNAL, "ops/s", Distribution.of(journalPerSecond));
+        Figure journal =
+                new Figure(THROUGHPUT, JOURNAL, "ops/s", Distribution.of(journalPerSecond));
         double ipamMean = mean(ipamPerSecond);
         double journalMean = mean(journalPerSecond);
         double ratio = ipamMean / journalMean;
         double writeShare = ipamMean * WRITES_PER_CYCLE / journalMean;
-        Figure oneWriter = new Figure(THROUGHPUT, JOURNAL_ONE_WRITER, "ops/s", Distribution.of(oneWriterPerSecond));
-        List<Figure> figures = new ArrayList<>(List.of(ipam, journal, oneWriter,
-                new Figure("journal writes per second made by the IPAM load", "cadastre", "ops/s",
-                        Distribution.of(java.util.Arrays.stream(ipamPerSecond).map(v -> v * WRITES_PER_CYCLE).toArray()))));
+        Figure oneWriter =
+                new Figure(
+                        THROUGHPUT,
+                        JOURNAL_ONE_WRITER,
+                        "ops/s",
+                        Distribution.of(oneWriterPerSecond));
+        List<Figure> figures =
+                new ArrayList<>(
+                        List.of(
+                                ipam,
+                                journal,
+                                oneWriter,
+                                new Figure(
+                                        "journal writes per second made by the IPAM load",
+                                        "cadastre",
+                                        "ops/s",
+                                        Distribution.of(
+                                                java.util.Arrays.stream(ipamPerSecond)
+                                                        .map(v -> v * WRITES_PER_CYCLE)
+                                                        .toArray()))));
         figures.addAll(latency.figures());
         double cpuPerCycle = agentCpuMillis / (ipamMean * seconds);
         figures.add(new Figure(CPU_PER_CYCLE, "cadastre", "ms", Distribution.single(cpuPerCycle)));
-        Figure ipamPlain = new Figure(THROUGHPUT, IPAM_PLAIN, "ops/s", Distribution.of(plain.perSecond()));
+        Figure ipamPlain =
+                new Figure(THROUGHPUT, IPAM_PLAIN, "ops/s", Distribution.of(plain.perSecond()));
         double plainMean = mean(plain.perSecond());
         double cpuPerCyclePlain = plain.cpuMillis() / (plainMean * seconds);
         figures.add(ipamPlain);
-        figures.add(new Figure(CPU_PER_CYCLE, "cadastre, members on plain TCP", "ms", Distribution.single(cpuPerCyclePlain)));
-        Goal goal = new Goal("IPAM throughput at least 40% of the raw journal throughput",
-                String.format(Locale.ROOT, "%.0f ADD+DEL/s ÷ %.0f persist+reply/s = %.0f%% (means over %d s)",
-                        ipamMean, journalMean, ratio * 100, seconds),
-                ratio >= 0.4,
-                ratio >= 0.4 ? null : String.format(Locale.ROOT, "an ADD+DEL makes %d journal writes, each waited for in "
-                        + "turn (block, then node; node, then block), so it can reach at most 1/%d = %.0f%% of the raw "
-                        + "rate with as many writers; counted in journal writes the IPAM load drives the journal at "
-                        + "%.0f%% of the raw rate; and all ADDs and DELs of a node pass through its one NodeEntity (single "
-                        + "writer, by design), whose sequential rate the one-writer-per-host journal figure shows: "
-                        + "%.0f/s for 3 writers. Neither is the limit here: the agents used %.1f ms of CPU per ADD+DEL, "
-                        + "%.0f%% of the machine's 2 cores, which Cassandra and the load share", WRITES_PER_CYCLE, WRITES_PER_CYCLE, 100.0 / WRITES_PER_CYCLE,
-                        writeShare * 100, mean(oneWriterPerSecond), cpuPerCycle,
-                        agentCpuMillis / (seconds * 2_000.0) * 100));
-        Plot overTime = new Plot("ipam-throughput.png", "Throughput over time (3 members, Cassandra)", "second",
-                "per second", false, List.of(series(IPAM, ipamPerSecond), series(JOURNAL, journalPerSecond),
-                        series(JOURNAL_ONE_WRITER, oneWriterPerSecond)));
-        return new ScenarioReport(id(), "IPAM throughput on a 3-member cluster, against the raw journal",
-                String.format(Locale.ROOT, "Three cadastre-agents (each in its own host network namespace, C1-only JVMs "
-                        + "with a 256 MiB heap) share one Cassandra 5.0 node (its own namespace, 256 MiB heap). %d "
-                        + "clients per member, %d in all, each ADD then DEL of a new attachment in a closed loop through "
-                        + "the member's IPAM-only CNI endpoint (HTTP over its Unix socket, as the plugin sends it, "
-                        + "without the plugin's exec), IPv4 from one pool in /26 blocks; %d s warm-up, %d s measured. "
-                        + "Then the raw journal: in each host namespace a JVM with the members' flags runs %d trivial "
-                        + "persistent entities on the same journal plugin and settings, each persisting a small event "
-                        + "and replying in a closed loop, %d s warm-up, %d s measured. Distributions are of the "
-                        + "per-second rates. The journal is measured a second time with one writer per host. The members "
-                        + "authenticate each other with mutual TLS, as by default; to price it, the members are then "
-                        + "restarted on plain TCP (cadastre.cluster.insecure-plaintext) and the IPAM load runs again "
-                        + "(%d s warm-up, %d s measured), then they are restarted with TLS.", WRITERS_PER_MEMBER,
-                        WRITERS_PER_MEMBER * members.size(), warmUp, seconds, WRITERS_PER_MEMBER, warmUp, seconds, warmUp, seconds),
-                figures, List.of(Comparison.of(ipam, journal), Comparison.of(ipam, oneWriter), Comparison.of(ipam, ipamPlain)),
-                List.of(goal), List.of(overTime, latency.plot("IPAM ADD",
-                        "ipam-throughput-latency.png", "IPAM ADD under load (3 members, Cassandra)")),
-                List.of(String.format(Locale.ROOT, "Failed calls during the IPAM loads: %d (each counted once, not "
-                        + "retried).", failures.get()),
-                        String.format(Locale.ROOT, "Mutual TLS between the members: %.2f ms of the agents' CPU per ADD+DEL "
-                                + "against %.2f ms on plain TCP (%+.0f%%); %.0f against %.0f ADD+DEL/s. Measured one after "
-                                + "the other, so the machine's drift is in the difference too.", cpuPerCycle,
-                                cpuPerCyclePlain, (cpuPerCycle / cpuPerCyclePlain - 1) * 100, ipamMean, plainMean),
-                        String.format(Locale.ROOT, "Counted in journal writes (%d per ADD+DEL), the IPAM load wrote %.0f/s: "
-                                + "%.0f%% of the raw journal's rate.", WRITES_PER_CYCLE, ipamMean * WRITES_PER_CYCLE,
+        figures.add(
+                new Figure(
+                        CPU_PER_CYCLE,
+                        "cadastre, members on plain TCP",
+                        "ms",
+                        Distribution.single(cpuPerCyclePlain)));
+        Goal goal =
+                new Goal(
+                        "IPAM throughput at least 40% of the raw journal throughput",
+                        String.format(
+                                Locale.ROOT,
+                                "%.0f ADD+DEL/s ÷ %.0f persist+reply/s = %.0f%% (means over %d s)",
+                                ipamMean,
+                                journalMean,
+                                ratio * 100,
+                                seconds),
+                        ratio >= 0.4,
+                        ratio >= 0.4
+                                ? null
+                                : String.format(
+                                        Locale.ROOT,
+                                        "an ADD+DEL makes %d journal writes, each waited for in "
+                                                + "turn (block, then node; node, then block), so it can reach at most 1/%d = %.0f%% of the raw "
+                                                + "rate with as many writers; counted in journal writes the IPAM load drives the journal at "
+                                                + "%.0f%% of the raw rate; and all ADDs and DELs of a node pass through its one NodeEntity (single "
+                                                + "writer, by design), whose sequential rate the one-writer-per-host journal figure shows: "
+                                                + "%.0f/s for 3 writers. Neither is the limit here: the agents used %.1f ms of CPU per ADD+DEL, "
+                                                + "%.0f%% of the machine's 2 cores, which Cassandra and the load share",
+                                        WRITES_PER_CYCLE,
+                                        WRITES_PER_CYCLE,
+                                        100.0 / WRITES_PER_CYCLE,
+                                        writeShare * 100,
+                                        mean(oneWriterPerSecond),
+                                        cpuPerCycle,
+                                        agentCpuMillis / (seconds * 2_000.0) * 100));
+        Plot overTime =
+                new Plot(
+                        "ipam-throughput.png",
+                        "Throughput over time (3 members, Cassandra)",
+                        "second",
+                        "per second",
+                        false,
+                        List.of(
+                                series(IPAM, ipamPerSecond),
+                                series(JOURNAL, journalPerSecond),
+                                series(JOURNAL_ONE_WRITER, oneWriterPerSecond)));
+        return new ScenarioReport(
+                id(),
+                "IPAM throughput on a 3-member cluster, against the raw journal",
+                String.format(
+                        Locale.ROOT,
+                        "Three cadastre-agents (each in its own host network namespace, C1-only JVMs "
+                                + "with a 256 MiB heap) share one Cassandra 5.0 node (its own namespace, 256 MiB heap). %d "
+                                + "clients per member, %d in all, each ADD then DEL of a new attachment in a closed loop through "
+                                + "the member's IPAM-only CNI endpoint (HTTP over its Unix socket, as the plugin sends it, "
+                                + "without the plugin's exec), IPv4 from one pool in /26 blocks; %d s warm-up, %d s measured. "
+                                + "Then the raw journal: in each host namespace a JVM with the members' flags runs %d trivial "
+                                + "persistent entities on the same journal plugin and settings, each persisting a small event "
+                                + "and replying in a closed loop, %d s warm-up, %d s measured. Distributions are of the "
+                                + "per-second rates. The journal is measured a second time with one writer per host. The members "
+                                + "authenticate each other with mutual TLS, as by default; to price it, the members are then "
+                                + "restarted on plain TCP (cadastre.cluster.insecure-plaintext) and the IPAM load runs again "
+                                + "(%d s warm-up, %d s measured), then they are restarted with TLS.",
+                        WRITERS_PER_MEMBER,
+                        WRITERS_PER_MEMBER * members.size(),
+                        warmUp,
+                        seconds,
+                        WRITERS_PER_MEMBER,
+                        warmUp,
+                        seconds,
+                        warmUp,
+                        seconds),
+                figures,
+                List.of(
+                        Comparison.of(ipam, journal),
+                        Comparison.of(ipam, oneWriter),
+                        Comparison.of(ipam, ipamPlain)),
+                List.of(goal),
+                List.of(
+                        overTime,
+                        latency.plot(
+                                "IPAM ADD",
+                                "ipam-throughput-latency.png",
+                                "IPAM ADD under load (3 members, Cassandra)")),
+                List.of(
+                        String.format(
+                                Locale.ROOT,
+                                "Failed calls during the IPAM loads: %d (each counted once, not "
+                                        + "retried).",
+                                failures.get()),
+                        String.format(
+                                Locale.ROOT,
+                                "Mutual TLS between the members: %.2f ms of the agents' CPU per ADD+DEL "
+                                        + "against %.2f ms on plain TCP (%+.0f%%); %.0f against %.0f ADD+DEL/s. Measured one after "
+                                        + "the other, so the machine's drift is in the difference too.",
+                                cpuPerCycle,
+                                cpuPerCyclePlain,
+                                (cpuPerCycle / cpuPerCyclePlain - 1) * 100,
+                                ipamMean,
+                                plainMean),
+                        String.format(
+                                Locale.ROOT,
+                                "Counted in journal writes (%d per ADD+DEL), the IPAM load wrote %.0f/s: "
+                                        + "%.0f%% of the raw journal's rate.",
+                                WRITES_PER_CYCLE,
+                                ipamMean * WRITES_PER_CYCLE,
                                 writeShare * 100),
                         "The machine has 2 cores for three agents, Cassandra and the load: all of them compete for CPU."));
     }
@@ -162,7 +255,8 @@ public final class IpamThroughputScenario implements Scenario {
      * Runs {@link #WRITERS_PER_MEMBER} closed-loop clients per member through its IPAM-only
      * endpoint for {@code warmUp} then {@code seconds} seconds, attachments named after {@code tag}.
      */
-    private static Load ipamLoad(List<Member> members, String tag, int warmUp, int seconds) throws IOException, InterruptedException {
+    private static Load ipamLoad(List<Member> members, String tag, int warmUp, int seconds)
+            throws IOException, InterruptedException {
         SideBySide latency = new SideBySide("cadastre", Set.of());
         AtomicLongArray cycles = new AtomicLongArray(warmUp + seconds + 2);
         AtomicLong failures = new AtomicLong();
@@ -170,11 +264,19 @@ public final class IpamThroughputScenario implements Scenario {
         long t0 = System.nanoTime();
         List<Thread> clients = new ArrayList<>();
         for (Member m : members) {
-            CniSocketClient client = new CniSocketClient(m.socket(), CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
+            CniSocketClient client =
+                    new CniSocketClient(
+                            m.socket(),
+                            CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
             for (int w = 0; w < WRITERS_PER_MEMBER; w++) {
                 String prefix = "tp-" + tag + "-" + m.name() + "-" + w + "-";
-                Thread t = new Thread(() -> cycle(client, prefix, latency, cycles, failures, stop, t0, warmUp),
-                        "ipam-" + prefix);
+                Thread t =
+                        new Thread(
+                                () ->
+                                        cycle(
+                                                client, prefix, latency, cycles, failures, stop, t0,
+                                                warmUp),
+                                "ipam-" + prefix);
                 t.start();
                 clients.add(t);
             }
@@ -190,8 +292,15 @@ public final class IpamThroughputScenario implements Scenario {
         return new Load(window(cycles, warmUp, seconds), cpu, failures.get(), latency);
     }
 
-    private static void cycle(CniSocketClient client, String prefix, SideBySide latency, AtomicLongArray cycles,
-            AtomicLong failures, AtomicBoolean stop, long t0, int warmUp) {
+    private static void cycle(
+            CniSocketClient client,
+            String prefix,
+            SideBySide latency,
+            AtomicLongArray cycles,
+            AtomicLong failures,
+            AtomicBoolean stop,
+            long t0,
+            int warmUp) {
         long n = 0;
         while (!stop.get()) {
             String id = prefix + n++;
@@ -222,18 +331,32 @@ public final class IpamThroughputScenario implements Scenario {
     }
 
     /** Runs {@link JournalProbe} in every host namespace at once; @return the summed per-second counts */
-    private static double[] journal(Topology topology, CassandraNode cassandra, String tag, int writers, int warmUp,
+    private static double[] journal(
+            Topology topology,
+            CassandraNode cassandra,
+            String tag,
+            int writers,
+            int warmUp,
             int seconds)
             throws IOException, InterruptedException {
         List<CompletableFuture<long[]>> probes = new ArrayList<>();
         for (Topology.Host host : topology.hosts()) {
-            List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                    "-Djava.util.concurrent.ForkJoinPool.common.parallelism=2",
-                    "-Dlogback.configurationFile=logback-text.xml",
-                    "-cp", System.getProperty("java.class.path"), JournalProbe.class.getName(),
-                    cassandra.contactPoint(), "j" + tag + "-" + host.name(), Integer.toString(writers),
-                    Integer.toString(warmUp), Integer.toString(seconds));
+            List<String> command =
+                    List.of(
+                            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                            "-Xmx256m",
+                            "-XX:+UseSerialGC",
+                            "-XX:TieredStopAtLevel=1",
+                            "-Djava.util.concurrent.ForkJoinPool.common.parallelism=2",
+                            "-Dlogback.configurationFile=logback-text.xml",
+                            "-cp",
+                            System.getProperty("java.class.path"),
+                            JournalProbe.class.getName(),
+                            cassandra.contactPoint(),
+                            "j" + tag + "-" + host.name(),
+                            Integer.toString(writers),
+                            Integer.toString(warmUp),
+                            Integer.toString(seconds));
             Process p = topology.exec(host, command, pb -> pb.redirectErrorStream(true));
             probes.add(CompletableFuture.supplyAsync(() -> result(p, host)));
         }
@@ -252,10 +375,18 @@ public final class IpamThroughputScenario implements Scenario {
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 p.destroyForcibly();
-                throw new IllegalStateException("journal probe in " + host.name() + " failed:\n" + tail(out));
+                throw new IllegalStateException(
+                        "journal probe in " + host.name() + " failed:\n" + tail(out));
             }
-            String line = out.lines().filter(l -> l.startsWith("RESULT ")).findFirst()
-                    .orElseThrow(() -> new IllegalStateException("journal probe printed no result:\n" + tail(out)));
+            String line =
+                    out.lines()
+                            .filter(l -> l.startsWith("RESULT "))
+                            .findFirst()
+                            .orElseThrow(
+                                    () ->
+                                            new IllegalStateException(
+                                                    "journal probe printed no result:\n"
+                                                            + tail(out)));
             String[] parts = line.split(" ");
             long[] counts = new long[parts.length - 3];
             for (int i = 3; i < parts.length; i++) {
@@ -274,8 +405,10 @@ public final class IpamThroughputScenario implements Scenario {
     private static long cpuMillis(List<Member> members) throws IOException {
         long ticks = 0;
         for (Member m : members) {
-            String[] stat = java.nio.file.Files.readString(Path.of("/proc", Long.toString(m.pid()), "stat"))
-                    .replaceFirst("^.*\\) ", "").split(" ");
+            String[] stat =
+                    java.nio.file.Files.readString(Path.of("/proc", Long.toString(m.pid()), "stat"))
+                            .replaceFirst("^.*\\) ", "")
+                            .split(" ");
             // Fields after the command: state is 3rd in proc(5), utime the 14th, stime the 15th.
             ticks += Long.parseLong(stat[11]) + Long.parseLong(stat[12]);
         }

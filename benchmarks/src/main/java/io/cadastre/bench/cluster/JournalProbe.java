@@ -14,7 +14,6 @@ import java.util.concurrent.atomic.AtomicLongArray;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.persistence.typed.PersistenceId;
@@ -50,15 +49,23 @@ public final class JournalProbe {
 
         @Override
         public CommandHandlerWithReply<Note, Noted, Long> commandHandler() {
-            return newCommandHandlerWithReplyBuilder().forAnyState()
-                    .onCommand(Note.class, (state, note) -> Effect().persist(new Noted(state + 1))
-                            .thenReply(note.replyTo(), s -> Done.getInstance()))
+            return newCommandHandlerWithReplyBuilder()
+                    .forAnyState()
+                    .onCommand(
+                            Note.class,
+                            (state, note) ->
+                                    Effect()
+                                            .persist(new Noted(state + 1))
+                                            .thenReply(note.replyTo(), s -> Done.getInstance()))
                     .build();
         }
 
         @Override
         public EventHandler<Long, Noted> eventHandler() {
-            return newEventHandlerBuilder().forAnyState().onEvent(Noted.class, (state, e) -> e.n()).build();
+            return newEventHandlerBuilder()
+                    .forAnyState()
+                    .onEvent(Noted.class, (state, e) -> e.n())
+                    .build();
         }
     }
 
@@ -70,22 +77,29 @@ public final class JournalProbe {
         int entities = Integer.parseInt(args[2]);
         int warmUp = Integer.parseInt(args[3]);
         int seconds = Integer.parseInt(args[4]);
-        Config base = ConfigFactory.parseString("""
+        Config base =
+                ConfigFactory.parseString(
+                                """
                 cadastre.persistence = cassandra
                 cadastre.cassandra.contact-points = ["%s"]
                 pekko.actor.provider = local
                 pekko.persistence.cassandra.journal.class = "org.apache.pekko.persistence.cassandra.journal.CassandraJournal"
                 pekko.persistence.cassandra.snapshot.class = "org.apache.pekko.persistence.cassandra.snapshot.CassandraSnapshotStore"
                 pekko.loglevel = WARNING
-                """.formatted(contactPoint)).withFallback(ConfigFactory.load());
+                """
+                                        .formatted(contactPoint))
+                        .withFallback(ConfigFactory.load());
         Config config = Persistence.CASSANDRA.selection(base).withFallback(base);
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "journal-probe", config);
         try {
             Persistence.CASSANDRA.prepare(system).toCompletableFuture().get();
             List<ActorRef<Note>> counters = new ArrayList<>();
             for (int i = 0; i < entities; i++) {
-                counters.add(system.systemActorOf(new Counter(prefix + "-" + i), "counter-" + i,
-                        org.apache.pekko.actor.typed.Props.empty()));
+                counters.add(
+                        system.systemActorOf(
+                                new Counter(prefix + "-" + i),
+                                "counter-" + i,
+                                org.apache.pekko.actor.typed.Props.empty()));
             }
             AtomicLongArray perSecond = new AtomicLongArray(warmUp + seconds + 2);
             AtomicBoolean stop = new AtomicBoolean();
@@ -111,28 +125,36 @@ public final class JournalProbe {
     }
 
     /** One entity's persist-and-reply after another, counted per second since t0, until stop. */
-    private static CompletableFuture<Void> loop(ActorSystem<?> system, ActorRef<Note> counter, AtomicLongArray perSecond,
-            long t0, AtomicBoolean stop) {
+    private static CompletableFuture<Void> loop(
+            ActorSystem<?> system,
+            ActorRef<Note> counter,
+            AtomicLongArray perSecond,
+            long t0,
+            AtomicBoolean stop) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         Runnable[] next = new Runnable[1];
-        next[0] = () -> {
-            if (stop.get()) {
-                done.complete(null);
-                return;
-            }
-            CompletionStage<Done> reply = AskPattern.ask(counter, Note::new, Duration.ofSeconds(10), system.scheduler());
-            reply.whenComplete((d, failure) -> {
-                if (failure != null) {
-                    done.completeExceptionally(failure);
-                    return;
-                }
-                int second = (int) ((System.nanoTime() - t0) / 1_000_000_000L);
-                if (second < perSecond.length()) {
-                    perSecond.incrementAndGet(second);
-                }
-                next[0].run();
-            });
-        };
+        next[0] =
+                () -> {
+                    if (stop.get()) {
+                        done.complete(null);
+                        return;
+                    }
+                    CompletionStage<Done> reply =
+                            AskPattern.ask(
+                                    counter, Note::new, Duration.ofSeconds(10), system.scheduler());
+                    reply.whenComplete(
+                            (d, failure) -> {
+                                if (failure != null) {
+                                    done.completeExceptionally(failure);
+                                    return;
+                                }
+                                int second = (int) ((System.nanoTime() - t0) / 1_000_000_000L);
+                                if (second < perSecond.length()) {
+                                    perSecond.incrementAndGet(second);
+                                }
+                                next[0].run();
+                            });
+                };
         next[0].run();
         return done;
     }

@@ -37,12 +37,15 @@ public final class AgentCostScenario implements Scenario {
     static final String ADD = "IPAM ADD through the plugin";
     static final String DEL = "IPAM DEL through the plugin";
     static final String START = "agent exec to a served ADD";
-    static final String START_FIRST = "agent exec to a served ADD, first start (no class data archive yet)";
+    static final String START_FIRST =
+            "agent exec to a served ADD, first start (no class data archive yet)";
     static final String CPU_PER_CALL = "agent CPU per IPAM call";
     static final String JOURNAL_BYTES = "embedded journal on disk after the churn";
     static final String CHURN_CALL = "IPAM call on the socket during the churn";
+
     /** The issue-17 goals: CPU per call, journal size, start time. */
     static final double CPU_GOAL_MS = 0.3;
+
     static final double JOURNAL_GOAL_MIB = 10;
     static final double START_GOAL_MS = 2_000;
 
@@ -53,8 +56,10 @@ public final class AgentCostScenario implements Scenario {
     static final String COLLAPSED_STACKS = "agent-cost-stacks.txt";
     private static final int STARTS = 3;
     private static final int LIVE_PODS = 100;
+
     /** Calls of the churn; {@code -Dcadastre.bench.churn-calls} overrides it. */
     private static final int CHURN_CALLS = 100_000;
+
     private static final String SUBJECT = "cadastre";
 
     @Override
@@ -71,19 +76,27 @@ public final class AgentCostScenario implements Scenario {
         // As bin/cadastre-agent and the image run it: the first start writes the class data
         // sharing archive when it exits, every later one maps it.
         Path archive = context.workDir(id()).resolve("cadastre-agent.jsa");
-        results.record(START_FIRST, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-first"), archive));
+        results.record(
+                START_FIRST,
+                SUBJECT,
+                timeToFirstAdd(context.workDir(id() + "/start-first"), archive));
         if (!Files.exists(archive)) {
             // The JVM archives classes from jars only: a run from classes directories (a test, an
             // IDE) times every start without one.
-            notes.add("No class data sharing archive was written (the class path holds directories): every start "
-                    + "here ran without one, unlike bin/cadastre-agent and the image.");
+            notes.add(
+                    "No class data sharing archive was written (the class path holds directories): every start "
+                            + "here ran without one, unlike bin/cadastre-agent and the image.");
         }
         for (int i = 0; i < starts; i++) {
-            results.record(START, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-" + i), archive));
+            results.record(
+                    START, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-" + i), archive));
         }
         int warmUp = context.quick() ? 20 : WARM_UP_PAIRS;
         int measured = context.quick() ? 50 : MEASURED_PAIRS;
-        int churn = context.quick() ? 500 : Integer.getInteger("cadastre.bench.churn-calls", CHURN_CALLS);
+        int churn =
+                context.quick()
+                        ? 500
+                        : Integer.getInteger("cadastre.bench.churn-calls", CHURN_CALLS);
         double cpuPerCallMs;
         double journalMib;
         List<double[]> journalGrowth = new ArrayList<>();
@@ -101,16 +114,35 @@ public final class AgentCostScenario implements Scenario {
             int calls = 2 * measured;
             cpuPerCallMs = cpu.total() / 1e6 / calls;
             notes.add(cpuByThread(threadsBefore, threads, calls, cpu, cpuPerCallMs));
-            notes.add(profile(context, probe, netconf, context.quick() ? 20 : PROFILED_PAIRS)
-                    .markdown("Where the agent's CPU goes in " + (context.quick() ? 20 : PROFILED_PAIRS)
-                            + " more pairs, profiled after the measured ones"));
+            notes.add(
+                    profile(context, probe, netconf, context.quick() ? 20 : PROFILED_PAIRS)
+                            .markdown(
+                                    "Where the agent's CPU goes in "
+                                            + (context.quick() ? 20 : PROFILED_PAIRS)
+                                            + " more pairs, profiled after the measured ones"));
             figures.add(new Figure(CPU_PER_CALL, SUBJECT, "ms", Distribution.single(cpuPerCallMs)));
-            figures.add(new Figure("agent heap after a full GC, idle", SUBJECT, "MiB", Distribution.single(mib(idle.heapUsedBytes()))));
-            figures.add(new Figure("agent metaspace, idle", SUBJECT, "MiB", Distribution.single(mib(idle.metaspaceUsedBytes()))));
-            figures.add(new Figure("agent RSS, idle after warm-up", SUBJECT, "MiB", Distribution.single(mib(idleRss))));
+            figures.add(
+                    new Figure(
+                            "agent heap after a full GC, idle",
+                            SUBJECT,
+                            "MiB",
+                            Distribution.single(mib(idle.heapUsedBytes()))));
+            figures.add(
+                    new Figure(
+                            "agent metaspace, idle",
+                            SUBJECT,
+                            "MiB",
+                            Distribution.single(mib(idle.metaspaceUsedBytes()))));
+            figures.add(
+                    new Figure(
+                            "agent RSS, idle after warm-up",
+                            SUBJECT,
+                            "MiB",
+                            Distribution.single(mib(idleRss))));
 
             CniSocketClient socket = new CniSocketClient(agent.socket(), netconf);
-            // The journal's own directory (application.conf: cadastre.embedded-journal.dir), not the
+            // The journal's own directory (application.conf: cadastre.embedded-journal.dir), not
+            // the
             // native library the agent unpacks beside it.
             Path journal = agent.dataDir().resolve("journal");
             Deque<String> live = new ArrayDeque<>();
@@ -134,62 +166,152 @@ public final class AgentCostScenario implements Scenario {
             }
             journalMib = mib(directoryBytes(journal));
             figures.add(new Figure(JOURNAL_BYTES, SUBJECT, "MiB", Distribution.single(journalMib)));
-            figures.add(new Figure("agent RSS, peak (VmHWM)", SUBJECT, "MiB", Distribution.single(mib(probe.peakRssBytes()))));
+            figures.add(
+                    new Figure(
+                            "agent RSS, peak (VmHWM)",
+                            SUBJECT,
+                            "MiB",
+                            Distribution.single(mib(probe.peakRssBytes()))));
         }
         figures.addAll(0, results.figures());
         double startMs = results.histogram(START, SUBJECT).getValueAtPercentile(50) / 1e6;
-        List<Goal> goals = List.of(
-                new Goal(String.format(Locale.ROOT, "agent CPU per IPAM call (ADD or DEL), serial through the plugin: ≤ %.1f ms",
-                        CPU_GOAL_MS), String.format(Locale.ROOT, "%.3f ms", cpuPerCallMs), cpuPerCallMs <= CPU_GOAL_MS,
-                        cpuPerCallMs <= CPU_GOAL_MS ? null : "see the CPU by thread and the profile in the notes"),
-                new Goal(String.format(Locale.ROOT, "embedded journal after %,d calls of %d live pods: ≤ %.0f MiB", churn,
-                        LIVE_PODS, JOURNAL_GOAL_MIB), String.format(Locale.ROOT, "%.1f MiB", journalMib),
-                        journalMib <= JOURNAL_GOAL_MIB, journalMib <= JOURNAL_GOAL_MIB ? null : "the journal's store does not reclaim"),
-                new Goal(String.format(Locale.ROOT, "agent exec to a served ADD: ≤ %.0f ms (median of %d starts after the "
-                        + "first)", START_GOAL_MS, starts), String.format(Locale.ROOT, "%.0f ms", startMs), startMs <= START_GOAL_MS,
-                        startMs <= START_GOAL_MS ? null : "JVM start, class loading and the actor system's start"));
-        List<Plot> plots = new ArrayList<>(List.of(results.plot(ADD, "agent-cost-calls.png", "IPAM calls through the plugin")));
+        List<Goal> goals =
+                List.of(
+                        new Goal(
+                                String.format(
+                                        Locale.ROOT,
+                                        "agent CPU per IPAM call (ADD or DEL), serial through the plugin: ≤ %.1f ms",
+                                        CPU_GOAL_MS),
+                                String.format(Locale.ROOT, "%.3f ms", cpuPerCallMs),
+                                cpuPerCallMs <= CPU_GOAL_MS,
+                                cpuPerCallMs <= CPU_GOAL_MS
+                                        ? null
+                                        : "see the CPU by thread and the profile in the notes"),
+                        new Goal(
+                                String.format(
+                                        Locale.ROOT,
+                                        "embedded journal after %,d calls of %d live pods: ≤ %.0f MiB",
+                                        churn,
+                                        LIVE_PODS,
+                                        JOURNAL_GOAL_MIB),
+                                String.format(Locale.ROOT, "%.1f MiB", journalMib),
+                                journalMib <= JOURNAL_GOAL_MIB,
+                                journalMib <= JOURNAL_GOAL_MIB
+                                        ? null
+                                        : "the journal's store does not reclaim"),
+                        new Goal(
+                                String.format(
+                                        Locale.ROOT,
+                                        "agent exec to a served ADD: ≤ %.0f ms (median of %d starts after the "
+                                                + "first)",
+                                        START_GOAL_MS,
+                                        starts),
+                                String.format(Locale.ROOT, "%.0f ms", startMs),
+                                startMs <= START_GOAL_MS,
+                                startMs <= START_GOAL_MS
+                                        ? null
+                                        : "JVM start, class loading and the actor system's start"));
+        List<Plot> plots =
+                new ArrayList<>(
+                        List.of(
+                                results.plot(
+                                        ADD,
+                                        "agent-cost-calls.png",
+                                        "IPAM calls through the plugin")));
         if (journalGrowth.size() > 1) {
-            plots.add(new Plot("agent-cost-journal.png", "Embedded journal on disk during the churn", "calls", "MiB", false,
-                    List.of(new Plot.Series(SUBJECT, journalGrowth.stream().mapToDouble(p -> p[0]).toArray(),
-                            journalGrowth.stream().mapToDouble(p -> p[1]).toArray()))));
+            plots.add(
+                    new Plot(
+                            "agent-cost-journal.png",
+                            "Embedded journal on disk during the churn",
+                            "calls",
+                            "MiB",
+                            false,
+                            List.of(
+                                    new Plot.Series(
+                                            SUBJECT,
+                                            journalGrowth.stream().mapToDouble(p -> p[0]).toArray(),
+                                            journalGrowth.stream()
+                                                    .mapToDouble(p -> p[1])
+                                                    .toArray()))));
         }
-        notes.add("The profile as a flame graph: [" + FLAME_GRAPH + "](" + FLAME_GRAPH + "), and its stacks, one per line: ["
-                + COLLAPSED_STACKS + "](" + COLLAPSED_STACKS + ") (async-profiler; both absent when it fell back to JFR).");
-        notes.add(0, "CPU is the agent process's user + system time from /proc over the measured calls (clock ticks "
-                + "of 10 ms, over seconds of calls), divided by the number of calls; the plugin's own CPU is not in it.");
-        return new ScenarioReport(id(), "The agent's cost per IPAM call, memory, start and journal size",
-                String.format(Locale.ROOT, "One agent on this host with the embedded journal and its default JVM flags (%s). "
-                        + "Start: a first agent, then %d more, each with a fresh data directory, timed from exec until "
-                        + "an IPAM ADD on its socket is answered; the first writes its class data sharing archive when "
-                        + "it exits, the others map it (as bin/cadastre-agent and the image do). "
-                        + "Then one agent warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
-                        + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), measured over %d "
-                        + "more pairs, serial, recorded with JFR. Then %d live pods and %,d calls of churn on the socket "
-                        + "(DEL the oldest, ADD a new one), the journal's directory (<data-dir>/journal) measured as it goes.",
-                        String.join(" ", SingleHostAgent.JVM_FLAGS), starts, warmUp, measured, LIVE_PODS, churn),
-                figures, List.of(), goals, plots, notes);
+        notes.add(
+                "The profile as a flame graph: ["
+                        + FLAME_GRAPH
+                        + "]("
+                        + FLAME_GRAPH
+                        + "), and its stacks, one per line: ["
+                        + COLLAPSED_STACKS
+                        + "]("
+                        + COLLAPSED_STACKS
+                        + ") (async-profiler; both absent when it fell back to JFR).");
+        notes.add(
+                0,
+                "CPU is the agent process's user + system time from /proc over the measured calls (clock ticks "
+                        + "of 10 ms, over seconds of calls), divided by the number of calls; the plugin's own CPU is not in it.");
+        return new ScenarioReport(
+                id(),
+                "The agent's cost per IPAM call, memory, start and journal size",
+                String.format(
+                        Locale.ROOT,
+                        "One agent on this host with the embedded journal and its default JVM flags (%s). "
+                                + "Start: a first agent, then %d more, each with a fresh data directory, timed from exec until "
+                                + "an IPAM ADD on its socket is answered; the first writes its class data sharing archive when "
+                                + "it exits, the others map it (as bin/cadastre-agent and the image do). "
+                                + "Then one agent warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
+                                + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), measured over %d "
+                                + "more pairs, serial, recorded with JFR. Then %d live pods and %,d calls of churn on the socket "
+                                + "(DEL the oldest, ADD a new one), the journal's directory (<data-dir>/journal) measured as it goes.",
+                        String.join(" ", SingleHostAgent.JVM_FLAGS),
+                        starts,
+                        warmUp,
+                        measured,
+                        LIVE_PODS,
+                        churn),
+                figures,
+                List.of(),
+                goals,
+                plots,
+                notes);
     }
 
     /** A markdown table: CPU per call by thread group over the measured calls, the largest first. */
-    private static String cpuByThread(Map<String, Long> before, Map<String, Long> after, int calls, AgentProbe.Cpu cpu,
+    private static String cpuByThread(
+            Map<String, Long> before,
+            Map<String, Long> after,
+            int calls,
+            AgentProbe.Cpu cpu,
             double perCallMs) {
-        StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "The agent's CPU per call by thread (from "
-                + "/proc/<pid>/task, 10 ms ticks): %.3f ms per call in all, %.0f%% of it in the kernel.%n%n",
-                perCallMs, 100.0 * cpu.system() / Math.max(1, cpu.total())));
+        StringBuilder out =
+                new StringBuilder(
+                        String.format(
+                                Locale.ROOT,
+                                "The agent's CPU per call by thread (from "
+                                        + "/proc/<pid>/task, 10 ms ticks): %.3f ms per call in all, %.0f%% of it in the kernel.%n%n",
+                                perCallMs,
+                                100.0 * cpu.system() / Math.max(1, cpu.total())));
         out.append("| thread | ms per call |\n| --- | --- |\n");
         after.entrySet().stream()
                 .map(e -> Map.entry(e.getKey(), e.getValue() - before.getOrDefault(e.getKey(), 0L)))
                 .filter(e -> e.getValue() > 0)
                 .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
-                .forEach(e -> out.append(String.format(Locale.ROOT, "| `%s` | %.3f |%n", e.getKey(), e.getValue() / 1e6 / calls)));
+                .forEach(
+                        e ->
+                                out.append(
+                                        String.format(
+                                                Locale.ROOT,
+                                                "| `%s` | %.3f |%n",
+                                                e.getKey(),
+                                                e.getValue() / 1e6 / calls)));
         return out.toString().stripTrailing();
     }
 
-    private static long timeToFirstAdd(Path dir, Path cdsArchive) throws IOException, InterruptedException {
+    private static long timeToFirstAdd(Path dir, Path cdsArchive)
+            throws IOException, InterruptedException {
         try (SingleHostAgent agent = SingleHostAgent.launch(dir, cdsArchive)) {
-            CniSocketClient socket = new CniSocketClient(agent.socket(),
-                    CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL));
+            CniSocketClient socket =
+                    new CniSocketClient(
+                            agent.socket(),
+                            CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL));
             long deadline = agent.launchedNanos() + 120_000_000_000L;
             while (System.nanoTime() < deadline && agent.isAlive()) {
                 if (Files.exists(agent.socket())) {
@@ -208,12 +330,20 @@ public final class AgentCostScenario implements Scenario {
     }
 
     /** IPAM-only ADD/DEL pairs through the real plugin, serial; recorded when {@code results} is given. */
-    private static void pairs(BenchContext context, String netconf, String prefix, int count, SideBySide results)
+    private static void pairs(
+            BenchContext context, String netconf, String prefix, int count, SideBySide results)
             throws IOException, InterruptedException {
         for (int i = 0; i < count; i++) {
             for (String command : List.of("ADD", "DEL")) {
-                CniExec.Result run = CniExec.run(context.plugin(), command, prefix + i, "/var/run/netns/none",
-                        context.referencePlugins(), netconf, null);
+                CniExec.Result run =
+                        CniExec.run(
+                                context.plugin(),
+                                command,
+                                prefix + i,
+                                "/var/run/netns/none",
+                                context.referencePlugins(),
+                                netconf,
+                                null);
                 if (run.exit() != 0) {
                     throw new IOException(command + " failed: " + run.stdout());
                 }
@@ -229,7 +359,8 @@ public final class AgentCostScenario implements Scenario {
      * directory); with JFR where async-profiler cannot load (another platform, a JVM that refuses
      * agents).
      */
-    private ProfileSummary profile(BenchContext context, AgentProbe probe, String netconf, int count) throws Exception {
+    private ProfileSummary profile(
+            BenchContext context, AgentProbe probe, String netconf, int count) throws Exception {
         Path work = context.workDir(id());
         try {
             Path library = asyncProfilerLibrary(work);
@@ -239,8 +370,12 @@ public final class AgentCostScenario implements Scenario {
             Path flameGraph = work.resolve(FLAME_GRAPH);
             probe.stopProfiler(library, collapsed, flameGraph);
             Path report = Files.createDirectories(context.outputDir());
-            Files.copy(flameGraph, report.resolve(FLAME_GRAPH), StandardCopyOption.REPLACE_EXISTING);
-            Files.copy(collapsed, report.resolve(COLLAPSED_STACKS), StandardCopyOption.REPLACE_EXISTING);
+            Files.copy(
+                    flameGraph, report.resolve(FLAME_GRAPH), StandardCopyOption.REPLACE_EXISTING);
+            Files.copy(
+                    collapsed,
+                    report.resolve(COLLAPSED_STACKS),
+                    StandardCopyOption.REPLACE_EXISTING);
             return ProfileSummary.ofCollapsed(collapsed);
         } catch (IOException asyncProfilerFailed) {
             Path recording = work.resolve("profile.jfr");
@@ -248,8 +383,12 @@ public final class AgentCostScenario implements Scenario {
             pairs(context, netconf, "recorded-", count, null);
             probe.stopRecording(recording);
             ProfileSummary jfr = ProfileSummary.ofJfr(recording);
-            return new ProfileSummary(jfr.source() + "; async-profiler failed: " + asyncProfilerFailed.getMessage(),
-                    jfr.samples(), jfr.byThread(), jfr.bySelf(), jfr.byPackage());
+            return new ProfileSummary(
+                    jfr.source() + "; async-profiler failed: " + asyncProfilerFailed.getMessage(),
+                    jfr.samples(),
+                    jfr.byThread(),
+                    jfr.bySelf(),
+                    jfr.byPackage());
         }
     }
 
@@ -267,10 +406,18 @@ public final class AgentCostScenario implements Scenario {
         }
     }
 
-    private static void call(CniSocketClient socket, String command, String container) throws IOException {
+    private static void call(CniSocketClient socket, String command, String container)
+            throws IOException {
         CniSocketClient.Reply reply = socket.call(command, container);
         if (reply.status() != 200) {
-            throw new IOException(command + " " + container + " answered " + reply.status() + ": " + reply.body());
+            throw new IOException(
+                    command
+                            + " "
+                            + container
+                            + " answered "
+                            + reply.status()
+                            + ": "
+                            + reply.body());
         }
     }
 
@@ -289,13 +436,16 @@ public final class AgentCostScenario implements Scenario {
 
     private static long sizes(Path dir) throws IOException {
         try (Stream<Path> files = Files.walk(dir)) {
-            return files.filter(Files::isRegularFile).mapToLong(p -> {
-                try {
-                    return Files.size(p);
-                } catch (IOException gone) {
-                    return 0; // removed by the store while walking
-                }
-            }).sum();
+            return files.filter(Files::isRegularFile)
+                    .mapToLong(
+                            p -> {
+                                try {
+                                    return Files.size(p);
+                                } catch (IOException gone) {
+                                    return 0; // removed by the store while walking
+                                }
+                            })
+                    .sum();
         }
     }
 

@@ -1,8 +1,8 @@
 package io.cadastre.bench.host;
 
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -21,6 +21,7 @@ import java.util.regex.Pattern;
 final class AgentProbe {
     /** Clock ticks per second of {@code /proc/<pid>/stat} (USER_HZ, 100 on Linux). */
     private static final long TICKS_PER_SECOND = 100;
+
     private static final Pattern USED_KIB = Pattern.compile("used (\\d+)K");
 
     /**
@@ -64,10 +65,14 @@ final class AgentProbe {
      */
     Map<String, Long> cpuByThread() throws IOException {
         Map<String, Long> out = new TreeMap<>();
-        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+        try (DirectoryStream<Path> tasks =
+                Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
             for (Path task : tasks) {
                 try {
-                    String name = Files.readString(task.resolve("comm")).strip().replaceAll("[-#]?\\d+$", "");
+                    String name =
+                            Files.readString(task.resolve("comm"))
+                                    .strip()
+                                    .replaceAll("[-#]?\\d+$", "");
                     out.merge(name, cpuOf(task.resolve("stat")).total(), Long::sum);
                 } catch (IOException exited) {
                     // The thread ended between the listing and the read.
@@ -82,7 +87,9 @@ final class AgentProbe {
         // Fields after the command name (which may hold spaces) in parentheses: state is field 3.
         String[] fields = line.substring(line.lastIndexOf(')') + 2).split(" ");
         long nanosPerTick = 1_000_000_000L / TICKS_PER_SECOND;
-        return new Cpu(Long.parseLong(fields[11]) * nanosPerTick, Long.parseLong(fields[12]) * nanosPerTick); // utime, stime
+        return new Cpu(
+                Long.parseLong(fields[11]) * nanosPerTick,
+                Long.parseLong(fields[12]) * nanosPerTick); // utime, stime
     }
 
     /** @return the resident set now ({@code VmRSS}), in bytes */
@@ -155,9 +162,17 @@ final class AgentProbe {
      *     in the agent's own output)
      */
     private void profiler(Path library, String command) throws IOException, InterruptedException {
-        String out = jcmd("JVMTI.agent_load", library.toAbsolutePath().toString(), "\"" + command + "\"");
+        String out =
+                jcmd(
+                        "JVMTI.agent_load",
+                        library.toAbsolutePath().toString(),
+                        "\"" + command + "\"");
         if (!out.contains("return code: 0")) {
-            throw new IOException("async-profiler refused " + command.replaceFirst(",.*", "") + ": " + out.strip());
+            throw new IOException(
+                    "async-profiler refused "
+                            + command.replaceFirst(",.*", "")
+                            + ": "
+                            + out.strip());
         }
     }
 
@@ -167,17 +182,22 @@ final class AgentProbe {
      * @param collapsed where the stacks go, one line per stack
      * @param flameGraph where the HTML flame graph goes
      */
-    void stopProfiler(Path library, Path collapsed, Path flameGraph) throws IOException, InterruptedException {
+    void stopProfiler(Path library, Path collapsed, Path flameGraph)
+            throws IOException, InterruptedException {
         profiler(library, "dump,collapsed,dot,file=" + collapsed.toAbsolutePath());
         profiler(library, "stop,file=" + flameGraph.toAbsolutePath());
         if (!Files.exists(collapsed) || !Files.exists(flameGraph)) {
-            throw new IOException("async-profiler wrote no profile to " + collapsed + " / " + flameGraph);
+            throw new IOException(
+                    "async-profiler wrote no profile to " + collapsed + " / " + flameGraph);
         }
     }
 
     private String jcmd(String... command) throws IOException, InterruptedException {
-        List<String> argv = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(), Long.toString(pid)));
+        List<String> argv =
+                new ArrayList<>(
+                        List.of(
+                                Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                                Long.toString(pid)));
         argv.addAll(List.of(command));
         Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

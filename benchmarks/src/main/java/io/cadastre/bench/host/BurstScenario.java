@@ -56,17 +56,26 @@ public final class BurstScenario implements Scenario {
         String tag = Long.toString(Math.abs(seed) % 46_656, 36);
         String bridge = "cadbu" + tag;
         int repetitions = context.repetitions(REPETITIONS);
-        SideBySide latencies = new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
+        SideBySide latencies =
+                new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
         Map<String, List<Double>> peakMib = new LinkedHashMap<>();
         long agentHighWater;
         ExecutorService runtime = Executors.newFixedThreadPool(PODS);
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
                 PodNamespaces pods = new PodNamespaces("cadburst" + tag + "-")) {
             agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
-            List<Subject> subjects = List.of(
-                    Subject.cadastre(context.plugin(), agent.socket()),
-                    Subject.bridgeHostLocal(context.referencePlugins(), bridge, "198.19.2.0/24", dir.resolve("bridge-ipam")),
-                    Subject.ptpHostLocal(context.referencePlugins(), "198.19.3.0/24", dir.resolve("ptp-ipam")));
+            List<Subject> subjects =
+                    List.of(
+                            Subject.cadastre(context.plugin(), agent.socket()),
+                            Subject.bridgeHostLocal(
+                                    context.referencePlugins(),
+                                    bridge,
+                                    "198.19.2.0/24",
+                                    dir.resolve("bridge-ipam")),
+                            Subject.ptpHostLocal(
+                                    context.referencePlugins(),
+                                    "198.19.3.0/24",
+                                    dir.resolve("ptp-ipam")));
             int pod = 0;
             // One burst per subject first, unrecorded: the agent's JIT and the page cache warm up.
             for (int rep = -1; rep < repetitions; rep++) {
@@ -87,7 +96,8 @@ public final class BurstScenario implements Scenario {
                         }
                         add = burst(runtime, s, "ADD", containers, netns, context, memory);
                         if (rep >= 0) {
-                            peakMib.computeIfAbsent(s.name(), k -> new ArrayList<>()).add(memory.peakBytes() / 1048576.0);
+                            peakMib.computeIfAbsent(s.name(), k -> new ArrayList<>())
+                                    .add(memory.peakBytes() / 1048576.0);
                         }
                     }
                     for (int i = 0; i < PODS; i++) {
@@ -118,8 +128,15 @@ public final class BurstScenario implements Scenario {
         List<Comparison> comparisons = new ArrayList<>(latencies.comparisons());
         Figure cadastreMemory = null;
         for (var e : peakMib.entrySet()) {
-            Figure f = new Figure(PEAK_MEMORY, e.getKey(), "MiB",
-                    Distribution.of(e.getValue().stream().mapToDouble(Double::doubleValue).toArray()));
+            Figure f =
+                    new Figure(
+                            PEAK_MEMORY,
+                            e.getKey(),
+                            "MiB",
+                            Distribution.of(
+                                    e.getValue().stream()
+                                            .mapToDouble(Double::doubleValue)
+                                            .toArray()));
             figures.add(f);
             if (e.getKey().equals("cadastre")) {
                 cadastreMemory = f;
@@ -127,41 +144,77 @@ public final class BurstScenario implements Scenario {
                 comparisons.add(Comparison.of(cadastreMemory, f));
             }
         }
-        figures.add(new Figure("agent: peak RSS since start (VmHWM)", "cadastre", "MiB",
-                Distribution.single(agentHighWater / 1048576.0)));
-        return new ScenarioReport(id(), "Burst: " + PODS + " pods attached at once on one host",
-                String.format(Locale.ROOT, "%d repetitions (after one unrecorded burst each); in each, every subject "
-                        + "in turn gets %d fresh network namespaces, then %d plugin ADDs exec'd at the same instant "
-                        + "(one thread each, released together), checked (exit 0, the address on eth0), then %d "
-                        + "DELs at once. 'All pods wired' runs from the release to the last ADD's exit. Memory: the "
-                        + "resident sets (VmRSS) of the agent and of every plugin process and its children, summed, "
-                        + "sampled every %d ms during the ADD burst; the peak of the sums.",
-                        repetitions, PODS, PODS, PODS, SAMPLE_MILLIS),
-                figures, comparisons, List.of(),
-                List.of(latencies.plot(POD_ADD, "burst-pod-add.png", "Burst of " + PODS + ": each pod's ADD")),
-                List.of("Cadastre's memory is mostly the agent's JVM (heap capped at 256 MiB), which runs whether or "
-                        + "not pods start; the reference plugins hold memory only while they run.",
-                        "Samples every " + SAMPLE_MILLIS + " ms miss processes shorter than that: the peaks are lower bounds.",
+        figures.add(
+                new Figure(
+                        "agent: peak RSS since start (VmHWM)",
+                        "cadastre",
+                        "MiB",
+                        Distribution.single(agentHighWater / 1048576.0)));
+        return new ScenarioReport(
+                id(),
+                "Burst: " + PODS + " pods attached at once on one host",
+                String.format(
+                        Locale.ROOT,
+                        "%d repetitions (after one unrecorded burst each); in each, every subject "
+                                + "in turn gets %d fresh network namespaces, then %d plugin ADDs exec'd at the same instant "
+                                + "(one thread each, released together), checked (exit 0, the address on eth0), then %d "
+                                + "DELs at once. 'All pods wired' runs from the release to the last ADD's exit. Memory: the "
+                                + "resident sets (VmRSS) of the agent and of every plugin process and its children, summed, "
+                                + "sampled every %d ms during the ADD burst; the peak of the sums.",
+                        repetitions,
+                        PODS,
+                        PODS,
+                        PODS,
+                        SAMPLE_MILLIS),
+                figures,
+                comparisons,
+                List.of(),
+                List.of(
+                        latencies.plot(
+                                POD_ADD,
+                                "burst-pod-add.png",
+                                "Burst of " + PODS + ": each pod's ADD")),
+                List.of(
+                        "Cadastre's memory is mostly the agent's JVM (heap capped at 256 MiB), which runs whether or "
+                                + "not pods start; the reference plugins hold memory only while they run.",
+                        "Samples every "
+                                + SAMPLE_MILLIS
+                                + " ms miss processes shorter than that: the peaks are lower bounds.",
                         "Two cores: 50 concurrent execs queue for CPU, for every subject alike."));
     }
 
     /** What a burst gave: every pod's run, in pod order, and the time until the last exited (ns). */
     private record Burst(List<CniExec.Result> runs, long allNanos) {}
 
-    private static Burst burst(ExecutorService runtime, Subject s, String command, List<String> containers,
-            List<String> netns, BenchContext context, ProcessMemory memory) throws Exception {
+    private static Burst burst(
+            ExecutorService runtime,
+            Subject s,
+            String command,
+            List<String> containers,
+            List<String> netns,
+            BenchContext context,
+            ProcessMemory memory)
+            throws Exception {
         CountDownLatch ready = new CountDownLatch(containers.size());
         CountDownLatch go = new CountDownLatch(1);
         List<Future<CniExec.Result>> runs = new ArrayList<>();
         for (int i = 0; i < containers.size(); i++) {
             String container = containers.get(i);
             String path = PodNamespaces.path(netns.get(i));
-            runs.add(runtime.submit(() -> {
-                ready.countDown();
-                go.await();
-                return CniExec.run(s.plugin(), command, container, path, context.referencePlugins(), s.netconf(),
-                        memory == null ? null : memory::add);
-            }));
+            runs.add(
+                    runtime.submit(
+                            () -> {
+                                ready.countDown();
+                                go.await();
+                                return CniExec.run(
+                                        s.plugin(),
+                                        command,
+                                        container,
+                                        path,
+                                        context.referencePlugins(),
+                                        s.netconf(),
+                                        memory == null ? null : memory::add);
+                            }));
         }
         ready.await();
         long t0 = System.nanoTime();

@@ -52,8 +52,10 @@ public final class CriSandboxScenario implements Scenario {
     private static final int SEQUENTIAL = 200;
     private static final int PARALLEL = 20;
     private static final int PARALLEL_ROUNDS = 10;
+
     /** Rounds of parallel sandboxes run and discarded first: the agent's first burst grows pools and compiles new paths. */
     private static final int PARALLEL_WARM_UP_ROUNDS = 1;
+
     private static final int WARM_UP_ROUNDS = 5;
 
     /** A network under test: its runtime handler and the IPv4 range its addresses come from. */
@@ -82,29 +84,43 @@ public final class CriSandboxScenario implements Scenario {
         int warmUp = context.quick() ? 1 : WARM_UP_ROUNDS;
         int parallelWarmUp = context.quick() ? 0 : PARALLEL_WARM_UP_ROUNDS;
         SideBySide results = new SideBySide(CADASTRE, Set.of(REFERENCE));
-        List<Network> networks = List.of(new Network(CADASTRE, "cadastre", "198.18."),
-                new Network(REFERENCE, "reference", "198.19.2."));
+        List<Network> networks =
+                List.of(
+                        new Network(CADASTRE, "cadastre", "198.18."),
+                        new Network(REFERENCE, "reference", "198.19.2."));
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"))) {
             agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             Path bin = Files.createDirectories(dir.resolve("cni-bin"));
             for (String name : List.of("cadastre", "cadastre-ipam")) {
                 Files.copy(context.plugin(), bin.resolve(name));
-                Files.setPosixFilePermissions(bin.resolve(name), PosixFilePermissions.fromString("rwxr-xr-x"));
+                Files.setPosixFilePermissions(
+                        bin.resolve(name), PosixFilePermissions.fromString("rwxr-xr-x"));
             }
             for (String reference : List.of("loopback", "bridge", "host-local")) {
                 Files.copy(context.referencePlugins().resolve(reference), bin.resolve(reference));
             }
             Path cadastreConf = Files.createDirectories(dir.resolve("conf-cadastre"));
-            Files.writeString(cadastreConf.resolve("10-cadastre.conflist"), """
+            Files.writeString(
+                    cadastreConf.resolve("10-cadastre.conflist"),
+                    """
                     {"cniVersion":"1.0.0","name":"bench-cri","plugins":[{"type":"cadastre","agentSocket":"%s",\
-                    "ipam":{"pools":["%s"]}}]}""".formatted(agent.socket(), SingleHostAgent.IPV4_POOL));
+                    "ipam":{"pools":["%s"]}}]}"""
+                            .formatted(agent.socket(), SingleHostAgent.IPV4_POOL));
             Path referenceConf = Files.createDirectories(dir.resolve("conf-reference"));
-            Files.writeString(referenceConf.resolve("10-bridge.conflist"), """
+            Files.writeString(
+                    referenceConf.resolve("10-bridge.conflist"),
+                    """
                     {"cniVersion":"1.0.0","name":"bench-cri-bridge","plugins":[{"type":"bridge","bridge":"%s",\
                     "isGateway":true,"ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"198.19.2.0/24"}]],\
-                    "dataDir":"%s"}}]}""".formatted(bridge, dir.resolve("host-local")));
-            try (Containerd containerd = Containerd.start(dir.resolve("ctrd"), bin, cadastreConf, 1,
-                    Map.of("cadastre", cadastreConf, "reference", referenceConf))) {
+                    "dataDir":"%s"}}]}"""
+                            .formatted(bridge, dir.resolve("host-local")));
+            try (Containerd containerd =
+                    Containerd.start(
+                            dir.resolve("ctrd"),
+                            bin,
+                            cadastreConf,
+                            1,
+                            Map.of("cadastre", cadastreConf, "reference", referenceConf))) {
                 containerd.awaitNetworkReady(Duration.ofSeconds(60));
                 CriClient cri = containerd.cri();
                 Random random = new Random(seed);
@@ -113,7 +129,12 @@ public final class CriSandboxScenario implements Scenario {
                     List<Network> order = new ArrayList<>(networks);
                     Collections.shuffle(order, random);
                     for (Network n : order) {
-                        Sandbox s = runToReady(cri, n, KubeletPods.sandbox("bench", "seq-" + pod++, dir.resolve("pods")));
+                        Sandbox s =
+                                runToReady(
+                                        cri,
+                                        n,
+                                        KubeletPods.sandbox(
+                                                "bench", "seq-" + pod++, dir.resolve("pods")));
                         check(cri, n, s);
                         long stop = stopAndRemove(cri, s.id());
                         if (round >= warmUp) {
@@ -131,18 +152,23 @@ public final class CriSandboxScenario implements Scenario {
                         for (Network n : order) {
                             List<PodSandboxConfig> configs = new ArrayList<>();
                             for (int i = 0; i < parallel; i++) {
-                                configs.add(KubeletPods.sandbox("bench", "par-" + pod++, dir.resolve("pods")));
+                                configs.add(
+                                        KubeletPods.sandbox(
+                                                "bench", "par-" + pod++, dir.resolve("pods")));
                             }
-                            List<Sandbox> started = atOnce(kubelet, configs, config -> runToReady(cri, n, config));
+                            List<Sandbox> started =
+                                    atOnce(kubelet, configs, config -> runToReady(cri, n, config));
                             for (Sandbox s : started) {
                                 check(cri, n, s);
                                 if (measured) {
                                     results.record(RUN_PARALLEL, n.name(), s.nanos());
                                 }
                             }
-                            List<Long> stops = atOnce(kubelet, started, s -> stopAndRemove(cri, s.id()));
+                            List<Long> stops =
+                                    atOnce(kubelet, started, s -> stopAndRemove(cri, s.id()));
                             if (measured) {
-                                stops.forEach(nanos -> results.record(STOP_PARALLEL, n.name(), nanos));
+                                stops.forEach(
+                                        nanos -> results.record(STOP_PARALLEL, n.name(), nanos));
                             }
                         }
                     }
@@ -153,42 +179,65 @@ public final class CriSandboxScenario implements Scenario {
         } finally {
             PluginExecScenario.removeLink(bridge);
         }
-        List<Goal> goals = List.of(goal(results, RUN, "one at a time"), goal(results, RUN_PARALLEL, parallel + " at once"),
-                goal(results, STOP, "one at a time"), goal(results, STOP_PARALLEL, parallel + " at once"));
-        return new ScenarioReport(id(), "Kubelet's path: RunPodSandbox to ready, and Stop + Remove, through containerd",
-                String.format(Locale.ROOT, "One containerd 1.6 (Debian's, private root and state, overlayfs, runc) with two "
-                        + "runtime handlers, each taking its pods' network from a CNI conf dir of its own: Cadastre "
-                        + "(IPv4 from its agent's pool, the agent warmed up with %d IPAM-only cycles) and the reference "
-                        + "bridge+host-local. The test plays kubelet over CRI (a Java gRPC client on containerd's socket): "
-                        + "RunPodSandbox with a kubelet-shaped config, timed until PodSandboxStatus reports it ready with "
-                        + "its IP; then StopPodSandbox + RemovePodSandbox, timed together. %d sandboxes one at a time "
-                        + "(after %d warm-up rounds), each round both subjects in a random order (seed %d); then %d "
-                        + "rounds of %d sandboxes started at once per subject (after %d discarded), the subjects taking "
-                        + "turns in a random order, each sandbox's own time recorded. Every sandbox is checked outside "
-                        + "the timed part: ready, its IP in the subject's range and on eth0 in its network namespace.",
-                        context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES, sequential, warmUp, seed, parallelRounds, parallel,
+        List<Goal> goals =
+                List.of(
+                        goal(results, RUN, "one at a time"),
+                        goal(results, RUN_PARALLEL, parallel + " at once"),
+                        goal(results, STOP, "one at a time"),
+                        goal(results, STOP_PARALLEL, parallel + " at once"));
+        return new ScenarioReport(
+                id(),
+                "Kubelet's path: RunPodSandbox to ready, and Stop + Remove, through containerd",
+                String.format(
+                        Locale.ROOT,
+                        "One containerd 1.6 (Debian's, private root and state, overlayfs, runc) with two "
+                                + "runtime handlers, each taking its pods' network from a CNI conf dir of its own: Cadastre "
+                                + "(IPv4 from its agent's pool, the agent warmed up with %d IPAM-only cycles) and the reference "
+                                + "bridge+host-local. The test plays kubelet over CRI (a Java gRPC client on containerd's socket): "
+                                + "RunPodSandbox with a kubelet-shaped config, timed until PodSandboxStatus reports it ready with "
+                                + "its IP; then StopPodSandbox + RemovePodSandbox, timed together. %d sandboxes one at a time "
+                                + "(after %d warm-up rounds), each round both subjects in a random order (seed %d); then %d "
+                                + "rounds of %d sandboxes started at once per subject (after %d discarded), the subjects taking "
+                                + "turns in a random order, each sandbox's own time recorded. Every sandbox is checked outside "
+                                + "the timed part: ready, its IP in the subject's range and on eth0 in its network namespace.",
+                        context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES,
+                        sequential,
+                        warmUp,
+                        seed,
+                        parallelRounds,
+                        parallel,
                         parallelWarmUp),
-                results.figures(), results.comparisons(), goals,
-                List.of(results.plot(RUN, "cri-run.png", "RunPodSandbox to ready, one at a time"),
-                        results.plot(RUN_PARALLEL, "cri-run-parallel.png", "RunPodSandbox to ready, " + parallel + " at once")),
-                List.of("Most of a sandbox's time is containerd's own and the same for both subjects: the snapshot, "
-                        + "runc starting the pause process, the network namespace, the loopback plugin. The difference "
-                        + "is the CNI ADD (DEL): Cadastre's plugin exec, its agent's two journal writes and the veth "
-                        + "over rtnetlink, against the bridge plugin's veth and bridge port and host-local's file under "
-                        + "a lock.",
+                results.figures(),
+                results.comparisons(),
+                goals,
+                List.of(
+                        results.plot(RUN, "cri-run.png", "RunPodSandbox to ready, one at a time"),
+                        results.plot(
+                                RUN_PARALLEL,
+                                "cri-run-parallel.png",
+                                "RunPodSandbox to ready, " + parallel + " at once")),
+                List.of(
+                        "Most of a sandbox's time is containerd's own and the same for both subjects: the snapshot, "
+                                + "runc starting the pause process, the network namespace, the loopback plugin. The difference "
+                                + "is the CNI ADD (DEL): Cadastre's plugin exec, its agent's two journal writes and the veth "
+                                + "over rtnetlink, against the bridge plugin's veth and bridge port and host-local's file under "
+                                + "a lock.",
                         "Ratios are Cadastre's median over the peer's: below 1 is faster. The goal asks for the p99 too."));
     }
 
     /** One sandbox that became ready: its ID, its IP, and the time from RunPodSandbox to the ready status. */
     private record Sandbox(String id, String ip, long nanos) {}
 
-    private static Sandbox runToReady(CriClient cri, Network n, PodSandboxConfig config) throws IOException {
+    private static Sandbox runToReady(CriClient cri, Network n, PodSandboxConfig config)
+            throws IOException {
         long t0 = System.nanoTime();
         String id = cri.runPodSandbox(config, n.handler());
         PodSandboxStatus status = cri.podSandboxStatus(id);
         long nanos = System.nanoTime() - t0;
-        if (status.getState() != PodSandboxState.SANDBOX_READY || status.getNetwork().getIp().isEmpty()) {
-            throw new IOException(n.name() + " sandbox " + id + " is not ready with an IP: " + status);
+        if (status.getState() != PodSandboxState.SANDBOX_READY
+                || status.getNetwork().getIp().isEmpty()) {
+            throw new IOException(
+                    n.name() + " sandbox " + id + " is not ready with an IP: " + status);
         }
         return new Sandbox(id, status.getNetwork().getIp(), nanos);
     }
@@ -201,16 +250,41 @@ public final class CriSandboxScenario implements Scenario {
     }
 
     /** The IP is the subject's and is on eth0 in the sandbox's network namespace (not timed). */
-    private static void check(CriClient cri, Network n, Sandbox s) throws IOException, InterruptedException {
+    private static void check(CriClient cri, Network n, Sandbox s)
+            throws IOException, InterruptedException {
         if (!s.ip().startsWith(n.prefix())) {
-            throw new IOException(n.name() + " sandbox got " + s.ip() + ", not an address of " + n.prefix() + "*");
+            throw new IOException(
+                    n.name()
+                            + " sandbox got "
+                            + s.ip()
+                            + ", not an address of "
+                            + n.prefix()
+                            + "*");
         }
         String netns = cri.networkNamespace(s.id());
-        Process p = new ProcessBuilder("nsenter", "--net=" + netns, "ip", "-o", "-4", "addr", "show", "dev", "eth0")
-                .redirectErrorStream(true).start();
+        Process p =
+                new ProcessBuilder(
+                                "nsenter",
+                                "--net=" + netns,
+                                "ip",
+                                "-o",
+                                "-4",
+                                "addr",
+                                "show",
+                                "dev",
+                                "eth0")
+                        .redirectErrorStream(true)
+                        .start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(30, TimeUnit.SECONDS) || !out.contains(" " + s.ip() + "/")) {
-            throw new IOException(n.name() + " sandbox " + s.id() + " reports " + s.ip() + " but its eth0 has: " + out);
+            throw new IOException(
+                    n.name()
+                            + " sandbox "
+                            + s.id()
+                            + " reports "
+                            + s.ip()
+                            + " but its eth0 has: "
+                            + out);
         }
     }
 
@@ -219,14 +293,17 @@ public final class CriSandboxScenario implements Scenario {
     }
 
     /** Runs the step on every item at once (released together), and waits for all; the first failure is thrown. */
-    private static <T, R> List<R> atOnce(ExecutorService pool, List<T> items, Step<T, R> step) throws Exception {
+    private static <T, R> List<R> atOnce(ExecutorService pool, List<T> items, Step<T, R> step)
+            throws Exception {
         CountDownLatch go = new CountDownLatch(1);
         List<Future<R>> futures = new ArrayList<>();
         for (T item : items) {
-            futures.add(pool.submit(() -> {
-                go.await();
-                return step.apply(item);
-            }));
+            futures.add(
+                    pool.submit(
+                            () -> {
+                                go.await();
+                                return step.apply(item);
+                            }));
         }
         go.countDown();
         List<R> out = new ArrayList<>();
@@ -238,16 +315,24 @@ public final class CriSandboxScenario implements Scenario {
 
     /** Goal of issue 14: no slower than the reference at the median and at the 99th percentile. */
     private static Goal goal(SideBySide results, String metric, String how) {
-        String call = metric.startsWith("Stop") ? "StopPodSandbox + RemovePodSandbox" : "RunPodSandbox → ready";
+        String call =
+                metric.startsWith("Stop")
+                        ? "StopPodSandbox + RemovePodSandbox"
+                        : "RunPodSandbox → ready";
         String difference = metric.startsWith("Stop") ? "DEL" : "ADD";
         Histogram mine = results.histogram(metric, CADASTRE);
         Histogram peer = results.histogram(metric, REFERENCE);
         double median = (double) mine.getValueAtPercentile(50) / peer.getValueAtPercentile(50);
         double p99 = (double) mine.getValueAtPercentile(99) / peer.getValueAtPercentile(99);
         boolean met = median <= 1 && p99 <= 1;
-        return new Goal(call + ", " + how + ": ≤ 1.0× bridge+host-local at the median and p99",
-                String.format(Locale.ROOT, "median %.2f×, p99 %.2f×", median, p99), met,
-                met ? null : "see the notes: the difference is the CNI " + difference
-                        + "; containerd's own work is the same for both");
+        return new Goal(
+                call + ", " + how + ": ≤ 1.0× bridge+host-local at the median and p99",
+                String.format(Locale.ROOT, "median %.2f×, p99 %.2f×", median, p99),
+                met,
+                met
+                        ? null
+                        : "see the notes: the difference is the CNI "
+                                + difference
+                                + "; containerd's own work is the same for both");
     }
 }

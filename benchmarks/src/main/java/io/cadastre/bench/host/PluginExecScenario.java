@@ -55,18 +55,31 @@ public final class PluginExecScenario implements Scenario {
         String bridge = "cadbr" + tag;
         int rounds = context.repetitions(ROUNDS);
         int warmUp = context.quick() ? 1 : WARM_UP_ROUNDS;
-        SideBySide results = new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
+        SideBySide results =
+                new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
         SideBySide dualStack = new SideBySide(DUAL_STACK, Set.of(DUAL_STACK_PEER));
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
                 PodNamespaces pods = new PodNamespaces("cadbench" + tag + "-")) {
             agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
-            List<Subject> subjects = List.of(
-                    Subject.cadastre(context.plugin(), agent.socket()),
-                    Subject.bridgeHostLocal(context.referencePlugins(), bridge, "198.19.0.0/24", dir.resolve("bridge-ipam")),
-                    Subject.ptpHostLocal(context.referencePlugins(), "198.19.1.0/24", dir.resolve("ptp-ipam")),
-                    Subject.cadastreDualStack(context.plugin(), agent.socket()),
-                    Subject.bridgeHostLocalDualStack(context.referencePlugins(), bridge + "d", "198.19.4.0/24",
-                            "fd00:198:19:4::/64", dir.resolve("bridge-ds-ipam")));
+            List<Subject> subjects =
+                    List.of(
+                            Subject.cadastre(context.plugin(), agent.socket()),
+                            Subject.bridgeHostLocal(
+                                    context.referencePlugins(),
+                                    bridge,
+                                    "198.19.0.0/24",
+                                    dir.resolve("bridge-ipam")),
+                            Subject.ptpHostLocal(
+                                    context.referencePlugins(),
+                                    "198.19.1.0/24",
+                                    dir.resolve("ptp-ipam")),
+                            Subject.cadastreDualStack(context.plugin(), agent.socket()),
+                            Subject.bridgeHostLocalDualStack(
+                                    context.referencePlugins(),
+                                    bridge + "d",
+                                    "198.19.4.0/24",
+                                    "fd00:198:19:4::/64",
+                                    dir.resolve("bridge-ds-ipam")));
             Random random = new Random(seed);
             int pod = 0;
             for (int round = 0; round < warmUp + rounds; round++) {
@@ -75,11 +88,25 @@ public final class PluginExecScenario implements Scenario {
                 for (Subject s : order) {
                     String netns = pods.create(pod);
                     String container = "bench-" + tag + "-" + pod++;
-                    CniExec.Result add = CniExec.run(s.plugin(), "ADD", container, PodNamespaces.path(netns),
-                            context.referencePlugins(), s.netconf(), null);
+                    CniExec.Result add =
+                            CniExec.run(
+                                    s.plugin(),
+                                    "ADD",
+                                    container,
+                                    PodNamespaces.path(netns),
+                                    context.referencePlugins(),
+                                    s.netconf(),
+                                    null);
                     checkWired(s, add, netns);
-                    CniExec.Result del = CniExec.run(s.plugin(), "DEL", container, PodNamespaces.path(netns),
-                            context.referencePlugins(), s.netconf(), null);
+                    CniExec.Result del =
+                            CniExec.run(
+                                    s.plugin(),
+                                    "DEL",
+                                    container,
+                                    PodNamespaces.path(netns),
+                                    context.referencePlugins(),
+                                    s.netconf(),
+                                    null);
                     if (del.exit() != 0) {
                         throw new IOException(s.name() + " DEL failed: " + del.stdout());
                     }
@@ -100,26 +127,44 @@ public final class PluginExecScenario implements Scenario {
         figures.addAll(dualStack.figures());
         List<Comparison> comparisons = new ArrayList<>(results.comparisons());
         comparisons.addAll(dualStack.comparisons());
-        return new ScenarioReport(id(), "Plugin exec: one ADD and one DEL end to end",
-                String.format(Locale.ROOT, "The agent is first warmed up with %d IPAM-only ADD/DEL cycles, as a running node's agent is warm. "
-                        + "Each of %d rounds (after %d warm-up rounds) runs every subject once in a "
-                        + "random order (seed %d): a fresh network namespace, then the plugin exec'd with the "
-                        + "CNI environment and the network configuration on stdin, ADD then DEL, each timed from "
-                        + "process start to exit. Every ADD is checked outside the timed part: exit 0 and the "
-                        + "result's address on the pod's eth0. Cadastre's agent runs on this host with the embedded "
-                        + "journal (%s); the reference plugins are Debian's containernetworking-plugins, host-local "
-                        + "keeping its state in files. IPv4 only for Cadastre, bridge+host-local and ptp+host-local; "
-                        + "dual-stack (an IPv4 and an IPv6 address) for Cadastre and bridge+host-local, the pair the "
-                        + "goals compare. DEL runs while the pod's network namespace still exists, as in kubelet's order.",
-                        context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES, rounds, warmUp, seed, String.join(" ", SingleHostAgent.JVM_FLAGS)),
-                figures, comparisons, goals,
-                List.of(results.plot(ADD, "plugin-exec-add.png", "Plugin ADD, exec to exit"),
+        return new ScenarioReport(
+                id(),
+                "Plugin exec: one ADD and one DEL end to end",
+                String.format(
+                        Locale.ROOT,
+                        "The agent is first warmed up with %d IPAM-only ADD/DEL cycles, as a running node's agent is warm. "
+                                + "Each of %d rounds (after %d warm-up rounds) runs every subject once in a "
+                                + "random order (seed %d): a fresh network namespace, then the plugin exec'd with the "
+                                + "CNI environment and the network configuration on stdin, ADD then DEL, each timed from "
+                                + "process start to exit. Every ADD is checked outside the timed part: exit 0 and the "
+                                + "result's address on the pod's eth0. Cadastre's agent runs on this host with the embedded "
+                                + "journal (%s); the reference plugins are Debian's containernetworking-plugins, host-local "
+                                + "keeping its state in files. IPv4 only for Cadastre, bridge+host-local and ptp+host-local; "
+                                + "dual-stack (an IPv4 and an IPv6 address) for Cadastre and bridge+host-local, the pair the "
+                                + "goals compare. DEL runs while the pod's network namespace still exists, as in kubelet's order.",
+                        context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES,
+                        rounds,
+                        warmUp,
+                        seed,
+                        String.join(" ", SingleHostAgent.JVM_FLAGS)),
+                figures,
+                comparisons,
+                goals,
+                List.of(
+                        results.plot(ADD, "plugin-exec-add.png", "Plugin ADD, exec to exit"),
                         results.plot(DEL, "plugin-exec-del.png", "Plugin DEL, exec to exit"),
-                        dualStack.plot(ADD, "plugin-exec-add-dual-stack.png", "Plugin ADD, dual-stack, exec to exit"),
-                        dualStack.plot(DEL, "plugin-exec-del-dual-stack.png", "Plugin DEL, dual-stack, exec to exit")),
-                List.of("A Cadastre ADD is the C plugin's exec, one HTTP request over the agent's Unix socket, "
-                        + "the NodeEntity and BlockEntity each persisting before they answer (the embedded journal), "
-                        + "and the veth, address and routes over rtnetlink; host-local writes a file under a lock.",
+                        dualStack.plot(
+                                ADD,
+                                "plugin-exec-add-dual-stack.png",
+                                "Plugin ADD, dual-stack, exec to exit"),
+                        dualStack.plot(
+                                DEL,
+                                "plugin-exec-del-dual-stack.png",
+                                "Plugin DEL, dual-stack, exec to exit")),
+                List.of(
+                        "A Cadastre ADD is the C plugin's exec, one HTTP request over the agent's Unix socket, "
+                                + "the NodeEntity and BlockEntity each persisting before they answer (the embedded journal), "
+                                + "and the veth, address and routes over rtnetlink; host-local writes a file under a lock.",
                         "Ratios are Cadastre's median over the peer's: below 1 is faster."));
     }
 
@@ -130,19 +175,26 @@ public final class PluginExecScenario implements Scenario {
         double median = (double) mine.getValueAtPercentile(50) / peer.getValueAtPercentile(50);
         double p99 = (double) mine.getValueAtPercentile(99) / peer.getValueAtPercentile(99);
         boolean met = median <= 0.6 && p99 <= 1.0;
-        return new Goal(metric + ", dual-stack both: median ≤ 0.6× and p99 ≤ 1.0× bridge+host-local",
-                String.format(Locale.ROOT, "median %.2f×, p99 %.2f×", median, p99), met,
-                met ? null : "see the notes and agent-cost's profile: the agent's work per call and its journal writes");
+        return new Goal(
+                metric + ", dual-stack both: median ≤ 0.6× and p99 ≤ 1.0× bridge+host-local",
+                String.format(Locale.ROOT, "median %.2f×, p99 %.2f×", median, p99),
+                met,
+                met
+                        ? null
+                        : "see the notes and agent-cost's profile: the agent's work per call and its journal writes");
     }
 
     /** Exit 0, and the result's first address present on the pod's eth0. */
-    static void checkWired(Subject s, CniExec.Result add, String netns) throws IOException, InterruptedException {
+    static void checkWired(Subject s, CniExec.Result add, String netns)
+            throws IOException, InterruptedException {
         if (add.exit() != 0 || add.addresses().isEmpty()) {
-            throw new IOException(s.name() + " ADD failed (exit " + add.exit() + "): " + add.stdout());
+            throw new IOException(
+                    s.name() + " ADD failed (exit " + add.exit() + "): " + add.stdout());
         }
         String onEth0 = PodNamespaces.addresses(netns, "eth0");
         if (!onEth0.contains(" " + add.addresses().get(0) + "/")) {
-            throw new IOException(s.name() + " ADD answered " + add.addresses() + " but eth0 has: " + onEth0);
+            throw new IOException(
+                    s.name() + " ADD answered " + add.addresses() + " but eth0 has: " + onEth0);
         }
     }
 

@@ -21,21 +21,24 @@ public final class ProcessMemory implements AutoCloseable {
 
     /** @param periodMillis the sampling period in milliseconds */
     public ProcessMemory(long periodMillis) {
-        sampler = new Thread(() -> {
-            while (!stopped) {
-                long total = 0;
-                for (long pid : roots) {
-                    total += rssWithDescendants(pid);
-                }
-                peakBytes = Math.max(peakBytes, total);
-                samples++;
-                try {
-                    Thread.sleep(periodMillis);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        }, "rss-sampler");
+        sampler =
+                new Thread(
+                        () -> {
+                            while (!stopped) {
+                                long total = 0;
+                                for (long pid : roots) {
+                                    total += rssWithDescendants(pid);
+                                }
+                                peakBytes = Math.max(peakBytes, total);
+                                samples++;
+                                try {
+                                    Thread.sleep(periodMillis);
+                                } catch (InterruptedException e) {
+                                    return;
+                                }
+                            }
+                        },
+                        "rss-sampler");
         sampler.setDaemon(true);
         sampler.start();
     }
@@ -63,7 +66,8 @@ public final class ProcessMemory implements AutoCloseable {
         long bytes = statusKib(pid, "VmRSS:") * 1024;
         var handle = ProcessHandle.of(pid);
         if (handle.isPresent()) {
-            for (ProcessHandle child : (Iterable<ProcessHandle>) handle.get().descendants()::iterator) {
+            for (ProcessHandle child :
+                    (Iterable<ProcessHandle>) handle.get().descendants()::iterator) {
                 bytes += statusKib(child.pid(), "VmRSS:") * 1024;
             }
         }

@@ -27,7 +27,11 @@ import jdk.jfr.consumer.RecordingFile;
  * @param bySelf samples per top-of-stack frame ({@code Class.method}, a native symbol, or a kernel one with {@code [k]})
  * @param byPackage samples per Java package with a frame anywhere on the stack (counted once per sample)
  */
-record ProfileSummary(String source, long samples, Map<String, Long> byThread, Map<String, Long> bySelf,
+record ProfileSummary(
+        String source,
+        long samples,
+        Map<String, Long> byThread,
+        Map<String, Long> bySelf,
         Map<String, Long> byPackage) {
     private static final int TOP = 15;
 
@@ -46,14 +50,24 @@ record ProfileSummary(String source, long samples, Map<String, Long> byThread, M
             List<String> frames = List.of(line.substring(0, space).split(";"));
             String thread = "?";
             if (frames.get(0).startsWith("[")) {
-                thread = frames.get(0).substring(1).replaceFirst(" tid=\\d+]$", "").replaceFirst("]$", "");
+                thread =
+                        frames.get(0)
+                                .substring(1)
+                                .replaceFirst(" tid=\\d+]$", "")
+                                .replaceFirst("]$", "");
                 frames = frames.subList(1, frames.size());
             }
             if (frames.isEmpty()) {
                 continue;
             }
-            tally.add(thread, leafName(frames.get(frames.size() - 1)),
-                    frames.stream().filter(ProfileSummary::isJava).map(f -> f.replaceFirst("_\\[[a-z]]$", "")).toList(), count);
+            tally.add(
+                    thread,
+                    leafName(frames.get(frames.size() - 1)),
+                    frames.stream()
+                            .filter(ProfileSummary::isJava)
+                            .map(f -> f.replaceFirst("_\\[[a-z]]$", ""))
+                            .toList(),
+                    count);
         }
         return tally.summary("async-profiler, CPU time, every frame");
     }
@@ -69,10 +83,21 @@ record ProfileSummary(String source, long samples, Map<String, Long> byThread, M
             if (stack == null || stack.getFrames().isEmpty()) {
                 continue;
             }
-            String thread = event.getThread("sampledThread") == null ? "?" : event.getThread("sampledThread").getJavaName();
+            String thread =
+                    event.getThread("sampledThread") == null
+                            ? "?"
+                            : event.getThread("sampledThread").getJavaName();
             RecordedFrame top = stack.getFrames().get(0);
-            tally.add(thread == null ? "?" : thread, leafName(top.getMethod().getType().getName() + "." + top.getMethod().getName()),
-                    stack.getFrames().stream().map(f -> f.getMethod().getType().getName() + "." + f.getMethod().getName()).toList(),
+            tally.add(
+                    thread == null ? "?" : thread,
+                    leafName(top.getMethod().getType().getName() + "." + top.getMethod().getName()),
+                    stack.getFrames().stream()
+                            .map(
+                                    f ->
+                                            f.getMethod().getType().getName()
+                                                    + "."
+                                                    + f.getMethod().getName())
+                            .toList(),
                     1);
         }
         return tally.summary("JFR execution samples, Java code only");
@@ -80,8 +105,11 @@ record ProfileSummary(String source, long samples, Map<String, Long> byThread, M
 
     /** @return the summary as a markdown paragraph and three tables, for the report's notes */
     String markdown(String title) {
-        StringBuilder out = new StringBuilder(title)
-                .append(String.format(Locale.ROOT, " (%s): %,d samples.%n%n", source, samples));
+        StringBuilder out =
+                new StringBuilder(title)
+                        .append(
+                                String.format(
+                                        Locale.ROOT, " (%s): %,d samples.%n%n", source, samples));
         table(out, "thread pool", byThread);
         table(out, "frame at the top of the stack (self)", bySelf);
         table(out, "Java package on the stack (total)", byPackage);
@@ -90,14 +118,23 @@ record ProfileSummary(String source, long samples, Map<String, Long> byThread, M
 
     private void table(StringBuilder out, String what, Map<String, Long> counts) {
         out.append("| ").append(what).append(" | share |\n| --- | --- |\n");
-        counts.forEach((name, n) -> out.append(String.format(Locale.ROOT, "| `%s` | %.1f%% |%n",
-                name.replace("|", "\\|").replace("`", "'"), 100.0 * n / Math.max(1, samples))));
+        counts.forEach(
+                (name, n) ->
+                        out.append(
+                                String.format(
+                                        Locale.ROOT,
+                                        "| `%s` | %.1f%% |%n",
+                                        name.replace("|", "\\|").replace("`", "'"),
+                                        100.0 * n / Math.max(1, samples))));
         out.append('\n');
     }
 
     /** A Java frame in dotted form ({@code io.cadastre.x.Y.method}, maybe annotated {@code _[j]}, {@code _[i]}). */
     private static boolean isJava(String frame) {
-        return !frame.endsWith("_[k]") && !frame.contains("::") && !frame.contains(" ") && frame.matches("[\\w$.]+\\.[\\w$<>]+(_\\[[a-z]])?");
+        return !frame.endsWith("_[k]")
+                && !frame.contains("::")
+                && !frame.contains(" ")
+                && frame.matches("[\\w$.]+\\.[\\w$<>]+(_\\[[a-z]])?");
     }
 
     /** {@code Class.method} of a Java frame, a kernel symbol marked {@code [k]}, any other as it is. */
@@ -108,7 +145,9 @@ record ProfileSummary(String source, long samples, Map<String, Long> byThread, M
         String plain = frame.replaceFirst("_\\[[a-z]]$", "");
         if (isJava(frame)) {
             String[] parts = plain.split("\\.");
-            return parts.length < 2 ? plain : parts[parts.length - 2] + "." + parts[parts.length - 1];
+            return parts.length < 2
+                    ? plain
+                    : parts[parts.length - 2] + "." + parts[parts.length - 1];
         }
         return plain;
     }
@@ -131,8 +170,14 @@ record ProfileSummary(String source, long samples, Map<String, Long> byThread, M
             samples += count;
             byThread.merge(thread.replaceAll("[-#]?\\d+$", ""), count, Long::sum);
             bySelf.merge(leaf, count, Long::sum);
-            javaFrames.stream().map(ProfileSummary::packageOf).distinct()
-                    .filter(p -> !p.startsWith("java.") && !p.startsWith("jdk.") && !p.startsWith("sun."))
+            javaFrames.stream()
+                    .map(ProfileSummary::packageOf)
+                    .distinct()
+                    .filter(
+                            p ->
+                                    !p.startsWith("java.")
+                                            && !p.startsWith("jdk.")
+                                            && !p.startsWith("sun."))
                     .forEach(p -> byPackage.merge(p, count, Long::sum));
         }
 
@@ -141,8 +186,15 @@ record ProfileSummary(String source, long samples, Map<String, Long> byThread, M
         }
 
         private static Map<String, Long> top(Map<String, Long> counts) {
-            return counts.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(TOP)
-                    .collect(Collectors.toMap(Map.Entry::getKey, Map.Entry::getValue, (a, b) -> a, LinkedHashMap::new));
+            return counts.entrySet().stream()
+                    .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                    .limit(TOP)
+                    .collect(
+                            Collectors.toMap(
+                                    Map.Entry::getKey,
+                                    Map.Entry::getValue,
+                                    (a, b) -> a,
+                                    LinkedHashMap::new));
         }
     }
 }

@@ -26,6 +26,7 @@ public final class SingleHostAgent implements AutoCloseable {
 
     /** The IPv4 pool of the agent (RFC 2544 range): 198.18.0.0/20 in /26 blocks. */
     public static final String IPV4_POOL = "bench-ipv4";
+
     /** The IPv6 pool of the agent: fd00:198:5::/112 in /122 blocks. */
     public static final String IPV6_POOL = "bench-ipv6";
 
@@ -75,7 +76,9 @@ public final class SingleHostAgent implements AutoCloseable {
      */
     public static SingleHostAgent launch(Path dir, Path cdsArchive) throws IOException {
         Path conf = dir.resolve("agent.conf");
-        Files.writeString(conf, """
+        Files.writeString(
+                conf,
+                """
                 cadastre.pools = [
                   { name = "%s", cidr = "198.18.0.0/20", block-size = 26 }
                   { name = "%s", cidr = "fd00:198:5::/112", block-size = 122 }
@@ -87,20 +90,36 @@ public final class SingleHostAgent implements AutoCloseable {
                 cadastre.cluster.port = 0
                 # The machine's own namespace: the agent must not route (forwarding, routes, devices).
                 cadastre.routing.mode = none
-                """.formatted(IPV4_POOL, IPV6_POOL, dir.resolve("data"), dir.resolve("cni.sock"), freePort()));
+                """
+                        .formatted(
+                                IPV4_POOL,
+                                IPV6_POOL,
+                                dir.resolve("data"),
+                                dir.resolve("cni.sock"),
+                                freePort()));
         List<String> flags = new ArrayList<>(JVM_FLAGS);
         if (cdsArchive != null) {
-            // -Xshare:auto: a class path with directories (a test's) cannot be archived; the agent runs without.
-            flags.add((Files.exists(cdsArchive) ? "-XX:SharedArchiveFile=" : "-XX:ArchiveClassesAtExit=") + cdsArchive);
+            // -Xshare:auto: a class path with directories (a test's) cannot be archived; the agent
+            // runs without.
+            flags.add(
+                    (Files.exists(cdsArchive)
+                                    ? "-XX:SharedArchiveFile="
+                                    : "-XX:ArchiveClassesAtExit=")
+                            + cdsArchive);
         }
-        // Experiments with other flags or settings (-Dpekko..., -Xmx...), after the defaults so that they win.
+        // Experiments with other flags or settings (-Dpekko..., -Xmx...), after the defaults so
+        // that they win.
         String extra = System.getProperty("cadastre.bench.agent-flags", "").strip();
         if (!extra.isEmpty()) {
             flags.addAll(List.of(extra.split("\\s+")));
         }
         List<String> command = AgentExec.command(flags, "--config", conf.toString());
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("agent.log").toFile()));
+        ProcessBuilder builder =
+                new ProcessBuilder(command)
+                        .redirectErrorStream(true)
+                        .redirectOutput(
+                                ProcessBuilder.Redirect.appendTo(
+                                        dir.resolve("agent.log").toFile()));
         builder.environment().put("CADASTRE_PERSISTENCE", "embedded");
         long launched = System.nanoTime();
         return new SingleHostAgent(dir, builder.start(), launched);
@@ -113,13 +132,22 @@ public final class SingleHostAgent implements AutoCloseable {
      * @throws IOException when one of them fails
      */
     public void warmUp(Path plugin, int cycles) throws IOException, InterruptedException {
-        String netconf = """
+        String netconf =
+                """
                 {"cniVersion":"1.0.0","name":"bench-warm-up","type":"bridge","ipam":{"type":"cadastre-ipam",\
-                "agentSocket":"%s","pools":["%s"]}}""".formatted(socket(), IPV4_POOL);
+                "agentSocket":"%s","pools":["%s"]}}"""
+                        .formatted(socket(), IPV4_POOL);
         for (int i = 0; i < cycles; i++) {
             for (String command : List.of("ADD", "DEL")) {
-                CniExec.Result run = CniExec.run(plugin, command, "warm-up-" + i, "/var/run/netns/none",
-                        Path.of("/usr/lib/cni"), netconf, null);
+                CniExec.Result run =
+                        CniExec.run(
+                                plugin,
+                                command,
+                                "warm-up-" + i,
+                                "/var/run/netns/none",
+                                Path.of("/usr/lib/cni"),
+                                netconf,
+                                null);
                 if (run.exit() != 0) {
                     throw new IOException("warm-up " + command + " failed: " + run.stdout());
                 }

@@ -17,44 +17,71 @@ import java.nio.file.Path;
 public record Subject(String name, Path plugin, String netconf, boolean peer) {
     /** The Cadastre plugin, full mode (veth, /32, routes), IPv4 from the agent's IPv4 pool. */
     public static Subject cadastre(Path plugin, Path socket) {
-        return new Subject("cadastre", plugin, """
+        return new Subject(
+                "cadastre",
+                plugin,
+                """
                 {"cniVersion":"1.0.0","name":"bench-cadastre","type":"cadastre","agentSocket":"%s",\
-                "ipam":{"pools":["%s"]}}""".formatted(socket, SingleHostAgent.IPV4_POOL), false);
+                "ipam":{"pools":["%s"]}}"""
+                        .formatted(socket, SingleHostAgent.IPV4_POOL),
+                false);
     }
 
     /** The Cadastre plugin, dual-stack (an address from each pool): what the default configuration does. */
     public static Subject cadastreDualStack(Path plugin, Path socket) {
-        return new Subject("cadastre dual-stack", plugin, """
+        return new Subject(
+                "cadastre dual-stack",
+                plugin,
+                """
                 {"cniVersion":"1.0.0","name":"bench-cadastre","type":"cadastre","agentSocket":"%s",\
-                "ipam":{"pools":["%s","%s"]}}""".formatted(socket, SingleHostAgent.IPV4_POOL, SingleHostAgent.IPV6_POOL),
+                "ipam":{"pools":["%s","%s"]}}"""
+                        .formatted(socket, SingleHostAgent.IPV4_POOL, SingleHostAgent.IPV6_POOL),
                 false);
     }
 
     /** The reference bridge plugin (bridge {@code bridgeName}, the gateway on it) with host-local IPAM. */
-    public static Subject bridgeHostLocal(Path referencePlugins, String bridgeName, String subnet, Path dataDir) {
-        return new Subject("bridge+host-local", referencePlugins.resolve("bridge"), """
+    public static Subject bridgeHostLocal(
+            Path referencePlugins, String bridgeName, String subnet, Path dataDir) {
+        return new Subject(
+                "bridge+host-local",
+                referencePlugins.resolve("bridge"),
+                """
                 {"cniVersion":"1.0.0","name":"bench-bridge","type":"bridge","bridge":"%s","isGateway":true,\
                 "ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"%s"}]],"dataDir":"%s"}}"""
-                .formatted(bridgeName, subnet, dataDir), true);
+                        .formatted(bridgeName, subnet, dataDir),
+                true);
     }
 
     /**
      * The reference bridge plugin with host-local IPAM handing out an IPv4 and an IPv6 address (two
      * ranges), the like-for-like peer of {@link #cadastreDualStack}.
      */
-    public static Subject bridgeHostLocalDualStack(Path referencePlugins, String bridgeName, String subnet4,
-            String subnet6, Path dataDir) {
-        return new Subject("bridge+host-local dual-stack", referencePlugins.resolve("bridge"), """
+    public static Subject bridgeHostLocalDualStack(
+            Path referencePlugins,
+            String bridgeName,
+            String subnet4,
+            String subnet6,
+            Path dataDir) {
+        return new Subject(
+                "bridge+host-local dual-stack",
+                referencePlugins.resolve("bridge"),
+                """
                 {"cniVersion":"1.0.0","name":"bench-bridge-ds","type":"bridge","bridge":"%s","isGateway":true,\
                 "ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"%s"}],[{"subnet":"%s"}]],\
-                "dataDir":"%s"}}""".formatted(bridgeName, subnet4, subnet6, dataDir), true);
+                "dataDir":"%s"}}"""
+                        .formatted(bridgeName, subnet4, subnet6, dataDir),
+                true);
     }
 
     /** The reference ptp plugin (a veth pair, the pod's address routed to it) with host-local IPAM. */
     public static Subject ptpHostLocal(Path referencePlugins, String subnet, Path dataDir) {
-        return new Subject("ptp+host-local", referencePlugins.resolve("ptp"), """
+        return new Subject(
+                "ptp+host-local",
+                referencePlugins.resolve("ptp"),
+                """
                 {"cniVersion":"1.0.0","name":"bench-ptp","type":"ptp","ipMasq":false,\
                 "ipam":{"type":"host-local","ranges":[[{"subnet":"%s"}]],"dataDir":"%s"}}"""
-                .formatted(subnet, dataDir), true);
+                        .formatted(subnet, dataDir),
+                true);
     }
 }

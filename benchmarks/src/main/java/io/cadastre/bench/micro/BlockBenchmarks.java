@@ -7,8 +7,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
-import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
@@ -34,8 +34,10 @@ public class BlockBenchmarks {
     public static class Free {
         @Param({"V4", "V6"})
         public IpFamily family;
+
         @Param({"0", "63"})
         public int others;
+
         Block block;
         Allocation attachment;
 
@@ -65,6 +67,7 @@ public class BlockBenchmarks {
     public static class Snapshot {
         @Param({"0", "63"})
         public int held;
+
         Block block;
 
         @Setup
@@ -94,11 +97,13 @@ public class BlockBenchmarks {
     public List<String> releaseByHandle(Held s) {
         Block block = s.block;
         List<String> addresses = new ArrayList<>();
-        block.allocations().forEach((ordinal, allocation) -> {
-            if (allocation.isFor(s.attachment.handle(), s.attachment.ifname())) {
-                addresses.add(block.addressAt(ordinal));
-            }
-        });
+        block.allocations()
+                .forEach(
+                        (ordinal, allocation) -> {
+                            if (allocation.isFor(s.attachment.handle(), s.attachment.ifname())) {
+                                addresses.add(block.addressAt(ordinal));
+                            }
+                        });
         addresses.forEach(address -> block.release(block.ordinalOf(address)));
         block.allocate(s.ordinal, s.attachment);
         return addresses;

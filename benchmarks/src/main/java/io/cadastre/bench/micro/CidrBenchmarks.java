@@ -28,6 +28,7 @@ public class CidrBenchmarks {
     public static class Family {
         @Param({"V4", "V6"})
         public IpFamily family;
+
         Cidr block;
         String entityId;
         Pool pool;
@@ -37,8 +38,15 @@ public class CidrBenchmarks {
         public void define() {
             block = Fixtures.blockCidr(family);
             entityId = block.entityId();
-            pool = Pool.of(new PoolSpec("bench", Fixtures.poolCidr(family), PoolSpec.defaultBlockPrefix(family),
-                    false, true, 0));
+            pool =
+                    Pool.of(
+                            new PoolSpec(
+                                    "bench",
+                                    Fixtures.poolCidr(family),
+                                    PoolSpec.defaultBlockPrefix(family),
+                                    false,
+                                    true,
+                                    0));
             address = block.addressAt(13);
         }
     }

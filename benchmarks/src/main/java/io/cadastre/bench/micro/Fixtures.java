@@ -11,6 +11,7 @@ import java.util.Random;
 final class Fixtures {
     /** Addresses of a default block: IPv4 /26, IPv6 /122. */
     static final int BLOCK_CAPACITY = 64;
+
     static final String NODE = "node-a";
 
     private Fixtures() {}
@@ -32,8 +33,13 @@ final class Fixtures {
     static Allocation attachment(int n) {
         byte[] containerId = new byte[32];
         new Random(n).nextBytes(containerId);
-        return new Allocation("cadastre-net." + HexFormat.of().formatHex(containerId), "eth0", "default",
-                "pod-" + n, NODE, 1_700_000_000_000L + n);
+        return new Allocation(
+                "cadastre-net." + HexFormat.of().formatHex(containerId),
+                "eth0",
+                "default",
+                "pod-" + n,
+                NODE,
+                1_700_000_000_000L + n);
     }
 
     /**

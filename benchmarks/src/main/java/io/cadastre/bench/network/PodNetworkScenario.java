@@ -68,8 +68,14 @@ public final class PodNetworkScenario implements Scenario {
     }
 
     /** What one mode's block measured. */
-    private record Block(String mode, List<Double> hostGbps, List<Double> podGbps, List<Double> hostRtt,
-            List<Double> podRtt, List<Double> convergence, String entries) {}
+    private record Block(
+            String mode,
+            List<Double> hostGbps,
+            List<Double> podGbps,
+            List<Double> hostRtt,
+            List<Double> podRtt,
+            List<Double> convergence,
+            String entries) {}
 
     @Override
     public ScenarioReport run(BenchContext context) throws Exception {
@@ -91,7 +97,8 @@ public final class PodNetworkScenario implements Scenario {
     }
 
     /** Restarts every member with the routing mode given (null: the default), and waits until all serve. */
-    private static void restart(List<Member> members, String mode) throws IOException, InterruptedException {
+    private static void restart(List<Member> members, String mode)
+            throws IOException, InterruptedException {
         for (Member m : members) {
             m.close();
         }
@@ -99,16 +106,26 @@ public final class PodNetworkScenario implements Scenario {
         Member.startTogether(members, start -> new Thread(start, "member-start").start());
     }
 
-    private Block measure(BenchContext context, List<Member> members, String mode, Random random, List<String> notes)
+    private Block measure(
+            BenchContext context,
+            List<Member> members,
+            String mode,
+            Random random,
+            List<String> notes)
             throws Exception {
         Member h1 = members.get(0);
         Member h2 = members.get(1);
-        // The new blocks' host: one that has none in the claims pool yet, so that every ADD claims one.
+        // The new blocks' host: one that has none in the claims pool yet, so that every ADD claims
+        // one.
         Member claimer = members.get(mode.equals("direct") ? 1 : 2);
         String tag = "cadbench-net-" + mode + "-";
         List<String> namespaces = new java.util.concurrent.CopyOnWriteArrayList<>();
-        // A suite stopped with SIGTERM runs no finally: the pods' namespaces go in a shutdown hook then.
-        Thread cleanup = new Thread(() -> namespaces.forEach(ns -> run("ip", "netns", "del", ns)), "pod-network-cleanup");
+        // A suite stopped with SIGTERM runs no finally: the pods' namespaces go in a shutdown hook
+        // then.
+        Thread cleanup =
+                new Thread(
+                        () -> namespaces.forEach(ns -> run("ip", "netns", "del", ns)),
+                        "pod-network-cleanup");
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             Pod a = add(h1, tag + "a", null, namespaces);
@@ -117,7 +134,8 @@ public final class PodNetworkScenario implements Scenario {
             awaitPing(h1.host.netns(), h2.host.address(), 60);
             String via = routeTo(h1.host.netns(), b.address());
             if (!via.contains(mode.equals("vxlan") ? "dev cadastre.vx4" : "dev eth0")) {
-                throw new IllegalStateException("mode " + mode + ": h1 reaches " + b.address() + " by " + via);
+                throw new IllegalStateException(
+                        "mode " + mode + ": h1 reaches " + b.address() + " by " + via);
             }
             List<Double> hostGbps = new ArrayList<>();
             List<Double> podGbps = new ArrayList<>();
@@ -127,7 +145,14 @@ public final class PodNetworkScenario implements Scenario {
             int pings = context.quick() ? 20 : PINGS;
             for (int round = 0; round < context.repetitions(ROUNDS); round++) {
                 List<Runnable> work = new ArrayList<>();
-                work.add(() -> hostGbps.add(iperf(h2.host.netns(), h2.host.address(), h1.host.netns(), seconds)));
+                work.add(
+                        () ->
+                                hostGbps.add(
+                                        iperf(
+                                                h2.host.netns(),
+                                                h2.host.address(),
+                                                h1.host.netns(),
+                                                seconds)));
                 work.add(() -> podGbps.add(iperf(b.netns(), b.address(), a.netns(), seconds)));
                 work.add(() -> hostRtt.addAll(pings(h1.host.netns(), h2.host.address(), pings)));
                 work.add(() -> podRtt.addAll(pings(a.netns(), b.address(), pings)));
@@ -138,16 +163,32 @@ public final class PodNetworkScenario implements Scenario {
             List<Pod> claimed = new ArrayList<>();
             int samples = context.quick() ? 3 : CONVERGENCE_SAMPLES;
             for (int i = 0; i < samples; i++) {
-                convergence(a, claimer, tag + "c" + i, namespaces, claimed, notes).ifPresent(convergence::add);
+                convergence(a, claimer, tag + "c" + i, namespaces, claimed, notes)
+                        .ifPresent(convergence::add);
             }
-            // Deleted only now: a pod deleted at once would leave its /32 block free for the next ADD.
+            // Deleted only now: a pod deleted at once would leave its /32 block free for the next
+            // ADD.
             for (Pod p : claimed) {
-                CniExec.run("DEL", p.containerId(), "/var/run/netns/" + p.netns(), CniExec.full(p.member()));
+                CniExec.run(
+                        "DEL",
+                        p.containerId(),
+                        "/var/run/netns/" + p.netns(),
+                        CniExec.full(p.member()));
             }
             String entries = entries(h1.host.netns());
-            notes.add("mode " + mode + ": h1 holds " + entries + "; h1 reaches the pod on h2 by " + via);
+            notes.add(
+                    "mode "
+                            + mode
+                            + ": h1 holds "
+                            + entries
+                            + "; h1 reaches the pod on h2 by "
+                            + via);
             for (Pod p : List.of(a, b)) {
-                CniExec.run("DEL", p.containerId(), "/var/run/netns/" + p.netns(), CniExec.full(p.member()));
+                CniExec.run(
+                        "DEL",
+                        p.containerId(),
+                        "/var/run/netns/" + p.netns(),
+                        CniExec.full(p.member()));
             }
             return new Block(mode, hostGbps, podGbps, hostRtt, podRtt, convergence, entries);
         } finally {
@@ -162,12 +203,17 @@ public final class PodNetworkScenario implements Scenario {
     private record Pod(Member member, String netns, String containerId, String address) {}
 
     /** ADDs a pod on the member; {@code pool} null for the default pool. */
-    private static Pod add(Member m, String netns, String pool, List<String> namespaces) throws Exception {
+    private static Pod add(Member m, String netns, String pool, List<String> namespaces)
+            throws Exception {
         run("ip", "netns", "add", netns);
         namespaces.add(netns);
         String conf = CniExec.full(m);
         if (pool != null) {
-            conf = conf.substring(0, conf.length() - 1) + ",\"runtimeConfig\":{\"pools\":[\"" + pool + "\"]}}";
+            conf =
+                    conf.substring(0, conf.length() - 1)
+                            + ",\"runtimeConfig\":{\"pools\":[\""
+                            + pool
+                            + "\"]}}";
         }
         CniExec.Result r = CniExec.run("ADD", netns, "/var/run/netns/" + netns, conf);
         if (r.exit() != 0) {
@@ -183,25 +229,51 @@ public final class PodNetworkScenario implements Scenario {
      * @return ms from the ADD's reply to the first echo (negative: the route was there before the
      *     plugin exited); empty when the address was not the one predicted
      */
-    private java.util.Optional<Double> convergence(Pod from, Member on, String netns, List<String> namespaces,
-            List<Pod> claimed, List<String> notes) throws Exception {
+    private java.util.Optional<Double> convergence(
+            Pod from,
+            Member on,
+            String netns,
+            List<String> namespaces,
+            List<Pod> claimed,
+            List<String> notes)
+            throws Exception {
         String predicted = "198.18.200." + nextClaim;
-        Process ping = new ProcessBuilder("ip", "netns", "exec", from.netns(), "busybox", "ping", "-i", "0.005", "-w", "8",
-                predicted).redirectErrorStream(true).start();
+        Process ping =
+                new ProcessBuilder(
+                                "ip",
+                                "netns",
+                                "exec",
+                                from.netns(),
+                                "busybox",
+                                "ping",
+                                "-i",
+                                "0.005",
+                                "-w",
+                                "8",
+                                predicted)
+                        .redirectErrorStream(true)
+                        .start();
         CompletableFuture<Long> first = new CompletableFuture<>();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(ping.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    if (line.contains("bytes from")) {
-                        first.complete(System.nanoTime());
-                    }
-                }
-            } catch (IOException e) {
-                first.completeExceptionally(e);
-            }
-            first.complete(-1L);
-        }, "convergence-ping");
+        Thread reader =
+                new Thread(
+                        () -> {
+                            try (BufferedReader r =
+                                    new BufferedReader(
+                                            new InputStreamReader(
+                                                    ping.getInputStream(),
+                                                    StandardCharsets.UTF_8))) {
+                                String line;
+                                while ((line = r.readLine()) != null) {
+                                    if (line.contains("bytes from")) {
+                                        first.complete(System.nanoTime());
+                                    }
+                                }
+                            } catch (IOException e) {
+                                first.completeExceptionally(e);
+                            }
+                            first.complete(-1L);
+                        },
+                        "convergence-ping");
         reader.start();
         try {
             TimeUnit.MILLISECONDS.sleep(100); // the pinger runs before the ADD
@@ -210,13 +282,22 @@ public final class PodNetworkScenario implements Scenario {
             claimed.add(pod);
             nextClaim++;
             if (!predicted.equals(pod.address())) {
-                notes.add("a convergence sample got " + pod.address() + ", not " + predicted + ": skipped");
-                nextClaim = Integer.parseInt(pod.address().substring(pod.address().lastIndexOf('.') + 1)) + 1;
+                notes.add(
+                        "a convergence sample got "
+                                + pod.address()
+                                + ", not "
+                                + predicted
+                                + ": skipped");
+                nextClaim =
+                        Integer.parseInt(
+                                        pod.address().substring(pod.address().lastIndexOf('.') + 1))
+                                + 1;
                 return java.util.Optional.empty();
             }
             long echo = first.get(10, TimeUnit.SECONDS);
             if (echo < 0) {
-                throw new IllegalStateException("no echo from " + predicted + " within 8 s of its ADD");
+                throw new IllegalStateException(
+                        "no echo from " + predicted + " within 8 s of its ADD");
             }
             return java.util.Optional.of((echo - replied) / 1e6);
         } finally {
@@ -229,22 +310,53 @@ public final class PodNetworkScenario implements Scenario {
     private static double iperf(String serverNs, String address, String clientNs, int seconds) {
         try {
             // --forceflush: its "Server listening" line arrives now, not when it exits.
-            Process server = new ProcessBuilder("ip", "netns", "exec", serverNs, "iperf3", "-s", "-1", "--forceflush", "-p",
-                    Integer.toString(PORT)).redirectErrorStream(true).start();
+            Process server =
+                    new ProcessBuilder(
+                                    "ip",
+                                    "netns",
+                                    "exec",
+                                    serverNs,
+                                    "iperf3",
+                                    "-s",
+                                    "-1",
+                                    "--forceflush",
+                                    "-p",
+                                    Integer.toString(PORT))
+                            .redirectErrorStream(true)
+                            .start();
             try {
-                BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+                BufferedReader out =
+                        new BufferedReader(
+                                new InputStreamReader(
+                                        server.getInputStream(), StandardCharsets.UTF_8));
                 String line;
                 while ((line = out.readLine()) != null && !line.contains("Server listening")) {
                     // wait for it to listen
                 }
-                Process client = new ProcessBuilder("ip", "netns", "exec", clientNs, "iperf3", "-c", address, "-p",
-                        Integer.toString(PORT), "-t", Integer.toString(seconds), "-J").redirectErrorStream(true).start();
-                String json = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                Process client =
+                        new ProcessBuilder(
+                                        "ip",
+                                        "netns",
+                                        "exec",
+                                        clientNs,
+                                        "iperf3",
+                                        "-c",
+                                        address,
+                                        "-p",
+                                        Integer.toString(PORT),
+                                        "-t",
+                                        Integer.toString(seconds),
+                                        "-J")
+                                .redirectErrorStream(true)
+                                .start();
+                String json =
+                        new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 if (!client.waitFor(seconds + 30, TimeUnit.SECONDS) || client.exitValue() != 0) {
                     throw new IllegalStateException("iperf3 to " + address + ": " + json);
                 }
                 JsonNode result = CniExec.JSON.readTree(json);
-                return result.path("end").path("sum_received").path("bits_per_second").asDouble() / 1e9;
+                return result.path("end").path("sum_received").path("bits_per_second").asDouble()
+                        / 1e9;
             } finally {
                 server.destroy();
                 server.waitFor(10, TimeUnit.SECONDS);
@@ -259,42 +371,72 @@ public final class PodNetworkScenario implements Scenario {
 
     /** @return the round-trip times (ms) of {@code count} echoes, one every 10 ms */
     private static List<Double> pings(String netns, String address, int count) {
-        String out = run("ip", "netns", "exec", netns, "busybox", "ping", "-c", Integer.toString(count), "-i", "0.01", address);
+        String out =
+                run(
+                        "ip",
+                        "netns",
+                        "exec",
+                        netns,
+                        "busybox",
+                        "ping",
+                        "-c",
+                        Integer.toString(count),
+                        "-i",
+                        "0.01",
+                        address);
         List<Double> rtt = new ArrayList<>();
         Matcher m = RTT.matcher(out);
         while (m.find()) {
             rtt.add(Double.parseDouble(m.group(1)));
         }
         if (rtt.size() < count * 9 / 10) {
-            throw new IllegalStateException("ping " + address + " from " + netns + " lost more than 10%: " + out);
+            throw new IllegalStateException(
+                    "ping " + address + " from " + netns + " lost more than 10%: " + out);
         }
         return rtt;
     }
 
-    private static void awaitPing(String netns, String address, int seconds) throws InterruptedException {
+    private static void awaitPing(String netns, String address, int seconds)
+            throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-        while (!run("ip", "netns", "exec", netns, "busybox", "ping", "-c1", "-W1", address).contains("bytes from")) {
+        while (!run("ip", "netns", "exec", netns, "busybox", "ping", "-c1", "-W1", address)
+                .contains("bytes from")) {
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(netns + " never reached " + address + " in " + seconds + " s");
+                throw new IllegalStateException(
+                        netns + " never reached " + address + " in " + seconds + " s");
             }
         }
     }
 
     /** @return {@code ip route get ADDRESS} in the namespace, e.g. {@code "... via 198.19.255.12 dev eth0 ..."} */
     private static String routeTo(String netns, String address) {
-        return run("ip", "-n", netns, "route", "get", address).lines().findFirst().orElse("").strip();
+        return run("ip", "-n", netns, "route", "get", address)
+                .lines()
+                .findFirst()
+                .orElse("")
+                .strip();
     }
 
     /** @return what the host holds of Cadastre's: routes of protocol 202, FDB and permanent neighbour entries */
     private static String entries(String netns) {
-        long routes = run("ip", "-n", netns, "route", "show", "proto", "202").lines().count()
-                + run("ip", "-n", netns, "-6", "route", "show", "proto", "202").lines().count();
+        long routes =
+                run("ip", "-n", netns, "route", "show", "proto", "202").lines().count()
+                        + run("ip", "-n", netns, "-6", "route", "show", "proto", "202")
+                                .lines()
+                                .count();
         long fdb = 0;
         long neighbours = 0;
         for (String dev : List.of("cadastre.vx4", "cadastre.vx6")) {
             if (run("ip", "-n", netns, "-o", "link", "show", "dev", dev).matches("(?s)\\d+: .*")) {
-                fdb += run("bridge", "-n", netns, "fdb", "show", "dev", dev).lines().filter(l -> l.contains("dst")).count();
-                neighbours += run("ip", "-n", netns, "neigh", "show", "dev", dev, "nud", "permanent").lines().count();
+                fdb +=
+                        run("bridge", "-n", netns, "fdb", "show", "dev", dev)
+                                .lines()
+                                .filter(l -> l.contains("dst"))
+                                .count();
+                neighbours +=
+                        run("ip", "-n", netns, "neigh", "show", "dev", dev, "nud", "permanent")
+                                .lines()
+                                .count();
             }
         }
         return routes + " routes, " + fdb + " FDB entries, " + neighbours + " neighbour entries";
@@ -311,10 +453,23 @@ public final class PodNetworkScenario implements Scenario {
             run("ip", "-n", ns, "addr", "add", "fd00:19:4::11/64", "dev", "eth0", "nodad");
             run("ip", "-n", ns, "link", "set", "eth0", "up");
             run("ip", "-n", ns, "link", "set", "peer0", "up");
-            List<String> command = new ArrayList<>(List.of("ip", "netns", "exec", ns,
-                    Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m",
-                    "-cp", System.getProperty("java.class.path"), RoutingScaleProbe.class.getName(), "2",
-                    Integer.toString(nodes[0]))); // a first round that warms the JIT up, discarded
+            List<String> command =
+                    new ArrayList<>(
+                            List.of(
+                                    "ip",
+                                    "netns",
+                                    "exec",
+                                    ns,
+                                    Path.of(System.getProperty("java.home"), "bin", "java")
+                                            .toString(),
+                                    "-Xmx512m",
+                                    "-cp",
+                                    System.getProperty("java.class.path"),
+                                    RoutingScaleProbe.class.getName(),
+                                    "2",
+                                    Integer.toString(
+                                            nodes[0]))); // a first round that warms the JIT up,
+            // discarded
             for (int n : nodes) {
                 command.add(Integer.toString(n));
             }
@@ -322,7 +477,10 @@ public final class PodNetworkScenario implements Scenario {
             List<double[]> rows = new ArrayList<>();
             List<String> lines = out.lines().filter(l -> l.matches("\\d+ .*")).toList();
             for (String line : lines.subList(1, lines.size())) {
-                rows.add(java.util.Arrays.stream(line.split(" ")).mapToDouble(Double::parseDouble).toArray());
+                rows.add(
+                        java.util.Arrays.stream(line.split(" "))
+                                .mapToDouble(Double::parseDouble)
+                                .toArray());
             }
             if (rows.size() != nodes.length) {
                 throw new IllegalStateException("RoutingScaleProbe: " + out);
@@ -333,34 +491,68 @@ public final class PodNetworkScenario implements Scenario {
         }
     }
 
-    private ScenarioReport report(BenchContext context, List<Block> blocks, List<double[]> sizes, List<String> notes) {
+    private ScenarioReport report(
+            BenchContext context, List<Block> blocks, List<double[]> sizes, List<String> notes) {
         List<Figure> figures = new ArrayList<>();
         List<Comparison> comparisons = new ArrayList<>();
         List<Goal> goals = new ArrayList<>();
         List<Plot.Series> convergenceSeries = new ArrayList<>();
         double worstP99 = 0;
         for (Block b : blocks) {
-            Figure host = new Figure("TCP throughput (" + b.mode() + " block)", "host-to-host", "Gbit/s", dist(b.hostGbps()));
-            Figure pod = new Figure("TCP throughput (" + b.mode() + " block)", "pod-to-pod " + b.mode(), "Gbit/s",
-                    dist(b.podGbps()));
-            Figure hostRtt = new Figure("round trip (" + b.mode() + " block)", "host-to-host", "ms", dist(b.hostRtt()));
-            Figure podRtt = new Figure("round trip (" + b.mode() + " block)", "pod-to-pod " + b.mode(), "ms",
-                    dist(b.podRtt()));
+            Figure host =
+                    new Figure(
+                            "TCP throughput (" + b.mode() + " block)",
+                            "host-to-host",
+                            "Gbit/s",
+                            dist(b.hostGbps()));
+            Figure pod =
+                    new Figure(
+                            "TCP throughput (" + b.mode() + " block)",
+                            "pod-to-pod " + b.mode(),
+                            "Gbit/s",
+                            dist(b.podGbps()));
+            Figure hostRtt =
+                    new Figure(
+                            "round trip (" + b.mode() + " block)",
+                            "host-to-host",
+                            "ms",
+                            dist(b.hostRtt()));
+            Figure podRtt =
+                    new Figure(
+                            "round trip (" + b.mode() + " block)",
+                            "pod-to-pod " + b.mode(),
+                            "ms",
+                            dist(b.podRtt()));
             figures.addAll(List.of(host, pod, hostRtt, podRtt));
             Comparison throughput = Comparison.of(pod, host);
             comparisons.add(throughput);
             comparisons.add(Comparison.of(podRtt, hostRtt));
             double goal = b.mode().equals("direct") ? 0.9 : 0.7;
-            goals.add(new Goal("pod-to-pod TCP throughput ≥ " + goal + "× host-to-host in " + b.mode() + " mode",
-                    String.format(Locale.ROOT, "%.2f× (%.2f against %.2f Gbit/s, medians)", throughput.ratio(),
-                            pod.distribution().median(), host.distribution().median()),
-                    throughput.ratio() >= goal, throughput.ratio() >= goal ? null
-                            : "the pod path crosses two more veth pairs and the hosts' forwarding"
-                                    + (b.mode().equals("vxlan") ? " and VXLAN encapsulation (UDP, no offload between namespaces)" : "")
-                                    + ", on two cores shared with the sender, receiver and agents"));
+            goals.add(
+                    new Goal(
+                            "pod-to-pod TCP throughput ≥ "
+                                    + goal
+                                    + "× host-to-host in "
+                                    + b.mode()
+                                    + " mode",
+                            String.format(
+                                    Locale.ROOT,
+                                    "%.2f× (%.2f against %.2f Gbit/s, medians)",
+                                    throughput.ratio(),
+                                    pod.distribution().median(),
+                                    host.distribution().median()),
+                            throughput.ratio() >= goal,
+                            throughput.ratio() >= goal
+                                    ? null
+                                    : "the pod path crosses two more veth pairs and the hosts' forwarding"
+                                            + (b.mode().equals("vxlan")
+                                                    ? " and VXLAN encapsulation (UDP, no offload between namespaces)"
+                                                    : "")
+                                            + ", on two cores shared with the sender, receiver and agents"));
             if (!b.convergence().isEmpty()) {
                 Distribution c = dist(b.convergence());
-                figures.add(new Figure("route convergence (" + b.mode() + ")", "cadastre", "ms", c));
+                figures.add(
+                        new Figure("route convergence (" + b.mode() + ")", "cadastre", "ms", c));
                 worstP99 = Math.max(worstP99, c.p99());
                 double[] x = new double[b.convergence().size()];
                 double[] y = new double[x.length];
@@ -371,9 +563,14 @@ public final class PodNetworkScenario implements Scenario {
                 convergenceSeries.add(new Plot.Series(b.mode(), x, y));
             }
         }
-        goals.add(new Goal("route convergence p99 ≤ 200 ms (ADD reply on one host → first echo from a pod on another)",
-                String.format(Locale.ROOT, "worst p99 %.0f ms", worstP99), worstP99 <= 200,
-                worstP99 <= 200 ? null : "the hint's delivery, the pool's read and the reconcile on the other host"));
+        goals.add(
+                new Goal(
+                        "route convergence p99 ≤ 200 ms (ADD reply on one host → first echo from a pod on another)",
+                        String.format(Locale.ROOT, "worst p99 %.0f ms", worstP99),
+                        worstP99 <= 200,
+                        worstP99 <= 200
+                                ? null
+                                : "the hint's delivery, the pool's read and the reconcile on the other host"));
         double[] nodes = new double[sizes.size()];
         double[] routes = new double[sizes.size()];
         double[] fdb = new double[sizes.size()];
@@ -386,36 +583,71 @@ public final class PodNetworkScenario implements Scenario {
             fdb[i] = row[2];
             all[i] = row[4];
             idle[i] = row[5];
-            figures.add(new Figure(String.format(Locale.ROOT, "entries per host, %d nodes", (int) row[0]),
-                    "routes / FDB / neighbours", "entries", new Distribution(1, row[1], row[2], row[3])));
-            figures.add(new Figure(String.format(Locale.ROOT, "reconcile, %d nodes", (int) row[0]), "all new / none changed",
-                    "ms", new Distribution(1, row[4], row[5], row[4])));
+            figures.add(
+                    new Figure(
+                            String.format(Locale.ROOT, "entries per host, %d nodes", (int) row[0]),
+                            "routes / FDB / neighbours",
+                            "entries",
+                            new Distribution(1, row[1], row[2], row[3])));
+            figures.add(
+                    new Figure(
+                            String.format(Locale.ROOT, "reconcile, %d nodes", (int) row[0]),
+                            "all new / none changed",
+                            "ms",
+                            new Distribution(1, row[4], row[5], row[4])));
         }
-        notes.add("Entries per host (RoutingScaleProbe, VXLAN to every peer, 2 blocks per family per node): routes ="
-                + " 4 per peer (its 2 IPv4 and 2 IPv6 blocks) + 4 blackholes + the gateway; one FDB and one neighbour entry"
-                + " per peer and family. In the 'entries per host' rows the three columns are routes, FDB and neighbour"
-                + " entries (not a distribution); in the 'reconcile' rows, the reconcile that adds everything and the one"
-                + " that finds nothing to change (every resync's cost).");
-        notes.add("Convergence samples are from the plugin's exit after the ADD on h2 to the first echo the pod on h1"
-                + " received (one echo request every 5 ms); a negative value means the route was there before the plugin"
-                + " exited (the claim's hint goes out before the pod is wired).");
+        notes.add(
+                "Entries per host (RoutingScaleProbe, VXLAN to every peer, 2 blocks per family per node): routes ="
+                        + " 4 per peer (its 2 IPv4 and 2 IPv6 blocks) + 4 blackholes + the gateway; one FDB and one neighbour entry"
+                        + " per peer and family. In the 'entries per host' rows the three columns are routes, FDB and neighbour"
+                        + " entries (not a distribution); in the 'reconcile' rows, the reconcile that adds everything and the one"
+                        + " that finds nothing to change (every resync's cost).");
+        notes.add(
+                "Convergence samples are from the plugin's exit after the ADD on h2 to the first echo the pod on h1"
+                        + " received (one echo request every 5 ms); a negative value means the route was there before the plugin"
+                        + " exited (the claim's hint goes out before the pod is wired).");
         List<Plot> plots = new ArrayList<>();
         if (!convergenceSeries.isEmpty()) {
-            plots.add(new Plot("pod-network-convergence.png", "Route convergence per sample", "sample", "ms", false,
-                    convergenceSeries));
+            plots.add(
+                    new Plot(
+                            "pod-network-convergence.png",
+                            "Route convergence per sample",
+                            "sample",
+                            "ms",
+                            false,
+                            convergenceSeries));
         }
-        plots.add(new Plot("pod-network-scale.png", "One host's routing as the cluster grows", "nodes", "entries / ms", true,
-                List.of(new Plot.Series("routes", nodes, routes), new Plot.Series("FDB entries", nodes, fdb),
-                        new Plot.Series("reconcile, all new (ms)", nodes, all),
-                        new Plot.Series("reconcile, none changed (ms)", nodes, idle))));
-        return new ScenarioReport(id(), "Pod network: throughput, latency and convergence across hosts", String.format(
-                Locale.ROOT, "The fabric's 3-member cluster (one L2 segment, mutual TLS, Cassandra), the members restarted"
-                        + " in mode direct, then vxlan (then the default again). In each mode a pod on h1 and one on h2 (real"
-                        + " plugin, default MTU of the mode); %d rounds, each running in a seeded random order: iperf3 for %d s"
-                        + " host-to-host (h1 → h2's underlay address) and pod-to-pod, and %d pings each way; then %d"
-                        + " convergence samples (see notes). Finally RoutingScaleProbe (see notes) in a scratch namespace.",
-                context.repetitions(ROUNDS), context.quick() ? 2 : IPERF_SECONDS, context.quick() ? 20 : PINGS,
-                context.quick() ? 3 : CONVERGENCE_SAMPLES), figures, comparisons, goals, plots, notes);
+        plots.add(
+                new Plot(
+                        "pod-network-scale.png",
+                        "One host's routing as the cluster grows",
+                        "nodes",
+                        "entries / ms",
+                        true,
+                        List.of(
+                                new Plot.Series("routes", nodes, routes),
+                                new Plot.Series("FDB entries", nodes, fdb),
+                                new Plot.Series("reconcile, all new (ms)", nodes, all),
+                                new Plot.Series("reconcile, none changed (ms)", nodes, idle))));
+        return new ScenarioReport(
+                id(),
+                "Pod network: throughput, latency and convergence across hosts",
+                String.format(
+                        Locale.ROOT,
+                        "The fabric's 3-member cluster (one L2 segment, mutual TLS, Cassandra), the members restarted"
+                                + " in mode direct, then vxlan (then the default again). In each mode a pod on h1 and one on h2 (real"
+                                + " plugin, default MTU of the mode); %d rounds, each running in a seeded random order: iperf3 for %d s"
+                                + " host-to-host (h1 → h2's underlay address) and pod-to-pod, and %d pings each way; then %d"
+                                + " convergence samples (see notes). Finally RoutingScaleProbe (see notes) in a scratch namespace.",
+                        context.repetitions(ROUNDS),
+                        context.quick() ? 2 : IPERF_SECONDS,
+                        context.quick() ? 20 : PINGS,
+                        context.quick() ? 3 : CONVERGENCE_SAMPLES),
+                figures,
+                comparisons,
+                goals,
+                plots,
+                notes);
     }
 
     private static Distribution dist(List<Double> values) {

@@ -34,25 +34,51 @@ public final class RoutingScaleProbe {
 
     public static void main(String[] args) throws Exception {
         int blocks = Integer.parseInt(args[0]);
-        Underlay underlay = new Underlay("eth0", 1500, new InterfaceAddress(IpPrefix.literal("198.19.4.11"), 24),
-                new InterfaceAddress(IpPrefix.literal("fd00:19:4::11"), 64));
-        RoutingSettings settings = new RoutingSettings(RoutingMode.CROSS_SUBNET, "eth0", RoutingSettings.DEFAULT_VNI,
-                RoutingSettings.DEFAULT_PORT, Duration.ofSeconds(30), Duration.ZERO);
+        Underlay underlay =
+                new Underlay(
+                        "eth0",
+                        1500,
+                        new InterfaceAddress(IpPrefix.literal("198.19.4.11"), 24),
+                        new InterfaceAddress(IpPrefix.literal("fd00:19:4::11"), 64));
+        RoutingSettings settings =
+                new RoutingSettings(
+                        RoutingMode.CROSS_SUBNET,
+                        "eth0",
+                        RoutingSettings.DEFAULT_VNI,
+                        RoutingSettings.DEFAULT_PORT,
+                        Duration.ofSeconds(30),
+                        Duration.ZERO);
         HostRouting routing = new NetlinkHostRouting();
         for (int a = 1; a < args.length; a++) {
             int nodes = Integer.parseInt(args[a]);
             MeshState state = state(nodes, blocks);
-            MeshPlan plan = MeshPlan.compute(new MeshPlan.Self("n0", settings, underlay, IpPrefix.literal("198.18.0.1"),
-                    IpPrefix.literal("fd00:198::1")), state);
+            MeshPlan plan =
+                    MeshPlan.compute(
+                            new MeshPlan.Self(
+                                    "n0",
+                                    settings,
+                                    underlay,
+                                    IpPrefix.literal("198.18.0.1"),
+                                    IpPrefix.literal("fd00:198::1")),
+                            state);
             long fdb = plan.desired().devices().stream().mapToLong(d -> d.fdb().size()).sum();
-            long neighbours = plan.desired().devices().stream().mapToLong(d -> d.neighbours().size()).sum();
+            long neighbours =
+                    plan.desired().devices().stream().mapToLong(d -> d.neighbours().size()).sum();
             HostRouting.Result added = routing.reconcile(plan.desired());
             HostRouting.Result idle = routing.reconcile(plan.desired());
             if (!added.errors().isEmpty() || idle.changes() != 0) {
-                throw new IllegalStateException(nodes + " nodes: " + added.errors() + " / " + idle.summary());
+                throw new IllegalStateException(
+                        nodes + " nodes: " + added.errors() + " / " + idle.summary());
             }
-            System.out.printf(Locale.ROOT, "%d %d %d %d %.1f %.1f%n", nodes, plan.routes().size(), fdb, neighbours,
-                    added.elapsed().toNanos() / 1e6, idle.elapsed().toNanos() / 1e6);
+            System.out.printf(
+                    Locale.ROOT,
+                    "%d %d %d %d %.1f %.1f%n",
+                    nodes,
+                    plan.routes().size(),
+                    fdb,
+                    neighbours,
+                    added.elapsed().toNanos() / 1e6,
+                    idle.elapsed().toNanos() / 1e6);
             routing.reconcile(HostRouting.Desired.empty());
         }
     }
@@ -80,10 +106,21 @@ public final class RoutingScaleProbe {
                 first6 = first6 == null ? v6 : first6;
             }
             if (i > 0) {
-                PeerInfo peer = new PeerInfo(node, "cross-subnet", "eth0",
-                        "198.19." + (100 + i / 250) + "." + (1 + i % 250) + "/24",
-                        "fd00:19:" + Integer.toHexString(100 + i / 250) + "::" + Integer.toHexString(1 + i % 250) + "/64",
-                        Vtep.mac(node), first4.addressAt(1), first6.addressAt(1), 1500);
+                PeerInfo peer =
+                        new PeerInfo(
+                                node,
+                                "cross-subnet",
+                                "eth0",
+                                "198.19." + (100 + i / 250) + "." + (1 + i % 250) + "/24",
+                                "fd00:19:"
+                                        + Integer.toHexString(100 + i / 250)
+                                        + "::"
+                                        + Integer.toHexString(1 + i % 250)
+                                        + "/64",
+                                Vtep.mac(node),
+                                first4.addressAt(1),
+                                first6.addressAt(1),
+                                1500);
                 facts.put(node, new MeshState.NodeFacts(peer, false, List.of()));
             }
         }

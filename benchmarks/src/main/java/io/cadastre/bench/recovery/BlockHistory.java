@@ -16,7 +16,8 @@ import java.util.OptionalInt;
  * assigned, as {@link BlockEntity}'s AutoAssign picks it) in turn, so that the block stays about
  * {@code held} full however many events it has seen.
  */
-final class BlockHistory extends History<BlockEntity.Event, BlockEntity.State, BlockEntity.BlockView> {
+final class BlockHistory
+        extends History<BlockEntity.Event, BlockEntity.State, BlockEntity.BlockView> {
     private final String entityId;
     private final String node;
     private final int held;
@@ -32,7 +33,8 @@ final class BlockHistory extends History<BlockEntity.Event, BlockEntity.State, B
         super((BlockEntity) BlockEntity.create(entityId), seed);
         int capacity = state().block().capacity();
         if (held < 1 || held >= capacity) {
-            throw new IllegalArgumentException("held must be in 1.." + (capacity - 1) + ", not " + held);
+            throw new IllegalArgumentException(
+                    "held must be in 1.." + (capacity - 1) + ", not " + held);
         }
         this.entityId = entityId;
         this.node = node;
@@ -54,8 +56,15 @@ final class BlockHistory extends History<BlockEntity.Event, BlockEntity.State, B
         if (block.allocatedCount() < held && free.isPresent()) {
             String address = block.addressAt(free.getAsInt());
             oldestFirst.add(address);
-            return new BlockEntity.AddressAssigned(address, new Allocation("bench-net." + containerId(), "eth0", "bench",
-                    podName(), node, EPOCH_MILLIS + events * 1_000));
+            return new BlockEntity.AddressAssigned(
+                    address,
+                    new Allocation(
+                            "bench-net." + containerId(),
+                            "eth0",
+                            "bench",
+                            podName(),
+                            node,
+                            EPOCH_MILLIS + events * 1_000));
         }
         return new BlockEntity.AddressesReleased(List.of(oldestFirst.remove()));
     }
@@ -64,17 +73,33 @@ final class BlockHistory extends History<BlockEntity.Event, BlockEntity.State, B
     void verify(BlockEntity.BlockView view) {
         Block block = state().block();
         Map<String, Allocation> expected = new LinkedHashMap<>();
-        block.allocations().forEach((ordinal, allocation) -> expected.put(block.addressAt(ordinal), allocation));
-        if (!Objects.equals(view.affinity(), block.affinity()) || !view.allocations().equals(expected)) {
-            throw new IllegalStateException("block " + view.cidr() + " recovered affine to " + view.affinity() + " with "
-                    + view.allocations().size() + " allocations; its journal says " + describe());
+        block.allocations()
+                .forEach(
+                        (ordinal, allocation) ->
+                                expected.put(block.addressAt(ordinal), allocation));
+        if (!Objects.equals(view.affinity(), block.affinity())
+                || !view.allocations().equals(expected)) {
+            throw new IllegalStateException(
+                    "block "
+                            + view.cidr()
+                            + " recovered affine to "
+                            + view.affinity()
+                            + " with "
+                            + view.allocations().size()
+                            + " allocations; its journal says "
+                            + describe());
         }
     }
 
     @Override
     String describe() {
         Block block = state().block();
-        return "affine to " + block.affinity() + ", " + block.allocatedCount() + " of " + block.capacity()
+        return "affine to "
+                + block.affinity()
+                + ", "
+                + block.allocatedCount()
+                + " of "
+                + block.capacity()
                 + " addresses allocated";
     }
 }

@@ -32,28 +32,44 @@ final class EntityKind<C, E, V> {
     private static final int BLOCK_PREFIX = 26;
 
     /** Blocks hold half their 64 addresses; one event (the claim) comes before. */
-    static final EntityKind<BlockEntity.Command, BlockEntity.Event, BlockEntity.BlockView> BLOCK = new EntityKind<>(
-            "block", 32, 1, index -> block(index).entityId(), id -> (BlockEntity) BlockEntity.create(id),
-            (index, held) -> new BlockHistory(block(index).entityId(), nodeName(index), held, index),
-            (id, recovery) -> BlockEntity.create(id, MemberFence.NEVER_CLOSED, recovery), BlockEntity.GetBlock::new,
-            view -> view.allocations().size());
+    static final EntityKind<BlockEntity.Command, BlockEntity.Event, BlockEntity.BlockView> BLOCK =
+            new EntityKind<>(
+                    "block",
+                    32,
+                    1,
+                    index -> block(index).entityId(),
+                    id -> (BlockEntity) BlockEntity.create(id),
+                    (index, held) ->
+                            new BlockHistory(block(index).entityId(), nodeName(index), held, index),
+                    (id, recovery) -> BlockEntity.create(id, MemberFence.NEVER_CLOSED, recovery),
+                    BlockEntity.GetBlock::new,
+                    view -> view.allocations().size());
 
     /**
      * Nodes hold 30 attachments (a busy node, well under Kubernetes' default of 110 pods); two events
      * (registered, its block noted) come before.
      */
-    static final EntityKind<NodeEntity.Command, NodeEntity.Event, NodeEntity.NodeView> NODE = new EntityKind<>(
-            "node", 30, 2, EntityKind::nodeName, id -> (NodeEntity) NodeEntity.create(id),
-            (index, held) -> new NodeHistory(nodeName(index), block(index), held, index),
-            (id, recovery) -> NodeEntity.create(id, MemberFence.NEVER_CLOSED, recovery), NodeEntity.GetNode::new,
-            view -> view.attachments().size());
+    static final EntityKind<NodeEntity.Command, NodeEntity.Event, NodeEntity.NodeView> NODE =
+            new EntityKind<>(
+                    "node",
+                    30,
+                    2,
+                    EntityKind::nodeName,
+                    id -> (NodeEntity) NodeEntity.create(id),
+                    (index, held) -> new NodeHistory(nodeName(index), block(index), held, index),
+                    (id, recovery) -> NodeEntity.create(id, MemberFence.NEVER_CLOSED, recovery),
+                    NodeEntity.GetNode::new,
+                    view -> view.attachments().size());
 
     /** {@code block} or {@code node}. */
     final String name;
+
     /** How many allocations (block) or attachments (node) an entity holds once its history has filled it. */
     final int held;
+
     /** How many events of its history fill an entity: those before the first allocation or attachment, and {@link #held}. */
     final int eventsToFill;
+
     private final IntFunction<String> entityId;
     private final Function<String, EventSourcedBehavior<?, E, ?>> model;
     private final BiFunction<Integer, Integer, History<E, ?, V>> history;
@@ -61,9 +77,15 @@ final class EntityKind<C, E, V> {
     private final Function<ActorRef<V>, C> read;
     private final ToIntFunction<V> heldIn;
 
-    private EntityKind(String name, int held, int preamble, IntFunction<String> entityId,
-            Function<String, EventSourcedBehavior<?, E, ?>> model, BiFunction<Integer, Integer, History<E, ?, V>> history,
-            BiFunction<String, CadastreMetrics.Recovery, Behavior<C>> live, Function<ActorRef<V>, C> read,
+    private EntityKind(
+            String name,
+            int held,
+            int preamble,
+            IntFunction<String> entityId,
+            Function<String, EventSourcedBehavior<?, E, ?>> model,
+            BiFunction<Integer, Integer, History<E, ?, V>> history,
+            BiFunction<String, CadastreMetrics.Recovery, Behavior<C>> live,
+            Function<ActorRef<V>, C> read,
             ToIntFunction<V> heldIn) {
         this.name = name;
         this.held = held;

@@ -21,6 +21,7 @@ abstract class History<E, S, V> implements Iterator<E> {
 
     /** Container ids, pod names and such. */
     final Random random;
+
     private final EventHandler<S, E> handler;
     private S state;
     private long events;
@@ -72,13 +73,17 @@ abstract class History<E, S, V> implements Iterator<E> {
 
     /** @return a container id as runtimes make them: 64 hex digits */
     final String containerId() {
-        return String.format("%016x%016x%016x%016x", random.nextLong(), random.nextLong(), random.nextLong(),
-                random.nextLong());
+        return String.format(
+                "%016x%016x%016x%016x",
+                random.nextLong(), random.nextLong(), random.nextLong(), random.nextLong());
     }
 
     /** @return a pod name as a Deployment's ReplicaSet makes them ({@code web-5d78c9b6f4-x2kq9}) */
     final String podName() {
-        return String.format("web-%010x-%s", random.nextLong() & 0xff_ffff_ffffL,
-                Long.toString(36L * 36 * 36 * 36 + random.nextInt(35 * 36 * 36 * 36 * 36), 36).substring(0, 5));
+        return String.format(
+                "web-%010x-%s",
+                random.nextLong() & 0xff_ffff_ffffL,
+                Long.toString(36L * 36 * 36 * 36 + random.nextInt(35 * 36 * 36 * 36 * 36), 36)
+                        .substring(0, 5));
     }
 }

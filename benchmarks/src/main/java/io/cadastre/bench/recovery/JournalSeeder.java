@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -33,7 +32,9 @@ import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
 final class JournalSeeder<E, S> extends EventSourcedBehavior<JournalSeeder.Append, E, S> {
     /** BlockEntity and NodeEntity snapshot every this many events ({@code snapshotEvery(100, 2)}). */
     static final int SNAPSHOT_EVERY = 100;
-    private static final RetentionCriteria ENTITY_RETENTION = RetentionCriteria.snapshotEvery(SNAPSHOT_EVERY, 2);
+
+    private static final RetentionCriteria ENTITY_RETENTION =
+            RetentionCriteria.snapshotEvery(SNAPSHOT_EVERY, 2);
 
     /** Persists {@code events} in one write; answers the last sequence number after it. */
     record Append(List<?> events, ActorRef<Long> replyTo) {}
@@ -59,15 +60,27 @@ final class JournalSeeder<E, S> extends EventSourcedBehavior<JournalSeeder.Appen
      *     aligned to, when the journal's sequence numbers are not those expected (it held events
      *     already: persistence ids must be fresh), or when a write fails or times out
      */
-    static <E, S> long append(ActorSystem<Nursery.Command> system, EventSourcedBehavior<?, E, S> entity,
-            Iterator<? extends E> history, long seqNr, long count, Duration timeout) {
+    static <E, S> long append(
+            ActorSystem<Nursery.Command> system,
+            EventSourcedBehavior<?, E, S> entity,
+            Iterator<? extends E> history,
+            long seqNr,
+            long count,
+            Duration timeout) {
         if (!ENTITY_RETENTION.equals(entity.retentionCriteria())) {
-            throw new IllegalStateException(entity.persistenceId() + " no longer snapshots every " + SNAPSHOT_EVERY
-                    + " events: align the seeder's batches with its retention");
+            throw new IllegalStateException(
+                    entity.persistenceId()
+                            + " no longer snapshots every "
+                            + SNAPSHOT_EVERY
+                            + " events: align the seeder's batches with its retention");
         }
         String name = "seeder-" + entity.persistenceId().id().replaceAll("[^A-Za-z0-9-]", "_");
-        ActorRef<Append> seeder = Nursery.spawn(system,
-                () -> Behaviors.setup(context -> new JournalSeeder<>(context, entity)), name, timeout);
+        ActorRef<Append> seeder =
+                Nursery.spawn(
+                        system,
+                        () -> Behaviors.setup(context -> new JournalSeeder<>(context, entity)),
+                        name,
+                        timeout);
         try {
             long end = seqNr + count;
             while (seqNr < end) {
@@ -76,12 +89,25 @@ final class JournalSeeder<E, S> extends EventSourcedBehavior<JournalSeeder.Appen
                 for (int i = 0; i < size; i++) {
                     batch.add(history.next());
                 }
-                long written = Nursery.await(AskPattern.ask(seeder, (ActorRef<Long> replyTo) -> new Append(batch, replyTo),
-                        timeout, system.scheduler()), timeout, "appending to " + entity.persistenceId());
+                long written =
+                        Nursery.await(
+                                AskPattern.ask(
+                                        seeder,
+                                        (ActorRef<Long> replyTo) -> new Append(batch, replyTo),
+                                        timeout,
+                                        system.scheduler()),
+                                timeout,
+                                "appending to " + entity.persistenceId());
                 if (written != seqNr + size) {
-                    throw new IllegalStateException(entity.persistenceId() + " is at sequence number " + written
-                            + " after appending " + size + " events, expected " + (seqNr + size)
-                            + ": its journal held events already");
+                    throw new IllegalStateException(
+                            entity.persistenceId()
+                                    + " is at sequence number "
+                                    + written
+                                    + " after appending "
+                                    + size
+                                    + " events, expected "
+                                    + (seqNr + size)
+                                    + ": its journal held events already");
                 }
                 seqNr = written;
             }
@@ -99,9 +125,17 @@ final class JournalSeeder<E, S> extends EventSourcedBehavior<JournalSeeder.Appen
     @Override
     @SuppressWarnings("unchecked")
     public CommandHandler<Append, E, S> commandHandler() {
-        return newCommandHandlerBuilder().forAnyState()
-                .onCommand(Append.class, (state, append) -> Effect().persist((List<E>) append.events())
-                        .thenRun(after -> append.replyTo().tell(lastSequenceNumber(context))))
+        return newCommandHandlerBuilder()
+                .forAnyState()
+                .onCommand(
+                        Append.class,
+                        (state, append) ->
+                                Effect()
+                                        .persist((List<E>) append.events())
+                                        .thenRun(
+                                                after ->
+                                                        append.replyTo()
+                                                                .tell(lastSequenceNumber(context))))
                 .build();
     }
 

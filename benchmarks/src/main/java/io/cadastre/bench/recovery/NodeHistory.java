@@ -36,7 +36,8 @@ final class NodeHistory extends History<NodeEntity.Event, NodeEntity.State, Node
     NodeHistory(String node, Cidr block, int held, long seed) {
         super((NodeEntity) NodeEntity.create(node), seed);
         if (held < 1 || block.size().compareTo(BigInteger.valueOf(held)) <= 0) {
-            throw new IllegalArgumentException("held must be in 1..(size of " + block + ") - 1, not " + held);
+            throw new IllegalArgumentException(
+                    "held must be in 1..(size of " + block + ") - 1, not " + held);
         }
         this.node = node;
         this.block = block;
@@ -51,19 +52,33 @@ final class NodeHistory extends History<NodeEntity.Event, NodeEntity.State, Node
     @Override
     NodeEntity.Event nextEvent(NodeEntity.State state, long events) {
         if (events == 0) {
-            return new NodeEntity.NodeRegistered(new TreeMap<>(Map.of("kubernetes.io/hostname", node,
-                    "topology.kubernetes.io/zone", "zone-a")));
+            return new NodeEntity.NodeRegistered(
+                    new TreeMap<>(
+                            Map.of(
+                                    "kubernetes.io/hostname",
+                                    node,
+                                    "topology.kubernetes.io/zone",
+                                    "zone-a")));
         }
         if (events == 1) {
             return new NodeEntity.AffineBlockNoted(POOL, block);
         }
         if (state.attachments().size() < held) {
             String containerId = containerId();
-            // Oldest first out and fewer held than the block's size: the cursor never meets a held address.
+            // Oldest first out and fewer held than the block's size: the cursor never meets a held
+            // address.
             String address = block.addressAt(nextAddress++ % block.size().longValueExact());
-            AttachmentRecord attachment = new AttachmentRecord("bench-net." + containerId, "eth0", "bench-net",
-                    containerId, "/var/run/netns/cni-" + new UUID(random.nextLong(), random.nextLong()), "bench",
-                    podName(), List.of(new HeldAddress(address, POOL, block)), EPOCH_MILLIS + events * 1_000);
+            AttachmentRecord attachment =
+                    new AttachmentRecord(
+                            "bench-net." + containerId,
+                            "eth0",
+                            "bench-net",
+                            containerId,
+                            "/var/run/netns/cni-" + new UUID(random.nextLong(), random.nextLong()),
+                            "bench",
+                            podName(),
+                            List.of(new HeldAddress(address, POOL, block)),
+                            EPOCH_MILLIS + events * 1_000);
             oldestFirst.add(attachment.handle());
             return new NodeEntity.AttachmentRecorded(attachment);
         }
@@ -74,16 +89,28 @@ final class NodeHistory extends History<NodeEntity.Event, NodeEntity.State, Node
     void verify(NodeEntity.NodeView view) {
         NodeEntity.State state = state();
         if (!new HashSet<>(view.attachments()).equals(new HashSet<>(state.attachments().values()))
-                || !view.affineBlocks().equals(state.affineBlocks()) || !view.labels().equals(state.labels())) {
-            throw new IllegalStateException("node " + node + " recovered with " + view.attachments().size()
-                    + " attachments and " + view.affineBlocks().size() + " affine blocks; its journal says " + describe());
+                || !view.affineBlocks().equals(state.affineBlocks())
+                || !view.labels().equals(state.labels())) {
+            throw new IllegalStateException(
+                    "node "
+                            + node
+                            + " recovered with "
+                            + view.attachments().size()
+                            + " attachments and "
+                            + view.affineBlocks().size()
+                            + " affine blocks; its journal says "
+                            + describe());
         }
     }
 
     @Override
     String describe() {
         NodeEntity.State state = state();
-        return state.attachments().size() + " attachments (one IPv4 address each), " + state.affineBlocks().size()
-                + " affine block, " + state.labels().size() + " labels";
+        return state.attachments().size()
+                + " attachments (one IPv4 address each), "
+                + state.affineBlocks().size()
+                + " affine block, "
+                + state.labels().size()
+                + " labels";
     }
 }

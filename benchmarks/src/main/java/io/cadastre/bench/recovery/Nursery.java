@@ -28,7 +28,8 @@ final class Nursery {
     sealed interface Command permits Spawn, Stop, Terminated {}
 
     /** Starts {@code behavior.get()} (called in the guardian, so an entity's start clock starts there) as child {@code name}. */
-    record Spawn<T>(Supplier<Behavior<T>> behavior, String name, ActorRef<ActorRef<T>> replyTo) implements Command {}
+    record Spawn<T>(Supplier<Behavior<T>> behavior, String name, ActorRef<ActorRef<T>> replyTo)
+            implements Command {}
 
     /** Stops {@code child}; answered once it has terminated (at once when it is gone already). */
     record Stop(ActorRef<?> child, ActorRef<Done> replyTo) implements Command {}
@@ -36,33 +37,43 @@ final class Nursery {
     private record Terminated(ActorRef<?> child) implements Command {}
 
     static Behavior<Command> create() {
-        return Behaviors.setup(context -> {
-            // child → who waits for its end; a child absent from the map has terminated
-            Map<ActorRef<?>, List<ActorRef<Done>>> live = new HashMap<>();
-            return Behaviors.receive(Command.class)
-                    .onMessage(Spawn.class, spawn -> {
-                        live.put(spawnChild(context, (Spawn<?>) spawn), new ArrayList<>());
-                        return Behaviors.same();
-                    })
-                    .onMessage(Stop.class, stop -> {
-                        List<ActorRef<Done>> waiting = live.get(stop.child());
-                        if (waiting == null) {
-                            stop.replyTo().tell(Done.getInstance());
-                        } else {
-                            waiting.add(stop.replyTo());
-                            context.stop(stop.child());
-                        }
-                        return Behaviors.same();
-                    })
-                    .onMessage(Terminated.class, terminated -> {
-                        List<ActorRef<Done>> waiting = live.remove(terminated.child());
-                        if (waiting != null) {
-                            waiting.forEach(w -> w.tell(Done.getInstance()));
-                        }
-                        return Behaviors.same();
-                    })
-                    .build();
-        });
+        return Behaviors.setup(
+                context -> {
+                    // child → who waits for its end; a child absent from the map has terminated
+                    Map<ActorRef<?>, List<ActorRef<Done>>> live = new HashMap<>();
+                    return Behaviors.receive(Command.class)
+                            .onMessage(
+                                    Spawn.class,
+                                    spawn -> {
+                                        live.put(
+                                                spawnChild(context, (Spawn<?>) spawn),
+                                                new ArrayList<>());
+                                        return Behaviors.same();
+                                    })
+                            .onMessage(
+                                    Stop.class,
+                                    stop -> {
+                                        List<ActorRef<Done>> waiting = live.get(stop.child());
+                                        if (waiting == null) {
+                                            stop.replyTo().tell(Done.getInstance());
+                                        } else {
+                                            waiting.add(stop.replyTo());
+                                            context.stop(stop.child());
+                                        }
+                                        return Behaviors.same();
+                                    })
+                            .onMessage(
+                                    Terminated.class,
+                                    terminated -> {
+                                        List<ActorRef<Done>> waiting =
+                                                live.remove(terminated.child());
+                                        if (waiting != null) {
+                                            waiting.forEach(w -> w.tell(Done.getInstance()));
+                                        }
+                                        return Behaviors.same();
+                                    })
+                            .build();
+                });
     }
 
     private static <T> ActorRef<T> spawnChild(ActorContext<Command> context, Spawn<T> spawn) {
@@ -77,15 +88,31 @@ final class Nursery {
      * @return the started child
      * @throws IllegalStateException when the guardian does not answer within {@code timeout}
      */
-    static <T> ActorRef<T> spawn(ActorSystem<Command> system, Supplier<Behavior<T>> behavior, String name, Duration timeout) {
-        return await(AskPattern.ask(system, (ActorRef<ActorRef<T>> replyTo) -> new Spawn<>(behavior, name, replyTo), timeout,
-                system.scheduler()), timeout, "spawning " + name);
+    static <T> ActorRef<T> spawn(
+            ActorSystem<Command> system,
+            Supplier<Behavior<T>> behavior,
+            String name,
+            Duration timeout) {
+        return await(
+                AskPattern.ask(
+                        system,
+                        (ActorRef<ActorRef<T>> replyTo) -> new Spawn<>(behavior, name, replyTo),
+                        timeout,
+                        system.scheduler()),
+                timeout,
+                "spawning " + name);
     }
 
     /** Stops {@code child} and waits until it has terminated. */
     static void stop(ActorSystem<Command> system, ActorRef<?> child, Duration timeout) {
-        await(AskPattern.ask(system, (ActorRef<Done> replyTo) -> new Stop(child, replyTo), timeout, system.scheduler()),
-                timeout, "stopping " + child);
+        await(
+                AskPattern.ask(
+                        system,
+                        (ActorRef<Done> replyTo) -> new Stop(child, replyTo),
+                        timeout,
+                        system.scheduler()),
+                timeout,
+                "stopping " + child);
     }
 
     /**
@@ -93,9 +120,11 @@ final class Nursery {
      * @throws IllegalStateException when it failed or did not complete within {@code timeout} (plus a
      *     second: the asks time out themselves)
      */
-    static <T> T await(java.util.concurrent.CompletionStage<T> stage, Duration timeout, String what) {
+    static <T> T await(
+            java.util.concurrent.CompletionStage<T> stage, Duration timeout, String what) {
         try {
-            return stage.toCompletableFuture().get(timeout.toMillis() + 1_000, TimeUnit.MILLISECONDS);
+            return stage.toCompletableFuture()
+                    .get(timeout.toMillis() + 1_000, TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             throw new IllegalStateException(what + " failed: " + e.getCause(), e.getCause());
         } catch (TimeoutException e) {

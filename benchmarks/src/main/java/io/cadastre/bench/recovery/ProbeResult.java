@@ -11,7 +11,8 @@ import java.util.List;
  * @param seeding how long writing the journals took, for the report's notes
  * @param jvm the probe's JVM and heap settings, in words
  */
-public record ProbeResult(List<Recovery> recoveries, List<Memory> memory, List<Seeding> seeding, String jvm) {
+public record ProbeResult(
+        List<Recovery> recoveries, List<Memory> memory, List<Seeding> seeding, String jvm) {
 
     /**
      * Repeated recoveries of one entity.
@@ -28,8 +29,14 @@ public record ProbeResult(List<Recovery> recoveries, List<Memory> memory, List<S
      * @param firstReplyMillis per recovery, milliseconds from asking the guardian to start the
      *     entity to the reply to a read sent right after (stashed during the recovery)
      */
-    public record Recovery(String kind, long events, long snapshotAt, String state, double[] warmupMillis,
-            double[] recoveryMillis, double[] firstReplyMillis) {}
+    public record Recovery(
+            String kind,
+            long events,
+            long snapshotAt,
+            String state,
+            double[] warmupMillis,
+            double[] recoveryMillis,
+            double[] firstReplyMillis) {}
 
     /**
      * Heap used (after full collections) before and after starting {@code entities} recovered
@@ -39,7 +46,8 @@ public record ProbeResult(List<Recovery> recoveries, List<Memory> memory, List<S
      * @param heapAfterBytes heap used after, in bytes
      * @param state what each entity held, in words
      */
-    public record Memory(String kind, int entities, long heapBeforeBytes, long heapAfterBytes, String state) {}
+    public record Memory(
+            String kind, int entities, long heapBeforeBytes, long heapAfterBytes, String state) {}
 
     /**
      * @param what which journals ({@code recovery}, {@code memory})

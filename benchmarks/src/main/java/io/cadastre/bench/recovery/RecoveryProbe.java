@@ -44,8 +44,10 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
 public final class RecoveryProbe {
     /** Entity indexes of the memory measurement start here; the recovery measurement uses those below. */
     private static final int MEMORY_FIRST_INDEX = 1_000;
+
     /** Journals written at once while seeding (each a sequence of batches). */
     private static final int SEEDING_THREADS = 16;
+
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
 
     private final ActorSystem<Nursery.Command> system;
@@ -66,24 +68,39 @@ public final class RecoveryProbe {
             Map<String, String> options = options(args);
             String contactPoint = required(options, "contact-point");
             Path out = Path.of(required(options, "out"));
-            long[] counts = Arrays.stream(options.getOrDefault("counts", "10,1000,100000").split(","))
-                    .mapToLong(s -> Long.parseLong(s.trim())).toArray();
+            long[] counts =
+                    Arrays.stream(options.getOrDefault("counts", "10,1000,100000").split(","))
+                            .mapToLong(s -> Long.parseLong(s.trim()))
+                            .toArray();
             int repetitions = Integer.parseInt(options.getOrDefault("repetitions", "100"));
             int warmup = Integer.parseInt(options.getOrDefault("warmup", "3"));
             int memoryEntities = Integer.parseInt(options.getOrDefault("memory-entities", "2000"));
-            if (counts.length == 0 || counts.length >= MEMORY_FIRST_INDEX || repetitions < 1 || warmup < 0
+            if (counts.length == 0
+                    || counts.length >= MEMORY_FIRST_INDEX
+                    || repetitions < 1
+                    || warmup < 0
                     || memoryEntities < 1) {
-                throw new IllegalArgumentException("need 1.." + (MEMORY_FIRST_INDEX - 1) + " counts, repetitions >= 1,"
-                        + " warmup >= 0, memory-entities >= 1");
+                throw new IllegalArgumentException(
+                        "need 1.."
+                                + (MEMORY_FIRST_INDEX - 1)
+                                + " counts, repetitions >= 1,"
+                                + " warmup >= 0, memory-entities >= 1");
             }
-            ActorSystem<Nursery.Command> system = ActorSystem.create(Nursery.create(), "recovery-probe", config(contactPoint));
+            ActorSystem<Nursery.Command> system =
+                    ActorSystem.create(Nursery.create(), "recovery-probe", config(contactPoint));
             try {
-                ProbeResult result = new RecoveryProbe(system).run(counts, repetitions, warmup, memoryEntities);
-                new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(out.toFile(), result);
+                ProbeResult result =
+                        new RecoveryProbe(system).run(counts, repetitions, warmup, memoryEntities);
+                new ObjectMapper()
+                        .writerWithDefaultPrettyPrinter()
+                        .writeValue(out.toFile(), result);
                 exit = 0;
             } finally {
                 system.terminate();
-                system.getWhenTerminated().toCompletableFuture().completeOnTimeout(null, 20, TimeUnit.SECONDS).join();
+                system.getWhenTerminated()
+                        .toCompletableFuture()
+                        .completeOnTimeout(null, 20, TimeUnit.SECONDS)
+                        .join();
             }
         } catch (Exception | Error e) {
             // An Error too (OutOfMemoryError): the exit below must happen, or the JVM lingers.
@@ -102,20 +119,26 @@ public final class RecoveryProbe {
      * fenced; rows, serialization and the recovery's reads are the plugin's own either way.
      */
     static Config config(String contactPoint) {
-        Config forced = ConfigFactory.parseString("""
+        Config forced =
+                ConfigFactory.parseString(
+                                """
                 cadastre.persistence = cassandra
                 pekko.actor.provider = local
                 pekko.loglevel = WARNING
                 pekko.coordinated-shutdown.exit-jvm = off
                 pekko.persistence.cassandra.journal.class = "org.apache.pekko.persistence.cassandra.journal.CassandraJournal"
                 pekko.persistence.cassandra.snapshot.class = "org.apache.pekko.persistence.cassandra.snapshot.CassandraSnapshotStore"
-                """).withValue("cadastre.cassandra.contact-points-env", ConfigValueFactory.fromAnyRef(contactPoint));
+                """)
+                        .withValue(
+                                "cadastre.cassandra.contact-points-env",
+                                ConfigValueFactory.fromAnyRef(contactPoint));
         Config base = forced.withFallback(ConfigFactory.parseResourcesAnySyntax("application"));
         Config resolved = ConfigFactory.load(base);
         return ConfigFactory.load(Persistence.of(resolved).selection(resolved).withFallback(base));
     }
 
-    private ProbeResult run(long[] counts, int repetitions, int warmup, int memoryEntities) throws Exception {
+    private ProbeResult run(long[] counts, int repetitions, int warmup, int memoryEntities)
+            throws Exception {
         List<EntityKind<?, ?, ?>> kinds = List.of(EntityKind.BLOCK, EntityKind.NODE);
         List<Journal<?, ?, ?>> timed = new ArrayList<>();
         for (EntityKind<?, ?, ?> kind : kinds) {
@@ -154,9 +177,15 @@ public final class RecoveryProbe {
         for (EntityKind<?, ?, ?> kind : kinds) {
             memory.add(memory(kind, memoryEntities));
         }
-        String jvm = "Java " + Runtime.version() + ", max heap " + Runtime.getRuntime().maxMemory() / (1024 * 1024)
-                + " MiB, collectors " + ManagementFactory.getGarbageCollectorMXBeans().stream()
-                        .map(GarbageCollectorMXBean::getName).collect(Collectors.joining(", "));
+        String jvm =
+                "Java "
+                        + Runtime.version()
+                        + ", max heap "
+                        + Runtime.getRuntime().maxMemory() / (1024 * 1024)
+                        + " MiB, collectors "
+                        + ManagementFactory.getGarbageCollectorMXBeans().stream()
+                                .map(GarbageCollectorMXBean::getName)
+                                .collect(Collectors.joining(", "));
         return new ProbeResult(recoveries, memory, seeding, jvm);
     }
 
@@ -181,8 +210,14 @@ public final class RecoveryProbe {
         }
 
         ProbeResult.Recovery result() {
-            return new ProbeResult.Recovery(kind.name, events, events - events % JournalSeeder.SNAPSHOT_EVERY,
-                    history.describe(), millis(warmup), millis(recovery), millis(firstReply));
+            return new ProbeResult.Recovery(
+                    kind.name,
+                    events,
+                    events - events % JournalSeeder.SNAPSHOT_EVERY,
+                    history.describe(),
+                    millis(warmup),
+                    millis(recovery),
+                    millis(firstReply));
         }
 
         private static double[] millis(List<Double> values) {
@@ -191,14 +226,16 @@ public final class RecoveryProbe {
     }
 
     /** Writes the journals, several at a time (the batches of one journal are sequential). */
-    private List<ProbeResult.Seeding> seed(List<EntityKind<?, ?, ?>> kinds, String what, List<Journal<?, ?, ?>> journals)
+    private List<ProbeResult.Seeding> seed(
+            List<EntityKind<?, ?, ?>> kinds, String what, List<Journal<?, ?, ?>> journals)
             throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(SEEDING_THREADS);
         try {
             long started = System.nanoTime();
             Map<EntityKind<?, ?, ?>, List<Future<Long>>> written = new HashMap<>();
             for (Journal<?, ?, ?> journal : journals) {
-                written.computeIfAbsent(journal.kind, k -> new ArrayList<>()).add(pool.submit(() -> seedOne(journal)));
+                written.computeIfAbsent(journal.kind, k -> new ArrayList<>())
+                        .add(pool.submit(() -> seedOne(journal)));
             }
             List<ProbeResult.Seeding> seeded = new ArrayList<>();
             for (EntityKind<?, ?, ?> kind : kinds) {
@@ -206,8 +243,13 @@ public final class RecoveryProbe {
                 for (Future<Long> f : written.get(kind)) {
                     events += f.get();
                 }
-                seeded.add(new ProbeResult.Seeding(kind.name, what, events, written.get(kind).size(),
-                        (System.nanoTime() - started) / 1e9));
+                seeded.add(
+                        new ProbeResult.Seeding(
+                                kind.name,
+                                what,
+                                events,
+                                written.get(kind).size(),
+                                (System.nanoTime() - started) / 1e9));
             }
             return seeded;
         } finally {
@@ -216,8 +258,13 @@ public final class RecoveryProbe {
     }
 
     private <E> long seedOne(Journal<?, E, ?> journal) {
-        return JournalSeeder.append(system, journal.kind.model(journal.history.entityId()), journal.history, 0,
-                journal.events, TIMEOUT);
+        return JournalSeeder.append(
+                system,
+                journal.kind.model(journal.history.entityId()),
+                journal.history,
+                0,
+                journal.events,
+                TIMEOUT);
     }
 
     /**
@@ -231,10 +278,18 @@ public final class RecoveryProbe {
         String id = history.entityId();
         CompletableFuture<Duration> recovered = new CompletableFuture<>();
         long started = System.nanoTime();
-        ActorRef<C> entity = Nursery.spawn(system, () -> kind.live(id, recovered::complete), kind.name + "-" + spawned++,
-                TIMEOUT);
+        ActorRef<C> entity =
+                Nursery.spawn(
+                        system,
+                        () -> kind.live(id, recovered::complete),
+                        kind.name + "-" + spawned++,
+                        TIMEOUT);
         try {
-            V view = Nursery.await(AskPattern.ask(entity, kind::read, TIMEOUT, system.scheduler()), TIMEOUT, "reading " + id);
+            V view =
+                    Nursery.await(
+                            AskPattern.ask(entity, kind::read, TIMEOUT, system.scheduler()),
+                            TIMEOUT,
+                            "reading " + id);
             long replied = System.nanoTime();
             Duration took = Nursery.await(recovered, TIMEOUT, "recovering " + id);
             history.verify(view);
@@ -254,18 +309,33 @@ public final class RecoveryProbe {
         List<ActorRef<C>> live = new ArrayList<>(entities);
         for (int i = 0; i < entities; i++) {
             String id = kind.entityId(MEMORY_FIRST_INDEX + i);
-            live.add(Nursery.spawn(system, () -> kind.live(id, took -> { }), kind.name + "-" + spawned++, TIMEOUT));
+            live.add(
+                    Nursery.spawn(
+                            system,
+                            () -> kind.live(id, took -> {}),
+                            kind.name + "-" + spawned++,
+                            TIMEOUT));
         }
         List<CompletableFuture<Integer>> held = new ArrayList<>(entities);
         for (ActorRef<C> entity : live) {
-            held.add(AskPattern.ask(entity, kind::read, TIMEOUT, system.scheduler()).thenApply(kind::held)
-                    .toCompletableFuture());
+            held.add(
+                    AskPattern.ask(entity, kind::read, TIMEOUT, system.scheduler())
+                            .thenApply(kind::held)
+                            .toCompletableFuture());
         }
         for (int i = 0; i < entities; i++) {
-            int h = Nursery.await(held.get(i), TIMEOUT, "reading " + kind.entityId(MEMORY_FIRST_INDEX + i));
+            int h =
+                    Nursery.await(
+                            held.get(i),
+                            TIMEOUT,
+                            "reading " + kind.entityId(MEMORY_FIRST_INDEX + i));
             if (h != kind.held) {
-                throw new IllegalStateException(kind.entityId(MEMORY_FIRST_INDEX + i) + " recovered holding " + h
-                        + ", its journal holds " + kind.held);
+                throw new IllegalStateException(
+                        kind.entityId(MEMORY_FIRST_INDEX + i)
+                                + " recovered holding "
+                                + h
+                                + ", its journal holds "
+                                + kind.held);
             }
         }
         held.clear();
@@ -302,7 +372,8 @@ public final class RecoveryProbe {
         Map<String, String> options = new HashMap<>();
         for (int i = 0; i < args.length; i += 2) {
             if (!args[i].startsWith("--") || i + 1 >= args.length) {
-                throw new IllegalArgumentException("expected --name value pairs, got " + Arrays.toString(args));
+                throw new IllegalArgumentException(
+                        "expected --name value pairs, got " + Arrays.toString(args));
             }
             options.put(args[i].substring(2), args[i + 1]);
         }

@@ -31,15 +31,20 @@ import java.util.stream.LongStream;
 public final class RecoveryScenario implements Scenario {
     /** The event counts of a full run; a quick run stops at 1,000 (seeding 100,000 takes a minute). */
     static final long[] FULL_COUNTS = {10, 1_000, 100_000};
+
     static final long[] QUICK_COUNTS = {10, 1_000};
+
     /** Recoveries per measurement: at ~10–20 ms each, 100 cost little and give a p99 that is not just the maximum. */
     private static final int FULL_REPETITIONS = 100;
+
     private static final int FULL_WARMUP = 3;
     private static final int QUICK_WARMUP = 1;
     private static final int FULL_MEMORY_ENTITIES = 2_000;
     private static final int QUICK_MEMORY_ENTITIES = 200;
+
     /** Heap of the probe: the agents' order of magnitude, and room for 2 × 2,000 entities. */
     static final String PROBE_HEAP = "-Xmx512m";
+
     private static final Duration FULL_TIMEOUT = Duration.ofMinutes(20);
     private static final Duration QUICK_TIMEOUT = Duration.ofMinutes(4);
 
@@ -67,22 +72,46 @@ public final class RecoveryScenario implements Scenario {
         Path dir = context.workDir("recovery");
         Path out = dir.resolve("probe.json");
         Path log = dir.resolve("probe.log");
-        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                PROBE_HEAP, "-Dlogback.configurationFile=logback-text.xml", "-cp", System.getProperty("java.class.path"),
-                RecoveryProbe.class.getName(), "--contact-point", cassandra.contactPoint(), "--out", out.toString(),
-                "--counts", LongStream.of(counts).mapToObj(Long::toString).collect(Collectors.joining(",")),
-                "--repetitions", Integer.toString(repetitions), "--warmup", Integer.toString(warmup),
-                "--memory-entities", Integer.toString(memoryEntities));
+        List<String> command =
+                List.of(
+                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                        PROBE_HEAP,
+                        "-Dlogback.configurationFile=logback-text.xml",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        RecoveryProbe.class.getName(),
+                        "--contact-point",
+                        cassandra.contactPoint(),
+                        "--out",
+                        out.toString(),
+                        "--counts",
+                        LongStream.of(counts)
+                                .mapToObj(Long::toString)
+                                .collect(Collectors.joining(",")),
+                        "--repetitions",
+                        Integer.toString(repetitions),
+                        "--warmup",
+                        Integer.toString(warmup),
+                        "--memory-entities",
+                        Integer.toString(memoryEntities));
         Duration timeout = quick ? QUICK_TIMEOUT : FULL_TIMEOUT;
         long started = System.nanoTime();
-        Process probe = topology.exec(topology.host(1), command,
-                pb -> pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())));
+        Process probe =
+                topology.exec(
+                        topology.host(1),
+                        command,
+                        pb ->
+                                pb.redirectErrorStream(true)
+                                        .redirectOutput(
+                                                ProcessBuilder.Redirect.appendTo(log.toFile())));
         try {
             if (!probe.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-                throw new IllegalStateException("the recovery probe did not finish within " + timeout + ":\n" + tail(log));
+                throw new IllegalStateException(
+                        "the recovery probe did not finish within " + timeout + ":\n" + tail(log));
             }
             if (probe.exitValue() != 0) {
-                throw new IllegalStateException("the recovery probe exited with " + probe.exitValue() + ":\n" + tail(log));
+                throw new IllegalStateException(
+                        "the recovery probe exited with " + probe.exitValue() + ":\n" + tail(log));
             }
         } finally {
             if (probe.isAlive()) {
@@ -97,7 +126,9 @@ public final class RecoveryScenario implements Scenario {
     private static String tail(Path log) {
         try {
             List<String> lines = Files.readAllLines(log);
-            return String.join("\n", new ArrayList<>(lines.subList(Math.max(0, lines.size() - 40), lines.size())));
+            return String.join(
+                    "\n",
+                    new ArrayList<>(lines.subList(Math.max(0, lines.size() - 40), lines.size())));
         } catch (IOException e) {
             return "(no log: " + e + ")";
         }

@@ -11,7 +11,10 @@ package io.cadastre.bench.report;
 public record Comparison(String metric, String subject, String peer, double ratio) {
     /** @return the comparison of two figures' medians */
     public static Comparison of(Figure subject, Figure peer) {
-        return new Comparison(subject.metric(), subject.subject(), peer.subject(),
+        return new Comparison(
+                subject.metric(),
+                subject.subject(),
+                peer.subject(),
                 subject.distribution().median() / peer.distribution().median());
     }
 }

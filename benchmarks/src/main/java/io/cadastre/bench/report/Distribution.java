@@ -18,8 +18,11 @@ public record Distribution(long count, double median, double p99, double max) {
      * @return its distribution in milliseconds
      */
     public static Distribution millisOf(Histogram nanos) {
-        return new Distribution(nanos.getTotalCount(), nanos.getValueAtPercentile(50) / 1e6,
-                nanos.getValueAtPercentile(99) / 1e6, nanos.getMaxValue() / 1e6);
+        return new Distribution(
+                nanos.getTotalCount(),
+                nanos.getValueAtPercentile(50) / 1e6,
+                nanos.getValueAtPercentile(99) / 1e6,
+                nanos.getMaxValue() / 1e6);
     }
 
     /** @return the distribution of {@code values} (nearest-rank percentiles), in their own unit */
@@ -29,7 +32,8 @@ public record Distribution(long count, double median, double p99, double max) {
         }
         double[] sorted = values.clone();
         java.util.Arrays.sort(sorted);
-        return new Distribution(sorted.length, rank(sorted, 50), rank(sorted, 99), sorted[sorted.length - 1]);
+        return new Distribution(
+                sorted.length, rank(sorted, 50), rank(sorted, 99), sorted[sorted.length - 1]);
     }
 
     private static double rank(double[] sorted, double percentile) {

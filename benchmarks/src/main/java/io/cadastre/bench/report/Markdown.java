@@ -1,10 +1,10 @@
 package io.cadastre.bench.report;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
 
 /** Renders a {@link SuiteReport} as the Markdown page {@code report.md}; {@link ReportWriter} writes it. */
 final class Markdown {
@@ -21,10 +21,19 @@ final class Markdown {
     static String render(SuiteReport report) {
         Markdown md = new Markdown();
         md.line("# Cadastre benchmark report").line("");
-        md.line("Started " + report.startedAt() + ", took " + duration(report.durationSeconds()) + ".").line("");
+        md.line(
+                        "Started "
+                                + report.startedAt()
+                                + ", took "
+                                + duration(report.durationSeconds())
+                                + ".")
+                .line("");
         md.line("## Environment").line("");
-        md.table(List.of("key", "value"), report.environment().entrySet().stream()
-                .map(e -> List.of(e.getKey(), e.getValue())).toList());
+        md.table(
+                List.of("key", "value"),
+                report.environment().entrySet().stream()
+                        .map(e -> List.of(e.getKey(), e.getValue()))
+                        .toList());
         md.goals(report.scenarios());
         md.results(report.scenarios());
         report.scenarios().forEach(md::scenario);
@@ -33,9 +42,17 @@ final class Markdown {
 
     private void goals(List<ScenarioReport> scenarios) {
         line("## Goals").line("");
-        List<List<String>> rows = scenarios.stream().flatMap(s -> s.goals().stream())
-                .map(g -> List.of(g.text(), g.measured(), g.met() ? "✅" : "❌", g.bound() == null ? "" : g.bound()))
-                .toList();
+        List<List<String>> rows =
+                scenarios.stream()
+                        .flatMap(s -> s.goals().stream())
+                        .map(
+                                g ->
+                                        List.of(
+                                                g.text(),
+                                                g.measured(),
+                                                g.met() ? "✅" : "❌",
+                                                g.bound() == null ? "" : g.bound()))
+                        .toList();
         table(List.of("goal", "measured", "met", "what bounds it"), rows);
     }
 
@@ -44,10 +61,19 @@ final class Markdown {
         List<List<String>> rows = new ArrayList<>();
         for (ScenarioReport s : scenarios) {
             for (Figure f : s.figures()) {
-                rows.add(concat(List.of(s.id(), f.metric(), f.subject()), values(f), List.of(ratios(s, f))));
+                rows.add(
+                        concat(
+                                List.of(s.id(), f.metric(), f.subject()),
+                                values(f),
+                                List.of(ratios(s, f))));
             }
         }
-        table(concat(List.of("scenario", "metric", "subject"), FIGURE_COLUMNS, List.of("ratio to peer")), rows);
+        table(
+                concat(
+                        List.of("scenario", "metric", "subject"),
+                        FIGURE_COLUMNS,
+                        List.of("ratio to peer")),
+                rows);
     }
 
     /** The ratio cell: the scenario's comparisons whose subject is this figure, e.g. {@code 0.62× bridge+host-local}. */
@@ -63,13 +89,25 @@ final class Markdown {
         if (s.method() != null && !s.method().isBlank()) {
             line(s.method()).line("");
         }
-        table(concat(List.of("metric", "subject", "sample"), FIGURE_COLUMNS), s.figures().stream()
-                .map(f -> concat(List.of(f.metric(), f.subject(), "n = " + count(f.distribution().count())), values(f)))
-                .toList());
+        table(
+                concat(List.of("metric", "subject", "sample"), FIGURE_COLUMNS),
+                s.figures().stream()
+                        .map(
+                                f ->
+                                        concat(
+                                                List.of(
+                                                        f.metric(),
+                                                        f.subject(),
+                                                        "n = " + count(f.distribution().count())),
+                                                values(f)))
+                        .toList());
         if (!s.comparisons().isEmpty()) {
             line("Compared by median (subject ÷ peer):").line("");
-            table(List.of("metric", "subject", "peer", "ratio"), s.comparisons().stream()
-                    .map(c -> List.of(c.metric(), c.subject(), c.peer(), ratio(c.ratio()))).toList());
+            table(
+                    List.of("metric", "subject", "peer", "ratio"),
+                    s.comparisons().stream()
+                            .map(c -> List.of(c.metric(), c.subject(), c.peer(), ratio(c.ratio())))
+                            .toList());
         }
         if (!s.notes().isEmpty()) {
             s.notes().forEach(n -> line("- " + n));
@@ -139,6 +177,10 @@ final class Markdown {
 
     @SafeVarargs
     private static List<String> concat(List<String>... parts) {
-        return Stream.of(parts).flatMap(List::stream).toList();
+        List<String> all = new ArrayList<>();
+        for (List<String> part : parts) {
+            all.addAll(part);
+        }
+        return Collections.unmodifiableList(all);
     }
 }

@@ -23,8 +23,11 @@ public final class Percentiles {
             }
             points.add(new double[] {1 / (1 - percentile / 100), v.getValueIteratedTo() / 1e6});
         }
-        points.add(new double[] {Math.max(2, points.isEmpty() ? 2 : points.get(points.size() - 1)[0] * 2),
-                nanos.getMaxValue() / 1e6});
+        points.add(
+                new double[] {
+                    Math.max(2, points.isEmpty() ? 2 : points.get(points.size() - 1)[0] * 2),
+                    nanos.getMaxValue() / 1e6
+                });
         double[] x = new double[points.size()];
         double[] y = new double[points.size()];
         for (int i = 0; i < points.size(); i++) {

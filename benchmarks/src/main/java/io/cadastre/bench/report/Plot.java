@@ -9,7 +9,13 @@ import java.util.List;
  * @param logX whether the x axis is logarithmic (latency percentile plots)
  * @param series one line each
  */
-public record Plot(String file, String title, String xLabel, String yLabel, boolean logX, List<Series> series) {
+public record Plot(
+        String file,
+        String title,
+        String xLabel,
+        String yLabel,
+        boolean logX,
+        List<Series> series) {
     /**
      * One line: points in x order.
      *
@@ -19,7 +25,8 @@ public record Plot(String file, String title, String xLabel, String yLabel, bool
     public record Series(String name, double[] x, double[] y) {
         public Series {
             if (x.length != y.length) {
-                throw new IllegalArgumentException(name + ": " + x.length + " x values, " + y.length + " y values");
+                throw new IllegalArgumentException(
+                        name + ": " + x.length + " x values, " + y.length + " y values");
             }
         }
     }

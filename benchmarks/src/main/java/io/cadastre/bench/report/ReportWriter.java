@@ -61,8 +61,11 @@ public final class ReportWriter {
             }
         }
         Files.createDirectories(dir);
-        Files.writeString(dir.resolve("report.md"), Markdown.render(report), StandardCharsets.UTF_8);
-        new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(dir.resolve("report.json").toFile(), report);
+        Files.writeString(
+                dir.resolve("report.md"), Markdown.render(report), StandardCharsets.UTF_8);
+        new ObjectMapper()
+                .writerWithDefaultPrettyPrinter()
+                .writeValue(dir.resolve("report.json").toFile(), report);
         for (Plot p : plots) {
             ChartUtils.saveChartAsPNG(dir.resolve(p.file()).toFile(), chart(p), WIDTH, HEIGHT);
         }
@@ -78,8 +81,16 @@ public final class ReportWriter {
             }
             data.addSeries(line);
         }
-        JFreeChart chart = ChartFactory.createXYLineChart(p.title(), p.xLabel(), p.yLabel(), data,
-                PlotOrientation.VERTICAL, true, false, false);
+        JFreeChart chart =
+                ChartFactory.createXYLineChart(
+                        p.title(),
+                        p.xLabel(),
+                        p.yLabel(),
+                        data,
+                        PlotOrientation.VERTICAL,
+                        true,
+                        false,
+                        false);
         chart.setBackgroundPaint(Color.WHITE);
         XYPlot plot = chart.getXYPlot();
         plot.setBackgroundPaint(Color.WHITE);

@@ -14,5 +14,12 @@ import java.util.List;
  * @param plots PNG plots of its distributions and time series
  * @param notes anything a reader needs to trust or interpret the figures
  */
-public record ScenarioReport(String id, String title, String method, List<Figure> figures, List<Comparison> comparisons,
-        List<Goal> goals, List<Plot> plots, List<String> notes) {}
+public record ScenarioReport(
+        String id,
+        String title,
+        String method,
+        List<Figure> figures,
+        List<Comparison> comparisons,
+        List<Goal> goals,
+        List<Plot> plots,
+        List<String> notes) {}

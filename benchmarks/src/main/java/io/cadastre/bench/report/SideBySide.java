@@ -41,26 +41,41 @@ public final class SideBySide {
     /** @return a figure in ms for every metric and subject recorded */
     public List<Figure> figures() {
         List<Figure> figures = new ArrayList<>();
-        byMetric.forEach((metric, subjects) -> subjects.forEach((who, h) ->
-                figures.add(new Figure(metric, who, "ms", Distribution.millisOf(h)))));
+        byMetric.forEach(
+                (metric, subjects) ->
+                        subjects.forEach(
+                                (who, h) ->
+                                        figures.add(
+                                                new Figure(
+                                                        metric,
+                                                        who,
+                                                        "ms",
+                                                        Distribution.millisOf(h)))));
         return figures;
     }
 
     /** @return for every metric, the subject against each peer recorded for it (medians) */
     public List<Comparison> comparisons() {
         List<Comparison> out = new ArrayList<>();
-        byMetric.forEach((metric, subjects) -> {
-            Histogram mine = subjects.get(subject);
-            if (mine == null) {
-                return;
-            }
-            subjects.forEach((who, h) -> {
-                if (peers.contains(who)) {
-                    out.add(new Comparison(metric, subject, who,
-                            (double) mine.getValueAtPercentile(50) / h.getValueAtPercentile(50)));
-                }
-            });
-        });
+        byMetric.forEach(
+                (metric, subjects) -> {
+                    Histogram mine = subjects.get(subject);
+                    if (mine == null) {
+                        return;
+                    }
+                    subjects.forEach(
+                            (who, h) -> {
+                                if (peers.contains(who)) {
+                                    out.add(
+                                            new Comparison(
+                                                    metric,
+                                                    subject,
+                                                    who,
+                                                    (double) mine.getValueAtPercentile(50)
+                                                            / h.getValueAtPercentile(50)));
+                                }
+                            });
+                });
         return out;
     }
 
@@ -70,13 +85,15 @@ public final class SideBySide {
         if (!subjects.containsKey(subject) || !subjects.containsKey(peer)) {
             throw new IllegalArgumentException("no " + metric + " for " + subject + " and " + peer);
         }
-        return (double) subjects.get(subject).getValueAtPercentile(50) / subjects.get(peer).getValueAtPercentile(50);
+        return (double) subjects.get(subject).getValueAtPercentile(50)
+                / subjects.get(peer).getValueAtPercentile(50);
     }
 
     /** @return a latency-by-percentile plot of one metric, a line per subject */
     public Plot plot(String metric, String file, String title) {
         List<Plot.Series> series = new ArrayList<>();
-        byMetric.getOrDefault(metric, Map.of()).forEach((who, h) -> series.add(Percentiles.series(who, h)));
+        byMetric.getOrDefault(metric, Map.of())
+                .forEach((who, h) -> series.add(Percentiles.series(who, h)));
         return new Plot(file, title, "percentile", "milliseconds", true, series);
     }
 }

@@ -10,5 +10,8 @@ import java.util.List;
  * @param environment machine and build facts (cores, memory, kernel, JDK, commit, versions of the peers)
  * @param scenarios in the order run
  */
-public record SuiteReport(String startedAt, double durationSeconds, java.util.Map<String, String> environment,
+public record SuiteReport(
+        String startedAt,
+        double durationSeconds,
+        java.util.Map<String, String> environment,
         List<ScenarioReport> scenarios) {}

@@ -14,19 +14,28 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The agent-cost scenario in quick mode, for real: agents, the plugin, jcmd and JFR (root). */
 class AgentCostScenarioTest {
-    @TempDir
-    Path out;
+    @TempDir Path out;
 
     @Test
     void measuresCpuMemoryStartAndJournalOfARealAgent() throws Exception {
         ScenarioReport report;
-        try (BenchContext context = new BenchContext(out, Files.createTempDirectory("cadbench"), true,
-                Path.of(System.getProperty("cadastre.plugin")), Path.of("/usr/lib/cni"))) {
+        try (BenchContext context =
+                new BenchContext(
+                        out,
+                        Files.createTempDirectory("cadbench"),
+                        true,
+                        Path.of(System.getProperty("cadastre.plugin")),
+                        Path.of("/usr/lib/cni"))) {
             report = new AgentCostScenario().run(context);
         }
-        for (String metric : List.of(AgentCostScenario.CPU_PER_CALL, AgentCostScenario.JOURNAL_BYTES,
-                "agent heap after a full GC, idle", "agent metaspace, idle", "agent RSS, idle after warm-up",
-                "agent RSS, peak (VmHWM)")) {
+        for (String metric :
+                List.of(
+                        AgentCostScenario.CPU_PER_CALL,
+                        AgentCostScenario.JOURNAL_BYTES,
+                        "agent heap after a full GC, idle",
+                        "agent metaspace, idle",
+                        "agent RSS, idle after warm-up",
+                        "agent RSS, peak (VmHWM)")) {
             Figure f = figure(report, metric);
             assertTrue(f.distribution().median() > 0, metric + " measured nothing");
         }
@@ -35,15 +44,25 @@ class AgentCostScenarioTest {
         assertEquals(1, figure(report, AgentCostScenario.START).distribution().count());
         assertEquals(1, figure(report, AgentCostScenario.START_FIRST).distribution().count());
         assertEquals(3, report.goals().size());
-        assertTrue(report.notes().stream().anyMatch(n -> n.contains("profiled after the measured ones") && n.contains("| thread pool |")),
+        assertTrue(
+                report.notes().stream()
+                        .anyMatch(
+                                n ->
+                                        n.contains("profiled after the measured ones")
+                                                && n.contains("| thread pool |")),
                 "the profile's summary is in the notes");
-        assertTrue(report.notes().stream().anyMatch(n -> n.contains("(async-profiler, CPU time")),
+        assertTrue(
+                report.notes().stream().anyMatch(n -> n.contains("(async-profiler, CPU time")),
                 "async-profiler ran (not the JFR fallback): " + report.notes());
-        assertTrue(Files.size(out.resolve(AgentCostScenario.FLAME_GRAPH)) > 0, "the flame graph is written");
+        assertTrue(
+                Files.size(out.resolve(AgentCostScenario.FLAME_GRAPH)) > 0,
+                "the flame graph is written");
     }
 
     private static Figure figure(ScenarioReport report, String metric) {
-        return report.figures().stream().filter(f -> f.metric().equals(metric)).findFirst()
+        return report.figures().stream()
+                .filter(f -> f.metric().equals(metric))
+                .findFirst()
                 .orElseThrow(() -> new AssertionError("no figure " + metric));
     }
 }

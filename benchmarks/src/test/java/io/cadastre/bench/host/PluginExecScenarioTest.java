@@ -16,27 +16,48 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The plugin-exec scenario in quick mode, for real: agent, plugins, network namespaces (root). */
 class PluginExecScenarioTest {
-    @TempDir
-    Path out;
+    @TempDir Path out;
 
     @Test
     void measuresEverySubjectsAddAndDelAndLeavesNoNamespace() throws Exception {
         ScenarioReport report;
-        try (BenchContext context = new BenchContext(out, Files.createTempDirectory("cadbench"), true,
-                Path.of(System.getProperty("cadastre.plugin")), Path.of("/usr/lib/cni"))) {
+        try (BenchContext context =
+                new BenchContext(
+                        out,
+                        Files.createTempDirectory("cadbench"),
+                        true,
+                        Path.of(System.getProperty("cadastre.plugin")),
+                        Path.of("/usr/lib/cni"))) {
             report = new PluginExecScenario(42).run(context);
         }
-        for (String subject : List.of("cadastre", "bridge+host-local", "ptp+host-local", "cadastre dual-stack",
-                "bridge+host-local dual-stack")) {
+        for (String subject :
+                List.of(
+                        "cadastre",
+                        "bridge+host-local",
+                        "ptp+host-local",
+                        "cadastre dual-stack",
+                        "bridge+host-local dual-stack")) {
             for (String metric : List.of(PluginExecScenario.ADD, PluginExecScenario.DEL)) {
-                Figure f = report.figures().stream()
-                        .filter(x -> x.subject().equals(subject) && x.metric().equals(metric)).findFirst().orElseThrow();
+                Figure f =
+                        report.figures().stream()
+                                .filter(
+                                        x ->
+                                                x.subject().equals(subject)
+                                                        && x.metric().equals(metric))
+                                .findFirst()
+                                .orElseThrow();
                 assertEquals(3, f.distribution().count(), subject + " " + metric);
-                assertTrue(f.distribution().median() > 0 && f.distribution().median() <= f.distribution().max());
+                assertTrue(
+                        f.distribution().median() > 0
+                                && f.distribution().median() <= f.distribution().max());
             }
         }
-        assertEquals(6, report.comparisons().size(), "ADD and DEL against two IPv4 peers and the dual-stack one");
+        assertEquals(
+                6,
+                report.comparisons().size(),
+                "ADD and DEL against two IPv4 peers and the dual-stack one");
         assertEquals(2, report.goals().size(), "dual-stack ADD and DEL");
-        assertFalse(Ip.run("netns", "list").contains("cadbench"), "a pod namespace was left behind");
+        assertFalse(
+                Ip.run("netns", "list").contains("cadbench"), "a pod namespace was left behind");
     }
 }

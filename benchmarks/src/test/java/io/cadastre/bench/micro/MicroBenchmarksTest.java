@@ -18,8 +18,13 @@ class MicroBenchmarksTest {
     @Test
     void quickRunGivesAFigurePerBenchmarkAndParameterSet(@TempDir Path dir) throws Exception {
         ScenarioReport report;
-        try (BenchContext context = new BenchContext(dir.resolve("report"), Files.createDirectories(dir.resolve("work")),
-                true, Path.of("unused"), Path.of("unused"))) {
+        try (BenchContext context =
+                new BenchContext(
+                        dir.resolve("report"),
+                        Files.createDirectories(dir.resolve("work")),
+                        true,
+                        Path.of("unused"),
+                        Path.of("unused"))) {
             report = new MicroBenchmarks().run(context);
         }
 
@@ -30,17 +35,25 @@ class MicroBenchmarksTest {
         Set<String> metrics = figures.stream().map(Figure::metric).collect(Collectors.toSet());
         assertEquals(figures.size(), metrics.size(), () -> "duplicate metrics: " + figures);
         for (String words : MicroBenchmarks.WORDS.values()) {
-            assertTrue(metrics.stream().anyMatch(m -> m.startsWith(words)), () -> "no figure for " + words + ": " + metrics);
+            assertTrue(
+                    metrics.stream().anyMatch(m -> m.startsWith(words)),
+                    () -> "no figure for " + words + ": " + metrics);
         }
-        assertTrue(metrics.contains("block ADD: auto-assign the next free address (IPv6, 63 of 64 held by others)"),
+        assertTrue(
+                metrics.contains(
+                        "block ADD: auto-assign the next free address (IPv6, 63 of 64 held by others)"),
                 () -> "metrics: " + metrics);
         for (Figure figure : figures) {
             assertEquals("cadastre", figure.subject());
             assertEquals("ns/op", figure.unit());
             var d = figure.distribution();
             assertTrue(d.count() > 0, () -> figure + ": no samples");
-            assertTrue(d.median() > 0 && d.median() <= d.p99() && d.p99() <= d.max(), () -> figure + ": not 0 < median <= p99 <= max");
+            assertTrue(
+                    d.median() > 0 && d.median() <= d.p99() && d.p99() <= d.max(),
+                    () -> figure + ": not 0 < median <= p99 <= max");
         }
-        assertTrue(Files.size(dir.resolve("report").resolve(MicroBenchmarks.LOG)) > 0, "JMH's log is written");
+        assertTrue(
+                Files.size(dir.resolve("report").resolve(MicroBenchmarks.LOG)) > 0,
+                "JMH's log is written");
     }
 }

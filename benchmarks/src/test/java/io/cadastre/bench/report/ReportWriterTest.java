@@ -19,8 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class ReportWriterTest {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     private static final Figure CADASTRE_ADD =
             new Figure("ADD", "cadastre", "ms", new Distribution(1000, 5.0, 42.42, 12345.6));
@@ -31,23 +30,73 @@ class ReportWriterTest {
         Map<String, String> environment = new LinkedHashMap<>();
         environment.put("cores", "2");
         environment.put("kernel", "6.8 | generic");
-        ScenarioReport exec = new ScenarioReport("plugin-exec", "Plugin exec", "Runs ADD and DEL 1000 times.",
-                List.of(CADASTRE_ADD, PEER_ADD), List.of(Comparison.of(CADASTRE_ADD, PEER_ADD)),
-                List.of(new Goal("plugin ADD median ≤ peer-name", "0.50× the peer", true, null)),
-                execPlots, List.of("warm-up of 50 runs discarded"));
-        ScenarioReport throughput = new ScenarioReport("ipam-throughput", "IPAM throughput", "Allocates for a minute.",
-                List.of(new Figure("allocations", "cadastre", "ops/s", Distribution.single(2500))), List.of(),
-                List.of(new Goal("10,000 allocations/s", "2,500 ops/s", false, "one Cassandra node's write latency")),
-                List.of(new Plot("throughput.png", "Allocations per second", "seconds", "ops/s", false,
-                        List.of(new Plot.Series("cadastre", new double[] {0, 1, 2}, new double[] {2400, 2600, 2500})))),
-                List.of());
-        return new SuiteReport("2025-01-02T03:04:05Z", 75.5, environment, List.of(exec, throughput));
+        ScenarioReport exec =
+                new ScenarioReport(
+                        "plugin-exec",
+                        "Plugin exec",
+                        "Runs ADD and DEL 1000 times.",
+                        List.of(CADASTRE_ADD, PEER_ADD),
+                        List.of(Comparison.of(CADASTRE_ADD, PEER_ADD)),
+                        List.of(
+                                new Goal(
+                                        "plugin ADD median ≤ peer-name",
+                                        "0.50× the peer",
+                                        true,
+                                        null)),
+                        execPlots,
+                        List.of("warm-up of 50 runs discarded"));
+        ScenarioReport throughput =
+                new ScenarioReport(
+                        "ipam-throughput",
+                        "IPAM throughput",
+                        "Allocates for a minute.",
+                        List.of(
+                                new Figure(
+                                        "allocations",
+                                        "cadastre",
+                                        "ops/s",
+                                        Distribution.single(2500))),
+                        List.of(),
+                        List.of(
+                                new Goal(
+                                        "10,000 allocations/s",
+                                        "2,500 ops/s",
+                                        false,
+                                        "one Cassandra node's write latency")),
+                        List.of(
+                                new Plot(
+                                        "throughput.png",
+                                        "Allocations per second",
+                                        "seconds",
+                                        "ops/s",
+                                        false,
+                                        List.of(
+                                                new Plot.Series(
+                                                        "cadastre",
+                                                        new double[] {0, 1, 2},
+                                                        new double[] {2400, 2600, 2500})))),
+                        List.of());
+        return new SuiteReport(
+                "2025-01-02T03:04:05Z", 75.5, environment, List.of(exec, throughput));
     }
 
     private static List<Plot> latencyPlot() {
-        return List.of(new Plot("plugin-exec-add.png", "ADD latency", "percentile", "ms", true, List.of(
-                new Plot.Series("cadastre", new double[] {1, 2, 10, 100, 100, 1000}, new double[] {1, 5, 9, 40, 42, 50}),
-                new Plot.Series("peer-name", new double[] {1, 2, 10, 100, 1000}, new double[] {2, 10, 12, 3, 150}))));
+        return List.of(
+                new Plot(
+                        "plugin-exec-add.png",
+                        "ADD latency",
+                        "percentile",
+                        "ms",
+                        true,
+                        List.of(
+                                new Plot.Series(
+                                        "cadastre",
+                                        new double[] {1, 2, 10, 100, 100, 1000},
+                                        new double[] {1, 5, 9, 40, 42, 50}),
+                                new Plot.Series(
+                                        "peer-name",
+                                        new double[] {1, 2, 10, 100, 1000},
+                                        new double[] {2, 10, 12, 3, 150}))));
     }
 
     @Test
@@ -56,29 +105,32 @@ class ReportWriterTest {
         List<String> md = Files.readAllLines(dir.resolve("report.md"));
 
         assertEquals("# Cadastre benchmark report", md.get(0));
-        List<String> expected = List.of(
-                "Started 2025-01-02T03:04:05Z, took 75.5 s.",
-                "| kernel | 6.8 \\| generic |",
-                "| plugin ADD median ≤ peer-name | 0.50× the peer | ✅ |  |",
-                "| 10,000 allocations/s | 2,500 ops/s | ❌ | one Cassandra node's write latency |",
-                "| plugin-exec | ADD | cadastre | 5.00 | 42.4 | 12,346 | ms | 0.50× peer-name |",
-                "| plugin-exec | ADD | peer-name | 10.0 | 3.14 | 150 | ms |  |",
-                "| ipam-throughput | allocations | cadastre | 2,500 | 2,500 | 2,500 | ops/s |  |",
-                "| ADD | cadastre | n = 1,000 | 5.00 | 42.4 | 12,346 | ms |",
-                "| allocations | cadastre | n = 1 | 2,500 | 2,500 | 2,500 | ops/s |",
-                "| ADD | cadastre | peer-name | 0.50× |",
-                "- warm-up of 50 runs discarded",
-                "![ADD latency](plugin-exec-add.png)",
-                "![Allocations per second](throughput.png)");
+        List<String> expected =
+                List.of(
+                        "Started 2025-01-02T03:04:05Z, took 75.5 s.",
+                        "| kernel | 6.8 \\| generic |",
+                        "| plugin ADD median ≤ peer-name | 0.50× the peer | ✅ |  |",
+                        "| 10,000 allocations/s | 2,500 ops/s | ❌ | one Cassandra node's write latency |",
+                        "| plugin-exec | ADD | cadastre | 5.00 | 42.4 | 12,346 | ms | 0.50× peer-name |",
+                        "| plugin-exec | ADD | peer-name | 10.0 | 3.14 | 150 | ms |  |",
+                        "| ipam-throughput | allocations | cadastre | 2,500 | 2,500 | 2,500 | ops/s |  |",
+                        "| ADD | cadastre | n = 1,000 | 5.00 | 42.4 | 12,346 | ms |",
+                        "| allocations | cadastre | n = 1 | 2,500 | 2,500 | 2,500 | ops/s |",
+                        "| ADD | cadastre | peer-name | 0.50× |",
+                        "- warm-up of 50 runs discarded",
+                        "![ADD latency](plugin-exec-add.png)",
+                        "![Allocations per second](throughput.png)");
         for (String line : expected) {
-            assertTrue(md.contains(line), () -> "no line " + line + " in\n" + String.join("\n", md));
+            assertTrue(
+                    md.contains(line), () -> "no line " + line + " in\n" + String.join("\n", md));
         }
 
         int goals = md.indexOf("## Goals");
         int results = md.indexOf("## Results");
         int exec = md.indexOf("## Plugin exec");
         int throughput = md.indexOf("## IPAM throughput");
-        assertTrue(0 < goals && goals < results && results < exec && exec < throughput, md.toString());
+        assertTrue(
+                0 < goals && goals < results && results < exec && exec < throughput, md.toString());
         assertEquals(exec + 2, md.indexOf("Runs ADD and DEL 1000 times."));
     }
 
@@ -112,7 +164,9 @@ class ReportWriterTest {
     @Test
     void twoPlotsOfOneNameAreRefusedBeforeWriting() {
         List<Plot> clash = List.of(new Plot("throughput.png", "clash", "x", "y", false, List.of()));
-        assertThrows(IllegalArgumentException.class, () -> ReportWriter.write(suite(clash), dir.resolve("out")));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> ReportWriter.write(suite(clash), dir.resolve("out")));
         assertFalse(Files.exists(dir.resolve("out")));
     }
 
