@@ -16,6 +16,7 @@ import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
 import io.cadastre.shards.PoolRegistry;
 import io.cadastre.shards.Pools;
+import io.cadastre.shards.ShardedIpam;
 import io.cadastre.shards.TestCluster;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -136,7 +137,7 @@ final class AdminCluster implements AutoCloseable {
         Ipam ipam(String nodeName, List<String> defaultPools) {
             AskTimeouts timeouts =
                     AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(2));
-            return new Ipam(
+            return new ShardedIpam(
                     system(),
                     nodeName,
                     Map.of(),

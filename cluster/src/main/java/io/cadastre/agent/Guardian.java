@@ -32,6 +32,7 @@ import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.PoolEntity;
 import io.cadastre.shards.PoolRegistry;
 import io.cadastre.shards.Pools;
+import io.cadastre.shards.ShardedIpam;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -151,7 +152,7 @@ public final class Guardian {
                                     settings.poolCatalogMaxAge());
                     Pools pools = new Pools(ctx.getSystem(), settings.askTimeouts(), catalog);
                     Ipam ipam =
-                            new Ipam(
+                            new ShardedIpam(
                                     ctx.getSystem(),
                                     settings.nodeName(),
                                     settings.nodeLabels(),

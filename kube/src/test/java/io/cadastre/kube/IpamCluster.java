@@ -8,6 +8,7 @@ import io.cadastre.shards.Ipam;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.Pools;
+import io.cadastre.shards.ShardedIpam;
 import io.cadastre.shards.TestCluster;
 import java.time.Clock;
 import java.time.Duration;
@@ -53,7 +54,7 @@ final class IpamCluster implements AutoCloseable {
 
     /** @return the IPAM of a node with these labels and default pools */
     Ipam ipam(String node, Map<String, String> labels, List<String> defaultPools) {
-        return new Ipam(
+        return new ShardedIpam(
                 system(), node, labels, pools.catalog(), defaultPools, TIMEOUTS, Clock.systemUTC());
     }
 

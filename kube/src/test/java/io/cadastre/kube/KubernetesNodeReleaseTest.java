@@ -14,6 +14,7 @@ import io.cadastre.shards.Ipam;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolCatalog;
 import io.cadastre.shards.Pools;
+import io.cadastre.shards.ShardedIpam;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -64,7 +65,7 @@ class KubernetesNodeReleaseTest {
             Pools pools = pools(first);
             await(pools.defineConfigured(List.of(POOL)));
             Ipam gone =
-                    new Ipam(
+                    new ShardedIpam(
                             first,
                             "gone-node",
                             Map.of(),
@@ -123,7 +124,7 @@ class KubernetesNodeReleaseTest {
             // Without the API, a Cadastre node without a Node is not taken for a deleted one.
             mock.stop();
             Ipam orphan =
-                    new Ipam(
+                    new ShardedIpam(
                             first,
                             "orphan-node",
                             Map.of(),

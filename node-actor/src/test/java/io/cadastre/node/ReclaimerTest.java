@@ -9,17 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.PodAttachment;
 import io.cadastre.dataplane.WiredPod;
-import io.cadastre.ipam.Cidr;
-import io.cadastre.ipam.PoolSpec;
-import io.cadastre.shards.AskTimeouts;
 import io.cadastre.shards.AssignRequest;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
-import io.cadastre.shards.PoolCatalog;
-import io.cadastre.shards.Pools;
-import io.cadastre.shards.TestCluster;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -48,8 +41,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Reconciliation in the node agent: the real {@link NodeAgent} over real sharded entities in a
- * one-member cluster, with a fake dataplane, a fake netns check ({@link NetnsPresence}) and a
+ * Reconciliation in the node agent: the real {@link NodeAgent} over a fake {@link Ipam}
+ * ({@link FakeIpam}: no cluster), with a fake dataplane, a fake netns check ({@link NetnsPresence}) and a
  * clock the test moves. Rounds are started by {@link NodeAgent.Reconcile} (the timer's interval is
  * an hour), so nothing depends on real time. Each test has its own node, pool and addresses.
  * Also DEL's two parts: the reply after the unplug and the release, the pair's deletion later.
@@ -74,33 +67,19 @@ class ReclaimerTest {
     private ActorRef<NodeAgent.Command> agent;
 
     @BeforeAll
-    static void startCluster() {
-        testKit = TestCluster.start("ReclaimerTest", "pekko.actor.serialize-messages = off");
+    static void startActors() {
+        testKit = ActorTestKit.create("ReclaimerTest");
     }
 
     @AfterAll
-    static void stopCluster() {
+    static void stopActors() {
         testKit.shutdownTestKit();
     }
 
     @BeforeEach
     void startAgent() {
         int n = counter.incrementAndGet();
-        PoolSpec pool =
-                new PoolSpec(
-                        "reclaim-v4-" + n, Cidr.parse("198.18." + n + ".0/26"), 26, true, false, 0);
-        AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ofSeconds(10));
-        PoolCatalog catalog = new PoolCatalog(testKit.system(), timeouts, Duration.ofSeconds(1));
-        await(new Pools(testKit.system(), timeouts, catalog).defineConfigured(List.of(pool)));
-        ipam =
-                new Ipam(
-                        testKit.system(),
-                        "reclaim-node-" + n,
-                        Map.of(),
-                        catalog,
-                        List.of(pool.name()),
-                        timeouts,
-                        Clock.systemUTC());
+        ipam = new FakeIpam("reclaim-node-" + n, "reclaim-v4", "198.18." + n + ".0/24");
         reclaimer =
                 new Reclaimer(
                         Duration.ofHours(1),

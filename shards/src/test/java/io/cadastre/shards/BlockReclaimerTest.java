@@ -97,7 +97,7 @@ class BlockReclaimerTest {
         }
 
         Ipam ipam(String node) {
-            return new Ipam(
+            return new ShardedIpam(
                     testKit.system(),
                     node,
                     Map.of(),

@@ -74,7 +74,7 @@ class IpamTest {
         pools.forEach(p -> defaults.putIfAbsent(p.family(), p.name()));
         PoolCatalog catalog = new PoolCatalog(testKit.system(), timeouts, Duration.ofMillis(100));
         await(new Pools(testKit.system(), timeouts, catalog).defineConfigured(pools));
-        return new Ipam(
+        return new ShardedIpam(
                 testKit.system(),
                 node,
                 Map.of(),
