@@ -17,14 +17,9 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
-import org.apache.pekko.persistence.typed.RecoveryCompleted;
-import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
-import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
-import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
-import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,8 +32,7 @@ import org.slf4j.LoggerFactory;
  * the claim; it allocates to other nodes only when the caller says the pool allows borrowing.
  */
 public final class BlockEntity
-        extends EventSourcedBehaviorWithEnforcedReplies<
-                BlockEntity.Command, BlockEntity.Event, BlockEntity.State> {
+        extends CadastreEntity<BlockEntity.Command, BlockEntity.Event, BlockEntity.State> {
 
     public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
             EntityTypeKey.create(Command.class, "Block");
@@ -187,17 +181,8 @@ public final class BlockEntity
 
     private final Cidr cidr;
 
-    private final MemberFence fence;
-
-    private final CadastreMetrics.Recovery recovery;
-
-    /** When this incarnation started (sharding creates the behaviour when the entity starts). */
-    private final long startedNanos = System.nanoTime();
-
     private BlockEntity(String entityId, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), entityId));
-        this.fence = fence;
-        this.recovery = recovery;
+        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), entityId), fence, recovery);
         this.cidr = Cidr.fromEntityId(entityId);
     }
 
@@ -208,40 +193,24 @@ public final class BlockEntity
 
     /**
      * Logs where and when a block came back (operators follow an entity's moves; the chaos harness
-     * times failover from these lines) and reports how long its recovery took.
+     * times failover from these lines).
      */
     @Override
-    public SignalHandler<State> signalHandler() {
-        return newSignalHandlerBuilder()
-                .onSignal(
-                        RecoveryCompleted.instance(),
-                        state -> {
-                            recovery.completedSince(startedNanos);
-                            LOG.info(
-                                    "recovered block {}: {} allocations, affine to {}",
-                                    cidr,
-                                    state.block().allocations().size(),
-                                    state.block().affinity());
-                        })
-                .build();
+    void recovered(State state) {
+        LOG.info(
+                "recovered block {}: {} allocations, affine to {}",
+                cidr,
+                state.block().allocations().size(),
+                state.block().affinity());
     }
 
     @Override
-    public RetentionCriteria retentionCriteria() {
-        return RetentionCriteria.snapshotEvery(100, 2);
+    State copy(State state) {
+        return new State(state.block().copy());
     }
 
     @Override
-    public SnapshotAdapter<State> snapshotAdapter() {
-        return new CopyingSnapshotAdapter<>(state -> new State(state.block().copy()));
-    }
-
-    @Override
-    public CommandHandlerWithReply<Command, Event, State> commandHandler() {
-        return fence.fenced(persistenceId().id(), handlers(), () -> Effect().noReply());
-    }
-
-    private CommandHandlerWithReply<Command, Event, State> handlers() {
+    CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(ClaimAffinity.class, this::onClaimAffinity)

@@ -14,13 +14,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
-import org.apache.pekko.persistence.typed.RecoveryCompleted;
-import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
-import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
-import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
-import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,8 +27,7 @@ import org.slf4j.LoggerFactory;
  * and the borrowed blocks.
  */
 public final class NodeEntity
-        extends EventSourcedBehaviorWithEnforcedReplies<
-                NodeEntity.Command, NodeEntity.Event, NodeEntity.State> {
+        extends CadastreEntity<NodeEntity.Command, NodeEntity.Event, NodeEntity.State> {
 
     public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
             EntityTypeKey.create(Command.class, "Node");
@@ -248,40 +242,23 @@ public final class NodeEntity
 
     private final String nodeName;
 
-    private final MemberFence fence;
-
-    private final CadastreMetrics.Recovery recovery;
-
-    /** When this incarnation started (sharding creates the behaviour when the entity starts). */
-    private final long startedNanos = System.nanoTime();
-
     private NodeEntity(String nodeName, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), nodeName));
-        this.fence = fence;
-        this.recovery = recovery;
+        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), nodeName), fence, recovery);
         this.nodeName = nodeName;
     }
 
     /**
      * Logs where and when a node's entity came back: the chaos harness reads this line from each
-     * member's log to time failover (kill → the entity recovered on a survivor). Also reports how
-     * long the recovery took.
+     * member's log to time failover (kill → the entity recovered on a survivor).
      */
     @Override
-    public SignalHandler<State> signalHandler() {
-        return newSignalHandlerBuilder()
-                .onSignal(
-                        RecoveryCompleted.instance(),
-                        state -> {
-                            recovery.completedSince(startedNanos);
-                            LOG.info(
-                                    "recovered node entity {}: {} attachments, {} affine blocks, {} borrowed blocks",
-                                    nodeName,
-                                    state.attachments().size(),
-                                    state.affineBlocks().size(),
-                                    state.borrowedBlocks().size());
-                        })
-                .build();
+    void recovered(State state) {
+        LOG.info(
+                "recovered node entity {}: {} attachments, {} affine blocks, {} borrowed blocks",
+                nodeName,
+                state.attachments().size(),
+                state.affineBlocks().size(),
+                state.borrowedBlocks().size());
     }
 
     @Override
@@ -296,50 +273,34 @@ public final class NodeEntity
     }
 
     @Override
-    public RetentionCriteria retentionCriteria() {
-        return RetentionCriteria.snapshotEvery(100, 2);
-    }
-
-    @Override
-    public SnapshotAdapter<State> snapshotAdapter() {
+    State copy(State state) {
         // The copy also turns the maps Jackson restores into the mutable ones the handler needs.
-        return new CopyingSnapshotAdapter<>(State::copy);
+        return state.copy();
     }
 
     @Override
-    public CommandHandlerWithReply<Command, Event, State> commandHandler() {
-        return fence.fenced(persistenceId().id(), handlers(), () -> Effect().noReply());
-    }
-
-    private CommandHandlerWithReply<Command, Event, State> handlers() {
+    CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(
                         Register.class,
                         (state, cmd) ->
-                                !state.removed() && state.labels().equals(cmd.labels())
-                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                                        : Effect()
-                                                .persist(
-                                                        new NodeRegistered(
-                                                                new TreeMap<>(cmd.labels())))
-                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                                ackOrPersist(
+                                        !state.removed() && state.labels().equals(cmd.labels()),
+                                        cmd.replyTo(),
+                                        () -> new NodeRegistered(new TreeMap<>(cmd.labels()))))
                 .onCommand(
                         MarkRemoved.class,
                         (state, cmd) ->
-                                state.removed()
-                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                                        : Effect()
-                                                .persist(new NodeRemoved())
-                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                                ackOrPersist(
+                                        state.removed(), cmd.replyTo(), () -> new NodeRemoved()))
                 .onCommand(
                         ForgetAffineBlock.class,
                         (state, cmd) ->
-                                !state.affineBlocks().containsKey(cmd.block())
-                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                                        : Effect()
-                                                .persist(new AffineBlockForgotten(cmd.block()))
-                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                                ackOrPersist(
+                                        !state.affineBlocks().containsKey(cmd.block()),
+                                        cmd.replyTo(),
+                                        () -> new AffineBlockForgotten(cmd.block())))
                 .onCommand(
                         GetAttachment.class,
                         (state, cmd) ->
@@ -357,54 +318,45 @@ public final class NodeEntity
                         (state, cmd) -> {
                             AttachmentRecord known =
                                     state.attachments().get(cmd.attachment().key());
-                            if (cmd.attachment().equals(known)) {
-                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                            }
-                            return Effect()
-                                    .persist(new AttachmentRecorded(cmd.attachment()))
-                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                            return ackOrPersist(
+                                    cmd.attachment().equals(known),
+                                    cmd.replyTo(),
+                                    () -> new AttachmentRecorded(cmd.attachment()));
                         })
                 .onCommand(
                         ForgetAttachment.class,
                         (state, cmd) -> {
-                            if (!state.attachments()
-                                    .containsKey(
-                                            AttachmentRecord.key(cmd.handle(), cmd.ifname()))) {
-                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                            }
-                            return Effect()
-                                    .persist(new AttachmentForgotten(cmd.handle(), cmd.ifname()))
-                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                            return ackOrPersist(
+                                    !state.attachments()
+                                            .containsKey(
+                                                    AttachmentRecord.key(
+                                                            cmd.handle(), cmd.ifname())),
+                                    cmd.replyTo(),
+                                    () -> new AttachmentForgotten(cmd.handle(), cmd.ifname()));
                         })
                 .onCommand(
                         NoteAffineBlock.class,
                         (state, cmd) -> {
-                            if (cmd.pool().equals(state.affineBlocks().get(cmd.block()))) {
-                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                            }
-                            return Effect()
-                                    .persist(new AffineBlockNoted(cmd.pool(), cmd.block()))
-                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                            return ackOrPersist(
+                                    cmd.pool().equals(state.affineBlocks().get(cmd.block())),
+                                    cmd.replyTo(),
+                                    () -> new AffineBlockNoted(cmd.pool(), cmd.block()));
                         })
                 .onCommand(
                         NoteBorrowedBlock.class,
                         (state, cmd) -> {
-                            if (cmd.pool().equals(state.borrowedBlocks().get(cmd.block()))) {
-                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                            }
-                            return Effect()
-                                    .persist(new BorrowedBlockNoted(cmd.pool(), cmd.block()))
-                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                            return ackOrPersist(
+                                    cmd.pool().equals(state.borrowedBlocks().get(cmd.block())),
+                                    cmd.replyTo(),
+                                    () -> new BorrowedBlockNoted(cmd.pool(), cmd.block()));
                         })
                 .onCommand(
                         ForgetBorrowedBlock.class,
                         (state, cmd) -> {
-                            if (!state.borrowedBlocks().containsKey(cmd.block())) {
-                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                            }
-                            return Effect()
-                                    .persist(new BorrowedBlockForgotten(cmd.block()))
-                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                            return ackOrPersist(
+                                    !state.borrowedBlocks().containsKey(cmd.block()),
+                                    cmd.replyTo(),
+                                    () -> new BorrowedBlockForgotten(cmd.block()));
                         })
                 .onCommand(
                         GetBorrowedBlocks.class,
@@ -430,11 +382,10 @@ public final class NodeEntity
                 .onCommand(
                         PublishPeer.class,
                         (state, cmd) ->
-                                cmd.peer().equals(state.peer())
-                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                                        : Effect()
-                                                .persist(new PeerPublished(cmd.peer()))
-                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                                ackOrPersist(
+                                        cmd.peer().equals(state.peer()),
+                                        cmd.replyTo(),
+                                        () -> new PeerPublished(cmd.peer())))
                 .build();
     }
 

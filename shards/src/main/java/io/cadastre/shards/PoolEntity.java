@@ -17,14 +17,9 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
-import org.apache.pekko.persistence.typed.RecoveryCompleted;
-import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
-import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
-import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
-import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,8 +29,7 @@ import org.slf4j.LoggerFactory;
  * nodes can never both be told a block is theirs.
  */
 public final class PoolEntity
-        extends EventSourcedBehaviorWithEnforcedReplies<
-                PoolEntity.Command, PoolEntity.Event, PoolEntity.State> {
+        extends CadastreEntity<PoolEntity.Command, PoolEntity.Event, PoolEntity.State> {
 
     public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
             EntityTypeKey.create(Command.class, "Pool");
@@ -226,17 +220,8 @@ public final class PoolEntity
 
     private final String poolName;
 
-    private final MemberFence fence;
-
-    private final CadastreMetrics.Recovery recovery;
-
-    /** When this incarnation started (sharding creates the behaviour when the entity starts). */
-    private final long startedNanos = System.nanoTime();
-
     private PoolEntity(String poolName, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), poolName));
-        this.fence = fence;
-        this.recovery = recovery;
+        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), poolName), fence, recovery);
         this.poolName = poolName;
     }
 
@@ -245,41 +230,24 @@ public final class PoolEntity
         return new State(null);
     }
 
-    /** Logs where and when a pool came back, and reports how long its recovery took. */
+    /** Logs where and when a pool came back. */
     @Override
-    public SignalHandler<State> signalHandler() {
-        return newSignalHandlerBuilder()
-                .onSignal(
-                        RecoveryCompleted.instance(),
-                        state -> {
-                            recovery.completedSince(startedNanos);
-                            LOG.info(
-                                    "recovered pool {}: {}",
-                                    poolName,
-                                    state.pool() == null
-                                            ? "not defined"
-                                            : state.pool().claims().size() + " blocks claimed");
-                        })
-                .build();
+    void recovered(State state) {
+        LOG.info(
+                "recovered pool {}: {}",
+                poolName,
+                state.pool() == null
+                        ? "not defined"
+                        : state.pool().claims().size() + " blocks claimed");
     }
 
     @Override
-    public RetentionCriteria retentionCriteria() {
-        return RetentionCriteria.snapshotEvery(100, 2);
+    State copy(State state) {
+        return state.pool() == null ? state : new State(state.pool().copy());
     }
 
     @Override
-    public SnapshotAdapter<State> snapshotAdapter() {
-        return new CopyingSnapshotAdapter<>(
-                state -> state.pool() == null ? state : new State(state.pool().copy()));
-    }
-
-    @Override
-    public CommandHandlerWithReply<Command, Event, State> commandHandler() {
-        return fence.fenced(persistenceId().id(), handlers(), () -> Effect().noReply());
-    }
-
-    private CommandHandlerWithReply<Command, Event, State> handlers() {
+    CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(DefinePool.class, this::onDefine)
@@ -289,20 +257,19 @@ public final class PoolEntity
                 .onCommand(
                         FinishBlockRelease.class,
                         (state, cmd) ->
-                                state.pool() == null || state.pool().ownerOf(cmd.block()).isEmpty()
-                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                                        : Effect()
-                                                .persist(new BlockReleased(cmd.block()))
-                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                                ackOrPersist(
+                                        state.pool() == null
+                                                || state.pool().ownerOf(cmd.block()).isEmpty(),
+                                        cmd.replyTo(),
+                                        () -> new BlockReleased(cmd.block())))
                 .onCommand(
                         CancelBlockRelease.class,
                         (state, cmd) ->
-                                state.pool() == null
-                                                || !state.pool().releasing().contains(cmd.block())
-                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                                        : Effect()
-                                                .persist(new BlockReleaseCancelled(cmd.block()))
-                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                                ackOrPersist(
+                                        state.pool() == null
+                                                || !state.pool().releasing().contains(cmd.block()),
+                                        cmd.replyTo(),
+                                        () -> new BlockReleaseCancelled(cmd.block())))
                 .onCommand(ClaimBlock.class, this::onClaimBlock)
                 .onCommand(ClaimSpecificBlock.class, this::onClaimSpecificBlock)
                 .onCommand(
@@ -344,24 +311,17 @@ public final class PoolEntity
                                                     : " excluding " + current.excluded())
                                             + "; its CIDR, block size and excluded ranges cannot change"));
         }
-        if (current.equals(spec)) {
-            return Effect().reply(cmd.replyTo(), StatusReply.ack());
-        }
-        return Effect()
-                .persist(new PoolRedefined(spec))
-                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return ackOrPersist(current.equals(spec), cmd.replyTo(), () -> new PoolRedefined(spec));
     }
 
     private ReplyEffect<Event, State> onSetDisabled(State state, SetDisabled cmd) {
         if (state.pool() == null) {
             return Effect().reply(cmd.replyTo(), unknownPool());
         }
-        if (state.pool().disabled() == cmd.disabled()) {
-            return Effect().reply(cmd.replyTo(), StatusReply.ack());
-        }
-        return Effect()
-                .persist(cmd.disabled() ? new PoolDisabled() : new PoolEnabled())
-                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return ackOrPersist(
+                state.pool().disabled() == cmd.disabled(),
+                cmd.replyTo(),
+                () -> cmd.disabled() ? new PoolDisabled() : new PoolEnabled());
     }
 
     private ReplyEffect<Event, State> onDelete(State state, DeletePool cmd) {

@@ -16,14 +16,9 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
-import org.apache.pekko.persistence.typed.RecoveryCompleted;
-import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
-import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforcedReplies;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
-import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
-import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 
 /**
  * The cluster's catalogue of pools: one entity (id {@link #ID}), the single writer that decides
@@ -37,8 +32,7 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
  * state that repeating the operation completes.
  */
 public final class PoolRegistry
-        extends EventSourcedBehaviorWithEnforcedReplies<
-                PoolRegistry.Command, PoolRegistry.Event, PoolRegistry.State> {
+        extends CadastreEntity<PoolRegistry.Command, PoolRegistry.Event, PoolRegistry.State> {
 
     public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
             EntityTypeKey.create(Command.class, "PoolRegistry");
@@ -155,17 +149,8 @@ public final class PoolRegistry
         }
     }
 
-    private final MemberFence fence;
-
-    private final CadastreMetrics.Recovery recovery;
-
-    /** When this incarnation started (sharding creates the behaviour when the entity starts). */
-    private final long startedNanos = System.nanoTime();
-
     private PoolRegistry(MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), ID));
-        this.fence = fence;
-        this.recovery = recovery;
+        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), ID), fence, recovery);
     }
 
     @Override
@@ -173,32 +158,13 @@ public final class PoolRegistry
         return new State(new TreeMap<>(), new TreeSet<>());
     }
 
-    /** Reports how long the registry's recovery took. */
     @Override
-    public SignalHandler<State> signalHandler() {
-        return newSignalHandlerBuilder()
-                .onSignal(
-                        RecoveryCompleted.instance(),
-                        state -> recovery.completedSince(startedNanos))
-                .build();
+    State copy(State state) {
+        return state.copy();
     }
 
     @Override
-    public RetentionCriteria retentionCriteria() {
-        return RetentionCriteria.snapshotEvery(100, 2);
-    }
-
-    @Override
-    public SnapshotAdapter<State> snapshotAdapter() {
-        return new CopyingSnapshotAdapter<>(State::copy);
-    }
-
-    @Override
-    public CommandHandlerWithReply<Command, Event, State> commandHandler() {
-        return fence.fenced(persistenceId().id(), handlers(), () -> Effect().noReply());
-    }
-
-    private CommandHandlerWithReply<Command, Event, State> handlers() {
+    CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
                 .onCommand(Register.class, this::onRegister)
@@ -213,22 +179,18 @@ public final class PoolRegistry
                                                         IpamException.Reason.UNKNOWN_POOL,
                                                         "unknown pool " + cmd.name()));
                             }
-                            if (state.disabled().contains(cmd.name()) == cmd.disabled()) {
-                                return Effect().reply(cmd.replyTo(), StatusReply.ack());
-                            }
-                            return Effect()
-                                    .persist(
-                                            new PoolAvailabilityChanged(cmd.name(), cmd.disabled()))
-                                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+                            return ackOrPersist(
+                                    state.disabled().contains(cmd.name()) == cmd.disabled(),
+                                    cmd.replyTo(),
+                                    () -> new PoolAvailabilityChanged(cmd.name(), cmd.disabled()));
                         })
                 .onCommand(
                         Unregister.class,
                         (state, cmd) ->
-                                !state.pools().containsKey(cmd.name())
-                                        ? Effect().reply(cmd.replyTo(), StatusReply.ack())
-                                        : Effect()
-                                                .persist(new PoolUnregistered(cmd.name()))
-                                                .thenReply(cmd.replyTo(), s -> StatusReply.ack()))
+                                ackOrPersist(
+                                        !state.pools().containsKey(cmd.name()),
+                                        cmd.replyTo(),
+                                        () -> new PoolUnregistered(cmd.name())))
                 .onCommand(
                         GetCatalog.class,
                         (state, cmd) ->
