@@ -86,7 +86,7 @@ public final class NodeAgentCniBackend implements CniBackend {
     @Override
     public CompletionStage<AddResult> add(AddRequest request) {
         Attachment a = request.attachment();
-        AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
+        AttachmentId id = a.id();
         AddressRules rules;
         try {
             rules = rules(request);
@@ -196,7 +196,7 @@ public final class NodeAgentCniBackend implements CniBackend {
 
     @Override
     public CompletionStage<Void> del(Attachment a, boolean ipamOnly) {
-        AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
+        AttachmentId id = a.id();
         return this.<List<String>>ask(r -> new NodeAgent.Detach(id, ipamOnly, r))
                 .thenApply(released -> null);
     }
@@ -204,10 +204,10 @@ public final class NodeAgentCniBackend implements CniBackend {
     @Override
     public CompletionStage<List<String>> check(
             Attachment a, boolean ipamOnly, AddResult prevResult) {
-        AttachmentId id = new AttachmentId(a.network(), a.containerId(), a.ifname());
+        AttachmentId id = a.id();
         int mtu = 0;
-        return this.<NodeAgent.Inspection>ask(
-                        r -> new NodeAgent.Inspect(id, a.netns(), ipamOnly, mtu, r))
+        return this.<NodeAgent.CheckResult>ask(
+                        r -> new NodeAgent.Check(id, a.netns(), ipamOnly, mtu, r))
                 .thenApply(
                         inspection -> {
                             if (inspection.attachment() == null) {

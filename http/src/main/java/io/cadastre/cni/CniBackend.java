@@ -1,5 +1,6 @@
 package io.cadastre.cni;
 
+import io.cadastre.node.AttachmentId;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletionStage;
@@ -54,9 +55,14 @@ public interface CniBackend {
      * @param netns CNI_NETNS (a path); may be {@code null} for DEL and GC
      */
     record Attachment(String network, String containerId, String ifname, String netns) {
-        /** @return the IPAM handle, {@code <network>.<containerId>} (root DESIGN.md, "Names") */
+        /** @return the attachment's name without the netns: its handle, key and host end follow from it */
+        public AttachmentId id() {
+            return new AttachmentId(network, containerId, ifname);
+        }
+
+        /** @return the IPAM handle ({@link AttachmentId#handle()}) */
         public String handle() {
-            return network + "." + containerId;
+            return id().handle();
         }
     }
 

@@ -152,7 +152,7 @@ public final class HostNetwork {
         for (boolean v4 : new boolean[] {true, false}) {
             for (RouteInfo r : routes) {
                 if (r.destinationLength() == 0
-                        && r.type() == Rtnl.RTN_UNICAST
+                        && r.type() == LinuxNetlinkAbi.RTN_UNICAST
                         && r.outputIndex() > 0
                         && (r.destination() instanceof Inet4Address) == v4) {
                     Link l = byIndex(links, r.outputIndex());

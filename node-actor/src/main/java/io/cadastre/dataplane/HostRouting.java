@@ -24,7 +24,7 @@ import java.util.Set;
 public interface HostRouting {
 
     /** rtm_protocol (and NDA_PROTOCOL) of Cadastre's routes and neighbour entries: {@code ip route show proto 202}. */
-    int PROTOCOL = Rtnl.RTPROT_CADASTRE;
+    int PROTOCOL = LinuxNetlinkAbi.RTPROT_CADASTRE;
 
     /** Every Cadastre VXLAN device's name starts with this; such devices not wanted are deleted. */
     String DEVICE_PREFIX = "cadastre.";

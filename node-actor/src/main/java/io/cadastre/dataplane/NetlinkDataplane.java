@@ -524,7 +524,10 @@ public final class NetlinkDataplane implements Dataplane {
                                                 && "bpf".equals(f.kind())
                                                 && java.util.Arrays.equals(
                                                         f.ops(), plan.sourceFilter())
-                                                && (f.flags() & Rtnl.TCA_BPF_FLAG_ACT_DIRECT) != 0);
+                                                && (f.flags()
+                                                                & LinuxNetlinkAbi
+                                                                        .TCA_BPF_FLAG_ACT_DIRECT)
+                                                        != 0);
         if (!filtered) {
             differences.add(
                     name

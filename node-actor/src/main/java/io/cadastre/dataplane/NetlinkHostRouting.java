@@ -288,9 +288,9 @@ public final class NetlinkHostRouting implements HostRouting {
         if (ready.isEmpty()) {
             return; // devices Cadastre no longer wants took their entries along
         }
-        List<Neighbour> fdb = rt.neighbours(Rtnl.AF_BRIDGE);
-        List<Neighbour> neighbours = new ArrayList<>(rt.neighbours(Rtnl.AF_INET));
-        neighbours.addAll(rt.neighbours(Rtnl.AF_INET6));
+        List<Neighbour> fdb = rt.neighbours(LinuxNetlinkAbi.AF_BRIDGE);
+        List<Neighbour> neighbours = new ArrayList<>(rt.neighbours(LinuxNetlinkAbi.AF_INET));
+        neighbours.addAll(rt.neighbours(LinuxNetlinkAbi.AF_INET6));
         for (VxlanDevice d : devices) {
             Link link = ready.get(d.name());
             if (link != null) {
@@ -323,12 +323,12 @@ public final class NetlinkHostRouting implements HostRouting {
         for (FdbEntry e : d.fdb()) {
             Neighbour want =
                     new Neighbour(
-                            Rtnl.AF_BRIDGE,
+                            LinuxNetlinkAbi.AF_BRIDGE,
                             link.index(),
                             e.remote(),
                             e.mac(),
-                            Rtnl.NUD_PERMANENT,
-                            Rtnl.NTF_SELF,
+                            LinuxNetlinkAbi.NUD_PERMANENT,
+                            LinuxNetlinkAbi.NTF_SELF,
                             0);
             List<Neighbour> have = byMac.remove(e.mac());
             try {
@@ -399,7 +399,7 @@ public final class NetlinkHostRouting implements HostRouting {
                             link.index(),
                             e.address(),
                             e.mac(),
-                            Rtnl.NUD_PERMANENT,
+                            LinuxNetlinkAbi.NUD_PERMANENT,
                             0,
                             PROTOCOL);
             Neighbour have = byAddress.remove(e.address());
@@ -456,7 +456,7 @@ public final class NetlinkHostRouting implements HostRouting {
                 } catch (IllegalArgumentException e) {
                     continue; // the kernel keeps no host bits; nothing to report if it ever did
                 }
-                boolean blackhole = r.type() == Rtnl.RTN_BLACKHOLE;
+                boolean blackhole = r.type() == LinuxNetlinkAbi.RTN_BLACKHOLE;
                 String device =
                         blackhole || r.outputIndex() <= 0 ? null : names.get(r.outputIndex());
                 out.add(
@@ -602,8 +602,8 @@ public final class NetlinkHostRouting implements HostRouting {
                     route.destination().address(),
                     route.destination().length(),
                     PROTOCOL,
-                    Rtnl.RTN_BLACKHOLE,
-                    Rtnl.RT_SCOPE_UNIVERSE,
+                    LinuxNetlinkAbi.RTN_BLACKHOLE,
+                    LinuxNetlinkAbi.RT_SCOPE_UNIVERSE,
                     0,
                     null,
                     -1,
@@ -615,8 +615,10 @@ public final class NetlinkHostRouting implements HostRouting {
                     route.destination().address(),
                     route.destination().length(),
                     PROTOCOL,
-                    Rtnl.RTN_UNICAST,
-                    route.destination().v4() ? Rtnl.RT_SCOPE_LINK : Rtnl.RT_SCOPE_UNIVERSE,
+                    LinuxNetlinkAbi.RTN_UNICAST,
+                    route.destination().v4()
+                            ? LinuxNetlinkAbi.RT_SCOPE_LINK
+                            : LinuxNetlinkAbi.RT_SCOPE_UNIVERSE,
                     0,
                     null,
                     outputIndex,
@@ -627,9 +629,9 @@ public final class NetlinkHostRouting implements HostRouting {
                 route.destination().address(),
                 route.destination().length(),
                 PROTOCOL,
-                Rtnl.RTN_UNICAST,
-                Rtnl.RT_SCOPE_UNIVERSE,
-                Rtnl.RTNH_F_ONLINK,
+                LinuxNetlinkAbi.RTN_UNICAST,
+                LinuxNetlinkAbi.RT_SCOPE_UNIVERSE,
+                LinuxNetlinkAbi.RTNH_F_ONLINK,
                 route.gateway(),
                 outputIndex,
                 0,
@@ -647,7 +649,7 @@ public final class NetlinkHostRouting implements HostRouting {
                 || have.mtu() != want.mtu()) {
             return false;
         }
-        return want.type() == Rtnl.RTN_BLACKHOLE
+        return want.type() == LinuxNetlinkAbi.RTN_BLACKHOLE
                 || (Objects.equals(have.gateway(), want.gateway())
                         && have.outputIndex() == want.outputIndex()
                         && have.onlink() == want.onlink());

@@ -28,7 +28,7 @@ final class NetlinkRequest {
     }
 
     NetlinkRequest ifinfomsg(int family, int index, int flags, int change) {
-        ensure(Rtnl.IFINFOMSG_LEN);
+        ensure(LinuxNetlinkAbi.IFINFOMSG_LEN);
         buf.put((byte) family)
                 .put((byte) 0)
                 .putShort((short) 0)
@@ -39,7 +39,7 @@ final class NetlinkRequest {
     }
 
     NetlinkRequest ifaddrmsg(int family, int prefixLength, int flags, int scope, int index) {
-        ensure(Rtnl.IFADDRMSG_LEN);
+        ensure(LinuxNetlinkAbi.IFADDRMSG_LEN);
         buf.put((byte) family)
                 .put((byte) prefixLength)
                 .put((byte) flags)
@@ -53,7 +53,7 @@ final class NetlinkRequest {
         return rtmsg(family, dstLength, table, protocol, scope, routeType, 0);
     }
 
-    /** @param flags rtm_flags, e.g. {@link Rtnl#RTNH_F_ONLINK} */
+    /** @param flags rtm_flags, e.g. {@link LinuxNetlinkAbi#RTNH_F_ONLINK} */
     NetlinkRequest rtmsg(
             int family,
             int dstLength,
@@ -62,7 +62,7 @@ final class NetlinkRequest {
             int scope,
             int routeType,
             int flags) {
-        ensure(Rtnl.RTMSG_LEN);
+        ensure(LinuxNetlinkAbi.RTMSG_LEN);
         buf.put((byte) family)
                 .put((byte) dstLength)
                 .put((byte) 0)
@@ -77,7 +77,7 @@ final class NetlinkRequest {
 
     /** struct ndmsg: a neighbour (AF_INET, AF_INET6) or FDB (AF_BRIDGE) entry on device {@code index}. */
     NetlinkRequest ndmsg(int family, int index, int state, int flags) {
-        ensure(Rtnl.NDMSG_LEN);
+        ensure(LinuxNetlinkAbi.NDMSG_LEN);
         buf.put((byte) family)
                 .put((byte) 0)
                 .putShort((short) 0)
@@ -90,7 +90,7 @@ final class NetlinkRequest {
 
     /** struct tcmsg: a qdisc or filter on device {@code index}; {@code info} is a filter's priority and protocol. */
     NetlinkRequest tcmsg(int family, int index, int handle, int parent, int info) {
-        ensure(Rtnl.TCMSG_LEN);
+        ensure(LinuxNetlinkAbi.TCMSG_LEN);
         buf.put((byte) family)
                 .put((byte) 0)
                 .putShort((short) 0)

@@ -97,14 +97,16 @@ final class NetlinkSocket implements AutoCloseable {
      * @throws SyscallException with the kernel's errno if it refused, or on a socket or protocol error
      */
     List<NetlinkMessage> request(NetlinkRequest request, String step) throws SyscallException {
-        int sent = send(request, Rtnl.NLM_F_REQUEST | Rtnl.NLM_F_ACK, step);
+        int sent = send(request, LinuxNetlinkAbi.NLM_F_REQUEST | LinuxNetlinkAbi.NLM_F_ACK, step);
         List<NetlinkMessage> replies = new ArrayList<>();
         while (true) {
             for (NetlinkMessage m : receive(step)) {
-                if (m.seq() != sent || m.pid() != portId || m.type() == Rtnl.NLMSG_NOOP) {
+                if (m.seq() != sent
+                        || m.pid() != portId
+                        || m.type() == LinuxNetlinkAbi.NLMSG_NOOP) {
                     continue;
                 }
-                if (m.type() == Rtnl.NLMSG_ERROR) {
+                if (m.type() == LinuxNetlinkAbi.NLMSG_ERROR) {
                     throwIfError(m, step);
                     return replies;
                 }
@@ -122,24 +124,27 @@ final class NetlinkSocket implements AutoCloseable {
      */
     List<NetlinkMessage> dump(NetlinkRequest request, String step) throws SyscallException {
         for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
-            int sent = send(request, Rtnl.NLM_F_REQUEST | Rtnl.NLM_F_DUMP, step);
+            int sent =
+                    send(request, LinuxNetlinkAbi.NLM_F_REQUEST | LinuxNetlinkAbi.NLM_F_DUMP, step);
             List<NetlinkMessage> parts = new ArrayList<>();
             boolean interrupted = false;
             boolean done = false;
             while (!done) {
                 for (NetlinkMessage m : receive(step)) {
-                    if (m.seq() != sent || m.pid() != portId || m.type() == Rtnl.NLMSG_NOOP) {
+                    if (m.seq() != sent
+                            || m.pid() != portId
+                            || m.type() == LinuxNetlinkAbi.NLMSG_NOOP) {
                         continue;
                     }
-                    interrupted |= (m.flags() & Rtnl.NLM_F_DUMP_INTR) != 0;
-                    if (m.type() == Rtnl.NLMSG_DONE) {
+                    interrupted |= (m.flags() & LinuxNetlinkAbi.NLM_F_DUMP_INTR) != 0;
+                    if (m.type() == LinuxNetlinkAbi.NLMSG_DONE) {
                         int error = m.payload().limit() >= 4 ? m.payload().getInt(0) : 0;
                         if (error < 0) {
                             throw new SyscallException(step, -error);
                         }
                         done = true;
                         break;
-                    } else if (m.type() == Rtnl.NLMSG_ERROR) {
+                    } else if (m.type() == LinuxNetlinkAbi.NLMSG_ERROR) {
                         throwIfError(m, step);
                     } else {
                         parts.add(m);
@@ -211,15 +216,17 @@ final class NetlinkSocket implements AutoCloseable {
         ByteBuffer buf = ByteBuffer.wrap(receiveBuffer, 0, length).order(ByteOrder.nativeOrder());
         List<NetlinkMessage> messages = new ArrayList<>();
         int pos = 0;
-        while (pos + Rtnl.NLMSG_HDRLEN <= length) {
+        while (pos + LinuxNetlinkAbi.NLMSG_HDRLEN <= length) {
             int len = buf.getInt(pos);
-            if (len < Rtnl.NLMSG_HDRLEN || pos + len > length) {
+            if (len < LinuxNetlinkAbi.NLMSG_HDRLEN || pos + len > length) {
                 throw new SyscallException(step + ": malformed reply (nlmsg_len " + len + ")");
             }
             ByteBuffer payload =
                     ByteBuffer.wrap(
                                     Arrays.copyOfRange(
-                                            receiveBuffer, pos + Rtnl.NLMSG_HDRLEN, pos + len))
+                                            receiveBuffer,
+                                            pos + LinuxNetlinkAbi.NLMSG_HDRLEN,
+                                            pos + len))
                             .order(ByteOrder.nativeOrder());
             messages.add(
                     new NetlinkMessage(
@@ -244,15 +251,16 @@ final class NetlinkSocket implements AutoCloseable {
             return;
         }
         String text = null;
-        if ((m.flags() & Rtnl.NLM_F_ACK_TLVS) != 0 && p.limit() >= 4 + Rtnl.NLMSG_HDRLEN) {
+        if ((m.flags() & LinuxNetlinkAbi.NLM_F_ACK_TLVS) != 0
+                && p.limit() >= 4 + LinuxNetlinkAbi.NLMSG_HDRLEN) {
             int echoed =
-                    (m.flags() & Rtnl.NLM_F_CAPPED) != 0
-                            ? Rtnl.NLMSG_HDRLEN
+                    (m.flags() & LinuxNetlinkAbi.NLM_F_CAPPED) != 0
+                            ? LinuxNetlinkAbi.NLMSG_HDRLEN
                             : NetlinkRequest.align(p.getInt(4));
             if (4 + echoed <= p.limit()) {
                 text =
                         NetlinkMessage.Attributes.parse(p, 4 + echoed, p.limit())
-                                .string(Rtnl.NLMSGERR_ATTR_MSG);
+                                .string(LinuxNetlinkAbi.NLMSGERR_ATTR_MSG);
             }
         }
         throw new SyscallException(step, -error, text);

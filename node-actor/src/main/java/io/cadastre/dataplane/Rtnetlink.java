@@ -36,7 +36,7 @@ final class Rtnetlink implements AutoCloseable {
             String kind,
             Vxlan vxlan) {
         boolean up() {
-            return (flags & Rtnl.IFF_UP) != 0;
+            return (flags & LinuxNetlinkAbi.IFF_UP) != 0;
         }
     }
 
@@ -60,10 +60,10 @@ final class Rtnetlink implements AutoCloseable {
      * A main-table route of any type as RTM_GETROUTE reports it, or as one is asked for.
      *
      * @param destination the network address; the family's zero address for a default route
-     * @param protocol rtm_protocol, e.g. {@link Rtnl#RTPROT_KERNEL} or {@link Rtnl#RTPROT_CADASTRE}
-     * @param type rtm_type, e.g. {@link Rtnl#RTN_UNICAST} or {@link Rtnl#RTN_BLACKHOLE}
+     * @param protocol rtm_protocol, e.g. {@link LinuxNetlinkAbi#RTPROT_KERNEL} or {@link LinuxNetlinkAbi#RTPROT_CADASTRE}
+     * @param type rtm_type, e.g. {@link LinuxNetlinkAbi#RTN_UNICAST} or {@link LinuxNetlinkAbi#RTN_BLACKHOLE}
      * @param scope rtm_scope
-     * @param flags rtm_flags, e.g. {@link Rtnl#RTNH_F_ONLINK}
+     * @param flags rtm_flags, e.g. {@link LinuxNetlinkAbi#RTNH_F_ONLINK}
      * @param gateway RTA_GATEWAY, or null
      * @param outputIndex RTA_OIF, or -1 (none, or multipath); IPv6 blackholes report {@code lo}
      * @param priority RTA_PRIORITY (the metric), 0 if absent; IPv6 routes added without one get 1024
@@ -81,17 +81,18 @@ final class Rtnetlink implements AutoCloseable {
             int priority,
             int mtu) {
         boolean onlink() {
-            return (flags & Rtnl.RTNH_F_ONLINK) != 0;
+            return (flags & LinuxNetlinkAbi.RTNH_F_ONLINK) != 0;
         }
 
         /** @return e.g. {@code "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink mtu 1450 proto 202"} */
         String describe(Map<Integer, String> names) {
-            StringBuilder sb = new StringBuilder(type == Rtnl.RTN_BLACKHOLE ? "blackhole " : "");
-            if (type != Rtnl.RTN_BLACKHOLE && type != Rtnl.RTN_UNICAST) {
+            StringBuilder sb =
+                    new StringBuilder(type == LinuxNetlinkAbi.RTN_BLACKHOLE ? "blackhole " : "");
+            if (type != LinuxNetlinkAbi.RTN_BLACKHOLE && type != LinuxNetlinkAbi.RTN_UNICAST) {
                 sb.append("type ").append(type).append(' ');
             }
             sb.append(Rtnetlink.describe(destination, destinationLength, gateway));
-            if (outputIndex > 0 && type != Rtnl.RTN_BLACKHOLE) {
+            if (outputIndex > 0 && type != LinuxNetlinkAbi.RTN_BLACKHOLE) {
                 sb.append(" dev ").append(names.getOrDefault(outputIndex, "#" + outputIndex));
             }
             if (onlink()) {
@@ -112,8 +113,8 @@ final class Rtnetlink implements AutoCloseable {
      * @param index the device's ifindex
      * @param destination NDA_DST: the neighbour's address, or the FDB entry's remote; null if absent
      * @param mac NDA_LLADDR, lower-case colon notation; "" if absent
-     * @param state ndm_state, e.g. {@link Rtnl#NUD_PERMANENT}
-     * @param flags ndm_flags, e.g. {@link Rtnl#NTF_SELF}
+     * @param state ndm_state, e.g. {@link LinuxNetlinkAbi#NUD_PERMANENT}
+     * @param flags ndm_flags, e.g. {@link LinuxNetlinkAbi#NTF_SELF}
      * @param protocol NDA_PROTOCOL; 0 if absent (FDB entries never carry one)
      */
     record Neighbour(
@@ -125,7 +126,7 @@ final class Rtnetlink implements AutoCloseable {
             int flags,
             int protocol) {
         boolean permanent() {
-            return (state & Rtnl.NUD_PERMANENT) != 0;
+            return (state & LinuxNetlinkAbi.NUD_PERMANENT) != 0;
         }
     }
 
@@ -161,10 +162,12 @@ final class Rtnetlink implements AutoCloseable {
     /** @return the link named {@code name}, or empty if there is none (ENODEV) */
     Optional<Link> link(String name) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_GETLINK, 0)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                        .attrString(Rtnl.IFLA_IFNAME, name)
-                        .attrU32(Rtnl.IFLA_EXT_MASK, Rtnl.RTEXT_FILTER_SKIP_STATS);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETLINK, 0)
+                        .ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0)
+                        .attrString(LinuxNetlinkAbi.IFLA_IFNAME, name)
+                        .attrU32(
+                                LinuxNetlinkAbi.IFLA_EXT_MASK,
+                                LinuxNetlinkAbi.RTEXT_FILTER_SKIP_STATS);
         List<NetlinkMessage> replies;
         try {
             replies = socket.request(req, "RTM_GETLINK " + name + where);
@@ -175,7 +178,7 @@ final class Rtnetlink implements AutoCloseable {
             throw e;
         }
         for (NetlinkMessage m : replies) {
-            if (m.type() == Rtnl.RTM_NEWLINK) {
+            if (m.type() == LinuxNetlinkAbi.RTM_NEWLINK) {
                 return Optional.of(parseLink(m));
             }
         }
@@ -199,15 +202,16 @@ final class Rtnetlink implements AutoCloseable {
     void createVeth(String name, byte[] mac, int mtu, String peerName, Netns peerNetns)
             throws SyscallException {
         NetlinkRequest req = newLinkMessage(name, mac, mtu);
-        int linkInfo = req.nest(Rtnl.IFLA_LINKINFO);
-        req.attrString(Rtnl.IFLA_INFO_KIND, "veth");
-        int data = req.nest(Rtnl.IFLA_INFO_DATA);
-        int peer = req.nest(Rtnl.VETH_INFO_PEER);
-        req.ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0).attrString(Rtnl.IFLA_IFNAME, peerName);
+        int linkInfo = req.nest(LinuxNetlinkAbi.IFLA_LINKINFO);
+        req.attrString(LinuxNetlinkAbi.IFLA_INFO_KIND, "veth");
+        int data = req.nest(LinuxNetlinkAbi.IFLA_INFO_DATA);
+        int peer = req.nest(LinuxNetlinkAbi.VETH_INFO_PEER);
+        req.ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0)
+                .attrString(LinuxNetlinkAbi.IFLA_IFNAME, peerName);
         if (mtu > 0) {
-            req.attrU32(Rtnl.IFLA_MTU, mtu);
+            req.attrU32(LinuxNetlinkAbi.IFLA_MTU, mtu);
         }
-        req.attrU32(Rtnl.IFLA_NET_NS_FD, peerNetns.fd());
+        req.attrU32(LinuxNetlinkAbi.IFLA_NET_NS_FD, peerNetns.fd());
         req.end(peer).end(data).end(linkInfo);
         socket.request(
                 req,
@@ -222,8 +226,12 @@ final class Rtnetlink implements AutoCloseable {
 
     void setUp(Link link) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), Rtnl.IFF_UP, Rtnl.IFF_UP);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_SETLINK, 0)
+                        .ifinfomsg(
+                                LinuxNetlinkAbi.AF_UNSPEC,
+                                link.index(),
+                                LinuxNetlinkAbi.IFF_UP,
+                                LinuxNetlinkAbi.IFF_UP);
         socket.request(req, "RTM_SETLINK " + link.name() + " up" + where);
     }
 
@@ -234,8 +242,9 @@ final class Rtnetlink implements AutoCloseable {
      */
     void setDown(Link link) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, Rtnl.IFF_UP);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_SETLINK, 0)
+                        .ifinfomsg(
+                                LinuxNetlinkAbi.AF_UNSPEC, link.index(), 0, LinuxNetlinkAbi.IFF_UP);
         socket.request(req, "RTM_SETLINK " + link.name() + " down" + where);
     }
 
@@ -245,35 +254,37 @@ final class Rtnetlink implements AutoCloseable {
      */
     void deleteLink(Link link) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_DELLINK, 0)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_DELLINK, 0)
+                        .ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, link.index(), 0, 0);
         socket.request(req, "RTM_DELLINK " + link.name() + where);
     }
 
     /** Deletes a link by name; see {@link #deleteLink(Link)}. */
     void deleteLink(String name) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_DELLINK, 0)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                        .attrString(Rtnl.IFLA_IFNAME, name);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_DELLINK, 0)
+                        .ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0)
+                        .attrString(LinuxNetlinkAbi.IFLA_IFNAME, name);
         socket.request(req, "RTM_DELLINK " + name + where);
     }
 
     /** Adds a universe-scope address; IPv6 ones with IFA_F_NODAD, so they are usable at once. */
     void addAddress(Link link, InetAddress address, int prefixLength) throws SyscallException {
         boolean v4 = address instanceof Inet4Address;
-        int flags = v4 ? 0 : Rtnl.IFA_F_NODAD;
+        int flags = v4 ? 0 : LinuxNetlinkAbi.IFA_F_NODAD;
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_NEWADDR, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                new NetlinkRequest(
+                                LinuxNetlinkAbi.RTM_NEWADDR,
+                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
                         .ifaddrmsg(
                                 family(address),
                                 prefixLength,
                                 flags,
-                                Rtnl.RT_SCOPE_UNIVERSE,
+                                LinuxNetlinkAbi.RT_SCOPE_UNIVERSE,
                                 link.index())
-                        .attr(Rtnl.IFA_LOCAL, address.getAddress())
-                        .attr(Rtnl.IFA_ADDRESS, address.getAddress())
-                        .attrU32(Rtnl.IFA_FLAGS, flags);
+                        .attr(LinuxNetlinkAbi.IFA_LOCAL, address.getAddress())
+                        .attr(LinuxNetlinkAbi.IFA_ADDRESS, address.getAddress())
+                        .attrU32(LinuxNetlinkAbi.IFA_FLAGS, flags);
         socket.request(
                 req,
                 "RTM_NEWADDR "
@@ -294,13 +305,16 @@ final class Rtnetlink implements AutoCloseable {
     void addRoute(Link link, InetAddress destination, int destinationLength, InetAddress gateway)
             throws SyscallException {
         boolean v4 = destination instanceof Inet4Address;
-        int scope = gateway == null && v4 ? Rtnl.RT_SCOPE_LINK : Rtnl.RT_SCOPE_UNIVERSE;
+        int scope =
+                gateway == null && v4
+                        ? LinuxNetlinkAbi.RT_SCOPE_LINK
+                        : LinuxNetlinkAbi.RT_SCOPE_UNIVERSE;
         RouteInfo route =
                 new RouteInfo(
                         destination,
                         destinationLength,
-                        Rtnl.RTPROT_BOOT,
-                        Rtnl.RTN_UNICAST,
+                        LinuxNetlinkAbi.RTPROT_BOOT,
+                        LinuxNetlinkAbi.RTN_UNICAST,
                         scope,
                         0,
                         gateway,
@@ -308,7 +322,10 @@ final class Rtnetlink implements AutoCloseable {
                         0,
                         0);
         socket.request(
-                routeMessage(Rtnl.RTM_NEWROUTE, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL, route),
+                routeMessage(
+                        LinuxNetlinkAbi.RTM_NEWROUTE,
+                        LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL,
+                        route),
                 "RTM_NEWROUTE "
                         + describe(destination, destinationLength, gateway)
                         + " dev "
@@ -326,9 +343,11 @@ final class Rtnetlink implements AutoCloseable {
      */
     void addRoute(RouteInfo route, boolean replace, Map<Integer, String> names)
             throws SyscallException {
-        int flags = Rtnl.NLM_F_CREATE | (replace ? Rtnl.NLM_F_REPLACE : Rtnl.NLM_F_EXCL);
+        int flags =
+                LinuxNetlinkAbi.NLM_F_CREATE
+                        | (replace ? LinuxNetlinkAbi.NLM_F_REPLACE : LinuxNetlinkAbi.NLM_F_EXCL);
         socket.request(
-                routeMessage(Rtnl.RTM_NEWROUTE, flags, route),
+                routeMessage(LinuxNetlinkAbi.RTM_NEWROUTE, flags, route),
                 (replace ? "RTM_NEWROUTE replace " : "RTM_NEWROUTE ")
                         + route.describe(names)
                         + where);
@@ -345,14 +364,14 @@ final class Rtnetlink implements AutoCloseable {
                         route.destinationLength(),
                         route.protocol(),
                         route.type(),
-                        Rtnl.RT_SCOPE_NOWHERE,
+                        LinuxNetlinkAbi.RT_SCOPE_NOWHERE,
                         0,
                         null,
                         -1,
                         route.priority(),
                         0);
         socket.request(
-                routeMessage(Rtnl.RTM_DELROUTE, 0, match),
+                routeMessage(LinuxNetlinkAbi.RTM_DELROUTE, 0, match),
                 "RTM_DELROUTE " + route.describe(names) + where);
     }
 
@@ -367,26 +386,26 @@ final class Rtnetlink implements AutoCloseable {
                         .rtmsg(
                                 family(r.destination()),
                                 r.destinationLength(),
-                                Rtnl.RT_TABLE_MAIN,
+                                LinuxNetlinkAbi.RT_TABLE_MAIN,
                                 r.protocol(),
                                 r.scope(),
                                 r.type(),
                                 r.flags());
         if (r.destinationLength() > 0) {
-            req.attr(Rtnl.RTA_DST, r.destination().getAddress());
+            req.attr(LinuxNetlinkAbi.RTA_DST, r.destination().getAddress());
         }
         if (r.gateway() != null) {
-            req.attr(Rtnl.RTA_GATEWAY, r.gateway().getAddress());
+            req.attr(LinuxNetlinkAbi.RTA_GATEWAY, r.gateway().getAddress());
         }
         if (r.outputIndex() > 0) {
-            req.attrU32(Rtnl.RTA_OIF, r.outputIndex());
+            req.attrU32(LinuxNetlinkAbi.RTA_OIF, r.outputIndex());
         }
         if (r.priority() > 0) {
-            req.attrU32(Rtnl.RTA_PRIORITY, r.priority());
+            req.attrU32(LinuxNetlinkAbi.RTA_PRIORITY, r.priority());
         }
         if (r.mtu() > 0) {
-            int metrics = req.nest(Rtnl.RTA_METRICS);
-            req.attrU32(Rtnl.RTAX_MTU, r.mtu());
+            int metrics = req.nest(LinuxNetlinkAbi.RTA_METRICS);
+            req.attrU32(LinuxNetlinkAbi.RTAX_MTU, r.mtu());
             req.end(metrics);
         }
         return req;
@@ -395,16 +414,19 @@ final class Rtnetlink implements AutoCloseable {
     /** @return every address of every link here, both families */
     List<Address> addresses() throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_GETADDR, 0).ifaddrmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETADDR, 0)
+                        .ifaddrmsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0, 0);
         List<Address> out = new ArrayList<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETADDR dump" + where)) {
-            if (m.type() != Rtnl.RTM_NEWADDR) {
+            if (m.type() != LinuxNetlinkAbi.RTM_NEWADDR) {
                 continue;
             }
             ByteBuffer p = m.payload();
-            NetlinkMessage.Attributes a = m.attributes(Rtnl.IFADDRMSG_LEN);
+            NetlinkMessage.Attributes a = m.attributes(LinuxNetlinkAbi.IFADDRMSG_LEN);
             InetAddress address =
-                    a.has(Rtnl.IFA_LOCAL) ? a.address(Rtnl.IFA_LOCAL) : a.address(Rtnl.IFA_ADDRESS);
+                    a.has(LinuxNetlinkAbi.IFA_LOCAL)
+                            ? a.address(LinuxNetlinkAbi.IFA_LOCAL)
+                            : a.address(LinuxNetlinkAbi.IFA_ADDRESS);
             if (address != null) {
                 out.add(new Address(p.getInt(4), address, Byte.toUnsignedInt(p.get(1))));
             }
@@ -416,7 +438,7 @@ final class Rtnetlink implements AutoCloseable {
     List<Route> routes() throws SyscallException {
         List<Route> out = new ArrayList<>();
         for (RouteInfo r : mainTableRoutes()) {
-            if (r.type() == Rtnl.RTN_UNICAST) {
+            if (r.type() == LinuxNetlinkAbi.RTN_UNICAST) {
                 out.add(
                         new Route(
                                 r.destinationLength() == 0 ? null : r.destination(),
@@ -431,10 +453,11 @@ final class Rtnetlink implements AutoCloseable {
     /** @return every route of the main table here, both families, of every protocol and type */
     List<RouteInfo> mainTableRoutes() throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_GETROUTE, 0).rtmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0, 0);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETROUTE, 0)
+                        .rtmsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0, 0, 0);
         List<RouteInfo> out = new ArrayList<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETROUTE dump" + where)) {
-            if (m.type() == Rtnl.RTM_NEWROUTE) {
+            if (m.type() == LinuxNetlinkAbi.RTM_NEWROUTE) {
                 RouteInfo r = parseRoute(m, true);
                 if (r != null) {
                     out.add(r);
@@ -451,21 +474,24 @@ final class Rtnetlink implements AutoCloseable {
     static RouteInfo parseRoute(NetlinkMessage m, boolean mainOnly) throws SyscallException {
         ByteBuffer p = m.payload();
         int family = Byte.toUnsignedInt(p.get(0));
-        if (family != Rtnl.AF_INET && family != Rtnl.AF_INET6) {
+        if (family != LinuxNetlinkAbi.AF_INET && family != LinuxNetlinkAbi.AF_INET6) {
             return null;
         }
-        NetlinkMessage.Attributes a = m.attributes(Rtnl.RTMSG_LEN);
+        NetlinkMessage.Attributes a = m.attributes(LinuxNetlinkAbi.RTMSG_LEN);
         // rtm_table is a u8; RTA_TABLE carries the full u32 (tables above 255).
-        int table = a.has(Rtnl.RTA_TABLE) ? a.u32(Rtnl.RTA_TABLE) : Byte.toUnsignedInt(p.get(4));
-        if (mainOnly && table != Rtnl.RT_TABLE_MAIN) {
+        int table =
+                a.has(LinuxNetlinkAbi.RTA_TABLE)
+                        ? a.u32(LinuxNetlinkAbi.RTA_TABLE)
+                        : Byte.toUnsignedInt(p.get(4));
+        if (mainOnly && table != LinuxNetlinkAbi.RT_TABLE_MAIN) {
             return null;
         }
-        InetAddress destination = a.address(Rtnl.RTA_DST);
+        InetAddress destination = a.address(LinuxNetlinkAbi.RTA_DST);
         if (destination == null) {
             destination = zero(family);
         }
-        int priority = a.u32(Rtnl.RTA_PRIORITY);
-        int mtu = a.nested(Rtnl.RTA_METRICS, 0).u32(Rtnl.RTAX_MTU);
+        int priority = a.u32(LinuxNetlinkAbi.RTA_PRIORITY);
+        int mtu = a.nested(LinuxNetlinkAbi.RTA_METRICS, 0).u32(LinuxNetlinkAbi.RTAX_MTU);
         return new RouteInfo(
                 destination,
                 Byte.toUnsignedInt(p.get(1)),
@@ -473,8 +499,8 @@ final class Rtnetlink implements AutoCloseable {
                 Byte.toUnsignedInt(p.get(7)),
                 Byte.toUnsignedInt(p.get(6)),
                 p.getInt(8),
-                a.address(Rtnl.RTA_GATEWAY),
-                a.u32(Rtnl.RTA_OIF),
+                a.address(LinuxNetlinkAbi.RTA_GATEWAY),
+                a.u32(LinuxNetlinkAbi.RTA_OIF),
                 Math.max(priority, 0),
                 Math.max(mtu, 0));
     }
@@ -482,12 +508,14 @@ final class Rtnetlink implements AutoCloseable {
     /** @return every link here */
     List<Link> links() throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_GETLINK, 0)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                        .attrU32(Rtnl.IFLA_EXT_MASK, Rtnl.RTEXT_FILTER_SKIP_STATS);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETLINK, 0)
+                        .ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0)
+                        .attrU32(
+                                LinuxNetlinkAbi.IFLA_EXT_MASK,
+                                LinuxNetlinkAbi.RTEXT_FILTER_SKIP_STATS);
         List<Link> out = new ArrayList<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETLINK dump" + where)) {
-            if (m.type() == Rtnl.RTM_NEWLINK) {
+            if (m.type() == LinuxNetlinkAbi.RTM_NEWLINK) {
                 out.add(parseLink(m));
             }
         }
@@ -520,20 +548,20 @@ final class Rtnetlink implements AutoCloseable {
      */
     static NetlinkRequest vxlanMessage(String name, byte[] mac, int mtu, Vxlan config) {
         NetlinkRequest req = newLinkMessage(name, mac, mtu);
-        int linkInfo = req.nest(Rtnl.IFLA_LINKINFO);
-        req.attrString(Rtnl.IFLA_INFO_KIND, "vxlan");
-        int data = req.nest(Rtnl.IFLA_INFO_DATA);
-        req.attrU32(Rtnl.IFLA_VXLAN_ID, config.vni());
+        int linkInfo = req.nest(LinuxNetlinkAbi.IFLA_LINKINFO);
+        req.attrString(LinuxNetlinkAbi.IFLA_INFO_KIND, "vxlan");
+        int data = req.nest(LinuxNetlinkAbi.IFLA_INFO_DATA);
+        req.attrU32(LinuxNetlinkAbi.IFLA_VXLAN_ID, config.vni());
         req.attr(
                 config.local() instanceof Inet4Address
-                        ? Rtnl.IFLA_VXLAN_LOCAL
-                        : Rtnl.IFLA_VXLAN_LOCAL6,
+                        ? LinuxNetlinkAbi.IFLA_VXLAN_LOCAL
+                        : LinuxNetlinkAbi.IFLA_VXLAN_LOCAL6,
                 config.local().getAddress());
         if (config.underlayIndex() > 0) {
-            req.attrU32(Rtnl.IFLA_VXLAN_LINK, config.underlayIndex());
+            req.attrU32(LinuxNetlinkAbi.IFLA_VXLAN_LINK, config.underlayIndex());
         }
-        req.attrBe16(Rtnl.IFLA_VXLAN_PORT, config.port());
-        req.attrU8(Rtnl.IFLA_VXLAN_LEARNING, config.learning() ? 1 : 0);
+        req.attrBe16(LinuxNetlinkAbi.IFLA_VXLAN_PORT, config.port());
+        req.attrU8(LinuxNetlinkAbi.IFLA_VXLAN_LEARNING, config.learning() ? 1 : 0);
         req.end(data).end(linkInfo);
         return req;
     }
@@ -541,29 +569,31 @@ final class Rtnetlink implements AutoCloseable {
     /** RTM_NEWLINK with NLM_F_EXCL: name, MAC and (unless 0) MTU; the caller adds IFLA_LINKINFO. */
     private static NetlinkRequest newLinkMessage(String name, byte[] mac, int mtu) {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, 0, 0, 0)
-                        .attrString(Rtnl.IFLA_IFNAME, name)
-                        .attr(Rtnl.IFLA_ADDRESS, mac);
+                new NetlinkRequest(
+                                LinuxNetlinkAbi.RTM_NEWLINK,
+                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
+                        .ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0)
+                        .attrString(LinuxNetlinkAbi.IFLA_IFNAME, name)
+                        .attr(LinuxNetlinkAbi.IFLA_ADDRESS, mac);
         if (mtu > 0) {
-            req.attrU32(Rtnl.IFLA_MTU, mtu);
+            req.attrU32(LinuxNetlinkAbi.IFLA_MTU, mtu);
         }
         return req;
     }
 
     void setMtu(Link link, int mtu) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0)
-                        .attrU32(Rtnl.IFLA_MTU, mtu);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_SETLINK, 0)
+                        .ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, link.index(), 0, 0)
+                        .attrU32(LinuxNetlinkAbi.IFLA_MTU, mtu);
         socket.request(req, "RTM_SETLINK " + link.name() + " mtu " + mtu + where);
     }
 
     void setMac(Link link, byte[] mac) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_SETLINK, 0)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, link.index(), 0, 0)
-                        .attr(Rtnl.IFLA_ADDRESS, mac);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_SETLINK, 0)
+                        .ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, link.index(), 0, 0)
+                        .attr(LinuxNetlinkAbi.IFLA_ADDRESS, mac);
         socket.request(
                 req,
                 "RTM_SETLINK "
@@ -575,9 +605,9 @@ final class Rtnetlink implements AutoCloseable {
 
     void deleteAddress(Link link, InetAddress address, int prefixLength) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_DELADDR, 0)
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_DELADDR, 0)
                         .ifaddrmsg(family(address), prefixLength, 0, 0, link.index())
-                        .attr(Rtnl.IFA_LOCAL, address.getAddress());
+                        .attr(LinuxNetlinkAbi.IFA_LOCAL, address.getAddress());
         socket.request(
                 req,
                 "RTM_DELADDR "
@@ -594,10 +624,11 @@ final class Rtnetlink implements AutoCloseable {
      * @return the family's entries on every device here
      */
     List<Neighbour> neighbours(int family) throws SyscallException {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETNEIGH, 0).ndmsg(family, 0, 0, 0);
+        NetlinkRequest req =
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETNEIGH, 0).ndmsg(family, 0, 0, 0);
         List<Neighbour> out = new ArrayList<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETNEIGH dump family " + family + where)) {
-            if (m.type() == Rtnl.RTM_NEWNEIGH) {
+            if (m.type() == LinuxNetlinkAbi.RTM_NEWNEIGH) {
                 Neighbour n = parseNeighbour(m);
                 if (n.family() == family) {
                     out.add(n);
@@ -613,9 +644,11 @@ final class Rtnetlink implements AutoCloseable {
      * @param replace false: NLM_F_EXCL; true: NLM_F_REPLACE (for an FDB entry, its remote is replaced)
      */
     void addNeighbour(Neighbour entry, boolean replace, String device) throws SyscallException {
-        int flags = Rtnl.NLM_F_CREATE | (replace ? Rtnl.NLM_F_REPLACE : Rtnl.NLM_F_EXCL);
+        int flags =
+                LinuxNetlinkAbi.NLM_F_CREATE
+                        | (replace ? LinuxNetlinkAbi.NLM_F_REPLACE : LinuxNetlinkAbi.NLM_F_EXCL);
         socket.request(
-                neighbourMessage(Rtnl.RTM_NEWNEIGH, flags, entry),
+                neighbourMessage(LinuxNetlinkAbi.RTM_NEWNEIGH, flags, entry),
                 "RTM_NEWNEIGH " + (replace ? "replace " : "") + describe(entry, device) + where);
     }
 
@@ -626,12 +659,12 @@ final class Rtnetlink implements AutoCloseable {
                         entry.family(),
                         entry.index(),
                         entry.destination(),
-                        entry.family() == Rtnl.AF_BRIDGE ? entry.mac() : "",
+                        entry.family() == LinuxNetlinkAbi.AF_BRIDGE ? entry.mac() : "",
                         0,
-                        entry.flags() & Rtnl.NTF_SELF,
+                        entry.flags() & LinuxNetlinkAbi.NTF_SELF,
                         0);
         socket.request(
-                neighbourMessage(Rtnl.RTM_DELNEIGH, 0, match),
+                neighbourMessage(LinuxNetlinkAbi.RTM_DELNEIGH, 0, match),
                 "RTM_DELNEIGH " + describe(entry, device) + where);
     }
 
@@ -641,35 +674,35 @@ final class Rtnetlink implements AutoCloseable {
                 new NetlinkRequest(messageType, flags)
                         .ndmsg(n.family(), n.index(), n.state(), n.flags());
         if (n.destination() != null) {
-            req.attr(Rtnl.NDA_DST, n.destination().getAddress());
+            req.attr(LinuxNetlinkAbi.NDA_DST, n.destination().getAddress());
         }
         if (!n.mac().isEmpty()) {
-            req.attr(Rtnl.NDA_LLADDR, HexFormat.ofDelimiter(":").parseHex(n.mac()));
+            req.attr(LinuxNetlinkAbi.NDA_LLADDR, HexFormat.ofDelimiter(":").parseHex(n.mac()));
         }
         if (n.protocol() > 0) {
-            req.attrU8(Rtnl.NDA_PROTOCOL, n.protocol());
+            req.attrU8(LinuxNetlinkAbi.NDA_PROTOCOL, n.protocol());
         }
         return req;
     }
 
     static Neighbour parseNeighbour(NetlinkMessage m) throws SyscallException {
         ByteBuffer p = m.payload();
-        NetlinkMessage.Attributes a = m.attributes(Rtnl.NDMSG_LEN);
-        byte[] mac = a.bytes(Rtnl.NDA_LLADDR);
+        NetlinkMessage.Attributes a = m.attributes(LinuxNetlinkAbi.NDMSG_LEN);
+        byte[] mac = a.bytes(LinuxNetlinkAbi.NDA_LLADDR);
         return new Neighbour(
                 Byte.toUnsignedInt(p.get(0)),
                 p.getInt(4),
-                a.address(Rtnl.NDA_DST),
+                a.address(LinuxNetlinkAbi.NDA_DST),
                 mac == null ? "" : HexFormat.ofDelimiter(":").formatHex(mac),
                 Short.toUnsignedInt(p.getShort(8)),
                 Byte.toUnsignedInt(p.get(10)),
-                Math.max(a.u8(Rtnl.NDA_PROTOCOL), 0));
+                Math.max(a.u8(LinuxNetlinkAbi.NDA_PROTOCOL), 0));
     }
 
     /** @return e.g. {@code "fdb 02:ca:da:00:00:0d dst 198.19.3.11 dev cadastre.vx4"} */
     static String describe(Neighbour n, String device) {
         String dst = n.destination() == null ? "" : text(n.destination());
-        return n.family() == Rtnl.AF_BRIDGE
+        return n.family() == LinuxNetlinkAbi.AF_BRIDGE
                 ? "fdb " + n.mac() + " dst " + dst + " dev " + device
                 : "neighbour " + dst + " lladdr " + n.mac() + " dev " + device;
     }
@@ -680,14 +713,16 @@ final class Rtnetlink implements AutoCloseable {
      */
     void addClsact(Link link) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_NEWQDISC, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                new NetlinkRequest(
+                                LinuxNetlinkAbi.RTM_NEWQDISC,
+                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
                         .tcmsg(
-                                Rtnl.AF_UNSPEC,
+                                LinuxNetlinkAbi.AF_UNSPEC,
                                 link.index(),
-                                Rtnl.TC_H_CLSACT_HANDLE,
-                                Rtnl.TC_H_CLSACT,
+                                LinuxNetlinkAbi.TC_H_CLSACT_HANDLE,
+                                LinuxNetlinkAbi.TC_H_CLSACT,
                                 0)
-                        .attrString(Rtnl.TCA_KIND, "clsact");
+                        .attrString(LinuxNetlinkAbi.TCA_KIND, "clsact");
         socket.request(req, "RTM_NEWQDISC clsact dev " + link.name() + where);
     }
 
@@ -699,18 +734,20 @@ final class Rtnetlink implements AutoCloseable {
      */
     void addIngressBpfFilter(Link link, int priority, byte[] ops) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_NEWTFILTER, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL)
+                new NetlinkRequest(
+                                LinuxNetlinkAbi.RTM_NEWTFILTER,
+                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
                         .tcmsg(
-                                Rtnl.AF_UNSPEC,
+                                LinuxNetlinkAbi.AF_UNSPEC,
                                 link.index(),
                                 1,
-                                Rtnl.TC_H_CLSACT_INGRESS,
+                                LinuxNetlinkAbi.TC_H_CLSACT_INGRESS,
                                 filterInfo(priority))
-                        .attrString(Rtnl.TCA_KIND, "bpf");
-        int options = req.nest(Rtnl.TCA_OPTIONS);
-        req.attrU16(Rtnl.TCA_BPF_OPS_LEN, ops.length / 8)
-                .attr(Rtnl.TCA_BPF_OPS, ops)
-                .attrU32(Rtnl.TCA_BPF_FLAGS, Rtnl.TCA_BPF_FLAG_ACT_DIRECT);
+                        .attrString(LinuxNetlinkAbi.TCA_KIND, "bpf");
+        int options = req.nest(LinuxNetlinkAbi.TCA_OPTIONS);
+        req.attrU16(LinuxNetlinkAbi.TCA_BPF_OPS_LEN, ops.length / 8)
+                .attr(LinuxNetlinkAbi.TCA_BPF_OPS, ops)
+                .attrU32(LinuxNetlinkAbi.TCA_BPF_FLAGS, LinuxNetlinkAbi.TCA_BPF_FLAG_ACT_DIRECT);
         req.end(options);
         socket.request(
                 req, "RTM_NEWTFILTER bpf ingress prio " + priority + " dev " + link.name() + where);
@@ -720,16 +757,21 @@ final class Rtnetlink implements AutoCloseable {
     static int filterInfo(int priority) {
         int protocol =
                 java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
-                        ? Short.toUnsignedInt(Short.reverseBytes((short) Rtnl.ETH_P_ALL))
-                        : Rtnl.ETH_P_ALL;
+                        ? Short.toUnsignedInt(Short.reverseBytes((short) LinuxNetlinkAbi.ETH_P_ALL))
+                        : LinuxNetlinkAbi.ETH_P_ALL;
         return (priority << 16) | protocol;
     }
 
     /** @return the filters on the link's clsact ingress hook; empty when it has no clsact qdisc */
     List<Filter> ingressFilters(Link link) throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_GETTFILTER, 0)
-                        .tcmsg(Rtnl.AF_UNSPEC, link.index(), 0, Rtnl.TC_H_CLSACT_INGRESS, 0);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETTFILTER, 0)
+                        .tcmsg(
+                                LinuxNetlinkAbi.AF_UNSPEC,
+                                link.index(),
+                                0,
+                                LinuxNetlinkAbi.TC_H_CLSACT_INGRESS,
+                                0);
         List<NetlinkMessage> parts;
         try {
             parts = socket.dump(req, "RTM_GETTFILTER dump ingress dev " + link.name() + where);
@@ -741,13 +783,14 @@ final class Rtnetlink implements AutoCloseable {
         }
         List<Filter> out = new ArrayList<>();
         for (NetlinkMessage m : parts) {
-            if (m.type() != Rtnl.RTM_NEWTFILTER) {
+            if (m.type() != LinuxNetlinkAbi.RTM_NEWTFILTER) {
                 continue;
             }
-            NetlinkMessage.Attributes a = m.attributes(Rtnl.TCMSG_LEN);
-            String kind = a.string(Rtnl.TCA_KIND);
-            NetlinkMessage.Attributes options = a.nested(Rtnl.TCA_OPTIONS, 0);
-            if (!options.has(Rtnl.TCA_BPF_OPS) && !options.has(Rtnl.TCA_BPF_FLAGS)) {
+            NetlinkMessage.Attributes a = m.attributes(LinuxNetlinkAbi.TCMSG_LEN);
+            String kind = a.string(LinuxNetlinkAbi.TCA_KIND);
+            NetlinkMessage.Attributes options = a.nested(LinuxNetlinkAbi.TCA_OPTIONS, 0);
+            if (!options.has(LinuxNetlinkAbi.TCA_BPF_OPS)
+                    && !options.has(LinuxNetlinkAbi.TCA_BPF_FLAGS)) {
                 continue; // the filter chain's header entry, no filter of its own
             }
             int priority = m.payload().getInt(16) >>> 16;
@@ -755,8 +798,8 @@ final class Rtnetlink implements AutoCloseable {
                     new Filter(
                             priority,
                             kind == null ? "" : kind,
-                            options.bytes(Rtnl.TCA_BPF_OPS),
-                            Math.max(options.u32(Rtnl.TCA_BPF_FLAGS), 0)));
+                            options.bytes(LinuxNetlinkAbi.TCA_BPF_OPS),
+                            Math.max(options.u32(LinuxNetlinkAbi.TCA_BPF_FLAGS), 0)));
         }
         return out;
     }
@@ -764,17 +807,19 @@ final class Rtnetlink implements AutoCloseable {
     /** @return ifindex → the drops counted by that link's clsact qdisc, for every link here that has one */
     Map<Integer, Long> clsactDrops() throws SyscallException {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_GETQDISC, 0).tcmsg(Rtnl.AF_UNSPEC, 0, 0, 0, 0);
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETQDISC, 0)
+                        .tcmsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0, 0);
         Map<Integer, Long> out = new java.util.HashMap<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETQDISC dump" + where)) {
-            if (m.type() != Rtnl.RTM_NEWQDISC) {
+            if (m.type() != LinuxNetlinkAbi.RTM_NEWQDISC) {
                 continue;
             }
-            NetlinkMessage.Attributes a = m.attributes(Rtnl.TCMSG_LEN);
-            if (!"clsact".equals(a.string(Rtnl.TCA_KIND))) {
+            NetlinkMessage.Attributes a = m.attributes(LinuxNetlinkAbi.TCMSG_LEN);
+            if (!"clsact".equals(a.string(LinuxNetlinkAbi.TCA_KIND))) {
                 continue;
             }
-            byte[] queue = a.nested(Rtnl.TCA_STATS2, 0).bytes(Rtnl.TCA_STATS_QUEUE);
+            byte[] queue =
+                    a.nested(LinuxNetlinkAbi.TCA_STATS2, 0).bytes(LinuxNetlinkAbi.TCA_STATS_QUEUE);
             long drops =
                     queue == null || queue.length < 12
                             ? 0
@@ -790,9 +835,9 @@ final class Rtnetlink implements AutoCloseable {
     /** @return the name iproute2 gives a route protocol number, else the number */
     static String protocolName(int protocol) {
         return switch (protocol) {
-            case Rtnl.RTPROT_KERNEL -> "kernel";
-            case Rtnl.RTPROT_BOOT -> "boot";
-            case Rtnl.RTPROT_STATIC -> "static";
+            case LinuxNetlinkAbi.RTPROT_KERNEL -> "kernel";
+            case LinuxNetlinkAbi.RTPROT_BOOT -> "boot";
+            case LinuxNetlinkAbi.RTPROT_STATIC -> "static";
             default -> Integer.toString(protocol);
         };
     }
@@ -847,37 +892,39 @@ final class Rtnetlink implements AutoCloseable {
     }
 
     static int family(InetAddress address) {
-        return address instanceof Inet4Address ? Rtnl.AF_INET : Rtnl.AF_INET6;
+        return address instanceof Inet4Address ? LinuxNetlinkAbi.AF_INET : LinuxNetlinkAbi.AF_INET6;
     }
 
     static Link parseLink(NetlinkMessage m) throws SyscallException {
         ByteBuffer p = m.payload();
-        NetlinkMessage.Attributes a = m.attributes(Rtnl.IFINFOMSG_LEN);
-        byte[] mac = a.bytes(Rtnl.IFLA_ADDRESS);
-        NetlinkMessage.Attributes info = a.nested(Rtnl.IFLA_LINKINFO, 0);
-        String kind = info.string(Rtnl.IFLA_INFO_KIND);
+        NetlinkMessage.Attributes a = m.attributes(LinuxNetlinkAbi.IFINFOMSG_LEN);
+        byte[] mac = a.bytes(LinuxNetlinkAbi.IFLA_ADDRESS);
+        NetlinkMessage.Attributes info = a.nested(LinuxNetlinkAbi.IFLA_LINKINFO, 0);
+        String kind = info.string(LinuxNetlinkAbi.IFLA_INFO_KIND);
         Vxlan vxlan = null;
         if ("vxlan".equals(kind)) {
-            NetlinkMessage.Attributes d = info.nested(Rtnl.IFLA_INFO_DATA, 0);
+            NetlinkMessage.Attributes d = info.nested(LinuxNetlinkAbi.IFLA_INFO_DATA, 0);
             InetAddress local =
-                    d.has(Rtnl.IFLA_VXLAN_LOCAL6)
-                            ? d.address(Rtnl.IFLA_VXLAN_LOCAL6)
-                            : d.address(Rtnl.IFLA_VXLAN_LOCAL);
+                    d.has(LinuxNetlinkAbi.IFLA_VXLAN_LOCAL6)
+                            ? d.address(LinuxNetlinkAbi.IFLA_VXLAN_LOCAL6)
+                            : d.address(LinuxNetlinkAbi.IFLA_VXLAN_LOCAL);
             vxlan =
                     new Vxlan(
-                            d.u32(Rtnl.IFLA_VXLAN_ID),
+                            d.u32(LinuxNetlinkAbi.IFLA_VXLAN_ID),
                             local,
-                            d.be16(Rtnl.IFLA_VXLAN_PORT),
-                            d.has(Rtnl.IFLA_VXLAN_LINK) ? d.u32(Rtnl.IFLA_VXLAN_LINK) : -1,
-                            d.u8(Rtnl.IFLA_VXLAN_LEARNING) == 1);
+                            d.be16(LinuxNetlinkAbi.IFLA_VXLAN_PORT),
+                            d.has(LinuxNetlinkAbi.IFLA_VXLAN_LINK)
+                                    ? d.u32(LinuxNetlinkAbi.IFLA_VXLAN_LINK)
+                                    : -1,
+                            d.u8(LinuxNetlinkAbi.IFLA_VXLAN_LEARNING) == 1);
         }
         return new Link(
                 p.getInt(4),
-                a.string(Rtnl.IFLA_IFNAME),
+                a.string(LinuxNetlinkAbi.IFLA_IFNAME),
                 p.getInt(8),
-                a.u32(Rtnl.IFLA_MTU),
+                a.u32(LinuxNetlinkAbi.IFLA_MTU),
                 mac == null ? "" : HexFormat.ofDelimiter(":").formatHex(mac),
-                a.u32(Rtnl.IFLA_LINK),
+                a.u32(LinuxNetlinkAbi.IFLA_LINK),
                 kind == null ? "" : kind,
                 vxlan);
     }
@@ -885,7 +932,7 @@ final class Rtnetlink implements AutoCloseable {
     /** @return 0.0.0.0 or :: */
     static InetAddress zero(int family) {
         try {
-            return InetAddress.getByAddress(new byte[family == Rtnl.AF_INET ? 4 : 16]);
+            return InetAddress.getByAddress(new byte[family == LinuxNetlinkAbi.AF_INET ? 4 : 16]);
         } catch (java.net.UnknownHostException e) {
             throw new AssertionError("4 or 16 bytes are always an address", e);
         }

@@ -83,7 +83,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     public sealed interface Command
             permits Attach,
                     Detach,
-                    Inspect,
+                    Check,
                     CollectGarbage,
                     Status,
                     Reconcile,
@@ -103,12 +103,12 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
             implements Command {}
 
     /** CHECK (CNI spec 1.1 §CHECK): what IPAM holds for the attachment, and the dataplane's differences. */
-    public record Inspect(
+    public record Check(
             AttachmentId id,
             String netnsPath,
             boolean ipamOnly,
             int mtu,
-            ActorRef<StatusReply<Inspection>> replyTo)
+            ActorRef<StatusReply<CheckResult>> replyTo)
             implements Command {}
 
     /**
@@ -161,7 +161,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * @param attachment the IPAM record, or {@code null} when IPAM does not know the attachment
      * @param differences the dataplane's differences from what ADD configures (empty for IPAM-only)
      */
-    public record Inspection(AttachmentRecord attachment, List<String> differences) {}
+    public record CheckResult(AttachmentRecord attachment, List<String> differences) {}
 
     /**
      * Creates the node agent; its first reconciliation round runs one interval after start.
@@ -271,8 +271,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                                     replier(cmd.replyTo()));
                         })
                 .onMessage(
-                        Inspect.class,
-                        cmd -> enqueue(cmd.id().key(), () -> inspect(cmd), replier(cmd.replyTo())))
+                        Check.class,
+                        cmd -> enqueue(cmd.id().key(), () -> check(cmd), replier(cmd.replyTo())))
                 .onMessage(CollectGarbage.class, this::onCollectGarbage)
                 .onMessage(GarbageListed.class, this::onGarbageListed)
                 .onMessage(
@@ -794,19 +794,19 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         return requested > 0 ? requested : podNetwork.podMtu();
     }
 
-    private CompletionStage<Inspection> inspect(Inspect cmd) {
+    private CompletionStage<CheckResult> check(Check cmd) {
         return ipam.lookup(cmd.id().handle(), cmd.id().ifname())
                 .thenCompose(
                         found -> {
                             if (found.isEmpty() || cmd.ipamOnly()) {
                                 return CompletableFuture.completedFuture(
-                                        new Inspection(found.orElse(null), List.of()));
+                                        new CheckResult(found.orElse(null), List.of()));
                             }
                             PodAttachment pod =
                                     podAttachment(
                                             cmd.id(), cmd.netnsPath(), mtu(cmd.mtu()), found.get());
                             return onDataplane(() -> dataplane.check(pod))
-                                    .thenApply(diffs -> new Inspection(found.get(), diffs));
+                                    .thenApply(diffs -> new CheckResult(found.get(), diffs));
                         });
     }
 

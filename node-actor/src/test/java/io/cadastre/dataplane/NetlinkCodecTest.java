@@ -17,48 +17,62 @@ class NetlinkCodecTest {
     @Test
     void requestHasHeaderPaddedAttributesAndNesting() throws Exception {
         NetlinkRequest req =
-                new NetlinkRequest(Rtnl.RTM_NEWLINK, Rtnl.NLM_F_CREATE)
-                        .ifinfomsg(Rtnl.AF_UNSPEC, 7, Rtnl.IFF_UP, Rtnl.IFF_UP)
-                        .attrString(Rtnl.IFLA_IFNAME, "eth0");
-        int outer = req.nest(Rtnl.IFLA_LINKINFO);
-        req.attrString(Rtnl.IFLA_INFO_KIND, "veth");
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_NEWLINK, LinuxNetlinkAbi.NLM_F_CREATE)
+                        .ifinfomsg(
+                                LinuxNetlinkAbi.AF_UNSPEC,
+                                7,
+                                LinuxNetlinkAbi.IFF_UP,
+                                LinuxNetlinkAbi.IFF_UP)
+                        .attrString(LinuxNetlinkAbi.IFLA_IFNAME, "eth0");
+        int outer = req.nest(LinuxNetlinkAbi.IFLA_LINKINFO);
+        req.attrString(LinuxNetlinkAbi.IFLA_INFO_KIND, "veth");
         req.end(outer);
         ByteBuffer b =
-                ByteBuffer.wrap(req.encode(42, Rtnl.NLM_F_REQUEST | Rtnl.NLM_F_ACK))
+                ByteBuffer.wrap(
+                                req.encode(
+                                        42,
+                                        LinuxNetlinkAbi.NLM_F_REQUEST | LinuxNetlinkAbi.NLM_F_ACK))
                         .order(ByteOrder.nativeOrder());
 
         // 16 header + 16 ifinfomsg + (4+5 -> 12) ifname + 4 nest header + (4+5 -> 12) kind
         assertEquals(60, b.limit());
         assertEquals(60, b.getInt(0));
-        assertEquals(Rtnl.RTM_NEWLINK, b.getShort(4));
-        assertEquals(Rtnl.NLM_F_CREATE | Rtnl.NLM_F_REQUEST | Rtnl.NLM_F_ACK, b.getShort(6));
+        assertEquals(LinuxNetlinkAbi.RTM_NEWLINK, b.getShort(4));
+        assertEquals(
+                LinuxNetlinkAbi.NLM_F_CREATE
+                        | LinuxNetlinkAbi.NLM_F_REQUEST
+                        | LinuxNetlinkAbi.NLM_F_ACK,
+                b.getShort(6));
         assertEquals(42, b.getInt(8));
         assertEquals(7, b.getInt(20));
         assertEquals(9, b.getShort(32));
-        assertEquals(Rtnl.IFLA_IFNAME, b.getShort(34));
+        assertEquals(LinuxNetlinkAbi.IFLA_IFNAME, b.getShort(34));
         assertEquals(16, b.getShort(44), "nest length covers the padded child");
-        assertEquals(Rtnl.IFLA_LINKINFO, b.getShort(46));
+        assertEquals(LinuxNetlinkAbi.IFLA_LINKINFO, b.getShort(46));
 
         NetlinkMessage m =
                 new NetlinkMessage(
-                        Rtnl.RTM_NEWLINK,
+                        LinuxNetlinkAbi.RTM_NEWLINK,
                         0,
                         42,
                         0,
                         b.slice(16, b.limit() - 16).order(ByteOrder.nativeOrder()));
-        NetlinkMessage.Attributes a = m.attributes(Rtnl.IFINFOMSG_LEN);
-        assertEquals("eth0", a.string(Rtnl.IFLA_IFNAME));
-        assertEquals("veth", a.nested(Rtnl.IFLA_LINKINFO, 0).string(Rtnl.IFLA_INFO_KIND));
-        assertEquals(-1, a.u32(Rtnl.IFLA_MTU));
-        assertFalse(a.has(Rtnl.IFLA_ADDRESS));
-        assertNull(a.address(Rtnl.IFLA_ADDRESS));
+        NetlinkMessage.Attributes a = m.attributes(LinuxNetlinkAbi.IFINFOMSG_LEN);
+        assertEquals("eth0", a.string(LinuxNetlinkAbi.IFLA_IFNAME));
+        assertEquals(
+                "veth",
+                a.nested(LinuxNetlinkAbi.IFLA_LINKINFO, 0).string(LinuxNetlinkAbi.IFLA_INFO_KIND));
+        assertEquals(-1, a.u32(LinuxNetlinkAbi.IFLA_MTU));
+        assertFalse(a.has(LinuxNetlinkAbi.IFLA_ADDRESS));
+        assertNull(a.address(LinuxNetlinkAbi.IFLA_ADDRESS));
     }
 
     @Test
     void encodingTwiceGivesTheSameBytesButTheNewSequence() {
-        NetlinkRequest req = new NetlinkRequest(Rtnl.RTM_GETLINK, 0).ifinfomsg(0, 0, 0, 0);
-        byte[] first = req.encode(1, Rtnl.NLM_F_REQUEST);
-        byte[] second = req.encode(2, Rtnl.NLM_F_REQUEST);
+        NetlinkRequest req =
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETLINK, 0).ifinfomsg(0, 0, 0, 0);
+        byte[] first = req.encode(1, LinuxNetlinkAbi.NLM_F_REQUEST);
+        byte[] second = req.encode(2, LinuxNetlinkAbi.NLM_F_REQUEST);
         first[8] = 2;
         assertArrayEquals(first, second);
     }

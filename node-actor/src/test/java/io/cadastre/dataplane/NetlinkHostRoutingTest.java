@@ -549,7 +549,7 @@ class NetlinkHostRoutingTest {
                         .filter(
                                 r ->
                                         r.destination().toString().equals("198.18.5.5/32")
-                                                && r.protocol() == Rtnl.RTPROT_BOOT
+                                                && r.protocol() == LinuxNetlinkAbi.RTPROT_BOOT
                                                 && !r.ours())
                         .count(),
                 "the pod's own host route, another protocol's");

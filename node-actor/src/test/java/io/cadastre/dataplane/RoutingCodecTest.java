@@ -39,16 +39,19 @@ class RoutingCodecTest {
                         Route.via(IpPrefix.parse("198.18.2.0/26"), ip("198.19.1.12"), "eth0", 1450),
                         2);
         NetlinkRequest req =
-                Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, Rtnl.NLM_F_CREATE | Rtnl.NLM_F_EXCL, r);
+                Rtnetlink.routeMessage(
+                        LinuxNetlinkAbi.RTM_NEWROUTE,
+                        LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL,
+                        r);
         ByteBuffer wire = wire(req);
 
         // rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, then u32 flags.
-        assertEquals(Rtnl.AF_INET, wire.get(16));
+        assertEquals(LinuxNetlinkAbi.AF_INET, wire.get(16));
         assertEquals(26, wire.get(17));
-        assertEquals((byte) Rtnl.RT_TABLE_MAIN, wire.get(20));
+        assertEquals((byte) LinuxNetlinkAbi.RT_TABLE_MAIN, wire.get(20));
         assertEquals((byte) 202, wire.get(21));
-        assertEquals(Rtnl.RTN_UNICAST, wire.get(23));
-        assertEquals(Rtnl.RTNH_F_ONLINK, wire.getInt(24));
+        assertEquals(LinuxNetlinkAbi.RTN_UNICAST, wire.get(23));
+        assertEquals(LinuxNetlinkAbi.RTNH_F_ONLINK, wire.getInt(24));
         assertEquals(r, Rtnetlink.parseRoute(message(wire), true));
         assertEquals(
                 "198.18.2.0/26 via 198.19.1.12 dev eth0 onlink mtu 1450 proto 202",
@@ -63,7 +66,10 @@ class RoutingCodecTest {
         assertEquals(
                 blackhole,
                 Rtnetlink.parseRoute(
-                        message(wire(Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, 0, blackhole))),
+                        message(
+                                wire(
+                                        Rtnetlink.routeMessage(
+                                                LinuxNetlinkAbi.RTM_NEWROUTE, 0, blackhole))),
                         true));
         assertEquals("blackhole fd00:198::1:0/122 proto 202", blackhole.describe(NAMES));
 
@@ -78,22 +84,27 @@ class RoutingCodecTest {
         assertEquals(
                 v6,
                 Rtnetlink.parseRoute(
-                        message(wire(Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, 0, v6))), true));
+                        message(wire(Rtnetlink.routeMessage(LinuxNetlinkAbi.RTM_NEWROUTE, 0, v6))),
+                        true));
 
         RouteInfo defaultRoute =
                 new RouteInfo(
-                        Rtnetlink.zero(Rtnl.AF_INET),
+                        Rtnetlink.zero(LinuxNetlinkAbi.AF_INET),
                         0,
-                        Rtnl.RTPROT_BOOT,
-                        Rtnl.RTN_UNICAST,
+                        LinuxNetlinkAbi.RTPROT_BOOT,
+                        LinuxNetlinkAbi.RTN_UNICAST,
                         0,
                         0,
                         ip("198.19.1.1"),
                         2,
                         0,
                         0);
-        ByteBuffer wire = wire(Rtnetlink.routeMessage(Rtnl.RTM_NEWROUTE, 0, defaultRoute));
-        assertEquals(16 + Rtnl.RTMSG_LEN + 8 + 8, wire.limit(), "no RTA_DST for a default route");
+        ByteBuffer wire =
+                wire(Rtnetlink.routeMessage(LinuxNetlinkAbi.RTM_NEWROUTE, 0, defaultRoute));
+        assertEquals(
+                16 + LinuxNetlinkAbi.RTMSG_LEN + 8 + 8,
+                wire.limit(),
+                "no RTA_DST for a default route");
         assertEquals(defaultRoute, Rtnetlink.parseRoute(message(wire), true));
     }
 
@@ -101,9 +112,15 @@ class RoutingCodecTest {
     void routesOfOtherTablesAreSkippedByTheMainTableParser() throws Exception {
         ByteBuffer wire =
                 wire(
-                        new NetlinkRequest(Rtnl.RTM_NEWROUTE, 0)
-                                .rtmsg(Rtnl.AF_INET, 32, 255, Rtnl.RTPROT_KERNEL, 254, 2)
-                                .attr(Rtnl.RTA_DST, ip("198.19.1.11").getAddress()));
+                        new NetlinkRequest(LinuxNetlinkAbi.RTM_NEWROUTE, 0)
+                                .rtmsg(
+                                        LinuxNetlinkAbi.AF_INET,
+                                        32,
+                                        255,
+                                        LinuxNetlinkAbi.RTPROT_KERNEL,
+                                        254,
+                                        2)
+                                .attr(LinuxNetlinkAbi.RTA_DST, ip("198.19.1.11").getAddress()));
         assertNull(Rtnetlink.parseRoute(message(wire), true), "table 255, local");
         assertEquals(32, Rtnetlink.parseRoute(message(wire), false).destinationLength());
     }
@@ -115,9 +132,9 @@ class RoutingCodecTest {
                         ip("fd00:198::9:0"),
                         122,
                         202,
-                        Rtnl.RTN_UNICAST,
+                        LinuxNetlinkAbi.RTN_UNICAST,
                         0,
-                        Rtnl.RTNH_F_ONLINK,
+                        LinuxNetlinkAbi.RTNH_F_ONLINK,
                         ip("fd00:19:4::99"),
                         2,
                         1024,
@@ -127,14 +144,14 @@ class RoutingCodecTest {
                         ours.destination(),
                         122,
                         202,
-                        Rtnl.RTN_UNICAST,
-                        Rtnl.RT_SCOPE_NOWHERE,
+                        LinuxNetlinkAbi.RTN_UNICAST,
+                        LinuxNetlinkAbi.RT_SCOPE_NOWHERE,
                         0,
                         null,
                         -1,
                         1024,
                         0);
-        ByteBuffer wire = wire(Rtnetlink.routeMessage(Rtnl.RTM_DELROUTE, 0, match));
+        ByteBuffer wire = wire(Rtnetlink.routeMessage(LinuxNetlinkAbi.RTM_DELROUTE, 0, match));
         RouteInfo parsed = Rtnetlink.parseRoute(message(wire), true);
         assertEquals(202, parsed.protocol());
         assertEquals(1024, parsed.priority());
@@ -156,15 +173,15 @@ class RoutingCodecTest {
         assertEquals(config, link.vxlan());
         NetlinkMessage.Attributes data =
                 message(wire)
-                        .attributes(Rtnl.IFINFOMSG_LEN)
-                        .nested(Rtnl.IFLA_LINKINFO, 0)
-                        .nested(Rtnl.IFLA_INFO_DATA, 0);
+                        .attributes(LinuxNetlinkAbi.IFINFOMSG_LEN)
+                        .nested(LinuxNetlinkAbi.IFLA_LINKINFO, 0)
+                        .nested(LinuxNetlinkAbi.IFLA_INFO_DATA, 0);
         assertEquals(
                 "12b5",
-                HexFormat.of().formatHex(data.bytes(Rtnl.IFLA_VXLAN_PORT)),
+                HexFormat.of().formatHex(data.bytes(LinuxNetlinkAbi.IFLA_VXLAN_PORT)),
                 "4789 big-endian");
-        assertEquals(0, data.u8(Rtnl.IFLA_VXLAN_LEARNING));
-        assertFalse(data.has(Rtnl.IFLA_VXLAN_LOCAL), "LOCAL6 for an IPv6 underlay");
+        assertEquals(0, data.u8(LinuxNetlinkAbi.IFLA_VXLAN_LEARNING));
+        assertFalse(data.has(LinuxNetlinkAbi.IFLA_VXLAN_LOCAL), "LOCAL6 for an IPv6 underlay");
 
         Link v4 =
                 Rtnetlink.parseLink(
@@ -183,30 +200,31 @@ class RoutingCodecTest {
     void neighbourAndFdbEntriesRoundTrip() throws Exception {
         Neighbour neighbour =
                 new Neighbour(
-                        Rtnl.AF_INET,
+                        LinuxNetlinkAbi.AF_INET,
                         7,
                         ip("198.18.5.1"),
                         "02:ca:da:05:00:04",
-                        Rtnl.NUD_PERMANENT,
+                        LinuxNetlinkAbi.NUD_PERMANENT,
                         0,
                         202);
-        ByteBuffer wire = wire(Rtnetlink.neighbourMessage(Rtnl.RTM_NEWNEIGH, 0, neighbour));
+        ByteBuffer wire =
+                wire(Rtnetlink.neighbourMessage(LinuxNetlinkAbi.RTM_NEWNEIGH, 0, neighbour));
         // ndmsg: family, pad, pad16, ifindex, u16 state, u8 flags, u8 type.
         assertEquals(7, wire.getInt(20));
-        assertEquals(Rtnl.NUD_PERMANENT, wire.getShort(24));
+        assertEquals(LinuxNetlinkAbi.NUD_PERMANENT, wire.getShort(24));
         assertEquals(neighbour, Rtnetlink.parseNeighbour(message(wire)));
 
         Neighbour fdb =
                 new Neighbour(
-                        Rtnl.AF_BRIDGE,
+                        LinuxNetlinkAbi.AF_BRIDGE,
                         7,
                         ip("fd00:19:5::11"),
                         "02:ca:da:05:00:06",
-                        Rtnl.NUD_PERMANENT,
-                        Rtnl.NTF_SELF,
+                        LinuxNetlinkAbi.NUD_PERMANENT,
+                        LinuxNetlinkAbi.NTF_SELF,
                         0);
-        ByteBuffer fdbWire = wire(Rtnetlink.neighbourMessage(Rtnl.RTM_NEWNEIGH, 0, fdb));
-        assertEquals(Rtnl.NTF_SELF, fdbWire.get(26));
+        ByteBuffer fdbWire = wire(Rtnetlink.neighbourMessage(LinuxNetlinkAbi.RTM_NEWNEIGH, 0, fdb));
+        assertEquals(LinuxNetlinkAbi.NTF_SELF, fdbWire.get(26));
         assertEquals(fdb, Rtnetlink.parseNeighbour(message(fdbWire)));
         assertEquals(
                 "fdb 02:ca:da:05:00:06 dst fd00:19:5::11 dev cadastre.vx6",
@@ -233,7 +251,7 @@ class RoutingCodecTest {
                         blackhole.destination(),
                         122,
                         202,
-                        Rtnl.RTN_BLACKHOLE,
+                        LinuxNetlinkAbi.RTN_BLACKHOLE,
                         0,
                         0,
                         null,
@@ -394,7 +412,8 @@ class RoutingCodecTest {
     }
 
     private static ByteBuffer wire(NetlinkRequest req) {
-        return ByteBuffer.wrap(req.encode(1, Rtnl.NLM_F_REQUEST)).order(ByteOrder.nativeOrder());
+        return ByteBuffer.wrap(req.encode(1, LinuxNetlinkAbi.NLM_F_REQUEST))
+                .order(ByteOrder.nativeOrder());
     }
 
     /** The request as a received message: header fields, payload from the family header on. */
@@ -404,7 +423,9 @@ class RoutingCodecTest {
                 0,
                 1,
                 0,
-                wire.slice(Rtnl.NLMSG_HDRLEN, wire.limit() - Rtnl.NLMSG_HDRLEN)
+                wire.slice(
+                                LinuxNetlinkAbi.NLMSG_HDRLEN,
+                                wire.limit() - LinuxNetlinkAbi.NLMSG_HDRLEN)
                         .order(ByteOrder.nativeOrder()));
     }
 

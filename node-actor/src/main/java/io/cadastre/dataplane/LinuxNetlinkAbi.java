@@ -4,8 +4,8 @@ package io.cadastre.dataplane;
  * rtnetlink numbers from the Linux UAPI headers (linux/netlink.h, rtnetlink.h, if_link.h, veth.h,
  * neighbour.h, if_addr.h), plus Cadastre's own route protocol number.
  */
-final class Rtnl {
-    private Rtnl() {}
+final class LinuxNetlinkAbi {
+    private LinuxNetlinkAbi() {}
 
     static final int NLMSG_HDRLEN = 16;
     static final int NLMSG_NOOP = 1;
