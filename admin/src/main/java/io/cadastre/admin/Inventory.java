@@ -453,9 +453,8 @@ public final class Inventory {
                                 throw AdminException.notFound("unknown node " + name);
                             }
                             // The node lists a block before it borrows from it, and its records
-                            // name the blocks
-                            // its addresses came from: between them they cover every block it may
-                            // borrow from.
+                            // name the blocks its addresses came from: between them they cover
+                            // every block it may borrow from.
                             Set<Cidr> candidates = new TreeSet<>(view.borrowedBlocks().keySet());
                             view.attachments()
                                     .forEach(

@@ -502,10 +502,8 @@ class FailoverTest {
                 AgentLogs.parse(
                         "host3",
                         List.of(
-                                "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting", // read a
-                                // little
-                                // before the
-                                // origin
+                                // read a little before the origin
+                                "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting",
                                 "23:59:55.000"
                                         + NODE_ENTITY
                                         + "recovered node entity host2: 17 attachments, 3 affine blocks",

@@ -78,8 +78,8 @@ final class FaultPlan {
                 switch (kind) {
                     case KILL -> 500 + random.nextInt(3_500); // restart after 0.5-4 s
                     case PAUSE ->
-                            8_000 + random.nextInt(4_001); // 8-12 s: beyond detection (~3.5 s) +
-                    // stable-after (3 s)
+                            // 8-12 s: beyond detection (~3.5 s) + stable-after (3 s)
+                            8_000 + random.nextInt(4_001);
                     case PARTITION -> 10_000 + random.nextInt(5_001); // 10-15 s
                     case CASSANDRA_RESTART -> 0;
                 };

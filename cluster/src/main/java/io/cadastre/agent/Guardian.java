@@ -125,8 +125,8 @@ public final class Guardian {
                 ctx -> {
                     Cluster cluster = Cluster.get(ctx.getSystem());
                     // The journal first, the cluster second: once this member is Up, shards are
-                    // allocated
-                    // to it, and an entity here must not wait for a journal still connecting.
+                    // allocated to it, and an entity here must not wait for a journal still
+                    // connecting.
                     ctx.pipeToSelf(
                             settings.persistence().prepare(ctx.getSystem()),
                             (done, failure) ->
@@ -370,8 +370,7 @@ public final class Guardian {
                         ready -> {
                             if (settings.persistence() == Persistence.EMBEDDED) {
                                 // The journal is open: a file of it, or the migrated H2 journal,
-                                // that a
-                                // looser umask or an older agent left readable is tightened.
+                                // that a looser umask or an older agent left readable is tightened.
                                 try {
                                     DataDir.tightenFiles(settings.dataDir())
                                             .forEach(change -> ctx.getLog().warn("{}", change));

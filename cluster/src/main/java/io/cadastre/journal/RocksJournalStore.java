@@ -306,11 +306,9 @@ public final class RocksJournalStore implements AutoCloseable {
                                     .setManifestPreallocationSize(64 << 10)
                                     .setStatsDumpPeriodSec(0)
                                     // A new write-ahead log comes with a sealed memtable, new table
-                                    // files with
-                                    // flushes and compactions. (Not onFlushCompleted: rocksdbjni
-                                    // 9.8.4 cannot
-                                    // convert the flush reason "WAL full" that max-wal-size
-                                    // causes.)
+                                    // files with flushes and compactions. (Not onFlushCompleted:
+                                    // rocksdbjni 9.8.4 cannot convert the flush reason "WAL full"
+                                    // that max-wal-size causes.)
                                     .setListeners(
                                             List.of(
                                                     keep(

@@ -147,8 +147,7 @@ class AdminAccessEndToEndTest {
     @Test
     void rootsCadastrectlFindsTheTokenWithoutBeingTold() throws Exception {
         // A real cadastrectl process as root, in a mount namespace of its own where the agent's
-        // data
-        // directory is /var/lib/cadastre: the machine's own /var/lib is not touched.
+        // data directory is /var/lib/cadastre: the machine's own /var/lib is not touched.
         List<String> command =
                 List.of(
                         "unshare",

@@ -94,8 +94,7 @@ final class AgentProcess implements AutoCloseable {
     AgentProcess start() throws IOException {
         Path conf = dir.resolve("agent.conf");
         // The test's own namespace is the machine's (other tests, other engineers): no routing
-        // there
-        // unless a test asks for it.
+        // there unless a test asks for it.
         String routing =
                 config.contains("cadastre.routing.mode") ? "" : "cadastre.routing.mode = none\n";
         // Any free port, unless the test chose one (other members must then know it in advance).

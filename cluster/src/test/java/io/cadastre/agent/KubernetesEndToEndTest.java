@@ -246,8 +246,8 @@ class KubernetesEndToEndTest {
         PodAdd byNamespace = add(ANNOTATED, "by-namespace", Map.of());
         assertIn(FOR_NAMESPACES, byNamespace.v4());
         assertIn(
-                IPV6, byNamespace.v6()); // the family the annotation does not name keeps the Node's
-        // selection
+                // the family the annotation does not name keeps the Node's selection
+                IPV6, byNamespace.v6());
 
         // By CIDR for IPv4, by name for IPv6.
         Map<String, String> pools =

@@ -150,8 +150,7 @@ class RuntimesTest {
                         + "\"\n");
         String name = "cadtest-" + UUID.randomUUID().toString().substring(0, 8);
         // runc with the cgroupfs manager and explicit limits: what works in a container sandbox
-        // with
-        // hybrid cgroups (crun refuses those).
+        // with hybrid cgroups (crun refuses those).
         List<String> command =
                 new ArrayList<>(
                         List.of(

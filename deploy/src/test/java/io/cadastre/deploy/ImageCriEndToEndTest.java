@@ -250,9 +250,8 @@ class ImageCriEndToEndTest {
             assertEquals(200, get(base + readinessPath(agentSpec)).statusCode());
 
             // kubelet stops the agent with SIGTERM and its grace: this first run of the image
-            // leaves the
-            // class data archive that every later start maps (the launcher), whole, and nothing
-            // partial.
+            // leaves the class data archive that every later start maps (the launcher), whole, and
+            // nothing partial.
             cri.stopContainer(agent, 60);
             List<String> archives;
             try (Stream<Path> files = Files.list(node.hostPath("/var/lib/cadastre"))) {

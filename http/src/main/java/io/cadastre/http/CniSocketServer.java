@@ -227,6 +227,7 @@ public final class CniSocketServer {
     private final Object lock = new Object();
 
     private State state = State.NEW; // guarded by lock
+
     // Set in start(), under lock, before state becomes RUNNING; read after that.
     private EventLoopGroup acceptGroup;
     private EventLoopGroup ioGroup;
@@ -303,9 +304,8 @@ public final class CniSocketServer {
                                 .option(ChannelOption.SO_BACKLOG, settings.maxConnections())
                                 .handler(new Admission())
                                 // Without this Netty closes a connection as soon as it reads the
-                                // client's EOF,
-                                // so a client that shuts down its sending side after the request
-                                // could lose the reply.
+                                // client's EOF, so a client that shuts down its sending side after
+                                // the request could lose the reply.
                                 .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
                                 .childHandler(
                                         new ChannelInitializer<Channel>() {
@@ -327,8 +327,8 @@ public final class CniSocketServer {
                                             }
                                         });
                 // Netty deletes the bound path when the listener closes; that is the temporary
-                // name,
-                // gone by then (renamed), so the socket file itself is left to deleteSocketFile().
+                // name, gone by then (renamed), so the socket file itself is left to
+                // deleteSocketFile().
                 ChannelFuture bound =
                         bootstrap
                                 .bind(new DomainSocketAddress(tmp.toString()))

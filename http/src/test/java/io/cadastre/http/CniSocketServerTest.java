@@ -505,9 +505,8 @@ class CniSocketServerTest {
     @Test
     void theLongestHeadThePluginSendsIsWithinTheLimits() throws Exception {
         // Every variable at the plugin's limit and every byte percent-encoded, as the plugin
-        // encodes
-        // `%`: the agent must serve it, not refuse it in the HTTP codec. CNI-Command is padded by a
-        // header of its own so the verb stays ADD.
+        // encodes `%`: the agent must serve it, not refuse it in the HTTP codec. CNI-Command is
+        // padded by a header of its own so the verb stays ADD.
         Map<String, String> values =
                 Map.of(
                         "CNI-Command",

@@ -171,8 +171,9 @@ final class Netns implements AutoCloseable {
                         socket.complete(socketInside());
                     } catch (StrandedThread e) {
                         socket.completeExceptionally(e.getCause());
-                        throw e; // this thread may be in the pod's namespace: it ends, the pool
-                        // makes another
+                        // This thread may be left in the pod's namespace: it ends here, and
+                        // the pool starts another for the next socket.
+                        throw e;
                     } catch (SyscallException | NotANetns | RuntimeException e) {
                         socket.completeExceptionally(e);
                     }

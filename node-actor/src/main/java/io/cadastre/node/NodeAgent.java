@@ -468,8 +468,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                 .thenCompose(
                         current -> {
                             if (!current.equals(
-                                    Optional.of(listed))) { // released meanwhile (a DEL, GC), or
-                                // recorded anew
+                                    // released meanwhile (a DEL, GC), or recorded anew
+                                    Optional.of(listed))) {
                                 return CompletableFuture.completedFuture(Optional.<String>empty());
                             }
                             return onDataplane(() -> reclaimer.goneCause(listed))
@@ -561,14 +561,14 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                                 checked.completeExceptionally(e);
                                 return OptionalInt.empty();
                             }
-                            checked.complete(
-                                    request.ipam()); // IPAM starts now, while the pair is made
+                            // IPAM starts now, while the pair is made.
+                            checked.complete(request.ipam());
                             try {
                                 return dataplane.prepare(
                                         request.netnsPath(), id.hostIfname(), id.ifname(), mtu);
                             } catch (DataplaneException | RuntimeException e) {
-                                return OptionalInt
-                                        .empty(); // attach meets the same problem and reports it
+                                // attach meets the same problem and reports it
+                                return OptionalInt.empty();
                             }
                         },
                         dataplaneExecutor);
@@ -602,9 +602,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                         () -> {
                             if (prepared.isEmpty()) {
                                 // The host end's name is a hash of the attachment, and IPAM did not
-                                // know the
-                                // attachment: a link of that name is left from an earlier attempt
-                                // that failed.
+                                // know the attachment: a link of that name is left from an earlier
+                                // attempt that failed.
                                 dataplane.detach(id.hostIfname());
                             }
                             return dataplane.attach(pod, prepared);

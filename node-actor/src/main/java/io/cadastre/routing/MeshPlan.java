@@ -265,8 +265,8 @@ public record MeshPlan(
                             for (HeldAddress h : e.getValue().addresses()) {
                                 Claim claim = state.claims().get(h.block());
                                 if (claim != null && claim.node().equals(e.getKey())) {
-                                    continue; // in its own node's block: the block's route covers
-                                    // it
+                                    // in its own node's block: the block's route covers it
+                                    continue;
                                 }
                                 String before = holder.putIfAbsent(h.address(), e.getKey());
                                 if (before != null && !before.equals(e.getKey())) {

@@ -716,8 +716,7 @@ class NetlinkHostRoutingTest {
                         .get("info_kind"));
 
         // By hand: a stale FDB entry and neighbour, a wanted FDB entry deleted, one pointing
-        // elsewhere,
-        // a neighbour with another MAC, an extra address, another MTU.
+        // elsewhere, a neighbour with another MAC, an extra address, another MTU.
         String vx = "cadastre.vx4";
         Ip.runCommand(
                 "bridge",

@@ -160,8 +160,8 @@ public final class AgentLogs {
         logs.forEach(
                 (member, file) -> {
                     // The decoder replaces bytes that are not UTF-8 (a line cut by SIGKILL, binary
-                    // noise)
-                    // rather than failing the whole file, which Files.newBufferedReader would.
+                    // noise) rather than failing the whole file, which Files.newBufferedReader
+                    // would.
                     try (BufferedReader in =
                             new BufferedReader(
                                     new InputStreamReader(

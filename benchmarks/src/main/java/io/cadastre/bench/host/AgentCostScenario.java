@@ -142,8 +142,7 @@ public final class AgentCostScenario implements Scenario {
 
             CniSocketClient socket = new CniSocketClient(agent.socket(), netconf);
             // The journal's own directory (application.conf: cadastre.embedded-journal.dir), not
-            // the
-            // native library the agent unpacks beside it.
+            // the native library the agent unpacks beside it.
             Path journal = agent.dataDir().resolve("journal");
             Deque<String> live = new ArrayDeque<>();
             int next = 0;

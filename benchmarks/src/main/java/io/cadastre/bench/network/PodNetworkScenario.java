@@ -468,8 +468,8 @@ public final class PodNetworkScenario implements Scenario {
                                     RoutingScaleProbe.class.getName(),
                                     "2",
                                     Integer.toString(
-                                            nodes[0]))); // a first round that warms the JIT up,
-            // discarded
+                                            // a first round that warms the JIT up, discarded
+                                            nodes[0])));
             for (int n : nodes) {
                 command.add(Integer.toString(n));
             }
