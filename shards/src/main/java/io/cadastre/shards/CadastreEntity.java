@@ -3,6 +3,11 @@ package io.cadastre.shards;
 import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.RecoveryCompleted;
@@ -48,6 +53,27 @@ abstract class CadastreEntity<C, E, S> extends EventSourcedBehaviorWithEnforcedR
         super(id);
         this.fence = fence;
         this.recovery = recovery;
+    }
+
+    /** An entity's behaviour from its id, its member's fence and its recovery reporter. */
+    @FunctionalInterface
+    interface Factory<C> {
+        Behavior<C> create(String entityId, MemberFence fence, CadastreMetrics.Recovery recovery);
+    }
+
+    /**
+     * Registers an entity type with cluster sharding on this member: every incarnation gets the
+     * member's fence and the entity's recovery reporter ({@code cadastre_entity_recovery_seconds}
+     * with {@code entity}).
+     *
+     * @param entity the metrics' name of the entity ({@link CadastreMetrics#recovery})
+     */
+    static <C> void initSharding(
+            ActorSystem<?> system, EntityTypeKey<C> key, String entity, Factory<C> factory) {
+        MemberFence fence = MemberFence.get(system);
+        CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(entity);
+        ClusterSharding.get(system)
+                .init(Entity.of(key, ctx -> factory.create(ctx.getEntityId(), fence, recovery)));
     }
 
     /** The entity's command handlers, behind the fence. */

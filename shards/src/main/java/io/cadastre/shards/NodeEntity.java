@@ -9,8 +9,6 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
@@ -35,14 +33,7 @@ public final class NodeEntity
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        MemberFence fence = MemberFence.get(system);
-        CadastreMetrics.Recovery recovery =
-                CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_NODE);
-        ClusterSharding.get(system)
-                .init(
-                        Entity.of(
-                                ENTITY_TYPE_KEY,
-                                ctx -> create(ctx.getEntityId(), fence, recovery)));
+        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_NODE, NodeEntity::create);
     }
 
     /** @param nodeName the node's name, the entity id */

@@ -12,8 +12,6 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.PersistenceId;
@@ -37,14 +35,7 @@ public final class PoolEntity
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        MemberFence fence = MemberFence.get(system);
-        CadastreMetrics.Recovery recovery =
-                CadastreMetrics.get(system).recovery(CadastreMetrics.ENTITY_POOL);
-        ClusterSharding.get(system)
-                .init(
-                        Entity.of(
-                                ENTITY_TYPE_KEY,
-                                ctx -> create(ctx.getEntityId(), fence, recovery)));
+        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_POOL, PoolEntity::create);
     }
 
     /** @param poolName the pool's name, the entity id */
