@@ -818,17 +818,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      */
     private Behavior<Command> onCollectGarbage(CollectGarbage cmd) {
         if (cmd.ipamOnly()) {
-            reply(
-                    ipam.collectGarbage(cmd.network(), cmd.keep())
-                            .thenApply(
-                                    released -> {
-                                        metrics.gcReclaimed(
-                                                ipam.node(),
-                                                CadastreMetrics.GC_CNI,
-                                                released.size());
-                                        return released;
-                                    }),
-                    cmd.replyTo());
+            reply(collectInIpam(cmd), cmd.replyTo());
             return this;
         }
         getContext()
@@ -836,6 +826,17 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                         ipam.attachments(),
                         (attachments, failure) -> new GarbageListed(cmd, attachments, failure));
         return this;
+    }
+
+    /** IPAM's part of a GC, its releases counted ({@code cni-gc}). @return the released keys */
+    private CompletionStage<List<String>> collectInIpam(CollectGarbage cmd) {
+        return ipam.collectGarbage(cmd.network(), cmd.keep())
+                .thenApply(
+                        released -> {
+                            metrics.gcReclaimed(
+                                    ipam.node(), CadastreMetrics.GC_CNI, released.size());
+                            return released;
+                        });
     }
 
     private Behavior<Command> onGarbageListed(GarbageListed listed) {
@@ -874,13 +875,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                                 });
         reply(
                 unplugged
-                        .thenCompose(v -> ipam.collectGarbage(cmd.network(), cmd.keep()))
+                        .thenCompose(v -> collectInIpam(cmd))
                         .thenCompose(
                                 releasedKeys -> {
-                                    metrics.gcReclaimed(
-                                            ipam.node(),
-                                            CadastreMetrics.GC_CNI,
-                                            releasedKeys.size());
                                     if (releasedKeys.isEmpty()) {
                                         return CompletableFuture.completedFuture(releasedKeys);
                                     }
