@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /** A dispatcher that runs nothing is reported once, with the threads, and its recovery too; a paused JVM is not. */
@@ -93,8 +94,14 @@ class DispatcherStallWatchTest {
 
     @Test
     void theReportOfARealBlockedExecutorNamesWhereItsThreadWaits() throws Exception {
+        AtomicReference<Thread> worker = new AtomicReference<>();
         ExecutorService single =
-                Executors.newSingleThreadExecutor(r -> new Thread(r, "stall-test-worker"));
+                Executors.newSingleThreadExecutor(
+                        r -> {
+                            Thread thread = new Thread(r, "stall-test-worker");
+                            worker.set(thread);
+                            return thread;
+                        });
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         List<String> reports = new CopyOnWriteArrayList<>();
@@ -109,6 +116,12 @@ class DispatcherStallWatchTest {
                         }
                     });
             assertTrue(entered.await(10, TimeUnit.SECONDS));
+            // the worker counts down before it parks: the dump must not catch it in between
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (worker.get().getState() != Thread.State.WAITING) {
+                assertTrue(System.nanoTime() < deadline, "the worker never parked");
+                Thread.sleep(1);
+            }
             DispatcherStallWatch real =
                     new DispatcherStallWatch(
                             List.of(Map.entry("test", single)),
