@@ -15,7 +15,7 @@ import org.apache.pekko.pattern.StatusReply;
 /**
  * How {@link Ipam} talks to the sharded entities: references by id, asks that are sent again
  * after each attempt's timeout until the total has passed ({@link AskTimeouts}), failures turned
- * into {@link IpamException}s (an entity's {@link Refusal} keeps its reason), and the confirmation of slow replies (see {@link Ipam}).
+ * into {@link IpamException}s (an entity's {@link Refusal} keeps its reason), and the confirmation of slow replies (see {@link ShardedIpam}).
  */
 final class EntityAsks {
     private final ClusterSharding sharding;

@@ -1,0 +1,142 @@
+package io.cadastre.shards;
+
+import io.cadastre.ipam.Cidr;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.stream.Stream;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.pattern.StatusReply;
+
+/**
+ * The DEL flow of one {@link ShardedIpam} (root DESIGN.md, "A DEL"): the node forgets the
+ * attachment ({@code NodeEntity.ForgetAttachment}), then each block that may hold its addresses
+ * frees them ({@code BlockEntity.Release}). For an attachment the node does not know, the blocks
+ * are swept: every block affine to this node per the pools (read afresh, releasing ones included)
+ * and every block it borrowed from ({@link BorrowedBlocks}). Also the node's lookup of one
+ * attachment, which ADD and GC share.
+ *
+ * <p>Invariants of the root DESIGN.md it upholds: 1 (the node forgets <em>before</em> the blocks
+ * free, so a crash in between leaves an orphan allocation, never a record whose address is free
+ * and that a retried ADD would hand back), 4 (idempotent: an unknown attachment is success, and a
+ * repeated DEL sweeps for an orphan), 9 (the sweep and GC bring back what a half-done DEL left).
+ * Invariant 6 (the pod off the network before its addresses are free) is the caller's: call
+ * {@link #free} only after the pod's interface is gone (node-actor, {@code NodeAgent.releaseForDel}).
+ *
+ * <p>All methods return stages that fail with {@link IpamException}.
+ */
+final class IpamRelease {
+    private final IpamContext context;
+    private final EntityAsks asks;
+    private final String node;
+    private final BorrowedBlocks borrowed;
+    private final Set<Cidr> fullHint;
+
+    IpamRelease(IpamContext context) {
+        this.context = context;
+        this.asks = context.asks;
+        this.node = context.node;
+        this.borrowed = context.borrowed;
+        this.fullHint = context.fullHint;
+    }
+
+    /** {@link Ipam#lookup}. */
+    CompletionStage<Optional<AttachmentRecord>> lookup(String handle, String ifname) {
+        return asks.ask(
+                        asks.node(node),
+                        (ActorRef<NodeEntity.AttachmentLookup> r) ->
+                                new NodeEntity.GetAttachment(handle, ifname, r))
+                .thenApply(found -> Optional.ofNullable(found.attachment()));
+    }
+
+    /** {@link Ipam#release}: {@link #forget}, then {@link #free}. */
+    CompletionStage<List<String>> release(String handle, String ifname) {
+        return forget(handle, ifname).thenCompose(blocks -> free(handle, ifname, blocks));
+    }
+
+    /** {@link Ipam#forget}. */
+    CompletionStage<List<Cidr>> forget(String handle, String ifname) {
+        return lookup(handle, ifname)
+                .thenCompose(
+                        known ->
+                                known.isEmpty()
+                                        ? blocksToSweep()
+                                        : asks.askStatus(
+                                                        asks.node(node),
+                                                        (ActorRef<StatusReply<Done>> r) ->
+                                                                new NodeEntity.ForgetAttachment(
+                                                                        handle, ifname, r))
+                                                .thenApply(d -> blocksOf(known.get().addresses())));
+    }
+
+    /** {@link Ipam#free}. */
+    CompletionStage<List<String>> free(String handle, String ifname, List<Cidr> blocks) {
+        return releaseFromBlocks(handle, ifname, blocks);
+    }
+
+    private CompletionStage<List<Cidr>> blocksToSweep() {
+        return allAffineBlocks()
+                .thenCombine(
+                        borrowed.all(),
+                        (affine, borrowedFrom) ->
+                                Stream.concat(affine.stream(), borrowedFrom.keySet().stream())
+                                        .distinct()
+                                        .toList());
+    }
+
+    /**
+     * @return every block affine to this node per the pools, releasing ones included (a DEL must
+     *     still find its address there), read afresh
+     */
+    private CompletionStage<List<Cidr>> allAffineBlocks() {
+        return context.allPoolViews()
+                .thenApply(
+                        views ->
+                                views.stream()
+                                        .flatMap(v -> v.claims().entrySet().stream())
+                                        .filter(e -> e.getValue().equals(node))
+                                        .map(Map.Entry::getKey)
+                                        .distinct()
+                                        .toList());
+    }
+
+    /**
+     * Has each block free what the attachment holds there ({@code BlockEntity.Release}, idempotent);
+     * a block that freed something is no longer taken for full ({@link IpamContext#fullHint}).
+     *
+     * @return the addresses released (IP literals), from all blocks
+     */
+    CompletionStage<List<String>> releaseFromBlocks(
+            String handle, String ifname, List<Cidr> blocks) {
+        List<CompletableFuture<List<String>>> all =
+                blocks.stream()
+                        .map(
+                                block ->
+                                        asks.ask(
+                                                        asks.block(block),
+                                                        (ActorRef<BlockEntity.Released> r) ->
+                                                                new BlockEntity.Release(
+                                                                        handle, ifname, r))
+                                                .thenApply(BlockEntity.Released::addresses)
+                                                .thenApply(
+                                                        released -> {
+                                                            if (!released.isEmpty()) {
+                                                                fullHint.remove(block);
+                                                            }
+                                                            return released;
+                                                        })
+                                                .toCompletableFuture())
+                        .toList();
+        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new))
+                .thenApply(v -> all.stream().flatMap(f -> f.join().stream()).toList());
+    }
+
+    /** @return the blocks holding the addresses, each once */
+    static List<Cidr> blocksOf(List<HeldAddress> held) {
+        return held.stream().map(HeldAddress::block).distinct().toList();
+    }
+}
