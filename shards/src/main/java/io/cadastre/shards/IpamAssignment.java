@@ -45,17 +45,12 @@ import org.apache.pekko.pattern.StatusReply;
  *
  * <p>All methods return stages that fail with {@link IpamException}.
  */
-final class IpamAssignment {
-    private final IpamContext context;
-    private final EntityAsks asks;
-    private final String node;
+final class IpamAssignment extends IpamFlow {
     private final IpamPoolAssignment inPool;
     private final IpamRelease release;
 
     IpamAssignment(IpamContext context, IpamPoolAssignment inPool, IpamRelease release) {
-        this.context = context;
-        this.asks = context.asks;
-        this.node = context.node;
+        super(context);
         this.inPool = inPool;
         this.release = release;
     }

@@ -25,20 +25,11 @@ import java.util.concurrent.CompletionStage;
  *
  * <p>All methods return stages that fail with {@link IpamException}.
  */
-final class IpamGarbageCollection {
-    private final IpamContext context;
-    private final EntityAsks asks;
-    private final String node;
-    private final BorrowedBlocks borrowed;
-    private final Set<String> inFlight;
+final class IpamGarbageCollection extends IpamFlow {
     private final IpamRelease release;
 
     IpamGarbageCollection(IpamContext context, IpamRelease release) {
-        this.context = context;
-        this.asks = context.asks;
-        this.node = context.node;
-        this.borrowed = context.borrowed;
-        this.inFlight = context.inFlight;
+        super(context);
         this.release = release;
     }
 
@@ -60,7 +51,7 @@ final class IpamGarbageCollection {
                                 known.add(a.key());
                                 if (a.network().equals(network)
                                         && !keep.contains(a.key())
-                                        && !inFlight.contains(a.key())) {
+                                        && !context.inFlight.contains(a.key())) {
                                     stale.add(a);
                                 }
                             }
@@ -107,7 +98,8 @@ final class IpamGarbageCollection {
                         })
                 .thenCompose(
                         released ->
-                                borrowed.forgetIdle(context::serializedPerPool)
+                                context.borrowed
+                                        .forgetIdle(context::serializedPerPool)
                                         .thenApply(d -> released));
     }
 
@@ -145,7 +137,8 @@ final class IpamGarbageCollection {
                                                                         .startsWith(handlePrefix)
                                                                 && !known.contains(key)
                                                                 && !keep.contains(key)
-                                                                && !inFlight.contains(key)) {
+                                                                && !context.inFlight.contains(
+                                                                        key)) {
                                                             orphans.add(Map.entry(view.cidr(), a));
                                                         }
                                                     }

@@ -11,7 +11,6 @@ import io.cadastre.shards.PoolEntity.ClaimOutcome;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -47,13 +46,7 @@ import org.apache.pekko.pattern.StatusReply;
  *
  * <p>All methods return stages that fail with {@link IpamException}.
  */
-final class IpamPoolAssignment {
-    private final IpamContext context;
-    private final EntityAsks asks;
-    private final String node;
-    private final BorrowedBlocks borrowed;
-    private final Set<Cidr> fullHint;
-
+final class IpamPoolAssignment extends IpamFlow {
     /** Tells every agent that a pool's claims changed, so that routes follow claims at once. */
     private final MeshHints hints;
 
@@ -62,11 +55,7 @@ final class IpamPoolAssignment {
             new ConcurrentHashMap<>();
 
     IpamPoolAssignment(IpamContext context, MeshHints hints) {
-        this.context = context;
-        this.asks = context.asks;
-        this.node = context.node;
-        this.borrowed = context.borrowed;
-        this.fullHint = context.fullHint;
+        super(context);
         this.hints = hints;
     }
 
@@ -84,7 +73,9 @@ final class IpamPoolAssignment {
                         blocks ->
                                 tryBlocks(
                                         pool,
-                                        blocks.stream().filter(b -> !fullHint.contains(b)).toList(),
+                                        blocks.stream()
+                                                .filter(b -> !context.fullHint.contains(b))
+                                                .toList(),
                                         allocation,
                                         false,
                                         within))
@@ -211,11 +202,13 @@ final class IpamPoolAssignment {
         if (!borrow) {
             return assignIn(pool, block, allocation, false, within);
         }
-        return borrowed.worthTrying(block, allocation)
+        return context.borrowed
+                .worthTrying(block, allocation)
                 .thenCompose(
                         worth ->
                                 worth
-                                        ? borrowed.note(pool.name(), block)
+                                        ? context.borrowed
+                                                .note(pool.name(), block)
                                                 .thenCompose(
                                                         d ->
                                                                 assignIn(
@@ -243,7 +236,7 @@ final class IpamPoolAssignment {
                                                         outcome.address(), pool.name(), block)));
                             }
                             if (outcome.status() == AssignStatus.FULL) {
-                                fullHint.add(block);
+                                context.fullHint.add(block);
                             }
                             if (outcome.status() == AssignStatus.NOT_AFFINE && !borrow) {
                                 return repairAffinity(pool, block)
@@ -400,7 +393,8 @@ final class IpamPoolAssignment {
                                         : context.serializedPerPool(
                                                 pool.name(),
                                                 () ->
-                                                        borrowed.note(pool.name(), block)
+                                                        context.borrowed
+                                                                .note(pool.name(), block)
                                                                 .thenCompose(
                                                                         d ->
                                                                                 assignConfirmed(

@@ -4,7 +4,6 @@ import io.cadastre.ipam.Cidr;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.stream.Stream;
@@ -29,19 +28,9 @@ import org.apache.pekko.pattern.StatusReply;
  *
  * <p>All methods return stages that fail with {@link IpamException}.
  */
-final class IpamRelease {
-    private final IpamContext context;
-    private final EntityAsks asks;
-    private final String node;
-    private final BorrowedBlocks borrowed;
-    private final Set<Cidr> fullHint;
-
+final class IpamRelease extends IpamFlow {
     IpamRelease(IpamContext context) {
-        this.context = context;
-        this.asks = context.asks;
-        this.node = context.node;
-        this.borrowed = context.borrowed;
-        this.fullHint = context.fullHint;
+        super(context);
     }
 
     /** {@link Ipam#lookup}. */
@@ -81,7 +70,7 @@ final class IpamRelease {
     private CompletionStage<List<Cidr>> blocksToSweep() {
         return allAffineBlocks()
                 .thenCombine(
-                        borrowed.all(),
+                        context.borrowed.all(),
                         (affine, borrowedFrom) ->
                                 Stream.concat(affine.stream(), borrowedFrom.keySet().stream())
                                         .distinct()
@@ -125,7 +114,7 @@ final class IpamRelease {
                                                 .thenApply(
                                                         released -> {
                                                             if (!released.isEmpty()) {
-                                                                fullHint.remove(block);
+                                                                context.fullHint.remove(block);
                                                             }
                                                             return released;
                                                         })

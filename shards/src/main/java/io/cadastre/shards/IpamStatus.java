@@ -23,16 +23,11 @@ import org.apache.pekko.pattern.StatusReply;
  *
  * <p>All methods return stages that fail with {@link IpamException}.
  */
-final class IpamStatus {
-    private final IpamContext context;
-    private final EntityAsks asks;
-    private final String node;
+final class IpamStatus extends IpamFlow {
     private final IpamAssignment assignment;
 
     IpamStatus(IpamContext context, IpamAssignment assignment) {
-        this.context = context;
-        this.asks = context.asks;
-        this.node = context.node;
+        super(context);
         this.assignment = assignment;
     }
 
