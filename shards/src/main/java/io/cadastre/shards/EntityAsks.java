@@ -2,6 +2,7 @@ package io.cadastre.shards;
 
 import io.cadastre.ipam.Cidr;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -150,6 +151,20 @@ final class EntityAsks {
                                         return value;
                                     });
                 });
+    }
+
+    /**
+     * Reads every block at once ({@code BlockEntity.GetBlock}, as {@link #ask}).
+     *
+     * @return each block's view, in the order given; fails with UNAVAILABLE when one does not answer
+     */
+    CompletionStage<List<BlockEntity.BlockView>> blockViews(List<Cidr> blocks) {
+        List<CompletableFuture<BlockEntity.BlockView>> views =
+                blocks.stream()
+                        .map(b -> ask(block(b), BlockEntity.GetBlock::new).toCompletableFuture())
+                        .toList();
+        return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
+                .thenApply(v -> views.stream().map(CompletableFuture::join).toList());
     }
 
     private static IpamException unavailable(EntityRef<?> ref, Throwable e) {

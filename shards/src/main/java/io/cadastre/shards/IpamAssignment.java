@@ -186,12 +186,7 @@ final class IpamAssignment extends IpamFlow {
             PoolRegistry.Catalog pools,
             List<String> poolNames,
             AddressRules rules) {
-        List<String> candidates =
-                poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
-        candidates.stream()
-                .map(n -> pools.spec(n).orElse(null))
-                .filter(p -> p != null && p.cidr().contains(address))
-                .findFirst()
+        PoolChoice.holding(pools, poolNames, address)
                 .ifPresent(
                         pool -> {
                             if (!rules.allows(pool, address)) {

@@ -107,44 +107,23 @@ final class IpamGarbageCollection extends IpamFlow {
     private CompletionStage<List<Map.Entry<Cidr, Allocation>>> orphansIn(
             String handlePrefix, Set<String> known, Set<String> keep) {
         return allClaimedBlocks()
-                .thenCompose(
-                        blocks -> {
-                            List<CompletableFuture<BlockEntity.BlockView>> views =
-                                    blocks.stream()
-                                            .map(
-                                                    b ->
-                                                            asks.ask(
-                                                                            asks.block(b),
-                                                                            BlockEntity.GetBlock
-                                                                                    ::new)
-                                                                    .toCompletableFuture())
-                                            .toList();
-                            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
-                                    .thenApply(
-                                            v -> {
-                                                List<Map.Entry<Cidr, Allocation>> orphans =
-                                                        new ArrayList<>();
-                                                for (CompletableFuture<BlockEntity.BlockView> f :
-                                                        views) {
-                                                    BlockEntity.BlockView view = f.join();
-                                                    for (Allocation a :
-                                                            view.allocations().values()) {
-                                                        String key =
-                                                                AttachmentRecord.key(
-                                                                        a.handle(), a.ifname());
-                                                        if (a.node().equals(node)
-                                                                && a.handle()
-                                                                        .startsWith(handlePrefix)
-                                                                && !known.contains(key)
-                                                                && !keep.contains(key)
-                                                                && !context.inFlight.contains(
-                                                                        key)) {
-                                                            orphans.add(Map.entry(view.cidr(), a));
-                                                        }
-                                                    }
-                                                }
-                                                return orphans;
-                                            });
+                .thenCompose(asks::blockViews)
+                .thenApply(
+                        views -> {
+                            List<Map.Entry<Cidr, Allocation>> orphans = new ArrayList<>();
+                            for (BlockEntity.BlockView view : views) {
+                                for (Allocation a : view.allocations().values()) {
+                                    String key = AttachmentRecord.key(a.handle(), a.ifname());
+                                    if (a.node().equals(node)
+                                            && a.handle().startsWith(handlePrefix)
+                                            && !known.contains(key)
+                                            && !keep.contains(key)
+                                            && !context.inFlight.contains(key)) {
+                                        orphans.add(Map.entry(view.cidr(), a));
+                                    }
+                                }
+                            }
+                            return orphans;
                         });
     }
 

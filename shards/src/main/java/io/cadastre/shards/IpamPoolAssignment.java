@@ -319,10 +319,7 @@ final class IpamPoolAssignment extends IpamFlow {
         List<String> candidates =
                 poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
         PoolSpec pool =
-                candidates.stream()
-                        .map(n -> pools.spec(n).orElse(null))
-                        .filter(p -> p != null && p.cidr().contains(address))
-                        .findFirst()
+                PoolChoice.holding(pools, candidates, address)
                         .orElseThrow(
                                 () ->
                                         new IpamException(

@@ -121,19 +121,8 @@ final class IpamStatus extends IpamFlow {
                                     spec.borrowingAllowed()
                                             ? List.copyOf(view.claims().keySet())
                                             : view.usableBlocksOf(node);
-                            List<CompletableFuture<BlockEntity.BlockView>> views =
-                                    candidates.stream()
-                                            .map(
-                                                    b ->
-                                                            asks.ask(
-                                                                            asks.block(b),
-                                                                            BlockEntity.GetBlock
-                                                                                    ::new)
-                                                                    .toCompletableFuture())
-                                            .toList();
-                            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
-                                    .thenApply(
-                                            v -> views.stream().anyMatch(f -> f.join().free() > 0));
+                            return asks.blockViews(candidates)
+                                    .thenApply(views -> views.stream().anyMatch(b -> b.free() > 0));
                         });
     }
 }

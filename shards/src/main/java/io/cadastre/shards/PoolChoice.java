@@ -115,6 +115,20 @@ final class PoolChoice {
                         + ")");
     }
 
+    /**
+     * @param poolNames the pools a requested address may lie in, in order; empty: every pool of the
+     *     catalogue
+     * @return the first of them the catalogue defines whose CIDR holds the address (an IP literal)
+     */
+    static Optional<PoolSpec> holding(Catalog pools, List<String> poolNames, String address) {
+        List<String> candidates =
+                poolNames.isEmpty() ? List.copyOf(pools.pools().keySet()) : poolNames;
+        return candidates.stream()
+                .map(n -> pools.spec(n).orElse(null))
+                .filter(p -> p != null && p.cidr().contains(address))
+                .findFirst();
+    }
+
     /** @return whether {@link #resolve} finds the pool */
     static boolean resolvable(Catalog pools, String ref) {
         try {

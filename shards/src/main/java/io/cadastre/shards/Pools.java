@@ -195,15 +195,8 @@ public final class Pools {
     }
 
     private CompletionStage<Integer> remainingAllocations(List<Cidr> blocks) {
-        List<CompletableFuture<BlockEntity.BlockView>> views =
-                blocks.stream()
-                        .map(
-                                b ->
-                                        asks.ask(asks.block(b), BlockEntity.GetBlock::new)
-                                                .toCompletableFuture())
-                        .toList();
-        return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
-                .thenApply(v -> views.stream().mapToInt(f -> f.join().allocations().size()).sum());
+        return asks.blockViews(blocks)
+                .thenApply(views -> views.stream().mapToInt(v -> v.allocations().size()).sum());
     }
 
     private static String summary(List<Cidr> blocks) {
