@@ -17,12 +17,13 @@ import org.apache.pekko.pattern.StatusReply;
  * frees them ({@code BlockEntity.Release}). For an attachment the node does not know, the blocks
  * are swept: every block affine to this node per the pools (read afresh, releasing ones included)
  * and every block it borrowed from ({@link BorrowedBlocks}). Also the node's lookup of one
- * attachment, which ADD and GC share.
+ * attachment, which ADD uses too, and the freeing in blocks, which ADD (giving back a family) and
+ * GC (orphans) use.
  *
  * <p>Invariants of the root DESIGN.md it upholds: 1 (the node forgets <em>before</em> the blocks
  * free, so a crash in between leaves an orphan allocation, never a record whose address is free
  * and that a retried ADD would hand back), 4 (idempotent: an unknown attachment is success, and a
- * repeated DEL sweeps for an orphan), 9 (the sweep and GC bring back what a half-done DEL left).
+ * repeated DEL sweeps for an orphan), 9 (the sweep brings back what a half-done ADD or DEL left).
  * Invariant 6 (the pod off the network before its addresses are free) is the caller's: call
  * {@link #free} only after the pod's interface is gone (node-actor, {@code NodeAgent.releaseForDel}).
  *
