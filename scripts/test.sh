@@ -4,7 +4,7 @@
 # (the tests create network namespaces and veth pairs and run containerd and podman; apt-get):
 # as root it runs at once, otherwise it runs itself again through sudo.
 #   scripts/test.sh                     # all tests (about 16 minutes on 2 cores)
-#   scripts/test.sh -pl http -am -Dtest=CniArgsTest -Dsurefire.failIfNoSpecifiedTests=false
+#   scripts/test.sh -pl cni-bridge -Dtest=CniArgsTest -Dsurefire.failIfNoSpecifiedTests=false
 #   scripts/test.sh --help
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -86,7 +86,7 @@ public final class NodeAgentCniBackend implements CniBackend {
     @Override
     public CompletionStage<AddResult> add(AddRequest request) {
         Attachment a = request.attachment();
-        AttachmentId id = a.id();
+        AttachmentId id = attachmentId(a);
         AddressRules rules;
         try {
             rules = rules(request);
@@ -194,9 +194,18 @@ public final class NodeAgentCniBackend implements CniBackend {
         return new AddResult(interfaces, ips, routes);
     }
 
+    /**
+     * The node agent's name for a CNI attachment: the netns dropped, since the handle, the key and
+     * the host end follow from (network, container ID, ifname) alone. Built here, on the agent's
+     * side, so that the CNI protocol types (cni-bridge) need not know the node agent.
+     */
+    private static AttachmentId attachmentId(Attachment a) {
+        return new AttachmentId(a.network(), a.containerId(), a.ifname());
+    }
+
     @Override
     public CompletionStage<Void> del(Attachment a, boolean ipamOnly) {
-        AttachmentId id = a.id();
+        AttachmentId id = attachmentId(a);
         return this.<List<String>>ask(r -> new NodeAgent.Detach(id, ipamOnly, r))
                 .thenApply(released -> null);
     }
@@ -204,7 +213,7 @@ public final class NodeAgentCniBackend implements CniBackend {
     @Override
     public CompletionStage<List<String>> check(
             Attachment a, boolean ipamOnly, AddResult prevResult) {
-        AttachmentId id = a.id();
+        AttachmentId id = attachmentId(a);
         int mtu = 0;
         return this.<NodeAgent.CheckResult>ask(
                         r -> new NodeAgent.Check(id, a.netns(), ipamOnly, mtu, r))

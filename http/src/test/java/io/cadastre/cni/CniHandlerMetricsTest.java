@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Every request the handler answers is reported once, with its verb and result, to the listener,
- * which the agent wires to {@link CadastreMetrics#cniAnswered} as here.
+ * which the agent wires to {@link CadastreMetrics#cniAnswered} as here. In module http, beside the
+ * endpoint that serves these series, since cni-bridge does not depend on the metrics registry.
  */
 class CniHandlerMetricsTest {
     private record Heard(String verb, String result, Duration took) {}

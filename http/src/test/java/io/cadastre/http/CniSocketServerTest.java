@@ -122,7 +122,9 @@ class CniSocketServerTest {
         assertEquals(1, backend.calls.size());
         AddRequest add = (AddRequest) backend.calls.get(0).args().get(0);
         assertEquals("/var/run/netns/pod 1", add.attachment().netns());
-        assertEquals("k8s-pod-network.abc123", add.attachment().handle());
+        assertEquals("k8s-pod-network", add.attachment().network());
+        assertEquals("abc123", add.attachment().containerId());
+        assertEquals("eth0", add.attachment().ifname());
         assertEquals("web-0", add.pod().name());
         assertEquals(List.of("default-ipv4"), add.pools());
     }

@@ -31,7 +31,7 @@ import org.apache.pekko.actor.typed.ExtensionId;
  * The agent's Prometheus metrics: one {@link PrometheusRegistry} per actor system ({@link #get}),
  * never the client's static default registry, so that several actor systems in one JVM (tests)
  * keep their counts apart. The admin API serves {@link #registry()} at {@code /metrics}
- * (admin/DESIGN.md lists the metrics). Thread-safe: every method may be called from any thread.
+ * (http/DESIGN.md lists the metrics). Thread-safe: every method may be called from any thread.
  *
  * <p>What is per member and what is cluster-wide: the CNI, GC and reclaim metrics count what this
  * agent did for its own node; the recovery histogram times the entities this member hosted; the

@@ -175,7 +175,7 @@ public final class Inventory {
     }
 
     /**
-     * Reads the cluster-wide usage that the {@code cadastre_ipam_*} gauges report (admin/DESIGN.md,
+     * Reads the cluster-wide usage that the {@code cadastre_ipam_*} gauges report (http/DESIGN.md,
      * "Metrics"): per defined pool its size in addresses; per pool and node (every node with a block
      * claimed for it or an address allocated to it in the pool) the addresses allocated to the node
      * in any of the pool's claimed blocks, those of them in blocks claimed for another node

@@ -1,6 +1,5 @@
 package io.cadastre.cni;
 
-import io.cadastre.node.AttachmentId;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletionStage;
@@ -54,17 +53,7 @@ public interface CniBackend {
      * @param ifname CNI_IFNAME
      * @param netns CNI_NETNS (a path); may be {@code null} for DEL and GC
      */
-    record Attachment(String network, String containerId, String ifname, String netns) {
-        /** @return the attachment's name without the netns: its handle, key and host end follow from it */
-        public AttachmentId id() {
-            return new AttachmentId(network, containerId, ifname);
-        }
-
-        /** @return the IPAM handle ({@link AttachmentId#handle()}) */
-        public String handle() {
-            return id().handle();
-        }
-    }
+    record Attachment(String network, String containerId, String ifname, String netns) {}
 
     /** A (container ID, ifname) pair from {@code cni.dev/valid-attachments}. */
     record AttachmentRef(String containerId, String ifname) {}

@@ -36,7 +36,7 @@ final class PoolAdmin {
     record Deleted(String deleted, List<String> releasedBlocks) {}
 
     /**
-     * @param body the create request (contract: admin/DESIGN.md, openapi.yaml)
+     * @param body the create request (contract: http/DESIGN.md, openapi.yaml)
      * @return the definition it asks for
      * @throws AdminException BAD_REQUEST naming the field that is missing, of the wrong type or
      *     invalid, or a range over special-purpose addresses ({@link SpecialRanges})
