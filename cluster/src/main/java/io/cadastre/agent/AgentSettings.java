@@ -19,6 +19,7 @@ import java.util.EnumMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 
 /**
@@ -32,13 +33,12 @@ import java.util.TreeMap;
  * @param askTimeouts how long to wait for an entity, in all and per attempt, and which
  *     state-changing replies are read back first
  * @param dataplaneThreads platform threads for netlink work
- * @param reclaim when attachments whose netns is gone are released
+ * @param cleanup when what no DEL released is released ({@code cadastre.cleanup})
  * @param pools the configured pools, defined in the cluster at start (more can be created at run time)
  * @param defaultPools the pools used, in order, when a request names none; empty for every enabled
  *     pool whose node selector matches this node
  * @param nodeLabels this node's labels, for the pools' node selectors
  * @param poolCatalogMaxAge how long this agent uses its copy of the cluster's pool catalogue
- * @param blockReclaim when the blocks of nodes gone from the cluster are released (once per cluster)
  * @param routing how this host reaches other hosts' pods ({@code cadastre.routing})
  * @param kubernetes whether and how Kubernetes objects drive the IPAM ({@code cadastre.kubernetes})
  * @param procSys where the kernel's sysctl tree is, for the network settings under its {@code net}
@@ -52,12 +52,11 @@ public record AgentSettings(
         Path cniSocket,
         AskTimeouts askTimeouts,
         int dataplaneThreads,
-        Reclaim reclaim,
+        Cleanup cleanup,
         List<PoolSpec> pools,
         List<String> defaultPools,
         Map<String, String> nodeLabels,
         Duration poolCatalogMaxAge,
-        BlockReclaim blockReclaim,
         RoutingSettings routing,
         KubeSettings kubernetes,
         Path procSys) {
@@ -65,8 +64,8 @@ public record AgentSettings(
     /**
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
      *     pool, a pool over special-purpose addresses ({@link SpecialRanges}), overlapping pools,
-     *     a duplicate name, a default pool that is not defined, a reclaim or block-reclaim
-     *     duration that is not positive, a {@code cadastre.kubernetes} value ({@link KubeSettings#from}),
+     *     a duplicate name, a default pool that is not defined, a
+     *     {@code cadastre.cleanup} duration that is not positive, a {@code cadastre.kubernetes} value ({@link KubeSettings#from}),
      *     a {@code proc-sys} that is not an absolute path
      */
     public static AgentSettings from(Config root) {
@@ -140,12 +139,11 @@ public record AgentSettings(
                 Path.of(c.getString("cni-socket")),
                 askTimeouts(c),
                 c.getInt("dataplane-threads"),
-                Reclaim.from(c),
+                Cleanup.from(c),
                 List.copyOf(pools),
                 List.copyOf(c.getStringList("default-pools")),
                 nodeLabels(c),
                 catalogMaxAge,
-                BlockReclaim.from(c),
                 routing(c),
                 kubernetes,
                 procSys(c));
@@ -282,32 +280,46 @@ public record AgentSettings(
     }
 
     /**
-     * {@code cadastre.reclaim}: an attachment whose netns is gone is released once it has been
-     * gone for {@code grace}; the node's attachments are looked at every {@code interval}.
+     * {@code cadastre.cleanup}: when the agents release what no DEL released (DESIGN.md,
+     * "Cleanup").
      *
-     * @param interval positive
-     * @param grace positive
+     * @param attachments the {@code Reclaimer}'s rounds on this agent: an attachment whose netns
+     *     is gone is released once it has been gone for the grace
+     * @param podsDeletedFromApi whether, with Kubernetes on, an attachment whose pod is gone from
+     *     the API is released like one whose netns is gone
+     * @param blocks the {@code BlockReclaimer}'s rounds, once per cluster: a block whose node has
+     *     had no member for the grace is released when empty
+     * @param deletedNodes the {@code DeletedNodeReleaser}'s rounds, once per cluster with
+     *     Kubernetes on: a Node deleted for the grace, its agent no member, is removed with its
+     *     addresses; empty when {@code deleted-nodes.enabled} is off
      */
-    public record Reclaim(Duration interval, Duration grace) {
+    public record Cleanup(
+            Rounds attachments,
+            boolean podsDeletedFromApi,
+            Rounds blocks,
+            Optional<Rounds> deletedNodes) {
         /** @throws IllegalArgumentException naming the key when a duration is not positive */
-        static Reclaim from(Config c) {
-            return new Reclaim(positive(c, "reclaim.interval"), positive(c, "reclaim.grace"));
+        static Cleanup from(Config c) {
+            return new Cleanup(
+                    Rounds.from(c, "cleanup.attachments"),
+                    c.getBoolean("cleanup.attachments.pods-deleted-from-api"),
+                    Rounds.from(c, "cleanup.blocks"),
+                    c.getBoolean("cleanup.deleted-nodes.enabled")
+                            ? Optional.of(Rounds.from(c, "cleanup.deleted-nodes"))
+                            : Optional.empty());
         }
     }
 
     /**
-     * {@code cadastre.block-reclaim}: once per cluster, a block whose node has had no member in the
-     * cluster for {@code grace} is released when empty; the pools' claims are looked at every
-     * {@code interval} ({@link io.cadastre.shards.BlockReclaimer}).
+     * One cleanup mechanism's timing.
      *
-     * @param interval positive
-     * @param grace positive
+     * @param interval how often it looks; positive
+     * @param grace how long something must have been in the released state before it is
+     *     released; positive
      */
-    public record BlockReclaim(Duration interval, Duration grace) {
-        /** @throws IllegalArgumentException naming the key when a duration is not positive */
-        static BlockReclaim from(Config c) {
-            return new BlockReclaim(
-                    positive(c, "block-reclaim.interval"), positive(c, "block-reclaim.grace"));
+    public record Rounds(Duration interval, Duration grace) {
+        static Rounds from(Config c, String key) {
+            return new Rounds(positive(c, key + ".interval"), positive(c, key + ".grace"));
         }
     }
 

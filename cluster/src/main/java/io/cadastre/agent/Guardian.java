@@ -170,9 +170,9 @@ public final class Guardian {
                     }
                     Reclaimer reclaimer =
                             Reclaimer.onThisHost(
-                                    settings.reclaim().interval(),
-                                    settings.reclaim().grace(),
-                                    kube != null && settings.kubernetes().reclaimDeletedPods()
+                                    settings.cleanup().attachments().interval(),
+                                    settings.cleanup().attachments().grace(),
+                                    kube != null && settings.cleanup().podsDeletedFromApi()
                                             ? new ApiPodPresence(kube)
                                             : PodPresence.NONE);
                     BlockReclaimer blockReclaimer =
@@ -180,8 +180,8 @@ public final class Guardian {
                                     ctx.getSystem(),
                                     settings.askTimeouts(),
                                     catalog,
-                                    settings.blockReclaim().interval(),
-                                    settings.blockReclaim().grace());
+                                    settings.cleanup().blocks().interval(),
+                                    settings.cleanup().blocks().grace());
                     CadastreMetrics routingMetrics = CadastreMetrics.get(ctx.getSystem());
                     ActorRef<MeshRouter.Command> router =
                             ctx.spawn(
@@ -235,13 +235,13 @@ public final class Guardian {
                     Inventory inventory =
                             new Inventory(ctx.getSystem(), pools, settings.askTimeouts());
                     DeletedNodeReleaser nodeReleaser =
-                            kube == null || !settings.kubernetes().nodeRelease().enabled()
+                            kube == null || settings.cleanup().deletedNodes().isEmpty()
                                     ? null
                                     : new DeletedNodeReleaser(
                                             DeletedNodeReleaser.adminNodes(inventory),
                                             DeletedNodeReleaser.nodeObjects(kube),
-                                            settings.kubernetes().nodeRelease().grace(),
-                                            settings.kubernetes().nodeRelease().interval(),
+                                            settings.cleanup().deletedNodes().get().grace(),
+                                            settings.cleanup().deletedNodes().get().interval(),
                                             System::nanoTime);
                     AdminServer admin =
                             new AdminServer(

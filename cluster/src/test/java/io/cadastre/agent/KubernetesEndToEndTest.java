@@ -72,7 +72,7 @@ class KubernetesEndToEndTest {
               { name = "k8se2e-ipv6", cidr = "%s", block-size = 122 }
               { name = "k8se2e-ipv6-pod", cidr = "%s", block-size = 122 }
             ]
-            cadastre.reclaim { interval = 200ms, grace = 1s }
+            cadastre.cleanup.attachments { interval = 200ms, grace = 1s }
             """
                     .formatted(
                             ZONE_A,

@@ -31,10 +31,6 @@ class KubernetesSettingsTest {
         assertEquals("n", k.nodeName());
         assertEquals(Duration.ofSeconds(2), k.requestTimeout());
         assertEquals(Duration.ofSeconds(10), k.labelsWait());
-        assertTrue(k.reclaimDeletedPods());
-        assertEquals(
-                new KubeSettings.NodeRelease(true, Duration.ofMinutes(5), Duration.ofMinutes(1)),
-                k.nodeRelease());
         assertEquals(
                 new KubeSettings.Bootstrap(
                         true,
@@ -69,8 +65,8 @@ class KubernetesSettingsTest {
                         "cadastre.kubernetes.request-timeout"
                     },
                     {
-                        "cadastre.kubernetes.node-release.grace = -1s",
-                        "cadastre.kubernetes.node-release.grace"
+                        "cadastre.kubernetes.bootstrap.probe-interval = 0s",
+                        "cadastre.kubernetes.bootstrap.probe-interval"
                     },
                     {
                         "cadastre.kubernetes.bootstrap.required-contact-points = 0",

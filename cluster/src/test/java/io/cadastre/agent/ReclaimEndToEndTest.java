@@ -35,7 +35,7 @@ class ReclaimEndToEndTest {
               { name = "reclaim-ipv6", cidr = "fd00:198:5::/126", block-size = 126, strict-affinity = true }
             ]
             cadastre.default-pools = ["reclaim-ipv4", "reclaim-ipv6"]
-            cadastre.reclaim { interval = 200ms, grace = 1s }
+            cadastre.cleanup.attachments { interval = 200ms, grace = 1s }
             """;
     private static final Duration RECLAIM_WITHIN = Duration.ofSeconds(30);
 

@@ -5,7 +5,9 @@ import java.time.Duration;
 
 /**
  * {@code cadastre.kubernetes}: whether and how Kubernetes objects drive the IPAM (the agent's
- * {@code application.conf} documents each key and its environment override).
+ * {@code application.conf} documents each key and its environment override). What is released
+ * when pods or Nodes are deleted from the API is configured with the other cleanup mechanisms,
+ * under {@code cadastre.cleanup}.
  *
  * @param enabled whether the agent talks to the API server at all
  * @param nodeName the Node object of this host; never empty when enabled (the agent's node name)
@@ -13,8 +15,6 @@ import java.time.Duration;
  *     service account's)
  * @param requestTimeout the most one call to the API server may take; positive
  * @param labelsWait how long start-up waits for the Node's labels; zero or positive
- * @param reclaimDeletedPods whether attachments of pods gone from the API are released
- * @param nodeRelease what happens to Nodes deleted from Kubernetes
  * @param bootstrap how the agents find each other
  */
 public record KubeSettings(
@@ -23,18 +23,7 @@ public record KubeSettings(
         String namespace,
         Duration requestTimeout,
         Duration labelsWait,
-        boolean reclaimDeletedPods,
-        NodeRelease nodeRelease,
         Bootstrap bootstrap) {
-
-    /**
-     * {@code node-release}.
-     *
-     * @param enabled whether deleted Nodes are released
-     * @param grace how long a Node must have been gone; positive
-     * @param interval how often Nodes and Cadastre's nodes are compared; positive
-     */
-    public record NodeRelease(boolean enabled, Duration grace, Duration interval) {}
 
     /**
      * {@code bootstrap}.
@@ -62,8 +51,6 @@ public record KubeSettings(
                     "",
                     Duration.ofSeconds(2),
                     Duration.ZERO,
-                    false,
-                    new NodeRelease(false, Duration.ofMinutes(5), Duration.ofMinutes(1)),
                     new Bootstrap(
                             false, "", "cluster", 1, Duration.ofSeconds(5), Duration.ofSeconds(1)));
 
@@ -86,7 +73,6 @@ public record KubeSettings(
                             + agentNode
                             + "': the IPAM node is the Kubernetes Node, set one of them");
         }
-        Config release = kubernetes.getConfig("node-release");
         Config boot = kubernetes.getConfig("bootstrap");
         int required = boot.getInt("required-contact-points");
         if (required < 1) {
@@ -111,11 +97,6 @@ public record KubeSettings(
                 kubernetes.getString("namespace").trim(),
                 positive(kubernetes, "request-timeout"),
                 labelsWait,
-                kubernetes.getBoolean("reclaim-deleted-pods"),
-                new NodeRelease(
-                        release.getBoolean("enabled"),
-                        positive(kubernetes, "node-release.grace"),
-                        positive(kubernetes, "node-release.interval")),
                 new Bootstrap(
                         boot.getBoolean("enabled"),
                         selector,
@@ -127,15 +108,7 @@ public record KubeSettings(
 
     /** @return these settings for this node name (the agent's, once it is decided) */
     public KubeSettings withNodeName(String node) {
-        return new KubeSettings(
-                enabled,
-                node,
-                namespace,
-                requestTimeout,
-                labelsWait,
-                reclaimDeletedPods,
-                nodeRelease,
-                bootstrap);
+        return new KubeSettings(enabled, node, namespace, requestTimeout, labelsWait, bootstrap);
     }
 
     private static Duration positive(Config c, String key) {
