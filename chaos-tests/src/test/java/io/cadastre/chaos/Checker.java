@@ -516,11 +516,12 @@ final class Checker {
 
     /**
      * SINGLE_WRITER: the journal audit's duplicate lines (one per entity and sequence number
-     * written more than once, see {@code JournalDump}) as violations. Each would be a write of a
-     * stale incarnation (a member paused or cut off past failover) that landed after the live one
-     * had used its sequence number; the journal refuses those (the head's compare-and-set in
-     * {@code CassandraJournalHeads}), so none may be found. Pekko's replay filter would repair one
-     * on the next recovery, but "never a duplicate" does not rest on a repair.
+     * written more than once in one journal epoch, see {@code JournalDump}) as violations. Every
+     * recovery claims a new epoch by compare-and-set ({@code CassandraJournalEpochs}) and stamps
+     * its events with it, so two rows of one number and one epoch would be two writers holding one
+     * epoch, or one incarnation writing a number twice: none may be found. A stale incarnation's
+     * rows carry an older epoch; its writes were refused (never acknowledged) and no replay
+     * delivers them, so they are counted by the audit, not reported here.
      */
     static List<Violation> singleWriter(List<String> duplicates, long seed) {
         return duplicates.stream()

@@ -286,10 +286,10 @@ class ClusterTest {
     }
 
     /**
-     * Issue 18, in the store: a stale incarnation's write of a sequence number the live one has
-     * written is refused by Cassandra itself (the journal head's compare-and-set), and recovery
-     * continues past a claim whose events never landed ({@link JournalFencingProbe}, against this
-     * cluster's Cassandra with its login over TLS).
+     * Issue 18, in the store: a stale incarnation's write is refused once a newer incarnation has
+     * claimed the entity's epoch in Cassandra (a compare-and-set at its recovery), and no recovery
+     * replays the stale rows ({@link JournalFencingProbe}, against this cluster's Cassandra with its
+     * login over TLS).
      */
     @Test
     @Order(6)

@@ -11,13 +11,17 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.GZIPInputStream;
 
@@ -135,24 +139,29 @@ final class JournalDump {
     }
 
     /**
-     * Scans the whole journal for (persistence id, sequence number) written more than once — two
-     * writers of one entity, e.g. a paused member's in-flight write landing after its shard moved
-     * — and prints one {@link #DUPLICATE} line per such row, with the events decoded.
+     * Scans the whole journal for (persistence id, sequence number) written more than once in one
+     * journal epoch (the epoch each event is stamped with, {@code FencedCassandraJournal}) — one
+     * incarnation writing a number twice, or two incarnations holding one epoch, which the epoch
+     * claims make impossible — and prints one {@link #DUPLICATE} line per such row, with the events
+     * decoded. Rows of one sequence number from different epochs are a stale incarnation's refused
+     * writes, which no replay delivers: counted, not reported.
      */
     private static void audit(CqlSession session) {
-        Map<String, Integer> counts = new java.util.HashMap<>();
+        Map<String, Integer> counts = new HashMap<>();
+        Set<String> numbers = new HashSet<>();
         long rows = 0;
         for (Row r :
                 session.execute(
-                        "SELECT persistence_id, partition_nr, sequence_nr FROM cadastre.messages")) {
-            counts.merge(
+                        "SELECT persistence_id, partition_nr, sequence_nr, meta_ser_id, meta"
+                                + " FROM cadastre.messages")) {
+            String number =
                     r.getString("persistence_id")
                             + "\t"
                             + r.getLong("partition_nr")
                             + "\t"
-                            + r.getLong("sequence_nr"),
-                    1,
-                    Integer::sum);
+                            + r.getLong("sequence_nr");
+            numbers.add(number);
+            counts.merge(number + "\t" + epoch(r), 1, Integer::sum);
             rows++;
         }
         int duplicates = 0;
@@ -167,14 +176,20 @@ final class JournalDump {
                             .append(key[0])
                             .append(" seq ")
                             .append(key[2])
+                            .append(" epoch ")
+                            .append(key[3])
                             .append(':');
             for (Row r :
                     session.execute(
-                            "SELECT timestamp, writer_uuid, ser_manifest, event FROM cadastre.messages "
-                                    + "WHERE persistence_id = ? AND partition_nr = ? AND sequence_nr = ?",
+                            "SELECT timestamp, writer_uuid, ser_manifest, event, meta_ser_id, meta"
+                                    + " FROM cadastre.messages"
+                                    + " WHERE persistence_id = ? AND partition_nr = ? AND sequence_nr = ?",
                             key[0],
                             Long.parseLong(key[1]),
                             Long.parseLong(key[2]))) {
+                if (epoch(r) != Long.parseLong(key[3])) {
+                    continue;
+                }
                 line.append(" [written ")
                         .append(Instant.ofEpochMilli(Uuids.unixTimestamp(r.getUuid("timestamp"))))
                         .append(" by writer ")
@@ -191,10 +206,30 @@ final class JournalDump {
                 "AUDITED "
                         + rows
                         + " rows of "
-                        + counts.size()
+                        + numbers.size()
                         + " sequence numbers: "
                         + duplicates
-                        + " written more than once");
+                        + " written more than once in one epoch, "
+                        + (counts.size() - numbers.size())
+                        + " more rows from stale incarnations (refused, never replayed)");
+    }
+
+    /**
+     * Pekko's serializer id for {@code java.lang.Long} ({@code primitive-long}), which writes the
+     * value in 8 little-endian bytes: how the journal's epoch stamp is stored.
+     */
+    private static final int LONG_SERIALIZER_ID = 18;
+
+    /** @return the journal epoch a row was stamped with, 0 for a row without one */
+    private static long epoch(Row r) {
+        ByteBuffer meta = r.getByteBuffer("meta");
+        if (r.isNull("meta_ser_id")
+                || r.getInt("meta_ser_id") != LONG_SERIALIZER_ID
+                || meta == null
+                || meta.remaining() != Long.BYTES) {
+            return 0;
+        }
+        return meta.duplicate().order(ByteOrder.LITTLE_ENDIAN).getLong();
     }
 
     private static final java.util.regex.Pattern HANDLE =

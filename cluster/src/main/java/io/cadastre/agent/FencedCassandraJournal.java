@@ -2,22 +2,30 @@ package io.cadastre.agent;
 
 import com.typesafe.config.Config;
 import io.cadastre.shards.MemberFence;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.dispatch.Futures;
 import org.apache.pekko.japi.pf.ReceiveBuilder;
 import org.apache.pekko.persistence.AtomicWrite;
+import org.apache.pekko.persistence.PersistentRepr;
 import org.apache.pekko.persistence.cassandra.KeyspaceAndTableStatements;
 import org.apache.pekko.persistence.cassandra.PluginSettings;
 import org.apache.pekko.persistence.cassandra.journal.CassandraJournal;
 import org.apache.pekko.stream.connectors.cassandra.javadsl.CassandraSessionRegistry;
+import scala.Function1;
 import scala.PartialFunction;
 import scala.collection.immutable.Seq;
 import scala.concurrent.Future;
 import scala.concurrent.Promise;
-import scala.jdk.javaapi.FutureConverters;
+import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.BoxedUnit;
 import scala.util.Try;
 
@@ -27,11 +35,11 @@ import scala.util.Try;
  * the cluster has already started elsewhere):
  *
  * <ul>
- *   <li><b>In the store</b> ({@link CassandraJournalHeads}): every write first moves the entity's
- *       journal head from the sequence number before its events to the last of them, a
- *       compare-and-set in Cassandra. A stale incarnation's head is behind the stored one, its
- *       claim is refused and its events are never written, so no sequence number is written twice;
- *       recovery takes the stored head as the highest sequence number.
+ *   <li><b>In the store</b> ({@link CassandraJournalEpochs}): every recovery first raises the
+ *       entity's epoch by compare-and-set; every event is stamped with its incarnation's epoch (the
+ *       event's metadata, a {@code Long}); a write is acknowledged only if the stored epoch is
+ *       still the incarnation's once the events are written. A stale incarnation's write fails, so
+ *       its entity never replies, and replay skips its rows ({@link #asyncReplayMessages}).
  *   <li><b>In the member</b> ({@link MemberFence}): while the fence is closed (just after a pause,
  *       no majority in sight) writes are refused before they reach Cassandra at all.
  * </ul>
@@ -40,8 +48,8 @@ import scala.util.Try;
  * {@link FencedException}): the entity stops without replying, and its caller asks again, which
  * reaches the live incarnation.
  *
- * <p>The plugin's write path keeps state of the journal actor, so the events are handed to it on
- * the actor's thread once the claim is granted ({@link Claimed}).
+ * <p>The plugin's recovery path reads state of the journal actor, so it is resumed on the actor's
+ * thread once the epoch is claimed ({@link Claimed}).
  *
  * <p>Configured as {@code pekko.persistence.cassandra.journal.class}; the constructor is the one
  * Pekko calls for journal plugins.
@@ -51,14 +59,21 @@ public final class FencedCassandraJournal extends CassandraJournal {
     static final String PLUGIN_PATH = "pekko.persistence.cassandra";
 
     private final MemberFence fence;
-    private final CassandraJournalHeads heads;
+    private final CassandraJournalEpochs epochs;
 
-    /** A claim's answer, back on the journal actor. */
+    /**
+     * The epoch this member's incarnation of each entity claimed when it recovered; written on the
+     * journal actor, read in write callbacks.
+     */
+    private final Map<String, Long> claimed = new ConcurrentHashMap<>();
+
+    /** An epoch claim's answer, back on the journal actor to read the highest sequence number. */
     private record Claimed(
-            Seq<AtomicWrite> messages,
-            CassandraJournalHeads.Claim claim,
+            String persistenceId,
+            long fromSequenceNr,
+            Long epoch,
             Throwable failure,
-            Promise<Seq<Try<BoxedUnit>>> written) {}
+            Promise<Object> highest) {}
 
     public FencedCassandraJournal(Config config, String configPath) {
         super(config, configPath);
@@ -72,8 +87,8 @@ public final class FencedCassandraJournal extends CassandraJournal {
                                 PLUGIN_PATH,
                                 PluginSettings.apply(context().system()))
                         .createJournalKeyspaceStatement();
-        this.heads =
-                new CassandraJournalHeads(
+        this.epochs =
+                new CassandraJournalEpochs(
                         CassandraSessionRegistry.get(system).sessionFor(PLUGIN_PATH).underlying(),
                         journal.getString("keyspace"),
                         journal.getBoolean("tables-autocreate"),
@@ -82,42 +97,126 @@ public final class FencedCassandraJournal extends CassandraJournal {
     }
 
     /**
-     * Claims the batch's sequence numbers ({@link CassandraJournalHeads#claim}), then writes it.
-     * All writes of one call are of one persistent actor (Pekko sends one actor's batch per call).
+     * Claims a new epoch for the recovering incarnation ({@link CassandraJournalEpochs#claim}),
+     * then reads the highest sequence number: the claim comes first, so that every write a stale
+     * incarnation has acknowledged is already in the journal when the events are read. Pekko calls
+     * this at the start of every recovery, before the replay.
+     */
+    @Override
+    public Future<Object> asyncReadHighestSequenceNr(String persistenceId, long fromSequenceNr) {
+        Promise<Object> highest = Futures.promise();
+        ActorRef journal = self();
+        epochs.claim(persistenceId)
+                .whenComplete(
+                        (epoch, failure) ->
+                                journal.tell(
+                                        new Claimed(
+                                                persistenceId,
+                                                fromSequenceNr,
+                                                epoch,
+                                                failure,
+                                                highest),
+                                        ActorRef.noSender()));
+        return highest.future();
+    }
+
+    private void onClaimed(Claimed c) {
+        if (c.failure() != null) {
+            c.highest().failure(c.failure());
+            return;
+        }
+        claimed.put(c.persistenceId(), c.epoch());
+        c.highest()
+                .completeWith(
+                        super.asyncReadHighestSequenceNr(c.persistenceId(), c.fromSequenceNr()));
+    }
+
+    /**
+     * Writes the events stamped with this incarnation's epoch, then acknowledges them only if the
+     * stored epoch is still that one. All writes of one call are of one persistent actor (Pekko
+     * sends one actor's batch per call).
      */
     @Override
     public Future<Seq<Try<BoxedUnit>>> asyncWriteMessages(Seq<AtomicWrite> messages) {
-        return unlessFenced(fence, () -> claimThenWrite(messages));
+        return unlessFenced(fence, () -> writeInEpoch(messages));
     }
 
-    private Future<Seq<Try<BoxedUnit>>> claimThenWrite(Seq<AtomicWrite> messages) {
-        AtomicWrite first = messages.head();
-        long to = messages.last().highestSequenceNr();
-        Promise<Seq<Try<BoxedUnit>>> written = Futures.promise();
-        ActorRef journal = self();
-        heads.claim(first.persistenceId(), first.lowestSequenceNr(), to)
-                .whenComplete(
-                        (claim, failure) ->
-                                journal.tell(
-                                        new Claimed(messages, claim, failure, written),
-                                        ActorRef.noSender()));
-        return written.future();
-    }
-
-    private void onClaimed(Claimed claimed) {
-        if (claimed.failure() != null) {
-            claimed.written().failure(claimed.failure());
-        } else if (claimed.claim() instanceof CassandraJournalHeads.Claim.Refused refused) {
-            AtomicWrite first = claimed.messages().head();
-            claimed.written()
-                    .failure(
-                            new StaleWriteException(
-                                    first.persistenceId(),
-                                    first.lowestSequenceNr(),
-                                    refused.head()));
-        } else {
-            claimed.written().completeWith(super.asyncWriteMessages(claimed.messages()));
+    private Future<Seq<Try<BoxedUnit>>> writeInEpoch(Seq<AtomicWrite> messages) {
+        String persistenceId = messages.head().persistenceId();
+        Long epoch = claimed.get(persistenceId);
+        if (epoch == null) {
+            // Only a recovery through this journal claims an epoch: the incarnation must recover
+            // again (this journal actor was restarted under it).
+            return Futures.failed(
+                    new StaleWriteException(persistenceId, messages.head().lowestSequenceNr(), -1));
         }
+        List<AtomicWrite> stamped = new ArrayList<>(messages.size());
+        for (AtomicWrite write : CollectionConverters.asJava(messages)) {
+            List<PersistentRepr> events = new ArrayList<>(write.size());
+            for (PersistentRepr event : CollectionConverters.asJava(write.payload())) {
+                events.add(event.withMetadata(epoch));
+            }
+            stamped.add(AtomicWrite.apply(CollectionConverters.asScala(events).toList()));
+        }
+        long from = messages.head().lowestSequenceNr();
+        return super.asyncWriteMessages(CollectionConverters.asScala(stamped).toList())
+                .flatMap(
+                        results ->
+                                results.exists(Try::isFailure)
+                                        ? Futures.successful(results)
+                                        : ifEpochStillCurrent(persistenceId, from, epoch, results),
+                        context().dispatcher());
+    }
+
+    /**
+     * @return {@code results} once the stored epoch of {@code persistenceId} is read back as
+     *     {@code epoch}; a {@link StaleWriteException} when a newer incarnation has claimed the
+     *     entity, or the driver's exception when the read fails
+     */
+    private <T> Future<T> ifEpochStillCurrent(
+            String persistenceId, long from, long epoch, T results) {
+        Promise<T> acknowledged = Futures.promise();
+        epochs.current(persistenceId)
+                .whenComplete(
+                        (stored, failure) -> {
+                            if (failure != null) {
+                                acknowledged.failure(
+                                        failure instanceof CompletionException
+                                                        && failure.getCause() != null
+                                                ? failure.getCause()
+                                                : failure);
+                            } else if (stored != epoch) {
+                                acknowledged.failure(
+                                        new StaleWriteException(persistenceId, from, stored));
+                            } else {
+                                acknowledged.success(results);
+                            }
+                        });
+        return acknowledged.future();
+    }
+
+    /**
+     * Replays the events, each sequence number once: of the rows of one sequence number, the one
+     * of the highest epoch; and no event of a lower epoch than one replayed before it (a stale
+     * incarnation's rows, written after a newer incarnation had claimed the entity; their writes
+     * were never acknowledged). Events written before epochs existed count as epoch 0.
+     */
+    @Override
+    public Future<BoxedUnit> asyncReplayMessages(
+            String persistenceId,
+            long fromSequenceNr,
+            long toSequenceNr,
+            long max,
+            Function1<PersistentRepr, BoxedUnit> replay) {
+        EpochFilter filter = new EpochFilter(replay::apply);
+        return super.asyncReplayMessages(
+                        persistenceId, fromSequenceNr, toSequenceNr, max, filter::offer)
+                .map(
+                        done -> {
+                            filter.flush();
+                            return done;
+                        },
+                        context().dispatcher());
     }
 
     @Override
@@ -129,29 +228,67 @@ public final class FencedCassandraJournal extends CassandraJournal {
                 .orElse(super.receivePluginInternal());
     }
 
-    /** The higher of the events' highest sequence number and the stored head (see {@link CassandraJournalHeads}). */
-    @Override
-    public Future<Object> asyncReadHighestSequenceNr(String persistenceId, long fromSequenceNr) {
-        var stored =
-                FutureConverters.asJava(
-                        super.asyncReadHighestSequenceNr(persistenceId, fromSequenceNr));
-        return FutureConverters.asScala(
-                stored.thenCombine(
-                        heads.head(persistenceId),
-                        (events, head) -> (Object) Math.max((Long) events, head)));
-    }
-
     @Override
     public Future<BoxedUnit> asyncDeleteMessagesTo(String persistenceId, long toSequenceNr) {
         return unlessFenced(fence, () -> super.asyncDeleteMessagesTo(persistenceId, toSequenceNr));
     }
 
-    /** @return the write's future, or a failed one ({@link FencedException}) while the fence is closed */
+    /**
+     * @return the write's future, or a failed one ({@link FencedException}) while the fence is
+     *     closed
+     */
     static <T> Future<T> unlessFenced(MemberFence fence, Supplier<Future<T>> write) {
         Optional<String> refusal = fence.refusal();
         return refusal.isPresent()
                 ? Futures.failed(new FencedException(refusal.get()))
                 : write.get();
+    }
+
+    /**
+     * The replay rule of {@link #asyncReplayMessages}, over events in the journal's order (by
+     * sequence number, then write time). Not thread-safe: one replay's events arrive one at a time.
+     */
+    static final class EpochFilter {
+        private final Consumer<PersistentRepr> replay;
+        private PersistentRepr pending;
+        private long highestReplayedEpoch;
+
+        EpochFilter(Consumer<PersistentRepr> replay) {
+            this.replay = replay;
+        }
+
+        /** @return nothing; the Scala callback's shape */
+        BoxedUnit offer(PersistentRepr event) {
+            if (pending != null && event.sequenceNr() == pending.sequenceNr()) {
+                if (epochOf(event) > epochOf(pending)) {
+                    pending = event;
+                }
+                return BoxedUnit.UNIT;
+            }
+            flush();
+            pending = event;
+            return BoxedUnit.UNIT;
+        }
+
+        /** Replays the last event held back, if no newer epoch came before it. */
+        void flush() {
+            if (pending == null) {
+                return;
+            }
+            long epoch = epochOf(pending);
+            if (epoch >= highestReplayedEpoch) {
+                highestReplayedEpoch = epoch;
+                replay.accept(pending);
+            }
+            pending = null;
+        }
+
+        /** @return the epoch an event was stamped with, 0 for one written before epochs existed */
+        static long epochOf(PersistentRepr event) {
+            return event.metadata().isDefined() && event.metadata().get() instanceof Long epoch
+                    ? epoch
+                    : 0L;
+        }
     }
 
     /** A journal or snapshot write refused because the member's fence is closed. */
@@ -161,17 +298,20 @@ public final class FencedCassandraJournal extends CassandraJournal {
         }
     }
 
-    /** A write refused by the store: another incarnation has moved the entity's journal head. */
+    /** A write refused by the store: another incarnation of the entity has claimed a newer epoch. */
     public static final class StaleWriteException extends IllegalStateException {
-        StaleWriteException(String persistenceId, long from, long head) {
+        StaleWriteException(String persistenceId, long from, long storedEpoch) {
             super(
                     "write of "
                             + persistenceId
                             + " from sequence number "
                             + from
-                            + " refused: the journal's head is at "
-                            + head
-                            + ", written by another incarnation of the entity");
+                            + " refused: "
+                            + (storedEpoch < 0
+                                    ? "this member's incarnation of the entity has claimed no epoch"
+                                    : "the entity's epoch is "
+                                            + storedEpoch
+                                            + ", claimed by a newer incarnation"));
         }
     }
 }

@@ -79,7 +79,7 @@ public final class SchemaCommand implements Callable<Integer> {
             statements.add(cql.createJournalKeyspaceStatement());
             statements.addAll(cql.getCreateJournalTablesStatements());
             statements.add(
-                    CassandraJournalHeads.createTableStatement(
+                    CassandraJournalEpochs.createTableStatement(
                             system.settings()
                                     .config()
                                     .getString(
