@@ -163,18 +163,7 @@ class BlockReclaimerTest {
     }
 
     private static AttachmentRecord add(Ipam ipam, String container) {
-        return await(
-                ipam.assign(
-                        new AssignRequest(
-                                "net." + container,
-                                "eth0",
-                                "net",
-                                container,
-                                null,
-                                "ns",
-                                container,
-                                List.of(),
-                                List.of())));
+        return await(ipam.assign(AssignRequests.plain("net", container, "ns", container)));
     }
 
     private static <T> T await(CompletionStage<T> stage) {
