@@ -241,28 +241,7 @@ final class AdminCluster implements BeforeAllCallback, AfterAllCallback {
          */
         private void removePools() {
             for (PoolSpec pool : List.of(v4, v6)) {
-                PoolEntity.PoolView view =
-                        await(
-                                ref(PoolEntity.ENTITY_TYPE_KEY, pool.name())
-                                        .ask(PoolEntity.GetPool::new, Duration.ofSeconds(10)));
-                for (Cidr block : view.claims().keySet()) {
-                    var blockRef = ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
-                    BlockEntity.BlockView held =
-                            await(blockRef.ask(BlockEntity.GetBlock::new, Duration.ofSeconds(10)));
-                    held.allocations()
-                            .values()
-                            .forEach(
-                                    a ->
-                                            await(
-                                                    blockRef.ask(
-                                                            (ActorRef<BlockEntity.Released> r) ->
-                                                                    new BlockEntity.Release(
-                                                                            a.handle(),
-                                                                            a.ifname(),
-                                                                            r),
-                                                            Duration.ofSeconds(10))));
-                }
-                await(pools.delete(pool.name()));
+                TestCluster.removePool(system(), pools, pool.name());
             }
         }
     }

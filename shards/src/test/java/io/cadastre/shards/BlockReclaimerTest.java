@@ -138,22 +138,7 @@ class BlockReclaimerTest {
         /** Frees every allocation of the pool's blocks, then deletes the pool. */
         @Override
         public void close() {
-            for (Cidr block : view().claims().keySet()) {
-                EntityRef<BlockEntity.Command> blockRef =
-                        ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
-                await(blockRef.ask(BlockEntity.GetBlock::new, ASK))
-                        .allocations()
-                        .values()
-                        .forEach(
-                                a ->
-                                        await(
-                                                blockRef.ask(
-                                                        (ActorRef<BlockEntity.Released> r) ->
-                                                                new BlockEntity.Release(
-                                                                        a.handle(), a.ifname(), r),
-                                                        ASK)));
-            }
-            await(pools.delete(pool.name()));
+            TestCluster.removePool(testKit.system(), pools, pool.name());
         }
     }
 
