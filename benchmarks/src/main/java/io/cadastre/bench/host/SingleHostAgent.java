@@ -71,7 +71,7 @@ public final class SingleHostAgent implements AutoCloseable {
         SingleHostAgent agent = start(context.workDir(scenario + "/agent"));
         try {
             agent.warmUp(context.plugin(), warmUpCycles(context));
-        } catch (IOException | RuntimeException e) {
+        } catch (Exception e) {
             agent.close();
             throw e;
         }
