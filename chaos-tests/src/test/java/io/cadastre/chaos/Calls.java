@@ -43,30 +43,30 @@ final class Calls {
     }
 
     Operation add(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
-        Member m = member(a.host());
-        return call(
-                phase,
-                Kind.ADD,
-                purpose,
-                a.host(),
-                client,
-                a,
-                full,
-                full ? podNetns(a) : NO_NETNS,
-                full ? CniExec.full(m) : CniExec.ipamOnly(m));
+        return onAttachment(Kind.ADD, phase, purpose, client, a, full);
     }
 
     Operation del(Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
+        return onAttachment(Kind.DEL, phase, purpose, client, a, full);
+    }
+
+    /**
+     * ADD or DEL of the attachment on its host: full (in the pod's namespace) or IPAM-only (an
+     * ADD names an unused namespace, a DEL none).
+     */
+    private Operation onAttachment(
+            Kind kind, Phase phase, Purpose purpose, int client, Attachment a, boolean full) {
         Member m = member(a.host());
+        String netns = full ? podNetns(a) : kind == Kind.ADD ? NO_NETNS : null;
         return call(
                 phase,
-                Kind.DEL,
+                kind,
                 purpose,
                 a.host(),
                 client,
                 a,
                 full,
-                full ? podNetns(a) : null,
+                netns,
                 full ? CniExec.full(m) : CniExec.ipamOnly(m));
     }
 

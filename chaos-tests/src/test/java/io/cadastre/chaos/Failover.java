@@ -1,6 +1,5 @@
 package io.cadastre.chaos;
 
-import io.cadastre.chaos.Operation.Kind;
 import io.cadastre.chaos.Operation.Phase;
 import io.cadastre.testsupport.AgentLogs;
 import io.cadastre.testsupport.AgentLogs.Entity;
@@ -164,14 +163,7 @@ final class Failover {
         recoveries.stream()
                 .sorted(Comparator.comparingLong(Recovery::atNanos))
                 .forEach(r -> timelines.computeIfAbsent(r.entity(), e -> new ArrayList<>()).add(r));
-        List<Operation> okAdds =
-                ops.stream()
-                        .filter(
-                                op ->
-                                        op.phase() == Phase.WORKLOAD
-                                                && op.kind() == Kind.ADD
-                                                && op.ok())
-                        .toList();
+        List<Operation> okAdds = ops.stream().filter(Operation::okWorkloadAdd).toList();
         Set<String> hosts = new TreeSet<>(NAME_ORDER);
         ops.stream().filter(op -> op.phase() == Phase.WORKLOAD).forEach(op -> hosts.add(op.host()));
         timelines.keySet().stream()

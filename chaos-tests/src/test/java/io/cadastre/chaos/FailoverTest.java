@@ -492,6 +492,11 @@ class FailoverTest {
                 .toEpochMilli();
     }
 
+    /** @return the recoveries in {@code host}'s log lines, read in {@link #ZONE} from {@code origin} (epoch ms) */
+    private static List<Recovery> parse(String host, long origin, String... lines) {
+        return AgentLogs.parse(host, List.of(lines), origin, ZONE);
+    }
+
     private static final String NODE_ENTITY = " INFO  i.c.shards.NodeEntity - ";
     private static final String BLOCK_ENTITY = " INFO  i.c.shards.BlockEntity - ";
 
@@ -499,17 +504,15 @@ class FailoverTest {
     void logTimesAcrossMidnightFollowTheRun() {
         long origin = epochMillis(2024, 5, 31, 23, 59, 50);
         List<Recovery> found =
-                AgentLogs.parse(
+                parse(
                         "host3",
-                        List.of(
-                                // read a little before the origin
-                                "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting",
-                                "23:59:55.000"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host2: 17 attachments, 3 affine blocks",
-                                "00:00:05.250 INFO  io.cadastre.shards.NodeEntity - recovered node entity host3: 0 attachments, 0 affine blocks"),
                         origin,
-                        ZONE);
+                        // read a little before the origin
+                        "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting",
+                        "23:59:55.000"
+                                + NODE_ENTITY
+                                + "recovered node entity host2: 17 attachments, 3 affine blocks",
+                        "00:00:05.250 INFO  io.cadastre.shards.NodeEntity - recovered node entity host3: 0 attachments, 0 affine blocks");
         assertEquals(
                 List.of(
                         node(5_000_000_000L, "host2", "host3"),
@@ -518,25 +521,21 @@ class FailoverTest {
         // A member whose log starts after midnight.
         assertEquals(
                 List.of(node(11_000_000_000L, "host1", "host1")),
-                AgentLogs.parse(
+                parse(
                         "host1",
-                        List.of(
-                                "00:00:01.000"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host1: 1 attachments, 1 affine blocks"),
                         origin,
-                        ZONE));
+                        "00:00:01.000"
+                                + NODE_ENTITY
+                                + "recovered node entity host1: 1 attachments, 1 affine blocks"));
         // A line stamped a little before the origin is just before it, not nearly a day later.
         assertEquals(
                 List.of(node(-10_000_000L, "host1", "host1")),
-                AgentLogs.parse(
+                parse(
                         "host1",
-                        List.of(
-                                "23:59:49.990"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host1: 1 attachments, 1 affine blocks"),
                         origin,
-                        ZONE));
+                        "23:59:49.990"
+                                + NODE_ENTITY
+                                + "recovered node entity host1: 1 attachments, 1 affine blocks"));
     }
 
     @Test
@@ -567,32 +566,30 @@ class FailoverTest {
     void otherLinesAndGarbageAreSkipped() {
         long origin = epochMillis(2024, 6, 3, 14, 0, 0);
         List<Recovery> found =
-                AgentLogs.parse(
+                parse(
                         "host2",
-                        List.of(
-                                "",
-                                "garbage",
-                                "\u0000\u00ff\ufffd binary",
-                                "Exception in thread \"main\" java.lang.IllegalStateException: recovered node entity host9: 1 attachments, "
-                                        + "0 affine blocks",
-                                "\tat io.cadastre.shards.NodeEntity.lambda$create$0(NodeEntity.java:116)",
-                                "14:03:07.412"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host2: seventeen attachments, 3 affine blocks",
-                                "25:61:00.000"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host2: 1 attachments, 0 affine blocks",
-                                "14:03:07.500 WARN  i.c.shards.Other - failed: recovered node entity host2: 1 attachments, 0 affine blocks",
-                                "14:03:07.600"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host2: 1 attachments, 0 affine blocks and more",
-                                // a member killed in the middle of a line; its next incarnation's
-                                // first line continues it
-                                "14:03:07.41214:03:09.000 INFO  i.c.s.NodeEntity - recovered node entity host5: 2 attachments, 1 affine blocks",
-                                "14:03:10.000 ERROR i.c.s.NodeEntity - recovered node entity host1: 0 attachments, 0 affine blocks  ",
-                                "14:03:11.000 INFO  i.c.s.NodeEntity - recovered node entity host3: 4 attachments, 1 affine blocks, 2 borrowed blocks"),
                         origin,
-                        ZONE);
+                        "",
+                        "garbage",
+                        "\u0000\u00ff\ufffd binary",
+                        "Exception in thread \"main\" java.lang.IllegalStateException: recovered node entity host9: 1 attachments, "
+                                + "0 affine blocks",
+                        "\tat io.cadastre.shards.NodeEntity.lambda$create$0(NodeEntity.java:116)",
+                        "14:03:07.412"
+                                + NODE_ENTITY
+                                + "recovered node entity host2: seventeen attachments, 3 affine blocks",
+                        "25:61:00.000"
+                                + NODE_ENTITY
+                                + "recovered node entity host2: 1 attachments, 0 affine blocks",
+                        "14:03:07.500 WARN  i.c.shards.Other - failed: recovered node entity host2: 1 attachments, 0 affine blocks",
+                        "14:03:07.600"
+                                + NODE_ENTITY
+                                + "recovered node entity host2: 1 attachments, 0 affine blocks and more",
+                        // a member killed in the middle of a line; its next incarnation's
+                        // first line continues it
+                        "14:03:07.41214:03:09.000 INFO  i.c.s.NodeEntity - recovered node entity host5: 2 attachments, 1 affine blocks",
+                        "14:03:10.000 ERROR i.c.s.NodeEntity - recovered node entity host1: 0 attachments, 0 affine blocks  ",
+                        "14:03:11.000 INFO  i.c.s.NodeEntity - recovered node entity host3: 4 attachments, 1 affine blocks, 2 borrowed blocks");
         assertEquals(
                 List.of(
                         node(189_000_000_000L, "host5", "host2"),
@@ -605,20 +602,18 @@ class FailoverTest {
     void blockRecoveriesAreReadAcrossMidnightToo() {
         long origin = epochMillis(2024, 5, 31, 23, 59, 50);
         List<Recovery> found =
-                AgentLogs.parse(
+                parse(
                         "h2",
-                        List.of(
-                                "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting",
-                                "23:59:55.000"
-                                        + BLOCK_ENTITY
-                                        + "recovered block 198.18.0.64/26: 12 allocations, affine to h2",
-                                "00:00:05.250 INFO  io.cadastre.shards.BlockEntity - recovered block fd00:198:3::1c0/122: 0 allocations, "
-                                        + "affine to null",
-                                "00:00:06.000"
-                                        + NODE_ENTITY
-                                        + "recovered node entity h3: 1 attachments, 1 affine blocks, 0 borrowed blocks"),
                         origin,
-                        ZONE);
+                        "23:59:49.990 INFO  o.a.p.cluster.Cluster - starting",
+                        "23:59:55.000"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.64/26: 12 allocations, affine to h2",
+                        "00:00:05.250 INFO  io.cadastre.shards.BlockEntity - recovered block fd00:198:3::1c0/122: 0 allocations, "
+                                + "affine to null",
+                        "00:00:06.000"
+                                + NODE_ENTITY
+                                + "recovered node entity h3: 1 attachments, 1 affine blocks, 0 borrowed blocks");
         assertEquals(
                 List.of(
                         block(5_000_000_000L, "198.18.0.64/26", "h2"),
@@ -631,41 +626,39 @@ class FailoverTest {
     void malformedBlockLinesAreSkipped() {
         long origin = epochMillis(2024, 6, 3, 14, 0, 0);
         List<Recovery> found =
-                AgentLogs.parse(
+                parse(
                         "h2",
-                        List.of(
-                                "Exception in thread \"main\" java.lang.IllegalStateException: recovered block 198.18.0.0/26: "
-                                        + "1 allocations, affine to h1",
-                                "\tat io.cadastre.shards.BlockEntity.lambda$signalHandler$0(BlockEntity.java:143)",
-                                "14:03:07.412"
-                                        + BLOCK_ENTITY
-                                        + "recovered block 198.18.0.0/26: twelve allocations, affine to h1",
-                                "14:03:07.413"
-                                        + BLOCK_ENTITY
-                                        + "recovered block 198.18.0.0/26: 1 allocations",
-                                "14:03:07.414"
-                                        + BLOCK_ENTITY
-                                        + "recovered block 198.18.0.0/26: 1 allocations, affine to h1 and more",
-                                "14:03:07.415"
-                                        + BLOCK_ENTITY
-                                        + "recovered block pool-1: 1 allocations, affine to h1",
-                                "14:03:07.416"
-                                        + BLOCK_ENTITY
-                                        + "recovered block 198.18.0.0: 1 allocations, affine to h1",
-                                "25:61:00.000"
-                                        + BLOCK_ENTITY
-                                        + "recovered block 198.18.0.0/26: 1 allocations, affine to h1",
-                                "14:03:07.500 WARN  i.c.shards.Other - failed: recovered block 198.18.0.0/26: 1 allocations, affine to h1",
-                                // a member killed in the middle of a line; its next incarnation's
-                                // first line continues it
-                                "14:03:08.000"
-                                        + BLOCK_ENTITY
-                                        + "recovered block 198.18.0.0/2"
-                                        + "14:03:09.000 INFO  i.c.s.BlockEntity - recovered block 198.18.1.0/26: 2 allocations, affine to h5",
-                                "14:03:10.000 ERROR i.c.s.BlockEntity - recovered block 198.18.0.128/26: 0 allocations, affine to null  ",
-                                "14:03:11.000 INFO  BlockEntity - recovered block FD00:198:3::/122: 3 allocations, affine to h3"),
                         origin,
-                        ZONE);
+                        "Exception in thread \"main\" java.lang.IllegalStateException: recovered block 198.18.0.0/26: "
+                                + "1 allocations, affine to h1",
+                        "\tat io.cadastre.shards.BlockEntity.lambda$signalHandler$0(BlockEntity.java:143)",
+                        "14:03:07.412"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.0/26: twelve allocations, affine to h1",
+                        "14:03:07.413"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.0/26: 1 allocations",
+                        "14:03:07.414"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.0/26: 1 allocations, affine to h1 and more",
+                        "14:03:07.415"
+                                + BLOCK_ENTITY
+                                + "recovered block pool-1: 1 allocations, affine to h1",
+                        "14:03:07.416"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.0: 1 allocations, affine to h1",
+                        "25:61:00.000"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.0/26: 1 allocations, affine to h1",
+                        "14:03:07.500 WARN  i.c.shards.Other - failed: recovered block 198.18.0.0/26: 1 allocations, affine to h1",
+                        // a member killed in the middle of a line; its next incarnation's
+                        // first line continues it
+                        "14:03:08.000"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.0/2"
+                                + "14:03:09.000 INFO  i.c.s.BlockEntity - recovered block 198.18.1.0/26: 2 allocations, affine to h5",
+                        "14:03:10.000 ERROR i.c.s.BlockEntity - recovered block 198.18.0.128/26: 0 allocations, affine to null  ",
+                        "14:03:11.000 INFO  BlockEntity - recovered block FD00:198:3::/122: 3 allocations, affine to h3");
         assertEquals(
                 List.of(
                         block(189_000_000_000L, "198.18.1.0/26", "h2"),
@@ -718,29 +711,25 @@ class FailoverTest {
         long origin = epochMillis(2024, 5, 31, 23, 59, 0);
         List<Recovery> all = new ArrayList<>();
         all.addAll(
-                AgentLogs.parse(
+                parse(
                         "host1",
-                        List.of(
-                                "23:59:01.000"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host1: 0 attachments, 0 affine blocks",
-                                "23:59:02.000"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host2: 0 attachments, 0 affine blocks"),
                         origin,
-                        ZONE));
+                        "23:59:01.000"
+                                + NODE_ENTITY
+                                + "recovered node entity host1: 0 attachments, 0 affine blocks",
+                        "23:59:02.000"
+                                + NODE_ENTITY
+                                + "recovered node entity host2: 0 attachments, 0 affine blocks"));
         all.addAll(
-                AgentLogs.parse(
+                parse(
                         "host3",
-                        List.of(
-                                "23:59:01.500"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host3: 0 attachments, 0 affine blocks",
-                                "00:00:08.100"
-                                        + NODE_ENTITY
-                                        + "recovered node entity host2: 4 attachments, 1 affine blocks"),
                         origin,
-                        ZONE));
+                        "23:59:01.500"
+                                + NODE_ENTITY
+                                + "recovered node entity host3: 0 attachments, 0 affine blocks",
+                        "00:00:08.100"
+                                + NODE_ENTITY
+                                + "recovered node entity host2: 4 attachments, 1 affine blocks"));
         fault("kill", "host1", 60_000, 70_000); // 00:00:00 local
         add("host2", 60_500, 68_900);
         add("host3", 60_100, 60_300);
@@ -762,26 +751,22 @@ class FailoverTest {
         long origin = epochMillis(2024, 5, 31, 23, 59, 0);
         List<Recovery> all = new ArrayList<>();
         all.addAll(
-                AgentLogs.parse(
+                parse(
                         "host1",
-                        List.of(
-                                "23:59:01.000"
-                                        + BLOCK_ENTITY
-                                        + "recovered block fd00:198:3::1c0/122: 5 allocations, affine to host2",
-                                "23:59:02.000"
-                                        + BLOCK_ENTITY
-                                        + "recovered block 198.18.0.0/26: 0 allocations, affine to null"),
                         origin,
-                        ZONE));
+                        "23:59:01.000"
+                                + BLOCK_ENTITY
+                                + "recovered block fd00:198:3::1c0/122: 5 allocations, affine to host2",
+                        "23:59:02.000"
+                                + BLOCK_ENTITY
+                                + "recovered block 198.18.0.0/26: 0 allocations, affine to null"));
         all.addAll(
-                AgentLogs.parse(
+                parse(
                         "host3",
-                        List.of(
-                                "00:00:09.900"
-                                        + BLOCK_ENTITY
-                                        + "recovered block fd00:198:3::1c0/122: 5 allocations, affine to host2"),
                         origin,
-                        ZONE));
+                        "00:00:09.900"
+                                + BLOCK_ENTITY
+                                + "recovered block fd00:198:3::1c0/122: 5 allocations, affine to host2"));
         fault("kill", "host1", 60_000, 70_000); // 00:00:00 local
         Kill kill = Failover.analyze(faults, all, ops).get(0);
         assertEquals(

@@ -91,6 +91,11 @@ record Operation(
         return status == Status.OK;
     }
 
+    /** @return whether this is a successful ADD of the workload phase */
+    boolean okWorkloadAdd() {
+        return phase == Phase.WORKLOAD && kind == Kind.ADD && ok();
+    }
+
     boolean pending() {
         return completedNanos == PENDING;
     }

@@ -127,14 +127,7 @@ final class Summary {
                         (host, gap) ->
                                 b.append(' ').append(host).append(' ').append(gap).append(';'));
         b.append('\n');
-        long okAdds =
-                ops.stream()
-                        .filter(
-                                op ->
-                                        op.phase() == Phase.WORKLOAD
-                                                && op.kind() == Kind.ADD
-                                                && op.ok())
-                        .count();
+        long okAdds = ops.stream().filter(Operation::okWorkloadAdd).count();
         double seconds = (span.workloadTo() - span.workloadFrom()) / 1e9;
         b.append(
                 String.format(

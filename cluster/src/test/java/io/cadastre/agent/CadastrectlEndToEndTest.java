@@ -2,6 +2,7 @@ package io.cadastre.agent;
 
 import static io.cadastre.agent.CtlOutput.assertCells;
 import static io.cadastre.agent.CtlOutput.assertFailed;
+import static io.cadastre.agent.CtlOutput.defaultPoolRow;
 import static io.cadastre.agent.CtlOutput.pool;
 import static io.cadastre.agent.CtlOutput.rowsBy;
 import static io.cadastre.agent.CtlOutput.table;
@@ -73,10 +74,8 @@ class CadastrectlEndToEndTest {
     @Test
     void ipamShowListsEveryPoolWithTheLivePodsAllocations() throws Exception {
         Run run = ctl("ipam", "show");
-        assertEquals(0, run.code(), run.toString());
         assertEquals("", run.err());
-        Map<String, Map<String, String>> pools = rowsBy("POOL", table(run.out(), 0));
-        assertEquals(Set.of("ctl-ipv4", "ctl-ipv6", "ctl-strict"), pools.keySet(), run.out());
+        Map<String, Map<String, String>> pools = configuredPools(run, "POOL");
         assertCells(
                 pools.get("ctl-ipv4"),
                 Map.of(
@@ -327,26 +326,8 @@ class CadastrectlEndToEndTest {
     @Test
     void poolListShowsTheConfiguredSettings() throws Exception {
         Run run = ctl("pool", "list");
-        assertEquals(0, run.code(), run.toString());
-        Map<String, Map<String, String>> pools = rowsBy("NAME", table(run.out(), 0));
-        assertEquals(Set.of("ctl-ipv4", "ctl-ipv6", "ctl-strict"), pools.keySet(), run.out());
-        assertCells(
-                pools.get("ctl-ipv4"),
-                Map.of(
-                        "CIDR",
-                        "198.18.112.0/24",
-                        "BLOCK-SIZE",
-                        "/26",
-                        "STRICT-AFFINITY",
-                        "false",
-                        "ALLOW-BORROWING",
-                        "true",
-                        "MAX-BLOCKS-PER-NODE",
-                        "no limit",
-                        "DISABLED",
-                        "false",
-                        "NODE-SELECTOR",
-                        "all()"));
+        Map<String, Map<String, String>> pools = configuredPools(run, "NAME");
+        assertCells(pools.get("ctl-ipv4"), defaultPoolRow("ctl-ipv4", "198.18.112.0/24", "/26"));
         assertCells(
                 pools.get("ctl-strict"),
                 Map.of(
@@ -477,6 +458,19 @@ class CadastrectlEndToEndTest {
     }
 
     // ---- helpers
+
+    /**
+     * Asserts exit 0 and a row for each configured pool, no other, in the first table.
+     *
+     * @param column the table's column naming the pool
+     * @return the rows by pool
+     */
+    private static Map<String, Map<String, String>> configuredPools(Run run, String column) {
+        assertEquals(0, run.code(), run.toString());
+        Map<String, Map<String, String>> pools = rowsBy(column, table(run.out(), 0));
+        assertEquals(Set.of("ctl-ipv4", "ctl-ipv6", "ctl-strict"), pools.keySet(), run.out());
+        return pools;
+    }
 
     private static Run ctl(String... args) {
         return agent.ctl(args);

@@ -3,6 +3,7 @@ package io.cadastre.agent;
 import static io.cadastre.agent.CtlOutput.assertCells;
 import static io.cadastre.agent.CtlOutput.assertFailed;
 import static io.cadastre.agent.CtlOutput.assertOk;
+import static io.cadastre.agent.CtlOutput.defaultPoolRow;
 import static io.cadastre.agent.CtlOutput.pool;
 import static io.cadastre.agent.CtlOutput.rowsBy;
 import static io.cadastre.agent.CtlOutput.table;
@@ -181,74 +182,23 @@ class CadastrectlPoolsEndToEndTest {
 
     @Test
     void createWithDefaultsOnlyAndTheSameDefinitionAgain() throws Exception {
-        Map<String, String> created =
-                poolRow(
-                        ctl("pool", "create", "ctlp-defaults", "--cidr", "198.18.131.0/24"),
-                        "created pool ctlp-defaults");
-        assertEquals(
-                Map.of(
-                        "NAME",
-                        "ctlp-defaults",
-                        "CIDR",
-                        "198.18.131.0/24",
-                        "BLOCK-SIZE",
-                        "/26",
-                        "STRICT-AFFINITY",
-                        "false",
-                        "ALLOW-BORROWING",
-                        "true",
-                        "MAX-BLOCKS-PER-NODE",
-                        "no limit",
-                        "DISABLED",
-                        "false",
-                        "NODE-SELECTOR",
-                        "all()"),
-                created);
+        String[] create = {"pool", "create", "ctlp-defaults", "--cidr", "198.18.131.0/24"};
+        Map<String, String> created = poolRow(ctl(create), "created pool ctlp-defaults");
+        assertEquals(defaultPoolRow("ctlp-defaults", "198.18.131.0/24", "/26"), created);
         // The same definition again, also with a default spelled out: 200, nothing changed.
-        String unchanged =
-                "pool ctlp-defaults already exists with this definition; nothing changed";
-        assertEquals(
-                created,
-                poolRow(
-                        ctl("pool", "create", "ctlp-defaults", "--cidr", "198.18.131.0/24"),
-                        unchanged));
-        assertEquals(
-                created,
-                poolRow(
-                        ctl(
-                                "pool",
-                                "create",
-                                "ctlp-defaults",
-                                "--cidr",
-                                "198.18.131.0/24",
-                                "--block-size",
-                                "26",
-                                "--max-blocks-per-node",
-                                "0"),
-                        unchanged));
-        assertEquals(
-                created,
-                poolRow(
-                        ctl(
-                                "pool",
-                                "create",
-                                "ctlp-defaults",
-                                "--cidr",
-                                "198.18.131.0/24",
-                                "--node-selector",
-                                "all()"),
-                        unchanged));
-        JsonNode json =
-                assertOk(
-                                ctl(
-                                        "pool",
-                                        "create",
-                                        "ctlp-defaults",
-                                        "--cidr",
-                                        "198.18.131.0/24",
-                                        "-o",
-                                        "json"))
-                        .json();
+        for (String[] defaults :
+                List.of(
+                        new String[] {},
+                        new String[] {"--block-size", "26", "--max-blocks-per-node", "0"},
+                        new String[] {"--node-selector", "all()"})) {
+            assertEquals(
+                    created,
+                    poolRow(
+                            ctl(with(create, defaults)),
+                            "pool ctlp-defaults already exists with this definition; nothing changed"),
+                    String.join(" ", defaults));
+        }
+        JsonNode json = assertOk(ctl(with(create, "-o", "json"))).json();
         assertEquals(listed("ctlp-defaults"), json, "the answer is the pool as listed");
         assertEquals("", json.path("nodeSelector").asText("missing"));
         assertEquals(List.of(), texts(json.path("excluded")));
@@ -340,17 +290,16 @@ class CadastrectlPoolsEndToEndTest {
 
     @Test
     void thePresetClusterPoolAloneAndWithAConflictingOption() throws Exception {
-        Map<String, String> created =
-                poolRow(
-                        ctl(
-                                "pool",
-                                "create",
-                                "ctlp-cluster",
-                                "--cidr",
-                                "198.18.136.0/22",
-                                "--preset",
-                                "cluster-pool"),
-                        "created pool ctlp-cluster");
+        String[] create = {
+            "pool",
+            "create",
+            "ctlp-cluster",
+            "--cidr",
+            "198.18.136.0/22",
+            "--preset",
+            "cluster-pool"
+        };
+        Map<String, String> created = poolRow(ctl(create), "created pool ctlp-cluster");
         assertCells(
                 created,
                 Map.of(
@@ -374,19 +323,14 @@ class CadastrectlPoolsEndToEndTest {
                 created,
                 poolRow(
                         ctl(
-                                "pool",
-                                "create",
-                                "ctlp-cluster",
-                                "--cidr",
-                                "198.18.136.0/22",
-                                "--preset",
-                                "cluster-pool",
-                                "--block-size",
-                                "24",
-                                "--strict-affinity",
-                                "--no-borrowing",
-                                "--max-blocks-per-node",
-                                "1"),
+                                with(
+                                        create,
+                                        "--block-size",
+                                        "24",
+                                        "--strict-affinity",
+                                        "--no-borrowing",
+                                        "--max-blocks-per-node",
+                                        "1")),
                         "pool ctlp-cluster already exists with this definition; nothing changed"));
         assertCells(
                 poolRow(

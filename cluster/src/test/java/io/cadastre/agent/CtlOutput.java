@@ -46,6 +46,30 @@ final class CtlOutput {
         return run;
     }
 
+    /**
+     * @return the cells of {@code pool list}'s row for a pool with every setting at its default:
+     *     no strict affinity, borrowing allowed, no block limit, enabled, selecting all nodes
+     */
+    static Map<String, String> defaultPoolRow(String name, String cidr, String blockSize) {
+        return Map.of(
+                "NAME",
+                name,
+                "CIDR",
+                cidr,
+                "BLOCK-SIZE",
+                blockSize,
+                "STRICT-AFFINITY",
+                "false",
+                "ALLOW-BORROWING",
+                "true",
+                "MAX-BLOCKS-PER-NODE",
+                "no limit",
+                "DISABLED",
+                "false",
+                "NODE-SELECTOR",
+                "all()");
+    }
+
     static void assertCells(Map<String, String> row, Map<String, String> expected) {
         assertTrue(row != null, "no such row");
         expected.forEach(

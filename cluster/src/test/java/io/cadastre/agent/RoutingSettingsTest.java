@@ -168,15 +168,7 @@ class RoutingSettingsTest {
     void aReadOnlyProcSysStopsTheAgentWithWhatToDo() {
         FakeHost readOnly = new FakeHost();
         readOnly.readOnly = true;
-        IllegalArgumentException ro =
-                assertThrows(
-                        IllegalArgumentException.class,
-                        () ->
-                                HostPreflight.check(
-                                        RoutingSettings.defaults(),
-                                        null,
-                                        Set.of(IpFamily.V6),
-                                        readOnly));
+        IllegalArgumentException ro = refused(Set.of(IpFamily.V6), readOnly);
         assertTrue(
                 ro.getMessage()
                         .startsWith(
@@ -195,15 +187,7 @@ class RoutingSettingsTest {
     void anMtuTooSmallForThePodsStopsTheAgent() {
         FakeHost host = new FakeHost();
         host.underlay = new Underlay("eth0", 1300, UNDERLAY.ipv4(), UNDERLAY.ipv6());
-        IllegalArgumentException e =
-                assertThrows(
-                        IllegalArgumentException.class,
-                        () ->
-                                HostPreflight.check(
-                                        RoutingSettings.defaults(),
-                                        null,
-                                        Set.of(IpFamily.V4, IpFamily.V6),
-                                        host));
+        IllegalArgumentException e = refused(Set.of(IpFamily.V4, IpFamily.V6), host);
         assertEquals(
                 "the underlay eth0's MTU 1300 leaves 1230 bytes for pods in mode cross-subnet, below the 1280 bytes"
                         + " IPv6 requires: raise its MTU (VXLAN adds 50 bytes over IPv4, 70 over IPv6) or use mode direct",
@@ -220,15 +204,7 @@ class RoutingSettingsTest {
     void aPortInUseOrAVniTakenStopsTheAgent() {
         FakeHost host = new FakeHost();
         host.portFree = false;
-        IllegalArgumentException e =
-                assertThrows(
-                        IllegalArgumentException.class,
-                        () ->
-                                HostPreflight.check(
-                                        RoutingSettings.defaults(),
-                                        null,
-                                        Set.of(IpFamily.V4),
-                                        host));
+        IllegalArgumentException e = refused(Set.of(IpFamily.V4), host);
         assertEquals(
                 "cadastre.routing.port: UDP port 4789 is in use by another program: free it or choose another port"
                         + " (the same on every agent)",
@@ -247,15 +223,7 @@ class RoutingSettingsTest {
                 Set.of(IpFamily.V4),
                 host); // our own, from before a restart
         host.vxlan.add(new VxlanPort("other.vx", 7202, 4789));
-        IllegalArgumentException vni =
-                assertThrows(
-                        IllegalArgumentException.class,
-                        () ->
-                                HostPreflight.check(
-                                        RoutingSettings.defaults(),
-                                        null,
-                                        Set.of(IpFamily.V4),
-                                        host));
+        IllegalArgumentException vni = refused(Set.of(IpFamily.V4), host);
         assertEquals(
                 "cadastre.routing.vni: VNI 7202 on UDP port 4789 is taken by VXLAN device other.vx: choose another VNI"
                         + " (the same on every agent)",
@@ -313,6 +281,13 @@ class RoutingSettingsTest {
                 paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
         }
+    }
+
+    /** @return why the preflight with the default settings refuses the host for the families */
+    private static IllegalArgumentException refused(Set<IpFamily> families, FakeHost host) {
+        return assertThrows(
+                IllegalArgumentException.class,
+                () -> HostPreflight.check(RoutingSettings.defaults(), null, families, host));
     }
 
     private static void run(String... command) throws Exception {

@@ -108,15 +108,7 @@ class RocksJournalStoreTest {
                             third.serializerId(),
                             third.serializerManifest()));
             assertArrayEquals(payload, third.payload());
-            try (Stream<Path> files = Files.list(dir)) {
-                for (Path f : files.toList()) {
-                    assertEquals(
-                            "rw-------",
-                            PosixFilePermissions.toString(
-                                    Files.getPosixFilePermissions(f, LinkOption.NOFOLLOW_LINKS)),
-                            f.toString());
-                }
-            }
+            assertOwnerOnly(dir, "");
         }
     }
 
@@ -489,15 +481,7 @@ class RocksJournalStoreTest {
         // ~5.5 MiB written (20,000 random events of ~250 bytes, 400 snapshots), ~0.6 MiB live at
         // any time: the memtables, logs and table files hold a few times what is live.
         assertTrue(maxDisk < 2_560 << 10, "the directory peaked at " + maxDisk + " bytes");
-        try (Stream<Path> files = Files.list(dir)) {
-            for (Path f : files.toList()) {
-                assertEquals(
-                        "rw-------",
-                        PosixFilePermissions.toString(
-                                Files.getPosixFilePermissions(f, LinkOption.NOFOLLOW_LINKS)),
-                        "files RocksDB created while running: " + f);
-            }
-        }
+        assertOwnerOnly(dir, "files RocksDB created while running: ");
         try (RocksJournalStore store = RocksJournalStore.open(dir, SMALL)) {
             for (int p = 0; p < pids; p++) {
                 assertEquals(range(2_301, 2_500), seqs(store, "block-" + p));
@@ -514,6 +498,19 @@ class RocksJournalStoreTest {
                                 .seqNr());
                 assertTrue(
                         store.latestSnapshot("block-" + p, 0, 2_299, 0, Long.MAX_VALUE).isEmpty());
+            }
+        }
+    }
+
+    /** Asserts that every file in {@code dir} is readable and writable by its owner alone. */
+    private static void assertOwnerOnly(Path dir, String context) throws IOException {
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path f : files.toList()) {
+                assertEquals(
+                        "rw-------",
+                        PosixFilePermissions.toString(
+                                Files.getPosixFilePermissions(f, LinkOption.NOFOLLOW_LINKS)),
+                        context + f);
             }
         }
     }

@@ -8,8 +8,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -35,15 +38,19 @@ class LimitsTest {
                 + body;
     }
 
+    /** The CNI environment variables and the plugin's limit on each, in bytes. */
+    static Stream<Arguments> limits() {
+        return Stream.of(
+                Arguments.of("CNI_COMMAND", 64),
+                Arguments.of("CNI_CONTAINERID", 255),
+                Arguments.of("CNI_NETNS", 4095),
+                Arguments.of("CNI_IFNAME", 15),
+                Arguments.of("CNI_ARGS", 8192),
+                Arguments.of("CNI_PATH", 8192));
+    }
+
     @ParameterizedTest
-    @CsvSource({
-        "CNI_COMMAND,64",
-        "CNI_CONTAINERID,255",
-        "CNI_NETNS,4095",
-        "CNI_IFNAME,15",
-        "CNI_ARGS,8192",
-        "CNI_PATH,8192"
-    })
+    @MethodSource("limits")
     void aVariableOverItsLimitIsCode4WithNothingSent(String name, int limit) throws Exception {
         try (FakeAgent agent = FakeAgent.start(OK)) {
             Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());
@@ -63,14 +70,7 @@ class LimitsTest {
     }
 
     @ParameterizedTest
-    @CsvSource({
-        "CNI_COMMAND,64",
-        "CNI_CONTAINERID,255",
-        "CNI_NETNS,4095",
-        "CNI_IFNAME,15",
-        "CNI_ARGS,8192",
-        "CNI_PATH,8192"
-    })
+    @MethodSource("limits")
     void aVariableAtItsLimitIsForwarded(String name, int limit) throws Exception {
         try (FakeAgent agent = FakeAgent.start(OK)) {
             Map<String, String> env = Plugin.cniEnv("ADD", agent.socket());

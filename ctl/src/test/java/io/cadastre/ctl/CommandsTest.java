@@ -1,5 +1,6 @@
 package io.cadastre.ctl;
 
+import static io.cadastre.ctl.Fixtures.createBlue;
 import static io.cadastre.ctl.Fixtures.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,7 +11,6 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -41,10 +41,7 @@ class CommandsTest {
     }
 
     private Run ctl(String... args) {
-        return run(
-                Map.of(),
-                Stream.concat(Stream.of("--server", agent.url()), Stream.of(args))
-                        .toArray(String[]::new));
+        return agent.ctl(args);
     }
 
     private List<String> targets() {
@@ -362,7 +359,7 @@ class CommandsTest {
     @Test
     void poolCreateSendsTheNameAndCidrAloneWhenNothingElseIsGiven() {
         agent.answer("POST", "/v1/pools", 201, Fixtures.POOL_BLUE);
-        Run run = ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16");
+        Run run = ctl(createBlue());
         assertEquals(0, run.code(), run.err());
         assertEquals("", run.err());
         FakeAdminServer.Request sent = onlyRequest();
@@ -378,23 +375,19 @@ class CommandsTest {
         agent.answer("POST", "/v1/pools", 201, Fixtures.POOL_BLUE);
         Run run =
                 ctl(
-                        "pool",
-                        "create",
-                        "blue",
-                        "--cidr",
-                        "198.19.0.0/16",
-                        "--block-size",
-                        "24",
-                        "--node-selector",
-                        "pool=blue",
-                        "--strict-affinity",
-                        "--no-borrowing",
-                        "--max-blocks-per-node",
-                        "1",
-                        "--exclude",
-                        "198.19.0.0/24",
-                        "--exclude",
-                        "198.19.255.0/24");
+                        createBlue(
+                                "--block-size",
+                                "24",
+                                "--node-selector",
+                                "pool=blue",
+                                "--strict-affinity",
+                                "--no-borrowing",
+                                "--max-blocks-per-node",
+                                "1",
+                                "--exclude",
+                                "198.19.0.0/24",
+                                "--exclude",
+                                "198.19.255.0/24"));
         assertEquals(0, run.code(), run.err());
         assertEquals(
                 "{\"name\":\"blue\",\"cidr\":\"198.19.0.0/16\",\"blockSize\":24,\"nodeSelector\":\"pool=blue\","
@@ -430,15 +423,13 @@ class CommandsTest {
     @Test
     void poolCreateOfAnExistingDefinitionSaysNothingChanged() {
         agent.answer("POST", "/v1/pools", 200, Fixtures.POOL_BLUE);
-        Run run = ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16");
+        Run run = ctl(createBlue());
         assertEquals(0, run.code(), "idempotent: the same definition again is a success");
         assertEquals(
                 "pool blue already exists with this definition; nothing changed\n"
                         + BLUE_TABLE.formatted("false"),
                 run.out());
-        assertJsonOutput(
-                Fixtures.POOL_BLUE,
-                ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "-o", "json"));
+        assertJsonOutput(Fixtures.POOL_BLUE, ctl(createBlue("-o", "json")));
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.cadastre.ctl;
 
+import static io.cadastre.ctl.Fixtures.createBlue;
 import static io.cadastre.ctl.Fixtures.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -15,7 +16,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -46,10 +46,7 @@ class ErrorsTest {
     }
 
     private Run ctl(String... args) {
-        return run(
-                Map.of(),
-                Stream.concat(Stream.of("--server", agent.url()), Stream.of(args))
-                        .toArray(String[]::new));
+        return agent.ctl(args);
     }
 
     private static void assertFailed(Run run, String... inErr) {
@@ -356,16 +353,7 @@ class ErrorsTest {
                 "'198.19.0.0/33' is not a CIDR");
         assertFailed(ctl("pool", "create", "blue", "--cidr", "fd00:198::/129"), "is not a CIDR");
         assertFailed(
-                ctl(
-                        "pool",
-                        "create",
-                        "blue",
-                        "--cidr",
-                        "198.19.0.0/16",
-                        "--exclude",
-                        "198.19.0.0/16",
-                        "--exclude",
-                        "198.19.1"),
+                ctl(createBlue("--exclude", "198.19.0.0/16", "--exclude", "198.19.1")),
                 "--exclude",
                 "'198.19.1' is not a CIDR");
         assertFailed(
@@ -376,38 +364,17 @@ class ErrorsTest {
     @Test
     void negativeOrNonNumericCountsAreRefusedWithoutARequest() {
         assertFailed(
-                ctl(
-                        "pool",
-                        "create",
-                        "blue",
-                        "--cidr",
-                        "198.19.0.0/16",
-                        "--max-blocks-per-node",
-                        "-1"),
+                ctl(createBlue("--max-blocks-per-node", "-1")),
                 "--max-blocks-per-node",
                 "'-1' is not a non-negative integer");
         assertFailed(
-                ctl(
-                        "pool",
-                        "create",
-                        "blue",
-                        "--cidr",
-                        "198.19.0.0/16",
-                        "--max-blocks-per-node=-1"),
-                "'-1' is not a non-negative integer");
+                ctl(createBlue("--max-blocks-per-node=-1")), "'-1' is not a non-negative integer");
         assertFailed(
-                ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--block-size", "x26"),
+                ctl(createBlue("--block-size", "x26")),
                 "--block-size",
                 "'x26' is not a non-negative integer");
         assertFailed(
-                ctl(
-                        "pool",
-                        "create",
-                        "blue",
-                        "--cidr",
-                        "198.19.0.0/16",
-                        "--block-size",
-                        "99999999999"),
+                ctl(createBlue("--block-size", "99999999999")),
                 "'99999999999' is not a non-negative integer");
         assertEquals(List.of(), agent.requests());
     }
@@ -420,7 +387,7 @@ class ErrorsTest {
                 400,
                 "{\"error\":\"block size 40 does not fit an IPv4 pool (16..32)\"}");
         assertFailed(
-                ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16", "--block-size", "40"),
+                ctl(createBlue("--block-size", "40")),
                 "cadastrectl: block size 40 does not fit an IPv4 pool (16..32) (HTTP 400 from POST "
                         + agent.url()
                         + "/v1/pools)");
@@ -435,7 +402,7 @@ class ErrorsTest {
                 409,
                 "{\"error\":\"pool blue's CIDR 198.19.0.0/16 overlaps pool default-ipv4\"}");
         assertFailed(
-                ctl("pool", "create", "blue", "--cidr", "198.19.0.0/16"),
+                ctl(createBlue()),
                 "overlaps pool default-ipv4",
                 "HTTP 409 from POST " + agent.url() + "/v1/pools");
         agent.answer(
@@ -444,41 +411,31 @@ class ErrorsTest {
                 400,
                 "{\"error\":\"preset cluster-pool takes strictAffinity true\"}");
         assertFailed(
-                ctl(
-                        "pool",
-                        "create",
-                        "blue",
-                        "--cidr",
-                        "198.19.0.0/16",
-                        "--preset",
-                        "cluster-pool",
-                        "--no-borrowing"),
+                ctl(createBlue("--preset", "cluster-pool", "--no-borrowing")),
                 "preset cluster-pool takes strictAffinity true",
                 "HTTP 400");
     }
 
     @Test
     void unknownPoolsAndNodesArePrintedAsTheAgentSaysThem() {
-        agent.answer("POST", "/v1/pools/gone/disable", 404, "{\"error\":\"unknown pool gone\"}")
-                .answer("POST", "/v1/pools/gone/enable", 404, "{\"error\":\"unknown pool gone\"}")
-                .answer("DELETE", "/v1/pools/gone", 404, "{\"error\":\"unknown pool gone\"}")
-                .answer("DELETE", "/v1/nodes/node-z", 404, "{\"error\":\"unknown node node-z\"}");
+        assertUnknown(
+                "POST /v1/pools/gone/disable", "unknown pool gone", "pool", "disable", "gone");
+        assertUnknown("POST /v1/pools/gone/enable", "unknown pool gone", "pool", "enable", "gone");
+        assertUnknown("DELETE /v1/pools/gone", "unknown pool gone", "pool", "delete", "gone");
+        assertUnknown("DELETE /v1/nodes/node-z", "unknown node node-z", "node", "remove", "node-z");
+    }
+
+    /**
+     * The agent answers {@code request} ("METHOD /path") with 404 and {@code error}: the command
+     * fails with the agent's message and the request it refused.
+     */
+    private void assertUnknown(String request, String error, String... command) {
+        String[] methodAndPath = request.split(" ");
+        agent.answer(methodAndPath[0], methodAndPath[1], 404, "{\"error\":\"" + error + "\"}");
         assertFailed(
-                ctl("pool", "disable", "gone"),
-                "unknown pool gone",
-                "HTTP 404 from POST " + agent.url() + "/v1/pools/gone/disable");
-        assertFailed(
-                ctl("pool", "enable", "gone"),
-                "unknown pool gone",
-                "HTTP 404 from POST " + agent.url() + "/v1/pools/gone/enable");
-        assertFailed(
-                ctl("pool", "delete", "gone"),
-                "unknown pool gone",
-                "HTTP 404 from DELETE " + agent.url() + "/v1/pools/gone");
-        assertFailed(
-                ctl("node", "remove", "node-z"),
-                "unknown node node-z",
-                "HTTP 404 from DELETE " + agent.url() + "/v1/nodes/node-z");
+                ctl(command),
+                error,
+                "HTTP 404 from " + methodAndPath[0] + " " + agent.url() + methodAndPath[1]);
     }
 
     @Test

@@ -56,6 +56,18 @@ final class FakeAdminServer implements AutoCloseable {
         return "http://127.0.0.1:" + server.getAddress().getPort();
     }
 
+    /**
+     * Runs cadastrectl in-process against this server ({@code --server} its URL), with an empty
+     * environment and no default token file ({@link Fixtures#run(Map, String...)}).
+     */
+    Fixtures.Run ctl(String... args) {
+        String[] withServer = new String[args.length + 2];
+        withServer[0] = "--server";
+        withServer[1] = url();
+        System.arraycopy(args, 0, withServer, 2, args.length);
+        return Fixtures.run(Map.of(), withServer);
+    }
+
     /** @return the server's port */
     int port() {
         return server.getAddress().getPort();

@@ -37,6 +37,15 @@ final class Fixtures {
         return new Run(code, out.toString(), err.toString());
     }
 
+    /** @return the command line creating pool {@code blue} on 198.19.0.0/16, then {@code options} */
+    static String[] createBlue(String... options) {
+        String[] args = new String[options.length + 5];
+        System.arraycopy(
+                new String[] {"pool", "create", "blue", "--cidr", "198.19.0.0/16"}, 0, args, 0, 5);
+        System.arraycopy(options, 0, args, 5, options.length);
+        return args;
+    }
+
     /**
      * An IPv4 pool with defaults (every node) and two excluded ranges, and an IPv6 pool with a node
      * selector whose size and block count exceed a long.

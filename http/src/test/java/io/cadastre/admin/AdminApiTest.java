@@ -1,5 +1,6 @@
 package io.cadastre.admin;
 
+import static io.cadastre.admin.AdminCluster.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,14 +11,12 @@ import io.cadastre.admin.AdminCluster.Reply;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.Ipam;
 import java.net.http.HttpRequest;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The read endpoints, the probes and authentication, against a real server over the real
@@ -25,23 +24,7 @@ import org.junit.jupiter.api.Test;
  * its answer to bad input.
  */
 class AdminApiTest {
-    private static AdminCluster cluster;
-
-    @BeforeAll
-    static void start() {
-        cluster = new AdminCluster("AdminApiTest");
-    }
-
-    @AfterAll
-    static void stop() {
-        cluster.close();
-    }
-
-    private static List<String> texts(JsonNode array) {
-        List<String> texts = new ArrayList<>();
-        array.forEach(n -> texts.add(n.asText()));
-        return texts;
-    }
+    @RegisterExtension static final AdminCluster cluster = new AdminCluster();
 
     @Test
     void probesAndTheDocumentNeedNoToken() {

@@ -8,7 +8,7 @@ import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AskTimeouts;
-import io.cadastre.shards.AssignRequest;
+import io.cadastre.shards.AssignRequests;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
 import io.cadastre.shards.Ipam;
@@ -26,6 +26,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -42,6 +43,9 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * For the admin tests: a one-member cluster with the real sharded entities (in-memory journal,
@@ -49,21 +53,26 @@ import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
  * 127.0.0.1 with a free port and the token {@value #TOKEN}, so that tests do not see each other's
  * blocks and nodes. The member
  * itself carries the node role {@value #MEMBER_NODE} and never holds an allocation.
+ *
+ * <p>A JUnit extension: a test class registers one ({@code @RegisterExtension static final
+ * AdminCluster cluster = new AdminCluster();}), which starts the cluster, named after the class,
+ * before its tests and shuts it down after them.
  */
-final class AdminCluster implements AutoCloseable {
+final class AdminCluster implements BeforeAllCallback, AfterAllCallback {
     static final String MEMBER_NODE = "admin-member";
     static final String TOKEN = "s3cret-token";
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private final ActorTestKit testKit;
+    private ActorTestKit testKit;
     private final AtomicInteger counter = new AtomicInteger();
     private final HttpClient http =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
-    AdminCluster(String name) {
+    @Override
+    public void beforeAll(ExtensionContext context) {
         testKit =
                 TestCluster.start(
-                        name,
+                        context.getRequiredTestClass().getSimpleName(),
                         """
                 pekko.cluster.roles = ["%s"]
                 pekko.loglevel = WARNING
@@ -76,8 +85,10 @@ final class AdminCluster implements AutoCloseable {
     }
 
     @Override
-    public void close() {
-        testKit.shutdownTestKit();
+    public void afterAll(ExtensionContext context) {
+        if (testKit != null) {
+            testKit.shutdownTestKit();
+        }
     }
 
     /**
@@ -175,17 +186,7 @@ final class AdminCluster implements AutoCloseable {
 
         AttachmentRecord add(Ipam on, String container) {
             return await(
-                    on.assign(
-                            new AssignRequest(
-                                    "net." + container,
-                                    "eth0",
-                                    "net",
-                                    container,
-                                    null,
-                                    "ns",
-                                    "pod-" + container,
-                                    List.of(),
-                                    List.of())));
+                    on.assign(AssignRequests.plain("net", container, "ns", "pod-" + container)));
         }
 
         Reply get(String path) {
@@ -198,6 +199,10 @@ final class AdminCluster implements AutoCloseable {
                             .header("Content-Type", "application/json")
                             .POST(HttpRequest.BodyPublishers.ofString(body)),
                     token);
+        }
+
+        Reply delete(String path) {
+            return send(HttpRequest.newBuilder(base.resolve(path)).DELETE(), token);
         }
 
         Reply send(HttpRequest.Builder request, Optional<String> bearer) {
@@ -236,28 +241,7 @@ final class AdminCluster implements AutoCloseable {
          */
         private void removePools() {
             for (PoolSpec pool : List.of(v4, v6)) {
-                PoolEntity.PoolView view =
-                        await(
-                                ref(PoolEntity.ENTITY_TYPE_KEY, pool.name())
-                                        .ask(PoolEntity.GetPool::new, Duration.ofSeconds(10)));
-                for (Cidr block : view.claims().keySet()) {
-                    var blockRef = ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
-                    BlockEntity.BlockView held =
-                            await(blockRef.ask(BlockEntity.GetBlock::new, Duration.ofSeconds(10)));
-                    held.allocations()
-                            .values()
-                            .forEach(
-                                    a ->
-                                            await(
-                                                    blockRef.ask(
-                                                            (ActorRef<BlockEntity.Released> r) ->
-                                                                    new BlockEntity.Release(
-                                                                            a.handle(),
-                                                                            a.ifname(),
-                                                                            r),
-                                                            Duration.ofSeconds(10))));
-                }
-                await(pools.delete(pool.name()));
+                TestCluster.removePool(system(), pools, pool.name());
             }
         }
     }
@@ -289,6 +273,13 @@ final class AdminCluster implements AutoCloseable {
             assertEquals(200, status, body);
             return json();
         }
+    }
+
+    /** @return the texts of a JSON array's items, in order */
+    static List<String> texts(JsonNode array) {
+        List<String> texts = new ArrayList<>();
+        array.forEach(item -> texts.add(item.asText()));
+        return texts;
     }
 
     static <T> T await(CompletionStage<T> stage) {

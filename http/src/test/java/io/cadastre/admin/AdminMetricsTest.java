@@ -14,9 +14,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@code GET /metrics} against the real entities: the cluster-wide IPAM gauges count what the
@@ -25,17 +24,7 @@ import org.junit.jupiter.api.Test;
  * sees no other test class's work.
  */
 class AdminMetricsTest {
-    private static AdminCluster cluster;
-
-    @BeforeAll
-    static void start() {
-        cluster = new AdminCluster("AdminMetricsTest");
-    }
-
-    @AfterAll
-    static void stop() {
-        cluster.close();
-    }
+    @RegisterExtension static final AdminCluster cluster = new AdminCluster();
 
     private static Map<String, Double> scrape(Env env) {
         Reply reply = env.get("/metrics");

@@ -1,12 +1,12 @@
 package io.cadastre.admin;
 
+import static io.cadastre.admin.AdminCluster.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.admin.AdminCluster.Env;
-import io.cadastre.admin.AdminCluster.Reply;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.BlockEntity;
@@ -14,7 +14,6 @@ import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolEntity;
-import java.net.http.HttpRequest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,9 +22,8 @@ import java.util.stream.Stream;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * DELETE /v1/nodes/{name} over the real entities: refused for a member, unknown node and bad
@@ -36,27 +34,7 @@ import org.junit.jupiter.api.Test;
  */
 class AdminNodesTest {
     private static final Duration ASK = Duration.ofSeconds(10);
-    private static AdminCluster cluster;
-
-    @BeforeAll
-    static void start() {
-        cluster = new AdminCluster("AdminNodesTest");
-    }
-
-    @AfterAll
-    static void stop() {
-        cluster.close();
-    }
-
-    private static Reply delete(Env env, String path) {
-        return env.send(HttpRequest.newBuilder(env.base.resolve(path)).DELETE(), env.token);
-    }
-
-    private static List<String> texts(JsonNode array) {
-        List<String> texts = new ArrayList<>();
-        array.forEach(n -> texts.add(n.asText()));
-        return texts;
-    }
+    @RegisterExtension static final AdminCluster cluster = new AdminCluster();
 
     private static List<String> addresses(AttachmentRecord... records) {
         return Stream.of(records)
@@ -109,7 +87,7 @@ class AdminNodesTest {
                     "node "
                             + AdminCluster.MEMBER_NODE
                             + " is a cluster member (up); stop its agent first",
-                    delete(env, "/v1/nodes/" + AdminCluster.MEMBER_NODE).error(409));
+                    env.delete("/v1/nodes/" + AdminCluster.MEMBER_NODE).error(409));
             assertFalse(
                     env.get("/v1/nodes/" + AdminCluster.MEMBER_NODE)
                             .ok()
@@ -118,12 +96,12 @@ class AdminNodesTest {
 
             assertEquals(
                     "unknown node nobody-" + env.n,
-                    delete(env, "/v1/nodes/nobody-" + env.n).error(404));
+                    env.delete("/v1/nodes/nobody-" + env.n).error(404));
 
             env.add("c1");
             for (String bad : List.of("yes", "TRUE", "1", "")) {
                 assertTrue(
-                        delete(env, "/v1/nodes/" + env.node + "?releaseAddresses=" + bad)
+                        env.delete("/v1/nodes/" + env.node + "?releaseAddresses=" + bad)
                                 .error(400)
                                 .contains("releaseAddresses must be true or false"),
                         bad);
@@ -142,7 +120,7 @@ class AdminNodesTest {
             AttachmentRecord held = env.add(goneIpam, "g1");
             Cidr empty = claimEmptyBlock(env.v4.name(), gone);
 
-            JsonNode removed = delete(env, "/v1/nodes/" + gone).ok();
+            JsonNode removed = env.delete("/v1/nodes/" + gone).ok();
             OpenApi.assertShape("NodeRemoved", removed);
             assertEquals(gone, removed.get("node").asText());
             assertEquals(List.of(empty.toString()), texts(removed.get("releasedBlocks")));
@@ -179,7 +157,7 @@ class AdminNodesTest {
             assertEquals(blocksOf(held), unknownBlocks.stream().sorted().toList());
 
             // Removing again releases nothing more and reports the same.
-            JsonNode again = delete(env, "/v1/nodes/" + gone).ok();
+            JsonNode again = env.delete("/v1/nodes/" + gone).ok();
             assertEquals(List.of(), texts(again.get("releasedBlocks")));
             assertEquals(2, again.get("remainingAllocations").asLong());
 
@@ -223,7 +201,7 @@ class AdminNodesTest {
             String borrowed =
                     cluster.assignWithoutRecord(envV4, gone, "net.borrowed", true).address();
 
-            JsonNode removed = delete(env, "/v1/nodes/" + gone + "?releaseAddresses=true").ok();
+            JsonNode removed = env.delete("/v1/nodes/" + gone + "?releaseAddresses=true").ok();
             OpenApi.assertShape("NodeRemoved", removed);
             List<String> expected = new ArrayList<>(addresses(g1, g2));
             expected.add(orphan);

@@ -1,5 +1,6 @@
 package io.cadastre.admin;
 
+import static io.cadastre.admin.AdminCluster.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -7,12 +8,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.admin.AdminCluster.Env;
 import io.cadastre.admin.AdminCluster.Reply;
 import io.cadastre.shards.AssignRequest;
+import io.cadastre.shards.AssignRequests;
 import io.cadastre.shards.Ipam;
-import java.net.http.HttpRequest;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Pools as cluster state through the admin API: create (with the cluster-pool preset), conflicts
@@ -20,29 +20,7 @@ import org.junit.jupiter.api.Test;
  * (the cluster's pools are shared by the tests of this class).
  */
 class AdminPoolsTest {
-    private static AdminCluster cluster;
-
-    @BeforeAll
-    static void start() {
-        cluster = new AdminCluster("AdminPoolsTest");
-    }
-
-    @AfterAll
-    static void stop() {
-        cluster.close();
-    }
-
-    private static Reply delete(Env env, String path) {
-        return env.send(HttpRequest.newBuilder(env.base.resolve(path)).DELETE(), env.token);
-    }
-
-    private static String[] texts(JsonNode array) {
-        String[] out = new String[array.size()];
-        for (int i = 0; i < array.size(); i++) {
-            out[i] = array.get(i).asText();
-        }
-        return out;
-    }
+    @RegisterExtension static final AdminCluster cluster = new AdminCluster();
 
     @Test
     void aPoolIsCreatedOnceAndListed() {
@@ -56,7 +34,7 @@ class AdminPoolsTest {
             assertEquals("team-a", pool.get("name").asText());
             assertEquals(28, pool.get("blockSize").asInt());
             assertEquals("zone in (a,b)", pool.get("nodeSelector").asText());
-            assertEquals(List.of("198.19.1.0/30"), List.of(texts(pool.get("excluded"))));
+            assertEquals(List.of("198.19.1.0/30"), texts(pool.get("excluded")));
             assertEquals(2, pool.get("maxBlocksPerNode").asInt());
             assertEquals(true, pool.get("allowBorrowing").asBoolean());
             assertEquals(16, pool.get("blocks").get("total").asInt());
@@ -67,14 +45,14 @@ class AdminPoolsTest {
                     List.of("team-a", env.v4.name(), env.v6.name()).stream()
                             .allMatch(name -> names(env).contains(name)));
 
-            assertEquals("team-a", delete(env, "/v1/pools/team-a").ok().get("deleted").asText());
+            assertEquals("team-a", env.delete("/v1/pools/team-a").ok().get("deleted").asText());
             assertTrue(!names(env).contains("team-a"));
             // The name and range are free again.
             assertEquals(
                     201,
                     env.post("/v1/pools", "{\"name\":\"team-a\",\"cidr\":\"198.19.1.0/25\"}")
                             .status());
-            delete(env, "/v1/pools/team-a").ok();
+            env.delete("/v1/pools/team-a").ok();
         }
     }
 
@@ -102,7 +80,7 @@ class AdminPoolsTest {
                                     "{\"name\":\"x\",\"cidr\":\"198.19.8.0/22\",\"preset\":\"cluster-pool\",\"allowBorrowing\":true}")
                             .error(400)
                             .contains("cluster-pool"));
-            delete(env, "/v1/pools/per-node").ok();
+            env.delete("/v1/pools/per-node").ok();
         }
     }
 
@@ -193,7 +171,7 @@ class AdminPoolsTest {
                             .contains("unknown pool nope"));
             assertTrue(
                     env.post("/v1/pools/nope/enable", "").error(404).contains("unknown pool nope"));
-            assertTrue(delete(env, "/v1/pools/nope").error(404).contains("unknown pool nope"));
+            assertTrue(env.delete("/v1/pools/nope").error(404).contains("unknown pool nope"));
         }
     }
 
@@ -217,7 +195,7 @@ class AdminPoolsTest {
             assertTrue(
                     refused.message().contains("pool short-lived is disabled"), refused.message());
 
-            String conflict = delete(env, "/v1/pools/short-lived").error(409);
+            String conflict = env.delete("/v1/pools/short-lived").error(409);
             assertTrue(conflict.contains("still holds 1 allocations in 1 blocks"), conflict);
             assertTrue(names(env).contains("short-lived"));
 
@@ -227,23 +205,14 @@ class AdminPoolsTest {
             AdminCluster.await(ipam.assign(request("c2")));
             AdminCluster.await(ipam.release("net.c1", "eth0"));
             AdminCluster.await(ipam.release("net.c2", "eth0"));
-            JsonNode deleted = delete(env, "/v1/pools/short-lived").ok();
-            assertEquals(List.of("198.19.5.0/28"), List.of(texts(deleted.get("releasedBlocks"))));
+            JsonNode deleted = env.delete("/v1/pools/short-lived").ok();
+            assertEquals(List.of("198.19.5.0/28"), texts(deleted.get("releasedBlocks")));
             assertTrue(!names(env).contains("short-lived"));
         }
     }
 
     private static AssignRequest request(String container) {
-        return new AssignRequest(
-                "net." + container,
-                "eth0",
-                "net",
-                container,
-                null,
-                "ns",
-                "pod-" + container,
-                List.of(),
-                List.of());
+        return AssignRequests.plain("net", container, "ns", "pod-" + container);
     }
 
     /** The message of what a call threw, its cause chain unwrapped. */

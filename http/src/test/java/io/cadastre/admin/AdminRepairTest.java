@@ -1,5 +1,6 @@
 package io.cadastre.admin;
 
+import static io.cadastre.admin.AdminCluster.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,15 +14,13 @@ import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.NodeEntity;
 import io.cadastre.shards.PoolEntity;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Release, GC and the consistency check over the real entities, through the server: what each
@@ -30,23 +29,7 @@ import org.junit.jupiter.api.Test;
  */
 class AdminRepairTest {
     private static final Duration ASK = Duration.ofSeconds(10);
-    private static AdminCluster cluster;
-
-    @BeforeAll
-    static void start() {
-        cluster = new AdminCluster("AdminRepairTest");
-    }
-
-    @AfterAll
-    static void stop() {
-        cluster.close();
-    }
-
-    private static List<String> texts(JsonNode array) {
-        List<String> texts = new ArrayList<>();
-        array.forEach(n -> texts.add(n.asText()));
-        return texts;
-    }
+    @RegisterExtension static final AdminCluster cluster = new AdminCluster();
 
     private static List<String> addresses(AttachmentRecord record) {
         return record.addresses().stream().map(HeldAddress::address).toList();

@@ -1,5 +1,6 @@
 package io.cadastre.admin;
 
+import static io.cadastre.admin.AdminCluster.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,9 +11,8 @@ import io.cadastre.shards.AttachmentRecord;
 import java.net.http.HttpRequest;
 import java.util.List;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Request bodies are read one way only: exactly one JSON object, each field once, declared
@@ -22,17 +22,7 @@ import org.junit.jupiter.api.Test;
  * attachment keeps its addresses, no pool is created.
  */
 class AdminRequestBodyTest {
-    private static AdminCluster cluster;
-
-    @BeforeAll
-    static void start() {
-        cluster = new AdminCluster("AdminRequestBodyTest");
-    }
-
-    @AfterAll
-    static void stop() {
-        cluster.close();
-    }
+    @RegisterExtension static final AdminCluster cluster = new AdminCluster();
 
     /** What must stay as it was: the pools, the node's attachments, the address's holder. */
     private record State(JsonNode pools, JsonNode node, JsonNode address) {
@@ -204,11 +194,5 @@ class AdminRequestBodyTest {
                             Optional.empty());
             assertTrue(reply.error(401).contains("missing bearer token"), reply.body());
         }
-    }
-
-    private static List<String> texts(JsonNode array) {
-        return java.util.stream.StreamSupport.stream(array.spliterator(), false)
-                .map(JsonNode::asText)
-                .toList();
     }
 }

@@ -16,9 +16,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The routing layer's part of the admin API, over a fake behind {@link HostRoutes}: a node's
@@ -26,17 +25,7 @@ import org.junit.jupiter.api.Test;
  * (which make the report not clean), both in the document's shapes; without routing, nulls.
  */
 class AdminRoutingTest {
-    private static AdminCluster cluster;
-
-    @BeforeAll
-    static void start() {
-        cluster = new AdminCluster("AdminRoutingTest");
-    }
-
-    @AfterAll
-    static void stop() {
-        cluster.close();
-    }
+    @RegisterExtension static final AdminCluster cluster = new AdminCluster();
 
     /** A host that routes to every block, or reports what it is told to. */
     private static final class FakeRoutes implements HostRoutes {

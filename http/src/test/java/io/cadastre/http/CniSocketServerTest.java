@@ -103,15 +103,29 @@ class CniSocketServerTest {
         return h;
     }
 
+    /** @return an ADD of {@link #NETCONF} with {@link #addHeaders()}, as the plugin sends it */
+    private static byte[] addRequest() {
+        return request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * The backend answers every ADD with {@code answer} (completed by the test, or never).
+     *
+     * @return completed when the backend is first called
+     */
+    private CompletableFuture<Void> answerAddsWith(CompletableFuture<AddResult> answer) {
+        CompletableFuture<Void> called = new CompletableFuture<>();
+        backend.onAdd =
+                r -> {
+                    called.complete(null);
+                    return answer;
+                };
+        return called;
+    }
+
     @Test
     void addAnsweredWithResultAndConnectionClosed() throws Exception {
-        Reply reply =
-                send(
-                        request(
-                                "POST",
-                                "/v1/cni",
-                                addHeaders(),
-                                NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply reply = send(addRequest());
 
         assertEquals("HTTP/1.1 200 OK", reply.statusLine);
         JsonNode body = JSON.readTree(reply.body);
@@ -267,8 +281,7 @@ class CniSocketServerTest {
 
     @Test
     void clientThatHalfClosesStillGetsTheReply() throws Exception {
-        byte[] req =
-                request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8));
+        byte[] req = addRequest();
         try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
             writeFully(ch, req);
             ch.shutdownOutput();
@@ -327,14 +340,7 @@ class CniSocketServerTest {
                         new CniSocketServer.Settings(path, Duration.ofMillis(300), 4));
         slow.start();
         try {
-            Reply reply =
-                    send(
-                            path,
-                            request(
-                                    "POST",
-                                    "/v1/cni",
-                                    addHeaders(),
-                                    NETCONF.getBytes(StandardCharsets.UTF_8)));
+            Reply reply = send(path, addRequest());
 
             assertEquals("HTTP/1.1 503 Service Unavailable", reply.statusLine);
             JsonNode error = JSON.readTree(reply.body);
@@ -349,20 +355,9 @@ class CniSocketServerTest {
     @Test
     void stopAbortsARequestThatDoesNotFinish() throws Exception {
         CompletableFuture<AddResult> never = new CompletableFuture<>();
-        CompletableFuture<Void> called = new CompletableFuture<>();
-        backend.onAdd =
-                r -> {
-                    called.complete(null);
-                    return never;
-                };
+        CompletableFuture<Void> called = answerAddsWith(never);
         try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
-            writeFully(
-                    ch,
-                    request(
-                            "POST",
-                            "/v1/cni",
-                            addHeaders(),
-                            NETCONF.getBytes(StandardCharsets.UTF_8)));
+            writeFully(ch, addRequest());
             called.get();
 
             CompletionStage<?> stopped = server.stop(Duration.ZERO);
@@ -388,12 +383,7 @@ class CniSocketServerTest {
         impatient.start();
         try (SocketChannel silent = SocketChannel.open(UnixDomainSocketAddress.of(path));
                 SocketChannel partial = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
-            byte[] req =
-                    request(
-                            "POST",
-                            "/v1/cni",
-                            addHeaders(),
-                            NETCONF.getBytes(StandardCharsets.UTF_8));
+            byte[] req = addRequest();
             writeFully(
                     partial, java.util.Arrays.copyOf(req, req.length - 10)); // the body stops short
 
@@ -555,13 +545,7 @@ class CniSocketServerTest {
 
     @Test
     void replyHasContentLengthAndConnectionClose() throws Exception {
-        Reply reply =
-                send(
-                        request(
-                                "POST",
-                                "/v1/cni",
-                                addHeaders(),
-                                NETCONF.getBytes(StandardCharsets.UTF_8)));
+        Reply reply = send(addRequest());
 
         assertEquals(String.valueOf(reply.body.length), reply.headers.get("content-length"));
         assertEquals("close", reply.headers.get("connection"));
@@ -576,7 +560,7 @@ class CniSocketServerTest {
                     thread.complete(Thread.currentThread().getName());
                     return CompletableFuture.completedFuture(FakeBackend.DEFAULT_RESULT);
                 };
-        send(request("POST", "/v1/cni", addHeaders(), NETCONF.getBytes(StandardCharsets.UTF_8)));
+        send(addRequest());
 
         assertEquals("cadastre-cni", thread.get());
     }
@@ -584,24 +568,13 @@ class CniSocketServerTest {
     @Test
     void connectionsBeyondTheLimitWaitForAFreeSlot() throws Exception {
         CompletableFuture<AddResult> release = new CompletableFuture<>();
-        CompletableFuture<Void> called = new CompletableFuture<>();
-        backend.onAdd =
-                r -> {
-                    called.complete(null);
-                    return release;
-                };
+        CompletableFuture<Void> called = answerAddsWith(release);
         Path path = dir.resolve("narrow.sock");
         CniSocketServer narrow = newServer(path, 1);
         narrow.start();
         ExecutorService clients = Executors.newSingleThreadExecutor();
         try (SocketChannel first = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
-            writeFully(
-                    first,
-                    request(
-                            "POST",
-                            "/v1/cni",
-                            addHeaders(),
-                            NETCONF.getBytes(StandardCharsets.UTF_8)));
+            writeFully(first, addRequest());
             called.get();
             Map<String, String> h = new LinkedHashMap<>();
             h.put(
@@ -627,20 +600,9 @@ class CniSocketServerTest {
     @Test
     void stopRemovesTheSocketAtOnceAndLetsARequestInFlightFinish() throws Exception {
         CompletableFuture<AddResult> release = new CompletableFuture<>();
-        CompletableFuture<Void> called = new CompletableFuture<>();
-        backend.onAdd =
-                r -> {
-                    called.complete(null);
-                    return release;
-                };
+        CompletableFuture<Void> called = answerAddsWith(release);
         try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
-            writeFully(
-                    ch,
-                    request(
-                            "POST",
-                            "/v1/cni",
-                            addHeaders(),
-                            NETCONF.getBytes(StandardCharsets.UTF_8)));
+            writeFully(ch, addRequest());
             called.get();
 
             CompletableFuture<?> stopped =

@@ -5,10 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.admin.Inventory;
-import io.cadastre.ipam.AddressRules;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.PoolSpec;
-import io.cadastre.shards.AssignRequest;
+import io.cadastre.shards.AssignRequests;
 import io.cadastre.shards.AttachmentRecord;
 import io.cadastre.shards.Ipam;
 import io.cadastre.shards.NodeEntity;
@@ -153,19 +152,7 @@ class KubernetesNodeReleaseTest {
     }
 
     private static AttachmentRecord assign(Ipam ipam, String container) {
-        return await(
-                ipam.assign(
-                        new AssignRequest(
-                                "release." + container,
-                                "eth0",
-                                "release",
-                                container,
-                                null,
-                                "default",
-                                container,
-                                List.of(),
-                                List.of(),
-                                AddressRules.ROUTED)));
+        return await(ipam.assign(AssignRequests.plain("release", container, "default", container)));
     }
 
     private static NodeEntity.NodeView nodeView(ActorSystem<?> system, String node) {

@@ -338,44 +338,21 @@ class RoutingCodecTest {
         assertThrows(
                 IllegalArgumentException.class,
                 () ->
-                        new VxlanDevice(
-                                "cadastre.vx4",
-                                4242,
-                                4789,
+                        vx4(
                                 local,
-                                "eth0",
-                                "02:ca:da:00:00:01",
-                                0,
                                 null,
                                 List.of(new FdbEntry("02:ca:da:00:00:02", ip("fd00:19:4::12"))),
                                 List.of()),
                 "FDB remote of another family than the underlay");
         assertThrows(
                 IllegalArgumentException.class,
-                () ->
-                        new VxlanDevice(
-                                "cadastre.vx4",
-                                4242,
-                                4789,
-                                local,
-                                "eth0",
-                                "02:ca:da:00:00:01",
-                                0,
-                                IpPrefix.parse("198.18.1.0/26"),
-                                List.of(),
-                                List.of()),
+                () -> vx4(local, IpPrefix.parse("198.18.1.0/26"), List.of(), List.of()),
                 "tunnel address not a host prefix");
         assertThrows(
                 IllegalArgumentException.class,
                 () ->
-                        new VxlanDevice(
-                                "cadastre.vx4",
-                                4242,
-                                4789,
+                        vx4(
                                 local,
-                                "eth0",
-                                "02:ca:da:00:00:01",
-                                0,
                                 null,
                                 List.of(),
                                 List.of(
@@ -391,6 +368,25 @@ class RoutingCodecTest {
         assertEquals(
                 1430,
                 vxlan("cadastre.vx6", 4242, ip("fd00:19:4::11"), "02:ca:da:00:00:01").maxMtu(1500));
+    }
+
+    /** @return device cadastre.vx4 (VNI 4242, MAC 02:ca:da:00:00:01, no MTU) with these tunnel address and entries */
+    private static VxlanDevice vx4(
+            InetAddress local,
+            IpPrefix tunnel,
+            List<FdbEntry> fdb,
+            List<NeighbourEntry> neighbours) {
+        return new VxlanDevice(
+                "cadastre.vx4",
+                4242,
+                4789,
+                local,
+                "eth0",
+                "02:ca:da:00:00:01",
+                0,
+                tunnel,
+                fdb,
+                neighbours);
     }
 
     private static VxlanDevice vxlan(String name, int vni, InetAddress local, String mac) {

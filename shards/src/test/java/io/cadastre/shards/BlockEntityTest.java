@@ -3,7 +3,6 @@ package io.cadastre.shards;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.ConfigFactory;
 import io.cadastre.ipam.AddressRange;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
@@ -12,37 +11,21 @@ import io.cadastre.shards.BlockEntity.AssignOutcome;
 import io.cadastre.shards.BlockEntity.AssignStatus;
 import java.util.List;
 import org.apache.pekko.Done;
-import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class BlockEntityTest {
-    private static ActorTestKit testKit;
+    @RegisterExtension static final EntityKits entities = new EntityKits();
+
     private EventSourcedBehaviorTestKit<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>
             kit;
 
-    @BeforeAll
-    static void start() {
-        testKit =
-                ActorTestKit.create(
-                        EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
-    }
-
-    @AfterAll
-    static void stop() {
-        testKit.shutdownTestKit();
-    }
-
     @BeforeEach
     void clear() {
-        kit =
-                EventSourcedBehaviorTestKit.create(
-                        testKit.system(), BlockEntity.create("198.18.0.64-26"));
-        kit.clear();
+        kit = entities.kit(BlockEntity.create("198.18.0.64-26"));
     }
 
     private static Allocation alloc(String handle, String node) {
@@ -200,13 +183,9 @@ class BlockEntityTest {
                         System::nanoTime,
                         false);
         var fenced =
-                EventSourcedBehaviorTestKit
-                        .<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
-                                testKit.system(),
-                                BlockEntity.create(
-                                        "198.18.1.0-26", fence, CadastreMetrics.Recovery.NONE));
-        fenced.clear();
-        var probe = testKit.<StatusReply<Done>>createTestProbe();
+                entities.<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>kit(
+                        BlockEntity.create("198.18.1.0-26", fence, CadastreMetrics.Recovery.NONE));
+        var probe = entities.testKit().<StatusReply<Done>>createTestProbe();
         var dropped =
                 fenced.runCommand(
                         new BlockEntity.ClaimAffinity("node-a", List.of(), probe.getRef()));
@@ -228,7 +207,7 @@ class BlockEntityTest {
         var timed =
                 EventSourcedBehaviorTestKit
                         .<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>create(
-                                testKit.system(),
+                                entities.testKit().system(),
                                 BlockEntity.create(
                                         "198.18.2.0-26",
                                         MemberFence.NEVER_CLOSED,

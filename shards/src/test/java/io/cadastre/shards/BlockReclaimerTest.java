@@ -138,22 +138,7 @@ class BlockReclaimerTest {
         /** Frees every allocation of the pool's blocks, then deletes the pool. */
         @Override
         public void close() {
-            for (Cidr block : view().claims().keySet()) {
-                EntityRef<BlockEntity.Command> blockRef =
-                        ref(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
-                await(blockRef.ask(BlockEntity.GetBlock::new, ASK))
-                        .allocations()
-                        .values()
-                        .forEach(
-                                a ->
-                                        await(
-                                                blockRef.ask(
-                                                        (ActorRef<BlockEntity.Released> r) ->
-                                                                new BlockEntity.Release(
-                                                                        a.handle(), a.ifname(), r),
-                                                        ASK)));
-            }
-            await(pools.delete(pool.name()));
+            TestCluster.removePool(testKit.system(), pools, pool.name());
         }
     }
 
@@ -163,18 +148,7 @@ class BlockReclaimerTest {
     }
 
     private static AttachmentRecord add(Ipam ipam, String container) {
-        return await(
-                ipam.assign(
-                        new AssignRequest(
-                                "net." + container,
-                                "eth0",
-                                "net",
-                                container,
-                                null,
-                                "ns",
-                                container,
-                                List.of(),
-                                List.of())));
+        return await(ipam.assign(AssignRequests.plain("net", container, "ns", container)));
     }
 
     private static <T> T await(CompletionStage<T> stage) {

@@ -5,23 +5,21 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.ConfigFactory;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -43,31 +41,13 @@ class EntityAsksTest {
 
     @BeforeAll
     static void startCluster() {
-        testKit =
-                ActorTestKit.create(
-                        "EntityAsksTest",
-                        ConfigFactory.parseString(
-                                        """
-                pekko.actor.provider = cluster
-                pekko.remote.artery.canonical.hostname = 127.0.0.1
-                pekko.remote.artery.canonical.port = 0
-                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                """)
-                                .withFallback(ConfigFactory.load()));
-        Cluster cluster = Cluster.get(testKit.system());
-        cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        // Pings are local: they need no serializer.
+        testKit = TestCluster.start("EntityAsksTest", "pekko.actor.serialize-messages = off");
         sharding = ClusterSharding.get(testKit.system());
         sharding.init(Entity.of(KEY, ctx -> flaky(ctx.getEntityId())));
-        testKit.createTestProbe()
-                .awaitAssert(
-                        Duration.ofSeconds(20),
-                        () -> {
-                            assertEquals(MemberStatus.up(), cluster.selfMember().status());
-                            return null;
-                        });
         // The coordinator's first allocation can take longer than the short attempts below.
         asks(Duration.ofSeconds(20), Duration.ofSeconds(20))
-                .askStatus(entity(), (ActorRef<StatusReply<Integer>> r) -> new Ping(0, false, r))
+                .askStatus(entity(), ping(0, false))
                 .toCompletableFuture()
                 .join();
     }
@@ -103,12 +83,24 @@ class EntityAsksTest {
         return new EntityAsks(sharding, new AskTimeouts(total, perAttempt, Duration.ofSeconds(60)));
     }
 
+    /** @return the Ping losing the first {@code lose} messages, or refused */
+    private static Function<ActorRef<StatusReply<Integer>>, Ping> ping(int lose, boolean refuse) {
+        return r -> new Ping(lose, refuse, r);
+    }
+
+    /** @return what the ask failed with, asserting it is an {@link IpamException} */
+    private static IpamException failure(CompletionStage<Integer> ask) {
+        CompletionException e =
+                assertThrows(CompletionException.class, () -> ask.toCompletableFuture().join());
+        return assertInstanceOf(IpamException.class, e.getCause());
+    }
+
     @Test
     void lostMessagesAreSentAgainUntilOneIsAnswered() {
         EntityRef<Ping> ref = entity();
         int answeredAttempt =
                 asks(Duration.ofSeconds(20), Duration.ofMillis(300))
-                        .askStatus(ref, (ActorRef<StatusReply<Integer>> r) -> new Ping(2, false, r))
+                        .askStatus(ref, ping(2, false))
                         .toCompletableFuture()
                         .join();
         assertEquals(3, answeredAttempt);
@@ -117,20 +109,11 @@ class EntityAsksTest {
     @Test
     void noAnswerWithinTheTotalIsUnavailable() {
         EntityRef<Ping> ref = entity();
-        CompletionException e =
-                assertThrows(
-                        CompletionException.class,
-                        () ->
-                                asks(Duration.ofMillis(900), Duration.ofMillis(200))
-                                        .askStatus(
-                                                ref,
-                                                (ActorRef<StatusReply<Integer>> r) ->
-                                                        new Ping(Integer.MAX_VALUE, false, r))
-                                        .toCompletableFuture()
-                                        .join());
-        assertEquals(
-                IpamException.Reason.UNAVAILABLE,
-                assertInstanceOf(IpamException.class, e.getCause()).reason());
+        IpamException e =
+                failure(
+                        asks(Duration.ofMillis(900), Duration.ofMillis(200))
+                                .askStatus(ref, ping(Integer.MAX_VALUE, false)));
+        assertEquals(IpamException.Reason.UNAVAILABLE, e.reason());
         int sent = received.get(ref.getEntityId()).get();
         assertTrue(sent >= 3 && sent <= 5, "attempts of 200 ms within 900 ms: " + sent);
     }
@@ -138,38 +121,21 @@ class EntityAsksTest {
     @Test
     void aCommandAskedOnceIsNotRepeated() {
         EntityRef<Ping> ref = entity();
-        CompletionException e =
-                assertThrows(
-                        CompletionException.class,
-                        () ->
-                                asks(Duration.ofMillis(900), Duration.ofMillis(200))
-                                        .askStatusOnce(
-                                                ref,
-                                                (ActorRef<StatusReply<Integer>> r) ->
-                                                        new Ping(1, false, r))
-                                        .toCompletableFuture()
-                                        .join());
-        assertEquals(
-                IpamException.Reason.UNAVAILABLE,
-                assertInstanceOf(IpamException.class, e.getCause()).reason());
+        IpamException e =
+                failure(
+                        asks(Duration.ofMillis(900), Duration.ofMillis(200))
+                                .askStatusOnce(ref, ping(1, false)));
+        assertEquals(IpamException.Reason.UNAVAILABLE, e.reason());
         assertEquals(1, received.get(ref.getEntityId()).get());
     }
 
     @Test
     void aRefusalIsNotRetried() {
         EntityRef<Ping> ref = entity();
-        CompletionException e =
-                assertThrows(
-                        CompletionException.class,
-                        () ->
-                                asks(Duration.ofSeconds(10), Duration.ofSeconds(5))
-                                        .askStatus(
-                                                ref,
-                                                (ActorRef<StatusReply<Integer>> r) ->
-                                                        new Ping(0, true, r))
-                                        .toCompletableFuture()
-                                        .join());
-        IpamException refused = assertInstanceOf(IpamException.class, e.getCause());
+        IpamException refused =
+                failure(
+                        asks(Duration.ofSeconds(10), Duration.ofSeconds(5))
+                                .askStatus(ref, ping(0, true)));
         assertEquals(
                 IpamException.Reason.BLOCK_RELEASING,
                 refused.reason(),

@@ -4,43 +4,28 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.ConfigFactory;
 import io.cadastre.ipam.Cidr;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.pekko.Done;
-import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
 import org.apache.pekko.serialization.Serialization;
 import org.apache.pekko.serialization.SerializationExtension;
 import org.apache.pekko.serialization.Serializers;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class NodeEntityTest {
-    private static ActorTestKit testKit;
+    @RegisterExtension static final EntityKits entities = new EntityKits();
+
     private EventSourcedBehaviorTestKit<NodeEntity.Command, NodeEntity.Event, NodeEntity.State> kit;
-
-    @BeforeAll
-    static void start() {
-        testKit =
-                ActorTestKit.create(
-                        EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
-    }
-
-    @AfterAll
-    static void stop() {
-        testKit.shutdownTestKit();
-    }
 
     @BeforeEach
     void clear() {
-        kit = EventSourcedBehaviorTestKit.create(testKit.system(), NodeEntity.create("node-a"));
-        kit.clear();
+        kit = entities.kit(NodeEntity.create("node-a"));
     }
 
     private static Cidr block(int i) {
@@ -118,7 +103,7 @@ class NodeEntityTest {
 
     @Test
     void aSnapshotFromBeforeBorrowedBlocksRecoversWithNone() {
-        Serialization serialization = SerializationExtension.get(testKit.system());
+        Serialization serialization = SerializationExtension.get(entities.testKit().system());
         Map<Cidr, String> affine = new TreeMap<>(Map.of(block(7), "pool"));
         StateWithoutBorrowedBlocks old = new StateWithoutBorrowedBlocks(Map.of(), affine);
         byte[] bytes = serialization.serialize(old).get();
@@ -167,7 +152,7 @@ class NodeEntityTest {
 
     /** Serializes {@code old} as Pekko would have, and reads it back as {@code now} (the class that replaced it). */
     private static Object readAs(Object old, Class<?> now) {
-        Serialization serialization = SerializationExtension.get(testKit.system());
+        Serialization serialization = SerializationExtension.get(entities.testKit().system());
         byte[] bytes = serialization.serialize(old).get();
         int serializerId = serialization.findSerializerFor(old).identifier();
         String manifest = Serializers.manifestFor(serialization.findSerializerFor(old), old);

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.ConfigFactory;
 import io.cadastre.ipam.Allocation;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.PoolSpec;
@@ -29,6 +28,7 @@ import org.apache.pekko.serialization.jackson.JacksonCborSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Every refusal an entity gives carries its typed reason ({@link Refusal}), and keeps it when the
@@ -36,29 +36,18 @@ import org.junit.jupiter.api.Test;
  */
 class RefusalsTest {
     private static final Duration WAIT = Duration.ofSeconds(20);
-    private static ActorTestKit entities;
+    @RegisterExtension static final EntityKits entities = new EntityKits();
+
     private static ActorTestKit cluster;
 
     @BeforeAll
     static void start() {
-        entities =
-                ActorTestKit.create(
-                        EventSourcedBehaviorTestKit.config().withFallback(ConfigFactory.load()));
         cluster = TestCluster.start("RefusalsTest");
     }
 
     @AfterAll
     static void stop() {
-        entities.shutdownTestKit();
         cluster.shutdownTestKit();
-    }
-
-    private static <C, E, S> EventSourcedBehaviorTestKit<C, E, S> kit(
-            org.apache.pekko.actor.typed.Behavior<C> behavior) {
-        EventSourcedBehaviorTestKit<C, E, S> kit =
-                EventSourcedBehaviorTestKit.create(entities.system(), behavior);
-        kit.clear();
-        return kit;
     }
 
     private static <C, E, S, R> void succeeds(
@@ -95,7 +84,7 @@ class RefusalsTest {
     @Test
     void thePoolsRefusalsSayWhy() {
         EventSourcedBehaviorTestKit<PoolEntity.Command, PoolEntity.Event, PoolEntity.State> pool =
-                kit(PoolEntity.create("refusing"));
+                entities.kit(PoolEntity.create("refusing"));
         Cidr first = Cidr.parse("198.18.200.0/26");
         Cidr second = Cidr.parse("198.18.200.64/26");
         String unknown =
@@ -200,7 +189,7 @@ class RefusalsTest {
     @Test
     void theBlocksRefusalsSayWhy() {
         EventSourcedBehaviorTestKit<BlockEntity.Command, BlockEntity.Event, BlockEntity.State>
-                block = kit(BlockEntity.create("198.18.200.0-26"));
+                block = entities.kit(BlockEntity.create("198.18.200.0-26"));
         succeeds(
                 block,
                 (ActorRef<StatusReply<Done>> r) ->
@@ -238,7 +227,7 @@ class RefusalsTest {
 
     @Test
     void theRegistryRefusesAnUnknownPool() {
-        var registry = kit(PoolRegistry.create());
+        var registry = entities.kit(PoolRegistry.create());
         refused(
                 Reason.UNKNOWN_POOL,
                 registry,

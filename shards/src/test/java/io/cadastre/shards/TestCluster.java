@@ -4,14 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.cadastre.ipam.Allocation;
+import io.cadastre.ipam.Cidr;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
@@ -66,6 +71,33 @@ public final class TestCluster {
                             return null;
                         });
         return testKit;
+    }
+
+    /**
+     * Frees every allocation in the pool's claimed blocks, then deletes the pool (which checks that
+     * nothing is left): how a test leaves the cluster's pools as it found them. Each ask waits up
+     * to 10 s.
+     */
+    public static void removePool(ActorSystem<?> system, Pools pools, String pool) {
+        Duration ask = Duration.ofSeconds(10);
+        ClusterSharding sharding = ClusterSharding.get(system);
+        PoolEntity.PoolView view =
+                await(
+                        sharding.entityRefFor(PoolEntity.ENTITY_TYPE_KEY, pool)
+                                .ask(PoolEntity.GetPool::new, ask));
+        for (Cidr block : view.claims().keySet()) {
+            EntityRef<BlockEntity.Command> blockRef =
+                    sharding.entityRefFor(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
+            for (Allocation a :
+                    await(blockRef.ask(BlockEntity.GetBlock::new, ask)).allocations().values()) {
+                await(
+                        blockRef.ask(
+                                (ActorRef<BlockEntity.Released> r) ->
+                                        new BlockEntity.Release(a.handle(), a.ifname(), r),
+                                ask));
+            }
+        }
+        await(pools.delete(pool));
     }
 
     /** @return the stage's value, waiting up to 30 s; its failure's cause wrapped in a CompletionException */

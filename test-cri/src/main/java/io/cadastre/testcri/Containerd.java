@@ -391,29 +391,13 @@ public final class Containerd implements AutoCloseable {
             }
         }
         String mine = socket().toString();
-        try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
-            for (Path p :
-                    procs.filter(
-                                    p ->
-                                            p.getFileName()
-                                                    .toString()
-                                                    .chars()
-                                                    .allMatch(Character::isDigit))
-                            .toList()) {
-                try {
-                    String cmdline =
-                            new String(
-                                            Files.readAllBytes(p.resolve("cmdline")),
-                                            StandardCharsets.UTF_8)
-                                    .replace('\0', ' ');
-                    if (cmdline.contains(mine + " ")) {
-                        pids.add(Long.parseLong(p.getFileName().toString()));
-                    }
-                } catch (IOException gone) {
-                    // the process ended while we looked
-                }
-            }
-        }
+        commandLines()
+                .forEach(
+                        (pid, cmdline) -> {
+                            if (cmdline.contains(mine + " ")) {
+                                pids.add(pid);
+                            }
+                        });
         for (long pid : pids) {
             ProcessHandle.of(pid)
                     .ifPresent(
@@ -425,6 +409,36 @@ public final class Containerd implements AutoCloseable {
                                         .join();
                             });
         }
+    }
+
+    /**
+     * @return every process's command line by PID, its arguments joined by spaces (a process that
+     *     ends while they are read is left out)
+     */
+    static Map<Long, String> commandLines() throws IOException {
+        Map<Long, String> lines = new TreeMap<>();
+        try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
+            for (Path p :
+                    procs.filter(
+                                    p ->
+                                            p.getFileName()
+                                                    .toString()
+                                                    .chars()
+                                                    .allMatch(Character::isDigit))
+                            .toList()) {
+                try {
+                    lines.put(
+                            Long.parseLong(p.getFileName().toString()),
+                            new String(
+                                            Files.readAllBytes(p.resolve("cmdline")),
+                                            StandardCharsets.UTF_8)
+                                    .replace('\0', ' '));
+                } catch (IOException gone) {
+                    // the process ended while we looked
+                }
+            }
+        }
+        return lines;
     }
 
     private static List<Long> readPids(List<Path> files) {

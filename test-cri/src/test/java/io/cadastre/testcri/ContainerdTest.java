@@ -8,7 +8,6 @@ import io.cadastre.testcri.CriClient.ExecResult;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxState;
 import io.cadastre.testcri.v1.PodSandboxStatus;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -154,27 +153,10 @@ class ContainerdTest {
 
     /** @return the PID of a shim of this containerd (its command line names the socket) */
     private static long shimOf(Containerd containerd) throws Exception {
-        try (var procs = Files.list(Path.of("/proc"))) {
-            for (Path p :
-                    procs.filter(
-                                    p ->
-                                            p.getFileName()
-                                                    .toString()
-                                                    .chars()
-                                                    .allMatch(Character::isDigit))
-                            .toList()) {
-                try {
-                    String cmd =
-                            new String(
-                                    Files.readAllBytes(p.resolve("cmdline")),
-                                    StandardCharsets.UTF_8);
-                    if (cmd.contains("containerd-shim")
-                            && cmd.contains(containerd.socket().toString())) {
-                        return Long.parseLong(p.getFileName().toString());
-                    }
-                } catch (java.io.IOException gone) {
-                    // ended meanwhile
-                }
+        for (var process : Containerd.commandLines().entrySet()) {
+            String cmd = process.getValue();
+            if (cmd.contains("containerd-shim") && cmd.contains(containerd.socket().toString())) {
+                return process.getKey();
             }
         }
         throw new AssertionError("no shim of " + containerd.socket());

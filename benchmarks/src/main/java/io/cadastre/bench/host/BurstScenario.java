@@ -16,7 +16,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -56,26 +55,14 @@ public final class BurstScenario implements Scenario {
         String tag = Long.toString(Math.abs(seed) % 46_656, 36);
         String bridge = "cadbu" + tag;
         int repetitions = context.repetitions(REPETITIONS);
-        SideBySide latencies =
-                new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
+        SideBySide latencies = new SideBySide("cadastre", Subject.IPV4_PEERS);
         Map<String, List<Double>> peakMib = new LinkedHashMap<>();
         long agentHighWater;
         ExecutorService runtime = Executors.newFixedThreadPool(PODS);
-        try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
+        try (SingleHostAgent agent = SingleHostAgent.startWarm(context, id());
                 PodNamespaces pods = new PodNamespaces("cadburst" + tag + "-")) {
-            agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             List<Subject> subjects =
-                    List.of(
-                            Subject.cadastre(context.plugin(), agent.socket()),
-                            Subject.bridgeHostLocal(
-                                    context.referencePlugins(),
-                                    bridge,
-                                    "198.19.2.0/24",
-                                    dir.resolve("bridge-ipam")),
-                            Subject.ptpHostLocal(
-                                    context.referencePlugins(),
-                                    "198.19.3.0/24",
-                                    dir.resolve("ptp-ipam")));
+                    Subject.ipv4(context, agent, bridge, "198.19.2.0/24", "198.19.3.0/24", dir);
             int pod = 0;
             // One burst per subject first, unrecorded: the agent's JIT and the page cache warm up.
             for (int rep = -1; rep < repetitions; rep++) {

@@ -90,8 +90,7 @@ public final class CriSandboxScenario implements Scenario {
                 List.of(
                         new Network(CADASTRE, "cadastre", "198.18."),
                         new Network(REFERENCE, "reference", "198.19.2."));
-        try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"))) {
-            agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
+        try (SingleHostAgent agent = SingleHostAgent.startWarm(context, id())) {
             Path bin = Files.createDirectories(dir.resolve("cni-bin"));
             for (String name : List.of("cadastre", "cadastre-ipam")) {
                 Files.copy(context.plugin(), bin.resolve(name));
@@ -202,7 +201,7 @@ public final class CriSandboxScenario implements Scenario {
                                 + "rounds of %d sandboxes started at once per subject (after %d discarded), the subjects taking "
                                 + "turns in a random order, each sandbox's own time recorded. Every sandbox is checked outside "
                                 + "the timed part: ready, its IP in the subject's range and on eth0 in its network namespace.",
-                        context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES,
+                        SingleHostAgent.warmUpCycles(context),
                         sequential,
                         warmUp,
                         seed,

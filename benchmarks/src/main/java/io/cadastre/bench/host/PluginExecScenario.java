@@ -55,31 +55,22 @@ public final class PluginExecScenario implements Scenario {
         String bridge = "cadbr" + tag;
         int rounds = context.repetitions(ROUNDS);
         int warmUp = context.quick() ? 1 : WARM_UP_ROUNDS;
-        SideBySide results =
-                new SideBySide("cadastre", Set.of("bridge+host-local", "ptp+host-local"));
+        SideBySide results = new SideBySide("cadastre", Subject.IPV4_PEERS);
         SideBySide dualStack = new SideBySide(DUAL_STACK, Set.of(DUAL_STACK_PEER));
-        try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"));
+        try (SingleHostAgent agent = SingleHostAgent.startWarm(context, id());
                 PodNamespaces pods = new PodNamespaces("cadbench" + tag + "-")) {
-            agent.warmUp(context.plugin(), context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES);
             List<Subject> subjects =
-                    List.of(
-                            Subject.cadastre(context.plugin(), agent.socket()),
-                            Subject.bridgeHostLocal(
-                                    context.referencePlugins(),
-                                    bridge,
-                                    "198.19.0.0/24",
-                                    dir.resolve("bridge-ipam")),
-                            Subject.ptpHostLocal(
-                                    context.referencePlugins(),
-                                    "198.19.1.0/24",
-                                    dir.resolve("ptp-ipam")),
-                            Subject.cadastreDualStack(context.plugin(), agent.socket()),
-                            Subject.bridgeHostLocalDualStack(
-                                    context.referencePlugins(),
-                                    bridge + "d",
-                                    "198.19.4.0/24",
-                                    "fd00:198:19:4::/64",
-                                    dir.resolve("bridge-ds-ipam")));
+                    new ArrayList<>(
+                            Subject.ipv4(
+                                    context, agent, bridge, "198.19.0.0/24", "198.19.1.0/24", dir));
+            subjects.add(Subject.cadastreDualStack(context.plugin(), agent.socket()));
+            subjects.add(
+                    Subject.bridgeHostLocalDualStack(
+                            context.referencePlugins(),
+                            bridge + "d",
+                            "198.19.4.0/24",
+                            "fd00:198:19:4::/64",
+                            dir.resolve("bridge-ds-ipam")));
             Random random = new Random(seed);
             int pod = 0;
             for (int round = 0; round < warmUp + rounds; round++) {
@@ -142,7 +133,7 @@ public final class PluginExecScenario implements Scenario {
                                 + "keeping its state in files. IPv4 only for Cadastre, bridge+host-local and ptp+host-local; "
                                 + "dual-stack (an IPv4 and an IPv6 address) for Cadastre and bridge+host-local, the pair the "
                                 + "goals compare. DEL runs while the pod's network namespace still exists, as in kubelet's order.",
-                        context.quick() ? 5 : SingleHostAgent.WARM_UP_CYCLES,
+                        SingleHostAgent.warmUpCycles(context),
                         rounds,
                         warmUp,
                         seed,

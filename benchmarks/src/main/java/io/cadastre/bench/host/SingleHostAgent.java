@@ -1,6 +1,7 @@
 package io.cadastre.bench.host;
 
 import io.cadastre.agent.AgentJvm;
+import io.cadastre.bench.BenchContext;
 import io.cadastre.testsupport.AgentExec;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.LogFile;
@@ -57,6 +58,29 @@ public final class SingleHostAgent implements AutoCloseable {
             Thread.sleep(50);
         }
         return agent;
+    }
+
+    /**
+     * Starts the agent in the scenario's work directory ({@code <scenario>/agent}) and warms it up
+     * ({@link #warmUpCycles}).
+     *
+     * @throws IOException when it does not start or a warm-up call fails (it is stopped then)
+     */
+    public static SingleHostAgent startWarm(BenchContext context, String scenario)
+            throws IOException, InterruptedException {
+        SingleHostAgent agent = start(context.workDir(scenario + "/agent"));
+        try {
+            agent.warmUp(context.plugin(), warmUpCycles(context));
+        } catch (Exception e) {
+            agent.close();
+            throw e;
+        }
+        return agent;
+    }
+
+    /** @return the warm-up's ADD/DEL cycles: {@link #WARM_UP_CYCLES}, or 5 in a quick run */
+    public static int warmUpCycles(BenchContext context) {
+        return context.quick() ? 5 : WARM_UP_CYCLES;
     }
 
     /**

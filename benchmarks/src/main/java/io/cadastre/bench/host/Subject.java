@@ -1,6 +1,9 @@
 package io.cadastre.bench.host;
 
+import io.cadastre.bench.BenchContext;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
 
 /**
  * What a plugin run measures: a plugin executable with its network configuration. Cadastre and the
@@ -15,6 +18,35 @@ import java.nio.file.Path;
  * @param peer whether it is a reference plugin (compared against) rather than Cadastre
  */
 public record Subject(String name, Path plugin, String netconf, boolean peer) {
+    /** The names of the IPv4 reference subjects of {@link #ipv4}, Cadastre's peers in a report. */
+    public static final Set<String> IPV4_PEERS = Set.of("bridge+host-local", "ptp+host-local");
+
+    /**
+     * Cadastre (IPv4, from the agent's pool) and its two IPv4 peers: bridge+host-local and
+     * ptp+host-local, each on a range of its own.
+     *
+     * @param bridgeName the reference bridge plugin's bridge (removed by the caller afterwards)
+     * @param bridgeSubnet bridge+host-local's range (CIDR notation)
+     * @param ptpSubnet ptp+host-local's range (CIDR notation)
+     * @param dir where the host-local IPAM plugins keep their state
+     */
+    public static List<Subject> ipv4(
+            BenchContext context,
+            SingleHostAgent agent,
+            String bridgeName,
+            String bridgeSubnet,
+            String ptpSubnet,
+            Path dir) {
+        return List.of(
+                cadastre(context.plugin(), agent.socket()),
+                bridgeHostLocal(
+                        context.referencePlugins(),
+                        bridgeName,
+                        bridgeSubnet,
+                        dir.resolve("bridge-ipam")),
+                ptpHostLocal(context.referencePlugins(), ptpSubnet, dir.resolve("ptp-ipam")));
+    }
+
     /** The Cadastre plugin, full mode (veth, /32, routes), IPv4 from the agent's IPv4 pool. */
     public static Subject cadastre(Path plugin, Path socket) {
         return new Subject(

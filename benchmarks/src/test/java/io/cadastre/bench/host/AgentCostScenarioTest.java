@@ -1,9 +1,9 @@
 package io.cadastre.bench.host;
 
+import static io.cadastre.bench.host.QuickRuns.figure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cadastre.bench.BenchContext;
 import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.ScenarioReport;
 import java.nio.file.Files;
@@ -18,16 +18,7 @@ class AgentCostScenarioTest {
 
     @Test
     void measuresCpuMemoryStartAndJournalOfARealAgent() throws Exception {
-        ScenarioReport report;
-        try (BenchContext context =
-                new BenchContext(
-                        out,
-                        Files.createTempDirectory("cadbench"),
-                        true,
-                        Path.of(System.getProperty("cadastre.plugin")),
-                        Path.of("/usr/lib/cni"))) {
-            report = new AgentCostScenario().run(context);
-        }
+        ScenarioReport report = QuickRuns.run(out, new AgentCostScenario());
         for (String metric :
                 List.of(
                         AgentCostScenario.CPU_PER_CALL,
@@ -57,12 +48,5 @@ class AgentCostScenarioTest {
         assertTrue(
                 Files.size(out.resolve(AgentCostScenario.FLAME_GRAPH)) > 0,
                 "the flame graph is written");
-    }
-
-    private static Figure figure(ScenarioReport report, String metric) {
-        return report.figures().stream()
-                .filter(f -> f.metric().equals(metric))
-                .findFirst()
-                .orElseThrow(() -> new AssertionError("no figure " + metric));
     }
 }
