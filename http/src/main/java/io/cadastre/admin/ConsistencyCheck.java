@@ -99,7 +99,8 @@ public final class ConsistencyCheck {
     /**
      * Runs the check.
      *
-     * @return the report; fails with {@link AdminException} UNAVAILABLE when an entity does not answer
+     * @return the report; fails with {@link io.cadastre.shards.IpamException} UNAVAILABLE when an
+     *     entity does not answer
      */
     public CompletionStage<Report> run() {
         long started = System.nanoTime();

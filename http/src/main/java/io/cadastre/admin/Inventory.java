@@ -46,8 +46,9 @@ import org.apache.pekko.actor.typed.ActorSystem;
  * that is not a member is unknown (404).
  *
  * <p>All methods return stages that fail with {@link AdminException}: BAD_REQUEST for malformed
- * input (nothing changed), NOT_FOUND for an unknown pool, node or an address in no pool,
- * UNAVAILABLE when an entity did not answer within the ask timeouts.
+ * input (nothing changed), NOT_FOUND for an unknown pool, node or an address in no pool; and with
+ * {@link io.cadastre.shards.IpamException} UNAVAILABLE when an entity did not answer within the
+ * ask timeouts (answered 503, as AdminException UNAVAILABLE is).
  */
 public final class Inventory {
     private final ActorSystem<?> system;

@@ -72,7 +72,8 @@ public final class DeletedNodeReleaser {
 
         /**
          * @return the addresses released by removing the node with its addresses; fails with
-         *     {@link AdminException} (CONFLICT while its agent is a member, UNAVAILABLE)
+         *     {@link AdminException} CONFLICT while its agent is a member, with {@link
+         *     io.cadastre.shards.IpamException} UNAVAILABLE when an entity does not answer
          */
         CompletionStage<List<String>> removeWithAddresses(String node);
     }

@@ -14,11 +14,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.NoSerializationVerificationNeeded;
@@ -303,14 +301,7 @@ public final class BlockReclaimer {
         /** Runs one pass; fails (changing nothing) when the pools cannot be read. */
         CompletionStage<Pass> pass() {
             return catalog.current()
-                    .thenCompose(
-                            c ->
-                                    all(
-                                            List.copyOf(c.pools().keySet()),
-                                            name ->
-                                                    asks.ask(
-                                                            asks.pool(name),
-                                                            PoolEntity.GetPool::new)))
+                    .thenCompose(c -> asks.poolViews(List.copyOf(c.pools().keySet())))
                     .thenCompose(this::reconcile);
         }
 
@@ -408,7 +399,7 @@ public final class BlockReclaimer {
     /** @return the blocks that hold no allocation, read now */
     private CompletionStage<Map<Cidr, Claim>> emptyOnes(Map<Cidr, Claim> blocks) {
         List<Cidr> cidrs = List.copyOf(blocks.keySet());
-        return all(cidrs, b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new))
+        return asks.blockViews(cidrs)
                 .thenApply(
                         views -> {
                             Map<Cidr, Claim> empty = new TreeMap<>();
@@ -450,13 +441,5 @@ public final class BlockReclaimer {
                             }
                             return outcome;
                         });
-    }
-
-    private static <K, V> CompletionStage<List<V>> all(
-            List<K> keys, Function<K, CompletionStage<V>> read) {
-        List<CompletableFuture<V>> each =
-                keys.stream().map(k -> read.apply(k).toCompletableFuture()).toList();
-        return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new))
-                .thenApply(v -> each.stream().map(CompletableFuture::join).toList());
     }
 }

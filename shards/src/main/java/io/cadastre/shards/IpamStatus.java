@@ -104,7 +104,7 @@ final class IpamStatus extends IpamFlow {
     }
 
     private CompletionStage<Boolean> poolCanServe(PoolSpec spec) {
-        return asks.ask(asks.pool(spec.name()), PoolEntity.GetPool::new)
+        return asks.poolView(spec.name())
                 .thenCompose(
                         view -> {
                             if (!view.defined()) {
