@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.admin.Inventory;
-import io.cadastre.ipam.AddressRules;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.PoolSpec;
 import io.cadastre.shards.AssignRequest;
@@ -164,8 +163,7 @@ class KubernetesNodeReleaseTest {
                                 "default",
                                 container,
                                 List.of(),
-                                List.of(),
-                                AddressRules.ROUTED)));
+                                List.of())));
     }
 
     private static NodeEntity.NodeView nodeView(ActorSystem<?> system, String node) {
