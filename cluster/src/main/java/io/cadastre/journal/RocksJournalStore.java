@@ -19,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -738,7 +739,7 @@ public final class RocksJournalStore implements AutoCloseable {
                     && compacting.compareAndSet(false, true)) {
                 compactor.execute(this::compactAll);
             }
-        } catch (RocksDBException | java.util.concurrent.RejectedExecutionException e) {
+        } catch (RocksDBException | RejectedExecutionException e) {
             LOG.warn("cannot compact the embedded journal: {}", e.getMessage());
             compacting.set(false);
         }
