@@ -6,14 +6,22 @@ import com.typesafe.config.ConfigValueFactory;
 import io.cadastre.admin.Members;
 import io.cadastre.dataplane.NetlinkDataplane;
 import io.cadastre.dataplane.NetlinkHostRouting;
+import io.cadastre.ipam.IpFamily;
+import io.cadastre.journal.EmbeddedStore;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -76,8 +84,8 @@ public final class AgentMain implements Callable<Integer> {
             selected =
                     selected.withValue(
                             "cadastre.cluster.seed-nodes",
-                            com.typesafe.config.ConfigValueFactory.fromIterable(
-                                    java.util.Arrays.stream(seeds.split(","))
+                            ConfigValueFactory.fromIterable(
+                                    Arrays.stream(seeds.split(","))
                                             .map(String::trim)
                                             .filter(s -> !s.isEmpty())
                                             .toList()));
@@ -122,7 +130,7 @@ public final class AgentMain implements Callable<Integer> {
                             : Optional.empty();
             if (settings.persistence() == Persistence.EMBEDDED) {
                 // Read now so that a bad size is exit 2, not a journal failing to open later.
-                io.cadastre.journal.EmbeddedStore.settings(config);
+                EmbeddedStore.settings(config);
             }
             List<String> tightened =
                     DataDir.prepare(
@@ -193,25 +201,24 @@ public final class AgentMain implements Callable<Integer> {
     }
 
     /** How long the actor system may take to terminate after its coordinated shutdown's last phase. */
-    static final java.time.Duration TERMINATION_GRACE = java.time.Duration.ofSeconds(10);
+    static final Duration TERMINATION_GRACE = Duration.ofSeconds(10);
 
     /**
      * @return {@code cadastre.cluster.hostname} as an address (a literal, or the name resolved), or
      *     null when it cannot be resolved (the underlay is then found by the default route)
      */
-    static java.net.InetAddress clusterAddress(Config config) {
+    static InetAddress clusterAddress(Config config) {
         String host = config.getString("cadastre.cluster.hostname").trim();
         try {
-            return java.net.InetAddress.getByName(host);
-        } catch (java.net.UnknownHostException e) {
+            return InetAddress.getByName(host);
+        } catch (UnknownHostException e) {
             return null;
         }
     }
 
     /** @return the families of the configured pools */
-    static java.util.Set<io.cadastre.ipam.IpFamily> families(AgentSettings settings) {
-        java.util.Set<io.cadastre.ipam.IpFamily> families =
-                java.util.EnumSet.noneOf(io.cadastre.ipam.IpFamily.class);
+    static Set<IpFamily> families(AgentSettings settings) {
+        Set<IpFamily> families = EnumSet.noneOf(IpFamily.class);
         settings.pools().forEach(p -> families.add(p.family()));
         return families;
     }
@@ -237,7 +244,7 @@ public final class AgentMain implements Callable<Integer> {
     }
 
     /** @return the process's exit code for the reason the actor system shut down (see the class comment) */
-    static int exitCode(java.util.Optional<CoordinatedShutdown.Reason> reason) {
+    static int exitCode(Optional<CoordinatedShutdown.Reason> reason) {
         if (reason.filter(r -> r instanceof Guardian.StartFailure).isPresent()) {
             return 1;
         }

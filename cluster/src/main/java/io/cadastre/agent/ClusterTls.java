@@ -28,6 +28,7 @@ import javax.naming.ldap.LdapName;
 import javax.naming.ldap.Rdn;
 import org.apache.pekko.pki.pem.DERPrivateKeyLoader;
 import org.apache.pekko.pki.pem.PEMDecoder;
+import org.apache.pekko.pki.pem.PEMLoadingException;
 
 /**
  * This member's credentials for the cluster's mutual TLS ({@code cadastre.cluster.tls}), checked
@@ -189,9 +190,7 @@ public record ClusterTls(
                             + " is not an unencrypted RSA private key in PEM "
                             + "(PKCS#8 \"PRIVATE KEY\" or PKCS#1 \"RSA PRIVATE KEY\"): "
                             + e.getClass().getSimpleName()
-                            + (e instanceof org.apache.pekko.pki.pem.PEMLoadingException
-                                    ? ": " + e.getMessage()
-                                    : ""));
+                            + (e instanceof PEMLoadingException ? ": " + e.getMessage() : ""));
         }
     }
 

@@ -10,6 +10,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -231,7 +232,7 @@ public record ClusterTransport(Mode mode, String hostname, int port, Optional<Cl
     }
 
     private static String envName(String key) {
-        return "CADASTRE_CLUSTER_TLS_" + key.toUpperCase(java.util.Locale.ROOT).replace('-', '_');
+        return "CADASTRE_CLUSTER_TLS_" + key.toUpperCase(Locale.ROOT).replace('-', '_');
     }
 
     private static String quoted(String s) {

@@ -1,5 +1,6 @@
 package io.cadastre.agent;
 
+import io.cadastre.journal.OwnerOnly;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
@@ -8,9 +9,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -30,15 +29,6 @@ import java.util.Set;
 final class DataDir {
     /** The embedded journal's directory, as {@code application.conf}'s {@code cadastre.embedded-journal.dir} names it. */
     static final String JOURNAL_DIR = "journal";
-
-    private static final Set<PosixFilePermission> GROUP_OR_OTHERS =
-            EnumSet.of(
-                    PosixFilePermission.GROUP_READ,
-                    PosixFilePermission.GROUP_WRITE,
-                    PosixFilePermission.GROUP_EXECUTE,
-                    PosixFilePermission.OTHERS_READ,
-                    PosixFilePermission.OTHERS_WRITE,
-                    PosixFilePermission.OTHERS_EXECUTE);
 
     private DataDir() {}
 
@@ -62,14 +52,7 @@ final class DataDir {
                 Files.createDirectories(parent);
             }
             try {
-                // Created with its mode: no moment when another user could enter and hold it open.
-                Files.createDirectory(
-                        dir,
-                        PosixFilePermissions.asFileAttribute(
-                                EnumSet.of(
-                                        PosixFilePermission.OWNER_READ,
-                                        PosixFilePermission.OWNER_WRITE,
-                                        PosixFilePermission.OWNER_EXECUTE)));
+                OwnerOnly.createDirectory(dir);
             } catch (FileAlreadyExistsException e) {
                 // Created meanwhile: tightened below like any existing one.
             }
@@ -153,18 +136,6 @@ final class DataDir {
     private static void tighten(
             Path path, Set<PosixFilePermission> permissions, String what, List<String> changed)
             throws IOException {
-        if (permissions.stream().noneMatch(GROUP_OR_OTHERS::contains)) {
-            return;
-        }
-        Set<PosixFilePermission> tightened = EnumSet.noneOf(PosixFilePermission.class);
-        tightened.addAll(permissions);
-        tightened.removeAll(GROUP_OR_OTHERS);
-        Files.setPosixFilePermissions(path, tightened);
-        changed.add(
-                what
-                        + " was "
-                        + PosixFilePermissions.toString(permissions)
-                        + ", now "
-                        + PosixFilePermissions.toString(tightened));
+        OwnerOnly.tighten(path, permissions).ifPresent(how -> changed.add(what + " " + how));
     }
 }

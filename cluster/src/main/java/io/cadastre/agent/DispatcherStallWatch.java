@@ -3,7 +3,9 @@ package io.cadastre.agent;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -67,7 +69,7 @@ final class DispatcherStallWatch implements AutoCloseable {
      * @param threads the thread dump to attach ({@link ThreadDump#take})
      */
     DispatcherStallWatch(
-            List<java.util.Map.Entry<String, Executor>> executors,
+            List<Map.Entry<String, Executor>> executors,
             Duration threshold,
             LongSupplier nanoClock,
             Consumer<String> warn,
@@ -93,10 +95,10 @@ final class DispatcherStallWatch implements AutoCloseable {
         DispatcherStallWatch watch =
                 new DispatcherStallWatch(
                         List.of(
-                                java.util.Map.entry(
+                                Map.entry(
                                         "default",
                                         dispatchers.lookup(DispatcherSelector.defaultDispatcher())),
-                                java.util.Map.entry(
+                                Map.entry(
                                         "internal",
                                         dispatchers.lookup(
                                                 DispatcherSelector.fromConfig(
@@ -161,7 +163,7 @@ final class DispatcherStallWatch implements AutoCloseable {
                 w.ranAt.set(0);
                 try {
                     w.executor.execute(() -> w.ranAt.set(Math.max(1, nanoClock.getAsLong())));
-                } catch (java.util.concurrent.RejectedExecutionException e) {
+                } catch (RejectedExecutionException e) {
                     close(); // the dispatcher has shut down with the actor system
                 }
             }

@@ -4,6 +4,7 @@ import io.cadastre.admin.AdminServer;
 import io.cadastre.admin.Inventory;
 import io.cadastre.cni.CniHandler;
 import io.cadastre.dataplane.Dataplane;
+import io.cadastre.dataplane.DataplaneException;
 import io.cadastre.dataplane.HostNetwork;
 import io.cadastre.dataplane.HostRouting;
 import io.cadastre.http.CniSocketServer;
@@ -33,16 +34,21 @@ import io.cadastre.shards.PoolEntity;
 import io.cadastre.shards.PoolRegistry;
 import io.cadastre.shards.Pools;
 import io.cadastre.shards.ShardedIpam;
+import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.AddressFromURIString;
@@ -260,7 +266,7 @@ public final class Guardian {
                     shutdown.addTask(
                             CoordinatedShutdown.PhaseServiceUnbind(),
                             "close-cni-socket",
-                            (java.util.function.Supplier<CompletionStage<Done>>)
+                            (Supplier<CompletionStage<Done>>)
                                     () -> {
                                         socketOpen.set(false);
                                         return server.stop();
@@ -268,18 +274,18 @@ public final class Guardian {
                     shutdown.addTask(
                             CoordinatedShutdown.PhaseServiceUnbind(),
                             "stop-admin-api",
-                            (java.util.function.Supplier<CompletionStage<Done>>) admin::stop);
+                            (Supplier<CompletionStage<Done>>) admin::stop);
                     shutdown.addTask(
                             CoordinatedShutdown.PhaseBeforeActorSystemTerminate(),
                             "stop-dataplane-threads",
-                            (java.util.function.Supplier<CompletionStage<Done>>)
+                            (Supplier<CompletionStage<Done>>)
                                     () -> {
                                         dataplaneThreads.shutdown();
                                         if (kube != null) {
                                             kube.close();
                                         }
-                                        return java.util.concurrent.CompletableFuture
-                                                .completedFuture(Done.getInstance());
+                                        return CompletableFuture.completedFuture(
+                                                Done.getInstance());
                                     });
 
                     if (ctx.getSystem()
@@ -336,8 +342,7 @@ public final class Guardian {
                                         socketOpen,
                                         router,
                                         kube == null
-                                                ? java.util.concurrent.CompletableFuture
-                                                        .completedFuture(null)
+                                                ? CompletableFuture.completedFuture(null)
                                                 : nodeLabels.firstTakenIn(
                                                         settings.kubernetes().labelsWait()),
                                         kube);
@@ -377,7 +382,7 @@ public final class Guardian {
                                     DataDir.tightenFiles(
                                                     settings.dataDir().resolve(DataDir.JOURNAL_DIR))
                                             .forEach(change -> ctx.getLog().warn("{}", change));
-                                } catch (java.io.IOException e) {
+                                } catch (IOException e) {
                                     return fail(ctx, e);
                                 }
                             }
@@ -427,10 +432,7 @@ public final class Guardian {
                         DefineFailed.class,
                         failed -> {
                             Throwable cause =
-                                    failed.cause()
-                                                            instanceof
-                                                            java.util.concurrent.CompletionException
-                                                                    c
+                                    failed.cause() instanceof CompletionException c
                                                     && c.getCause() != null
                                             ? c.getCause()
                                             : failed.cause();
@@ -516,13 +518,13 @@ public final class Guardian {
      * dump of the host ends' qdiscs); a failed reading answers the last value.
      */
     private static void watchSpoofDrops(CadastreMetrics metrics, String node, Dataplane dataplane) {
-        java.util.concurrent.atomic.AtomicLong last = new java.util.concurrent.atomic.AtomicLong();
+        AtomicLong last = new AtomicLong();
         metrics.watchSpoofDrops(
                 node,
                 () -> {
                     try {
                         last.set(dataplane.spoofedPacketsDropped());
-                    } catch (io.cadastre.dataplane.DataplaneException e) {
+                    } catch (DataplaneException e) {
                         // keep the last value: a counter must not go back
                     }
                     return last.get();

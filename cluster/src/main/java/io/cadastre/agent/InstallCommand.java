@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -85,8 +86,7 @@ public final class InstallCommand implements Callable<Integer> {
                                 + plugin
                                 + " is not an executable file (build it with mvn package)");
             }
-            if (!java.util.List.of("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
-                    .contains(cniVersion)) {
+            if (!List.of("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0").contains(cniVersion)) {
                 throw new IOException(
                         "--cni-version must be one of 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0");
             }

@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
@@ -91,7 +92,7 @@ public final class NodeAgentCniBackend implements CniBackend {
         try {
             rules = rules(request);
         } catch (IllegalArgumentException e) {
-            return java.util.concurrent.CompletableFuture.failedFuture(
+            return CompletableFuture.failedFuture(
                     new CniException(
                             CniCodes.INVALID_NETWORK_CONFIG,
                             "invalid ipam ranges",
@@ -262,11 +263,11 @@ public final class NodeAgentCniBackend implements CniBackend {
     public CompletionStage<Void> status(List<String> pools) {
         var refusal = fence.refusal();
         if (refusal.isPresent()) {
-            return java.util.concurrent.CompletableFuture.failedFuture(
+            return CompletableFuture.failedFuture(
                     new CniException(
                             CniCodes.NOT_AVAILABLE, "this member cannot serve now", refusal.get()));
         }
-        return this.<java.util.Optional<String>>ask(r -> new NodeAgent.Status(pools, r))
+        return this.<Optional<String>>ask(r -> new NodeAgent.Status(pools, r))
                 .thenApply(
                         problem -> {
                             if (problem.isPresent()) {
@@ -281,7 +282,7 @@ public final class NodeAgentCniBackend implements CniBackend {
             Function<ActorRef<StatusReply<T>>, NodeAgent.Command> command) {
         var refusal = fence.refusal();
         if (refusal.isPresent()) {
-            return java.util.concurrent.CompletableFuture.failedFuture(
+            return CompletableFuture.failedFuture(
                     new CniException(
                             CniCodes.TRY_AGAIN_LATER,
                             "this member cannot serve now",

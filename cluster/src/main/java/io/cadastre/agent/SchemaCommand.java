@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.persistence.cassandra.KeyspaceAndTableStatements;
 import org.apache.pekko.persistence.cassandra.PluginSettings;
@@ -72,9 +73,7 @@ public final class SchemaCommand implements Callable<Integer> {
                     new KeyspaceAndTableStatements(
                             system,
                             "pekko.persistence.cassandra",
-                            PluginSettings.apply(
-                                    org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(
-                                            system)));
+                            PluginSettings.apply(Adapter.toClassic(system)));
             List<String> statements = new ArrayList<>();
             statements.add(cql.createJournalKeyspaceStatement());
             statements.addAll(cql.getCreateJournalTablesStatements());

@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.dispatch.Futures;
 import org.apache.pekko.persistence.AtomicWrite;
 import org.apache.pekko.persistence.PersistentRepr;
 import org.apache.pekko.persistence.journal.Tagged;
@@ -128,18 +129,18 @@ public final class EmbeddedJournal extends AsyncWriteJournal {
                                                 event.writerUuid())
                                         .withTimestamp(event.timestamp()));
                     });
-            return scala.concurrent.Future$.MODULE$.successful(null);
+            return Futures.successful(null);
         } catch (Exception e) {
-            return scala.concurrent.Future$.MODULE$.failed(e);
+            return Futures.failed(e);
         }
     }
 
     @Override
     public Future<Long> doAsyncReadHighestSequenceNr(String persistenceId, long fromSequenceNr) {
         try {
-            return scala.concurrent.Future$.MODULE$.successful(store.highestSeqNr(persistenceId));
+            return Futures.successful(store.highestSeqNr(persistenceId));
         } catch (Exception e) {
-            return scala.concurrent.Future$.MODULE$.failed(e);
+            return Futures.failed(e);
         }
     }
 }

@@ -1,6 +1,8 @@
 package io.cadastre.journal;
 
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.dispatch.Futures;
 import org.apache.pekko.persistence.SelectedSnapshot;
 import org.apache.pekko.persistence.SnapshotMetadata;
 import org.apache.pekko.persistence.SnapshotSelectionCriteria;
@@ -46,9 +48,9 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
                                                                     s.serializerId(),
                                                                     s.serializerManifest())
                                                             .get()));
-            return scala.concurrent.Future$.MODULE$.successful(selected);
+            return Futures.successful(selected);
         } catch (Exception e) {
-            return scala.concurrent.Future$.MODULE$.failed(e);
+            return Futures.failed(e);
         }
     }
 
@@ -66,7 +68,7 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
                                     Serializers.manifestFor(serializer, snapshot),
                                     serializer.toBinary(snapshot))));
         } catch (Exception e) {
-            return scala.concurrent.Future$.MODULE$.failed(e);
+            return Futures.failed(e);
         }
     }
 
@@ -107,10 +109,10 @@ public final class EmbeddedSnapshotStore extends SnapshotStore {
                                     done ->
                                             newerKept
                                                     ? store.deleteEventsTo(persistenceId, coveredTo)
-                                                    : java.util.concurrent.CompletableFuture
-                                                            .<Void>completedFuture(null)));
+                                                    : CompletableFuture.<Void>completedFuture(
+                                                            null)));
         } catch (Exception e) {
-            return scala.concurrent.Future$.MODULE$.failed(e);
+            return Futures.failed(e);
         }
     }
 }

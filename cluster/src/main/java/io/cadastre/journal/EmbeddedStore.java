@@ -1,6 +1,7 @@
 package io.cadastre.journal;
 
 import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -77,7 +78,7 @@ public final class EmbeddedStore implements Extension {
                     c.getBytes("write-buffer-size"),
                     c.getBytes("max-wal-size"),
                     c.getBytes("compact-above"));
-        } catch (IllegalArgumentException | com.typesafe.config.ConfigException e) {
+        } catch (IllegalArgumentException | ConfigException e) {
             throw new IllegalArgumentException("cadastre.embedded-journal: " + e.getMessage(), e);
         }
     }

@@ -9,20 +9,17 @@ import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributes;
-import java.nio.file.attribute.PosixFilePermission;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -93,15 +90,6 @@ public final class RocksJournalStore implements AutoCloseable {
 
     /** Reads happen at recovery only: a small block cache shared by both column families. */
     private static final long BLOCK_CACHE_BYTES = 1 << 20;
-
-    private static final Set<PosixFilePermission> GROUP_OR_OTHERS =
-            EnumSet.of(
-                    PosixFilePermission.GROUP_READ,
-                    PosixFilePermission.GROUP_WRITE,
-                    PosixFilePermission.GROUP_EXECUTE,
-                    PosixFilePermission.OTHERS_READ,
-                    PosixFilePermission.OTHERS_WRITE,
-                    PosixFilePermission.OTHERS_EXECUTE);
 
     /** One serialized event as stored: the payload's serializer id and manifest, and its bytes. */
     public record Event(
@@ -245,13 +233,7 @@ public final class RocksJournalStore implements AutoCloseable {
      */
     public static RocksJournalStore open(Path dir, Settings settings) throws IOException {
         if (!Files.isDirectory(dir)) {
-            Files.createDirectory(
-                    dir,
-                    PosixFilePermissions.asFileAttribute(
-                            EnumSet.of(
-                                    PosixFilePermission.OWNER_READ,
-                                    PosixFilePermission.OWNER_WRITE,
-                                    PosixFilePermission.OWNER_EXECUTE)));
+            OwnerOnly.createDirectory(dir);
         }
         RocksDB.loadLibrary();
         List<AutoCloseable> resources = new ArrayList<>();
@@ -757,7 +739,7 @@ public final class RocksJournalStore implements AutoCloseable {
                     && compacting.compareAndSet(false, true)) {
                 compactor.execute(this::compactAll);
             }
-        } catch (RocksDBException | java.util.concurrent.RejectedExecutionException e) {
+        } catch (RocksDBException | RejectedExecutionException e) {
             LOG.warn("cannot compact the embedded journal: {}", e.getMessage());
             compacting.set(false);
         }
@@ -789,13 +771,8 @@ public final class RocksJournalStore implements AutoCloseable {
                     PosixFileAttributes attributes =
                             Files.readAttributes(
                                     file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-                    if (attributes.isRegularFile()
-                            && attributes.permissions().stream()
-                                    .anyMatch(GROUP_OR_OTHERS::contains)) {
-                        Set<PosixFilePermission> tightened =
-                                EnumSet.copyOf(attributes.permissions());
-                        tightened.removeAll(GROUP_OR_OTHERS);
-                        Files.setPosixFilePermissions(file, tightened);
+                    if (attributes.isRegularFile()) {
+                        OwnerOnly.tighten(file, attributes.permissions());
                     }
                 } catch (NoSuchFileException e) {
                     // Deleted by RocksDB meanwhile (an obsolete file).

@@ -1,5 +1,6 @@
 package io.cadastre.cni;
 
+import java.nio.charset.StandardCharsets;
 import java.util.regex.Pattern;
 
 /** The spec's name rules for networks, container IDs and interfaces. Pure functions. */
@@ -64,7 +65,7 @@ final class CniNames {
         if (s == null || s.isEmpty()) {
             return "is empty";
         }
-        if (s.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_IFNAME_BYTES) {
+        if (s.getBytes(StandardCharsets.UTF_8).length > MAX_IFNAME_BYTES) {
             return "is longer than " + MAX_IFNAME_BYTES + " bytes";
         }
         if (s.equals(".") || s.equals("..")) {

@@ -10,6 +10,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Jackson set-up and typed field access with CNI error codes: a value of the wrong JSON type is
@@ -128,8 +130,8 @@ final class Json {
     }
 
     /** @return the elements' text; code 6 when an element is not a string */
-    static java.util.List<String> stringList(ArrayNode array, String path) {
-        var out = new java.util.ArrayList<String>(array.size());
+    static List<String> stringList(ArrayNode array, String path) {
+        var out = new ArrayList<String>(array.size());
         for (int i = 0; i < array.size(); i++) {
             JsonNode e = array.get(i);
             if (!e.isTextual()) {

@@ -13,7 +13,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -21,7 +20,6 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ScopeType;
-import picocli.CommandLine.Spec;
 import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
@@ -45,7 +43,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
             "1:ipam check: not clean",
             "2:usage, connection, or an error answered by the agent (message on stderr)"
         })
-public final class Cadastrectl implements Callable<Integer> {
+public final class Cadastrectl extends GroupCommand {
     static final String DEFAULT_SERVER = "http://127.0.0.1:9467";
     static final String ENV_SERVER = "CADASTRE_ADMIN_URL";
     static final String ENV_TOKEN_FILE = "CADASTRE_ADMIN_TOKEN_FILE";
@@ -108,8 +106,6 @@ public final class Cadastrectl implements Callable<Integer> {
                             + " of them.")
     Integer timeoutSeconds;
 
-    @Spec CommandSpec spec;
-
     private final Map<String, String> env;
     private final Path defaultTokenFile;
 
@@ -166,11 +162,6 @@ public final class Cadastrectl implements Callable<Integer> {
         cmd.setOut(out);
         cmd.setErr(err);
         return cmd.execute(args);
-    }
-
-    @Override
-    public Integer call() {
-        throw missingCommand(spec);
     }
 
     /** @return the usage error for a command that only groups subcommands and was given none */

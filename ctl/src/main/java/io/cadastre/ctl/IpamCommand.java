@@ -2,13 +2,10 @@ package io.cadastre.ctl;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.util.concurrent.Callable;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
 
 /**
  * {@code cadastrectl ipam ...}: pools' utilisation, the consistency check, releasing an allocation
@@ -24,13 +21,7 @@ import picocli.CommandLine.Spec;
             IpamCommand.Release.class,
             IpamCommand.Address.class
         })
-final class IpamCommand implements Callable<Integer> {
-    @Spec CommandSpec spec;
-
-    @Override
-    public Integer call() {
-        throw Cadastrectl.missingCommand(spec);
-    }
+final class IpamCommand extends GroupCommand {
 
     /** {@code GET /v1/pools} (and {@code GET /v1/blocks} with {@code --show-blocks}). */
     @Command(
@@ -40,9 +31,7 @@ final class IpamCommand implements Callable<Integer> {
                 "With --show-blocks, then every claimed block: its node, use and borrowers.",
                 "-o json prints {\"pools\": [...]} (and \"blocks\": [...]) as the agent answered them."
             })
-    static final class Show implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class Show extends Subcommand {
         @Option(
                 names = "--show-blocks",
                 description = "Also list the claimed blocks, one row each.")
@@ -50,7 +39,7 @@ final class IpamCommand implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
+            Cadastrectl ctl = ctl();
             AdminClient client = ctl.client();
             JsonNode pools = client.get("/v1/pools");
             JsonNode blocks = showBlocks ? client.get("/v1/blocks") : null;
@@ -78,16 +67,13 @@ final class IpamCommand implements Callable<Integer> {
                 "Cross-checks blocks' allocations against nodes' attachments (a snapshot).",
                 "Exit 0 when clean, 1 when not; -o json prints the report and exits the same way."
             })
-    static final class Check implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class Check extends Subcommand {
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
-            JsonNode report = ctl.client().get("/v1/check");
+            JsonNode report = client().get("/v1/check");
             // Decide before printing: a report without a verdict is an error (exit 2), not output.
             boolean clean = Views.clean(report);
-            ctl.printAnswer(report, Views::check);
+            print(report, Views::check);
             return clean ? Cadastrectl.EXIT_OK : Cadastrectl.EXIT_NOT_CLEAN;
         }
     }
@@ -99,9 +85,7 @@ final class IpamCommand implements Callable<Integer> {
                 "Frees one address, or every address of one attachment (node, handle, interface).",
                 "Idempotent: releasing what is not held prints that nothing was released."
             })
-    static final class Release implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class Release extends Subcommand {
         @ArgGroup(exclusive = true, multiplicity = "1")
         Target target;
 
@@ -143,27 +127,22 @@ final class IpamCommand implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
             ObjectNode body = Json.MAPPER.createObjectNode();
             if (target.address != null) {
                 body.put("address", target.address);
             } else {
                 Attachment a = target.attachment;
-                body.put("node", Cadastrectl.nonBlank(spec, "--node", a.node))
-                        .put("handle", Cadastrectl.nonBlank(spec, "--handle", a.handle))
-                        .put("ifname", Cadastrectl.nonBlank(spec, "--ifname", a.ifname));
+                body.put("node", nonBlank("--node", a.node))
+                        .put("handle", nonBlank("--handle", a.handle))
+                        .put("ifname", nonBlank("--ifname", a.ifname));
             }
-            JsonNode answer = ctl.client().post("/v1/release", body);
-            ctl.printAnswer(answer, Views::released);
-            return Cadastrectl.EXIT_OK;
+            return print(client().post("/v1/release", body), Views::released);
         }
     }
 
     /** {@code GET /v1/addresses/{address}}. */
     @Command(name = "address", description = "Shows an address's pool and block, and who holds it.")
-    static final class Address implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class Address extends Subcommand {
         @Parameters(
                 paramLabel = "IP",
                 converter = IpLiteral.Converter.class,
@@ -172,10 +151,8 @@ final class IpamCommand implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
-            JsonNode answer = ctl.client().get("/v1/addresses/" + AdminClient.segment(address));
-            ctl.printAnswer(answer, Views::address);
-            return Cadastrectl.EXIT_OK;
+            return print(
+                    client().get("/v1/addresses/" + AdminClient.segment(address)), Views::address);
         }
     }
 }

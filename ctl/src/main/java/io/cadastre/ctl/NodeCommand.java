@@ -1,11 +1,8 @@
 package io.cadastre.ctl;
 
-import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
 
 /**
  * {@code cadastrectl node ...}: the nodes the IPAM knows (cluster members, block owners, holders of
@@ -21,49 +18,31 @@ import picocli.CommandLine.Spec;
             NodeCommand.Show.class,
             NodeCommand.Remove.class
         })
-final class NodeCommand implements Callable<Integer> {
-    @Spec CommandSpec spec;
-
-    @Override
-    public Integer call() {
-        throw Cadastrectl.missingCommand(spec);
-    }
+final class NodeCommand extends GroupCommand {
 
     /** {@code GET /v1/nodes}. */
     @Command(
             name = "list",
             description =
                     "Every node with its membership, block counts, attachment count and labels.")
-    static final class ListNodes implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class ListNodes extends Subcommand {
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
-            ctl.printAnswer(ctl.client().get("/v1/nodes"), Views::nodes);
-            return Cadastrectl.EXIT_OK;
+            return print(client().get("/v1/nodes"), Views::nodes);
         }
     }
 
     /** {@code GET /v1/nodes/{name}}. */
     @Command(name = "show", description = "One node: its summary, its blocks, its attachments.")
-    static final class Show implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class Show extends Subcommand {
         @Parameters(paramLabel = "NAME", description = "The node's name.")
         String name;
 
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
-            ctl.printAnswer(
-                    ctl.client()
-                            .get(
-                                    "/v1/nodes/"
-                                            + AdminClient.segment(
-                                                    Cadastrectl.nonBlank(spec, "NAME", name))),
+            return print(
+                    client().get("/v1/nodes/" + AdminClient.segment(nonBlank("NAME", name))),
                     Views::node);
-            return Cadastrectl.EXIT_OK;
         }
     }
 
@@ -75,9 +54,7 @@ final class NodeCommand implements Callable<Integer> {
                 "its empty blocks. A member is refused (409): stop its agent first. Its",
                 "agent starting again under the name un-removes the node."
             })
-    static final class Remove implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class Remove extends Subcommand {
         @Parameters(paramLabel = "NAME", description = "The node's name.")
         String name;
 
@@ -91,13 +68,11 @@ final class NodeCommand implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
             String path =
                     "/v1/nodes/"
-                            + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name))
+                            + AdminClient.segment(nonBlank("NAME", name))
                             + (releaseAddresses ? "?releaseAddresses=true" : "");
-            ctl.printAnswer(ctl.client().delete(path), Views::nodeRemoved);
-            return Cadastrectl.EXIT_OK;
+            return print(client().delete(path), Views::nodeRemoved);
         }
     }
 }

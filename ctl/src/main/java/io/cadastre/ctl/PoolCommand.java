@@ -3,13 +3,10 @@ package io.cadastre.ctl;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
-import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ITypeConverter;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
 import picocli.CommandLine.TypeConversionException;
 
 /**
@@ -27,27 +24,17 @@ import picocli.CommandLine.TypeConversionException;
             PoolCommand.Enable.class,
             PoolCommand.Delete.class
         })
-final class PoolCommand implements Callable<Integer> {
-    @Spec CommandSpec spec;
-
-    @Override
-    public Integer call() {
-        throw Cadastrectl.missingCommand(spec);
-    }
+final class PoolCommand extends GroupCommand {
 
     /** {@code GET /v1/pools}. */
     @Command(
             name = "list",
             description =
                     "Every pool's CIDR, block size, allocation settings, node selector and excluded ranges.")
-    static final class ListPools implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class ListPools extends Subcommand {
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
-            ctl.printAnswer(ctl.client().get("/v1/pools"), Views::poolSettings);
-            return Cadastrectl.EXIT_OK;
+            return print(client().get("/v1/pools"), Views::poolSettings);
         }
     }
 
@@ -63,9 +50,7 @@ final class PoolCommand implements Callable<Integer> {
                 "(or the preset's). Idempotent: the same definition again succeeds; another",
                 "under the same name, or a CIDR overlapping a pool, is refused (409)."
             })
-    static final class Create implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    static final class Create extends Subcommand {
         @Parameters(paramLabel = "NAME", description = "The pool's name.")
         String name;
 
@@ -128,11 +113,11 @@ final class PoolCommand implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
+            Cadastrectl ctl = ctl();
             ObjectNode body =
                     Json.MAPPER
                             .createObjectNode()
-                            .put("name", Cadastrectl.nonBlank(spec, "NAME", name))
+                            .put("name", nonBlank("NAME", name))
                             .put("cidr", cidr);
             if (blockSize != null) {
                 body.put("blockSize", blockSize);
@@ -165,8 +150,7 @@ final class PoolCommand implements Callable<Integer> {
                             : "pool "
                                     + Table.clean(name)
                                     + " already exists with this definition; nothing changed";
-            ctl.printAnswer(answer.body(), pool -> verdict + "\n" + Views.pool(pool));
-            return Cadastrectl.EXIT_OK;
+            return print(answer.body(), pool -> verdict + "\n" + Views.pool(pool));
         }
     }
 
@@ -206,32 +190,26 @@ final class PoolCommand implements Callable<Integer> {
     static final class Delete extends OnePool {
         @Override
         public Integer call() {
-            Cadastrectl ctl = Cadastrectl.of(spec);
-            ctl.printAnswer(ctl.client().delete(path()), Views::poolDeleted);
-            return Cadastrectl.EXIT_OK;
+            return print(client().delete(path()), Views::poolDeleted);
         }
     }
 
     /** A command on one existing pool, named by its one parameter (picocli reads inherited fields). */
-    abstract static class OnePool implements Callable<Integer> {
-        @Spec CommandSpec spec;
-
+    abstract static class OnePool extends Subcommand {
         @Parameters(paramLabel = "NAME", description = "The pool's name.")
         String name;
 
         /** @return {@code /v1/pools/{name}}, the name encoded; a usage error when it is blank */
         String path() {
-            return "/v1/pools/" + AdminClient.segment(Cadastrectl.nonBlank(spec, "NAME", name));
+            return "/v1/pools/" + AdminClient.segment(nonBlank("NAME", name));
         }
 
         /** {@code POST /v1/pools/{name}/{action}} without a body; prints a line and the pool the agent answers. */
         int act(String action, String done) {
-            Cadastrectl ctl = Cadastrectl.of(spec);
             String path = path() + "/" + action;
-            ctl.printAnswer(
-                    ctl.client().post(path),
+            return print(
+                    client().post(path),
                     pool -> done + Table.clean(name) + "\n" + Views.pool(pool));
-            return Cadastrectl.EXIT_OK;
         }
     }
 

@@ -1,5 +1,6 @@
 package io.cadastre.admin;
 
+import com.sun.security.auth.module.UnixSystem;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.channels.Channels;
@@ -176,7 +177,7 @@ public final class AdminToken {
         long owner =
                 ((Number) Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS))
                         .longValue();
-        if (owner != new com.sun.security.auth.module.UnixSystem().getUid()) {
+        if (owner != new UnixSystem().getUid()) {
             return Optional.of(
                     "owned by " + attributes.owner().getName() + ", not this process's user");
         }

@@ -23,6 +23,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiPredicate;
+import java.util.function.Predicate;
 
 /**
  * The consistency check: compares what the blocks hold with what the nodes record.
@@ -99,7 +100,8 @@ public final class ConsistencyCheck {
     /**
      * Runs the check.
      *
-     * @return the report; fails with {@link AdminException} UNAVAILABLE when an entity does not answer
+     * @return the report; fails with {@link io.cadastre.shards.IpamException} UNAVAILABLE when an
+     *     entity does not answer
      */
     public CompletionStage<Report> run() {
         long started = System.nanoTime();
@@ -222,18 +224,8 @@ public final class ConsistencyCheck {
             Map<Cidr, Claim> claims,
             Map<Cidr, BlockView> blocks,
             Map<String, NodeView> nodes) {
-        Set<String> moreNodes = new TreeSet<>();
-        blocks.values()
-                .forEach(
-                        b ->
-                                b.allocations()
-                                        .values()
-                                        .forEach(
-                                                a -> {
-                                                    if (!nodes.containsKey(a.node())) {
-                                                        moreNodes.add(a.node());
-                                                    }
-                                                }));
+        Set<String> moreNodes = Inventory.allocationHolders(blocks.values());
+        moreNodes.removeAll(nodes.keySet());
         Set<Cidr> moreBlocks = new TreeSet<>();
         nodes.values()
                 .forEach(
@@ -281,41 +273,37 @@ public final class ConsistencyCheck {
     /** @return the allocations of nodes that are not removed and do not record them */
     private static List<Orphan> orphans(Snapshot snapshot, Set<String> removed) {
         Map<String, Map<String, AttachmentRecord>> records = snapshot.records();
-        List<Orphan> orphans = new ArrayList<>();
-        snapshot.blocks()
-                .forEach(
-                        (block, view) ->
-                                view.allocations()
-                                        .forEach(
-                                                (address, a) -> {
-                                                    AttachmentRecord record =
-                                                            records.getOrDefault(a.node(), Map.of())
-                                                                    .get(
-                                                                            AttachmentRecord.key(
-                                                                                    a.handle(),
-                                                                                    a.ifname()));
-                                                    if (!removed.contains(a.node())
-                                                            && !records(record, address)) {
-                                                        orphans.add(new Orphan(block, address, a));
-                                                    }
-                                                }));
-        return orphans;
+        return allocations(
+                snapshot,
+                o -> {
+                    Allocation a = o.allocation();
+                    AttachmentRecord record =
+                            records.getOrDefault(a.node(), Map.of())
+                                    .get(AttachmentRecord.key(a.handle(), a.ifname()));
+                    return !removed.contains(a.node()) && !records(record, o.address());
+                });
     }
 
     /** @return the allocations held for removed nodes */
     private static List<Orphan> heldForRemoved(Snapshot snapshot, Set<String> removed) {
-        List<Orphan> held = new ArrayList<>();
+        return allocations(snapshot, o -> removed.contains(o.allocation().node()));
+    }
+
+    /** @return the allocations of the snapshot's blocks that {@code keep} keeps, block by block */
+    private static List<Orphan> allocations(Snapshot snapshot, Predicate<Orphan> keep) {
+        List<Orphan> kept = new ArrayList<>();
         snapshot.blocks()
                 .forEach(
                         (block, view) ->
                                 view.allocations()
                                         .forEach(
                                                 (address, a) -> {
-                                                    if (removed.contains(a.node())) {
-                                                        held.add(new Orphan(block, address, a));
+                                                    Orphan o = new Orphan(block, address, a);
+                                                    if (keep.test(o)) {
+                                                        kept.add(o);
                                                     }
                                                 }));
-        return held;
+        return kept;
     }
 
     private static List<Missing> missing(Snapshot snapshot) {

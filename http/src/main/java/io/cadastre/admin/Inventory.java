@@ -16,6 +16,7 @@ import io.cadastre.shards.BlockReleases.Claim;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.HeldAddress;
 import io.cadastre.shards.NodeEntity.NodeView;
+import io.cadastre.shards.PeerInfo;
 import io.cadastre.shards.PoolEntity.PoolView;
 import io.cadastre.shards.PoolRegistry.Catalog;
 import io.cadastre.shards.Pools;
@@ -46,8 +47,9 @@ import org.apache.pekko.actor.typed.ActorSystem;
  * that is not a member is unknown (404).
  *
  * <p>All methods return stages that fail with {@link AdminException}: BAD_REQUEST for malformed
- * input (nothing changed), NOT_FOUND for an unknown pool, node or an address in no pool,
- * UNAVAILABLE when an entity did not answer within the ask timeouts.
+ * input (nothing changed), NOT_FOUND for an unknown pool, node or an address in no pool; and with
+ * {@link io.cadastre.shards.IpamException} UNAVAILABLE when an entity did not answer within the
+ * ask timeouts (answered 503, as AdminException UNAVAILABLE is).
  */
 public final class Inventory {
     private final ActorSystem<?> system;
@@ -115,6 +117,38 @@ public final class Inventory {
         return claims;
     }
 
+    /** @return the blocks claimed for the node, in the claims' order */
+    static List<Cidr> affineTo(Map<Cidr, Claim> claims, String node) {
+        return claims.entrySet().stream()
+                .filter(e -> e.getValue().node().equals(node))
+                .map(Map.Entry::getKey)
+                .toList();
+    }
+
+    /** @return the nodes that hold an allocation in any of the blocks, sorted */
+    static Set<String> allocationHolders(Collection<BlockView> blocks) {
+        Set<String> holders = new TreeSet<>();
+        blocks.forEach(b -> b.allocations().values().forEach(a -> holders.add(a.node())));
+        return holders;
+    }
+
+    /**
+     * The pools' claimed blocks, read.
+     *
+     * @param pools the pools' views, by name
+     * @param claims every claimed block of the pools, in address order
+     * @param blocks each claimed block's view
+     */
+    record ClaimedBlocks(
+            Map<String, PoolView> pools, Map<Cidr, Claim> claims, Map<Cidr, BlockView> blocks) {}
+
+    /** @return the pools' claimed blocks, each read now (in parallel) */
+    CompletionStage<ClaimedBlocks> claimedBlocks(Map<String, PoolView> views) {
+        Map<Cidr, Claim> claims = claims(views);
+        return reads.blocks(claims.keySet())
+                .thenApply(blocks -> new ClaimedBlocks(views, claims, blocks));
+    }
+
     /** @return every pool with its utilisation: claimed blocks and the addresses they hold */
     public CompletionStage<AdminViews.Pools> pools() {
         return poolViews().thenCompose(this::poolsOf);
@@ -133,45 +167,34 @@ public final class Inventory {
     }
 
     private CompletionStage<AdminViews.Pools> poolsOf(Map<String, PoolView> views) {
-        Map<Cidr, Claim> claims = claims(views);
-        return reads.blocks(claims.keySet())
+        return claimedBlocks(views)
                 .thenApply(
-                        blocks ->
+                        claimed ->
                                 new AdminViews.Pools(
                                         views.values().stream()
-                                                .map(
-                                                        view -> {
-                                                            PoolSpec spec = view.spec();
-                                                            long allocated =
-                                                                    view.claims().keySet().stream()
-                                                                            .mapToLong(
-                                                                                    b ->
-                                                                                            blocks.get(
-                                                                                                            b)
-                                                                                                    .allocations()
-                                                                                                    .size())
-                                                                            .sum();
-                                                            return new AdminViews.Pool(
-                                                                    spec.name(),
-                                                                    spec.cidr().toString(),
-                                                                    spec.blockPrefix(),
-                                                                    spec.strictAffinity(),
-                                                                    spec.allowBorrowing(),
-                                                                    spec.maxBlocksPerNode(),
-                                                                    view.disabled(),
-                                                                    spec.cidr().size(),
-                                                                    new BlockCount(
-                                                                            view.claims().size(),
-                                                                            spec.cidr()
-                                                                                    .subnetCount(
-                                                                                            spec
-                                                                                                    .blockPrefix())),
-                                                                    allocated,
-                                                                    spec.nodeSelector(),
-                                                                    AdminViews.cidrs(
-                                                                            spec.excluded()));
-                                                        })
+                                                .map(view -> pool(view, claimed.blocks()))
                                                 .toList()));
+    }
+
+    private static AdminViews.Pool pool(PoolView view, Map<Cidr, BlockView> blocks) {
+        PoolSpec spec = view.spec();
+        long allocated =
+                view.claims().keySet().stream()
+                        .mapToLong(b -> blocks.get(b).allocations().size())
+                        .sum();
+        return new AdminViews.Pool(
+                spec.name(),
+                spec.cidr().toString(),
+                spec.blockPrefix(),
+                spec.strictAffinity(),
+                spec.allowBorrowing(),
+                spec.maxBlocksPerNode(),
+                view.disabled(),
+                spec.cidr().size(),
+                new BlockCount(view.claims().size(), spec.cidr().subnetCount(spec.blockPrefix())),
+                allocated,
+                spec.nodeSelector(),
+                AdminViews.cidrs(spec.excluded()));
     }
 
     /**
@@ -183,71 +206,44 @@ public final class Inventory {
      * reads them.
      */
     public CompletionStage<CadastreMetrics.IpamUsage> usage() {
-        return poolViews()
-                .thenCompose(
-                        views -> {
-                            Map<Cidr, Claim> claims = claims(views);
-                            return reads.blocks(claims.keySet())
-                                    .thenApply(
-                                            blocks -> {
-                                                Map<String, Double> sizes = new LinkedHashMap<>();
-                                                views.forEach(
-                                                        (name, view) ->
-                                                                sizes.put(
-                                                                        name,
-                                                                        view.spec()
-                                                                                .cidr()
-                                                                                .size()
-                                                                                .doubleValue()));
-                                                // (pool, node) -> {in use, borrowed, blocks}
-                                                Map<Claim, long[]> counts =
-                                                        new TreeMap<>(
-                                                                Comparator.comparing(Claim::pool)
-                                                                        .thenComparing(
-                                                                                Claim::node));
-                                                claims.forEach(
-                                                        (block, claim) -> {
-                                                            counts.computeIfAbsent(
-                                                                            claim,
-                                                                            c -> new long[3])[2]++;
-                                                            for (Allocation a :
-                                                                    blocks.get(block)
-                                                                            .allocations()
-                                                                            .values()) {
-                                                                long[] holder =
-                                                                        counts.computeIfAbsent(
-                                                                                new Claim(
-                                                                                        claim
-                                                                                                .pool(),
-                                                                                        a.node()),
-                                                                                c -> new long[3]);
-                                                                holder[0]++;
-                                                                if (!a.node()
-                                                                        .equals(claim.node())) {
-                                                                    holder[1]++;
-                                                                }
-                                                            }
-                                                        });
-                                                return new CadastreMetrics.IpamUsage(
-                                                        sizes,
-                                                        counts.entrySet().stream()
-                                                                .map(
-                                                                        e ->
-                                                                                new CadastreMetrics
-                                                                                        .NodeUsage(
-                                                                                        e.getKey()
-                                                                                                .pool(),
-                                                                                        e.getKey()
-                                                                                                .node(),
-                                                                                        e.getValue()[
-                                                                                                0],
-                                                                                        e.getValue()[
-                                                                                                1],
-                                                                                        e.getValue()[
-                                                                                                2]))
-                                                                .toList());
-                                            });
+        return poolViews().thenCompose(this::claimedBlocks).thenApply(Inventory::usage);
+    }
+
+    private static CadastreMetrics.IpamUsage usage(ClaimedBlocks claimed) {
+        Map<String, Double> sizes = new LinkedHashMap<>();
+        claimed.pools()
+                .forEach((name, view) -> sizes.put(name, view.spec().cidr().size().doubleValue()));
+        // (pool, node) -> {in use, borrowed, blocks}
+        Map<Claim, long[]> counts =
+                new TreeMap<>(Comparator.comparing(Claim::pool).thenComparing(Claim::node));
+        claimed.claims()
+                .forEach(
+                        (block, claim) -> {
+                            counts.computeIfAbsent(claim, c -> new long[3])[2]++;
+                            for (Allocation a :
+                                    claimed.blocks().get(block).allocations().values()) {
+                                long[] holder =
+                                        counts.computeIfAbsent(
+                                                new Claim(claim.pool(), a.node()),
+                                                c -> new long[3]);
+                                holder[0]++;
+                                if (!a.node().equals(claim.node())) {
+                                    holder[1]++;
+                                }
+                            }
                         });
+        return new CadastreMetrics.IpamUsage(
+                sizes,
+                counts.entrySet().stream()
+                        .map(
+                                e ->
+                                        new CadastreMetrics.NodeUsage(
+                                                e.getKey().pool(),
+                                                e.getKey().node(),
+                                                e.getValue()[0],
+                                                e.getValue()[1],
+                                                e.getValue()[2]))
+                        .toList());
     }
 
     /**
@@ -280,39 +276,32 @@ public final class Inventory {
                                                                 List.copyOf(
                                                                         catalog.pools().keySet())));
                                     })
-                            .thenCompose(
-                                    views -> {
-                                        Map<Cidr, Claim> claims = claims(views);
-                                        return reads.blocks(claims.keySet())
-                                                .thenApply(
-                                                        blocks ->
-                                                                new AdminViews.Blocks(
-                                                                        claims.entrySet().stream()
-                                                                                .map(
-                                                                                        e ->
-                                                                                                block(
-                                                                                                        e
-                                                                                                                .getKey(),
-                                                                                                        e
-                                                                                                                .getValue(),
-                                                                                                        blocks
-                                                                                                                .get(
-                                                                                                                        e
-                                                                                                                                .getKey())))
-                                                                                .filter(
-                                                                                        b ->
-                                                                                                node
-                                                                                                                .isEmpty()
-                                                                                                        || node.get()
-                                                                                                                .equals(
-                                                                                                                        b
-                                                                                                                                .affinity())
-                                                                                                        || b.borrowedBy()
-                                                                                                                .contains(
-                                                                                                                        node
-                                                                                                                                .get()))
-                                                                                .toList()));
-                                    });
+                            .thenCompose(this::claimedBlocks)
+                            .thenApply(
+                                    claimed ->
+                                            new AdminViews.Blocks(
+                                                    claimed.claims().entrySet().stream()
+                                                            .map(
+                                                                    e ->
+                                                                            block(
+                                                                                    e.getKey(),
+                                                                                    e.getValue(),
+                                                                                    claimed.blocks()
+                                                                                            .get(
+                                                                                                    e
+                                                                                                            .getKey())))
+                                                            .filter(
+                                                                    b ->
+                                                                            node.isEmpty()
+                                                                                    || node.get()
+                                                                                            .equals(
+                                                                                                    b
+                                                                                                            .affinity())
+                                                                                    || b.borrowedBy()
+                                                                                            .contains(
+                                                                                                    node
+                                                                                                            .get()))
+                                                            .toList()));
                 });
     }
 
@@ -352,84 +341,45 @@ public final class Inventory {
     public CompletionStage<AdminViews.Nodes> nodes() {
         Map<String, Members.Standing> members = members();
         return poolViews()
+                .thenCompose(this::claimedBlocks)
                 .thenCompose(
-                        views -> {
-                            Map<Cidr, Claim> claims = claims(views);
-                            return reads.blocks(claims.keySet())
-                                    .thenCompose(
-                                            blocks -> {
-                                                Set<String> names = new TreeSet<>(members.keySet());
-                                                claims.values().forEach(c -> names.add(c.node()));
-                                                blocks.values()
-                                                        .forEach(
-                                                                b ->
-                                                                        b.allocations()
-                                                                                .values()
-                                                                                .forEach(
-                                                                                        a ->
-                                                                                                names
-                                                                                                        .add(
-                                                                                                                a
-                                                                                                                        .node())));
-                                                return reads.nodes(names)
-                                                        .thenApply(
-                                                                nodes ->
-                                                                        new AdminViews.Nodes(
-                                                                                names.stream()
-                                                                                        .map(
-                                                                                                name -> {
-                                                                                                    List<
-                                                                                                                    Cidr>
-                                                                                                            affine =
-                                                                                                                    claims
-                                                                                                                            .entrySet()
-                                                                                                                            .stream()
-                                                                                                                            .filter(
-                                                                                                                                    e ->
-                                                                                                                                            e.getValue()
-                                                                                                                                                    .node()
-                                                                                                                                                    .equals(
-                                                                                                                                                            name))
-                                                                                                                            .map(
-                                                                                                                                    Map
-                                                                                                                                                    .Entry
-                                                                                                                                            ::getKey)
-                                                                                                                            .toList();
-                                                                                                    List<
-                                                                                                                    Cidr>
-                                                                                                            borrowed =
-                                                                                                                    claims
-                                                                                                                            .entrySet()
-                                                                                                                            .stream()
-                                                                                                                            .filter(
-                                                                                                                                    e ->
-                                                                                                                                            !e.getValue()
-                                                                                                                                                            .node()
-                                                                                                                                                            .equals(
-                                                                                                                                                                    name)
-                                                                                                                                                    && holdsFor(
-                                                                                                                                                            blocks
-                                                                                                                                                                    .get(
-                                                                                                                                                                            e
-                                                                                                                                                                                    .getKey()),
-                                                                                                                                                            name))
-                                                                                                                            .map(
-                                                                                                                                    Map
-                                                                                                                                                    .Entry
-                                                                                                                                            ::getKey)
-                                                                                                                            .toList();
-                                                                                                    return summary(
-                                                                                                            name,
-                                                                                                            members,
-                                                                                                            affine,
-                                                                                                            borrowed,
-                                                                                                            nodes
-                                                                                                                    .get(
-                                                                                                                            name));
-                                                                                                })
-                                                                                        .toList()));
-                                            });
+                        claimed -> {
+                            Set<String> names = new TreeSet<>(members.keySet());
+                            claimed.claims().values().forEach(c -> names.add(c.node()));
+                            names.addAll(allocationHolders(claimed.blocks().values()));
+                            return reads.nodes(names)
+                                    .thenApply(
+                                            nodes ->
+                                                    new AdminViews.Nodes(
+                                                            names.stream()
+                                                                    .map(
+                                                                            name ->
+                                                                                    summary(
+                                                                                            name,
+                                                                                            members,
+                                                                                            claimed,
+                                                                                            nodes
+                                                                                                    .get(
+                                                                                                            name)))
+                                                                    .toList()));
                         });
+    }
+
+    /** @return the node's summary: the blocks claimed for it, and the others that hold its addresses */
+    private static NodeSummary summary(
+            String name,
+            Map<String, Members.Standing> members,
+            ClaimedBlocks claimed,
+            NodeView view) {
+        List<Cidr> borrowed =
+                claimed.claims().entrySet().stream()
+                        .filter(
+                                e ->
+                                        !e.getValue().node().equals(name)
+                                                && holdsFor(claimed.blocks().get(e.getKey()), name))
+                        .map(Map.Entry::getKey)
+                        .toList();
+        return summary(name, members, affineTo(claimed.claims(), name), borrowed, view);
     }
 
     /** @return the node with its attachments; NOT_FOUND when the node is unknown */
@@ -439,12 +389,7 @@ public final class Inventory {
                 .thenCombine(
                         poolViews(),
                         (view, views) -> {
-                            Map<Cidr, Claim> claims = claims(views);
-                            List<Cidr> affine =
-                                    claims.entrySet().stream()
-                                            .filter(e -> e.getValue().node().equals(name))
-                                            .map(Map.Entry::getKey)
-                                            .toList();
+                            List<Cidr> affine = affineTo(claims(views), name);
                             if (!members.containsKey(name)
                                     && affine.isEmpty()
                                     && view.attachments().isEmpty()
@@ -493,12 +438,11 @@ public final class Inventory {
                                                     List<Attachment> attachments =
                                                             view.attachments().stream()
                                                                     .sorted(
-                                                                            java.util.Comparator
-                                                                                    .comparing(
-                                                                                            (AttachmentRecord
-                                                                                                            a) ->
-                                                                                                    a
-                                                                                                            .key()))
+                                                                            Comparator.comparing(
+                                                                                    (AttachmentRecord
+                                                                                                    a) ->
+                                                                                            a
+                                                                                                    .key()))
                                                                     .map(Attachment::of)
                                                                     .toList();
                                                     return new NodeDetail(
@@ -515,7 +459,7 @@ public final class Inventory {
                                                 }));
     }
 
-    private static AdminViews.Peer peer(io.cadastre.shards.PeerInfo p) {
+    private static AdminViews.Peer peer(PeerInfo p) {
         return p == null
                 ? null
                 : new AdminViews.Peer(
@@ -606,26 +550,33 @@ public final class Inventory {
      * @return its pool, block and holder (null when free or when the block is not claimed)
      */
     public CompletionStage<AddressHolder> address(String literal) {
+        return holding(literal)
+                .thenApply(
+                        h ->
+                                new AddressHolder(
+                                        h.where().address(),
+                                        h.where().pool().name(),
+                                        h.where().block().toString(),
+                                        h.allocation()
+                                                .map(AdminViews.Allocation::of)
+                                                .orElse(null)));
+    }
+
+    /** Where an address lies, and who holds it ({@link #allocationAt}). */
+    private record Holding(Location where, Optional<Allocation> allocation) {}
+
+    /**
+     * @return where the address lies and who holds it; fails with BAD_REQUEST for a malformed
+     *     address, NOT_FOUND for one in no pool
+     */
+    private CompletionStage<Holding> holding(String literal) {
         return guard(
                 () ->
                         locate(literal)
                                 .thenCompose(
                                         where ->
                                                 allocationAt(where)
-                                                        .thenApply(
-                                                                allocation ->
-                                                                        new AddressHolder(
-                                                                                where.address(),
-                                                                                where.pool().name(),
-                                                                                where.block()
-                                                                                        .toString(),
-                                                                                allocation
-                                                                                        .map(
-                                                                                                AdminViews
-                                                                                                                .Allocation
-                                                                                                        ::of)
-                                                                                        .orElse(
-                                                                                                null)))));
+                                                        .thenApply(a -> new Holding(where, a))));
     }
 
     /** @return who holds the address; the block is asked only when its pool has claimed it */
@@ -657,36 +608,22 @@ public final class Inventory {
      * @return the addresses freed, empty when the address was free
      */
     public CompletionStage<AdminViews.Released> releaseAddress(String literal) {
-        return guard(
-                () ->
-                        locate(literal)
-                                .thenCompose(
-                                        where ->
-                                                allocationAt(where)
-                                                        .thenCompose(
-                                                                holder -> {
-                                                                    if (holder.isEmpty()) {
-                                                                        return CompletableFuture
-                                                                                .completedFuture(
-                                                                                        new AdminViews
-                                                                                                .Released(
-                                                                                                List
-                                                                                                        .of()));
-                                                                    }
-                                                                    Allocation a = holder.get();
-                                                                    return release(
-                                                                            a.node(),
-                                                                            a.handle(),
-                                                                            a.ifname(),
-                                                                            () ->
-                                                                                    CompletableFuture
-                                                                                            .completedFuture(
-                                                                                                    List
-                                                                                                            .of(
-                                                                                                                    where
-                                                                                                                            .block())),
-                                                                            List.of(where.block()));
-                                                                })));
+        return holding(literal)
+                .thenCompose(
+                        h -> {
+                            if (h.allocation().isEmpty()) {
+                                return CompletableFuture.completedFuture(
+                                        new AdminViews.Released(List.of()));
+                            }
+                            Allocation a = h.allocation().get();
+                            List<Cidr> block = List.of(h.where().block());
+                            return release(
+                                    a.node(),
+                                    a.handle(),
+                                    a.ifname(),
+                                    () -> CompletableFuture.completedFuture(block),
+                                    block);
+                        });
     }
 
     /**
@@ -758,14 +695,7 @@ public final class Inventory {
                 .thenCombine(
                         poolViews(),
                         (view, views) -> {
-                            Set<Cidr> blocks = new LinkedHashSet<>();
-                            claims(views)
-                                    .forEach(
-                                            (block, claim) -> {
-                                                if (claim.node().equals(node)) {
-                                                    blocks.add(block);
-                                                }
-                                            });
+                            Set<Cidr> blocks = new LinkedHashSet<>(affineTo(claims(views), node));
                             blocks.addAll(view.borrowedBlocks().keySet());
                             return List.copyOf(blocks);
                         });

@@ -40,8 +40,8 @@ import java.util.concurrent.CompletionStage;
  * are releasable by address and reported by the consistency check
  * ({@link ConsistencyCheck}, {@code allocationsOfRemovedNodes}).
  *
- * <p>Stages fail with {@link AdminException}: CONFLICT, NOT_FOUND, UNAVAILABLE (an entity did not
- * answer; what was done stays done).
+ * <p>Stages fail with {@link AdminException}: CONFLICT, NOT_FOUND; and with {@link IpamException}
+ * UNAVAILABLE when an entity did not answer (what was done stays done).
  *
  * <p>Also used by the Kubernetes integration (module kube, {@code DeletedNodeReleaser}): a Node
  * deleted from Kubernetes gets the removal with {@code releaseAddresses}, as Calico's

@@ -43,6 +43,7 @@ import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.FastThreadLocalThread;
 import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
@@ -541,7 +542,7 @@ public final class CniSocketServer {
         private boolean lingering;
 
         private long dropped;
-        private io.netty.util.concurrent.ScheduledFuture<?> timer;
+        private ScheduledFuture<?> timer;
 
         @Override
         public void channelActive(ChannelHandlerContext ctx) {

@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,9 +75,7 @@ public final class AnnotatedIpamChoice implements PodIpamChoice {
 
     /** The cached object, else a GET; empty (logged) when the API does not answer in time. */
     private static <T> CompletionStage<Optional<T>> lookup(
-            Optional<T> cached,
-            java.util.function.Supplier<CompletionStage<Optional<T>>> get,
-            String what) {
+            Optional<T> cached, Supplier<CompletionStage<Optional<T>>> get, String what) {
         if (cached.isPresent()) {
             return CompletableFuture.completedFuture(cached);
         }

@@ -1,5 +1,7 @@
 package io.cadastre.kube;
 
+import io.cadastre.cni.CniText;
+import io.cadastre.ipam.IpAddresses;
 import io.cadastre.shards.CborSerializable;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerPort;
@@ -18,6 +20,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.LongSupplier;
 import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.AddressFromURIString;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -184,9 +187,7 @@ public final class ClusterBootstrap {
                             ProbeReply.class,
                             reply -> {
                                 try {
-                                    Address from =
-                                            org.apache.pekko.actor.AddressFromURIString.parse(
-                                                    reply.address());
+                                    Address from = AddressFromURIString.parse(reply.address());
                                     answers.put(
                                             from,
                                             new Answer(
@@ -194,7 +195,7 @@ public final class ClusterBootstrap {
                                 } catch (RuntimeException e) {
                                     LOG.warn(
                                             "cluster bootstrap: an answer names no address: {}",
-                                            io.cadastre.cni.CniText.quoted(reply.address()));
+                                            CniText.quoted(reply.address()));
                                 }
                                 return Behaviors.same();
                             })
@@ -313,7 +314,7 @@ public final class ClusterBootstrap {
      *     address names no host Pekko can reach, and never equals a member's own
      */
     static String host(String ip) {
-        String canonical = io.cadastre.ipam.IpAddresses.canonical(ip);
+        String canonical = IpAddresses.canonical(ip);
         return canonical.contains(":") ? "[" + canonical + "]" : canonical;
     }
 
@@ -325,7 +326,7 @@ public final class ClusterBootstrap {
     /** A pod IP from the API: used only when it is a literal address (never a name to resolve). */
     static boolean isIpLiteral(String s) {
         try {
-            io.cadastre.ipam.IpAddresses.canonical(s);
+            IpAddresses.canonical(s);
             return true;
         } catch (IllegalArgumentException e) {
             return false;
@@ -349,9 +350,7 @@ public final class ClusterBootstrap {
         }
         try {
             // A literal: InetAddress parses it without a lookup.
-            byte[] bytes =
-                    InetAddress.getByName(io.cadastre.ipam.IpAddresses.canonical(literal))
-                            .getAddress();
+            byte[] bytes = InetAddress.getByName(IpAddresses.canonical(literal)).getAddress();
             return new BigInteger(1, bytes)
                     .add(bytes.length == 4 ? BigInteger.ZERO : BigInteger.ONE.shiftLeft(32));
         } catch (UnknownHostException e) {

@@ -4,12 +4,14 @@ import io.cadastre.admin.AdminException;
 import io.cadastre.admin.AdminViews;
 import io.cadastre.admin.Inventory;
 import io.cadastre.admin.NodeRemoval;
+import io.cadastre.shards.PeriodicSingleton;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -19,15 +21,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
-import org.apache.pekko.actor.NoSerializationVerificationNeeded;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.PostStop;
-import org.apache.pekko.actor.typed.SupervisorStrategy;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.cluster.typed.ClusterSingleton;
-import org.apache.pekko.cluster.typed.SingletonActor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,7 +68,8 @@ public final class DeletedNodeReleaser {
 
         /**
          * @return the addresses released by removing the node with its addresses; fails with
-         *     {@link AdminException} (CONFLICT while its agent is a member, UNAVAILABLE)
+         *     {@link AdminException} CONFLICT while its agent is a member, with {@link
+         *     io.cadastre.shards.IpamException} UNAVAILABLE when an entity does not answer
          */
         CompletionStage<List<String>> removeWithAddresses(String node);
     }
@@ -137,7 +134,7 @@ public final class DeletedNodeReleaser {
 
                 @Override
                 public CompletionStage<Boolean> exists(String name) {
-                    return api.node(name).thenApply(java.util.Optional::isPresent);
+                    return api.node(name).thenApply(Optional::isPresent);
                 }
 
                 @Override
@@ -175,15 +172,13 @@ public final class DeletedNodeReleaser {
         };
     }
 
-    /** Starts the singleton, or its proxy on a member that does not run it. */
-    public static ActorRef<Command> startSingleton(
+    /**
+     * Starts the singleton, or its proxy on a member that does not run it ({@link
+     * PeriodicSingleton#start}).
+     */
+    public static ActorRef<PeriodicSingleton.Command> startSingleton(
             ActorSystem<?> system, DeletedNodeReleaser releaser) {
-        Behavior<Command> supervised =
-                Behaviors.supervise(releaser.behavior())
-                        .onFailure(
-                                SupervisorStrategy.restartWithBackoff(
-                                        Duration.ofSeconds(1), Duration.ofMinutes(1), 0.2));
-        return ClusterSingleton.get(system).init(SingletonActor.of(supervised, SINGLETON_NAME));
+        return PeriodicSingleton.start(system, SINGLETON_NAME, releaser.behavior());
     }
 
     /** @return how many nodes the incarnations on this member removed with their addresses */
@@ -203,72 +198,44 @@ public final class DeletedNodeReleaser {
 
     // ---- the singleton ----
 
-    /** The singleton's messages: its timer and the end of a pass; never sent across members. */
-    public sealed interface Command extends NoSerializationVerificationNeeded
-            permits Tick, PassDone {}
+    /** @return the singleton's behaviour: a fresh view of the Nodes, a pass every interval */
+    Behavior<PeriodicSingleton.Command> behavior() {
+        return PeriodicSingleton.behavior(
+                interval,
+                () -> {
+                    NodeObjects view = nodes.get();
+                    Map<String, Long> absentSince = new HashMap<>();
+                    LOG.info(
+                            "deleted-node releaser started here: nodes whose Node has been deleted for {} are removed with their"
+                                    + " addresses",
+                            grace);
+                    return new PeriodicSingleton.Passes() {
+                        @Override
+                        public CompletionStage<Void> pass() {
+                            try {
+                                return DeletedNodeReleaser.this.pass(view, absentSince);
+                            } catch (RuntimeException e) {
+                                return CompletableFuture.failedFuture(e);
+                            }
+                        }
 
-    private enum Tick implements Command {
-        INSTANCE
-    }
+                        @Override
+                        public void done(Throwable failure) {
+                            passes.incrementAndGet();
+                            if (failure != null) {
+                                LOG.warn(
+                                        "deleted-node pass failed, next in {}: {}",
+                                        interval,
+                                        cause(failure).toString());
+                            }
+                        }
 
-    private record PassDone(Throwable failure) implements Command {}
-
-    Behavior<Command> behavior() {
-        return Behaviors.setup(
-                ctx ->
-                        Behaviors.withTimers(
-                                timers -> {
-                                    NodeObjects view = nodes.get();
-                                    Map<String, Long> absentSince = new HashMap<>();
-                                    LOG.info(
-                                            "deleted-node releaser started here: nodes whose Node has been deleted for {} are removed with their"
-                                                    + " addresses",
-                                            grace);
-                                    timers.startTimerWithFixedDelay(Tick.INSTANCE, interval);
-                                    boolean[] running = {false};
-                                    return Behaviors.receive(Command.class)
-                                            .onMessage(
-                                                    Tick.class,
-                                                    tick -> {
-                                                        if (!running[0]) {
-                                                            running[0] = true;
-                                                            CompletionStage<Void> pass;
-                                                            try {
-                                                                pass = pass(view, absentSince);
-                                                            } catch (RuntimeException e) {
-                                                                pass =
-                                                                        CompletableFuture
-                                                                                .failedFuture(e);
-                                                            }
-                                                            ctx.pipeToSelf(
-                                                                    pass,
-                                                                    (v, failure) ->
-                                                                            new PassDone(failure));
-                                                        }
-                                                        return Behaviors.same();
-                                                    })
-                                            .onMessage(
-                                                    PassDone.class,
-                                                    done -> {
-                                                        running[0] = false;
-                                                        passes.incrementAndGet();
-                                                        if (done.failure() != null) {
-                                                            LOG.warn(
-                                                                    "deleted-node pass failed, next in {}: {}",
-                                                                    interval,
-                                                                    cause(done.failure())
-                                                                            .toString());
-                                                        }
-                                                        return Behaviors.same();
-                                                    })
-                                            .onSignal(
-                                                    PostStop.class,
-                                                    stop -> {
-                                                        view.close();
-                                                        return Behaviors.same();
-                                                    })
-                                            .build();
-                                }));
+                        @Override
+                        public void stop() {
+                            view.close();
+                        }
+                    };
+                });
     }
 
     /** One pass; the map is the incarnation's, touched only from the pass's callbacks, one pass at a time. */

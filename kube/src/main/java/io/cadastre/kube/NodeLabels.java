@@ -1,9 +1,11 @@
 package io.cadastre.kube;
 
+import io.cadastre.cni.CniText;
 import io.cadastre.ipam.NodeSelector;
 import io.cadastre.shards.Ipam;
 import io.fabric8.kubernetes.api.model.Node;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -85,7 +87,7 @@ public final class NodeLabels {
         if (labels == null) {
             return Map.of();
         }
-        List<String> dropped = new java.util.ArrayList<>();
+        List<String> dropped = new ArrayList<>();
         labels.forEach(
                 (key, value) -> {
                     if (key != null
@@ -101,7 +103,7 @@ public final class NodeLabels {
             LOG.warn(
                     "Node {}: labels {} are not Kubernetes label keys and values: left out",
                     nodeName,
-                    dropped.stream().map(io.cadastre.cni.CniText::quoted).toList());
+                    dropped.stream().map(CniText::quoted).toList());
         }
         return Map.copyOf(kept);
     }

@@ -110,28 +110,30 @@ public final class HostNetwork {
                                                     && !a.address().isLinkLocalAddress()
                                                     && !a.address().isLoopbackAddress())
                             .toList();
-            InterfaceAddress v4 =
-                    own.stream()
-                            .filter(a -> a.address() instanceof Inet4Address)
-                            .sorted(
-                                    Comparator.comparing(
-                                            (Address a) -> !a.address().equals(preferred)))
-                            .map(a -> new InterfaceAddress(a.address(), a.prefixLength()))
-                            .findFirst()
-                            .orElse(null);
-            InterfaceAddress v6 =
-                    own.stream()
-                            .filter(a -> a.address() instanceof Inet6Address)
-                            .sorted(
-                                    Comparator.comparing(
-                                            (Address a) -> !a.address().equals(preferred)))
-                            .map(a -> new InterfaceAddress(a.address(), a.prefixLength()))
-                            .findFirst()
-                            .orElse(null);
-            return Optional.of(new Underlay(link.name(), link.mtu(), v4, v6));
+            return Optional.of(
+                    new Underlay(
+                            link.name(),
+                            link.mtu(),
+                            first(own, Inet4Address.class, preferred),
+                            first(own, Inet6Address.class, preferred)));
         } catch (SyscallException e) {
             throw new DataplaneException(e.getMessage(), false, e);
         }
+    }
+
+    /**
+     * @param family {@code Inet4Address} or {@code Inet6Address}
+     * @return the preferred address when it is among the addresses of that family, else the
+     *     first of them; {@code null} when there is none
+     */
+    private static InterfaceAddress first(
+            List<Address> addresses, Class<? extends InetAddress> family, InetAddress preferred) {
+        return addresses.stream()
+                .filter(a -> family.isInstance(a.address()))
+                .sorted(Comparator.comparing((Address a) -> !a.address().equals(preferred)))
+                .map(a -> new InterfaceAddress(a.address(), a.prefixLength()))
+                .findFirst()
+                .orElse(null);
     }
 
     private static Link find(

@@ -12,6 +12,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
@@ -522,8 +523,7 @@ public final class NetlinkDataplane implements Dataplane {
                                 f ->
                                         f.priority() == SOURCE_FILTER_PRIORITY
                                                 && "bpf".equals(f.kind())
-                                                && java.util.Arrays.equals(
-                                                        f.ops(), plan.sourceFilter())
+                                                && Arrays.equals(f.ops(), plan.sourceFilter())
                                                 && (f.flags()
                                                                 & LinuxNetlinkAbi
                                                                         .TCA_BPF_FLAG_ACT_DIRECT)

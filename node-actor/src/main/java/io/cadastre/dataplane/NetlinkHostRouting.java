@@ -179,37 +179,24 @@ public final class NetlinkHostRouting implements HostRouting {
             // VNI, port, local address and underlay are fixed for a device's life: recreate it.
             rt.deleteLink(existing);
             rt.createVxlan(d.name(), mac, d.mtu(), want);
-            report.replaced.add(
-                    new Change(
-                            Kind.DEVICE,
-                            describe(d) + " (was " + describe(existing.vxlan(), links) + ")"));
+            report.replaced(Kind.DEVICE, describe(d), describe(existing.vxlan(), links));
             created = true;
         } else {
             if (d.mtu() > 0 && existing.mtu() != d.mtu()) {
                 rt.setMtu(existing, d.mtu());
-                report.replaced.add(
-                        new Change(
-                                Kind.DEVICE,
-                                d.name() + " mtu " + d.mtu() + " (was " + existing.mtu() + ")"));
+                report.replaced(
+                        Kind.DEVICE, d.name() + " mtu " + d.mtu(), String.valueOf(existing.mtu()));
             }
             if (!existing.mac().equals(d.mac())) {
                 rt.setMac(existing, mac);
-                report.replaced.add(
-                        new Change(
-                                Kind.DEVICE,
-                                d.name()
-                                        + " address "
-                                        + d.mac()
-                                        + " (was "
-                                        + existing.mac()
-                                        + ")"));
+                report.replaced(Kind.DEVICE, d.name() + " address " + d.mac(), existing.mac());
             }
         }
         Link link = rt.existingLink(d.name());
         if (!link.up()) {
             rt.setUp(link);
             if (!created) {
-                report.replaced.add(new Change(Kind.DEVICE, d.name() + " up (was down)"));
+                report.replaced(Kind.DEVICE, d.name() + " up", "down");
             }
         }
         workAroundChecksumOffload(d, report);
@@ -225,14 +212,10 @@ public final class NetlinkHostRouting implements HostRouting {
         try {
             if (Ethtool.txChecksum(d.name())) {
                 Ethtool.setTxChecksum(d.name(), false);
-                report.replaced.add(
-                        new Change(
-                                Kind.DEVICE,
-                                d.name()
-                                        + " tx checksum offload off (was on; broken for"
-                                        + " VXLAN on kernel "
-                                        + kernel.get()
-                                        + " <= 5.7)"));
+                report.replaced(
+                        Kind.DEVICE,
+                        d.name() + " tx checksum offload off",
+                        "on; broken for VXLAN on kernel " + kernel.get() + " <= 5.7");
             }
         } catch (SyscallException e) {
             report.error(Kind.DEVICE, e);
@@ -340,14 +323,10 @@ public final class NetlinkHostRouting implements HostRouting {
                     if (!Objects.equals(h.destination(), e.remote()) || !h.permanent()) {
                         // Replaces the entry's remote in place: no moment without one.
                         rt.addNeighbour(want, true, link.name());
-                        report.replaced.add(
-                                new Change(
-                                        Kind.FDB,
-                                        Rtnetlink.describe(want, link.name())
-                                                + " (was "
-                                                + Rtnetlink.describe(h, link.name())
-                                                + state(h)
-                                                + ")"));
+                        report.replaced(
+                                Kind.FDB,
+                                Rtnetlink.describe(want, link.name()),
+                                Rtnetlink.describe(h, link.name()) + state(h));
                     }
                 } else {
                     // Several remotes for one MAC (appended by hand): start over with one.
@@ -355,13 +334,10 @@ public final class NetlinkHostRouting implements HostRouting {
                         rt.deleteNeighbour(h, link.name());
                     }
                     rt.addNeighbour(want, false, link.name());
-                    report.replaced.add(
-                            new Change(
-                                    Kind.FDB,
-                                    Rtnetlink.describe(want, link.name())
-                                            + " (was "
-                                            + have.size()
-                                            + " remotes)"));
+                    report.replaced(
+                            Kind.FDB,
+                            Rtnetlink.describe(want, link.name()),
+                            have.size() + " remotes");
                 }
             } catch (SyscallException ex) {
                 report.error(Kind.FDB, ex);
@@ -410,16 +386,11 @@ public final class NetlinkHostRouting implements HostRouting {
                             new Change(Kind.NEIGHBOUR, Rtnetlink.describe(want, link.name())));
                 } else if (!have.mac().equals(e.mac()) || !have.permanent()) {
                     rt.addNeighbour(want, true, link.name());
-                    report.replaced.add(
-                            new Change(
-                                    Kind.NEIGHBOUR,
-                                    Rtnetlink.describe(want, link.name())
-                                            + " (was "
-                                            + (have.mac().isEmpty()
-                                                    ? "no lladdr"
-                                                    : "lladdr " + have.mac())
-                                            + state(have)
-                                            + ")"));
+                    report.replaced(
+                            Kind.NEIGHBOUR,
+                            Rtnetlink.describe(want, link.name()),
+                            (have.mac().isEmpty() ? "no lladdr" : "lladdr " + have.mac())
+                                    + state(have));
                 }
             } catch (SyscallException ex) {
                 report.error(Kind.NEIGHBOUR, ex);
@@ -579,10 +550,7 @@ public final class NetlinkHostRouting implements HostRouting {
                 rt.deleteRoute(old, names);
             }
             extra.remove(old);
-            report.replaced.add(
-                    new Change(
-                            Kind.ROUTE,
-                            want.describe(names) + " (was " + old.describe(names) + ")"));
+            report.replaced(Kind.ROUTE, want.describe(names), old.describe(names));
         } else {
             extra.remove(same);
         }
@@ -706,6 +674,11 @@ public final class NetlinkHostRouting implements HostRouting {
         final List<Change> replaced = new ArrayList<>();
         final List<Change> conflicts = new ArrayList<>();
         final List<Change> errors = new ArrayList<>();
+
+        /** Notes a change to what was there, as "{@code now} (was {@code was})". */
+        void replaced(Kind kind, String now, String was) {
+            replaced.add(new Change(kind, now + " (was " + was + ")"));
+        }
 
         void error(Kind kind, SyscallException e) {
             errors.add(new Change(kind, e.getMessage()));

@@ -2,8 +2,11 @@ package io.cadastre.dataplane;
 
 import java.net.Inet4Address;
 import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -225,14 +228,7 @@ final class Rtnetlink implements AutoCloseable {
     }
 
     void setUp(Link link) throws SyscallException {
-        NetlinkRequest req =
-                new NetlinkRequest(LinuxNetlinkAbi.RTM_SETLINK, 0)
-                        .ifinfomsg(
-                                LinuxNetlinkAbi.AF_UNSPEC,
-                                link.index(),
-                                LinuxNetlinkAbi.IFF_UP,
-                                LinuxNetlinkAbi.IFF_UP);
-        socket.request(req, "RTM_SETLINK " + link.name() + " up" + where);
+        setLinkUp(link, true);
     }
 
     /**
@@ -241,11 +237,19 @@ final class Rtnetlink implements AutoCloseable {
      * RCU grace periods a delete waits for.
      */
     void setDown(Link link) throws SyscallException {
+        setLinkUp(link, false);
+    }
+
+    /** RTM_SETLINK changing only IFF_UP (the change mask), to {@code up}. */
+    private void setLinkUp(Link link, boolean up) throws SyscallException {
         NetlinkRequest req =
                 new NetlinkRequest(LinuxNetlinkAbi.RTM_SETLINK, 0)
                         .ifinfomsg(
-                                LinuxNetlinkAbi.AF_UNSPEC, link.index(), 0, LinuxNetlinkAbi.IFF_UP);
-        socket.request(req, "RTM_SETLINK " + link.name() + " down" + where);
+                                LinuxNetlinkAbi.AF_UNSPEC,
+                                link.index(),
+                                up ? LinuxNetlinkAbi.IFF_UP : 0,
+                                LinuxNetlinkAbi.IFF_UP);
+        socket.request(req, "RTM_SETLINK " + link.name() + (up ? " up" : " down") + where);
     }
 
     /**
@@ -285,15 +289,12 @@ final class Rtnetlink implements AutoCloseable {
                         .attr(LinuxNetlinkAbi.IFA_LOCAL, address.getAddress())
                         .attr(LinuxNetlinkAbi.IFA_ADDRESS, address.getAddress())
                         .attrU32(LinuxNetlinkAbi.IFA_FLAGS, flags);
-        socket.request(
-                req,
-                "RTM_NEWADDR "
-                        + text(address)
-                        + "/"
-                        + prefixLength
-                        + " dev "
-                        + link.name()
-                        + where);
+        socket.request(req, "RTM_NEWADDR " + onLink(address, prefixLength, link));
+    }
+
+    /** @return {@code 198.18.0.1/24 dev eth0} and where, for a request's description */
+    private String onLink(InetAddress address, int prefixLength, Link link) {
+        return text(address) + "/" + prefixLength + " dev " + link.name() + where;
     }
 
     /**
@@ -608,15 +609,7 @@ final class Rtnetlink implements AutoCloseable {
                 new NetlinkRequest(LinuxNetlinkAbi.RTM_DELADDR, 0)
                         .ifaddrmsg(family(address), prefixLength, 0, 0, link.index())
                         .attr(LinuxNetlinkAbi.IFA_LOCAL, address.getAddress());
-        socket.request(
-                req,
-                "RTM_DELADDR "
-                        + text(address)
-                        + "/"
-                        + prefixLength
-                        + " dev "
-                        + link.name()
-                        + where);
+        socket.request(req, "RTM_DELADDR " + onLink(address, prefixLength, link));
     }
 
     /**
@@ -756,7 +749,7 @@ final class Rtnetlink implements AutoCloseable {
     /** tcm_info of a filter: the priority in the upper 16 bits, the protocol (ETH_P_ALL) in network order below. */
     static int filterInfo(int priority) {
         int protocol =
-                java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
+                ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN
                         ? Short.toUnsignedInt(Short.reverseBytes((short) LinuxNetlinkAbi.ETH_P_ALL))
                         : LinuxNetlinkAbi.ETH_P_ALL;
         return (priority << 16) | protocol;
@@ -809,7 +802,7 @@ final class Rtnetlink implements AutoCloseable {
         NetlinkRequest req =
                 new NetlinkRequest(LinuxNetlinkAbi.RTM_GETQDISC, 0)
                         .tcmsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0, 0);
-        Map<Integer, Long> out = new java.util.HashMap<>();
+        Map<Integer, Long> out = new HashMap<>();
         for (NetlinkMessage m : socket.dump(req, "RTM_GETQDISC dump" + where)) {
             if (m.type() != LinuxNetlinkAbi.RTM_NEWQDISC) {
                 continue;
@@ -824,8 +817,8 @@ final class Rtnetlink implements AutoCloseable {
                     queue == null || queue.length < 12
                             ? 0
                             : Integer.toUnsignedLong(
-                                    java.nio.ByteBuffer.wrap(queue)
-                                            .order(java.nio.ByteOrder.nativeOrder())
+                                    ByteBuffer.wrap(queue)
+                                            .order(ByteOrder.nativeOrder())
                                             .getInt(8));
             out.put(m.payload().getInt(4), drops);
         }
@@ -933,7 +926,7 @@ final class Rtnetlink implements AutoCloseable {
     static InetAddress zero(int family) {
         try {
             return InetAddress.getByAddress(new byte[family == LinuxNetlinkAbi.AF_INET ? 4 : 16]);
-        } catch (java.net.UnknownHostException e) {
+        } catch (UnknownHostException e) {
             throw new AssertionError("4 or 16 bytes are always an address", e);
         }
     }

@@ -17,10 +17,12 @@ import io.cadastre.shards.PeerInfo;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -115,7 +117,7 @@ public record MeshPlan(
         GATEWAY;
 
         public String spelling() {
-            return name().toLowerCase(java.util.Locale.ROOT);
+            return name().toLowerCase(Locale.ROOT);
         }
     }
 
@@ -350,7 +352,7 @@ public record MeshPlan(
             return null;
         }
         if (way == Way.DIRECT) {
-            ways.computeIfAbsent(node, k -> new java.util.EnumMap<>(Family.class)).put(f, way);
+            ways.computeIfAbsent(node, k -> new EnumMap<>(Family.class)).put(f, way);
             return Route.via(destination, remote.address(), self.underlay().device(), 0);
         }
         InetAddress tunnel = tunnel(peer, f);
@@ -368,7 +370,7 @@ public record MeshPlan(
         if (!devices.contains(f)) {
             throw new IllegalStateException("a VXLAN route without its device: " + destination);
         }
-        ways.computeIfAbsent(node, k -> new java.util.EnumMap<>(Family.class)).put(f, way);
+        ways.computeIfAbsent(node, k -> new EnumMap<>(Family.class)).put(f, way);
         return Route.via(destination, tunnel, f.device(), 0);
     }
 

@@ -8,6 +8,7 @@ import io.cadastre.dataplane.HostRouting.Installed;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpAddresses;
 import io.cadastre.ipam.IpFamily;
+import io.cadastre.node.PodNetwork;
 import io.cadastre.routing.MeshPlan.Family;
 import io.cadastre.routing.MeshState.Claim;
 import io.cadastre.routing.MeshState.NodeFacts;
@@ -28,6 +29,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -36,7 +38,10 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
@@ -196,7 +201,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             implements Command {}
 
     /** Runs {@code then} (on the actor) after a reconcile computed from a complete read with at least {@code minTicket}. */
-    private record Waiter(long minTicket, java.util.function.Consumer<Status> then) {}
+    private record Waiter(long minTicket, Consumer<Status> then) {}
 
     private record Published(PeerInfo peer, Throwable failure) implements Command {}
 
@@ -274,12 +279,10 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private final Map<String, Map<Cidr, String>> poolClaims = new HashMap<>();
 
     private final Map<String, Long> poolTickets = new HashMap<>();
-    private final Set<String> poolsReading = new HashSet<>();
-    private final Set<String> poolsDirty = new HashSet<>();
+    private final ReadsInFlight poolReads = new ReadsInFlight();
     private final Map<String, NodeFacts> nodes = new HashMap<>();
     private final Map<String, Long> nodeTickets = new HashMap<>();
-    private final Set<String> nodesReading = new HashSet<>();
-    private final Set<String> nodesDirty = new HashSet<>();
+    private final ReadsInFlight nodeReads = new ReadsInFlight();
     private InetAddress tunnelV4;
     private InetAddress tunnelV6;
     private boolean assigningTunnel;
@@ -403,8 +406,8 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
      * @param podMtu the pods' MTU by the mode and underlay ({@link RoutingSettings#podMtu})
      * @return what the node agent tells and asks: the MTU, and the addresses of ADDs and DELs
      */
-    public static io.cadastre.node.PodNetwork podNetwork(ActorRef<Command> router, int podMtu) {
-        return new io.cadastre.node.PodNetwork() {
+    public static PodNetwork podNetwork(ActorRef<Command> router, int podMtu) {
+        return new PodNetwork() {
             @Override
             public int podMtu() {
                 return podMtu;
@@ -669,31 +672,36 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     }
 
     private void readPool(String name) {
-        if (!poolsReading.add(name)) {
-            poolsDirty.add(name);
-            return;
-        }
-        long ticket = ++tickets;
-        getContext()
-                .pipeToSelf(
-                        source.pool(name),
-                        (view, failure) -> new PoolRead(name, ticket, view, failure));
+        read(poolReads, name, source::pool, PoolRead::new);
     }
 
     private void readNode(String name) {
-        if (!nodesReading.add(name)) {
-            nodesDirty.add(name);
+        read(nodeReads, name, source::node, NodeRead::new);
+    }
+
+    /** What a read's end becomes: a {@link PoolRead} or a {@link NodeRead}. */
+    @FunctionalInterface
+    private interface ReadEnd<V> {
+        Command of(String name, long ticket, V view, Throwable failure);
+    }
+
+    /** Reads the pool or node now, with a new ticket, unless a read of it is under way. */
+    private <V> void read(
+            ReadsInFlight reads,
+            String name,
+            Function<String, CompletionStage<V>> ask,
+            ReadEnd<V> end) {
+        if (!reads.start(name)) {
             return;
         }
         long ticket = ++tickets;
         getContext()
                 .pipeToSelf(
-                        source.node(name),
-                        (view, failure) -> new NodeRead(name, ticket, view, failure));
+                        ask.apply(name), (view, failure) -> end.of(name, ticket, view, failure));
     }
 
     private Behavior<Command> onPoolRead(PoolRead r) {
-        poolsReading.remove(r.name());
+        poolReads.ended(r.name());
         if (r.failure() == null) {
             applyPool(r.name(), r.ticket(), r.view());
             // A node new to this host, or one without a peer yet (read before it published, and
@@ -704,19 +712,19 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
                     .forEach(this::readNode);
             afterChange(false);
         }
-        if (poolsDirty.remove(r.name())) {
+        if (poolReads.askedAgain(r.name())) {
             readPool(r.name());
         }
         return this;
     }
 
     private Behavior<Command> onNodeRead(NodeRead r) {
-        nodesReading.remove(r.name());
+        nodeReads.ended(r.name());
         if (r.failure() == null) {
             applyNode(r.name(), r.ticket(), r.view());
             afterChange(false);
         }
-        if (nodesDirty.remove(r.name())) {
+        if (nodeReads.askedAgain(r.name())) {
             readNode(r.name());
         }
         return this;
@@ -747,6 +755,34 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             readNode(node);
         }
         return this;
+    }
+
+    /**
+     * One read in flight per pool or node: a read asked for while one is under way is made once
+     * more after it, since the answer under way may predate what prompted the new one.
+     */
+    private static final class ReadsInFlight {
+        private final Set<String> reading = new HashSet<>();
+        private final Set<String> again = new HashSet<>();
+
+        /** @return whether to read now; false when a read is under way (it is then made again) */
+        boolean start(String name) {
+            if (reading.add(name)) {
+                return true;
+            }
+            again.add(name);
+            return false;
+        }
+
+        /** Notes that the read ended: the next one starts at once. */
+        void ended(String name) {
+            reading.remove(name);
+        }
+
+        /** @return whether a read was asked for while the last one was under way (once) */
+        boolean askedAgain(String name) {
+            return again.remove(name);
+        }
     }
 
     private Map<Cidr, Claim> claims() {
@@ -863,7 +899,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private void record(HostRouting.Result r) {
         metrics.routingReconciled(node, r.errors().isEmpty() ? "ok" : "errors", r.elapsed());
         for (HostRouting.Kind k : HostRouting.Kind.values()) {
-            String kind = k.name().toLowerCase(java.util.Locale.ROOT);
+            String kind = k.name().toLowerCase(Locale.ROOT);
             metrics.routingChanged(node, kind, "added", HostRouting.Result.count(r.added(), k));
             metrics.routingChanged(node, kind, "removed", HostRouting.Result.count(r.removed(), k));
             metrics.routingChanged(
@@ -1144,8 +1180,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
 
     private static String unwrap(Throwable t) {
         Throwable c = t;
-        while ((c instanceof CompletionException
-                        || c instanceof java.util.concurrent.ExecutionException)
+        while ((c instanceof CompletionException || c instanceof ExecutionException)
                 && c.getCause() != null) {
             c = c.getCause();
         }

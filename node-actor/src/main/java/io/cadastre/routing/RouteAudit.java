@@ -11,8 +11,10 @@ import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * The consistency check's view of one host's routes: for every claimed block, whether the kernel
@@ -36,7 +38,7 @@ public final class RouteAudit {
         UNROUTABLE;
 
         public String spelling() {
-            return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+            return name().toLowerCase(Locale.ROOT).replace('_', '-');
         }
     }
 
@@ -69,7 +71,7 @@ public final class RouteAudit {
             String self,
             MeshPlan plan,
             Map<Cidr, Claim> claims,
-            java.util.Set<String> removed,
+            Set<String> removed,
             Map<String, PeerInfo> peers,
             List<Installed> installed) {
         Map<IpPrefix, PlannedRoute> wanted = new HashMap<>();

@@ -3,6 +3,7 @@ package io.cadastre.routing;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 import java.util.HexFormat;
 
 /** A node's VTEP MAC, derived from its name so that every agent computes the same without asking. */
@@ -23,7 +24,7 @@ public final class Vtep {
         } catch (NoSuchAlgorithmException e) {
             throw new AssertionError("every JVM has SHA-256", e);
         }
-        byte[] mac = java.util.Arrays.copyOf(digest, 6);
+        byte[] mac = Arrays.copyOf(digest, 6);
         mac[0] = (byte) ((mac[0] & 0xfc) | 0x02);
         return HexFormat.ofDelimiter(":").formatHex(mac);
     }

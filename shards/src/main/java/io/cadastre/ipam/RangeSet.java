@@ -2,6 +2,7 @@ package io.cadastre.ipam;
 
 import java.math.BigInteger;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -87,7 +88,7 @@ public record RangeSet(List<AddressRange> ranges) {
             if (lo.compareTo(hi) > 0) {
                 continue;
             }
-            Set<Long> excluded = new java.util.HashSet<>();
+            Set<Long> excluded = new HashSet<>();
             for (BigInteger v : r.excludedValues().subSet(lo, true, hi, true)) {
                 excluded.add(v.subtract(base).longValueExact());
             }

@@ -53,33 +53,10 @@ public record AssignRequest(
         poolsByFamily = Map.copyOf(copy);
     }
 
-    /** A request whose pools no annotation chooses. */
-    public AssignRequest(
-            String handle,
-            String ifname,
-            String network,
-            String containerId,
-            String netnsPath,
-            String podNamespace,
-            String podName,
-            List<String> pools,
-            List<String> requestedIps,
-            AddressRules rules) {
-        this(
-                handle,
-                ifname,
-                network,
-                containerId,
-                netnsPath,
-                podNamespace,
-                podName,
-                pools,
-                requestedIps,
-                rules,
-                Map.of());
-    }
-
-    /** A request for a routed pod ({@link AddressRules#ROUTED}): any address of the pools. */
+    /**
+     * A request for a routed pod ({@link AddressRules#ROUTED}: any address of the pools) whose
+     * pools no annotation chooses.
+     */
     public AssignRequest(
             String handle,
             String ifname,
@@ -100,7 +77,8 @@ public record AssignRequest(
                 podName,
                 pools,
                 requestedIps,
-                AddressRules.ROUTED);
+                AddressRules.ROUTED,
+                Map.of());
     }
 
     /** @return this request with another netns path ({@code null}: unknown) */

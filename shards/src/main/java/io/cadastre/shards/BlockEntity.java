@@ -5,6 +5,7 @@ import io.cadastre.ipam.Block;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.RangeSet;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
@@ -14,7 +15,6 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
-import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
@@ -37,12 +37,15 @@ public final class BlockEntity
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_BLOCK, BlockEntity::create);
+        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_BLOCK, BlockEntity::new);
     }
 
-    /** @param entityId the block's CIDR in entity-id form, {@link Cidr#entityId()} */
+    /**
+     * @param entityId the block's CIDR in entity-id form, {@link Cidr#entityId()}
+     * @return the block outside sharding ({@link CadastreEntity#unfenced})
+     */
     public static Behavior<Command> create(String entityId) {
-        return create(entityId, MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
+        return unfenced(BlockEntity::new, entityId);
     }
 
     /**
@@ -166,14 +169,19 @@ public final class BlockEntity
     // ---- state ----
 
     /** The block; mutated only by the event handler, copied for snapshots. */
-    public record State(Block block) implements CborSerializable {}
+    public record State(Block block) implements CborSerializable, MutableState<State> {
+        @Override
+        public State copy() {
+            return new State(block.copy());
+        }
+    }
 
     private static final Logger LOG = LoggerFactory.getLogger(BlockEntity.class);
 
     private final Cidr cidr;
 
     private BlockEntity(String entityId, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), entityId), fence, recovery);
+        super(ENTITY_TYPE_KEY, entityId, fence, recovery);
         this.cidr = Cidr.fromEntityId(entityId);
     }
 
@@ -196,11 +204,6 @@ public final class BlockEntity
     }
 
     @Override
-    State copy(State state) {
-        return new State(state.block().copy());
-    }
-
-    @Override
     CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
                 .forAnyState()
@@ -220,58 +223,35 @@ public final class BlockEntity
         if (cmd.node().equals(block.affinity())
                 && (cmd.excluded() == null
                         || block.ordinalsIn(cmd.excluded()).equals(block.reserved()))) {
-            return Effect().reply(cmd.replyTo(), StatusReply.ack());
+            return ack(cmd.replyTo());
         }
         if (block.affinity() != null && !block.isEmpty() && !cmd.node().equals(block.affinity())) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
-                                    "block "
-                                            + cidr
-                                            + " is affine to "
-                                            + block.affinity()
-                                            + " and holds allocations"));
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
+                    affinity(block) + " and holds allocations");
         }
-        return Effect()
-                .persist(new AffinityClaimed(cmd.node(), cmd.excluded()))
-                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return persistThenAck(new AffinityClaimed(cmd.node(), cmd.excluded()), cmd.replyTo());
     }
 
     private ReplyEffect<Event, State> onReleaseAffinity(State state, ReleaseAffinity cmd) {
         Block block = state.block();
         if (block.affinity() == null) {
-            return Effect().reply(cmd.replyTo(), StatusReply.ack());
+            return ack(cmd.replyTo());
         }
         if (!block.affinity().equals(cmd.node())) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
-                                    "block "
-                                            + cidr
-                                            + " is affine to "
-                                            + block.affinity()
-                                            + ", not "
-                                            + cmd.node()));
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
+                    affinity(block) + ", not " + cmd.node());
         }
         if (!block.isEmpty()) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.CONFLICT,
-                                    "block "
-                                            + cidr
-                                            + " holds "
-                                            + block.allocatedCount()
-                                            + " allocations"));
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.CONFLICT,
+                    "block " + cidr + " holds " + block.allocatedCount() + " allocations");
         }
-        return Effect()
-                .persist(new AffinityReleased(cmd.node()))
-                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return persistThenAck(new AffinityReleased(cmd.node()), cmd.replyTo());
     }
 
     private ReplyEffect<Event, State> onAutoAssign(State state, AutoAssign cmd) {
@@ -293,11 +273,9 @@ public final class BlockEntity
                     .reply(
                             cmd.replyTo(),
                             block.freeCount() == 0
-                                    ? new AssignOutcome(
-                                            AssignStatus.FULL, null, "block " + cidr + " is full")
-                                    : new AssignOutcome(
+                                    ? unassigned(AssignStatus.FULL, "block " + cidr + " is full")
+                                    : unassigned(
                                             AssignStatus.NONE_IN_RANGE,
-                                            null,
                                             "no free address of block "
                                                     + cidr
                                                     + " lies in "
@@ -316,9 +294,8 @@ public final class BlockEntity
             return Effect()
                     .reply(
                             cmd.replyTo(),
-                            new AssignOutcome(
+                            unassigned(
                                     AssignStatus.NOT_AFFINE,
-                                    null,
                                     cmd.address() + " is not in block " + cidr));
         }
         int ordinal = block.ordinalOf(cmd.address());
@@ -326,9 +303,8 @@ public final class BlockEntity
             return Effect()
                     .reply(
                             cmd.replyTo(),
-                            new AssignOutcome(
+                            unassigned(
                                     AssignStatus.TAKEN,
-                                    null,
                                     cmd.address() + " lies in an excluded range of its pool"));
         }
         var holder = block.allocationAt(ordinal);
@@ -339,9 +315,8 @@ public final class BlockEntity
             return Effect()
                     .reply(
                             cmd.replyTo(),
-                            new AssignOutcome(
+                            unassigned(
                                     AssignStatus.TAKEN,
-                                    null,
                                     cmd.address()
                                             + " is already held by "
                                             + holder.get().handle()
@@ -385,25 +360,29 @@ public final class BlockEntity
     }
 
     private AssignOutcome notAffine(Block block, Allocation allocation) {
-        return new AssignOutcome(
+        return unassigned(
                 AssignStatus.NOT_AFFINE,
-                null,
                 block.affinity() == null
                         ? "block " + cidr + " is not claimed by any node"
-                        : "block "
-                                + cidr
-                                + " is affine to "
-                                + block.affinity()
-                                + ", not "
-                                + allocation.node());
+                        : affinity(block) + ", not " + allocation.node());
+    }
+
+    /** @return "block C is affine to N", for a block that has an affinity */
+    private String affinity(Block block) {
+        return "block " + cidr + " is affine to " + block.affinity();
     }
 
     private static AssignOutcome assigned(String address) {
         return new AssignOutcome(AssignStatus.ASSIGNED, address, null);
     }
 
+    /** @param detail why the block assigns nothing */
+    private static AssignOutcome unassigned(AssignStatus status, String detail) {
+        return new AssignOutcome(status, null, detail);
+    }
+
     private static BlockView view(Block block) {
-        Map<String, Allocation> byAddress = new java.util.LinkedHashMap<>();
+        Map<String, Allocation> byAddress = new LinkedHashMap<>();
         block.allocations()
                 .forEach(
                         (ordinal, allocation) ->
@@ -422,34 +401,30 @@ public final class BlockEntity
                 .forAnyState()
                 .onEvent(
                         AffinityClaimed.class,
-                        (state, e) -> {
-                            state.block().claimAffinity(e.node());
-                            if (e.excluded() != null) {
-                                state.block().reserve(e.excluded());
-                            }
-                            return state;
-                        })
+                        inPlace(
+                                (state, e) -> {
+                                    state.block().claimAffinity(e.node());
+                                    if (e.excluded() != null) {
+                                        state.block().reserve(e.excluded());
+                                    }
+                                }))
                 .onEvent(
                         AffinityReleased.class,
-                        (state, e) -> {
-                            state.block().claimAffinity(null);
-                            return state;
-                        })
+                        inPlace((state, e) -> state.block().claimAffinity(null)))
                 .onEvent(
                         AddressAssigned.class,
-                        (state, e) -> {
-                            state.block()
-                                    .allocate(state.block().ordinalOf(e.address()), e.allocation());
-                            return state;
-                        })
+                        inPlace(
+                                (state, e) -> {
+                                    Block block = state.block();
+                                    block.allocate(block.ordinalOf(e.address()), e.allocation());
+                                }))
                 .onEvent(
                         AddressesReleased.class,
-                        (state, e) -> {
-                            e.addresses()
-                                    .forEach(
-                                            a -> state.block().release(state.block().ordinalOf(a)));
-                            return state;
-                        })
+                        inPlace(
+                                (state, e) -> {
+                                    Block block = state.block();
+                                    e.addresses().forEach(a -> block.release(block.ordinalOf(a)));
+                                }))
                 .build();
     }
 }

@@ -14,23 +14,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
-import org.apache.pekko.actor.NoSerializationVerificationNeeded;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.PostStop;
-import org.apache.pekko.actor.typed.SupervisorStrategy;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.typed.ClusterSingleton;
-import org.apache.pekko.cluster.typed.SingletonActor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -174,18 +166,13 @@ public final class BlockReclaimer {
     }
 
     /**
-     * Starts the cluster singleton on this member (it runs on the oldest member; on every other
-     * one this only starts a proxy). Call once per member, after it is Up.
+     * Starts the cluster singleton on this member ({@link PeriodicSingleton#start}: it runs on the
+     * oldest member; on every other one this only starts a proxy). Call once per member, after it
+     * is Up.
      */
-    public static ActorRef<Command> startSingleton(
+    public static ActorRef<PeriodicSingleton.Command> startSingleton(
             ActorSystem<?> system, BlockReclaimer reclaimer) {
-        // A bug that throws restarts it (a fresh incarnation, as after a move), after a back-off.
-        Behavior<Command> supervised =
-                Behaviors.supervise(reclaimer.behavior())
-                        .onFailure(
-                                SupervisorStrategy.restartWithBackoff(
-                                        Duration.ofSeconds(1), Duration.ofMinutes(1), 0.2));
-        return ClusterSingleton.get(system).init(SingletonActor.of(supervised, SINGLETON_NAME));
+        return PeriodicSingleton.start(system, SINGLETON_NAME, reclaimer.behavior());
     }
 
     /** @return how many blocks this member's incarnations released for the reason, since the agent started */
@@ -211,63 +198,17 @@ public final class BlockReclaimer {
 
     // ---- the singleton ----
 
-    /** The singleton's messages: its own timer and the end of a pass; never sent across members. */
-    public sealed interface Command extends NoSerializationVerificationNeeded
-            permits Tick, PassDone {}
-
-    private enum Tick implements Command {
-        INSTANCE
-    }
-
-    private record PassDone(Pass pass, Throwable failure) implements Command {}
-
     /** @return the singleton's behaviour: a fresh {@link Incarnation}, a pass every interval */
-    Behavior<Command> behavior() {
-        return Behaviors.setup(
-                ctx ->
-                        Behaviors.withTimers(
-                                timers -> {
-                                    Incarnation incarnation = new Incarnation();
-                                    LOG.info(
-                                            "block reclaimer started here: a pass every {}, blocks of nodes absent for {} released when empty",
-                                            interval,
-                                            grace);
-                                    timers.startTimerWithFixedDelay(Tick.INSTANCE, interval);
-                                    boolean[] running = {false};
-                                    return Behaviors.receive(Command.class)
-                                            .onMessage(
-                                                    Tick.class,
-                                                    tick -> {
-                                                        if (!running[0]) {
-                                                            running[0] = true;
-                                                            ctx.pipeToSelf(
-                                                                    incarnation.pass(),
-                                                                    PassDone::new);
-                                                        }
-                                                        return Behaviors.same();
-                                                    })
-                                            .onMessage(
-                                                    PassDone.class,
-                                                    done -> {
-                                                        running[0] = false;
-                                                        if (done.failure() != null) {
-                                                            LOG.warn(
-                                                                    "block reclaim pass failed, next in {}: {}",
-                                                                    interval,
-                                                                    EntityAsks.asIpam(
-                                                                                    done.failure())
-                                                                            .getMessage());
-                                                        }
-                                                        return Behaviors.same();
-                                                    })
-                                            .onSignal(
-                                                    PostStop.class,
-                                                    stop -> {
-                                                        incarnation.stop();
-                                                        return Behaviors.same();
-                                                    })
-                                            .build();
-                                }));
+    Behavior<PeriodicSingleton.Command> behavior() {
+        return PeriodicSingleton.behavior(
+                interval,
+                () -> {
+                    LOG.info(
+                            "block reclaimer started here: a pass every {}, blocks of nodes absent for {} released when empty",
+                            interval,
+                            grace);
+                    return new Incarnation();
+                });
     }
 
     /** @return a new incarnation: no node seen absent yet */
@@ -288,29 +229,35 @@ public final class BlockReclaimer {
      * The state of one incarnation of the singleton: since when each node has been seen absent,
      * and which blocks were releasing at the last pass. Used by one pass at a time.
      */
-    final class Incarnation {
+    final class Incarnation implements PeriodicSingleton.Passes {
         private final Map<String, Long> absentSince = new HashMap<>();
         private Set<Cidr> releasingBefore = Set.of();
         private volatile boolean stopped;
 
         /** The singleton stopped here: its gauges read zero, also after a pass still under way ends. */
-        void stop() {
+        @Override
+        public void stop() {
             stopped = true;
             candidates = 0;
             kept = 0;
         }
 
+        /** Logs a failed pass; its blocks are tried again at the next. */
+        @Override
+        public void done(Throwable failure) {
+            if (failure != null) {
+                LOG.warn(
+                        "block reclaim pass failed, next in {}: {}",
+                        interval,
+                        EntityAsks.asIpam(failure).getMessage());
+            }
+        }
+
         /** Runs one pass; fails (changing nothing) when the pools cannot be read. */
-        CompletionStage<Pass> pass() {
+        @Override
+        public CompletionStage<Pass> pass() {
             return catalog.current()
-                    .thenCompose(
-                            c ->
-                                    all(
-                                            List.copyOf(c.pools().keySet()),
-                                            name ->
-                                                    asks.ask(
-                                                            asks.pool(name),
-                                                            PoolEntity.GetPool::new)))
+                    .thenCompose(c -> asks.poolViews(List.copyOf(c.pools().keySet())))
                     .thenCompose(this::reconcile);
         }
 
@@ -408,7 +355,7 @@ public final class BlockReclaimer {
     /** @return the blocks that hold no allocation, read now */
     private CompletionStage<Map<Cidr, Claim>> emptyOnes(Map<Cidr, Claim> blocks) {
         List<Cidr> cidrs = List.copyOf(blocks.keySet());
-        return all(cidrs, b -> asks.ask(asks.block(b), BlockEntity.GetBlock::new))
+        return asks.blockViews(cidrs)
                 .thenApply(
                         views -> {
                             Map<Cidr, Claim> empty = new TreeMap<>();
@@ -450,13 +397,5 @@ public final class BlockReclaimer {
                             }
                             return outcome;
                         });
-    }
-
-    private static <K, V> CompletionStage<List<V>> all(
-            List<K> keys, Function<K, CompletionStage<V>> read) {
-        List<CompletableFuture<V>> each =
-                keys.stream().map(k -> read.apply(k).toCompletableFuture()).toList();
-        return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new))
-                .thenApply(v -> each.stream().map(CompletableFuture::join).toList());
     }
 }

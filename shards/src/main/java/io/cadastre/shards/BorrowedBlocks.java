@@ -53,7 +53,7 @@ final class BorrowedBlocks {
         if (listed.contains(block)) {
             return CompletableFuture.completedFuture(true);
         }
-        return asks.ask(asks.block(block), BlockEntity.GetBlock::new)
+        return asks.blockView(block)
                 .thenApply(
                         view ->
                                 view.free() > 0
@@ -123,7 +123,7 @@ final class BorrowedBlocks {
     }
 
     private CompletionStage<Done> forgetIfIdle(Cidr block) {
-        return asks.ask(asks.block(block), BlockEntity.GetBlock::new)
+        return asks.blockView(block)
                 .thenCompose(
                         view -> {
                             if (view.allocations().values().stream()

@@ -1,5 +1,7 @@
 package io.cadastre.shards;
 
+import java.util.function.BiConsumer;
+import java.util.function.BiFunction;
 import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -30,17 +32,21 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
  *       its recovery, and a hook to log what was recovered;
  *   <li>retention: a snapshot every 100 events, two kept, so a recovery replays at most 100 events
  *       after the latest snapshot;
- *   <li>snapshots of a copy of the state ({@link CopyingSnapshotAdapter}): the event handlers
- *       change the state in place;
+ *   <li>snapshots of a copy of the state ({@link CopyingSnapshotAdapter}, {@link
+ *       MutableState#copy}): the event handlers change the state in place ({@link #inPlace});
  *   <li>the step most commands share: acknowledge a change already made (a retried command, root
- *       DESIGN.md, invariant 4), else persist its event, then acknowledge ({@link #ackOrPersist}).
+ *       DESIGN.md, invariant 4), else persist its event, then acknowledge ({@link #ackOrPersist});
+ *       and the refusal, an error reply with a {@link Refusal} ({@link #refuse});
+ *   <li>an incarnation without a fence or a recovery metric for unit tests and benchmarks ({@link
+ *       #unfenced}).
  * </ul>
  *
  * @param <C> the entity's commands
  * @param <E> its events
  * @param <S> its state
  */
-abstract class CadastreEntity<C, E, S> extends EventSourcedBehaviorWithEnforcedReplies<C, E, S> {
+abstract class CadastreEntity<C, E, S extends CadastreEntity.MutableState<S>>
+        extends EventSourcedBehaviorWithEnforcedReplies<C, E, S> {
     private static final RetentionCriteria RETENTION = RetentionCriteria.snapshotEvery(100, 2);
 
     private final MemberFence fence;
@@ -49,16 +55,48 @@ abstract class CadastreEntity<C, E, S> extends EventSourcedBehaviorWithEnforcedR
     /** When this incarnation started (sharding creates the behaviour when the entity starts). */
     private final long startedNanos = System.nanoTime();
 
-    CadastreEntity(PersistenceId id, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(id);
+    /**
+     * @param type the entity's sharding key; its name is the persistence id's type
+     * @param entityId the entity's id, as sharding gives it
+     * @param fence closes this entity to commands while its member may have been replaced
+     * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
+     */
+    CadastreEntity(
+            EntityTypeKey<C> type,
+            String entityId,
+            MemberFence fence,
+            CadastreMetrics.Recovery recovery) {
+        super(PersistenceId.of(type.name(), entityId));
         this.fence = fence;
         this.recovery = recovery;
+    }
+
+    /**
+     * An entity's state: changed in place by the event handlers, so the snapshot store is handed a
+     * copy ({@link CopyingSnapshotAdapter}).
+     *
+     * @param <S> the state's own type
+     */
+    interface MutableState<S> {
+        /**
+         * @return a copy that shares nothing the event handlers change; it also turns the
+         *     collections Jackson restores from a snapshot into the mutable ones they need
+         */
+        S copy();
     }
 
     /** An entity's behaviour from its id, its member's fence and its recovery reporter. */
     @FunctionalInterface
     interface Factory<C> {
         Behavior<C> create(String entityId, MemberFence fence, CadastreMetrics.Recovery recovery);
+    }
+
+    /**
+     * @return an incarnation that no fence closes and that reports its recovery to nobody: for unit
+     *     tests and benchmarks, which run an entity outside cluster sharding
+     */
+    static <C> Behavior<C> unfenced(Factory<C> factory, String entityId) {
+        return factory.create(entityId, MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
     }
 
     /**
@@ -78,9 +116,6 @@ abstract class CadastreEntity<C, E, S> extends EventSourcedBehaviorWithEnforcedR
 
     /** The entity's command handlers, behind the fence. */
     abstract CommandHandlerWithReply<C, E, S> handlers();
-
-    /** @return a copy of {@code state} that shares nothing the event handlers change */
-    abstract S copy(S state);
 
     /**
      * Called once the state is recovered, after the recovery time is reported: where and when an
@@ -112,7 +147,7 @@ abstract class CadastreEntity<C, E, S> extends EventSourcedBehaviorWithEnforcedR
 
     @Override
     public final SnapshotAdapter<S> snapshotAdapter() {
-        return new CopyingSnapshotAdapter<>(this::copy);
+        return new CopyingSnapshotAdapter<>(MutableState::copy);
     }
 
     /**
@@ -122,8 +157,40 @@ abstract class CadastreEntity<C, E, S> extends EventSourcedBehaviorWithEnforcedR
      */
     ReplyEffect<E, S> ackOrPersist(
             boolean done, ActorRef<StatusReply<Done>> replyTo, Supplier<? extends E> event) {
-        return done
-                ? Effect().reply(replyTo, StatusReply.ack())
-                : Effect().persist(event.get()).thenReply(replyTo, s -> StatusReply.ack());
+        return done ? ack(replyTo) : persistThenAck(event.get(), replyTo);
+    }
+
+    /** Acknowledges at once: nothing to change. */
+    ReplyEffect<E, S> ack(ActorRef<StatusReply<Done>> replyTo) {
+        return Effect().reply(replyTo, StatusReply.ack());
+    }
+
+    /** Persists the event, then acknowledges (root DESIGN.md, invariant 2). */
+    ReplyEffect<E, S> persistThenAck(E event, ActorRef<StatusReply<Done>> replyTo) {
+        return Effect().persist(event).thenReply(replyTo, s -> StatusReply.ack());
+    }
+
+    /**
+     * Refuses the command, changing nothing: an error reply carrying a {@link Refusal}, whose
+     * reason reaches the caller as an {@link IpamException} of that reason ({@link EntityAsks}).
+     *
+     * @param message why, in words for an operator
+     */
+    <T> ReplyEffect<E, S> refuse(
+            ActorRef<StatusReply<T>> replyTo, IpamException.Reason reason, String message) {
+        return Effect().reply(replyTo, Refusal.reply(reason, message));
+    }
+
+    /**
+     * An event handler that changes the state in place (the frame snapshots a copy) and keeps it as
+     * the state.
+     *
+     * @param change what the event does to the state
+     */
+    static <S, V> BiFunction<S, V, S> inPlace(BiConsumer<S, V> change) {
+        return (state, event) -> {
+            change.accept(state, event);
+            return state;
+        };
     }
 }

@@ -9,19 +9,30 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.pattern.StatusReply;
 
 /**
- * How {@link Ipam} talks to the sharded entities: references by id, asks that are sent again
- * after each attempt's timeout until the total has passed ({@link AskTimeouts}), failures turned
- * into {@link IpamException}s (an entity's {@link Refusal} keeps its reason), and the confirmation of slow replies (see {@link ShardedIpam}).
+ * The one typed client of the sharded entities, for {@link Ipam}'s flows, the routing layer's
+ * reads ({@link MeshReads}) and the admin API's: references by id, asks that are sent again after
+ * each attempt's timeout until the total has passed ({@link AskTimeouts}), failures turned into
+ * {@link IpamException}s (an entity's {@link Refusal} keeps its reason; no answer is UNAVAILABLE),
+ * and the confirmation of slow replies (see {@link ShardedIpam}). Thread-safe.
+ *
+ * <p>Continuations of the stages it returns run on the thread that completed the reply ({@link
+ * Replies}): they must be short and must not block.
  */
-final class EntityAsks {
+public final class EntityAsks {
     private final ClusterSharding sharding;
     private final AskTimeouts timeouts;
     private final long confirmSlowerThanNanos;
+
+    /** @param timeouts how long to wait for each entity, in all and per attempt */
+    public EntityAsks(ActorSystem<?> system, AskTimeouts timeouts) {
+        this(ClusterSharding.get(system), timeouts);
+    }
 
     EntityAsks(ClusterSharding sharding, AskTimeouts timeouts) {
         this.sharding = sharding;
@@ -29,20 +40,38 @@ final class EntityAsks {
         this.confirmSlowerThanNanos = timeouts.confirmSlowerThan().toNanos();
     }
 
-    EntityRef<PoolEntity.Command> pool(String name) {
+    /** @param name the pool's name */
+    public EntityRef<PoolEntity.Command> pool(String name) {
         return sharding.entityRefFor(PoolEntity.ENTITY_TYPE_KEY, name);
     }
 
-    EntityRef<PoolRegistry.Command> registry() {
+    /** @return the one pool registry ({@link PoolRegistry#ID}) */
+    public EntityRef<PoolRegistry.Command> registry() {
         return sharding.entityRefFor(PoolRegistry.ENTITY_TYPE_KEY, PoolRegistry.ID);
     }
 
-    EntityRef<BlockEntity.Command> block(Cidr block) {
+    public EntityRef<BlockEntity.Command> block(Cidr block) {
         return sharding.entityRefFor(BlockEntity.ENTITY_TYPE_KEY, block.entityId());
     }
 
-    EntityRef<NodeEntity.Command> node(String name) {
+    /** @param name the node's name */
+    public EntityRef<NodeEntity.Command> node(String name) {
         return sharding.entityRefFor(NodeEntity.ENTITY_TYPE_KEY, name);
+    }
+
+    /** @return the pool's definition, claims and releases ({@code GetPool}, as {@link #ask}) */
+    public CompletionStage<PoolEntity.PoolView> poolView(String name) {
+        return ask(pool(name), PoolEntity.GetPool::new);
+    }
+
+    /** @return the block's affinity and allocations ({@code GetBlock}, as {@link #ask}) */
+    public CompletionStage<BlockEntity.BlockView> blockView(Cidr block) {
+        return ask(block(block), BlockEntity.GetBlock::new);
+    }
+
+    /** @return the node's attachments, blocks, labels and peer ({@code GetNode}, as {@link #ask}) */
+    public CompletionStage<NodeEntity.NodeView> nodeView(String name) {
+        return ask(node(name), NodeEntity.GetNode::new);
     }
 
     /**
@@ -50,7 +79,7 @@ final class EntityAsks {
      *
      * @return the reply; fails with UNAVAILABLE when none comes within the total timeout
      */
-    <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
+    public <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
         return retrying(
                         timeout -> Replies.onReplyingThread(ref.ask(command::apply, timeout)),
                         System.nanoTime() + timeouts.total().toNanos())
@@ -67,7 +96,7 @@ final class EntityAsks {
      *     and UNAVAILABLE when no reply comes within the total timeout (or the error reply is not a
      *     refusal)
      */
-    <C, R> CompletionStage<R> askStatus(
+    public <C, R> CompletionStage<R> askStatus(
             EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
         return statusFailures(
                 ref,
@@ -90,8 +119,7 @@ final class EntityAsks {
                 ref, Replies.onReplyingThread(ref.askWithStatus(command::apply, timeouts.total())));
     }
 
-    private static <R> CompletionStage<R> statusFailures(
-            EntityRef<?> ref, CompletionStage<R> reply) {
+    private <R> CompletionStage<R> statusFailures(EntityRef<?> ref, CompletionStage<R> reply) {
         return reply.exceptionally(
                 e -> {
                     Throwable cause = unwrap(e);
@@ -154,27 +182,55 @@ final class EntityAsks {
     }
 
     /**
-     * Reads every block at once ({@code BlockEntity.GetBlock}, as {@link #ask}).
+     * Reads every pool at once ({@link #poolView}).
      *
-     * @return each block's view, in the order given; fails with UNAVAILABLE when one does not answer
+     * @return each pool's view, in the order given; fails as the first read that fails
      */
-    CompletionStage<List<BlockEntity.BlockView>> blockViews(List<Cidr> blocks) {
-        List<CompletableFuture<BlockEntity.BlockView>> views =
-                blocks.stream()
-                        .map(b -> ask(block(b), BlockEntity.GetBlock::new).toCompletableFuture())
-                        .toList();
-        return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
-                .thenApply(v -> views.stream().map(CompletableFuture::join).toList());
+    public CompletionStage<List<PoolEntity.PoolView>> poolViews(List<String> names) {
+        return all(names, this::poolView);
     }
 
-    private static IpamException unavailable(EntityRef<?> ref, Throwable e) {
+    /**
+     * Reads every block at once ({@link #blockView}).
+     *
+     * @return each block's view, in the order given; fails as the first read that fails
+     */
+    public CompletionStage<List<BlockEntity.BlockView>> blockViews(List<Cidr> blocks) {
+        return all(blocks, this::blockView);
+    }
+
+    /**
+     * Reads every node at once ({@link #nodeView}).
+     *
+     * @return each node's view, in the order given; fails as the first read that fails
+     */
+    public CompletionStage<List<NodeEntity.NodeView>> nodeViews(List<String> names) {
+        return all(names, this::nodeView);
+    }
+
+    private static <K, V> CompletionStage<List<V>> all(
+            List<K> keys, Function<K, CompletionStage<V>> read) {
+        List<CompletableFuture<V>> each =
+                keys.stream().map(k -> read.apply(k).toCompletableFuture()).toList();
+        return CompletableFuture.allOf(each.toArray(CompletableFuture[]::new))
+                .thenApply(v -> each.stream().map(CompletableFuture::join).toList());
+    }
+
+    /**
+     * @return UNAVAILABLE naming the entity ({@code Pool p1 did not answer within 5000 ms}), or
+     *     the IpamException the stage failed with
+     */
+    private IpamException unavailable(EntityRef<?> ref, Throwable e) {
         Throwable cause = unwrap(e);
         if (cause instanceof IpamException ipam) {
             return ipam;
         }
+        String entity = ref.getTypeKey().name() + " " + ref.getEntityId();
         return new IpamException(
                 IpamException.Reason.UNAVAILABLE,
-                ref.getEntityId() + " did not answer: " + cause.getMessage(),
+                cause instanceof TimeoutException
+                        ? entity + " did not answer within " + timeouts.total().toMillis() + " ms"
+                        : entity + " did not answer: " + cause.getMessage(),
                 cause);
     }
 

@@ -8,6 +8,7 @@ import io.cadastre.ipam.PoolSpec;
 import io.cadastre.ipam.RangeSet;
 import io.cadastre.shards.Ipam.Assignment;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -90,7 +91,7 @@ final class IpamAssignment extends IpamFlow {
                             pools -> {
                                 // Every address is checked against the rules, and its pools
                                 // resolved, before any is assigned.
-                                Map<String, List<String>> candidates = new java.util.HashMap<>();
+                                Map<String, List<String>> candidates = new HashMap<>();
                                 requested.forEach(
                                         (family, ip) ->
                                                 candidates.put(

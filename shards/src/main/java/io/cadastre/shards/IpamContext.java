@@ -110,23 +110,6 @@ final class IpamContext {
      */
     CompletionStage<List<PoolView>> allPoolViews() {
         return catalog.current()
-                .thenCompose(
-                        pools -> {
-                            List<CompletableFuture<PoolView>> views =
-                                    pools.pools().keySet().stream()
-                                            .map(
-                                                    name ->
-                                                            asks.ask(
-                                                                            asks.pool(name),
-                                                                            PoolEntity.GetPool::new)
-                                                                    .toCompletableFuture())
-                                            .toList();
-                            return CompletableFuture.allOf(views.toArray(CompletableFuture[]::new))
-                                    .thenApply(
-                                            v ->
-                                                    views.stream()
-                                                            .map(CompletableFuture::join)
-                                                            .toList());
-                        });
+                .thenCompose(pools -> asks.poolViews(List.copyOf(pools.pools().keySet())));
     }
 }

@@ -35,14 +35,13 @@ final class IpamGarbageCollection extends IpamFlow {
 
     /** {@link Ipam#attachments}. */
     CompletionStage<List<AttachmentRecord>> attachments() {
-        return asks.ask(asks.node(node), NodeEntity.GetNode::new)
-                .thenApply(NodeEntity.NodeView::attachments);
+        return asks.nodeView(node).thenApply(NodeEntity.NodeView::attachments);
     }
 
     /** {@link Ipam#collectGarbage}. */
     CompletionStage<List<String>> collectGarbage(String network, Set<String> keep) {
         String prefix = network + ".";
-        return asks.ask(asks.node(node), NodeEntity.GetNode::new)
+        return asks.nodeView(node)
                 .thenCompose(
                         view -> {
                             Set<String> known = new HashSet<>();

@@ -145,7 +145,7 @@ final class IpamPoolAssignment extends IpamFlow {
 
     private CompletionStage<Optional<HeldAddress>> borrow(
             PoolSpec pool, Allocation allocation, List<String> reasons, RangeSet within) {
-        return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new)
+        return asks.poolView(pool.name())
                 .thenCompose(
                         view -> {
                             List<Cidr> others =
@@ -288,7 +288,7 @@ final class IpamPoolAssignment extends IpamFlow {
      * @return whether the block was told and may be tried again
      */
     private CompletionStage<Boolean> repairAffinity(PoolSpec pool, Cidr block) {
-        return asks.ask(asks.pool(pool.name()), PoolEntity.GetPool::new)
+        return asks.poolView(pool.name())
                 .thenCompose(
                         view -> {
                             if (view.usableBlocksOf(node).contains(block)) {
@@ -452,7 +452,7 @@ final class IpamPoolAssignment extends IpamFlow {
         return affineBlocks.computeIfAbsent(
                 poolName,
                 name ->
-                        asks.ask(asks.pool(name), PoolEntity.GetPool::new)
+                        asks.poolView(name)
                                 .thenApply(
                                         view ->
                                                 (List<Cidr>)
@@ -480,7 +480,7 @@ final class IpamPoolAssignment extends IpamFlow {
                 outcome ->
                         outcome.status() != AssignStatus.ASSIGNED
                                 ? CompletableFuture.completedFuture(true)
-                                : asks.ask(asks.block(block), BlockEntity.GetBlock::new)
+                                : asks.blockView(block)
                                         .thenApply(
                                                 view -> {
                                                     Allocation held =
@@ -496,7 +496,7 @@ final class IpamPoolAssignment extends IpamFlow {
     private CompletionStage<Boolean> claimConfirmed(String poolName, ClaimOutcome outcome) {
         return outcome.status() != PoolEntity.ClaimStatus.CLAIMED
                 ? CompletableFuture.completedFuture(true)
-                : asks.ask(asks.pool(poolName), PoolEntity.GetPool::new)
+                : asks.poolView(poolName)
                         .thenApply(view -> node.equals(view.claims().get(outcome.block())));
     }
 }

@@ -2,6 +2,7 @@ package io.cadastre.shards;
 
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
+import io.cadastre.ipam.Pool;
 import io.cadastre.ipam.PoolSpec;
 import java.util.ArrayList;
 import java.util.List;
@@ -104,13 +105,13 @@ final class IpamStatus extends IpamFlow {
     }
 
     private CompletionStage<Boolean> poolCanServe(PoolSpec spec) {
-        return asks.ask(asks.pool(spec.name()), PoolEntity.GetPool::new)
+        return asks.poolView(spec.name())
                 .thenCompose(
                         view -> {
                             if (!view.defined()) {
                                 return CompletableFuture.completedFuture(false);
                             }
-                            io.cadastre.ipam.Pool pool = io.cadastre.ipam.Pool.of(view.spec());
+                            Pool pool = Pool.of(view.spec());
                             view.claims().forEach(pool::claim);
                             if (!view.disabled()
                                     && pool.firstUnclaimedBlock().isPresent()

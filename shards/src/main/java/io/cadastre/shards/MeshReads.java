@@ -35,17 +35,17 @@ public final class MeshReads {
 
     /** @return the pool's claims and releases */
     public CompletionStage<PoolEntity.PoolView> pool(String name) {
-        return asks.ask(asks.pool(name), PoolEntity.GetPool::new);
+        return asks.poolView(name);
     }
 
     /** @return the node's peer, attachments and removal */
     public CompletionStage<NodeEntity.NodeView> node(String name) {
-        return asks.ask(asks.node(name), NodeEntity.GetNode::new);
+        return asks.nodeView(name);
     }
 
     /** @return the block's allocations */
     public CompletionStage<BlockEntity.BlockView> block(Cidr block) {
-        return asks.ask(asks.block(block), BlockEntity.GetBlock::new);
+        return asks.blockView(block);
     }
 
     /** Persists the peer on its node's entity (nothing when unchanged). */

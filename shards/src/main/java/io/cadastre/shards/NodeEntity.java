@@ -11,7 +11,6 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
-import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.slf4j.Logger;
@@ -33,12 +32,15 @@ public final class NodeEntity
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_NODE, NodeEntity::create);
+        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_NODE, NodeEntity::new);
     }
 
-    /** @param nodeName the node's name, the entity id */
+    /**
+     * @param nodeName the node's name, the entity id
+     * @return the node outside sharding ({@link CadastreEntity#unfenced})
+     */
     public static Behavior<Command> create(String nodeName) {
-        return create(nodeName, MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
+        return unfenced(NodeEntity::new, nodeName);
     }
 
     /**
@@ -196,7 +198,7 @@ public final class NodeEntity
             Map<String, String> labels,
             boolean removed,
             PeerInfo peer)
-            implements CborSerializable {
+            implements CborSerializable, MutableState<State> {
         public State {
             if (borrowedBlocks == null) {
                 borrowedBlocks = new TreeMap<>();
@@ -206,7 +208,9 @@ public final class NodeEntity
             }
         }
 
-        State copy() {
+        /** The copy also turns the maps Jackson restores into the mutable ones the handler needs. */
+        @Override
+        public State copy() {
             return new State(
                     new LinkedHashMap<>(attachments),
                     new TreeMap<>(affineBlocks),
@@ -234,7 +238,7 @@ public final class NodeEntity
     private final String nodeName;
 
     private NodeEntity(String nodeName, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), nodeName), fence, recovery);
+        super(ENTITY_TYPE_KEY, nodeName, fence, recovery);
         this.nodeName = nodeName;
     }
 
@@ -261,12 +265,6 @@ public final class NodeEntity
                 new TreeMap<>(),
                 false,
                 null);
-    }
-
-    @Override
-    State copy(State state) {
-        // The copy also turns the maps Jackson restores into the mutable ones the handler needs.
-        return state.copy();
     }
 
     @Override
@@ -316,39 +314,35 @@ public final class NodeEntity
                         })
                 .onCommand(
                         ForgetAttachment.class,
-                        (state, cmd) -> {
-                            return ackOrPersist(
-                                    !state.attachments()
-                                            .containsKey(
-                                                    AttachmentRecord.key(
-                                                            cmd.handle(), cmd.ifname())),
-                                    cmd.replyTo(),
-                                    () -> new AttachmentForgotten(cmd.handle(), cmd.ifname()));
-                        })
+                        (state, cmd) ->
+                                ackOrPersist(
+                                        !state.attachments()
+                                                .containsKey(
+                                                        AttachmentRecord.key(
+                                                                cmd.handle(), cmd.ifname())),
+                                        cmd.replyTo(),
+                                        () -> new AttachmentForgotten(cmd.handle(), cmd.ifname())))
                 .onCommand(
                         NoteAffineBlock.class,
-                        (state, cmd) -> {
-                            return ackOrPersist(
-                                    cmd.pool().equals(state.affineBlocks().get(cmd.block())),
-                                    cmd.replyTo(),
-                                    () -> new AffineBlockNoted(cmd.pool(), cmd.block()));
-                        })
+                        (state, cmd) ->
+                                ackOrPersist(
+                                        cmd.pool().equals(state.affineBlocks().get(cmd.block())),
+                                        cmd.replyTo(),
+                                        () -> new AffineBlockNoted(cmd.pool(), cmd.block())))
                 .onCommand(
                         NoteBorrowedBlock.class,
-                        (state, cmd) -> {
-                            return ackOrPersist(
-                                    cmd.pool().equals(state.borrowedBlocks().get(cmd.block())),
-                                    cmd.replyTo(),
-                                    () -> new BorrowedBlockNoted(cmd.pool(), cmd.block()));
-                        })
+                        (state, cmd) ->
+                                ackOrPersist(
+                                        cmd.pool().equals(state.borrowedBlocks().get(cmd.block())),
+                                        cmd.replyTo(),
+                                        () -> new BorrowedBlockNoted(cmd.pool(), cmd.block())))
                 .onCommand(
                         ForgetBorrowedBlock.class,
-                        (state, cmd) -> {
-                            return ackOrPersist(
-                                    !state.borrowedBlocks().containsKey(cmd.block()),
-                                    cmd.replyTo(),
-                                    () -> new BorrowedBlockForgotten(cmd.block()));
-                        })
+                        (state, cmd) ->
+                                ackOrPersist(
+                                        !state.borrowedBlocks().containsKey(cmd.block()),
+                                        cmd.replyTo(),
+                                        () -> new BorrowedBlockForgotten(cmd.block())))
                 .onCommand(
                         GetBorrowedBlocks.class,
                         (state, cmd) ->
@@ -392,42 +386,31 @@ public final class NodeEntity
                         (state, e) -> state.withRegistration(state.labels(), true))
                 .onEvent(
                         AffineBlockForgotten.class,
-                        (state, e) -> {
-                            state.affineBlocks().remove(e.block());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.affineBlocks().remove(e.block())))
                 .onEvent(
                         AttachmentRecorded.class,
-                        (state, e) -> {
-                            state.attachments().put(e.attachment().key(), e.attachment());
-                            return state;
-                        })
+                        inPlace(
+                                (state, e) ->
+                                        state.attachments()
+                                                .put(e.attachment().key(), e.attachment())))
                 .onEvent(
                         AttachmentForgotten.class,
-                        (state, e) -> {
-                            state.attachments()
-                                    .remove(AttachmentRecord.key(e.handle(), e.ifname()));
-                            return state;
-                        })
+                        inPlace(
+                                (state, e) ->
+                                        state.attachments()
+                                                .remove(
+                                                        AttachmentRecord.key(
+                                                                e.handle(), e.ifname()))))
                 .onEvent(
                         AffineBlockNoted.class,
-                        (state, e) -> {
-                            state.affineBlocks().put(e.block(), e.pool());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.affineBlocks().put(e.block(), e.pool())))
                 .onEvent(
                         BorrowedBlockNoted.class,
-                        (state, e) -> {
-                            state.borrowedBlocks().put(e.block(), e.pool());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.borrowedBlocks().put(e.block(), e.pool())))
                 .onEvent(PeerPublished.class, (state, e) -> state.withPeer(e.peer()))
                 .onEvent(
                         BorrowedBlockForgotten.class,
-                        (state, e) -> {
-                            state.borrowedBlocks().remove(e.block());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.borrowedBlocks().remove(e.block())))
                 .build();
     }
 }

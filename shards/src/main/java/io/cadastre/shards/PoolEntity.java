@@ -8,13 +8,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
-import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
@@ -35,21 +35,15 @@ public final class PoolEntity
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_POOL, PoolEntity::create);
-    }
-
-    /** @param poolName the pool's name, the entity id */
-    public static Behavior<Command> create(String poolName) {
-        return create(poolName, MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
+        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_POOL, PoolEntity::new);
     }
 
     /**
-     * @param fence closes this entity to commands while its member may have been replaced
-     * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
+     * @param poolName the pool's name, the entity id
+     * @return the pool outside sharding ({@link CadastreEntity#unfenced})
      */
-    public static Behavior<Command> create(
-            String poolName, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        return new PoolEntity(poolName, fence, recovery);
+    public static Behavior<Command> create(String poolName) {
+        return unfenced(PoolEntity::new, poolName);
     }
 
     // ---- commands ----
@@ -206,13 +200,18 @@ public final class PoolEntity
 
     // ---- state ----
 
-    /** @param pool the pool, or {@code null} before it is defined */
-    public record State(Pool pool) implements CborSerializable {}
+    /** @param pool the pool, or {@code null} before it is defined; mutated only by the event handler */
+    public record State(Pool pool) implements CborSerializable, MutableState<State> {
+        @Override
+        public State copy() {
+            return pool == null ? this : new State(pool.copy());
+        }
+    }
 
     private final String poolName;
 
     private PoolEntity(String poolName, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), poolName), fence, recovery);
+        super(ENTITY_TYPE_KEY, poolName, fence, recovery);
         this.poolName = poolName;
     }
 
@@ -232,262 +231,248 @@ public final class PoolEntity
                         : state.pool().claims().size() + " blocks claimed");
     }
 
-    @Override
-    State copy(State state) {
-        return state.pool() == null ? state : new State(state.pool().copy());
-    }
-
+    /**
+     * Two sets of handlers: a pool that is not defined (never, or deleted) answers from its
+     * absence, without a look at any {@link Pool}; a defined one from its pool.
+     */
     @Override
     CommandHandlerWithReply<Command, Event, State> handlers() {
-        return newCommandHandlerWithReplyBuilder()
-                .forAnyState()
-                .onCommand(DefinePool.class, this::onDefine)
-                .onCommand(SetDisabled.class, this::onSetDisabled)
-                .onCommand(DeletePool.class, this::onDelete)
-                .onCommand(BeginBlockRelease.class, this::onBeginBlockRelease)
+        var handlers = newCommandHandlerWithReplyBuilder();
+        handlers.forState(PoolEntity::undefined)
+                .onCommand(
+                        DefinePool.class,
+                        (state, cmd) ->
+                                named(
+                                        cmd,
+                                        () ->
+                                                persistThenAck(
+                                                        new PoolDefined(cmd.spec()),
+                                                        cmd.replyTo())))
+                .onCommand(SetDisabled.class, (state, cmd) -> unknownPool(cmd.replyTo()))
+                .onCommand(ClaimBlock.class, (state, cmd) -> unknownPool(cmd.replyTo()))
+                .onCommand(ClaimSpecificBlock.class, (state, cmd) -> unknownPool(cmd.replyTo()))
+                // Nothing to delete, and no block claimed to release: done.
+                .onCommand(DeletePool.class, (state, cmd) -> ack(cmd.replyTo()))
+                .onCommand(BeginBlockRelease.class, (state, cmd) -> ack(cmd.replyTo()))
+                .onCommand(FinishBlockRelease.class, (state, cmd) -> ack(cmd.replyTo()))
+                .onCommand(CancelBlockRelease.class, (state, cmd) -> ack(cmd.replyTo()))
+                .onCommand(
+                        GetPool.class,
+                        (state, cmd) ->
+                                Effect()
+                                        .reply(
+                                                cmd.replyTo(),
+                                                new PoolView(null, false, Map.of(), Set.of())));
+        handlers.forState(state -> !undefined(state))
+                .onCommand(
+                        DefinePool.class,
+                        (state, cmd) -> named(cmd, () -> onRedefine(state.pool(), cmd)))
+                .onCommand(
+                        SetDisabled.class,
+                        (state, cmd) ->
+                                ackOrPersist(
+                                        state.pool().disabled() == cmd.disabled(),
+                                        cmd.replyTo(),
+                                        () ->
+                                                cmd.disabled()
+                                                        ? new PoolDisabled()
+                                                        : new PoolEnabled()))
+                .onCommand(DeletePool.class, (state, cmd) -> onDelete(state.pool(), cmd))
+                .onCommand(
+                        BeginBlockRelease.class,
+                        (state, cmd) -> onBeginBlockRelease(state.pool(), cmd))
                 .onCommand(
                         FinishBlockRelease.class,
                         (state, cmd) ->
                                 ackOrPersist(
-                                        state.pool() == null
-                                                || state.pool().ownerOf(cmd.block()).isEmpty(),
+                                        state.pool().ownerOf(cmd.block()).isEmpty(),
                                         cmd.replyTo(),
                                         () -> new BlockReleased(cmd.block())))
                 .onCommand(
                         CancelBlockRelease.class,
                         (state, cmd) ->
                                 ackOrPersist(
-                                        state.pool() == null
-                                                || !state.pool().releasing().contains(cmd.block()),
+                                        !state.pool().releasing().contains(cmd.block()),
                                         cmd.replyTo(),
                                         () -> new BlockReleaseCancelled(cmd.block())))
-                .onCommand(ClaimBlock.class, this::onClaimBlock)
-                .onCommand(ClaimSpecificBlock.class, this::onClaimSpecificBlock)
+                .onCommand(ClaimBlock.class, (state, cmd) -> onClaimBlock(state.pool(), cmd))
                 .onCommand(
-                        GetPool.class, (state, cmd) -> Effect().reply(cmd.replyTo(), view(state)))
-                .build();
+                        ClaimSpecificBlock.class,
+                        (state, cmd) -> onClaimSpecificBlock(state.pool(), cmd))
+                .onCommand(
+                        GetPool.class,
+                        (state, cmd) -> {
+                            Pool pool = state.pool();
+                            return Effect()
+                                    .reply(
+                                            cmd.replyTo(),
+                                            new PoolView(
+                                                    pool.spec(),
+                                                    pool.disabled(),
+                                                    pool.claims(),
+                                                    pool.releasing()));
+                        });
+        return handlers.build();
     }
 
-    private ReplyEffect<Event, State> onDefine(State state, DefinePool cmd) {
+    /** @return whether the pool is not defined: never, or deleted since */
+    private static boolean undefined(State state) {
+        return state.pool() == null;
+    }
+
+    /** Refuses a definition under another name than this entity's (INVALID_REQUEST); else {@code then}. */
+    private ReplyEffect<Event, State> named(
+            DefinePool cmd, Supplier<ReplyEffect<Event, State>> then) {
+        if (!cmd.spec().name().equals(poolName)) {
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.INVALID_REQUEST,
+                    "pool name " + cmd.spec().name() + " does not match " + poolName);
+        }
+        return then.get();
+    }
+
+    private ReplyEffect<Event, State> onRedefine(Pool pool, DefinePool cmd) {
         PoolSpec spec = cmd.spec();
-        if (!spec.name().equals(poolName)) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.INVALID_REQUEST,
-                                    "pool name " + spec.name() + " does not match " + poolName));
-        }
-        if (state.pool() == null) {
-            return Effect()
-                    .persist(new PoolDefined(spec))
-                    .thenReply(cmd.replyTo(), s -> StatusReply.ack());
-        }
-        PoolSpec current = state.pool().spec();
+        PoolSpec current = pool.spec();
         if (!current.sameRangeAs(spec)) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.CONFLICT,
-                                    "pool "
-                                            + poolName
-                                            + " exists as "
-                                            + current.cidr()
-                                            + " with /"
-                                            + current.blockPrefix()
-                                            + " blocks"
-                                            + (current.excluded().isEmpty()
-                                                    ? ""
-                                                    : " excluding " + current.excluded())
-                                            + "; its CIDR, block size and excluded ranges cannot change"));
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.CONFLICT,
+                    "pool "
+                            + poolName
+                            + " exists as "
+                            + current.cidr()
+                            + " with /"
+                            + current.blockPrefix()
+                            + " blocks"
+                            + (current.excluded().isEmpty()
+                                    ? ""
+                                    : " excluding " + current.excluded())
+                            + "; its CIDR, block size and excluded ranges cannot change");
         }
         return ackOrPersist(current.equals(spec), cmd.replyTo(), () -> new PoolRedefined(spec));
     }
 
-    private ReplyEffect<Event, State> onSetDisabled(State state, SetDisabled cmd) {
-        if (state.pool() == null) {
-            return Effect().reply(cmd.replyTo(), unknownPool());
+    private ReplyEffect<Event, State> onDelete(Pool pool, DeletePool cmd) {
+        if (!pool.claims().isEmpty()) {
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.CONFLICT,
+                    "pool " + poolName + " still has " + pool.claims().size() + " claimed blocks");
         }
-        return ackOrPersist(
-                state.pool().disabled() == cmd.disabled(),
-                cmd.replyTo(),
-                () -> cmd.disabled() ? new PoolDisabled() : new PoolEnabled());
+        return persistThenAck(new PoolDeleted(), cmd.replyTo());
     }
 
-    private ReplyEffect<Event, State> onDelete(State state, DeletePool cmd) {
-        if (state.pool() == null) {
-            return Effect().reply(cmd.replyTo(), StatusReply.ack());
-        }
-        if (!state.pool().claims().isEmpty()) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.CONFLICT,
-                                    "pool "
-                                            + poolName
-                                            + " still has "
-                                            + state.pool().claims().size()
-                                            + " claimed blocks"));
-        }
-        return Effect().persist(new PoolDeleted()).thenReply(cmd.replyTo(), s -> StatusReply.ack());
-    }
-
-    private ReplyEffect<Event, State> onBeginBlockRelease(State state, BeginBlockRelease cmd) {
-        Optional<String> owner =
-                state.pool() == null ? Optional.empty() : state.pool().ownerOf(cmd.block());
-        if (owner.isEmpty() || state.pool().releasing().contains(cmd.block())) {
-            return Effect().reply(cmd.replyTo(), StatusReply.ack());
+    private ReplyEffect<Event, State> onBeginBlockRelease(Pool pool, BeginBlockRelease cmd) {
+        Optional<String> owner = pool.ownerOf(cmd.block());
+        if (owner.isEmpty() || pool.releasing().contains(cmd.block())) {
+            return ack(cmd.replyTo());
         }
         if (!owner.get().equals(cmd.node())) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
-                                    "block "
-                                            + cmd.block()
-                                            + " is affine to "
-                                            + owner.get()
-                                            + ", not "
-                                            + cmd.node()));
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.AFFINE_TO_OTHER_NODE,
+                    "block "
+                            + cmd.block()
+                            + " is affine to "
+                            + owner.get()
+                            + ", not "
+                            + cmd.node());
         }
-        return Effect()
-                .persist(new BlockReleaseBegun(cmd.block()))
-                .thenReply(cmd.replyTo(), s -> StatusReply.ack());
+        return persistThenAck(new BlockReleaseBegun(cmd.block()), cmd.replyTo());
     }
 
-    private ReplyEffect<Event, State> onClaimBlock(State state, ClaimBlock cmd) {
-        Pool pool = state.pool();
-        if (pool == null) {
-            return Effect().reply(cmd.replyTo(), unknownPool());
-        }
+    private ReplyEffect<Event, State> onClaimBlock(Pool pool, ClaimBlock cmd) {
         if (pool.disabled()) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            StatusReply.success(
-                                    new ClaimOutcome(
-                                            ClaimStatus.DISABLED,
-                                            null,
-                                            "pool " + poolName + " is disabled")));
+            return answer(
+                    cmd.replyTo(), ClaimStatus.DISABLED, null, "pool " + poolName + " is disabled");
         }
         Optional<String> refusal = pool.refusalToClaim(cmd.node());
         if (refusal.isPresent()) { // not disabled (above): the node holds maxBlocksPerNode blocks
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            StatusReply.success(
-                                    new ClaimOutcome(
-                                            ClaimStatus.LIMIT_REACHED, null, refusal.get())));
+            return answer(cmd.replyTo(), ClaimStatus.LIMIT_REACHED, null, refusal.get());
         }
         Optional<Cidr> free = pool.firstUnclaimedBlock(cmd.within());
         if (free.isEmpty()) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            StatusReply.success(
-                                    new ClaimOutcome(
-                                            ClaimStatus.EXHAUSTED,
-                                            null,
-                                            "every block of pool "
-                                                    + poolName
-                                                    + " ("
-                                                    + pool.spec().cidr()
-                                                    + ")"
-                                                    + (cmd.within() == null
-                                                            ? ""
-                                                            : " holding an address of "
-                                                                    + cmd.within())
-                                                    + " is claimed")));
+            return answer(
+                    cmd.replyTo(),
+                    ClaimStatus.EXHAUSTED,
+                    null,
+                    "every block of pool "
+                            + poolName
+                            + " ("
+                            + pool.spec().cidr()
+                            + ")"
+                            + (cmd.within() == null ? "" : " holding an address of " + cmd.within())
+                            + " is claimed");
         }
-        return Effect()
-                .persist(new BlockClaimed(free.get(), cmd.node()))
-                .thenReply(
-                        cmd.replyTo(),
-                        s ->
-                                StatusReply.success(
-                                        new ClaimOutcome(ClaimStatus.CLAIMED, free.get(), null)));
+        return claim(free.get(), cmd.node(), cmd.replyTo());
     }
 
-    private ReplyEffect<Event, State> onClaimSpecificBlock(State state, ClaimSpecificBlock cmd) {
-        Pool pool = state.pool();
-        if (pool == null) {
-            return Effect().reply(cmd.replyTo(), unknownPool());
-        }
+    private ReplyEffect<Event, State> onClaimSpecificBlock(Pool pool, ClaimSpecificBlock cmd) {
         if (!pool.spec().cidr().contains(cmd.block())
                 || cmd.block().prefixLength() != pool.spec().blockPrefix()) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.INVALID_REQUEST,
-                                    cmd.block() + " is not a block of pool " + poolName));
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.INVALID_REQUEST,
+                    cmd.block() + " is not a block of pool " + poolName);
         }
         if (pool.spec().isWhollyExcluded(cmd.block())) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.ADDRESS_NOT_IN_POOL,
-                                    cmd.block()
-                                            + " lies in an excluded range of pool "
-                                            + poolName));
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.ADDRESS_NOT_IN_POOL,
+                    cmd.block() + " lies in an excluded range of pool " + poolName);
         }
         Optional<String> owner = pool.ownerOf(cmd.block());
         if (owner.isPresent() && pool.releasing().contains(cmd.block())) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    IpamException.Reason.BLOCK_RELEASING,
-                                    "block "
-                                            + cmd.block()
-                                            + " of pool "
-                                            + poolName
-                                            + " is being released"));
+            return refuse(
+                    cmd.replyTo(),
+                    IpamException.Reason.BLOCK_RELEASING,
+                    "block " + cmd.block() + " of pool " + poolName + " is being released");
         }
         if (owner.isPresent()) {
             ClaimStatus status =
                     owner.get().equals(cmd.node())
                             ? ClaimStatus.CLAIMED
                             : ClaimStatus.OWNED_BY_OTHER;
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            StatusReply.success(
-                                    new ClaimOutcome(status, cmd.block(), owner.get())));
+            return answer(cmd.replyTo(), status, cmd.block(), owner.get());
         }
         Optional<String> refusal = pool.refusalToClaim(cmd.node());
         if (refusal.isPresent()) {
-            return Effect()
-                    .reply(
-                            cmd.replyTo(),
-                            Refusal.reply(
-                                    pool.disabled()
-                                            ? IpamException.Reason.POOL_DISABLED
-                                            : IpamException.Reason.NODE_BLOCK_LIMIT,
-                                    refusal.get()));
+            return refuse(
+                    cmd.replyTo(),
+                    pool.disabled()
+                            ? IpamException.Reason.POOL_DISABLED
+                            : IpamException.Reason.NODE_BLOCK_LIMIT,
+                    refusal.get());
         }
+        return claim(cmd.block(), cmd.node(), cmd.replyTo());
+    }
+
+    /** Answers a claim without changing anything (the claim is not refused: {@link ClaimOutcome}). */
+    private ReplyEffect<Event, State> answer(
+            ActorRef<StatusReply<ClaimOutcome>> replyTo,
+            ClaimStatus status,
+            Cidr block,
+            String detail) {
         return Effect()
-                .persist(new BlockClaimed(cmd.block(), cmd.node()))
+                .reply(replyTo, StatusReply.success(new ClaimOutcome(status, block, detail)));
+    }
+
+    /** Persists the claim of the block for the node, then answers CLAIMED. */
+    private ReplyEffect<Event, State> claim(
+            Cidr block, String node, ActorRef<StatusReply<ClaimOutcome>> replyTo) {
+        return Effect()
+                .persist(new BlockClaimed(block, node))
                 .thenReply(
-                        cmd.replyTo(),
+                        replyTo,
                         s ->
                                 StatusReply.success(
-                                        new ClaimOutcome(ClaimStatus.CLAIMED, cmd.block(), null)));
+                                        new ClaimOutcome(ClaimStatus.CLAIMED, block, null)));
     }
 
-    private <T> StatusReply<T> unknownPool() {
-        return Refusal.reply(IpamException.Reason.UNKNOWN_POOL, "unknown pool " + poolName);
-    }
-
-    private static PoolView view(State state) {
-        Pool pool = state.pool();
-        return pool == null
-                ? new PoolView(null, false, Map.of(), Set.of())
-                : new PoolView(pool.spec(), pool.disabled(), pool.claims(), pool.releasing());
+    private <T> ReplyEffect<Event, State> unknownPool(ActorRef<StatusReply<T>> replyTo) {
+        return refuse(replyTo, IpamException.Reason.UNKNOWN_POOL, "unknown pool " + poolName);
     }
 
     @Override
@@ -496,48 +481,21 @@ public final class PoolEntity
                 .forAnyState()
                 .onEvent(PoolDefined.class, (state, e) -> new State(Pool.of(e.spec())))
                 .onEvent(
-                        PoolRedefined.class,
-                        (state, e) -> {
-                            state.pool().redefine(e.spec());
-                            return state;
-                        })
-                .onEvent(
-                        PoolDisabled.class,
-                        (state, e) -> {
-                            state.pool().setDisabled(true);
-                            return state;
-                        })
-                .onEvent(
-                        PoolEnabled.class,
-                        (state, e) -> {
-                            state.pool().setDisabled(false);
-                            return state;
-                        })
+                        PoolRedefined.class, inPlace((state, e) -> state.pool().redefine(e.spec())))
+                .onEvent(PoolDisabled.class, inPlace((state, e) -> state.pool().setDisabled(true)))
+                .onEvent(PoolEnabled.class, inPlace((state, e) -> state.pool().setDisabled(false)))
                 .onEvent(PoolDeleted.class, (state, e) -> new State(null))
                 .onEvent(
                         BlockClaimed.class,
-                        (state, e) -> {
-                            state.pool().claim(e.block(), e.node());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.pool().claim(e.block(), e.node())))
                 .onEvent(
                         BlockReleaseBegun.class,
-                        (state, e) -> {
-                            state.pool().beginRelease(e.block());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.pool().beginRelease(e.block())))
                 .onEvent(
                         BlockReleaseCancelled.class,
-                        (state, e) -> {
-                            state.pool().cancelRelease(e.block());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.pool().cancelRelease(e.block())))
                 .onEvent(
-                        BlockReleased.class,
-                        (state, e) -> {
-                            state.pool().release(e.block());
-                            return state;
-                        })
+                        BlockReleased.class, inPlace((state, e) -> state.pool().release(e.block())))
                 .build();
     }
 }

@@ -13,7 +13,6 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
-import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
@@ -40,25 +39,17 @@ public final class PoolRegistry
 
     /** Registers the entity with cluster sharding. */
     public static void init(ActorSystem<?> system) {
-        initSharding(
-                system,
-                ENTITY_TYPE_KEY,
-                CadastreMetrics.ENTITY_POOL_REGISTRY,
-                (id, fence, recovery) -> create(fence, recovery));
+        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_POOL_REGISTRY, FACTORY);
     }
 
-    /** @return the registry without a member fence (unit tests) */
+    /** @return the registry outside sharding ({@link CadastreEntity#unfenced}) */
     public static Behavior<Command> create() {
-        return create(MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
+        return unfenced(FACTORY, ID);
     }
 
-    /**
-     * @param fence closes this entity to commands while its member may have been replaced
-     * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
-     */
-    public static Behavior<Command> create(MemberFence fence, CadastreMetrics.Recovery recovery) {
-        return new PoolRegistry(fence, recovery);
-    }
+    /** The one entity's id is always {@link #ID}. */
+    private static final Factory<Command> FACTORY =
+            (id, fence, recovery) -> new PoolRegistry(fence, recovery);
 
     // ---- commands ----
 
@@ -141,24 +132,20 @@ public final class PoolRegistry
 
     /** Mutated only by the event handler. */
     public record State(TreeMap<String, PoolSpec> pools, TreeSet<String> disabled)
-            implements CborSerializable {
-        State copy() {
+            implements CborSerializable, MutableState<State> {
+        @Override
+        public State copy() {
             return new State(new TreeMap<>(pools), new TreeSet<>(disabled));
         }
     }
 
     private PoolRegistry(MemberFence fence, CadastreMetrics.Recovery recovery) {
-        super(PersistenceId.of(ENTITY_TYPE_KEY.name(), ID), fence, recovery);
+        super(ENTITY_TYPE_KEY, ID, fence, recovery);
     }
 
     @Override
     public State emptyState() {
         return new State(new TreeMap<>(), new TreeSet<>());
-    }
-
-    @Override
-    State copy(State state) {
-        return state.copy();
     }
 
     @Override
@@ -170,12 +157,10 @@ public final class PoolRegistry
                         SetDisabled.class,
                         (state, cmd) -> {
                             if (!state.pools().containsKey(cmd.name())) {
-                                return Effect()
-                                        .reply(
-                                                cmd.replyTo(),
-                                                Refusal.reply(
-                                                        IpamException.Reason.UNKNOWN_POOL,
-                                                        "unknown pool " + cmd.name()));
+                                return refuse(
+                                        cmd.replyTo(),
+                                        IpamException.Reason.UNKNOWN_POOL,
+                                        "unknown pool " + cmd.name());
                             }
                             return ackOrPersist(
                                     state.disabled().contains(cmd.name()) == cmd.disabled(),
@@ -288,33 +273,27 @@ public final class PoolRegistry
                 .forAnyState()
                 .onEvent(
                         PoolRegistered.class,
-                        (state, e) -> {
-                            state.pools().put(e.spec().name(), e.spec());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.pools().put(e.spec().name(), e.spec())))
                 .onEvent(
                         PoolRespecified.class,
-                        (state, e) -> {
-                            state.pools().put(e.spec().name(), e.spec());
-                            return state;
-                        })
+                        inPlace((state, e) -> state.pools().put(e.spec().name(), e.spec())))
                 .onEvent(
                         PoolAvailabilityChanged.class,
-                        (state, e) -> {
-                            if (e.disabled()) {
-                                state.disabled().add(e.name());
-                            } else {
-                                state.disabled().remove(e.name());
-                            }
-                            return state;
-                        })
+                        inPlace(
+                                (state, e) -> {
+                                    if (e.disabled()) {
+                                        state.disabled().add(e.name());
+                                    } else {
+                                        state.disabled().remove(e.name());
+                                    }
+                                }))
                 .onEvent(
                         PoolUnregistered.class,
-                        (state, e) -> {
-                            state.pools().remove(e.name());
-                            state.disabled().remove(e.name());
-                            return state;
-                        })
+                        inPlace(
+                                (state, e) -> {
+                                    state.pools().remove(e.name());
+                                    state.disabled().remove(e.name());
+                                }))
                 .build();
     }
 }

@@ -105,8 +105,7 @@ public final class Pools {
 
     /** @return the pool's entity view; fails with UNKNOWN_POOL when it is not registered */
     public CompletionStage<PoolView> view(String name) {
-        return requireRegistered(name)
-                .thenCompose(spec -> asks.ask(asks.pool(name), PoolEntity.GetPool::new));
+        return requireRegistered(name).thenCompose(spec -> asks.poolView(name));
     }
 
     /** Disables or enables a pool; idempotent. Fails with UNKNOWN_POOL. */
@@ -137,7 +136,7 @@ public final class Pools {
      */
     public CompletionStage<List<Cidr>> delete(String name) {
         return setDisabled(name, true)
-                .thenCompose(d -> asks.ask(asks.pool(name), PoolEntity.GetPool::new))
+                .thenCompose(d -> asks.poolView(name))
                 .thenCompose(view -> releaseAll(name, view))
                 .thenCompose(
                         outcome -> {

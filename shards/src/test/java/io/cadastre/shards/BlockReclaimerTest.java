@@ -299,7 +299,7 @@ class BlockReclaimerTest {
                             () -> Set.copyOf(w.present),
                             w.nanos::get,
                             reason -> {});
-            ActorRef<BlockReclaimer.Command> singleton = testKit.spawn(fast.behavior());
+            ActorRef<PeriodicSingleton.Command> singleton = testKit.spawn(fast.behavior());
             try {
                 testKit.createTestProbe()
                         .awaitAssert(

@@ -595,7 +595,8 @@ class IpamTest {
                 container,
                 List.of(),
                 ips,
-                rules);
+                rules,
+                Map.of());
     }
 
     private static AddressRules subnetWithGateway(

@@ -3,6 +3,7 @@ package io.cadastre.testcri;
 import io.cadastre.testcri.v1.PodSandbox;
 import io.cadastre.testcri.v1.RuntimeCondition;
 import io.cadastre.testsupport.LogFile;
+import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -255,7 +256,7 @@ public final class Containerd implements AutoCloseable {
                     last =
                             c.map(x -> x.getReason() + ": " + x.getMessage())
                                     .orElse(type + " not reported");
-                } catch (io.grpc.StatusRuntimeException e) {
+                } catch (StatusRuntimeException e) {
                     last = e.getStatus().toString();
                 }
             }

@@ -13,6 +13,7 @@ import io.cadastre.testcri.v1.PodSandboxMetadata;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -124,7 +125,7 @@ public final class KubeletPods {
                 .putLabels("io.kubernetes.pod.uid", uid)
                 .putAllAnnotations(annotations)
                 .putAnnotations("kubernetes.io/config.source", "api")
-                .putAnnotations("kubernetes.io/config.seen", java.time.Instant.now().toString())
+                .putAnnotations("kubernetes.io/config.seen", Instant.now().toString())
                 .build();
     }
 
