@@ -192,33 +192,31 @@ public final class CassandraJournalEpochs {
             }
         }
         String table = keyspace + "." + TABLE;
-        CompletionStage<PreparedStatement> create =
-                created.thenCompose(
-                        ignored ->
-                                s.prepareAsync(
-                                        "INSERT INTO "
-                                                + table
-                                                + " (persistence_id, epoch) VALUES (?, ?) IF NOT EXISTS"));
-        CompletionStage<PreparedStatement> raise =
-                create.thenCompose(
-                        ignored ->
-                                s.prepareAsync(
-                                        "UPDATE "
-                                                + table
-                                                + " SET epoch = ? WHERE persistence_id = ? IF epoch = ?"));
-        CompletionStage<PreparedStatement> read =
-                raise.thenCompose(
-                        ignored ->
-                                s.prepareAsync(
-                                        "SELECT epoch FROM "
-                                                + table
-                                                + " WHERE persistence_id = ?"));
-        return read.thenApply(
-                r ->
-                        new Statements(
-                                s,
-                                create.toCompletableFuture().join(),
-                                raise.toCompletableFuture().join(),
-                                r));
+        return created.thenCompose(
+                ignored -> {
+                    CompletableFuture<PreparedStatement> create =
+                            prepare(
+                                    s,
+                                    "INSERT INTO "
+                                            + table
+                                            + " (persistence_id, epoch) VALUES (?, ?) IF NOT EXISTS");
+                    CompletableFuture<PreparedStatement> raise =
+                            prepare(
+                                    s,
+                                    "UPDATE "
+                                            + table
+                                            + " SET epoch = ? WHERE persistence_id = ? IF epoch = ?");
+                    CompletableFuture<PreparedStatement> read =
+                            prepare(s, "SELECT epoch FROM " + table + " WHERE persistence_id = ?");
+                    return CompletableFuture.allOf(create, raise, read)
+                            .thenApply(
+                                    all ->
+                                            new Statements(
+                                                    s, create.join(), raise.join(), read.join()));
+                });
+    }
+
+    private static CompletableFuture<PreparedStatement> prepare(CqlSession s, String cql) {
+        return s.prepareAsync(cql).toCompletableFuture();
     }
 }

@@ -3,11 +3,11 @@ package io.cadastre.agent;
 import com.typesafe.config.Config;
 import io.cadastre.shards.MemberFence;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.ActorRef;
@@ -62,10 +62,10 @@ public final class FencedCassandraJournal extends CassandraJournal {
     private final CassandraJournalEpochs epochs;
 
     /**
-     * The epoch this member's incarnation of each entity claimed when it recovered; written on the
-     * journal actor, read in write callbacks.
+     * The epoch this member's incarnation of each entity claimed when it recovered; read and
+     * written on the journal actor only.
      */
-    private final Map<String, Long> claimed = new ConcurrentHashMap<>();
+    private final Map<String, Long> claimed = new HashMap<>();
 
     /** An epoch claim's answer, back on the journal actor to read the highest sequence number. */
     private record Claimed(
