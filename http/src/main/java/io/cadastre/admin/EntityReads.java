@@ -59,9 +59,10 @@ final class EntityReads {
     /** The node forgets the attachment (persisted); an unknown one is success. */
     CompletionStage<Done> forget(String node, String handle, String ifname) {
         return asks.askStatus(
-                asks.node(node),
-                (ActorRef<StatusReply<Done>> r) ->
-                        new NodeEntity.ForgetAttachment(handle, ifname, r));
+                        asks.node(node),
+                        (ActorRef<StatusReply<NodeEntity.AttachmentLookup>> r) ->
+                                new NodeEntity.ForgetAttachment(handle, ifname, r))
+                .thenApply(forgotten -> Done.getInstance());
     }
 
     /** Marks the node removed by an operator (persisted); a node removed already is success. */

@@ -22,7 +22,6 @@ import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -123,7 +122,7 @@ public final class BlockReclaimer {
             Duration interval,
             Duration grace) {
         this(
-                new EntityAsks(ClusterSharding.get(system), timeouts),
+                new EntityAsks(system, timeouts),
                 catalog,
                 interval,
                 grace,

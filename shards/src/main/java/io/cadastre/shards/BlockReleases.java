@@ -10,7 +10,6 @@ import java.util.concurrent.CompletionStage;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.pattern.StatusReply;
 
 /**
@@ -49,7 +48,7 @@ public final class BlockReleases {
     public record Outcome(List<Cidr> released, List<Cidr> kept, Map<Cidr, IpamException> failed) {}
 
     public BlockReleases(ActorSystem<?> system, AskTimeouts timeouts) {
-        this(new EntityAsks(ClusterSharding.get(system), timeouts), MeshHints.get(system));
+        this(new EntityAsks(system, timeouts), MeshHints.get(system));
     }
 
     BlockReleases(EntityAsks asks) {

@@ -102,7 +102,7 @@ abstract class CadastreEntity<C, E, S extends CadastreEntity.MutableState<S>>
     /**
      * Registers an entity type with cluster sharding on this member: every incarnation gets the
      * member's fence and the entity's recovery reporter ({@code cadastre_entity_recovery_seconds}
-     * with {@code entity}).
+     * with {@code entity}), and is listed in the member's {@link LocalEntities} while it runs.
      *
      * @param entity the metrics' name of the entity ({@link CadastreMetrics#recovery})
      */
@@ -110,8 +110,17 @@ abstract class CadastreEntity<C, E, S extends CadastreEntity.MutableState<S>>
             ActorSystem<?> system, EntityTypeKey<C> key, String entity, Factory<C> factory) {
         MemberFence fence = MemberFence.get(system);
         CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(entity);
+        LocalEntities local = LocalEntities.get(system);
         ClusterSharding.get(system)
-                .init(Entity.of(key, ctx -> factory.create(ctx.getEntityId(), fence, recovery)));
+                .init(
+                        Entity.of(
+                                key,
+                                ctx ->
+                                        local.listed(
+                                                key,
+                                                ctx.getEntityId(),
+                                                factory.create(
+                                                        ctx.getEntityId(), fence, recovery))));
     }
 
     /** The entity's command handlers, behind the fence. */

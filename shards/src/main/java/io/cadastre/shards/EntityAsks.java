@@ -10,6 +10,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.pattern.StatusReply;
@@ -19,23 +21,33 @@ import org.apache.pekko.pattern.StatusReply;
  * reads ({@link MeshReads}) and the admin API's: references by id, asks that are sent again after
  * each attempt's timeout until the total has passed ({@link AskTimeouts}), failures turned into
  * {@link IpamException}s (an entity's {@link Refusal} keeps its reason; no answer is UNAVAILABLE),
- * and the confirmation of slow replies (see {@link ShardedIpam}). Thread-safe.
+ * and the confirmation of slow replies (see {@link ShardedIpam}). A retried ask to an entity
+ * running on this member goes to it directly, not through its shard region ({@link
+ * LocalEntities}). Thread-safe.
  *
  * <p>Continuations of the stages it returns run on the thread that completed the reply ({@link
  * Replies}): they must be short and must not block.
  */
 public final class EntityAsks {
     private final ClusterSharding sharding;
+    private final LocalEntities local;
+    private final Scheduler scheduler;
     private final AskTimeouts timeouts;
     private final long confirmSlowerThanNanos;
 
     /** @param timeouts how long to wait for each entity, in all and per attempt */
     public EntityAsks(ActorSystem<?> system, AskTimeouts timeouts) {
-        this(ClusterSharding.get(system), timeouts);
+        this(ClusterSharding.get(system), LocalEntities.get(system), system.scheduler(), timeouts);
     }
 
-    EntityAsks(ClusterSharding sharding, AskTimeouts timeouts) {
+    EntityAsks(
+            ClusterSharding sharding,
+            LocalEntities local,
+            Scheduler scheduler,
+            AskTimeouts timeouts) {
         this.sharding = sharding;
+        this.local = local;
+        this.scheduler = scheduler;
         this.timeouts = timeouts;
         this.confirmSlowerThanNanos = timeouts.confirmSlowerThan().toNanos();
     }
@@ -81,7 +93,17 @@ public final class EntityAsks {
      */
     public <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
         return retrying(
-                        timeout -> Replies.onReplyingThread(ref.ask(command::apply, timeout)),
+                        timeout ->
+                                Replies.onReplyingThread(
+                                        local.find(ref.getTypeKey(), ref.getEntityId())
+                                                .map(
+                                                        here ->
+                                                                AskPattern.ask(
+                                                                        here,
+                                                                        command::apply,
+                                                                        timeout,
+                                                                        scheduler))
+                                                .orElseGet(() -> ref.ask(command::apply, timeout))),
                         System.nanoTime() + timeouts.total().toNanos())
                 .exceptionally(
                         e -> {
@@ -103,7 +125,18 @@ public final class EntityAsks {
                 retrying(
                         timeout ->
                                 Replies.onReplyingThread(
-                                        ref.askWithStatus(command::apply, timeout)),
+                                        local.find(ref.getTypeKey(), ref.getEntityId())
+                                                .map(
+                                                        here ->
+                                                                AskPattern.askWithStatus(
+                                                                        here,
+                                                                        command::apply,
+                                                                        timeout,
+                                                                        scheduler))
+                                                .orElseGet(
+                                                        () ->
+                                                                ref.askWithStatus(
+                                                                        command::apply, timeout))),
                         System.nanoTime() + timeouts.total().toNanos()));
     }
 

@@ -7,7 +7,6 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.stream.Stream;
-import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
 
@@ -48,19 +47,21 @@ final class IpamRelease extends IpamFlow {
         return forget(handle, ifname).thenCompose(blocks -> free(handle, ifname, blocks));
     }
 
-    /** {@link Ipam#forget}. */
+    /**
+     * {@link Ipam#forget}: one ask, which answers what the node forgot. A retry after a lost reply
+     * finds nothing to forget and sweeps, as for an unknown attachment.
+     */
     CompletionStage<List<Cidr>> forget(String handle, String ifname) {
-        return lookup(handle, ifname)
+        return asks.askStatus(
+                        asks.node(node),
+                        (ActorRef<StatusReply<NodeEntity.AttachmentLookup>> r) ->
+                                new NodeEntity.ForgetAttachment(handle, ifname, r))
                 .thenCompose(
-                        known ->
-                                known.isEmpty()
+                        forgotten ->
+                                forgotten.attachment() == null
                                         ? blocksToSweep()
-                                        : asks.askStatus(
-                                                        asks.node(node),
-                                                        (ActorRef<StatusReply<Done>> r) ->
-                                                                new NodeEntity.ForgetAttachment(
-                                                                        handle, ifname, r))
-                                                .thenApply(d -> blocksOf(known.get().addresses())));
+                                        : CompletableFuture.completedFuture(
+                                                blocksOf(forgotten.attachment().addresses())));
     }
 
     /** {@link Ipam#free}. */

@@ -8,7 +8,6 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.MemberStatus;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.pattern.StatusReply;
 
 /**
@@ -24,7 +23,7 @@ public final class MeshReads {
 
     public MeshReads(ActorSystem<?> system, AskTimeouts timeouts, PoolCatalog catalog) {
         this.system = system;
-        this.asks = new EntityAsks(ClusterSharding.get(system), timeouts);
+        this.asks = new EntityAsks(system, timeouts);
         this.catalog = catalog;
     }
 

@@ -87,9 +87,13 @@ public final class NodeEntity
     public record RecordAttachment(AttachmentRecord attachment, ActorRef<StatusReply<Done>> replyTo)
             implements Command {}
 
-    /** Forgets an attachment; an unknown one is success. */
+    /**
+     * Forgets an attachment and answers what it was (so that a DEL needs no lookup first); an
+     * unknown one is success with a {@code null} attachment.
+     */
     public record ForgetAttachment(
-            String handle, String ifname, ActorRef<StatusReply<Done>> replyTo) implements Command {}
+            String handle, String ifname, ActorRef<StatusReply<AttachmentLookup>> replyTo)
+            implements Command {}
 
     /** Notes that a block of a pool is affine to this node; idempotent. */
     public record NoteAffineBlock(String pool, Cidr block, ActorRef<StatusReply<Done>> replyTo)
@@ -314,14 +318,22 @@ public final class NodeEntity
                         })
                 .onCommand(
                         ForgetAttachment.class,
-                        (state, cmd) ->
-                                ackOrPersist(
-                                        !state.attachments()
-                                                .containsKey(
-                                                        AttachmentRecord.key(
-                                                                cmd.handle(), cmd.ifname())),
-                                        cmd.replyTo(),
-                                        () -> new AttachmentForgotten(cmd.handle(), cmd.ifname())))
+                        (state, cmd) -> {
+                            AttachmentLookup known =
+                                    new AttachmentLookup(
+                                            state.attachments()
+                                                    .get(
+                                                            AttachmentRecord.key(
+                                                                    cmd.handle(), cmd.ifname())));
+                            return known.attachment() == null
+                                    ? Effect().reply(cmd.replyTo(), StatusReply.success(known))
+                                    : Effect()
+                                            .persist(
+                                                    new AttachmentForgotten(
+                                                            cmd.handle(), cmd.ifname()))
+                                            .thenReply(
+                                                    cmd.replyTo(), s -> StatusReply.success(known));
+                        })
                 .onCommand(
                         NoteAffineBlock.class,
                         (state, cmd) ->

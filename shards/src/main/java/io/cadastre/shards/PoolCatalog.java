@@ -8,7 +8,6 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 
 /**
  * This agent's view of the {@link PoolRegistry}: the catalogue read at most once per
@@ -32,7 +31,7 @@ public final class PoolCatalog {
 
     /** @param maxAge how long a catalogue read is used before it is read again */
     public PoolCatalog(ActorSystem<?> system, AskTimeouts timeouts, Duration maxAge) {
-        this(new EntityAsks(ClusterSharding.get(system), timeouts), maxAge, System::nanoTime);
+        this(new EntityAsks(system, timeouts), maxAge, System::nanoTime);
     }
 
     PoolCatalog(EntityAsks asks, Duration maxAge, LongSupplier nanoClock) {

@@ -13,7 +13,6 @@ import java.util.concurrent.CompletionStage;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.pattern.StatusReply;
 
 /**
@@ -39,7 +38,7 @@ public final class Pools {
 
     /** @param catalog this agent's catalogue, read afresh after every change made here */
     public Pools(ActorSystem<?> system, AskTimeouts timeouts, PoolCatalog catalog) {
-        this(new EntityAsks(ClusterSharding.get(system), timeouts), catalog);
+        this(new EntityAsks(system, timeouts), catalog);
     }
 
     Pools(EntityAsks asks, PoolCatalog catalog) {

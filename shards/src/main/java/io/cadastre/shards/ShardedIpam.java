@@ -10,7 +10,6 @@ import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 
 /**
  * {@link Ipam} over the sharded entities: the ADD and DEL flows of the root DESIGN.md.
@@ -67,7 +66,7 @@ public final class ShardedIpam implements Ipam {
             Clock clock) {
         this.context =
                 new IpamContext(
-                        new EntityAsks(ClusterSharding.get(system), timeouts),
+                        new EntityAsks(system, timeouts),
                         node,
                         labels,
                         catalog,

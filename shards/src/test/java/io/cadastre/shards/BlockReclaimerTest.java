@@ -78,7 +78,7 @@ class BlockReclaimerTest {
             await(pools.defineConfigured(List.of(pool)));
             reclaimer =
                     new BlockReclaimer(
-                            new EntityAsks(ClusterSharding.get(testKit.system()), TIMEOUTS),
+                            new EntityAsks(testKit.system(), TIMEOUTS),
                             catalog,
                             INTERVAL,
                             GRACE,
@@ -292,7 +292,7 @@ class BlockReclaimerTest {
             Cidr empty = w.claimEmpty(gone);
             BlockReclaimer fast =
                     new BlockReclaimer(
-                            new EntityAsks(ClusterSharding.get(testKit.system()), TIMEOUTS),
+                            new EntityAsks(testKit.system(), TIMEOUTS),
                             w.catalog,
                             Duration.ofMillis(50),
                             GRACE,

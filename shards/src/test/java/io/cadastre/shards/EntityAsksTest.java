@@ -27,7 +27,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Asks that are sent again after each attempt's timeout, against a sharded entity that loses the
- * first messages it gets (as messages to a crashed member are lost).
+ * first messages it gets (as messages to a crashed member are lost); and asks that go to a listed
+ * local incarnation directly ({@link LocalEntities}).
  */
 class EntityAsksTest {
     /** Loses the first {@code lose} messages, then answers; {@code refuse} answers with an error. */
@@ -37,6 +38,7 @@ class EntityAsksTest {
     private static final Map<String, AtomicInteger> received = new ConcurrentHashMap<>();
     private static ActorTestKit testKit;
     private static ClusterSharding sharding;
+    private static final LocalEntities local = LocalEntities.empty();
     private static final AtomicInteger ids = new AtomicInteger();
 
     @BeforeAll
@@ -44,7 +46,10 @@ class EntityAsksTest {
         // Pings are local: they need no serializer.
         testKit = TestCluster.start("EntityAsksTest", "pekko.actor.serialize-messages = off");
         sharding = ClusterSharding.get(testKit.system());
-        sharding.init(Entity.of(KEY, ctx -> flaky(ctx.getEntityId())));
+        sharding.init(
+                Entity.of(
+                        KEY,
+                        ctx -> local.listed(KEY, ctx.getEntityId(), flaky(ctx.getEntityId()))));
         // The coordinator's first allocation can take longer than the short attempts below.
         asks(Duration.ofSeconds(20), Duration.ofSeconds(20))
                 .askStatus(entity(), ping(0, false))
@@ -80,7 +85,11 @@ class EntityAsksTest {
     }
 
     private static EntityAsks asks(Duration total, Duration perAttempt) {
-        return new EntityAsks(sharding, new AskTimeouts(total, perAttempt, Duration.ofSeconds(60)));
+        return new EntityAsks(
+                sharding,
+                local,
+                testKit.system().scheduler(),
+                new AskTimeouts(total, perAttempt, Duration.ofSeconds(60)));
     }
 
     /** @return the Ping losing the first {@code lose} messages, or refused */
@@ -142,5 +151,54 @@ class EntityAsksTest {
                 "the refusal keeps its reason");
         assertEquals("block 198.18.0.0/26 is being released", refused.getMessage());
         assertEquals(1, received.get(ref.getEntityId()).get());
+    }
+
+    @Test
+    void aRetriedAskGoesToTheListedIncarnationUntilItStops() {
+        EntityRef<Ping> ref = entity();
+        // An incarnation sharding knows nothing of, listed under the entity's id: only a direct
+        // send reaches it.
+        ActorRef<Ping> listed =
+                testKit.spawn(
+                        local.listed(
+                                KEY,
+                                ref.getEntityId(),
+                                Behaviors.receiveMessage(
+                                        ping -> {
+                                            ping.replyTo().tell(StatusReply.success(-1));
+                                            return Behaviors.stopped();
+                                        })));
+        EntityAsks asks = asks(Duration.ofSeconds(20), Duration.ofSeconds(20));
+        assertEquals(-1, asks.askStatus(ref, ping(0, false)).toCompletableFuture().join());
+
+        testKit.createTestProbe().expectTerminated(listed);
+        assertTrue(local.find(KEY, ref.getEntityId()).isEmpty(), "unlisted once it stopped");
+        assertEquals(
+                1,
+                asks.askStatus(ref, ping(0, false)).toCompletableFuture().join(),
+                "through sharding again");
+        assertTrue(local.find(KEY, ref.getEntityId()).isPresent(), "the sharded one is listed");
+    }
+
+    @Test
+    void aCommandAskedOnceGoesThroughSharding() {
+        EntityRef<Ping> ref = entity();
+        ActorRef<Ping> listed =
+                testKit.spawn(
+                        local.listed(
+                                KEY,
+                                ref.getEntityId(),
+                                Behaviors.receiveMessage(
+                                        ping -> {
+                                            ping.replyTo().tell(StatusReply.success(-1));
+                                            return Behaviors.same();
+                                        })));
+        assertEquals(
+                1,
+                asks(Duration.ofSeconds(20), Duration.ofSeconds(20))
+                        .askStatusOnce(ref, ping(0, false))
+                        .toCompletableFuture()
+                        .join());
+        testKit.stop(listed);
     }
 }

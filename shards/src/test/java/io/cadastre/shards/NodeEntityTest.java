@@ -218,6 +218,34 @@ class NodeEntityTest {
         assertEquals("/var/run/netns/cni-1", found.attachment().netnsPath());
     }
 
+    @Test
+    void forgettingAnAttachmentAnswersWhatWasForgottenOnce() {
+        AttachmentRecord record =
+                new AttachmentRecord(
+                        "net.c3",
+                        "eth0",
+                        "net",
+                        "c3",
+                        null,
+                        null,
+                        null,
+                        List.of(new HeldAddress("198.18.7.7", "pool", block(7))),
+                        1L);
+        kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.RecordAttachment(record, r));
+
+        var forgotten =
+                kit.<StatusReply<NodeEntity.AttachmentLookup>>runCommand(
+                        r -> new NodeEntity.ForgetAttachment("net.c3", "eth0", r));
+        assertEquals(record, forgotten.reply().getValue().attachment());
+        assertEquals(new NodeEntity.AttachmentForgotten("net.c3", "eth0"), forgotten.event());
+
+        var again =
+                kit.<StatusReply<NodeEntity.AttachmentLookup>>runCommand(
+                        r -> new NodeEntity.ForgetAttachment("net.c3", "eth0", r));
+        assertNull(again.reply().getValue().attachment(), "unknown now: success, nothing");
+        assertTrue(again.events().isEmpty());
+    }
+
     private static PeerInfo peer(String tunnel) {
         return new PeerInfo(
                 "node-a",
