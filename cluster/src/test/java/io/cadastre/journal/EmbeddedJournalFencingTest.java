@@ -82,9 +82,8 @@ class EmbeddedJournalFencingTest {
         }
     }
 
-    @Test
-    void aStaleIncarnationsWriteIsRefusedAndItStops() {
-        // The agent's own cadastre.embedded-journal section, in this test's directory.
+    /** Starts an actor system on the agent's own cadastre.embedded-journal section, in this test's directory. */
+    private ActorTestKit start(String name) {
         Config agent =
                 ConfigFactory.parseString("cadastre.data-dir = \"" + dir + "\"")
                         .withFallback(ConfigFactory.parseResources("application.conf"))
@@ -99,7 +98,12 @@ class EmbeddedJournalFencingTest {
                                 "cadastre.embedded-journal",
                                 agent.getValue("cadastre.embedded-journal"))
                         .withFallback(ConfigFactory.defaultReference());
-        kit = ActorTestKit.create("fencing", config);
+        return ActorTestKit.create(name, config);
+    }
+
+    @Test
+    void aStaleIncarnationsWriteIsRefusedAndItStops() {
+        kit = start("fencing");
         TestProbe<List<String>> replies = kit.createTestProbe();
 
         ActorRef<Texts.Append> stale = kit.spawn(Texts.of("block-198.18.0.0-26"));
@@ -124,5 +128,47 @@ class EmbeddedJournalFencingTest {
                 List.of("a1", "a2", "b3", "c4"),
                 replies.receiveMessage(Duration.ofSeconds(30)),
                 "the stale a3 was never written, and the live sequence goes on");
+    }
+
+    /**
+     * The journal actor runs on its senders' threads and replies from the writer's
+     * ({@link InlineExecutorConfigurator}): many entities persisting at once each get every reply,
+     * in order, and a new actor system recovers every event.
+     */
+    @Test
+    void concurrentEntitiesGetEveryReplyInOrderAndRecoverEverything() {
+        kit = start("concurrent");
+        int entities = 20;
+        int appends = 30;
+        List<TestProbe<List<String>>> probes = new ArrayList<>();
+        List<ActorRef<Texts.Append>> refs = new ArrayList<>();
+        for (int e = 0; e < entities; e++) {
+            probes.add(kit.createTestProbe());
+            refs.add(kit.spawn(Texts.of("block-198.18." + e + ".0-26")));
+        }
+        for (int a = 0; a < appends; a++) {
+            for (int e = 0; e < entities; e++) {
+                refs.get(e).tell(new Texts.Append(e + ":" + a, probes.get(e).getRef()));
+            }
+        }
+        for (int e = 0; e < entities; e++) {
+            for (int a = 0; a < appends; a++) {
+                List<String> state = probes.get(e).receiveMessage(Duration.ofSeconds(30));
+                assertEquals(a + 1, state.size(), "replies in the order of the appends");
+                assertEquals(e + ":" + a, state.get(a));
+            }
+        }
+        kit.shutdownTestKit();
+
+        kit = start("concurrent-recovered");
+        for (int e = 0; e < entities; e++) {
+            TestProbe<List<String>> probe = kit.createTestProbe();
+            kit.spawn(Texts.of("block-198.18." + e + ".0-26"))
+                    .tell(new Texts.Append("last", probe.getRef()));
+            List<String> recovered = probe.receiveMessage(Duration.ofSeconds(30));
+            assertEquals(appends + 1, recovered.size());
+            assertEquals(e + ":0", recovered.get(0));
+            assertEquals(e + ":" + (appends - 1), recovered.get(appends - 1));
+        }
     }
 }
