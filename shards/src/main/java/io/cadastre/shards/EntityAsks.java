@@ -8,6 +8,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Scheduler;
@@ -94,16 +95,12 @@ public final class EntityAsks {
     public <C, R> CompletionStage<R> ask(EntityRef<C> ref, Function<ActorRef<R>, C> command) {
         return retrying(
                         timeout ->
-                                Replies.onReplyingThread(
-                                        local.find(ref.getTypeKey(), ref.getEntityId())
-                                                .map(
-                                                        here ->
-                                                                AskPattern.ask(
-                                                                        here,
-                                                                        command::apply,
-                                                                        timeout,
-                                                                        scheduler))
-                                                .orElseGet(() -> ref.ask(command::apply, timeout))),
+                                toEntity(
+                                        ref,
+                                        here ->
+                                                AskPattern.ask(
+                                                        here, command::apply, timeout, scheduler),
+                                        () -> ref.ask(command::apply, timeout)),
                         System.nanoTime() + timeouts.total().toNanos())
                 .exceptionally(
                         e -> {
@@ -124,19 +121,12 @@ public final class EntityAsks {
                 ref,
                 retrying(
                         timeout ->
-                                Replies.onReplyingThread(
-                                        local.find(ref.getTypeKey(), ref.getEntityId())
-                                                .map(
-                                                        here ->
-                                                                AskPattern.askWithStatus(
-                                                                        here,
-                                                                        command::apply,
-                                                                        timeout,
-                                                                        scheduler))
-                                                .orElseGet(
-                                                        () ->
-                                                                ref.askWithStatus(
-                                                                        command::apply, timeout))),
+                                toEntity(
+                                        ref,
+                                        here ->
+                                                AskPattern.askWithStatus(
+                                                        here, command::apply, timeout, scheduler),
+                                        () -> ref.askWithStatus(command::apply, timeout)),
                         System.nanoTime() + timeouts.total().toNanos()));
     }
 
@@ -150,6 +140,20 @@ public final class EntityAsks {
             EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
         return statusFailures(
                 ref, Replies.onReplyingThread(ref.askWithStatus(command::apply, timeouts.total())));
+    }
+
+    /**
+     * One attempt of a retried ask: to the entity's incarnation on this member when there is one
+     * ({@link LocalEntities}), else through sharding.
+     */
+    private <C, T> CompletionStage<T> toEntity(
+            EntityRef<C> ref,
+            Function<ActorRef<C>, CompletionStage<T>> direct,
+            Supplier<CompletionStage<T>> throughSharding) {
+        return Replies.onReplyingThread(
+                local.find(ref.getTypeKey(), ref.getEntityId())
+                        .map(direct)
+                        .orElseGet(throughSharding));
     }
 
     private <R> CompletionStage<R> statusFailures(EntityRef<?> ref, CompletionStage<R> reply) {
