@@ -153,21 +153,26 @@ class EntityAsksTest {
         assertEquals(1, received.get(ref.getEntityId()).get());
     }
 
+    /**
+     * @return an incarnation sharding knows nothing of, listed under the entity's id, so that only
+     *     a direct send reaches it; it answers -1, and stops after its first answer when told to
+     */
+    private static ActorRef<Ping> listedImpostor(EntityRef<Ping> ref, boolean stopAfterAnswer) {
+        return testKit.spawn(
+                local.listed(
+                        KEY,
+                        ref.getEntityId(),
+                        Behaviors.receiveMessage(
+                                ping -> {
+                                    ping.replyTo().tell(StatusReply.success(-1));
+                                    return stopAfterAnswer ? Behaviors.stopped() : Behaviors.same();
+                                })));
+    }
+
     @Test
     void aRetriedAskGoesToTheListedIncarnationUntilItStops() {
         EntityRef<Ping> ref = entity();
-        // An incarnation sharding knows nothing of, listed under the entity's id: only a direct
-        // send reaches it.
-        ActorRef<Ping> listed =
-                testKit.spawn(
-                        local.listed(
-                                KEY,
-                                ref.getEntityId(),
-                                Behaviors.receiveMessage(
-                                        ping -> {
-                                            ping.replyTo().tell(StatusReply.success(-1));
-                                            return Behaviors.stopped();
-                                        })));
+        ActorRef<Ping> listed = listedImpostor(ref, true);
         EntityAsks asks = asks(Duration.ofSeconds(20), Duration.ofSeconds(20));
         assertEquals(-1, asks.askStatus(ref, ping(0, false)).toCompletableFuture().join());
 
@@ -183,16 +188,7 @@ class EntityAsksTest {
     @Test
     void aCommandAskedOnceGoesThroughSharding() {
         EntityRef<Ping> ref = entity();
-        ActorRef<Ping> listed =
-                testKit.spawn(
-                        local.listed(
-                                KEY,
-                                ref.getEntityId(),
-                                Behaviors.receiveMessage(
-                                        ping -> {
-                                            ping.replyTo().tell(StatusReply.success(-1));
-                                            return Behaviors.same();
-                                        })));
+        ActorRef<Ping> listed = listedImpostor(ref, false);
         assertEquals(
                 1,
                 asks(Duration.ofSeconds(20), Duration.ofSeconds(20))
