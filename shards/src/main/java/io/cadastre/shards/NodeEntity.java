@@ -271,6 +271,11 @@ public final class NodeEntity
                 null);
     }
 
+    /** @return the attachment of the handle and ifname, or a lookup of {@code null} when unknown */
+    private static AttachmentLookup lookup(State state, String handle, String ifname) {
+        return new AttachmentLookup(state.attachments().get(AttachmentRecord.key(handle, ifname)));
+    }
+
     @Override
     CommandHandlerWithReply<Command, Event, State> handlers() {
         return newCommandHandlerWithReplyBuilder()
@@ -300,12 +305,7 @@ public final class NodeEntity
                                 Effect()
                                         .reply(
                                                 cmd.replyTo(),
-                                                new AttachmentLookup(
-                                                        state.attachments()
-                                                                .get(
-                                                                        AttachmentRecord.key(
-                                                                                cmd.handle(),
-                                                                                cmd.ifname())))))
+                                                lookup(state, cmd.handle(), cmd.ifname())))
                 .onCommand(
                         RecordAttachment.class,
                         (state, cmd) -> {
@@ -319,12 +319,7 @@ public final class NodeEntity
                 .onCommand(
                         ForgetAttachment.class,
                         (state, cmd) -> {
-                            AttachmentLookup known =
-                                    new AttachmentLookup(
-                                            state.attachments()
-                                                    .get(
-                                                            AttachmentRecord.key(
-                                                                    cmd.handle(), cmd.ifname())));
+                            AttachmentLookup known = lookup(state, cmd.handle(), cmd.ifname());
                             return known.attachment() == null
                                     ? Effect().reply(cmd.replyTo(), StatusReply.success(known))
                                     : Effect()
