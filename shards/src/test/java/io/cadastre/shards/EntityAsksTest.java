@@ -155,18 +155,35 @@ class EntityAsksTest {
 
     /**
      * @return an incarnation sharding knows nothing of, listed under the entity's id, so that only
-     *     a direct send reaches it; it answers -1, and stops after its first answer when told to
+     *     a direct send reaches it; it answers -1, and stops after its first answer when told to.
+     *     Returns once it is listed: a spawned actor runs its setup, which lists it, after spawn
+     *     has returned.
      */
     private static ActorRef<Ping> listedImpostor(EntityRef<Ping> ref, boolean stopAfterAnswer) {
-        return testKit.spawn(
-                local.listed(
-                        KEY,
-                        ref.getEntityId(),
-                        Behaviors.receiveMessage(
-                                ping -> {
-                                    ping.replyTo().tell(StatusReply.success(-1));
-                                    return stopAfterAnswer ? Behaviors.stopped() : Behaviors.same();
-                                })));
+        ActorRef<Ping> impostor =
+                testKit.spawn(
+                        local.listed(
+                                KEY,
+                                ref.getEntityId(),
+                                Behaviors.receiveMessage(
+                                        ping -> {
+                                            ping.replyTo().tell(StatusReply.success(-1));
+                                            return stopAfterAnswer
+                                                    ? Behaviors.stopped()
+                                                    : Behaviors.same();
+                                        })));
+        testKit.createTestProbe()
+                .awaitAssert(
+                        Duration.ofSeconds(10),
+                        () -> {
+                            assertTrue(
+                                    local.find(KEY, ref.getEntityId())
+                                            .filter(impostor::equals)
+                                            .isPresent(),
+                                    "the impostor is listed");
+                            return null;
+                        });
+        return impostor;
     }
 
     @Test
