@@ -42,6 +42,11 @@ public final class AgentCostScenario implements Scenario {
     static final String CPU_PER_CALL = "agent CPU per IPAM call";
     static final String JOURNAL_BYTES = "embedded journal on disk after the churn";
     static final String CHURN_CALL = "IPAM call on the socket during the churn";
+    static final String PLUGIN_CPU_PER_CALL = "plugin process CPU per IPAM call";
+    static final String NODE_CPU_PER_CALL = "node CPU per IPAM call (plugin + agent)";
+
+    /** The reference IPAM: its plugin alone does what cadastre-ipam and the agent do together. */
+    static final String REFERENCE = "host-local";
 
     /** The issue-17 goals: CPU per call, journal size, start time. */
     static final double CPU_GOAL_MS = 0.3;
@@ -108,12 +113,62 @@ public final class AgentCostScenario implements Scenario {
             long idleRss = probe.rssBytes();
             AgentProbe.Cpu cpuBefore = probe.cpu();
             Map<String, Long> threadsBefore = probe.cpuByThread();
-            pairs(context, netconf, "cost-", measured, results);
+            AgentProbe.Cpu pluginsBefore = AgentProbe.reapedChildren();
+            pairs(context, context.plugin(), netconf, "cost-", measured, results);
+            double pluginPerCallMs =
+                    AgentProbe.reapedChildren().minus(pluginsBefore).total() / 1e6 / (2 * measured);
             AgentProbe.Cpu cpu = probe.cpu().minus(cpuBefore);
             Map<String, Long> threads = probe.cpuByThread();
             int calls = 2 * measured;
             cpuPerCallMs = cpu.total() / 1e6 / calls;
             notes.add(cpuByThread(threadsBefore, threads, calls, cpu, cpuPerCallMs));
+            double referencePerCallMs =
+                    childCpuPerCall(
+                            context,
+                            context.referencePlugins().resolve(REFERENCE),
+                            referenceNetconf(context),
+                            measured);
+            double execFloorMs = childCpuPerCall(context, Path.of("/bin/true"), "{}", measured);
+            figures.add(
+                    new Figure(
+                            PLUGIN_CPU_PER_CALL,
+                            SUBJECT,
+                            "ms",
+                            Distribution.single(pluginPerCallMs)));
+            figures.add(
+                    new Figure(
+                            PLUGIN_CPU_PER_CALL,
+                            REFERENCE,
+                            "ms",
+                            Distribution.single(referencePerCallMs)));
+            figures.add(
+                    new Figure(
+                            NODE_CPU_PER_CALL,
+                            SUBJECT,
+                            "ms",
+                            Distribution.single(pluginPerCallMs + cpuPerCallMs)));
+            figures.add(
+                    new Figure(
+                            NODE_CPU_PER_CALL,
+                            REFERENCE,
+                            "ms",
+                            Distribution.single(referencePerCallMs)));
+            notes.add(
+                    String.format(
+                            Locale.ROOT,
+                            "The node's CPU per IPAM call, measured in this run: cadastre %.3f ms (the plugin "
+                                    + "%.3f ms, the agent %.3f ms) against %s %.3f ms, %.2f×. Both plugins' figures "
+                                    + "hold the exec itself, as this JVM starts a process (jspawnhelper, then the "
+                                    + "plugin): %.3f ms for /bin/true in the same way. The machine's speed moves "
+                                    + "every figure here by up to 2× between runs; this ratio, both sides measured "
+                                    + "minutes apart, moves less.",
+                            pluginPerCallMs + cpuPerCallMs,
+                            pluginPerCallMs,
+                            cpuPerCallMs,
+                            REFERENCE,
+                            referencePerCallMs,
+                            (pluginPerCallMs + cpuPerCallMs) / referencePerCallMs,
+                            execFloorMs));
             notes.add(
                     profile(context, probe, netconf, context.quick() ? 20 : PROFILED_PAIRS)
                             .markdown(
@@ -258,7 +313,9 @@ public final class AgentCostScenario implements Scenario {
                                 + "it exits, the others map it (as bin/cadastre-agent and the image do). "
                                 + "Then one agent warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
                                 + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), measured over %d "
-                                + "more pairs, serial, recorded with JFR. Then %d live pods and %,d calls of churn on the socket "
+                                + "more pairs, serial (the plugin processes' CPU too, as this JVM's reaped children); then as many "
+                                + "pairs of the reference, Debian's host-local run alone as the IPAM plugin, and of /bin/true "
+                                + "(the exec alone). Then %d live pods and %,d calls of churn on the socket "
                                 + "(DEL the oldest, ADD a new one), the journal's directory (<data-dir>/journal) measured as it goes.",
                         String.join(" ", SingleHostAgent.JVM_FLAGS),
                         starts,
@@ -328,15 +385,45 @@ public final class AgentCostScenario implements Scenario {
         }
     }
 
-    /** IPAM-only ADD/DEL pairs through the real plugin, serial; recorded when {@code results} is given. */
+    /**
+     * @return the netconf of the reference, Debian's {@code host-local} run directly as an IPAM
+     *     plugin: its store in the scenario's work directory, a /20 of the test range beside the
+     *     agent's pool
+     */
+    private String referenceNetconf(BenchContext context) throws IOException {
+        return """
+                {"cniVersion":"1.0.0","name":"bench-reference","ipam":{"type":"host-local",\
+                "ranges":[[{"subnet":"198.18.32.0/20"}]],"dataDir":"%s"}}"""
+                .formatted(context.workDir(id() + "/host-local"));
+    }
+
+    /**
+     * Runs {@code pairs} ADD/DEL pairs of {@code plugin}, serial as the measured ones.
+     *
+     * @return the user + system CPU of its processes per call, in milliseconds (10 ms ticks)
+     */
+    private static double childCpuPerCall(
+            BenchContext context, Path plugin, String netconf, int pairs)
+            throws IOException, InterruptedException {
+        AgentProbe.Cpu before = AgentProbe.reapedChildren();
+        pairs(context, plugin, netconf, "reference-", pairs, null);
+        return AgentProbe.reapedChildren().minus(before).total() / 1e6 / (2 * pairs);
+    }
+
+    /** IPAM-only ADD/DEL pairs through {@code plugin}, serial; recorded when {@code results} is given. */
     private static void pairs(
-            BenchContext context, String netconf, String prefix, int count, SideBySide results)
+            BenchContext context,
+            Path plugin,
+            String netconf,
+            String prefix,
+            int count,
+            SideBySide results)
             throws IOException, InterruptedException {
         for (int i = 0; i < count; i++) {
             for (String command : List.of("ADD", "DEL")) {
                 CniExec.Result run =
                         CniExec.run(
-                                context.plugin(),
+                                plugin,
                                 command,
                                 prefix + i,
                                 "/var/run/netns/none",
@@ -364,7 +451,7 @@ public final class AgentCostScenario implements Scenario {
         try {
             Path library = asyncProfilerLibrary(work);
             probe.startProfiler(library);
-            pairs(context, netconf, "profiled-", count, null);
+            pairs(context, context.plugin(), netconf, "profiled-", count, null);
             Path collapsed = work.resolve("profile.collapsed");
             Path flameGraph = work.resolve(FLAME_GRAPH);
             probe.stopProfiler(library, collapsed, flameGraph);
@@ -379,7 +466,7 @@ public final class AgentCostScenario implements Scenario {
         } catch (IOException asyncProfilerFailed) {
             Path recording = work.resolve("profile.jfr");
             probe.startRecording();
-            pairs(context, netconf, "recorded-", count, null);
+            pairs(context, context.plugin(), netconf, "recorded-", count, null);
             probe.stopRecording(recording);
             ProfileSummary jfr = ProfileSummary.ofJfr(recording);
             return new ProfileSummary(

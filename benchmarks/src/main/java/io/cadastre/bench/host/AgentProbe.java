@@ -82,14 +82,29 @@ final class AgentProbe {
         return out;
     }
 
+    /**
+     * @return the CPU time of this JVM's children that have exited and been waited for (a plugin
+     *     exec once {@code waitFor} returned), summed: {@code cutime} and {@code cstime} of
+     *     {@code /proc/self/stat}, in nanoseconds (10 ms ticks)
+     */
+    static Cpu reapedChildren() throws IOException {
+        String[] fields = statFields(Path.of("/proc/self/stat"));
+        return new Cpu(ticksToNanos(fields[13]), ticksToNanos(fields[14]));
+    }
+
     private static Cpu cpuOf(Path stat) throws IOException {
+        String[] fields = statFields(stat);
+        return new Cpu(ticksToNanos(fields[11]), ticksToNanos(fields[12])); // utime, stime
+    }
+
+    /** @return the fields after the command name (which may hold spaces): state, field 3, first */
+    private static String[] statFields(Path stat) throws IOException {
         String line = Files.readString(stat);
-        // Fields after the command name (which may hold spaces) in parentheses: state is field 3.
-        String[] fields = line.substring(line.lastIndexOf(')') + 2).split(" ");
-        long nanosPerTick = 1_000_000_000L / TICKS_PER_SECOND;
-        return new Cpu(
-                Long.parseLong(fields[11]) * nanosPerTick,
-                Long.parseLong(fields[12]) * nanosPerTick); // utime, stime
+        return line.substring(line.lastIndexOf(')') + 2).split(" ");
+    }
+
+    private static long ticksToNanos(String ticks) {
+        return Long.parseLong(ticks) * (1_000_000_000L / TICKS_PER_SECOND);
     }
 
     /** @return the resident set now ({@code VmRSS}), in bytes */

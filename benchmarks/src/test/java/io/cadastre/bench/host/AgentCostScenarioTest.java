@@ -30,6 +30,23 @@ class AgentCostScenarioTest {
             Figure f = figure(report, metric);
             assertTrue(f.distribution().median() > 0, metric + " measured nothing");
         }
+        for (String subject : List.of("cadastre", AgentCostScenario.REFERENCE)) {
+            Figure node =
+                    report.figures().stream()
+                            .filter(
+                                    f ->
+                                            f.subject().equals(subject)
+                                                    && f.metric()
+                                                            .equals(
+                                                                    AgentCostScenario
+                                                                            .NODE_CPU_PER_CALL))
+                            .findFirst()
+                            .orElseThrow(() -> new AssertionError("no node CPU of " + subject));
+            assertTrue(node.distribution().median() > 0, subject + ": no node CPU measured");
+        }
+        assertTrue(
+                report.notes().stream().anyMatch(n -> n.contains("against host-local")),
+                "the ratio to the reference is in the notes: " + report.notes());
         assertEquals(50, figure(report, AgentCostScenario.ADD).distribution().count());
         assertEquals(500, figure(report, AgentCostScenario.CHURN_CALL).distribution().count());
         assertEquals(1, figure(report, AgentCostScenario.START).distribution().count());
