@@ -2,6 +2,7 @@ package io.cadastre.bench.cluster;
 
 import io.cadastre.bench.BenchContext;
 import io.cadastre.bench.Scenario;
+import io.cadastre.bench.host.AgentProbe;
 import io.cadastre.bench.report.Comparison;
 import io.cadastre.bench.report.Distribution;
 import io.cadastre.bench.report.Figure;
@@ -18,7 +19,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -238,7 +241,8 @@ public final class IpamThroughputScenario implements Scenario {
                                 WRITES_PER_CYCLE,
                                 ipamMean * WRITES_PER_CYCLE,
                                 writeShare * 100),
-                        "The machine has 2 cores for three agents, Cassandra and the load: all of them compete for CPU."));
+                        "The machine has 2 cores for three agents, Cassandra and the load: all of them compete for CPU.",
+                        cpuByThreadTable(tls, ipamMean * seconds)));
     }
 
     /**
@@ -246,10 +250,17 @@ public final class IpamThroughputScenario implements Scenario {
      *
      * @param perSecond ADD+DEL cycles completed in each measured second
      * @param cpuMillis the members' CPU time (user and system) over the measured seconds, in ms
+     * @param cpuByThread the same by thread group ({@link AgentProbe#cpuByThread}), the members
+     *     summed, in ns (10 ms ticks)
      * @param failures failed calls, warm-up included
      * @param latency ADD and DEL latencies after warm-up
      */
-    private record Load(double[] perSecond, long cpuMillis, long failures, SideBySide latency) {}
+    private record Load(
+            double[] perSecond,
+            long cpuMillis,
+            Map<String, Long> cpuByThread,
+            long failures,
+            SideBySide latency) {}
 
     /**
      * Runs {@link #WRITERS_PER_MEMBER} closed-loop clients per member through its IPAM-only
@@ -283,13 +294,19 @@ public final class IpamThroughputScenario implements Scenario {
         }
         TimeUnit.SECONDS.sleep(warmUp);
         long cpuBefore = cpuMillis(members);
+        Map<String, Long> threadsBefore = cpuByThread(members);
         TimeUnit.SECONDS.sleep(seconds);
         long cpu = cpuMillis(members) - cpuBefore;
+        Map<String, Long> threads = new TreeMap<>();
+        cpuByThread(members)
+                .forEach(
+                        (name, nanos) ->
+                                threads.put(name, nanos - threadsBefore.getOrDefault(name, 0L)));
         stop.set(true);
         for (Thread t : clients) {
             t.join(TimeUnit.SECONDS.toMillis(30));
         }
-        return new Load(window(cycles, warmUp, seconds), cpu, failures.get(), latency);
+        return new Load(window(cycles, warmUp, seconds), cpu, threads, failures.get(), latency);
     }
 
     private static void cycle(
@@ -399,6 +416,43 @@ public final class IpamThroughputScenario implements Scenario {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
+    }
+
+    /** @return the members' CPU time so far by thread group, summed over the members, in ns */
+    private static Map<String, Long> cpuByThread(List<Member> members) throws IOException {
+        Map<String, Long> out = new TreeMap<>();
+        for (Member m : members) {
+            new AgentProbe(m.pid())
+                    .cpuByThread()
+                    .forEach((name, ns) -> out.merge(name, ns, Long::sum));
+        }
+        return out;
+    }
+
+    /**
+     * @return a markdown table: the members' CPU per ADD+DEL by thread group over the measured
+     *     seconds, the largest first, those under 1% left out
+     */
+    private static String cpuByThreadTable(Load load, double cycles) {
+        long total = Math.max(1, load.cpuByThread().values().stream().mapToLong(v -> v).sum());
+        StringBuilder out =
+                new StringBuilder(
+                        "The agents' CPU per ADD+DEL by thread (the 3 members summed; from "
+                                + "/proc/<pid>/task, 10 ms ticks; members on TLS):\n\n"
+                                + "| thread | ms per ADD+DEL | share |\n| --- | --- | --- |\n");
+        load.cpuByThread().entrySet().stream()
+                .filter(e -> e.getValue() * 100 >= total)
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                .forEach(
+                        e ->
+                                out.append(
+                                        String.format(
+                                                Locale.ROOT,
+                                                "| `%s` | %.3f | %.0f%% |%n",
+                                                e.getKey(),
+                                                e.getValue() / 1e6 / cycles,
+                                                100.0 * e.getValue() / total)));
+        return out.toString().stripTrailing();
     }
 
     /** @return the CPU time (user and system) the members' JVMs used so far, in milliseconds */

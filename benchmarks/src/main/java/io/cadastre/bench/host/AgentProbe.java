@@ -18,7 +18,7 @@ import java.util.regex.Pattern;
  * {@code /proc/<pid>}, heap and metaspace after a full GC and JFR recordings through the JDK's
  * {@code jcmd} (the benchmark's own JDK, the one the agent runs on).
  */
-final class AgentProbe {
+public final class AgentProbe {
     /** Clock ticks per second of {@code /proc/<pid>/stat} (USER_HZ, 100 on Linux). */
     private static final long TICKS_PER_SECOND = 100;
 
@@ -34,7 +34,8 @@ final class AgentProbe {
 
     private final long pid;
 
-    AgentProbe(long pid) {
+    /** @param pid the agent JVM's process id */
+    public AgentProbe(long pid) {
         this.pid = pid;
     }
 
@@ -63,7 +64,7 @@ final class AgentProbe {
      * @return CPU time so far per thread group: the live threads' names ({@code comm}, 15
      *     characters at most) without their trailing number, summed
      */
-    Map<String, Long> cpuByThread() throws IOException {
+    public Map<String, Long> cpuByThread() throws IOException {
         Map<String, Long> out = new TreeMap<>();
         try (DirectoryStream<Path> tasks =
                 Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
