@@ -429,30 +429,11 @@ public final class IpamThroughputScenario implements Scenario {
         return out;
     }
 
-    /**
-     * @return a markdown table: the members' CPU per ADD+DEL by thread group over the measured
-     *     seconds, the largest first, those under 1% left out
-     */
+    /** @return the members' CPU per ADD+DEL by thread group over the measured seconds, in markdown */
     private static String cpuByThreadTable(Load load, double cycles) {
-        long total = Math.max(1, load.cpuByThread().values().stream().mapToLong(v -> v).sum());
-        StringBuilder out =
-                new StringBuilder(
-                        "The agents' CPU per ADD+DEL by thread (the 3 members summed; from "
-                                + "/proc/<pid>/task, 10 ms ticks; members on TLS):\n\n"
-                                + "| thread | ms per ADD+DEL | share |\n| --- | --- | --- |\n");
-        load.cpuByThread().entrySet().stream()
-                .filter(e -> e.getValue() * 100 >= total)
-                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
-                .forEach(
-                        e ->
-                                out.append(
-                                        String.format(
-                                                Locale.ROOT,
-                                                "| `%s` | %.3f | %.0f%% |%n",
-                                                e.getKey(),
-                                                e.getValue() / 1e6 / cycles,
-                                                100.0 * e.getValue() / total)));
-        return out.toString().stripTrailing();
+        return "The agents' CPU per ADD+DEL by thread (the 3 members summed; from "
+                + "/proc/<pid>/task, 10 ms ticks; members on TLS):\n\n"
+                + AgentProbe.cpuByThreadTable(Map.of(), load.cpuByThread(), cycles, "ADD+DEL");
     }
 
     /** @return the CPU time (user and system) the members' JVMs used so far, in milliseconds */

@@ -337,28 +337,13 @@ public final class AgentCostScenario implements Scenario {
             int calls,
             AgentProbe.Cpu cpu,
             double perCallMs) {
-        StringBuilder out =
-                new StringBuilder(
-                        String.format(
-                                Locale.ROOT,
-                                "The agent's CPU per call by thread (from "
-                                        + "/proc/<pid>/task, 10 ms ticks): %.3f ms per call in all, %.0f%% of it in the kernel.%n%n",
-                                perCallMs,
-                                100.0 * cpu.system() / Math.max(1, cpu.total())));
-        out.append("| thread | ms per call |\n| --- | --- |\n");
-        after.entrySet().stream()
-                .map(e -> Map.entry(e.getKey(), e.getValue() - before.getOrDefault(e.getKey(), 0L)))
-                .filter(e -> e.getValue() > 0)
-                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
-                .forEach(
-                        e ->
-                                out.append(
-                                        String.format(
-                                                Locale.ROOT,
-                                                "| `%s` | %.3f |%n",
-                                                e.getKey(),
-                                                e.getValue() / 1e6 / calls)));
-        return out.toString().stripTrailing();
+        return String.format(
+                        Locale.ROOT,
+                        "The agent's CPU per call by thread (from "
+                                + "/proc/<pid>/task, 10 ms ticks): %.3f ms per call in all, %.0f%% of it in the kernel.%n%n",
+                        perCallMs,
+                        100.0 * cpu.system() / Math.max(1, cpu.total()))
+                + AgentProbe.cpuByThreadTable(before, after, calls, "call");
     }
 
     private static long timeToFirstAdd(Path dir, Path cdsArchive)
