@@ -172,6 +172,17 @@ class RocksJournalStoreTest {
         }
     }
 
+    /**
+     * @return the sequence number a child's "acknowledged N" line reports, or {@code previous} for
+     *     any other line (logback's status lines, when the class path holds several
+     *     configurations)
+     */
+    private static long acknowledgedIn(String line, long previous) {
+        return line.startsWith("acknowledged ")
+                ? Long.parseLong(line.substring("acknowledged ".length()))
+                : previous;
+    }
+
     @Test
     void replayIsInSequenceOrderPerPersistenceIdWithinItsBounds() throws Exception {
         try (RocksJournalStore store =
@@ -449,17 +460,6 @@ class RocksJournalStoreTest {
      * before the previous one deleted. The directory stays bounded while running, and everything
      * live is there after a reopen.
      */
-    /**
-     * @return the sequence number a child's "acknowledged N" line reports, or {@code previous} for
-     *     any other line (logback's status lines, when the class path holds several
-     *     configurations)
-     */
-    private static long acknowledgedIn(String line, long previous) {
-        return line.startsWith("acknowledged ")
-                ? Long.parseLong(line.substring("acknowledged ".length()))
-                : previous;
-    }
-
     @Test
     void staysBoundedUnderChurnAndRecoversWhatIsLive() throws Exception {
         Path dir = tmp.resolve("journal");
