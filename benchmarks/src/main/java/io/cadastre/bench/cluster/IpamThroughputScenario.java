@@ -438,20 +438,12 @@ public final class IpamThroughputScenario implements Scenario {
 
     /** @return the CPU time (user and system) the members' JVMs used so far, in milliseconds */
     private static long cpuMillis(List<Member> members) throws IOException {
-        long ticks = 0;
+        long nanos = 0;
         for (Member m : members) {
-            String[] stat =
-                    java.nio.file.Files.readString(Path.of("/proc", Long.toString(m.pid()), "stat"))
-                            .replaceFirst("^.*\\) ", "")
-                            .split(" ");
-            // Fields after the command: state is 3rd in proc(5), utime the 14th, stime the 15th.
-            ticks += Long.parseLong(stat[11]) + Long.parseLong(stat[12]);
+            nanos += new AgentProbe(m.pid()).cpu().total();
         }
-        return ticks * 1000 / CLOCK_TICKS_PER_SECOND;
+        return nanos / 1_000_000;
     }
-
-    /** USER_HZ: the unit of /proc's CPU times, 100 on every Linux this runs on. */
-    private static final long CLOCK_TICKS_PER_SECOND = 100;
 
     private static String tail(String out) {
         List<String> lines = out.lines().toList();

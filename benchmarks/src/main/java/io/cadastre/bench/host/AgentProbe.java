@@ -46,8 +46,9 @@ public final class AgentProbe {
      * @param user in user mode
      * @param system in the kernel on the process's behalf
      */
-    record Cpu(long user, long system) {
-        long total() {
+    public record Cpu(long user, long system) {
+        /** @return user + system, in nanoseconds */
+        public long total() {
             return user + system;
         }
 
@@ -57,7 +58,7 @@ public final class AgentProbe {
     }
 
     /** @return the CPU time of the whole process (all threads, exited ones included) so far */
-    Cpu cpu() throws IOException {
+    public Cpu cpu() throws IOException {
         return cpuOf(Path.of("/proc", Long.toString(pid), "stat"));
     }
 
