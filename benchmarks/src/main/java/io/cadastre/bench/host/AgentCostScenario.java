@@ -23,15 +23,18 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
  * What one IPAM call costs the node: the agent's CPU per ADD and DEL through the real
  * {@code cadastre-ipam} plugin (serial, after warm-up, the embedded journal, the agent's default
  * JVM flags), where that CPU goes (async-profiler over as many calls again, summarised, and its
- * flame graph), the agent's
- * memory (heap after a full GC, metaspace, RSS idle and peak), its start (exec to the first served
- * ADD) and the embedded journal's size on disk after a long churn of live pods.
+ * flame graph), the agent's CPU at idle (ms per second) and per call back to back on the socket
+ * (the churn), which together split the figure through the plugin into a call's work, the idle
+ * agent's share and the cost of waking between execs; the agent's memory (heap after a full GC,
+ * metaspace, RSS idle and peak), its start (exec to the first served ADD) and the embedded
+ * journal's size on disk after a long churn of live pods.
  */
 public final class AgentCostScenario implements Scenario {
     static final String ADD = "IPAM ADD through the plugin";
@@ -44,6 +47,9 @@ public final class AgentCostScenario implements Scenario {
     static final String CHURN_CALL = "IPAM call on the socket during the churn";
     static final String PLUGIN_CPU_PER_CALL = "plugin process CPU per IPAM call";
     static final String NODE_CPU_PER_CALL = "node CPU per IPAM call (plugin + agent)";
+    static final String CHURN_CPU_PER_CALL =
+            "agent CPU per IPAM call, back to back on the socket (the churn)";
+    static final String IDLE_CPU = "agent CPU at idle";
 
     /** The reference IPAM: its plugin alone does what cadastre-ipam and the agent do together. */
     static final String REFERENCE = "host-local";
@@ -61,6 +67,9 @@ public final class AgentCostScenario implements Scenario {
     static final String COLLAPSED_STACKS = "agent-cost-stacks.txt";
     private static final int STARTS = 3;
     private static final int LIVE_PODS = 100;
+
+    /** How long the idle agent's CPU is read, in seconds. */
+    private static final int IDLE_SECONDS = 20;
 
     /** Calls of the churn; {@code -Dcadastre.bench.churn-calls} overrides it. */
     private static final int CHURN_CALLS = 100_000;
@@ -102,6 +111,7 @@ public final class AgentCostScenario implements Scenario {
                 context.quick()
                         ? 500
                         : Integer.getInteger("cadastre.bench.churn-calls", CHURN_CALLS);
+        int idleSeconds = context.quick() ? 1 : IDLE_SECONDS;
         double cpuPerCallMs;
         double journalMib;
         List<double[]> journalGrowth = new ArrayList<>();
@@ -111,6 +121,11 @@ public final class AgentCostScenario implements Scenario {
             AgentProbe probe = new AgentProbe(agent.pid());
             AgentProbe.Heap idle = probe.heapAfterFullGc();
             long idleRss = probe.rssBytes();
+            AgentProbe.Cpu idleBefore = probe.cpu();
+            TimeUnit.SECONDS.sleep(idleSeconds);
+            double idleMsPerSecond = probe.cpu().minus(idleBefore).total() / 1e6 / idleSeconds;
+            figures.add(
+                    new Figure(IDLE_CPU, SUBJECT, "ms/s", Distribution.single(idleMsPerSecond)));
             AgentProbe.Cpu cpuBefore = probe.cpu();
             Map<String, Long> threadsBefore = probe.cpuByThread();
             AgentProbe.Cpu pluginsBefore = AgentProbe.reapedChildren();
@@ -206,6 +221,7 @@ public final class AgentCostScenario implements Scenario {
                 live.add("churn-" + next);
             }
             int step = Math.max(1, churn / 20);
+            AgentProbe.Cpu churnBefore = probe.cpu();
             for (int done = 0; done < churn; done += 2) {
                 long t0 = System.nanoTime();
                 call(socket, "DEL", live.removeFirst());
@@ -218,6 +234,14 @@ public final class AgentCostScenario implements Scenario {
                     journalGrowth.add(new double[] {done + 2, mib(directoryBytes(journal))});
                 }
             }
+            double churnPerCallMs = probe.cpu().minus(churnBefore).total() / 1e6 / churn;
+            figures.add(
+                    new Figure(
+                            CHURN_CPU_PER_CALL,
+                            SUBJECT,
+                            "ms",
+                            Distribution.single(churnPerCallMs)));
+            notes.add(coldCalls(cpuPerCallMs, churnPerCallMs, idleMsPerSecond, results));
             journalMib = mib(directoryBytes(journal));
             figures.add(new Figure(JOURNAL_BYTES, SUBJECT, "MiB", Distribution.single(journalMib)));
             figures.add(
@@ -240,7 +264,8 @@ public final class AgentCostScenario implements Scenario {
                                 cpuPerCallMs <= CPU_GOAL_MS,
                                 cpuPerCallMs <= CPU_GOAL_MS
                                         ? null
-                                        : "see the CPU by thread and the profile in the notes"),
+                                        : "waking between execs (the notes: the same calls back to back "
+                                                + "on the socket), the CPU by thread and the profile"),
                         new Goal(
                                 String.format(
                                         Locale.ROOT,
@@ -312,14 +337,17 @@ public final class AgentCostScenario implements Scenario {
                                 + "an IPAM ADD on its socket is answered; the first writes its class data sharing archive when "
                                 + "it exits, the others map it (as bin/cadastre-agent and the image do). "
                                 + "Then one agent warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
-                                + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), measured over %d "
+                                + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), its CPU read "
+                                + "over %d s at idle, then measured over %d "
                                 + "more pairs, serial (the plugin processes' CPU too, as this JVM's reaped children); then as many "
                                 + "pairs of the reference, Debian's host-local run alone as the IPAM plugin, and of /bin/true "
                                 + "(the exec alone). Then %d live pods and %,d calls of churn on the socket "
-                                + "(DEL the oldest, ADD a new one), the journal's directory (<data-dir>/journal) measured as it goes.",
+                                + "(DEL the oldest, ADD a new one, back to back: the agent's CPU over them too), the journal's "
+                                + "directory (<data-dir>/journal) measured as it goes.",
                         String.join(" ", SingleHostAgent.JVM_FLAGS),
                         starts,
                         warmUp,
+                        idleSeconds,
                         measured,
                         LIVE_PODS,
                         churn),
@@ -328,6 +356,35 @@ public final class AgentCostScenario implements Scenario {
                 goals,
                 plots,
                 notes);
+    }
+
+    /**
+     * A note that splits the agent's CPU per call through the plugin into the work of a call (the
+     * same calls back to back on the socket, where no thread of the agent sleeps between calls),
+     * the idle agent's own CPU over the time a call through the plugin takes, and the rest: its
+     * threads waking from sleep, with cold caches, once per call.
+     */
+    private static String coldCalls(
+            double pluginPathMs, double backToBackMs, double idleMsPerSecond, SideBySide results) {
+        double wallMs =
+                (results.histogram(ADD, SUBJECT).getMean()
+                                + results.histogram(DEL, SUBJECT).getMean())
+                        / 2e6;
+        double idleShareMs = idleMsPerSecond * wallMs / 1000;
+        return String.format(
+                Locale.ROOT,
+                "Of the agent's %.3f ms of CPU per call through the plugin: %.3f ms is the call's work, as "
+                        + "measured over the churn's calls made back to back on the socket; %.3f ms is what the "
+                        + "idle agent spends anyway (%.2f ms per second at idle, over a call's %.2f ms); the rest, "
+                        + "%.3f ms, comes with the calls being an exec apart: the agent's threads wake from sleep "
+                        + "once per call, with cold caches, while the plugin's exec takes the other core (the same "
+                        + "switches per call cost more CPU each; benchmarks/DESIGN.md, waking cold).",
+                pluginPathMs,
+                backToBackMs,
+                idleShareMs,
+                idleMsPerSecond,
+                wallMs,
+                Math.max(0, pluginPathMs - backToBackMs - idleShareMs));
     }
 
     /** A markdown table: CPU per call by thread group over the measured calls, the largest first. */

@@ -22,6 +22,7 @@ class AgentCostScenarioTest {
         for (String metric :
                 List.of(
                         AgentCostScenario.CPU_PER_CALL,
+                        AgentCostScenario.CHURN_CPU_PER_CALL,
                         AgentCostScenario.JOURNAL_BYTES,
                         "agent heap after a full GC, idle",
                         "agent metaspace, idle",
@@ -47,6 +48,12 @@ class AgentCostScenarioTest {
         assertTrue(
                 report.notes().stream().anyMatch(n -> n.contains("against host-local")),
                 "the ratio to the reference is in the notes: " + report.notes());
+        assertTrue(
+                figure(report, AgentCostScenario.IDLE_CPU).distribution().median() >= 0,
+                "the idle agent's CPU is read");
+        assertTrue(
+                report.notes().stream().anyMatch(n -> n.contains("wake from sleep once per call")),
+                "the CPU per call through the plugin is split in the notes: " + report.notes());
         assertEquals(50, figure(report, AgentCostScenario.ADD).distribution().count());
         assertEquals(500, figure(report, AgentCostScenario.CHURN_CALL).distribution().count());
         assertEquals(1, figure(report, AgentCostScenario.START).distribution().count());
