@@ -124,8 +124,7 @@ public final class AgentCostScenario implements Scenario {
             AgentProbe.Cpu idleBefore = probe.cpu();
             TimeUnit.SECONDS.sleep(idleSeconds);
             double idleMsPerSecond = probe.cpu().minus(idleBefore).total() / 1e6 / idleSeconds;
-            figures.add(
-                    new Figure(IDLE_CPU, SUBJECT, "ms/s", Distribution.single(idleMsPerSecond)));
+            figures.add(single(IDLE_CPU, SUBJECT, "ms/s", idleMsPerSecond));
             AgentProbe.Cpu cpuBefore = probe.cpu();
             Map<String, Long> threadsBefore = probe.cpuByThread();
             AgentProbe.Cpu pluginsBefore = AgentProbe.reapedChildren();
@@ -144,30 +143,10 @@ public final class AgentCostScenario implements Scenario {
                             referenceNetconf(context),
                             measured);
             double execFloorMs = childCpuPerCall(context, Path.of("/bin/true"), "{}", measured);
-            figures.add(
-                    new Figure(
-                            PLUGIN_CPU_PER_CALL,
-                            SUBJECT,
-                            "ms",
-                            Distribution.single(pluginPerCallMs)));
-            figures.add(
-                    new Figure(
-                            PLUGIN_CPU_PER_CALL,
-                            REFERENCE,
-                            "ms",
-                            Distribution.single(referencePerCallMs)));
-            figures.add(
-                    new Figure(
-                            NODE_CPU_PER_CALL,
-                            SUBJECT,
-                            "ms",
-                            Distribution.single(pluginPerCallMs + cpuPerCallMs)));
-            figures.add(
-                    new Figure(
-                            NODE_CPU_PER_CALL,
-                            REFERENCE,
-                            "ms",
-                            Distribution.single(referencePerCallMs)));
+            figures.add(single(PLUGIN_CPU_PER_CALL, SUBJECT, "ms", pluginPerCallMs));
+            figures.add(single(PLUGIN_CPU_PER_CALL, REFERENCE, "ms", referencePerCallMs));
+            figures.add(single(NODE_CPU_PER_CALL, SUBJECT, "ms", pluginPerCallMs + cpuPerCallMs));
+            figures.add(single(NODE_CPU_PER_CALL, REFERENCE, "ms", referencePerCallMs));
             notes.add(
                     String.format(
                             Locale.ROOT,
@@ -190,25 +169,20 @@ public final class AgentCostScenario implements Scenario {
                                     "Where the agent's CPU goes in "
                                             + (context.quick() ? 20 : PROFILED_PAIRS)
                                             + " more pairs, profiled after the measured ones"));
-            figures.add(new Figure(CPU_PER_CALL, SUBJECT, "ms", Distribution.single(cpuPerCallMs)));
+            figures.add(single(CPU_PER_CALL, SUBJECT, "ms", cpuPerCallMs));
             figures.add(
-                    new Figure(
+                    single(
                             "agent heap after a full GC, idle",
                             SUBJECT,
                             "MiB",
-                            Distribution.single(mib(idle.heapUsedBytes()))));
+                            mib(idle.heapUsedBytes())));
             figures.add(
-                    new Figure(
+                    single(
                             "agent metaspace, idle",
                             SUBJECT,
                             "MiB",
-                            Distribution.single(mib(idle.metaspaceUsedBytes()))));
-            figures.add(
-                    new Figure(
-                            "agent RSS, idle after warm-up",
-                            SUBJECT,
-                            "MiB",
-                            Distribution.single(mib(idleRss))));
+                            mib(idle.metaspaceUsedBytes())));
+            figures.add(single("agent RSS, idle after warm-up", SUBJECT, "MiB", mib(idleRss)));
 
             CniSocketClient socket = new CniSocketClient(agent.socket(), netconf);
             // The journal's own directory (application.conf: cadastre.embedded-journal.dir), not
@@ -235,21 +209,12 @@ public final class AgentCostScenario implements Scenario {
                 }
             }
             double churnPerCallMs = probe.cpu().minus(churnBefore).total() / 1e6 / churn;
-            figures.add(
-                    new Figure(
-                            CHURN_CPU_PER_CALL,
-                            SUBJECT,
-                            "ms",
-                            Distribution.single(churnPerCallMs)));
+            figures.add(single(CHURN_CPU_PER_CALL, SUBJECT, "ms", churnPerCallMs));
             notes.add(coldCalls(cpuPerCallMs, churnPerCallMs, idleMsPerSecond, results));
             journalMib = mib(directoryBytes(journal));
-            figures.add(new Figure(JOURNAL_BYTES, SUBJECT, "MiB", Distribution.single(journalMib)));
+            figures.add(single(JOURNAL_BYTES, SUBJECT, "MiB", journalMib));
             figures.add(
-                    new Figure(
-                            "agent RSS, peak (VmHWM)",
-                            SUBJECT,
-                            "MiB",
-                            Distribution.single(mib(probe.peakRssBytes()))));
+                    single("agent RSS, peak (VmHWM)", SUBJECT, "MiB", mib(probe.peakRssBytes())));
         }
         figures.addAll(0, results.figures());
         double startMs = results.histogram(START, SUBJECT).getValueAtPercentile(50) / 1e6;
@@ -385,6 +350,11 @@ public final class AgentCostScenario implements Scenario {
                 idleMsPerSecond,
                 wallMs,
                 Math.max(0, pluginPathMs - backToBackMs - idleShareMs));
+    }
+
+    /** @return a figure of one reading ({@code value} in {@code unit}) */
+    private static Figure single(String metric, String subject, String unit, double value) {
+        return new Figure(metric, subject, unit, Distribution.single(value));
     }
 
     /** A markdown table: CPU per call by thread group over the measured calls, the largest first. */
