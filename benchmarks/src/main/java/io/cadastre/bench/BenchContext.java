@@ -80,7 +80,7 @@ public final class BenchContext implements AutoCloseable {
         return quick ? Math.min(full, 3) : full;
     }
 
-    /** @return the cadastre plugin executable (cni-bridge/target/cadastre) */
+    /** @return the cadastre plugin executable (by default cni-bridge/target/static/cadastre, the image's build) */
     public Path plugin() {
         return plugin;
     }

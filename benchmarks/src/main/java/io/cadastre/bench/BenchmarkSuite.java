@@ -67,8 +67,11 @@ public final class BenchmarkSuite implements Callable<Integer> {
 
     @Option(
             names = "--plugin",
-            description = "the cadastre plugin executable (default: ${DEFAULT-VALUE})")
-    Path plugin = Path.of(System.getProperty("cadastre.plugin", "cni-bridge/target/cadastre"));
+            description =
+                    "the cadastre plugin executable (default: ${DEFAULT-VALUE}, the static build"
+                            + " the image installs)")
+    Path plugin =
+            Path.of(System.getProperty("cadastre.plugin", "cni-bridge/target/static/cadastre"));
 
     @Option(
             names = "--reference-plugins",
@@ -146,6 +149,7 @@ public final class BenchmarkSuite implements Callable<Integer> {
                 System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
         env.put("cadastre commit", System.getProperty("cadastre.commit", "unknown"));
         env.put("reference plugins", System.getProperty("cadastre.reference.version", "unknown"));
+        env.put("cadastre plugin", plugin.toString());
         env.put("cassandra", "5.0.9 (one node, in a network namespace of this machine)");
         String extraFlags = System.getProperty("cadastre.bench.agent-flags", "").strip();
         env.put(
