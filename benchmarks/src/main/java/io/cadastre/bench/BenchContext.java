@@ -80,7 +80,10 @@ public final class BenchContext implements AutoCloseable {
         return quick ? Math.min(full, 3) : full;
     }
 
-    /** @return the cadastre plugin executable (by default cni-bridge/target/static/cadastre, the image's build) */
+    /**
+     * @return the cadastre plugin executable (by default cni-bridge/target/static/cadastre, the
+     *     build the image installs)
+     */
     public Path plugin() {
         return plugin;
     }

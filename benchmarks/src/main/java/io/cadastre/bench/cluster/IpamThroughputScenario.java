@@ -40,9 +40,10 @@ import java.util.concurrent.atomic.AtomicLongArray;
  */
 public final class IpamThroughputScenario implements Scenario {
     /**
-     * Seconds of IPAM load before each IPAM measurement (-Dcadastre.bench.throughput-warm-up-seconds).
-     * The first load meets a Cassandra and members just started: after 10 s the rate still climbed
-     * from 145 to 380 ADD+DEL/s over the 30 measured seconds; after 60 s it held at 314-426.
+     * Seconds of IPAM load before each IPAM measurement ({@code
+     * -Dcadastre.bench.throughput-warm-up-seconds} sets another). The first load meets a Cassandra
+     * and members just started: after 10 s the rate still climbed from 145 to 380 ADD+DEL/s over
+     * the 30 measured seconds; after 60 s it held at 314-426.
      */
     static final int IPAM_WARM_UP_SECONDS = 60;
 
