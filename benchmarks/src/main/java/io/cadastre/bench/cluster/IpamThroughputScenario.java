@@ -182,14 +182,17 @@ public final class IpamThroughputScenario implements Scenario {
                                                 + "%.0f%% of the raw rate; and all ADDs and DELs of a node pass through its one NodeEntity (single "
                                                 + "writer, by design), whose sequential rate the one-writer-per-host journal figure shows: "
                                                 + "%.0f/s for 3 writers. Neither is the limit here: the agents used %.1f ms of CPU per ADD+DEL, "
-                                                + "%.0f%% of the machine's 2 cores, which Cassandra and the load share",
+                                                + "%.0f%% of the machine's 2 cores, which Cassandra and the load share; "
+                                                + "node entities %s; one on another member adds a crossing there and "
+                                                + "back to each of its node's calls (benchmarks/DESIGN.md)",
                                         WRITES_PER_CYCLE,
                                         WRITES_PER_CYCLE,
                                         100.0 / WRITES_PER_CYCLE,
                                         writeShare * 100,
                                         mean(oneWriterPerSecond),
                                         cpuPerCycle,
-                                        agentCpuMillis / (seconds * 2_000.0) * 100));
+                                        agentCpuMillis / (seconds * 2_000.0) * 100,
+                                        tlsPlacement));
         Plot overTime =
                 new Plot(
                         "ipam-throughput.png",
