@@ -654,11 +654,11 @@ final class ChaosRun implements AutoCloseable {
      * fails the run: what cannot be read is reported in the section instead.
      */
     private AgentLogs.Read agentLogs() {
-        Map<String, Path> logs = new LinkedHashMap<>();
-        members.forEach(m -> logs.put(m.name(), m.log()));
         try {
             return AgentLogs.read(
-                    logs, history.originEpochMillis(), java.time.ZoneId.systemDefault());
+                    Member.logs(members),
+                    history.originEpochMillis(),
+                    java.time.ZoneId.systemDefault());
         } catch (RuntimeException e) {
             return new AgentLogs.Read(List.of(), List.of("reading the agents' logs failed: " + e));
         }

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalTime;
 import java.time.format.DateTimeParseException;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
@@ -76,6 +77,16 @@ public final class Member implements AutoCloseable {
 
     public Path log() {
         return dir.resolve("agent.log");
+    }
+
+    /**
+     * @return each member's name → the path of its agent log, in the members' order (what {@link
+     *     AgentLogs} reads)
+     */
+    public static Map<String, Path> logs(List<Member> members) {
+        Map<String, Path> logs = new LinkedHashMap<>();
+        members.forEach(m -> logs.put(m.name(), m.log()));
+        return logs;
     }
 
     /** @return the member's data directory ({@code cadastre.data-dir}) */

@@ -239,13 +239,8 @@ public final class FailoverScenario implements Scenario {
     /** A member hosting another node's NodeEntity, from the members' logs ({@link AgentLogs#nodeEntityHomes}). */
     private static Optional<Target> target(List<Member> members) throws IOException {
         Map<String, Member> byName = new HashMap<>();
-        Map<String, java.nio.file.Path> logs = new HashMap<>();
-        members.forEach(
-                m -> {
-                    byName.put(m.name(), m);
-                    logs.put(m.name(), m.log());
-                });
-        Map<String, String> homes = AgentLogs.nodeEntityHomes(logs);
+        members.forEach(m -> byName.put(m.name(), m));
+        Map<String, String> homes = AgentLogs.nodeEntityHomes(Member.logs(members));
         for (Member n : members) {
             String home = homes.get(n.name());
             if (home != null && !home.equals(n.name()) && byName.containsKey(home)) {

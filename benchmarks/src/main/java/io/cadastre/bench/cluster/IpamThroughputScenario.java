@@ -18,7 +18,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -281,9 +280,7 @@ public final class IpamThroughputScenario implements Scenario {
      *     their own member (h1 on h1, h2 on h3, h3 on h3)"}
      */
     private static String placement(List<Member> members) throws IOException {
-        Map<String, Path> logs = new HashMap<>();
-        members.forEach(m -> logs.put(m.name(), m.log()));
-        Map<String, String> homes = AgentLogs.nodeEntityHomes(logs);
+        Map<String, String> homes = AgentLogs.nodeEntityHomes(Member.logs(members));
         long own = homes.entrySet().stream().filter(e -> e.getKey().equals(e.getValue())).count();
         List<String> each = new ArrayList<>();
         homes.forEach((node, member) -> each.add(node + " on " + member));
