@@ -7,6 +7,7 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
@@ -108,19 +109,32 @@ abstract class CadastreEntity<C, E, S extends CadastreEntity.MutableState<S>>
      */
     static <C> void initSharding(
             ActorSystem<?> system, EntityTypeKey<C> key, String entity, Factory<C> factory) {
+        initSharding(system, key, entity, factory, false);
+    }
+
+    /**
+     * As {@link #initSharding(ActorSystem, EntityTypeKey, String, Factory)}; with {@code
+     * homed}, each entity has a shard of its own, placed on the member that published itself as
+     * the entity's home ({@link EntityHomes}).
+     */
+    static <C> void initSharding(
+            ActorSystem<?> system,
+            EntityTypeKey<C> key,
+            String entity,
+            Factory<C> factory,
+            boolean homed) {
         MemberFence fence = MemberFence.get(system);
         CadastreMetrics.Recovery recovery = CadastreMetrics.get(system).recovery(entity);
         LocalEntities local = LocalEntities.get(system);
-        ClusterSharding.get(system)
-                .init(
-                        Entity.of(
-                                key,
-                                ctx ->
-                                        local.listed(
-                                                key,
-                                                ctx.getEntityId(),
-                                                factory.create(
-                                                        ctx.getEntityId(), fence, recovery))));
+        Entity<C, ShardingEnvelope<C>> sharded =
+                Entity.of(
+                        key,
+                        ctx ->
+                                local.listed(
+                                        key,
+                                        ctx.getEntityId(),
+                                        factory.create(ctx.getEntityId(), fence, recovery)));
+        ClusterSharding.get(system).init(homed ? EntityHomes.homed(system, sharded) : sharded);
     }
 
     /** The entity's command handlers, behind the fence. */

@@ -23,6 +23,9 @@ final class IpamContext {
     final EntityAsks asks;
     final String node;
 
+    /** Publishes this member as the home of the node's entities ({@link EntityHomes}). */
+    final EntityHomes homes;
+
     /** This node's labels, replaced when they change (the Node object's, live: module kube). */
     private volatile Map<String, String> labels;
 
@@ -53,12 +56,14 @@ final class IpamContext {
 
     IpamContext(
             EntityAsks asks,
+            EntityHomes homes,
             String node,
             Map<String, String> labels,
             PoolCatalog catalog,
             List<String> defaultPools,
             Clock clock) {
         this.asks = asks;
+        this.homes = homes;
         this.node = node;
         this.labels = Map.copyOf(labels);
         this.catalog = catalog;

@@ -8,12 +8,16 @@ abstract class IpamFlow {
     final IpamContext context;
     final EntityAsks asks;
 
+    /** Where the node's entities live ({@link EntityHomes}): flows publish its blocks as they use them. */
+    final EntityHomes homes;
+
     /** This node's name: the {@link NodeEntity}'s id, and the node blocks are claimed for. */
     final String node;
 
     IpamFlow(IpamContext context) {
         this.context = context;
         this.asks = context.asks;
+        this.homes = context.homes;
         this.node = context.node;
     }
 }

@@ -419,9 +419,13 @@ final class IpamPoolAssignment extends IpamFlow {
                                 });
     }
 
-    /** Makes a freshly claimed block ours everywhere: the block entity, the node cache, the local cache. */
+    /**
+     * Makes a freshly claimed block ours everywhere: its home (this member), the block entity, the
+     * node cache, the local cache.
+     */
     private CompletionStage<Done> adoptBlock(PoolSpec pool, Cidr block) {
         String poolName = pool.name();
+        homes.claimed(block);
         return tellAffinity(pool, block)
                 .thenCompose(
                         d ->
@@ -457,7 +461,7 @@ final class IpamPoolAssignment extends IpamFlow {
                                         view ->
                                                 (List<Cidr>)
                                                         new CopyOnWriteArrayList<>(
-                                                                view.usableBlocksOf(node)))
+                                                                homed(view.usableBlocksOf(node))))
                                 .toCompletableFuture()
                                 .whenComplete(
                                         (blocks, error) -> {
@@ -465,6 +469,12 @@ final class IpamPoolAssignment extends IpamFlow {
                                                 affineBlocks.remove(name);
                                             }
                                         }));
+    }
+
+    /** @return {@code affine}, each block published as living on this node's member */
+    private List<Cidr> homed(List<Cidr> affine) {
+        homes.blocks(affine);
+        return affine;
     }
 
     // ---- confirmation of slow replies ----

@@ -67,6 +67,7 @@ public final class ShardedIpam implements Ipam {
         this.context =
                 new IpamContext(
                         new EntityAsks(system, timeouts),
+                        new EntityHomes(system),
                         node,
                         labels,
                         catalog,
@@ -78,6 +79,7 @@ public final class ShardedIpam implements Ipam {
                         context, new IpamPoolAssignment(context, MeshHints.get(system)), release);
         this.garbage = new IpamGarbageCollection(context, release);
         this.status = new IpamStatus(context, assignment);
+        context.homes.node(node);
     }
 
     /** @return this node's name */

@@ -11,6 +11,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -40,6 +41,16 @@ public final class TestCluster {
      * @return the test kit of a cluster of one that is Up; shut it down after the tests
      */
     public static ActorTestKit start(String name, String overrides) {
+        return start(name, overrides, null);
+    }
+
+    /**
+     * @param overrides HOCON laid over the defaults (roles, serialize-messages = off, log level)
+     * @param seed a member to join (its system must have the same name), or null to form a new
+     *     cluster; each member has a journal of its own, in memory
+     * @return the test kit of a member that is Up; shut it down after the tests
+     */
+    public static ActorTestKit start(String name, String overrides, Address seed) {
         Config config =
                 ConfigFactory.parseString(overrides)
                         .withFallback(
@@ -58,7 +69,7 @@ public final class TestCluster {
         ActorTestKit testKit = ActorTestKit.create(name, config);
         ActorSystem<?> system = testKit.system();
         Cluster cluster = Cluster.get(system);
-        cluster.manager().tell(Join.create(cluster.selfMember().address()));
+        cluster.manager().tell(Join.create(seed != null ? seed : cluster.selfMember().address()));
         PoolRegistry.init(system);
         PoolEntity.init(system);
         BlockEntity.init(system);

@@ -16,16 +16,24 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalDouble;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Scenario 4 of issue 5: how long ADD is unavailable on a node after SIGKILL of the member that
  * hosts that node's NodeEntity, over several repetitions. Where the NodeEntities live is read
- * from the members' logs (each entity logs its recovery, and lives where it last recovered). The node's own agent survives; it sends an IPAM-only ADD of a new
- * attachment every {@value #PROBE_PERIOD_MILLIS} ms. The window runs from the SIGKILL to the
- * completion of the first successful ADD sent after it (an ADD caught by the crash is retried by
- * the agent and may complete late rather than fail). The killed member is then restarted and the
- * cluster is whole again before the next repetition.
+ * from the members' logs (each entity logs its recovery, and lives where it last recovered).
+ *
+ * <p>A node's entity lives on its own member ({@code EntityHomes}); it lives on another only
+ * after its member stopped, until the coordinator's next rebalance (every 10 s) brings it home.
+ * The scenario makes that moment: it stops the node's agent, has the entity read through another
+ * member (which starts it there) and starts the agent again ({@link #relocate}). The node's agent
+ * sends an IPAM-only ADD of a new attachment every {@value #PROBE_PERIOD_MILLIS} ms; after a
+ * second, if the entity is still away, its member is killed. The window runs from the SIGKILL to
+ * the completion of the first successful ADD sent after it (an ADD caught by the crash is retried
+ * by the agent and may complete late rather than fail). A repetition whose entity went home first
+ * measures nothing and says so. The killed member is then restarted and the cluster is whole
+ * again before the next repetition.
  */
 public final class FailoverScenario implements Scenario {
     static final long PROBE_PERIOD_MILLIS = 20;
@@ -74,7 +82,18 @@ public final class FailoverScenario implements Scenario {
                 continue;
             }
             Target t = target.get();
-            double window = measure(t, tag + "-" + rep);
+            OptionalDouble measured = measure(t, members, tag + "-" + rep);
+            if (measured.isEmpty()) {
+                notes.add(
+                        "Repetition "
+                                + (rep + 1)
+                                + ": node "
+                                + t.node().name()
+                                + "'s entity went home before the kill; nothing to measure.");
+                restart(t.victim(), members, tag, rep);
+                continue;
+            }
+            double window = measured.getAsDouble();
             windows.add(window);
             notes.add(
                     String.format(
@@ -85,13 +104,7 @@ public final class FailoverScenario implements Scenario {
                             t.entities(),
                             t.node().name(),
                             window));
-            List<String> others =
-                    members.stream()
-                            .filter(m -> m != t.victim())
-                            .map(m -> Member.address(m.host))
-                            .toList();
-            t.victim().seeds(others).start();
-            add(t.victim(), "fo-" + tag + "-back-" + rep, 120);
+            restart(t.victim(), members, tag, rep);
         }
         if (windows.isEmpty()) {
             throw new IllegalStateException(
@@ -128,8 +141,11 @@ public final class FailoverScenario implements Scenario {
                         Locale.ROOT,
                         "%d repetitions on the 3-member cluster on Cassandra. In each: an ADD on every "
                                 + "member (so every node's entities run), then the members' logs tell where each node's "
-                                + "NodeEntity last recovered; a member hosting another node's NodeEntity is killed "
-                                + "with SIGKILL while that node's agent sends an IPAM-only ADD of a new attachment every %d ms. "
+                                + "NodeEntity last recovered. A node's entity lives on its own member, and on another only "
+                                + "after its member stopped, until the next rebalance (10 s) brings it home: the scenario "
+                                + "stops a node's agent, reads its entity through another member and starts the agent "
+                                + "again. That member, while it still hosts the entity, is killed with SIGKILL while the "
+                                + "node's agent sends an IPAM-only ADD of a new attachment every %d ms. "
                                 + "The window: from the SIGKILL to the completion of the first successful ADD sent after it. "
                                 + "Then the killed member is restarted and rejoins.",
                         repetitions,
@@ -153,8 +169,7 @@ public final class FailoverScenario implements Scenario {
      * node's agent is stopped (SIGTERM: it hands its shards off), the NodeEntity is asked for
      * through {@code other}'s admin API (so it starts on a survivor; with the token {@code other}
      * generated in its data directory, read by the shell so that it is on no command line), and the agent is started
-     * again (its entity stays where it is). A member hosts its own node's entities otherwise:
-     * they are first asked for by its own agent.
+     * again (its entity stays where it is until the coordinator's next rebalance moves it home).
      */
     private static void relocate(
             BenchContext context, Member node, Member other, String tag, int rep) throws Exception {
@@ -184,8 +199,26 @@ public final class FailoverScenario implements Scenario {
         add(node, "fo-" + tag + "-moved-" + rep, 120);
     }
 
-    /** Kills the victim and probes the node; @return the window in milliseconds */
-    private static double measure(Target t, String tag) throws Exception {
+    /** Starts the victim again, joining the others, and waits for its first ADD. */
+    private static void restart(Member victim, List<Member> members, String tag, int rep)
+            throws Exception {
+        if (victim.alive()) {
+            return;
+        }
+        List<String> others =
+                members.stream().filter(m -> m != victim).map(m -> Member.address(m.host)).toList();
+        victim.seeds(others).start();
+        add(victim, "fo-" + tag + "-back-" + rep, 120);
+    }
+
+    /**
+     * Probes the node for a second, checks that its entity still lives on the victim (it goes home
+     * at the coordinator's next rebalance, {@code EntityHomes}), then kills the victim.
+     *
+     * @return the window in milliseconds; empty when the entity had gone home (nobody killed)
+     */
+    private static OptionalDouble measure(Target t, List<Member> members, String tag)
+            throws Exception {
         CniSocketClient client =
                 new CniSocketClient(
                         t.node().socket(),
@@ -221,6 +254,12 @@ public final class FailoverScenario implements Scenario {
                         "failover-probe");
         probe.start();
         TimeUnit.SECONDS.sleep(1);
+        String home = AgentLogs.nodeEntityHomes(Member.logs(members)).get(t.node().name());
+        if (!t.victim().name().equals(home)) {
+            probe.interrupt();
+            probe.join(TimeUnit.SECONDS.toMillis(10));
+            return OptionalDouble.empty();
+        }
         t.victim().kill();
         synchronized (killedAt) {
             killedAt[0] = System.nanoTime();
@@ -233,7 +272,7 @@ public final class FailoverScenario implements Scenario {
                             + " had no ADD for 90 s after the kill of "
                             + t.victim().name());
         }
-        return (backAt[0] - killedAt[0]) / 1e6;
+        return OptionalDouble.of((backAt[0] - killedAt[0]) / 1e6);
     }
 
     /** A member hosting another node's NodeEntity, from the members' logs ({@link AgentLogs#nodeEntityHomes}). */

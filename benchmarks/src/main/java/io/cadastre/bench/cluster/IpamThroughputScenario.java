@@ -269,7 +269,8 @@ public final class IpamThroughputScenario implements Scenario {
                                 + tlsPlacement
                                 + "; on plain TCP, "
                                 + plainPlacement
-                                + ". Sharding places entities by shard counts, not by node: an ADD or "
+                                + ". A node's entities live on its own member (EntityHomes), and on "
+                                + "another only until the rebalance after its member restarted; an ADD or "
                                 + "DEL whose node's entity lives on another member crosses to it and back.",
                         "The machine has 2 cores for three agents, Cassandra and the load: all of them compete for CPU.",
                         cpuByThreadTable(tls, ipamMean * seconds)));

@@ -1,0 +1,142 @@
+package io.cadastre.shards;
+
+import io.cadastre.ipam.Cidr;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.sharding.external.ExternalShardAllocation;
+import org.apache.pekko.cluster.sharding.external.ExternalShardAllocationStrategy;
+import org.apache.pekko.cluster.sharding.external.javadsl.ExternalShardAllocationClient;
+import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
+import org.apache.pekko.cluster.sharding.typed.ShardingMessageExtractor;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A node's entities on its own member: its {@link NodeEntity} and the {@link BlockEntity} of each
+ * block affine to it run on the member whose agent serves the node's IPAM ({@link ShardedIpam}),
+ * so that an ADD or DEL asks entities in its own JVM and crosses no member.
+ *
+ * <p>Pekko sharding places shards by count (its least-shards strategy), not by who asks them:
+ * with three members, two of a node's three entities lived on another member on average, and an
+ * ADD+DEL then cost the members 1.5-1.8× the CPU (benchmarks/DESIGN.md, ipam-throughput). Here:
+ *
+ * <ul>
+ *   <li>each node's and each block's entity has a shard of its own, named by its entity id (the
+ *       node's name; the block's {@link Cidr#entityId()});
+ *   <li>those shards are placed by Pekko's {@link ExternalShardAllocationStrategy}: a shard with a
+ *       published home is started on that member and moved back to it (at the coordinator's
+ *       rebalance, every 10 s) when it runs elsewhere; a shard without one, or whose home is not
+ *       a member now, starts on the member that first asks for it;
+ *   <li>homes are published by the member that serves the node ({@link #home}): the node's at
+ *       the agent's start, a block's when the agent first uses it as its own (it claimed it, or
+ *       read it among its affine blocks). A block released and claimed by another node gets that
+ *       node's member as its home from the claimer: the last write wins (a distributed-data
+ *       LWW-map, replicated to every member, so a new coordinator has it too).
+ * </ul>
+ *
+ * <p>When a member crashes, its node's entities restart on a survivor as any shard does, the
+ * first time something asks for them, and come home once the member is back. The pools' and the
+ * registry's entities are asked from every node and keep Pekko's placement by count.
+ *
+ * <p>Shard ids are part of the cluster's routing: members placing by node and members of a
+ * version before must not run side by side (an entity could run in two shards at once; the
+ * journal's epoch fence keeps the writes safe, not the calls). Moving to this placement needs a
+ * full restart of the cluster, not a rolling one.
+ */
+final class EntityHomes {
+    private static final Logger LOG = LoggerFactory.getLogger(EntityHomes.class);
+
+    /** How long the coordinator waits for its local copy of the homes before using the requester. */
+    private static final Duration STATE_TIMEOUT = Duration.ofSeconds(5);
+
+    private final Address self;
+    private final ExternalShardAllocationClient nodes;
+    private final ExternalShardAllocationClient blocks;
+
+    /** Entity ids this member has published as its own (published once per incarnation). */
+    private final Set<String> published = ConcurrentHashMap.newKeySet();
+
+    EntityHomes(ActorSystem<?> system) {
+        this.self = Cluster.get(system).selfMember().address();
+        ExternalShardAllocation homes = ExternalShardAllocation.get(system);
+        this.nodes = homes.getClient(NodeEntity.ENTITY_TYPE_KEY.name());
+        this.blocks = homes.getClient(BlockEntity.ENTITY_TYPE_KEY.name());
+    }
+
+    /**
+     * @return {@code entity} with a shard per entity, placed at its published home ({@link
+     *     ExternalShardAllocationStrategy}, keyed by the entity type's name)
+     */
+    static <C> Entity<C, ShardingEnvelope<C>> homed(
+            ActorSystem<?> system, Entity<C, ShardingEnvelope<C>> entity) {
+        return entity.withMessageExtractor(EntityHomes.<C>shardPerEntity())
+                .withAllocationStrategy(
+                        ExternalShardAllocationStrategy.create(
+                                system, entity.typeKey().name(), STATE_TIMEOUT));
+    }
+
+    /** Publishes this member as the home of the node's entity (once per incarnation). */
+    void node(String node) {
+        publish(nodes, NodeEntity.ENTITY_TYPE_KEY.name(), node, false);
+    }
+
+    /**
+     * Publishes this member as the home of blocks affine to its node, each once per incarnation.
+     */
+    void blocks(Collection<Cidr> affine) {
+        for (Cidr block : affine) {
+            publish(blocks, BlockEntity.ENTITY_TYPE_KEY.name(), block.entityId(), false);
+        }
+    }
+
+    /**
+     * Publishes this member as the home of a block its node has just claimed, even if it did so
+     * before: another node may have claimed the block, and published its own member, since.
+     */
+    void claimed(Cidr block) {
+        publish(blocks, BlockEntity.ENTITY_TYPE_KEY.name(), block.entityId(), true);
+    }
+
+    private void publish(
+            ExternalShardAllocationClient client, String type, String entityId, boolean again) {
+        String key = type + "/" + entityId;
+        if (!published.add(key) && !again) {
+            return;
+        }
+        client.setShardLocation(entityId, self)
+                .whenComplete(
+                        (done, failure) -> {
+                            if (failure != null) {
+                                // Only placement is lost: the next use publishes it again.
+                                published.remove(key);
+                                LOG.debug("home of {} not published: {}", key, failure.toString());
+                            }
+                        });
+    }
+
+    /** One shard per entity: the shard id is the entity id. */
+    private static <M> ShardingMessageExtractor<ShardingEnvelope<M>, M> shardPerEntity() {
+        return new ShardingMessageExtractor<>() {
+            @Override
+            public String entityId(ShardingEnvelope<M> envelope) {
+                return envelope.entityId();
+            }
+
+            @Override
+            public String shardId(String entityId) {
+                return entityId;
+            }
+
+            @Override
+            public M unwrapMessage(ShardingEnvelope<M> envelope) {
+                return envelope.message();
+            }
+        };
+    }
+}

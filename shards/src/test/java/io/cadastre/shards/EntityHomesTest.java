@@ -1,0 +1,139 @@
+package io.cadastre.shards;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cadastre.ipam.Cidr;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Two members in one JVM: a node's entity and its blocks' entities run on the member that
+ * published itself as their home, wherever they are asked from, and follow a block to the member
+ * of the node that claims it next. Each member has its own in-memory journal, so these tests
+ * look only at where entities run ({@link LocalEntities}), not at their state.
+ */
+class EntityHomesTest {
+    private static final String NAME = "EntityHomesTest";
+    private static final Duration DEADLINE = Duration.ofSeconds(30);
+    private static final AskTimeouts TIMEOUTS =
+            AskTimeouts.single(Duration.ofSeconds(3), Duration.ZERO);
+
+    /** Rebalance rounds every half second, not Pekko's 10 s, so that moves home come soon. */
+    private static final String FAST_REBALANCE =
+            "pekko.cluster.sharding.rebalance-interval = 500ms";
+
+    private static ActorTestKit a;
+    private static ActorTestKit b;
+
+    @BeforeAll
+    static void start() {
+        a = TestCluster.start(NAME, FAST_REBALANCE);
+        b = TestCluster.start(NAME, FAST_REBALANCE, Cluster.get(a.system()).selfMember().address());
+        a.createTestProbe()
+                .awaitAssert(
+                        DEADLINE,
+                        () -> {
+                            assertEquals(
+                                    2,
+                                    java.util.stream.StreamSupport.stream(
+                                                    Cluster.get(a.system())
+                                                            .state()
+                                                            .getMembers()
+                                                            .spliterator(),
+                                                    false)
+                                            .filter(m -> m.status() == MemberStatus.up())
+                                            .count());
+                            return null;
+                        });
+    }
+
+    @AfterAll
+    static void stop() {
+        b.shutdownTestKit();
+        a.shutdownTestKit();
+    }
+
+    private static EntityAsks asks(ActorSystem<?> system) {
+        return new EntityAsks(system, TIMEOUTS);
+    }
+
+    /**
+     * Asks the entity ({@code ask}) until, within the deadline, it runs on {@code home} and
+     * not on {@code away}.
+     */
+    private static <C> void assertRunsOn(
+            ActorTestKit home,
+            ActorTestKit away,
+            EntityTypeKey<C> type,
+            String entityId,
+            Supplier<CompletionStage<?>> ask) {
+        home.createTestProbe()
+                .awaitAssert(
+                        DEADLINE,
+                        Duration.ofMillis(200),
+                        () -> {
+                            TestCluster.await(ask.get());
+                            assertTrue(
+                                    LocalEntities.get(home.system())
+                                            .find(type, entityId)
+                                            .isPresent(),
+                                    entityId + " not running at its home");
+                            assertFalse(
+                                    LocalEntities.get(away.system())
+                                            .find(type, entityId)
+                                            .isPresent(),
+                                    entityId + " still running away from its home");
+                            return null;
+                        });
+    }
+
+    @Test
+    void aNodesEntityRunsOnTheMemberOfItsAgentThoughAskedFromAnother() {
+        String node = "node-b";
+        new ShardedIpam(
+                b.system(),
+                node,
+                Map.of(),
+                new PoolCatalog(b.system(), TIMEOUTS, Duration.ofSeconds(1)),
+                List.of(),
+                TIMEOUTS,
+                Clock.systemUTC());
+        EntityAsks fromA = asks(a.system());
+        assertRunsOn(b, a, NodeEntity.ENTITY_TYPE_KEY, node, () -> fromA.nodeView(node));
+    }
+
+    @Test
+    void aBlockRunsOnItsClaimersMemberAndFollowsTheNextClaimer() {
+        Cidr block = Cidr.parse("198.18.7.0/26");
+        new EntityHomes(b.system()).claimed(block);
+        assertRunsOn(
+                b,
+                a,
+                BlockEntity.ENTITY_TYPE_KEY,
+                block.entityId(),
+                () -> asks(a.system()).blockView(block));
+
+        // Released by b's node and claimed by a's: a's member publishes itself, the last write.
+        new EntityHomes(a.system()).claimed(block);
+        assertRunsOn(
+                a,
+                b,
+                BlockEntity.ENTITY_TYPE_KEY,
+                block.entityId(),
+                () -> asks(b.system()).blockView(block));
+    }
+}
