@@ -5,8 +5,11 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.sharding.ShardCoordinator;
 import org.apache.pekko.cluster.sharding.external.ExternalShardAllocation;
 import org.apache.pekko.cluster.sharding.external.ExternalShardAllocationStrategy;
 import org.apache.pekko.cluster.sharding.external.javadsl.ExternalShardAllocationClient;
@@ -16,6 +19,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.collection.immutable.IndexedSeq;
+import scala.concurrent.Future;
 
 /**
  * A node's entities on its own member: its {@link NodeEntity} and the {@link BlockEntity} of each
@@ -76,9 +81,57 @@ final class EntityHomes {
     static <C> Entity<C, ShardingEnvelope<C>> homed(
             ActorSystem<?> system, Entity<C, ShardingEnvelope<C>> entity) {
         return entity.withMessageExtractor(EntityHomes.<C>shardPerEntity())
-                .withAllocationStrategy(
-                        ExternalShardAllocationStrategy.create(
-                                system, entity.typeKey().name(), STATE_TIMEOUT));
+                .withAllocationStrategy(strategy(system, entity.typeKey().name()));
+    }
+
+    /**
+     * @param typeName the entity type's name, which keys its homes
+     * @return Pekko's {@link ExternalShardAllocationStrategy} for the type, started at most once
+     *     ({@link StartedOnce})
+     */
+    static ShardCoordinator.StartableAllocationStrategy strategy(
+            ActorSystem<?> system, String typeName) {
+        return new StartedOnce(
+                ExternalShardAllocationStrategy.create(system, typeName, STATE_TIMEOUT));
+    }
+
+    /**
+     * A strategy whose {@code start} runs once per member. Pekko starts a strategy each time a
+     * shard coordinator starts with it, and {@code ShardCoordinatorSupervisor} starts a coordinator
+     * that stopped (a failed state write, say) again after a back-off, on the same member, with
+     * the same strategy; Pekko's external strategy then
+     * creates its state actor a second time under the same name, which fails, and so would every
+     * restart of the coordinator. The first state actor, a system actor, lives on and serves.
+     */
+    private static final class StartedOnce implements ShardCoordinator.StartableAllocationStrategy {
+        private final ExternalShardAllocationStrategy strategy;
+        private final AtomicBoolean started = new AtomicBoolean();
+
+        StartedOnce(ExternalShardAllocationStrategy strategy) {
+            this.strategy = strategy;
+        }
+
+        @Override
+        public void start() {
+            if (started.compareAndSet(false, true)) {
+                strategy.start();
+            }
+        }
+
+        @Override
+        public Future<ActorRef> allocateShard(
+                ActorRef requester,
+                String shardId,
+                scala.collection.immutable.Map<ActorRef, IndexedSeq<String>> current) {
+            return strategy.allocateShard(requester, shardId, current);
+        }
+
+        @Override
+        public Future<scala.collection.immutable.Set<String>> rebalance(
+                scala.collection.immutable.Map<ActorRef, IndexedSeq<String>> current,
+                scala.collection.immutable.Set<String> inProgress) {
+            return strategy.rebalance(current, inProgress);
+        }
     }
 
     /** Publishes this member as the home of the node's entity (once per incarnation). */

@@ -10,21 +10,30 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.ShardCoordinator;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import scala.collection.immutable.IndexedSeq;
+import scala.collection.immutable.Map.Map1;
+import scala.collection.immutable.Vector$;
+import scala.jdk.javaapi.FutureConverters;
 
 /**
  * Two members in one JVM: a node's entity and its blocks' entities run on the member that
  * published itself as their home, wherever they are asked from, and follow a block to the member
  * of the node that claims it next. Each member has its own in-memory journal, so these tests
- * look only at where entities run ({@link LocalEntities}), not at their state.
+ * look only at where entities run ({@link LocalEntities}), not at their state. And the placement
+ * survives a shard coordinator restarted on the same member.
  */
 class EntityHomesTest {
     private static final String NAME = "EntityHomesTest";
@@ -135,5 +144,22 @@ class EntityHomesTest {
                 BlockEntity.ENTITY_TYPE_KEY,
                 block.entityId(),
                 () -> asks(b.system()).blockView(block));
+    }
+
+    @Test
+    void aStrategyStartedAgainByARestartedCoordinatorStillAllocates() throws Exception {
+        ShardCoordinator.StartableAllocationStrategy strategy =
+                EntityHomes.strategy(a.system(), "StartedTwice");
+        strategy.start();
+        // A coordinator restarted on the same member starts its strategy again.
+        strategy.start();
+
+        ActorRef requester = Adapter.toClassic(a.createTestProbe().ref());
+        IndexedSeq<String> none = Vector$.MODULE$.<String>empty();
+        scala.concurrent.Future<ActorRef> allocated =
+                strategy.allocateShard(requester, "no-home", new Map1<>(requester, none));
+        assertEquals(
+                requester,
+                FutureConverters.asJava(allocated).toCompletableFuture().get(10, TimeUnit.SECONDS));
     }
 }
