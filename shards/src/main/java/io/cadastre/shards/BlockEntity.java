@@ -35,7 +35,10 @@ public final class BlockEntity
     public static final EntityTypeKey<Command> ENTITY_TYPE_KEY =
             EntityTypeKey.create(Command.class, "Block");
 
-    /** Registers the entity with cluster sharding, placed on its node's member ({@link EntityHomes}). */
+    /**
+     * Registers the entity with cluster sharding, placed on its node's member ({@link
+     * EntityHomes}).
+     */
     public static void init(ActorSystem<?> system) {
         initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_BLOCK, BlockEntity::new, true);
     }

@@ -38,11 +38,12 @@ import scala.concurrent.Future;
  *       published home is started on that member and moved back to it (at the coordinator's
  *       rebalance, every 10 s) when it runs elsewhere; a shard without one, or whose home is not
  *       a member now, starts on the member that first asks for it;
- *   <li>homes are published by the member that serves the node ({@link #home}): the node's at
- *       the agent's start, a block's when the agent first uses it as its own (it claimed it, or
- *       read it among its affine blocks). A block released and claimed by another node gets that
- *       node's member as its home from the claimer: the last write wins (a distributed-data
- *       LWW-map, replicated to every member, so a new coordinator has it too).
+ *   <li>homes are published by the member that serves the node ({@link #node}, {@link #blocks},
+ *       {@link #claimed}): the node's at the agent's start, a block's when the agent first uses
+ *       it as its own (it claimed it, or read it among its affine blocks). A block released and
+ *       claimed by another node gets that node's member as its home from the claimer: the last
+ *       write wins (a distributed-data LWW-map, replicated to every member, so a new coordinator
+ *       has it too).
  * </ul>
  *
  * <p>When a member crashes, its node's entities restart on a survivor as any shard does, the
@@ -57,7 +58,7 @@ import scala.concurrent.Future;
 final class EntityHomes {
     private static final Logger LOG = LoggerFactory.getLogger(EntityHomes.class);
 
-    /** How long the coordinator waits for its local copy of the homes before using the requester. */
+    /** How long the coordinator waits for its copy of the homes before placing by requester. */
     private static final Duration STATE_TIMEOUT = Duration.ofSeconds(5);
 
     private final Address self;
@@ -99,9 +100,9 @@ final class EntityHomes {
      * A strategy whose {@code start} runs once per member. Pekko starts a strategy each time a
      * shard coordinator starts with it, and {@code ShardCoordinatorSupervisor} starts a coordinator
      * that stopped (a failed state write, say) again after a back-off, on the same member, with
-     * the same strategy; Pekko's external strategy then
-     * creates its state actor a second time under the same name, which fails, and so would every
-     * restart of the coordinator. The first state actor, a system actor, lives on and serves.
+     * the same strategy; Pekko's external strategy would then create its state actor a second
+     * time under the same name, which fails, and so would every restart of the coordinator. The
+     * first state actor, a system actor, lives on and serves.
      */
     private static final class StartedOnce implements ShardCoordinator.StartableAllocationStrategy {
         private final ExternalShardAllocationStrategy strategy;

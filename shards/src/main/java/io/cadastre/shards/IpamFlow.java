@@ -8,7 +8,10 @@ abstract class IpamFlow {
     final IpamContext context;
     final EntityAsks asks;
 
-    /** Where the node's entities live ({@link EntityHomes}): flows publish its blocks as they use them. */
+    /**
+     * Where the node's entities live ({@link EntityHomes}): flows publish its blocks as they use
+     * them.
+     */
     final EntityHomes homes;
 
     /** This node's name: the {@link NodeEntity}'s id, and the node blocks are claimed for. */

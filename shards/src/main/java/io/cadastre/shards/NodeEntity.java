@@ -30,7 +30,10 @@ public final class NodeEntity
             EntityTypeKey.create(Command.class, "Node");
     private static final Logger LOG = LoggerFactory.getLogger(NodeEntity.class);
 
-    /** Registers the entity with cluster sharding, placed on its node's member ({@link EntityHomes}). */
+    /**
+     * Registers the entity with cluster sharding, placed on its node's member ({@link
+     * EntityHomes}).
+     */
     public static void init(ActorSystem<?> system) {
         initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_NODE, NodeEntity::new, true);
     }
