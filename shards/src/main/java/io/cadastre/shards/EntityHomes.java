@@ -62,8 +62,8 @@ final class EntityHomes {
     private static final Duration STATE_TIMEOUT = Duration.ofSeconds(5);
 
     private final Address self;
-    private final ExternalShardAllocationClient nodes;
-    private final ExternalShardAllocationClient blocks;
+    private final ExternalShardAllocationClient nodeHomes;
+    private final ExternalShardAllocationClient blockHomes;
 
     /** Entity ids this member has published as its own (published once per incarnation). */
     private final Set<String> published = ConcurrentHashMap.newKeySet();
@@ -71,8 +71,8 @@ final class EntityHomes {
     EntityHomes(ActorSystem<?> system) {
         this.self = Cluster.get(system).selfMember().address();
         ExternalShardAllocation homes = ExternalShardAllocation.get(system);
-        this.nodes = homes.getClient(NodeEntity.ENTITY_TYPE_KEY.name());
-        this.blocks = homes.getClient(BlockEntity.ENTITY_TYPE_KEY.name());
+        this.nodeHomes = homes.getClient(NodeEntity.ENTITY_TYPE_KEY.name());
+        this.blockHomes = homes.getClient(BlockEntity.ENTITY_TYPE_KEY.name());
     }
 
     /**
@@ -137,7 +137,7 @@ final class EntityHomes {
 
     /** Publishes this member as the home of the node's entity (once per incarnation). */
     void node(String node) {
-        publish(nodes, NodeEntity.ENTITY_TYPE_KEY.name(), node, false);
+        publish(nodeHomes, NodeEntity.ENTITY_TYPE_KEY.name(), node, false);
     }
 
     /**
@@ -145,7 +145,7 @@ final class EntityHomes {
      */
     void blocks(Collection<Cidr> affine) {
         for (Cidr block : affine) {
-            publish(blocks, BlockEntity.ENTITY_TYPE_KEY.name(), block.entityId(), false);
+            publish(blockHomes, BlockEntity.ENTITY_TYPE_KEY.name(), block.entityId(), false);
         }
     }
 
@@ -154,7 +154,7 @@ final class EntityHomes {
      * before: another node may have claimed the block, and published its own member, since.
      */
     void claimed(Cidr block) {
-        publish(blocks, BlockEntity.ENTITY_TYPE_KEY.name(), block.entityId(), true);
+        publish(blockHomes, BlockEntity.ENTITY_TYPE_KEY.name(), block.entityId(), true);
     }
 
     private void publish(
