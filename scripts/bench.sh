@@ -13,7 +13,7 @@ source "$root/scripts/lib/host.sh"
 become_root bench "it creates network namespaces" "$@"
 cd "$root"
 # iperf3 and busybox (ping): the pod network's throughput, latency and convergence (pod-network).
-install_missing bench openjdk-17-jdk-headless maven gcc libc6-dev iproute2 containernetworking-plugins containerd runc \
+install_missing bench openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2 containernetworking-plugins containerd runc \
   busybox-static fontconfig fonts-dejavu-core iperf3
 echo "== building (mvn -DskipTests package)"
 mvn -B -q -DskipTests package

@@ -10,7 +10,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/lib/host.sh"
 become_root demo "it creates a network namespace" "$@"
 cd "$root"
-install_missing demo openjdk-17-jdk-headless maven gcc libc6-dev iproute2
+install_missing demo openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2
 for tool in ip java mvn gcc; do
   command -v "$tool" >/dev/null || { echo "demo: $tool is missing (see README: Requirements)" >&2; exit 1; }
 done

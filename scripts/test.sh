@@ -23,7 +23,7 @@ cd "$root"
 # (RuntimesTest), the plugins the benchmark scenarios' tests measure against.
 # podman: RuntimesTest runs a container through it (libcni).
 # strace: EmbeddedJournalEndToEndTest counts the agent's fdatasync calls per acknowledged ADD.
-install_missing test openjdk-17-jdk-headless maven gcc libc6-dev iproute2 containernetworking-plugins podman \
+install_missing test openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2 containernetworking-plugins podman \
   containerd runc busybox-static fontconfig fonts-dejavu-core strace
 
 echo "test: mvn -B verify $*"

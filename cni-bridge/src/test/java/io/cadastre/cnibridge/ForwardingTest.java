@@ -30,8 +30,10 @@ class ForwardingTest {
 
     @TempDir Path dir;
 
-    @Test
-    void addIsForwardedWithEveryHeaderAndTheBodyByteForByte() throws Exception {
+    /** Every build: the static one has another C library (musl), the one hosts run. */
+    @ParameterizedTest
+    @ValueSource(strings = {"asan", "release", "static"})
+    void addIsForwardedWithEveryHeaderAndTheBodyByteForByte(String build) throws Exception {
         Map<String, String> env = Plugin.cniEnv("ADD");
         env.put("CNI_CONTAINERID", "c0ffee");
         env.put("CNI_NETNS", "/var/run/netns/with space");
@@ -48,7 +50,7 @@ class ForwardingTest {
 
         try (FakeAgent agent = FakeAgent.start(OK_EMPTY)) {
             env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
-            Plugin.Result r = Plugin.run(env, body);
+            Plugin.Result r = Plugin.run(Plugin.build(build), env, body);
             assertEquals(0, r.exit(), r.out());
 
             FakeAgent.Request req = agent.awaitRequest();

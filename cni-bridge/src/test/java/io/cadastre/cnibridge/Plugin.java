@@ -35,6 +35,23 @@ final class Plugin {
     static final Path RELEASE =
             Path.of(System.getProperty("cadastre.plugin.release", "target/cadastre"));
 
+    /** The static build on musl (target/static/cadastre), which the image installs on hosts. */
+    static final Path STATIC =
+            Path.of(System.getProperty("cadastre.plugin.static", "target/static/cadastre"));
+
+    /**
+     * @param build {@code asan}, {@code release} or {@code static}
+     * @return that build's executable
+     */
+    static Path build(String build) {
+        return switch (build) {
+            case "asan" -> ASAN;
+            case "release" -> RELEASE;
+            case "static" -> STATIC;
+            default -> throw new IllegalArgumentException("no build named " + build);
+        };
+    }
+
     static final ObjectMapper JSON = new ObjectMapper();
 
     private static final long DEADLINE_SECONDS = 30;

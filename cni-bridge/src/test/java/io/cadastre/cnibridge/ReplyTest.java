@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -25,12 +26,17 @@ class ReplyTest {
             "{\"cniVersion\":\"1.0.0\",\"code\":7,\"msg\":\"Invalid Configuration\","
                     + "\"details\":\"no pool\"}";
 
-    private static Plugin.Result exchange(String verb, byte[] response) throws Exception {
+    private static Plugin.Result exchange(Path binary, String verb, byte[] response)
+            throws Exception {
         try (FakeAgent agent = FakeAgent.start(response)) {
             Map<String, String> env = Plugin.cniEnv(verb);
             env.put("CADASTRE_AGENT_SOCKET", agent.socket().toString());
-            return Plugin.run(env, NETCONF);
+            return Plugin.run(binary, env, NETCONF.getBytes(StandardCharsets.UTF_8));
         }
+    }
+
+    private static Plugin.Result exchange(String verb, byte[] response) throws Exception {
+        return exchange(Plugin.ASAN, verb, response);
     }
 
     private static Plugin.Result exchange(String verb, String response) throws Exception {
@@ -46,9 +52,15 @@ class ReplyTest {
                 + body;
     }
 
-    @Test
-    void okBodyIsPrintedVerbatim() throws Exception {
-        Plugin.Result r = exchange("ADD", http("200 OK", RESULT));
+    /** Every build: the static one has another C library (musl), the one hosts run. */
+    @ParameterizedTest
+    @ValueSource(strings = {"asan", "release", "static"})
+    void okBodyIsPrintedVerbatim(String build) throws Exception {
+        Plugin.Result r =
+                exchange(
+                        Plugin.build(build),
+                        "ADD",
+                        http("200 OK", RESULT).getBytes(StandardCharsets.UTF_8));
         assertEquals(0, r.exit());
         assertEquals(RESULT, r.out());
     }
@@ -74,8 +86,9 @@ class ReplyTest {
         assertEquals(RESULT, r.out());
     }
 
-    @Test
-    void chunkedBodyIsDecoded() throws Exception {
+    @ParameterizedTest
+    @ValueSource(strings = {"asan", "release", "static"})
+    void chunkedBodyIsDecoded(String build) throws Exception {
         String response =
                 "HTTP/1.1 200 OK\r\ntransfer-encoding:  Chunked \r\n\r\n"
                         + "5\r\n"
@@ -86,7 +99,8 @@ class ReplyTest {
                         + ";ext=1\r\n"
                         + RESULT.substring(5)
                         + "\r\n0\r\nTrailer: x\r\n\r\n";
-        Plugin.Result r = exchange("ADD", response);
+        Plugin.Result r =
+                exchange(Plugin.build(build), "ADD", response.getBytes(StandardCharsets.UTF_8));
         assertEquals(0, r.exit());
         assertEquals(RESULT, r.out());
     }
