@@ -33,7 +33,7 @@ agent() { # agent HOST ARGS...: runs cadastre-agent inside host HOST's namespace
     CADASTRE_SEED_NODES="pekko://cadastre@198.19.255.11:2552,pekko://cadastre@198.19.255.12:2552,pekko://cadastre@198.19.255.13:2552" CADASTRE_DATA_DIR="$state/h$h/data" \
     CADASTRE_CNI_SOCKET="$state/h$h/cni.sock" CADASTRE_CLUSTER_TLS_CA_FILE="$state/pki/ca.crt" \
     CADASTRE_CLUSTER_TLS_CERT_FILE="$state/pki/host$h.crt" CADASTRE_CLUSTER_TLS_KEY_FILE="$state/pki/host$h.key" \
-    "$java_bin" -Xmx256m -Dlogback.configurationFile=logback-text.xml -cp "$(classpath)" io.cadastre.agent.AgentMain "$@"
+    "$java_bin" -Xmx256m -DCADASTRE_LOG_FORMAT=text -cp "$(classpath)" io.cadastre.agent.AgentMain "$@"
 }
 
 pki() { # a CA and, per host, an RSA key and a certificate: CN cadastre-hostN, SANs DNS:cadastre-cluster (the

@@ -263,7 +263,7 @@ class ClusterAuthTest {
                         "-Xmx256m",
                         "-XX:+UseSerialGC",
                         "-XX:TieredStopAtLevel=1",
-                        "-Dlogback.configurationFile=logback-text.xml",
+                        "-DCADASTRE_LOG_FORMAT=text",
                         "-cp",
                         System.getProperty("java.class.path"),
                         "io.cadastre.agent.AgentMain");
@@ -319,7 +319,7 @@ class ClusterAuthTest {
                                 "-Xmx128m",
                                 "-XX:+UseSerialGC",
                                 "-XX:TieredStopAtLevel=1",
-                                "-Dlogback.configurationFile=logback-text.xml",
+                                "-DCADASTRE_LOG_FORMAT=text",
                                 "-cp",
                                 System.getProperty("java.class.path"),
                                 Stranger.class.getName(),

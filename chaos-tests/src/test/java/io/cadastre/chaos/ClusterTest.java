@@ -298,7 +298,7 @@ class ClusterTest {
                 List.of(
                         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                         "-Xmx256m",
-                        "-Dlogback.configurationFile=logback-text.xml",
+                        "-DCADASTRE_LOG_FORMAT=text",
                         "-cp",
                         System.getProperty("java.class.path"),
                         JournalFencingProbe.class.getName());

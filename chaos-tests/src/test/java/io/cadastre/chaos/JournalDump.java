@@ -52,7 +52,7 @@ final class JournalDump {
                         List.of(
                                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                                 "-Xmx128m",
-                                "-Dlogback.configurationFile=logback-text.xml",
+                                "-DCADASTRE_LOG_FORMAT=text",
                                 "-DCADASTRE_LOG_LEVEL=WARN",
                                 "-cp",
                                 System.getProperty("java.class.path"),

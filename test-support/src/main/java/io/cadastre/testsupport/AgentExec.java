@@ -33,8 +33,8 @@ public final class AgentExec {
 
     /**
      * @param args the agent's arguments, e.g. {@code --config FILE} or {@code schema --execute}
-     * @return {@code java <TEST_FLAGS> -cp <this class path> AgentMain args...} with logback's text
-     *     layout ({@code logback-text.xml}, which {@link AgentLogs} reads)
+     * @return {@code java <TEST_FLAGS> -cp <this class path> AgentMain args...} with the agent's text
+     *     log lines ({@code CADASTRE_LOG_FORMAT=text}, which {@link AgentLogs} reads)
      */
     public static List<String> command(String... args) {
         return command(TEST_FLAGS, args);
@@ -53,7 +53,7 @@ public final class AgentExec {
         command.addAll(jvmFlags);
         command.addAll(
                 List.of(
-                        "-Dlogback.configurationFile=logback-text.xml",
+                        "-DCADASTRE_LOG_FORMAT=text",
                         "-cp",
                         System.getProperty("java.class.path"),
                         MAIN));

@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
 /**
  * Reads the entity recoveries out of the members' agent logs ({@link Member#log()}, one file per
  * host, appended across restarts), for the chaos tests' failover figures and the benchmarks. The agents log with logback's
- * {@code %d{HH:mm:ss.SSS} %-5level %logger{30} - %msg%n} (logback-text.xml); each time an entity
+ * {@code %d{HH:mm:ss.SSS} %-5level %logger{30} - %msg%n} (the agent's {@code CADASTRE_LOG_FORMAT=text}); each time an entity
  * recovers on a member, that member logs
  * <ul>
  *   <li>a NodeEntity: {@code recovered node entity <node>: <n> attachments, <m> affine blocks, <b> borrowed blocks}

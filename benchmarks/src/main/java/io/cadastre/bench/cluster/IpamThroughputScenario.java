@@ -413,7 +413,7 @@ public final class IpamThroughputScenario implements Scenario {
                             "-XX:+UseSerialGC",
                             "-XX:TieredStopAtLevel=1",
                             "-Djava.util.concurrent.ForkJoinPool.common.parallelism=2",
-                            "-Dlogback.configurationFile=logback-text.xml",
+                            "-DCADASTRE_LOG_FORMAT=text",
                             "-cp",
                             System.getProperty("java.class.path"),
                             JournalProbe.class.getName(),

@@ -76,7 +76,7 @@ public final class RecoveryScenario implements Scenario {
                 List.of(
                         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                         PROBE_HEAP,
-                        "-Dlogback.configurationFile=logback-text.xml",
+                        "-DCADASTRE_LOG_FORMAT=text",
                         "-cp",
                         System.getProperty("java.class.path"),
                         RecoveryProbe.class.getName(),
