@@ -1,22 +1,5 @@
 package io.cadastre.admin;
 
-import static org.apache.pekko.http.javadsl.server.Directives.complete;
-import static org.apache.pekko.http.javadsl.server.Directives.completeWithFuture;
-import static org.apache.pekko.http.javadsl.server.Directives.concat;
-import static org.apache.pekko.http.javadsl.server.Directives.delete;
-import static org.apache.pekko.http.javadsl.server.Directives.entity;
-import static org.apache.pekko.http.javadsl.server.Directives.extractRequestEntity;
-import static org.apache.pekko.http.javadsl.server.Directives.get;
-import static org.apache.pekko.http.javadsl.server.Directives.handleExceptions;
-import static org.apache.pekko.http.javadsl.server.Directives.handleRejections;
-import static org.apache.pekko.http.javadsl.server.Directives.optionalHeaderValueByName;
-import static org.apache.pekko.http.javadsl.server.Directives.parameterOptional;
-import static org.apache.pekko.http.javadsl.server.Directives.path;
-import static org.apache.pekko.http.javadsl.server.Directives.pathEnd;
-import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
-import static org.apache.pekko.http.javadsl.server.Directives.post;
-import static org.apache.pekko.http.javadsl.server.PathMatchers.segment;
-
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadFeature;
@@ -30,29 +13,21 @@ import io.cadastre.shards.IpamException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import org.apache.pekko.http.javadsl.model.ContentType;
-import org.apache.pekko.http.javadsl.model.ContentTypes;
-import org.apache.pekko.http.javadsl.model.HttpCharsets;
-import org.apache.pekko.http.javadsl.model.HttpEntity;
-import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.model.MediaTypes;
-import org.apache.pekko.http.javadsl.model.StatusCodes;
-import org.apache.pekko.http.javadsl.model.headers.RawHeader;
-import org.apache.pekko.http.javadsl.server.ExceptionHandler;
-import org.apache.pekko.http.javadsl.server.RejectionHandler;
-import org.apache.pekko.http.javadsl.server.Route;
-import org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -77,10 +52,8 @@ import org.slf4j.LoggerFactory;
  */
 final class AdminRoutes {
     private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
-    private static final ContentType YAML =
-            MediaTypes.applicationWithOpenCharset("yaml", "yaml").toContentType(HttpCharsets.UTF_8);
-    private static final ContentType PROMETHEUS_TEXT =
-            ContentTypes.parse(MetricsEndpoint.CONTENT_TYPE);
+    private static final String JSON = "application/json";
+    private static final String YAML = "application/yaml; charset=UTF-8";
 
     /** The interface name a release by handle means when it names none, as for the CLI and CNI. */
     static final String DEFAULT_IFNAME = "eth0";
@@ -139,198 +112,237 @@ final class AdminRoutes {
         }
     }
 
-    Route route() {
-        return handleExceptions(
-                exceptions(),
-                () ->
-                        handleRejections(
-                                rejections(),
-                                () ->
-                                        concat(
-                                                path(
-                                                        "healthz",
-                                                        () ->
-                                                                get(
-                                                                        () ->
-                                                                                complete(
-                                                                                        response(
-                                                                                                200,
-                                                                                                new AdminViews
-                                                                                                        .Status(
-                                                                                                        "ok",
-                                                                                                        null))))),
-                                                path(
-                                                        "readyz",
-                                                        () -> get(() -> complete(readiness()))),
-                                                path(
-                                                        "openapi.yaml",
-                                                        () ->
-                                                                get(
-                                                                        () ->
-                                                                                complete(
-                                                                                        HttpResponse
-                                                                                                .create()
-                                                                                                .withEntity(
-                                                                                                        YAML,
-                                                                                                        openApi)))),
-                                                path(
-                                                        "metrics",
-                                                        () ->
-                                                                get(
-                                                                        () ->
-                                                                                completeWithFuture(
-                                                                                        metricsEndpoint
-                                                                                                .scrape()
-                                                                                                .thenApply(
-                                                                                                        text ->
-                                                                                                                HttpResponse
-                                                                                                                        .create()
-                                                                                                                        .withEntity(
-                                                                                                                                PROMETHEUS_TEXT,
-                                                                                                                                text))))),
-                                                pathPrefix("v1", () -> authorized(this::v1)))));
+    /**
+     * One request as the server read it.
+     *
+     * @param method the HTTP method, upper case
+     * @param path the path's segments, each percent-decoded ({@code /v1/pools/a} is {@code [v1,
+     *     pools, a]}); an empty segment (a trailing or doubled slash) matches no route
+     * @param query the query's parameters, decoded, each name's values in order
+     * @param header a header's value by name (case-insensitive), null when absent
+     * @param contentType the request's {@code Content-Type}, null when absent
+     * @param body the body's bytes, empty when none
+     * @param charset the charset the {@code Content-Type} names, UTF-8 when it names none
+     */
+    record Request(
+            String method,
+            List<String> path,
+            Map<String, List<String>> query,
+            Function<String, String> header,
+            String contentType,
+            byte[] body,
+            Charset charset) {
+        /** @return the first value of a query parameter, empty when it is absent */
+        Optional<String> parameter(String name) {
+            List<String> values = query.getOrDefault(name, List.of());
+            return values.isEmpty() ? Optional.empty() : Optional.of(values.get(0));
+        }
     }
 
-    private Route v1() {
-        return concat(
-                pathPrefix(
-                        "pools",
-                        () ->
-                                concat(
-                                        pathEnd(
-                                                () ->
-                                                        concat(
-                                                                get(
-                                                                        () ->
-                                                                                answer(
-                                                                                        inventory
-                                                                                                .pools())),
-                                                                post(
-                                                                        () ->
-                                                                                jsonBody(
-                                                                                        this
-                                                                                                ::createPool)))),
-                                        pathPrefix(
-                                                segment(),
-                                                name ->
-                                                        concat(
-                                                                pathEnd(
-                                                                        () ->
-                                                                                delete(
-                                                                                        () ->
-                                                                                                answer(
-                                                                                                        poolAdmin
-                                                                                                                .delete(
-                                                                                                                        name)))),
-                                                                path(
-                                                                        "disable",
-                                                                        () ->
-                                                                                post(
-                                                                                        () ->
-                                                                                                answer(
-                                                                                                        poolAdmin
-                                                                                                                .setDisabled(
-                                                                                                                        name,
-                                                                                                                        true)))),
-                                                                path(
-                                                                        "enable",
-                                                                        () ->
-                                                                                post(
-                                                                                        () ->
-                                                                                                answer(
-                                                                                                        poolAdmin
-                                                                                                                .setDisabled(
-                                                                                                                        name,
-                                                                                                                        false)))))))),
-                path(
-                        "blocks",
-                        () ->
-                                get(
-                                        () ->
-                                                parameterOptional(
-                                                        "pool",
-                                                        pool ->
-                                                                parameterOptional(
-                                                                        "node",
-                                                                        node ->
-                                                                                answer(
-                                                                                        Inventory
-                                                                                                .guard(
-                                                                                                        () ->
-                                                                                                                inventory
-                                                                                                                        .blocks(
-                                                                                                                                nonEmpty(
-                                                                                                                                        "pool",
-                                                                                                                                        pool),
-                                                                                                                                nonEmpty(
-                                                                                                                                        "node",
-                                                                                                                                        node)))))))),
-                pathPrefix(
-                        "nodes",
-                        () ->
-                                concat(
-                                        pathEnd(() -> get(() -> answer(inventory.nodes()))),
-                                        path(
-                                                segment(),
-                                                name ->
-                                                        concat(
-                                                                get(
-                                                                        () ->
-                                                                                answer(
-                                                                                        inventory
-                                                                                                .node(
-                                                                                                        name)
-                                                                                                .thenCompose(
-                                                                                                        detail ->
-                                                                                                                hostRoutes
-                                                                                                                        .routing(
-                                                                                                                                name)
-                                                                                                                        .thenApply(
-                                                                                                                                routing ->
-                                                                                                                                        detail
-                                                                                                                                                .with(
-                                                                                                                                                        routing
-                                                                                                                                                                .orElse(
-                                                                                                                                                                        null)))))),
-                                                                delete(
-                                                                        () ->
-                                                                                parameterOptional(
-                                                                                        "releaseAddresses",
-                                                                                        release ->
-                                                                                                answer(
-                                                                                                        Inventory
-                                                                                                                .guard(
-                                                                                                                        () ->
-                                                                                                                                nodeRemoval
-                                                                                                                                        .remove(
-                                                                                                                                                name,
-                                                                                                                                                flag(
-                                                                                                                                                        "releaseAddresses",
-                                                                                                                                                        release)))))))))),
-                pathPrefix(
-                        "addresses",
-                        () ->
-                                path(
-                                        segment(),
-                                        address -> get(() -> answer(inventory.address(address))))),
-                path("release", () -> post(() -> body(this::release))),
-                path("check", () -> get(() -> answer(check.run()))),
-                path("gc", () -> post(() -> body(this::gc))));
+    /**
+     * An answer: status, content type, body, and any other headers.
+     *
+     * @param headers header name to value, besides Content-Type and Content-Length
+     */
+    record Response(int status, String contentType, byte[] body, Map<String, String> headers) {
+        Response(int status, String contentType, byte[] body) {
+            this(status, contentType, body, Map.of());
+        }
+    }
+
+    /**
+     * Routes and answers one request. Never fails: an error of any kind is an answer ({@code
+     * {"error": ...}}, see the class comment); 404 for a path no route has, 405 with {@code Allow}
+     * for a method the path does not take.
+     */
+    CompletionStage<Response> handle(Request request) {
+        CompletionStage<Response> answer;
+        try {
+            answer = route(request);
+        } catch (RuntimeException e) {
+            answer = CompletableFuture.failedFuture(e);
+        }
+        return answer.exceptionally(this::failure);
+    }
+
+    private CompletionStage<Response> route(Request request) {
+        List<String> path = request.path();
+        if (path.contains("")) {
+            return notFound(request);
+        }
+        if (path.equals(List.of("healthz"))) {
+            return only(
+                    request, "GET", () -> done(response(200, new AdminViews.Status("ok", null))));
+        }
+        if (path.equals(List.of("readyz"))) {
+            return only(request, "GET", () -> done(readiness()));
+        }
+        if (path.equals(List.of("openapi.yaml"))) {
+            return only(request, "GET", () -> done(new Response(200, YAML, openApi)));
+        }
+        if (path.equals(List.of("metrics"))) {
+            return only(
+                    request,
+                    "GET",
+                    () ->
+                            metricsEndpoint
+                                    .scrape()
+                                    .thenApply(
+                                            text ->
+                                                    new Response(
+                                                            200,
+                                                            MetricsEndpoint.CONTENT_TYPE,
+                                                            text)));
+        }
+        if (!path.isEmpty() && path.get(0).equals("v1")) {
+            Optional<Response> refused = unauthorized(request);
+            if (refused.isPresent()) {
+                return done(refused.get());
+            }
+            return v1(request, path.subList(1, path.size()));
+        }
+        return notFound(request);
+    }
+
+    private CompletionStage<Response> v1(Request request, List<String> path) {
+        int size = path.size();
+        String first = size == 0 ? "" : path.get(0);
+        switch (first) {
+            case "pools":
+                if (size == 1) {
+                    return request.method().equals("POST")
+                            ? jsonBody(request, this::createPool)
+                            : only(
+                                    request,
+                                    List.of("GET", "POST"),
+                                    () -> answer(inventory.pools()));
+                }
+                String pool = path.get(1);
+                if (size == 2) {
+                    return only(request, "DELETE", () -> answer(poolAdmin.delete(pool)));
+                }
+                if (size == 3 && path.get(2).equals("disable")) {
+                    return only(request, "POST", () -> answer(poolAdmin.setDisabled(pool, true)));
+                }
+                if (size == 3 && path.get(2).equals("enable")) {
+                    return only(request, "POST", () -> answer(poolAdmin.setDisabled(pool, false)));
+                }
+                break;
+            case "blocks":
+                if (size == 1) {
+                    return only(
+                            request,
+                            "GET",
+                            () ->
+                                    answer(
+                                            inventory.blocks(
+                                                    nonEmpty("pool", request.parameter("pool")),
+                                                    nonEmpty("node", request.parameter("node")))));
+                }
+                break;
+            case "nodes":
+                if (size == 1) {
+                    return only(request, "GET", () -> answer(inventory.nodes()));
+                }
+                if (size == 2) {
+                    String node = path.get(1);
+                    return switch (request.method()) {
+                        case "GET" ->
+                                answer(
+                                        inventory
+                                                .node(node)
+                                                .thenCompose(
+                                                        detail ->
+                                                                hostRoutes
+                                                                        .routing(node)
+                                                                        .thenApply(
+                                                                                routing ->
+                                                                                        detail.with(
+                                                                                                routing
+                                                                                                        .orElse(
+                                                                                                                null)))));
+                        case "DELETE" ->
+                                answer(
+                                        nodeRemoval.remove(
+                                                node,
+                                                flag(
+                                                        "releaseAddresses",
+                                                        request.parameter("releaseAddresses"))));
+                        default -> methodNotAllowed(request, List.of("GET", "DELETE"));
+                    };
+                }
+                break;
+            case "addresses":
+                if (size == 2) {
+                    return only(request, "GET", () -> answer(inventory.address(path.get(1))));
+                }
+                break;
+            case "release":
+                if (size == 1) {
+                    return only(request, "POST", () -> body(request, this::release));
+                }
+                break;
+            case "check":
+                if (size == 1) {
+                    return only(request, "GET", () -> answer(check.run()));
+                }
+                break;
+            case "gc":
+                if (size == 1) {
+                    return only(request, "POST", () -> body(request, this::gc));
+                }
+                break;
+            default:
+                break;
+        }
+        return notFound(request);
+    }
+
+    private CompletionStage<Response> only(
+            Request request, String method, Supplier<CompletionStage<Response>> route) {
+        return only(request, List.of(method), route);
+    }
+
+    /** The route when the request's method is one of {@code methods}, else 405. */
+    private CompletionStage<Response> only(
+            Request request, List<String> methods, Supplier<CompletionStage<Response>> route) {
+        return methods.contains(request.method())
+                ? route.get()
+                : methodNotAllowed(request, methods);
+    }
+
+    private CompletionStage<Response> methodNotAllowed(Request request, List<String> methods) {
+        String allowed = String.join(", ", methods);
+        return done(
+                response(
+                        405,
+                        new AdminViews.ErrorReply(
+                                "HTTP method "
+                                        + request.method()
+                                        + " not allowed here, supported methods: "
+                                        + allowed),
+                        Map.of("Allow", allowed)));
+    }
+
+    private CompletionStage<Response> notFound(Request request) {
+        return done(
+                response(
+                        404,
+                        new AdminViews.ErrorReply(
+                                "no such resource: /" + String.join("/", request.path()))));
+    }
+
+    private static CompletionStage<Response> done(Response response) {
+        return CompletableFuture.completedFuture(response);
     }
 
     /** 201 when the pool was created, 200 when an identical one existed. */
-    private Route createPool(String text) {
-        CompletionStage<PoolAdmin.Created> created =
-                Inventory.guard(() -> poolAdmin.create(PoolAdmin.specOf(parseObject(text))));
-        return completeWithFuture(
-                created.handle(
-                        (value, error) ->
-                                error == null
-                                        ? response(value.created() ? 201 : 200, value.pool())
-                                        : failure(error)));
+    private CompletionStage<Response> createPool(String text) {
+        return Inventory.guard(() -> poolAdmin.create(PoolAdmin.specOf(parseObject(text))))
+                .thenApply(created -> response(created.created() ? 201 : 200, created.pool()));
     }
 
-    private HttpResponse readiness() {
+    private Response readiness() {
         return unreadiness
                 .get()
                 .map(reason -> response(503, new AdminViews.Status("not ready", reason)))
@@ -339,55 +351,55 @@ final class AdminRoutes {
 
     // ---- authentication ----
 
-    private Route authorized(Supplier<Route> inner) {
-        return optionalHeaderValueByName(
-                "Authorization",
-                header -> {
-                    Optional<String> presented =
-                            header.filter(h -> h.regionMatches(true, 0, "Bearer ", 0, 7))
-                                    .map(h -> h.substring(7).trim());
-                    if (presented.isEmpty()) {
-                        return complete(
-                                unauthorized(
-                                        "missing bearer token (Authorization: Bearer <token>)"));
-                    }
-                    // Constant time: the comparison must not tell how much of a guess was right.
-                    if (!MessageDigest.isEqual(
-                            presented.get().getBytes(StandardCharsets.UTF_8), token)) {
-                        return complete(unauthorized("wrong bearer token"));
-                    }
-                    return inner.get();
-                });
+    /** @return the 401 answer when the request lacks the bearer token or has another, else empty */
+    private Optional<Response> unauthorized(Request request) {
+        Optional<String> presented =
+                Optional.ofNullable(request.header().apply("Authorization"))
+                        .filter(h -> h.regionMatches(true, 0, "Bearer ", 0, 7))
+                        .map(h -> h.substring(7).trim());
+        if (presented.isEmpty()) {
+            return Optional.of(
+                    unauthorized("missing bearer token (Authorization: Bearer <token>)"));
+        }
+        // Constant time: the comparison must not tell how much of a guess was right.
+        if (!MessageDigest.isEqual(presented.get().getBytes(StandardCharsets.UTF_8), token)) {
+            return Optional.of(unauthorized("wrong bearer token"));
+        }
+        return Optional.empty();
     }
 
-    private HttpResponse unauthorized(String message) {
-        return response(401, new AdminViews.ErrorReply(message))
-                .addHeader(RawHeader.create("WWW-Authenticate", "Bearer realm=\"cadastre-admin\""));
+    private Response unauthorized(String message) {
+        return response(
+                401,
+                new AdminViews.ErrorReply(message),
+                Map.of("WWW-Authenticate", "Bearer realm=\"cadastre-admin\""));
     }
 
     // ---- request bodies ----
 
-    private Route body(Function<JsonNode, CompletionStage<?>> handler) {
-        return jsonBody(text -> answer(Inventory.guard(() -> handler.apply(parseObject(text)))));
+    private CompletionStage<Response> body(
+            Request request, Function<JsonNode, CompletionStage<?>> handler) {
+        return jsonBody(
+                request, text -> answer(Inventory.guard(() -> handler.apply(parseObject(text)))));
     }
 
     /** The body as text when it is declared JSON (with any parameters, such as a charset), else 415. */
-    private Route jsonBody(Function<String, Route> inner) {
-        return extractRequestEntity(
-                entity -> {
-                    ContentType type = entity.getContentType();
-                    if (!type.mediaType().equals(MediaTypes.APPLICATION_JSON)) {
-                        return complete(
-                                response(
-                                        415,
-                                        new AdminViews.ErrorReply(
-                                                "the body must be JSON (Content-Type: "
-                                                        + MediaTypes.APPLICATION_JSON
-                                                        + "), not "
-                                                        + type)));
-                    }
-                    return entity(Unmarshaller.entityToString(), inner);
-                });
+    private CompletionStage<Response> jsonBody(
+            Request request, Function<String, CompletionStage<Response>> inner) {
+        String type = request.contentType();
+        String mediaType =
+                type == null ? "" : type.split(";", 2)[0].trim().toLowerCase(Locale.ROOT);
+        if (!mediaType.equals(JSON)) {
+            return done(
+                    response(
+                            415,
+                            new AdminViews.ErrorReply(
+                                    "the body must be JSON (Content-Type: "
+                                            + JSON
+                                            + "), not "
+                                            + (type == null ? "none" : type))));
+        }
+        return inner.apply(new String(request.body(), request.charset()));
     }
 
     /**
@@ -530,19 +542,24 @@ final class AdminRoutes {
 
     // ---- responses ----
 
-    private Route answer(CompletionStage<?> result) {
-        return completeWithFuture(
-                result.handle(
-                        (value, error) -> error == null ? response(200, value) : failure(error)));
+    private CompletionStage<Response> answer(CompletionStage<?> result) {
+        return result.thenApply(value -> response(200, value));
     }
 
-    private HttpResponse response(int status, Object body) {
-        return HttpResponse.create()
-                .withStatus(StatusCodes.get(status))
-                .withEntity(ContentTypes.APPLICATION_JSON, jsonBytes(body));
+    private Response response(int status, Object body) {
+        return response(status, body, Map.of());
     }
 
-    private HttpResponse failure(Throwable error) {
+    private Response response(int status, Object body, Map<String, String> headers) {
+        return new Response(status, JSON, jsonBytes(body), headers);
+    }
+
+    /** @return an error answer, {@code {"error": message}}, for a failure outside the routes */
+    Response error(int status, String message) {
+        return response(status, new AdminViews.ErrorReply(message));
+    }
+
+    private Response failure(Throwable error) {
         AdminException admin = asAdmin(error);
         if (admin.kind() == AdminException.Kind.UNAVAILABLE) {
             log.warn("admin request unavailable: {}", admin.getMessage());
@@ -569,31 +586,6 @@ final class AdminRoutes {
         }
         log.error("admin request failed", cause);
         return new AdminException(AdminException.Kind.INTERNAL, "internal error: " + cause, cause);
-    }
-
-    private ExceptionHandler exceptions() {
-        return ExceptionHandler.newBuilder()
-                .match(Throwable.class, e -> complete(failure(e)))
-                .build();
-    }
-
-    /** Pekko's own rejection answers (404, 405, 400 for a malformed request), their text as {"error": ...}. */
-    private RejectionHandler rejections() {
-        return RejectionHandler.defaultHandler()
-                .mapRejectionResponse(
-                        r -> {
-                            if (r.entity().isStrict()
-                                    && !r.entity()
-                                            .getContentType()
-                                            .equals(ContentTypes.APPLICATION_JSON)) {
-                                String text =
-                                        ((HttpEntity.Strict) r.entity()).getData().utf8String();
-                                return r.withEntity(
-                                        ContentTypes.APPLICATION_JSON,
-                                        jsonBytes(new AdminViews.ErrorReply(text)));
-                            }
-                            return r;
-                        });
     }
 
     private byte[] jsonBytes(Object body) {

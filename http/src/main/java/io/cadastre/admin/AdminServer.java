@@ -2,33 +2,107 @@ package io.cadastre.admin;
 
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollEventLoopGroup;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMessage;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.FastThreadLocalThread;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import io.netty.util.concurrent.ScheduledFuture;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.URLDecoder;
 import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.http.javadsl.Http;
-import org.apache.pekko.http.javadsl.ServerBinding;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The admin API's HTTP server (pekko-http on TCP): {@code /healthz}, {@code /readyz},
+ * The admin API's HTTP server (HTTP/1.1 on TCP, Netty's codec): {@code /healthz}, {@code /readyz},
  * {@code /openapi.yaml}, {@code /metrics} (the actor system's {@link CadastreMetrics}, see
  * {@link MetricsEndpoint}) and the {@code /v1} routes of {@link AdminRoutes}, which need the
  * bearer token of the settings wherever the server is bound.
+ *
+ * <p>One event-loop thread ({@code cadastre-admin}) accepts and reads; the routes' stages complete
+ * on actor threads, and the answer is written from there. Connections are kept alive between
+ * requests (HTTP/1.1, or HTTP/1.0 asking for it), one request at a time each: requests that come
+ * together wait, and the next is served once the answer to the last is written, so answers keep
+ * the requests' order. Limits: a request
+ * line of 4 KiB, headers of 16 KiB (else 400), a body of {@link #MAX_BODY_BYTES} (else 413), at
+ * most {@link #MAX_CONNECTIONS} connections (more are closed at once), a request unanswered after
+ * {@link #REQUEST_TIMEOUT} gets 503, and a connection idle for {@link #IDLE_TIMEOUT} is closed. Every error answer is {@code {"error": ...}}.
  *
  * <p>Lifecycle: {@link #start()} once, then {@link #stop()} once (it fits {@code
  * CoordinatedShutdown}'s service-unbind phase); both return stages. Requests in flight when stop is
  * called get {@link #STOP_GRACE} to finish.
  */
 public final class AdminServer {
+    private static final Logger log = LoggerFactory.getLogger(AdminServer.class);
+
     /** How long requests in flight may take to finish once {@link #stop()} is called. */
     public static final Duration STOP_GRACE = Duration.ofSeconds(3);
+
+    /** The largest request body taken, in bytes: a GC's list of a node's attachments fits many times. */
+    public static final int MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+    /** The most connections open at once; one more is closed as soon as it is accepted. */
+    public static final int MAX_CONNECTIONS = 128;
+
+    /**
+     * How long a request may take: then it is answered 503 and its connection closed. Above the
+     * agent's ask timeouts (15 s in all), which answer 503 themselves.
+     */
+    public static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(20);
+
+    /** A connection with nothing read or written for this long is closed. */
+    public static final Duration IDLE_TIMEOUT = Duration.ofSeconds(60);
+
+    private static final int MAX_REQUEST_LINE_BYTES = 4096;
+    private static final int MAX_HEADER_BYTES = 16 * 1024;
 
     /**
      * Where and how the server listens.
@@ -126,12 +200,14 @@ public final class AdminServer {
         }
     }
 
-    private final ActorSystem<?> system;
     private final Settings settings;
     private final AdminRoutes routes;
+    private final ChannelGroup connections = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final AtomicInteger inFlight = new AtomicInteger();
     private final Object lock = new Object();
-    private CompletableFuture<ServerBinding> binding; // guarded by lock
-    private CompletionStage<Done> stopped; // guarded by lock
+    private EventLoopGroup loop; // guarded by lock
+    private CompletableFuture<InetSocketAddress> bound; // guarded by lock
+    private CompletableFuture<Done> stopped; // guarded by lock
 
     /**
      * @param ipam this agent's IPAM, for GC of its own node
@@ -157,7 +233,6 @@ public final class AdminServer {
             Supplier<Optional<String>> unreadiness,
             Settings settings,
             HostRoutes hostRoutes) {
-        this.system = system;
         this.settings = settings;
         CadastreMetrics metrics = CadastreMetrics.get(system);
         MetricsEndpoint metricsEndpoint =
@@ -187,29 +262,323 @@ public final class AdminServer {
      */
     public CompletionStage<InetSocketAddress> start() {
         synchronized (lock) {
-            if (binding != null) {
+            if (bound != null) {
                 throw new IllegalStateException("the admin server was started already");
             }
-            binding =
-                    Http.get(system)
-                            .newServerAt(settings.host(), settings.port())
-                            .bind(routes.route())
-                            .toCompletableFuture();
-            return binding.thenApply(ServerBinding::localAddress);
+            bound = new CompletableFuture<>();
+            boolean epoll = Epoll.isAvailable();
+            loop =
+                    epoll
+                            ? new EpollEventLoopGroup(1, threads())
+                            : new NioEventLoopGroup(1, threads());
+            ChannelFuture binding =
+                    new ServerBootstrap()
+                            .group(loop)
+                            .channel(
+                                    epoll
+                                            ? EpollServerSocketChannel.class
+                                            : NioServerSocketChannel.class)
+                            .childHandler(
+                                    new ChannelInitializer<SocketChannel>() {
+                                        @Override
+                                        protected void initChannel(SocketChannel ch) {
+                                            accept(ch);
+                                        }
+                                    })
+                            .bind(settings.host(), settings.port());
+            CompletableFuture<InetSocketAddress> result = bound;
+            binding.addListener(
+                    (ChannelFuture f) -> {
+                        if (f.isSuccess()) {
+                            connections.add(f.channel());
+                            result.complete((InetSocketAddress) f.channel().localAddress());
+                        } else {
+                            result.completeExceptionally(f.cause());
+                            loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+                        }
+                    });
+            return result;
         }
+    }
+
+    private void accept(SocketChannel ch) {
+        // The listening channel is one of `connections`.
+        if (connections.size() > MAX_CONNECTIONS) {
+            ch.close();
+            return;
+        }
+        connections.add(ch);
+        ch.pipeline()
+                .addLast(new IdleStateHandler(0, 0, IDLE_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS))
+                .addLast(new HttpServerCodec(MAX_REQUEST_LINE_BYTES, MAX_HEADER_BYTES, 8192))
+                .addLast(new BodyAggregator())
+                .addLast(new Exchange());
     }
 
     /** Unbinds, lets requests in flight finish for {@link #STOP_GRACE}; done also when never started. */
     public CompletionStage<Done> stop() {
         synchronized (lock) {
-            if (stopped == null) {
-                stopped =
-                        binding == null
-                                ? CompletableFuture.completedFuture(Done.getInstance())
-                                : binding.thenCompose(b -> b.terminate(STOP_GRACE))
-                                        .handle((t, e) -> Done.getInstance());
+            if (stopped != null) {
+                return stopped;
             }
-            return stopped;
+            stopped = new CompletableFuture<>();
+            if (bound == null) {
+                stopped.complete(Done.getInstance());
+                return stopped;
+            }
+            CompletableFuture<Done> result = stopped;
+            EventLoopGroup group = loop;
+            bound.handle((address, error) -> null)
+                    .thenCompose(x -> closeListener())
+                    .thenCompose(x -> drained(System.nanoTime() + STOP_GRACE.toNanos()))
+                    .whenComplete(
+                            (x, error) ->
+                                    connections
+                                            .close()
+                                            .addListener(
+                                                    closed ->
+                                                            group.shutdownGracefully(
+                                                                            0, 1, TimeUnit.SECONDS)
+                                                                    .addListener(
+                                                                            down ->
+                                                                                    result.complete(
+                                                                                            Done
+                                                                                                    .getInstance()))));
+            return result;
         }
+    }
+
+    private CompletableFuture<Void> closeListener() {
+        CompletableFuture<Void> closed = new CompletableFuture<>();
+        connections
+                .close(ch -> ch instanceof ServerChannel)
+                .addListener(f -> closed.complete(null));
+        return closed;
+    }
+
+    /** Completes when no request is in flight, or at the deadline ({@link System#nanoTime()}). */
+    private CompletableFuture<Void> drained(long deadline) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        Runnable poll =
+                new Runnable() {
+                    @Override
+                    public void run() {
+                        if (inFlight.get() == 0 || System.nanoTime() - deadline >= 0) {
+                            if (inFlight.get() > 0) {
+                                log.warn(
+                                        "admin API stopping: closing {} request(s) still in flight",
+                                        inFlight.get());
+                            }
+                            done.complete(null);
+                        } else {
+                            loop.schedule(this, 10, TimeUnit.MILLISECONDS);
+                        }
+                    }
+                };
+        loop.execute(poll);
+        return done;
+    }
+
+    /** Daemon threads: an agent that forgot stop() still exits. */
+    private static ThreadFactory threads() {
+        return r -> {
+            Thread t = new FastThreadLocalThread(r, "cadastre-admin");
+            t.setDaemon(true);
+            return t;
+        };
+    }
+
+    /** A body over {@link #MAX_BODY_BYTES}: 413 with {@code {"error": ...}}, then close. */
+    private final class BodyAggregator extends HttpObjectAggregator {
+        BodyAggregator() {
+            super(MAX_BODY_BYTES);
+        }
+
+        @Override
+        protected void handleOversizedMessage(ChannelHandlerContext ctx, HttpMessage oversized) {
+            write(
+                    ctx,
+                    routes.error(413, "the request body is over " + MAX_BODY_BYTES + " bytes"),
+                    false);
+        }
+    }
+
+    /**
+     * One request at a time per connection, on its event loop: requests that arrive together (one
+     * read can hold several) wait in order, and reading pauses while one is served.
+     */
+    private final class Exchange extends ChannelInboundHandlerAdapter {
+        private final ArrayDeque<FullHttpRequest> waiting = new ArrayDeque<>();
+        private boolean serving;
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (!(msg instanceof FullHttpRequest request)) {
+                ReferenceCountUtil.release(msg);
+                return;
+            }
+            waiting.add(request);
+            if (!serving) {
+                serveNext(ctx);
+            }
+        }
+
+        private void serveNext(ChannelHandlerContext ctx) {
+            FullHttpRequest request = waiting.poll();
+            if (request == null || !ctx.channel().isActive()) {
+                serving = false;
+                ctx.channel().config().setAutoRead(true);
+                return;
+            }
+            serving = true;
+            ctx.channel().config().setAutoRead(false);
+            AdminRoutes.Request parsed;
+            boolean keepAlive = HttpUtil.isKeepAlive(request);
+            try {
+                if (request.decoderResult().isFailure()) {
+                    answer(
+                            ctx,
+                            routes.error(
+                                    400,
+                                    "malformed HTTP request: " + request.decoderResult().cause()),
+                            false);
+                    return;
+                }
+                parsed = parse(request);
+            } catch (IllegalArgumentException e) {
+                answer(
+                        ctx,
+                        routes.error(400, "malformed request target: " + e.getMessage()),
+                        false);
+                return;
+            } finally {
+                request.release();
+            }
+            inFlight.incrementAndGet();
+            AtomicBoolean answered = new AtomicBoolean();
+            ScheduledFuture<?> timeout =
+                    ctx.executor()
+                            .schedule(
+                                    () -> {
+                                        if (answered.compareAndSet(false, true)) {
+                                            inFlight.decrementAndGet();
+                                            answer(
+                                                    ctx,
+                                                    routes.error(
+                                                            503,
+                                                            "no answer within "
+                                                                    + REQUEST_TIMEOUT.toSeconds()
+                                                                    + " s"),
+                                                    false);
+                                        }
+                                    },
+                                    REQUEST_TIMEOUT.toMillis(),
+                                    TimeUnit.MILLISECONDS);
+            routes.handle(parsed)
+                    .whenComplete(
+                            (response, error) -> {
+                                if (!answered.compareAndSet(false, true)) {
+                                    return;
+                                }
+                                timeout.cancel(false);
+                                inFlight.decrementAndGet();
+                                answer(
+                                        ctx,
+                                        error == null
+                                                ? response
+                                                : routes.error(500, "internal error: " + error),
+                                        keepAlive);
+                            });
+        }
+
+        /** Writes the answer; then closes, or serves the next request on the event loop. */
+        private void answer(
+                ChannelHandlerContext ctx, AdminRoutes.Response response, boolean keepAlive) {
+            write(ctx, response, keepAlive)
+                    .addListener(
+                            (ChannelFuture f) -> {
+                                if (keepAlive && f.isSuccess()) {
+                                    ctx.executor().execute(() -> serveNext(ctx));
+                                }
+                            });
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            waiting.forEach(ReferenceCountUtil::release);
+            waiting.clear();
+            ctx.fireChannelInactive();
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object event) {
+            if (event instanceof IdleStateEvent) {
+                ctx.close();
+            } else {
+                ctx.fireUserEventTriggered(event);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            log.debug(
+                    "admin API connection from {}: {}",
+                    ctx.channel().remoteAddress(),
+                    cause.toString());
+            ctx.close();
+        }
+    }
+
+    /**
+     * @throws IllegalArgumentException for a target whose path is not absolute or has a malformed
+     *     percent escape
+     */
+    private static AdminRoutes.Request parse(FullHttpRequest request) {
+        QueryStringDecoder target = new QueryStringDecoder(request.uri(), StandardCharsets.UTF_8);
+        String rawPath = target.rawPath();
+        if (!rawPath.startsWith("/")) {
+            throw new IllegalArgumentException("the path must start with /");
+        }
+        List<String> segments = new ArrayList<>();
+        if (!rawPath.equals("/")) {
+            for (String segment : rawPath.substring(1).split("/", -1)) {
+                // A plus sign is itself in a path (URLDecoder would make it a space).
+                segments.add(
+                        URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8));
+            }
+        }
+        byte[] body = new byte[request.content().readableBytes()];
+        request.content().getBytes(request.content().readerIndex(), body);
+        HttpHeaders headers = request.headers();
+        return new AdminRoutes.Request(
+                request.method().name(),
+                List.copyOf(segments),
+                target.parameters(),
+                headers::get,
+                headers.get(HttpHeaderNames.CONTENT_TYPE),
+                body,
+                HttpUtil.getCharset(request, StandardCharsets.UTF_8));
+    }
+
+    /** Writes the answer, and closes after it unless the connection is kept alive. */
+    private static ChannelFuture write(
+            ChannelHandlerContext ctx, AdminRoutes.Response response, boolean keepAlive) {
+        FullHttpResponse http =
+                new DefaultFullHttpResponse(
+                        HttpVersion.HTTP_1_1,
+                        HttpResponseStatus.valueOf(response.status()),
+                        Unpooled.wrappedBuffer(response.body()));
+        http.headers()
+                .set(HttpHeaderNames.CONTENT_TYPE, response.contentType())
+                .setInt(HttpHeaderNames.CONTENT_LENGTH, response.body().length);
+        response.headers().forEach(http.headers()::set);
+        if (!keepAlive) {
+            http.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        }
+        ChannelFuture written = ctx.writeAndFlush(http);
+        if (!keepAlive) {
+            written.addListener(ChannelFutureListener.CLOSE);
+        }
+        return written;
     }
 }

@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * fails (an entity did not answer) is counted in {@code cadastre_ipam_metrics_refresh_failures_total}
  * and leaves the last values in place; the next scrape tries again.
  *
- * <p>Thread-safe; scrapes arrive on pekko-http's threads, readings complete on actor threads.
+ * <p>Thread-safe; scrapes arrive on the admin server's event loop, readings complete on actor
+ * threads.
  */
 final class MetricsEndpoint {
     /** The Prometheus text format, version 0.0.4. */
