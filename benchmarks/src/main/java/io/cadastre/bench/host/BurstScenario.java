@@ -197,8 +197,8 @@ public final class BurstScenario implements Scenario {
                 met,
                 met
                         ? null
-                        : "the agent's JVM at rest: the class data of about 12,000 classes (Pekko's"
-                                + " cluster, sharding, persistence and HTTP, Jackson, Netty, Scala's"
+                        : "the agent's JVM at rest: the class data of about 10,500 classes (Pekko's"
+                                + " cluster, sharding and persistence, Jackson, Netty, Scala's"
                                 + " library), mapped from its archive, is most of it, then the heap"
                                 + " and the JVM's own code (benchmarks/DESIGN.md, 'Where the agent's"
                                 + " memory goes')");
