@@ -26,6 +26,7 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMessage;
+import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpServerCodec;
@@ -71,7 +72,7 @@ import org.slf4j.LoggerFactory;
  * on actor threads, and the answer is written from there. Connections are kept alive between
  * requests (HTTP/1.1, or HTTP/1.0 asking for it), one request at a time each: requests that come
  * together wait, and the next is served once the answer to the last is written, so answers keep
- * the requests' order. Limits: a request
+ * the requests' order. HEAD is answered as GET, without the body. Limits: a request
  * line of 4 KiB, headers of 16 KiB (else 400), a body of {@link #MAX_BODY_BYTES} (else 413), at
  * most {@link #MAX_CONNECTIONS} connections (more are closed at once), a request unanswered after
  * {@link #REQUEST_TIMEOUT} gets 503, and a connection idle for {@link #IDLE_TIMEOUT} is closed. Every error answer is {@code {"error": ...}}.
@@ -399,6 +400,7 @@ public final class AdminServer {
             write(
                     ctx,
                     routes.error(413, "the request body is over " + MAX_BODY_BYTES + " bytes"),
+                    false,
                     false);
         }
     }
@@ -434,6 +436,7 @@ public final class AdminServer {
             ctx.channel().config().setAutoRead(false);
             AdminRoutes.Request parsed;
             boolean keepAlive = HttpUtil.isKeepAlive(request);
+            boolean head = request.method().equals(HttpMethod.HEAD);
             try {
                 if (request.decoderResult().isFailure()) {
                     answer(
@@ -441,6 +444,7 @@ public final class AdminServer {
                             routes.error(
                                     400,
                                     "malformed HTTP request: " + request.decoderResult().cause()),
+                            false,
                             false);
                     return;
                 }
@@ -449,6 +453,7 @@ public final class AdminServer {
                 answer(
                         ctx,
                         routes.error(400, "malformed request target: " + e.getMessage()),
+                        false,
                         false);
                 return;
             } finally {
@@ -469,7 +474,8 @@ public final class AdminServer {
                                                             "no answer within "
                                                                     + REQUEST_TIMEOUT.toSeconds()
                                                                     + " s"),
-                                                    false);
+                                                    false,
+                                                    head);
                                         }
                                     },
                                     REQUEST_TIMEOUT.toMillis(),
@@ -487,14 +493,18 @@ public final class AdminServer {
                                         error == null
                                                 ? response
                                                 : routes.error(500, "internal error: " + error),
-                                        keepAlive);
+                                        keepAlive,
+                                        head);
                             });
         }
 
         /** Writes the answer; then closes, or serves the next request on the event loop. */
         private void answer(
-                ChannelHandlerContext ctx, AdminRoutes.Response response, boolean keepAlive) {
-            write(ctx, response, keepAlive)
+                ChannelHandlerContext ctx,
+                AdminRoutes.Response response,
+                boolean keepAlive,
+                boolean head) {
+            write(ctx, response, keepAlive, head)
                     .addListener(
                             (ChannelFuture f) -> {
                                 if (keepAlive && f.isSuccess()) {
@@ -551,7 +561,8 @@ public final class AdminServer {
         request.content().getBytes(request.content().readerIndex(), body);
         HttpHeaders headers = request.headers();
         return new AdminRoutes.Request(
-                request.method().name(),
+                // HEAD is answered as GET is, without the body.
+                request.method().equals(HttpMethod.HEAD) ? "GET" : request.method().name(),
                 List.copyOf(segments),
                 target.parameters(),
                 headers::get,
@@ -560,14 +571,20 @@ public final class AdminServer {
                 HttpUtil.getCharset(request, StandardCharsets.UTF_8));
     }
 
-    /** Writes the answer, and closes after it unless the connection is kept alive. */
+    /**
+     * Writes the answer, and closes after it unless the connection is kept alive. For a HEAD
+     * request: the headers of the GET's answer, its Content-Length too, and no body (RFC 9110 §9.3.2).
+     */
     private static ChannelFuture write(
-            ChannelHandlerContext ctx, AdminRoutes.Response response, boolean keepAlive) {
+            ChannelHandlerContext ctx,
+            AdminRoutes.Response response,
+            boolean keepAlive,
+            boolean head) {
         FullHttpResponse http =
                 new DefaultFullHttpResponse(
                         HttpVersion.HTTP_1_1,
                         HttpResponseStatus.valueOf(response.status()),
-                        Unpooled.wrappedBuffer(response.body()));
+                        head ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(response.body()));
         http.headers()
                 .set(HttpHeaderNames.CONTENT_TYPE, response.contentType())
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, response.body().length);

@@ -106,6 +106,32 @@ class AdminServerTest {
     }
 
     @Test
+    void headIsAnsweredAsGetWithoutTheBody() throws Exception {
+        try (Env env = cluster.env();
+                Socket socket = connect(env)) {
+            send(
+                    socket,
+                    "HEAD /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /readyz HTTP/1.1\r\nHost: a\r\n\r\n");
+            InputStream in = socket.getInputStream();
+            String status = line(in);
+            assertTrue(status.startsWith("HTTP/1.1 200"), status);
+            Map<String, String> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+            for (String header = line(in); !header.isEmpty(); header = line(in)) {
+                int colon = header.indexOf(':');
+                headers.put(header.substring(0, colon).trim(), header.substring(colon + 1).trim());
+            }
+            assertEquals("application/json", headers.get("Content-Type"));
+            assertEquals(
+                    Integer.toString("{\"status\":\"ok\"}".length()),
+                    headers.get("Content-Length"));
+            // No body: the next bytes are the second answer's.
+            Answer ready = read(in);
+            assertEquals(200, ready.status());
+            assertEquals("ready", JSON.readTree(ready.body()).get("status").asText());
+        }
+    }
+
+    @Test
     void aBodyOverTheLimitIs413AndTheConnectionCloses() throws Exception {
         try (Env env = cluster.env();
                 Socket socket = connect(env)) {
