@@ -22,7 +22,7 @@ import java.util.function.UnaryOperator;
  * ERROR or OFF; INFO when unset or anything else).
  *
  * <p>In code rather than in a {@code logback.xml}, because reading XML loads logback's Joran
- * configurator and the JDK's XML parser, about 360 classes, into every agent (class data and
+ * configurator and the JDK's XML parser, about 430 classes, into every agent (class data and
  * metaspace, and their loading at start: {@code benchmarks/DESIGN.md}, "Where the agent's memory
  * goes"). An operator's own file still wins: with {@code -Dlogback.configurationFile=FILE} this
  * does nothing and logback reads that file as usual.
