@@ -48,17 +48,20 @@ class AdminServerTest {
 
     /** Reads one answer: status line, headers, then Content-Length bytes of body. */
     private static Answer read(InputStream in) throws IOException {
+        Answer head = readHead(in);
+        byte[] body = in.readNBytes(Integer.parseInt(head.headers().get("Content-Length")));
+        return new Answer(head.status(), head.headers(), new String(body, StandardCharsets.UTF_8));
+    }
+
+    /** Reads the status line and the headers only; the body, if any, is left unread. */
+    private static Answer readHead(InputStream in) throws IOException {
         String status = line(in);
         Map<String, String> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
         for (String header = line(in); !header.isEmpty(); header = line(in)) {
             int colon = header.indexOf(':');
             headers.put(header.substring(0, colon).trim(), header.substring(colon + 1).trim());
         }
-        byte[] body = in.readNBytes(Integer.parseInt(headers.get("Content-Length")));
-        return new Answer(
-                Integer.parseInt(status.split(" ")[1]),
-                headers,
-                new String(body, StandardCharsets.UTF_8));
+        return new Answer(Integer.parseInt(status.split(" ")[1]), headers, "");
     }
 
     private static String line(InputStream in) throws IOException {
@@ -113,17 +116,12 @@ class AdminServerTest {
                     socket,
                     "HEAD /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /readyz HTTP/1.1\r\nHost: a\r\n\r\n");
             InputStream in = socket.getInputStream();
-            String status = line(in);
-            assertTrue(status.startsWith("HTTP/1.1 200"), status);
-            Map<String, String> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
-            for (String header = line(in); !header.isEmpty(); header = line(in)) {
-                int colon = header.indexOf(':');
-                headers.put(header.substring(0, colon).trim(), header.substring(colon + 1).trim());
-            }
-            assertEquals("application/json", headers.get("Content-Type"));
+            Answer head = readHead(in);
+            assertEquals(200, head.status());
+            assertEquals("application/json", head.headers().get("Content-Type"));
             assertEquals(
                     Integer.toString("{\"status\":\"ok\"}".length()),
-                    headers.get("Content-Length"));
+                    head.headers().get("Content-Length"));
             // No body: the next bytes are the second answer's.
             Answer ready = read(in);
             assertEquals(200, ready.status());
