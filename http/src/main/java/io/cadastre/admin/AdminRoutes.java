@@ -338,7 +338,8 @@ final class AdminRoutes {
 
     /** 201 when the pool was created, 200 when an identical one existed. */
     private CompletionStage<Response> createPool(String text) {
-        return Inventory.guard(() -> poolAdmin.create(PoolAdmin.specOf(parseObject(text))))
+        return poolAdmin
+                .create(PoolAdmin.specOf(parseObject(text)))
                 .thenApply(created -> response(created.created() ? 201 : 200, created.pool()));
     }
 
@@ -379,8 +380,7 @@ final class AdminRoutes {
 
     private CompletionStage<Response> body(
             Request request, Function<JsonNode, CompletionStage<?>> handler) {
-        return jsonBody(
-                request, text -> answer(Inventory.guard(() -> handler.apply(parseObject(text)))));
+        return jsonBody(request, text -> answer(handler.apply(parseObject(text))));
     }
 
     /** The body as text when it is declared JSON (with any parameters, such as a charset), else 415. */

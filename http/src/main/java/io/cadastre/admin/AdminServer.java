@@ -434,27 +434,14 @@ public final class AdminServer {
             }
             serving = true;
             ctx.channel().config().setAutoRead(false);
-            AdminRoutes.Request parsed;
             boolean keepAlive = HttpUtil.isKeepAlive(request);
             boolean head = request.method().equals(HttpMethod.HEAD);
+            AdminRoutes.Request parsed;
             try {
-                if (request.decoderResult().isFailure()) {
-                    answer(
-                            ctx,
-                            routes.error(
-                                    400,
-                                    "malformed HTTP request: " + request.decoderResult().cause()),
-                            false,
-                            false);
-                    return;
-                }
-                parsed = parse(request);
+                // HEAD is answered as GET is, without the body.
+                parsed = parse(request, head ? "GET" : request.method().name());
             } catch (IllegalArgumentException e) {
-                answer(
-                        ctx,
-                        routes.error(400, "malformed request target: " + e.getMessage()),
-                        false,
-                        false);
+                answer(ctx, routes.error(400, e.getMessage()), false, false);
                 return;
             } finally {
                 request.release();
@@ -464,38 +451,45 @@ public final class AdminServer {
             ScheduledFuture<?> timeout =
                     ctx.executor()
                             .schedule(
-                                    () -> {
-                                        if (answered.compareAndSet(false, true)) {
-                                            inFlight.decrementAndGet();
-                                            answer(
+                                    () ->
+                                            answerOnce(
                                                     ctx,
+                                                    answered,
                                                     routes.error(
                                                             503,
                                                             "no answer within "
                                                                     + REQUEST_TIMEOUT.toSeconds()
                                                                     + " s"),
                                                     false,
-                                                    head);
-                                        }
-                                    },
+                                                    head),
                                     REQUEST_TIMEOUT.toMillis(),
                                     TimeUnit.MILLISECONDS);
             routes.handle(parsed)
                     .whenComplete(
                             (response, error) -> {
-                                if (!answered.compareAndSet(false, true)) {
-                                    return;
-                                }
                                 timeout.cancel(false);
-                                inFlight.decrementAndGet();
-                                answer(
+                                answerOnce(
                                         ctx,
+                                        answered,
                                         error == null
                                                 ? response
                                                 : routes.error(500, "internal error: " + error),
                                         keepAlive,
                                         head);
                             });
+        }
+
+        /** The first of the routes' answer and the request timeout's is written; the other is dropped. */
+        private void answerOnce(
+                ChannelHandlerContext ctx,
+                AtomicBoolean answered,
+                AdminRoutes.Response response,
+                boolean keepAlive,
+                boolean head) {
+            if (answered.compareAndSet(false, true)) {
+                inFlight.decrementAndGet();
+                answer(ctx, response, keepAlive, head);
+            }
         }
 
         /** Writes the answer; then closes, or serves the next request on the event loop. */
@@ -540,29 +534,40 @@ public final class AdminServer {
     }
 
     /**
-     * @throws IllegalArgumentException for a target whose path is not absolute or has a malformed
-     *     percent escape
+     * @param method the method to route by
+     * @throws IllegalArgumentException, its message the error to answer with 400, for a request the
+     *     codec could not read, or a target whose path is not absolute or has a malformed percent
+     *     escape
      */
-    private static AdminRoutes.Request parse(FullHttpRequest request) {
+    private static AdminRoutes.Request parse(FullHttpRequest request, String method) {
+        if (request.decoderResult().isFailure()) {
+            throw new IllegalArgumentException(
+                    "malformed HTTP request: " + request.decoderResult().cause());
+        }
         QueryStringDecoder target = new QueryStringDecoder(request.uri(), StandardCharsets.UTF_8);
         String rawPath = target.rawPath();
         if (!rawPath.startsWith("/")) {
-            throw new IllegalArgumentException("the path must start with /");
+            throw new IllegalArgumentException(
+                    "malformed request target: the path must start with /");
         }
         List<String> segments = new ArrayList<>();
         if (!rawPath.equals("/")) {
             for (String segment : rawPath.substring(1).split("/", -1)) {
-                // A plus sign is itself in a path (URLDecoder would make it a space).
-                segments.add(
-                        URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8));
+                try {
+                    // A plus sign is itself in a path (URLDecoder would make it a space).
+                    segments.add(
+                            URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8));
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException(
+                            "malformed request target: " + e.getMessage(), e);
+                }
             }
         }
         byte[] body = new byte[request.content().readableBytes()];
         request.content().getBytes(request.content().readerIndex(), body);
         HttpHeaders headers = request.headers();
         return new AdminRoutes.Request(
-                // HEAD is answered as GET is, without the body.
-                request.method().equals(HttpMethod.HEAD) ? "GET" : request.method().name(),
+                method,
                 List.copyOf(segments),
                 target.parameters(),
                 headers::get,
