@@ -1,5 +1,6 @@
 package io.cadastre.journal;
 
+import io.cadastre.shards.FollowedBySyncedWrite;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -22,7 +23,9 @@ import scala.jdk.javaapi.FutureConverters;
 
 /**
  * Pekko journal plugin over the {@link EmbeddedStore}'s {@link RocksJournalStore}: a write
- * completes once synced (group commit). Events are stored with their serializer id and manifest
+ * completes once synced (group commit), except one whose every event is {@link
+ * FollowedBySyncedWrite}, which completes once in the log and is made durable by the synced write
+ * its flow always makes next (an ADD's block assignment, then the node's record: one sync per ADD). Events are stored with their serializer id and manifest
  * (tags and event metadata are not kept: nothing in Cadastre reads them). A write the store
  * refuses as stale ({@link RocksJournalStore.StaleWriteException}: its sequence number is taken)
  * is rejected, so the entity that sent it stops without replying, and the journal goes on.
@@ -38,12 +41,14 @@ public final class EmbeddedJournal extends AsyncWriteJournal {
         List<CompletableFuture<Optional<Exception>>> results = new ArrayList<>();
         for (AtomicWrite write : messages) {
             List<RocksJournalStore.Event> events = new ArrayList<>();
+            boolean sync = false;
             try {
                 for (PersistentRepr repr : CollectionConverters.asJava(write.payload())) {
                     Object payload =
                             repr.payload() instanceof Tagged tagged
                                     ? tagged.payload()
                                     : repr.payload();
+                    sync |= !(payload instanceof FollowedBySyncedWrite);
                     Serializer serializer = serialization.findSerializerFor(payload);
                     events.add(
                             new RocksJournalStore.Event(
@@ -61,7 +66,7 @@ public final class EmbeddedJournal extends AsyncWriteJournal {
                 continue;
             }
             results.add(
-                    store.appendEvents(write.persistenceId(), events)
+                    store.appendEvents(write.persistenceId(), events, sync)
                             .handle(
                                     (done, failure) -> {
                                         Throwable cause =

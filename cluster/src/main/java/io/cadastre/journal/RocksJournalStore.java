@@ -62,7 +62,10 @@ import org.slf4j.LoggerFactory;
  * writer thread takes every request queued meanwhile into one {@code WriteBatch} and writes it
  * with one synced write (group commit): concurrent entities share one sync. RocksDB's recovery
  * (point in time) replays the log up to the last complete record; an acknowledged write was
- * synced, so it is before any torn tail. Two logs that are no longer needed are kept and written
+ * synced, so it is before any torn tail. An append may ask for no sync of its own ({@link
+ * #appendEvents(String, List, boolean)}): it completes once in the log, and is durable once any
+ * later write is synced, since the log is one sequence and a sync covers everything before it; a
+ * batch holding any write that asks for a sync is synced whole. Two logs that are no longer needed are kept and written
  * over ({@code recycle_log_file_num}), so that a sync does not also write the log's size.
  *
  * <p>Fencing (issue 18): the writer refuses, with {@link StaleWriteException}, an atomic write
@@ -170,9 +173,15 @@ public final class RocksJournalStore implements AutoCloseable {
     private sealed interface Request
             permits Append, DeleteEvents, PutSnapshot, DeleteSnapshots, Import {
         CompletableFuture<Void> done();
+
+        /** @return whether the request completes only once synced */
+        default boolean sync() {
+            return true;
+        }
     }
 
-    private record Append(String persistenceId, List<Event> events, CompletableFuture<Void> done)
+    private record Append(
+            String persistenceId, List<Event> events, boolean sync, CompletableFuture<Void> done)
             implements Request {}
 
     private record DeleteEvents(String persistenceId, long toSeqNr, CompletableFuture<Void> done)
@@ -196,6 +205,7 @@ public final class RocksJournalStore implements AutoCloseable {
     private final ColumnFamilyHandle events;
     private final ColumnFamilyHandle snapshots;
     private final WriteOptions synced;
+    private final WriteOptions unsynced;
     private final LinkedBlockingQueue<Request> queue = new LinkedBlockingQueue<>();
     private final Thread writer;
     private final ExecutorService compactor =
@@ -324,6 +334,7 @@ public final class RocksJournalStore implements AutoCloseable {
                                                                 }
                                                             }))));
             WriteOptions synced = keep(resources, new WriteOptions().setSync(true));
+            WriteOptions unsynced = keep(resources, new WriteOptions().setSync(false));
             List<ColumnFamilyHandle> handles = new ArrayList<>();
             RocksDB db =
                     RocksDB.open(
@@ -339,7 +350,7 @@ public final class RocksJournalStore implements AutoCloseable {
             resources.addAll(handles);
             tightenFiles(dir);
             return new RocksJournalStore(
-                    dir, settings, resources, db, handles.get(1), handles.get(2), synced);
+                    dir, settings, resources, db, handles.get(1), handles.get(2), synced, unsynced);
         } catch (RocksDBException e) {
             closeAll(resources);
             throw new IOException(
@@ -354,7 +365,8 @@ public final class RocksJournalStore implements AutoCloseable {
             RocksDB db,
             ColumnFamilyHandle events,
             ColumnFamilyHandle snapshots,
-            WriteOptions synced) {
+            WriteOptions synced,
+            WriteOptions unsynced) {
         this.dir = dir;
         this.settings = settings;
         this.resources = resources;
@@ -362,6 +374,7 @@ public final class RocksJournalStore implements AutoCloseable {
         this.events = events;
         this.snapshots = snapshots;
         this.synced = synced;
+        this.unsynced = unsynced;
         writer = new Thread(this::writeLoop, "cadastre-journal-writer");
         writer.setDaemon(true);
         writer.start();
@@ -483,7 +496,22 @@ public final class RocksJournalStore implements AutoCloseable {
      *     reopened)
      */
     public CompletableFuture<Void> appendEvents(String persistenceId, List<Event> events) {
-        return enqueue(new Append(persistenceId, List.copyOf(events), new CompletableFuture<>()));
+        return appendEvents(persistenceId, events, true);
+    }
+
+    /**
+     * As {@link #appendEvents(String, List)}; with {@code sync} false the append completes once
+     * written to the log (it survives the process's death, not yet a power loss) and becomes
+     * durable with the next synced write, which the caller must make before anything outside the
+     * process learns of the events (one sync per IPAM call: {@code FollowedBySyncedWrite}).
+     *
+     * @return completed once synced, or once written when {@code sync} is false; failed as {@link
+     *     #appendEvents(String, List)}
+     */
+    public CompletableFuture<Void> appendEvents(
+            String persistenceId, List<Event> events, boolean sync) {
+        return enqueue(
+                new Append(persistenceId, List.copyOf(events), sync, new CompletableFuture<>()));
     }
 
     /**
@@ -598,7 +626,10 @@ public final class RocksJournalStore implements AutoCloseable {
         queue.clear();
     }
 
-    /** Stages every request into one batch (refusing stale writes), writes it synced, completes them. */
+    /**
+     * Stages every request into one batch (refusing stale writes), writes it, synced when any
+     * accepted request asks for a sync, and completes them.
+     */
     private void writeBatch(List<Request> requests) {
         Map<String, Long> staged = new HashMap<>();
         List<Request> accepted = new ArrayList<>(requests.size());
@@ -618,8 +649,11 @@ public final class RocksJournalStore implements AutoCloseable {
             if (accepted.isEmpty()) {
                 return;
             }
-            db.write(synced, batch);
-            syncs.incrementAndGet();
+            boolean sync = accepted.stream().anyMatch(Request::sync);
+            db.write(sync ? synced : unsynced, batch);
+            if (sync) {
+                syncs.incrementAndGet();
+            }
             highest.putAll(staged);
             writtenSinceSizeCheck += batch.getDataSize();
         } catch (RocksDBException | RuntimeException e) {

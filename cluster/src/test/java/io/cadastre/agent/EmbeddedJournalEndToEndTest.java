@@ -129,6 +129,14 @@ class EmbeddedJournalEndToEndTest {
                             + anySyncs
                             + " fsync-family calls in all):\n"
                             + sample);
+            // And no more than one each beyond the few of the first block's claim: the block's
+            // assignment is written without a sync of its own, the node's record after it synced.
+            assertTrue(
+                    walSyncSeconds.size() < adds * 3 / 2,
+                    walSyncSeconds.size()
+                            + " syncs of the write-ahead log over "
+                            + adds
+                            + " serial ADDs: more than one per ADD");
             Collections.sort(walSyncSeconds);
             System.out.printf(
                     "%d ADDs: %d syncs of the write-ahead log (%.2f per ADD), %d fsync-family calls in all;"

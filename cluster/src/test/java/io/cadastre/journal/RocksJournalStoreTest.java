@@ -444,6 +444,29 @@ class RocksJournalStoreTest {
     }
 
     @Test
+    void anAppendWithoutItsOwnSyncWaitsForTheNextSyncedWrite() throws Exception {
+        Path dir = tmp.resolve("journal");
+        try (RocksJournalStore store =
+                RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
+            long before = store.syncCount();
+            store.appendEvents("block-1", List.of(event(1, new byte[] {1})), false).join();
+            assertEquals(before, store.syncCount(), "an append that asks for no sync made one");
+            assertEquals(List.of(1L), seqs(store, "block-1"), "written, so replayed at once");
+            store.appendEvents("node-1", List.of(event(1, new byte[] {2}))).join();
+            assertEquals(before + 1, store.syncCount(), "the next append's own sync");
+            assertInstanceOf(
+                    RocksJournalStore.StaleWriteException.class,
+                    failureOf(store.appendEvents("block-1", List.of(event(1, new byte[0])), false)),
+                    "an append without a sync is fenced like any other");
+        }
+        try (RocksJournalStore store =
+                RocksJournalStore.open(dir, RocksJournalStore.Settings.DEFAULT)) {
+            assertEquals(List.of(1L), seqs(store, "block-1"));
+            assertEquals(List.of(1L), seqs(store, "node-1"));
+        }
+    }
+
+    @Test
     void aClosedStoreRefusesWritesAndReads() throws Exception {
         RocksJournalStore store =
                 RocksJournalStore.open(tmp.resolve("journal"), RocksJournalStore.Settings.DEFAULT);

@@ -165,7 +165,12 @@ public final class BlockEntity
 
     public record AffinityReleased(String node) implements Event {}
 
-    public record AddressAssigned(String address, Allocation allocation) implements Event {}
+    /**
+     * Written by the embedded journal without a sync of its own: the ADD flow's node record follows
+     * it, synced ({@link FollowedBySyncedWrite}).
+     */
+    public record AddressAssigned(String address, Allocation allocation)
+            implements Event, FollowedBySyncedWrite {}
 
     public record AddressesReleased(List<String> addresses) implements Event {}
 
