@@ -65,8 +65,9 @@ import org.slf4j.LoggerFactory;
  * synced, so it is before any torn tail. An append may ask for no sync of its own ({@link
  * #appendEvents(String, List, boolean)}): it completes once in the log, and is durable once any
  * later write is synced, since the log is one sequence and a sync covers everything before it; a
- * batch holding any write that asks for a sync is synced whole. Two logs that are no longer needed are kept and written
- * over ({@code recycle_log_file_num}), so that a sync does not also write the log's size.
+ * batch holding any write that asks for a sync is synced whole. Two logs that are no longer needed
+ * are kept and written over ({@code recycle_log_file_num}), so that a sync does not also write the
+ * log's size.
  *
  * <p>Fencing (issue 18): the writer refuses, with {@link StaleWriteException}, an atomic write
  * whose first sequence number is not above the highest stored for its persistence id (a writer
