@@ -42,8 +42,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterAuthTest {
-    /** How long a stranger that should fail keeps trying: several join retries (every 2 s) and probes. */
-    private static final int STRANGER_SECONDS = 20;
+    /** How long a stranger that should fail keeps trying: six join retries (every 2 s) and probes. */
+    private static final int STRANGER_SECONDS = 12;
 
     /** How long a stranger that should succeed may take. */
     private static final int JOIN_SECONDS = 90;

@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -274,15 +275,30 @@ class ClusterTest {
         noLogin.remove("CADASTRE_CASSANDRA_PASSWORD_FILE");
         Map<String, String> noTls = new HashMap<>(env);
         noTls.keySet().removeIf(k -> k.startsWith("CADASTRE_CASSANDRA_TLS_"));
-        Schema.Result withoutLogin = Schema.execute(cluster.topology(), noLogin, 10);
-        Schema.Result withoutTls = Schema.execute(cluster.topology(), noTls, 10);
-        assertEquals(1, withoutLogin.exit(), withoutLogin.output());
-        assertTrue(withoutLogin.output().contains("Authentication error"), withoutLogin.output());
-        assertEquals(1, withoutTls.exit(), withoutTls.output());
-        assertEquals(
-                0,
-                Schema.execute(cluster.topology(), env, 60).exit(),
-                "the secured schema command");
+        // Side by side: each is a JVM of its own, and the one without TLS waits out its timeout.
+        CompletableFuture<Schema.Result> withoutLogin = schema(noLogin, 10);
+        CompletableFuture<Schema.Result> withoutTls = schema(noTls, 10);
+        CompletableFuture<Schema.Result> secured = schema(env, 60);
+        assertEquals(1, withoutLogin.join().exit(), withoutLogin.join().output());
+        assertTrue(
+                withoutLogin.join().output().contains("Authentication error"),
+                withoutLogin.join().output());
+        assertEquals(1, withoutTls.join().exit(), withoutTls.join().output());
+        assertEquals(0, secured.join().exit(), "the secured schema command");
+    }
+
+    /** {@link Schema#execute} on the fixture's executor. */
+    private static CompletableFuture<Schema.Result> schema(
+            Map<String, String> environment, int timeoutSeconds) {
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return Schema.execute(cluster.topology(), environment, timeoutSeconds);
+                    } catch (Exception e) {
+                        throw new CompletionException(e);
+                    }
+                },
+                cluster.executor());
     }
 
     /**
