@@ -5,14 +5,18 @@ import io.cadastre.ipam.Block;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.RangeSet;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
+import java.util.Set;
+import java.util.function.IntPredicate;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
@@ -40,7 +44,8 @@ public final class BlockEntity
      * EntityHomes}).
      */
     public static void init(ActorSystem<?> system) {
-        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_BLOCK, BlockEntity::new, true);
+        initSharding(
+                system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_BLOCK, BlockEntity::create, true);
     }
 
     /**
@@ -48,7 +53,7 @@ public final class BlockEntity
      * @return the block outside sharding ({@link CadastreEntity#unfenced})
      */
     public static Behavior<Command> create(String entityId) {
-        return unfenced(BlockEntity::new, entityId);
+        return unfenced(BlockEntity::create, entityId);
     }
 
     /**
@@ -57,13 +62,19 @@ public final class BlockEntity
      */
     public static Behavior<Command> create(
             String entityId, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        return new BlockEntity(entityId, fence, recovery);
+        return Behaviors.setup(ctx -> new BlockEntity(ctx.getSelf(), entityId, fence, recovery));
     }
 
     // ---- commands ----
 
     public sealed interface Command extends CborSerializable
-            permits ClaimAffinity, ReleaseAffinity, AutoAssign, AssignSpecific, Release, GetBlock {}
+            permits ClaimAffinity,
+                    ReleaseAffinity,
+                    AutoAssign,
+                    AssignSpecific,
+                    Release,
+                    GetBlock,
+                    WritePending {}
 
     /**
      * Makes the block affine to {@code node}. Idempotent for the same node; refused ({@link
@@ -111,6 +122,12 @@ public final class BlockEntity
             implements Command {}
 
     public record GetBlock(ActorRef<BlockView> replyTo) implements Command {}
+
+    /**
+     * Sent by the block to itself after the first assignment or release it decided since its last
+     * write: writes every one decided meanwhile in one atomic write, then answers them.
+     */
+    record WritePending() implements Command {}
 
     // ---- replies ----
 
@@ -187,10 +204,22 @@ public final class BlockEntity
     private static final Logger LOG = LoggerFactory.getLogger(BlockEntity.class);
 
     private final Cidr cidr;
+    private final ActorRef<Command> self;
 
-    private BlockEntity(String entityId, MemberFence fence, CadastreMetrics.Recovery recovery) {
+    /** The assignments and releases decided since the last write, by attachment key. */
+    private final PendingWrites<Event> pending = new PendingWrites<>();
+
+    /** The ordinals the pending events assign: not free for the next decision. */
+    private final Set<Integer> pendingOrdinals = new HashSet<>();
+
+    private BlockEntity(
+            ActorRef<Command> self,
+            String entityId,
+            MemberFence fence,
+            CadastreMetrics.Recovery recovery) {
         super(ENTITY_TYPE_KEY, entityId, fence, recovery);
         this.cidr = Cidr.fromEntityId(entityId);
+        this.self = self;
     }
 
     @Override
@@ -223,10 +252,37 @@ public final class BlockEntity
                 .onCommand(
                         GetBlock.class,
                         (state, cmd) -> Effect().reply(cmd.replyTo(), view(state.block())))
+                .onCommand(WritePending.class, (state, cmd) -> writePending())
                 .build();
     }
 
+    /**
+     * Decides an event now and writes it with the others decided before the block's next {@link
+     * WritePending}: the calls that meet in a block while a write is in flight share its next one
+     * (one write and, on Cassandra, one epoch read for all of them).
+     */
+    private ReplyEffect<Event, State> pend(
+            Event event, String attachment, OptionalInt ordinal, Runnable reply) {
+        if (pending.add(event, attachment, reply)) {
+            self.tell(new WritePending());
+        }
+        ordinal.ifPresent(pendingOrdinals::add);
+        return Effect().noReply();
+    }
+
+    private ReplyEffect<Event, State> writePending() {
+        pendingOrdinals.clear();
+        return writePending(pending);
+    }
+
+    private static String attachmentKey(Allocation allocation) {
+        return AttachmentRecord.key(allocation.handle(), allocation.ifname());
+    }
+
     private ReplyEffect<Event, State> onClaimAffinity(State state, ClaimAffinity cmd) {
+        if (!pending.isEmpty()) {
+            return Effect().stash();
+        }
         Block block = state.block();
         if (cmd.node().equals(block.affinity())
                 && (cmd.excluded() == null
@@ -243,6 +299,9 @@ public final class BlockEntity
     }
 
     private ReplyEffect<Event, State> onReleaseAffinity(State state, ReleaseAffinity cmd) {
+        if (!pending.isEmpty()) {
+            return Effect().stash();
+        }
         Block block = state.block();
         if (block.affinity() == null) {
             return ack(cmd.replyTo());
@@ -265,6 +324,9 @@ public final class BlockEntity
     private ReplyEffect<Event, State> onAutoAssign(State state, AutoAssign cmd) {
         Block block = state.block();
         Allocation allocation = cmd.allocation();
+        if (pending.touches(attachmentKey(allocation))) {
+            return Effect().stash();
+        }
         OptionalInt held = block.ordinalHeldBy(allocation.handle(), allocation.ifname());
         if (held.isPresent()) {
             return Effect().reply(cmd.replyTo(), assigned(block.addressAt(held.getAsInt())));
@@ -272,15 +334,16 @@ public final class BlockEntity
         if (refusesAffinity(block, allocation, cmd.borrow())) {
             return Effect().reply(cmd.replyTo(), notAffine(block, allocation));
         }
+        IntPredicate allowed =
+                cmd.within() == null ? ordinal -> true : cmd.within().allowedOrdinals(cidr);
         OptionalInt next =
-                cmd.within() == null
-                        ? block.nextFreeOrdinal()
-                        : block.nextFreeOrdinal(cmd.within().allowedOrdinals(cidr));
+                block.nextFreeOrdinal(
+                        ordinal -> !pendingOrdinals.contains(ordinal) && allowed.test(ordinal));
         if (next.isEmpty()) {
             return Effect()
                     .reply(
                             cmd.replyTo(),
-                            block.freeCount() == 0
+                            block.freeCount() == pendingOrdinals.size()
                                     ? unassigned(AssignStatus.FULL, "block " + cidr + " is full")
                                     : unassigned(
                                             AssignStatus.NONE_IN_RANGE,
@@ -290,9 +353,11 @@ public final class BlockEntity
                                                     + cmd.within()));
         }
         String address = block.addressAt(next.getAsInt());
-        return Effect()
-                .persist(new AddressAssigned(address, allocation))
-                .thenReply(cmd.replyTo(), s -> assigned(address));
+        return pend(
+                new AddressAssigned(address, allocation),
+                attachmentKey(allocation),
+                next,
+                () -> cmd.replyTo().tell(assigned(address)));
     }
 
     private ReplyEffect<Event, State> onAssignSpecific(State state, AssignSpecific cmd) {
@@ -307,6 +372,9 @@ public final class BlockEntity
                                     cmd.address() + " is not in block " + cidr));
         }
         int ordinal = block.ordinalOf(cmd.address());
+        if (pendingOrdinals.contains(ordinal) || pending.touches(attachmentKey(allocation))) {
+            return Effect().stash();
+        }
         if (block.isReserved(ordinal)) {
             return Effect()
                     .reply(
@@ -335,12 +403,18 @@ public final class BlockEntity
         if (refusesAffinity(block, allocation, cmd.borrow())) {
             return Effect().reply(cmd.replyTo(), notAffine(block, allocation));
         }
-        return Effect()
-                .persist(new AddressAssigned(cmd.address(), allocation))
-                .thenReply(cmd.replyTo(), s -> assigned(cmd.address()));
+        return pend(
+                new AddressAssigned(cmd.address(), allocation),
+                attachmentKey(allocation),
+                OptionalInt.of(ordinal),
+                () -> cmd.replyTo().tell(assigned(cmd.address())));
     }
 
     private ReplyEffect<Event, State> onRelease(State state, Release cmd) {
+        String attachment = AttachmentRecord.key(cmd.handle(), cmd.ifname());
+        if (pending.touches(attachment)) {
+            return Effect().stash();
+        }
         Block block = state.block();
         List<String> addresses = new ArrayList<>();
         block.allocations()
@@ -353,9 +427,11 @@ public final class BlockEntity
         if (addresses.isEmpty()) {
             return Effect().reply(cmd.replyTo(), new Released(List.of()));
         }
-        return Effect()
-                .persist(new AddressesReleased(addresses))
-                .thenReply(cmd.replyTo(), s -> new Released(addresses));
+        return pend(
+                new AddressesReleased(addresses),
+                attachment,
+                OptionalInt.empty(),
+                () -> cmd.replyTo().tell(new Released(addresses)));
     }
 
     /**

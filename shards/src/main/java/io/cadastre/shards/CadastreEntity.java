@@ -194,6 +194,22 @@ abstract class CadastreEntity<C, E, S extends CadastreEntity.MutableState<S>>
     }
 
     /**
+     * Writes the pending events in one atomic write, then sends their answers and takes up the
+     * commands stashed meanwhile; nothing when none is pending.
+     */
+    ReplyEffect<E, S> writePending(PendingWrites<E> pending) {
+        if (pending.isEmpty()) {
+            return Effect().noReply();
+        }
+        PendingWrites.Batch<E> batch = pending.drain();
+        return Effect()
+                .persist(batch.events())
+                .thenRun(s -> batch.replies().forEach(Runnable::run))
+                .thenNoReply()
+                .thenUnstashAll();
+    }
+
+    /**
      * Refuses the command, changing nothing: an error reply carrying a {@link Refusal}, whose
      * reason reaches the caller as an {@link IpamException} of that reason ({@link EntityAsks}).
      *

@@ -5,14 +5,17 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.BiFunction;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandlerWithReply;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
+import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,7 +38,8 @@ public final class NodeEntity
      * EntityHomes}).
      */
     public static void init(ActorSystem<?> system) {
-        initSharding(system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_NODE, NodeEntity::new, true);
+        initSharding(
+                system, ENTITY_TYPE_KEY, CadastreMetrics.ENTITY_NODE, NodeEntity::create, true);
     }
 
     /**
@@ -43,7 +47,7 @@ public final class NodeEntity
      * @return the node outside sharding ({@link CadastreEntity#unfenced})
      */
     public static Behavior<Command> create(String nodeName) {
-        return unfenced(NodeEntity::new, nodeName);
+        return unfenced(NodeEntity::create, nodeName);
     }
 
     /**
@@ -52,7 +56,7 @@ public final class NodeEntity
      */
     public static Behavior<Command> create(
             String nodeName, MemberFence fence, CadastreMetrics.Recovery recovery) {
-        return new NodeEntity(nodeName, fence, recovery);
+        return Behaviors.setup(ctx -> new NodeEntity(ctx.getSelf(), nodeName, fence, recovery));
     }
 
     // ---- commands ----
@@ -69,7 +73,8 @@ public final class NodeEntity
                     ForgetBorrowedBlock,
                     GetBorrowedBlocks,
                     GetNode,
-                    PublishPeer {}
+                    PublishPeer,
+                    WritePending {}
 
     /**
      * Sent by the node's agent at start: records the node's labels (for pools' node selectors)
@@ -127,6 +132,12 @@ public final class NodeEntity
      */
     public record PublishPeer(PeerInfo peer, ActorRef<StatusReply<Done>> replyTo)
             implements Command {}
+
+    /**
+     * Sent by the node to itself after the first record or forget it decided since its last write:
+     * writes every one decided meanwhile in one atomic write, then answers them.
+     */
+    record WritePending() implements Command {}
 
     // ---- replies ----
 
@@ -244,9 +255,19 @@ public final class NodeEntity
 
     private final String nodeName;
 
-    private NodeEntity(String nodeName, MemberFence fence, CadastreMetrics.Recovery recovery) {
+    /** The records and forgets decided since the last write, by attachment key. */
+    private final PendingWrites<Event> pending = new PendingWrites<>();
+
+    private final ActorRef<Command> self;
+
+    private NodeEntity(
+            ActorRef<Command> self,
+            String nodeName,
+            MemberFence fence,
+            CadastreMetrics.Recovery recovery) {
         super(ENTITY_TYPE_KEY, nodeName, fence, recovery);
         this.nodeName = nodeName;
+        this.self = self;
     }
 
     /**
@@ -285,74 +306,76 @@ public final class NodeEntity
                 .forAnyState()
                 .onCommand(
                         Register.class,
-                        (state, cmd) ->
-                                ackOrPersist(
-                                        !state.removed() && state.labels().equals(cmd.labels()),
-                                        cmd.replyTo(),
-                                        () -> new NodeRegistered(new TreeMap<>(cmd.labels()))))
+                        afterPending(
+                                (state, cmd) ->
+                                        ackOrPersist(
+                                                !state.removed()
+                                                        && state.labels().equals(cmd.labels()),
+                                                cmd.replyTo(),
+                                                () ->
+                                                        new NodeRegistered(
+                                                                new TreeMap<>(cmd.labels())))))
                 .onCommand(
                         MarkRemoved.class,
-                        (state, cmd) ->
-                                ackOrPersist(
-                                        state.removed(), cmd.replyTo(), () -> new NodeRemoved()))
+                        afterPending(
+                                (state, cmd) ->
+                                        ackOrPersist(
+                                                state.removed(),
+                                                cmd.replyTo(),
+                                                () -> new NodeRemoved())))
                 .onCommand(
                         ForgetAffineBlock.class,
-                        (state, cmd) ->
-                                ackOrPersist(
-                                        !state.affineBlocks().containsKey(cmd.block()),
-                                        cmd.replyTo(),
-                                        () -> new AffineBlockForgotten(cmd.block())))
+                        afterPending(
+                                (state, cmd) ->
+                                        ackOrPersist(
+                                                !state.affineBlocks().containsKey(cmd.block()),
+                                                cmd.replyTo(),
+                                                () -> new AffineBlockForgotten(cmd.block()))))
                 .onCommand(
                         GetAttachment.class,
                         (state, cmd) ->
-                                Effect()
-                                        .reply(
-                                                cmd.replyTo(),
-                                                lookup(state, cmd.handle(), cmd.ifname())))
-                .onCommand(
-                        RecordAttachment.class,
-                        (state, cmd) -> {
-                            AttachmentRecord known =
-                                    state.attachments().get(cmd.attachment().key());
-                            return ackOrPersist(
-                                    cmd.attachment().equals(known),
-                                    cmd.replyTo(),
-                                    () -> new AttachmentRecorded(cmd.attachment()));
-                        })
-                .onCommand(
-                        ForgetAttachment.class,
-                        (state, cmd) -> {
-                            AttachmentLookup known = lookup(state, cmd.handle(), cmd.ifname());
-                            return known.attachment() == null
-                                    ? Effect().reply(cmd.replyTo(), StatusReply.success(known))
-                                    : Effect()
-                                            .persist(
-                                                    new AttachmentForgotten(
-                                                            cmd.handle(), cmd.ifname()))
-                                            .thenReply(
-                                                    cmd.replyTo(), s -> StatusReply.success(known));
-                        })
+                                pending.touches(AttachmentRecord.key(cmd.handle(), cmd.ifname()))
+                                        ? Effect().stash()
+                                        : Effect()
+                                                .reply(
+                                                        cmd.replyTo(),
+                                                        lookup(state, cmd.handle(), cmd.ifname())))
+                .onCommand(RecordAttachment.class, this::onRecordAttachment)
+                .onCommand(ForgetAttachment.class, this::onForgetAttachment)
                 .onCommand(
                         NoteAffineBlock.class,
-                        (state, cmd) ->
-                                ackOrPersist(
-                                        cmd.pool().equals(state.affineBlocks().get(cmd.block())),
-                                        cmd.replyTo(),
-                                        () -> new AffineBlockNoted(cmd.pool(), cmd.block())))
+                        afterPending(
+                                (state, cmd) ->
+                                        ackOrPersist(
+                                                cmd.pool()
+                                                        .equals(
+                                                                state.affineBlocks()
+                                                                        .get(cmd.block())),
+                                                cmd.replyTo(),
+                                                () ->
+                                                        new AffineBlockNoted(
+                                                                cmd.pool(), cmd.block()))))
                 .onCommand(
                         NoteBorrowedBlock.class,
-                        (state, cmd) ->
-                                ackOrPersist(
-                                        cmd.pool().equals(state.borrowedBlocks().get(cmd.block())),
-                                        cmd.replyTo(),
-                                        () -> new BorrowedBlockNoted(cmd.pool(), cmd.block())))
+                        afterPending(
+                                (state, cmd) ->
+                                        ackOrPersist(
+                                                cmd.pool()
+                                                        .equals(
+                                                                state.borrowedBlocks()
+                                                                        .get(cmd.block())),
+                                                cmd.replyTo(),
+                                                () ->
+                                                        new BorrowedBlockNoted(
+                                                                cmd.pool(), cmd.block()))))
                 .onCommand(
                         ForgetBorrowedBlock.class,
-                        (state, cmd) ->
-                                ackOrPersist(
-                                        !state.borrowedBlocks().containsKey(cmd.block()),
-                                        cmd.replyTo(),
-                                        () -> new BorrowedBlockForgotten(cmd.block())))
+                        afterPending(
+                                (state, cmd) ->
+                                        ackOrPersist(
+                                                !state.borrowedBlocks().containsKey(cmd.block()),
+                                                cmd.replyTo(),
+                                                () -> new BorrowedBlockForgotten(cmd.block()))))
                 .onCommand(
                         GetBorrowedBlocks.class,
                         (state, cmd) ->
@@ -376,12 +399,64 @@ public final class NodeEntity
                                                         state.peer())))
                 .onCommand(
                         PublishPeer.class,
-                        (state, cmd) ->
-                                ackOrPersist(
-                                        cmd.peer().equals(state.peer()),
-                                        cmd.replyTo(),
-                                        () -> new PeerPublished(cmd.peer())))
+                        afterPending(
+                                (state, cmd) ->
+                                        ackOrPersist(
+                                                cmd.peer().equals(state.peer()),
+                                                cmd.replyTo(),
+                                                () -> new PeerPublished(cmd.peer()))))
+                .onCommand(WritePending.class, (state, cmd) -> writePending(pending))
                 .build();
+    }
+
+    /**
+     * A command other than an attachment's record or forget waits while any is pending (they are
+     * rare: registration, blocks noted and forgotten, the peer).
+     */
+    private <C extends Command> BiFunction<State, C, ReplyEffect<Event, State>> afterPending(
+            BiFunction<State, C, ReplyEffect<Event, State>> handler) {
+        return (state, cmd) -> pending.isEmpty() ? handler.apply(state, cmd) : Effect().stash();
+    }
+
+    /**
+     * Records the attachment with the others that meet here before the node's next write ({@link
+     * PendingWrites}); the same record again is success at once.
+     */
+    private ReplyEffect<Event, State> onRecordAttachment(State state, RecordAttachment cmd) {
+        String key = cmd.attachment().key();
+        if (pending.touches(key)) {
+            return Effect().stash();
+        }
+        if (cmd.attachment().equals(state.attachments().get(key))) {
+            return ack(cmd.replyTo());
+        }
+        return pend(
+                new AttachmentRecorded(cmd.attachment()),
+                key,
+                () -> cmd.replyTo().tell(StatusReply.ack()));
+    }
+
+    /** Forgets the attachment with the others that meet here before the node's next write. */
+    private ReplyEffect<Event, State> onForgetAttachment(State state, ForgetAttachment cmd) {
+        String key = AttachmentRecord.key(cmd.handle(), cmd.ifname());
+        if (pending.touches(key)) {
+            return Effect().stash();
+        }
+        AttachmentLookup known = lookup(state, cmd.handle(), cmd.ifname());
+        if (known.attachment() == null) {
+            return Effect().reply(cmd.replyTo(), StatusReply.success(known));
+        }
+        return pend(
+                new AttachmentForgotten(cmd.handle(), cmd.ifname()),
+                key,
+                () -> cmd.replyTo().tell(StatusReply.success(known)));
+    }
+
+    private ReplyEffect<Event, State> pend(Event event, String key, Runnable reply) {
+        if (pending.add(event, key, reply)) {
+            self.tell(new WritePending());
+        }
+        return Effect().noReply();
     }
 
     @Override

@@ -9,8 +9,11 @@ import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.RangeSet;
 import io.cadastre.shards.BlockEntity.AssignOutcome;
 import io.cadastre.shards.BlockEntity.AssignStatus;
+import java.util.ArrayList;
 import java.util.List;
 import org.apache.pekko.Done;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
 import org.junit.jupiter.api.BeforeEach;
@@ -199,6 +202,50 @@ class BlockEntityTest {
         assertEquals(
                 List.of(new BlockEntity.AffinityClaimed("node-a", List.of())), served.events());
         assertTrue(probe.receiveMessage().isSuccess());
+    }
+
+    /**
+     * Calls that meet in a block while a write is in flight share its next write, and each gets an
+     * address of its own: the affinity's write is held until five ADDs and a repeat of the first
+     * are queued behind it.
+     */
+    @Test
+    void callsThatMeetInTheBlockShareOneWriteAndEachGetsItsOwnAddress() {
+        try (EntityKits.Writes writes = new EntityKits.Writes(kit.persistenceTestKit())) {
+            ActorRef<BlockEntity.Command> block =
+                    entities.testKit().spawn(BlockEntity.create("198.18.3.0-26"));
+            TestProbe<StatusReply<Done>> claimed = entities.testKit().createTestProbe();
+            TestProbe<AssignOutcome> assigned = entities.testKit().createTestProbe();
+            block.tell(new BlockEntity.ClaimAffinity("node-a", List.of(), claimed.getRef()));
+            for (int i = 0; i < 5; i++) {
+                block.tell(
+                        new BlockEntity.AutoAssign(
+                                alloc("net.c" + i, "node-a"), false, null, assigned.getRef()));
+            }
+            block.tell(
+                    new BlockEntity.AutoAssign(
+                            alloc("net.c0", "node-a"), false, null, assigned.getRef()));
+            writes.release();
+            assertTrue(claimed.receiveMessage().isSuccess());
+            List<String> addresses = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                AssignOutcome outcome = assigned.receiveMessage();
+                assertEquals(AssignStatus.ASSIGNED, outcome.status(), outcome.toString());
+                addresses.add(outcome.address());
+            }
+            assertEquals(
+                    List.of(
+                            "198.18.3.0",
+                            "198.18.3.1",
+                            "198.18.3.2",
+                            "198.18.3.3",
+                            "198.18.3.4",
+                            "198.18.3.0"),
+                    addresses,
+                    "the repeat waits for the write and gets the first one's address");
+            assertEquals(
+                    List.of(1, 5), writes.sizes(), "the affinity, then the five ADDs together");
+        }
     }
 
     @Test

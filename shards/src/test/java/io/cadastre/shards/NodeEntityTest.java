@@ -5,10 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.ipam.Cidr;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.pekko.Done;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
 import org.apache.pekko.serialization.Serialization;
@@ -216,6 +219,44 @@ class NodeEntityTest {
                                 r -> new NodeEntity.GetAttachment("net.c2", "eth0", r))
                         .reply();
         assertEquals("/var/run/netns/cni-1", found.attachment().netnsPath());
+    }
+
+    /**
+     * Records that meet in the node while a write is in flight share its next write; a lookup of a
+     * pending one waits for it and finds it.
+     */
+    @Test
+    void recordsThatMeetInTheNodeShareOneWrite() {
+        try (EntityKits.Writes writes = new EntityKits.Writes(kit.persistenceTestKit())) {
+            ActorRef<NodeEntity.Command> node =
+                    entities.testKit().spawn(NodeEntity.create("node-batch"));
+            TestProbe<StatusReply<Done>> acks = entities.testKit().createTestProbe();
+            TestProbe<NodeEntity.AttachmentLookup> found = entities.testKit().createTestProbe();
+            node.tell(new NodeEntity.Register(Map.of("zone", "a"), acks.getRef()));
+            List<AttachmentRecord> records = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                AttachmentRecord record =
+                        new AttachmentRecord(
+                                "net.b" + i,
+                                "eth0",
+                                "net",
+                                "b" + i,
+                                null,
+                                null,
+                                null,
+                                List.of(new HeldAddress("198.18.7." + i, "pool", block(7))),
+                                1L);
+                records.add(record);
+                node.tell(new NodeEntity.RecordAttachment(record, acks.getRef()));
+            }
+            node.tell(new NodeEntity.GetAttachment("net.b0", "eth0", found.getRef()));
+            writes.release();
+            for (int i = 0; i < 4; i++) {
+                assertTrue(acks.receiveMessage().isSuccess());
+            }
+            assertEquals(records.get(0), found.receiveMessage().attachment());
+            assertEquals(List.of(1, 3), writes.sizes(), "the registration, then the three records");
+        }
     }
 
     @Test

@@ -52,8 +52,12 @@ public final class IpamThroughputScenario implements Scenario {
     /** Clients per member, each one ADD+DEL cycle at a time; also the journal probe's entities per host. */
     static final int WRITERS_PER_MEMBER = 8;
 
-    /** Journal writes of one ADD+DEL: the block's assignment, the node's record, the node's forget, the block's release. */
-    static final int WRITES_PER_CYCLE = 4;
+    /**
+     * Journal events of one ADD+DEL: the block's assignment, the node's record, the node's forget,
+     * the block's release. Calls that meet in an entity share a write, so a write carries one or
+     * more of them.
+     */
+    static final int EVENTS_PER_CYCLE = 4;
 
     static final String THROUGHPUT = "throughput per second";
     static final String IPAM = "cadastre IPAM (ADD+DEL cycles)";
@@ -125,7 +129,7 @@ public final class IpamThroughputScenario implements Scenario {
         double ipamMean = mean(ipamPerSecond);
         double journalMean = mean(journalPerSecond);
         double ratio = ipamMean / journalMean;
-        double writeShare = ipamMean * WRITES_PER_CYCLE / journalMean;
+        double eventShare = ipamMean * EVENTS_PER_CYCLE / journalMean;
         Figure oneWriter =
                 new Figure(
                         THROUGHPUT,
@@ -139,12 +143,12 @@ public final class IpamThroughputScenario implements Scenario {
                                 journal,
                                 oneWriter,
                                 new Figure(
-                                        "journal writes per second made by the IPAM load",
+                                        "journal events per second made by the IPAM load",
                                         "cadastre",
                                         "ops/s",
                                         Distribution.of(
                                                 java.util.Arrays.stream(ipamPerSecond)
-                                                        .map(v -> v * WRITES_PER_CYCLE)
+                                                        .map(v -> v * EVENTS_PER_CYCLE)
                                                         .toArray()))));
         figures.addAll(latency.figures());
         double cpuPerCycle = agentCpuMillis / (ipamMean * seconds);
@@ -175,20 +179,18 @@ public final class IpamThroughputScenario implements Scenario {
                                 ? null
                                 : String.format(
                                         Locale.ROOT,
-                                        "an ADD+DEL makes %d journal writes, each waited for in "
-                                                + "turn (block, then node; node, then block), so it can reach at most 1/%d = %.0f%% of the raw "
-                                                + "rate with as many writers; counted in journal writes the IPAM load drives the journal at "
-                                                + "%.0f%% of the raw rate; and all ADDs and DELs of a node pass through its one NodeEntity (single "
-                                                + "writer, by design), whose sequential rate the one-writer-per-host journal figure shows: "
-                                                + "%.0f/s for 3 writers. Neither is the limit here: the agents used %.1f ms of CPU per ADD+DEL, "
+                                        "an ADD+DEL persists %d events, each waited for in turn "
+                                                + "(block, then node; node, then block), in its node's two single writers (its NodeEntity "
+                                                + "and its block), whose sequential rate the one-writer-per-host journal figure shows: "
+                                                + "%.0f/s for 3 writers; the calls that meet in one of them share a write. Counted in events "
+                                                + "the IPAM load drives the journal at %.0f%% of the raw rate. The limit here is CPU: the "
+                                                + "agents used %.1f ms of CPU per ADD+DEL, "
                                                 + "%.0f%% of the machine's 2 cores, which Cassandra and the load share; "
                                                 + "node entities %s; one on another member adds a crossing there and "
                                                 + "back to each of its node's calls (benchmarks/DESIGN.md)",
-                                        WRITES_PER_CYCLE,
-                                        WRITES_PER_CYCLE,
-                                        100.0 / WRITES_PER_CYCLE,
-                                        writeShare * 100,
+                                        EVENTS_PER_CYCLE,
                                         mean(oneWriterPerSecond),
+                                        eventShare * 100,
                                         cpuPerCycle,
                                         agentCpuMillis / (seconds * 2_000.0) * 100,
                                         tlsPlacement));
@@ -259,11 +261,11 @@ public final class IpamThroughputScenario implements Scenario {
                                 plainMean),
                         String.format(
                                 Locale.ROOT,
-                                "Counted in journal writes (%d per ADD+DEL), the IPAM load wrote %.0f/s: "
+                                "Counted in journal events (%d per ADD+DEL), the IPAM load wrote %.0f/s: "
                                         + "%.0f%% of the raw journal's rate.",
-                                WRITES_PER_CYCLE,
-                                ipamMean * WRITES_PER_CYCLE,
-                                writeShare * 100),
+                                EVENTS_PER_CYCLE,
+                                ipamMean * EVENTS_PER_CYCLE,
+                                eventShare * 100),
                         "Where each node's NodeEntity lived at the end of the load (the members' logs: "
                                 + "where it last recovered): with TLS, "
                                 + tlsPlacement
