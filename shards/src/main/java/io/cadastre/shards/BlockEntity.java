@@ -57,6 +57,16 @@ public final class BlockEntity
     }
 
     /**
+     * @param entityId the block's CIDR in entity-id form
+     * @return the entity's events, event handler and empty state outside an actor, for tools that
+     *     write or fold its events (the benchmarks' journal seeder); it must not run as an actor
+     */
+    public static BlockEntity eventModel(String entityId) {
+        return new BlockEntity(
+                null, entityId, MemberFence.NEVER_CLOSED, CadastreMetrics.Recovery.NONE);
+    }
+
+    /**
      * @param fence closes this entity to commands while its member may have been replaced
      * @param recovery told how long the entity took from its start to {@code RecoveryCompleted}
      */

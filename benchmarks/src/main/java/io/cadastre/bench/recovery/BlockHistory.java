@@ -30,7 +30,7 @@ final class BlockHistory
      * @throws IllegalArgumentException when {@code held} is not below the block's size
      */
     BlockHistory(String entityId, String node, int held, long seed) {
-        super((BlockEntity) BlockEntity.create(entityId), seed);
+        super(BlockEntity.eventModel(entityId), seed);
         int capacity = state().block().capacity();
         if (held < 1 || held >= capacity) {
             throw new IllegalArgumentException(

@@ -38,7 +38,7 @@ final class EntityKind<C, E, V> {
                     32,
                     1,
                     index -> block(index).entityId(),
-                    id -> (BlockEntity) BlockEntity.create(id),
+                    BlockEntity::eventModel,
                     (index, held) ->
                             new BlockHistory(block(index).entityId(), nodeName(index), held, index),
                     (id, recovery) -> BlockEntity.create(id, MemberFence.NEVER_CLOSED, recovery),
@@ -55,7 +55,7 @@ final class EntityKind<C, E, V> {
                     30,
                     2,
                     EntityKind::nodeName,
-                    id -> (NodeEntity) NodeEntity.create(id),
+                    NodeEntity::eventModel,
                     (index, held) -> new NodeHistory(nodeName(index), block(index), held, index),
                     (id, recovery) -> NodeEntity.create(id, MemberFence.NEVER_CLOSED, recovery),
                     NodeEntity.GetNode::new,

@@ -34,7 +34,7 @@ final class NodeHistory extends History<NodeEntity.Event, NodeEntity.State, Node
      * @throws IllegalArgumentException when {@code held} is not below the block's size
      */
     NodeHistory(String node, Cidr block, int held, long seed) {
-        super((NodeEntity) NodeEntity.create(node), seed);
+        super(NodeEntity.eventModel(node), seed);
         if (held < 1 || block.size().compareTo(BigInteger.valueOf(held)) <= 0) {
             throw new IllegalArgumentException(
                     "held must be in 1..(size of " + block + ") - 1, not " + held);
