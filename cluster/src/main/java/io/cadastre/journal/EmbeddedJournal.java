@@ -25,8 +25,8 @@ import scala.jdk.javaapi.FutureConverters;
  * Pekko journal plugin over the {@link EmbeddedStore}'s {@link RocksJournalStore}: a write
  * completes once synced (group commit), except one whose every event is {@link
  * FollowedBySyncedWrite}, which completes once in the log and is made durable by the synced write
- * its flow always makes next (an ADD's block assignment, then the node's record: one sync per
- * ADD). Events are stored with their serializer id and manifest (tags and event metadata are not
+ * its flow always makes next (an ADD's block assignment, then the node's record; a DEL's forget on
+ * the node, then the blocks' release: one sync per call). Events are stored with their serializer id and manifest (tags and event metadata are not
  * kept: nothing in Cadastre reads them). A write the store
  * refuses as stale ({@link RocksJournalStore.StaleWriteException}: its sequence number is taken)
  * is rejected, so the entity that sent it stops without replying, and the journal goes on.
@@ -49,7 +49,9 @@ public final class EmbeddedJournal extends AsyncWriteJournal {
                             repr.payload() instanceof Tagged tagged
                                     ? tagged.payload()
                                     : repr.payload();
-                    sync |= !(payload instanceof FollowedBySyncedWrite);
+                    sync |=
+                            !(payload instanceof FollowedBySyncedWrite followed
+                                    && followed.followedBySyncedWrite());
                     Serializer serializer = serialization.findSerializerFor(payload);
                     events.add(
                             new RocksJournalStore.Event(

@@ -23,6 +23,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Consumer;
 import org.rocksdb.AbstractEventListener;
@@ -65,7 +66,8 @@ import org.slf4j.LoggerFactory;
  * synced, so it is before any torn tail. An append may ask for no sync of its own ({@link
  * #appendEvents(String, List, boolean)}): it completes once in the log, and is durable once any
  * later write is synced, since the log is one sequence and a sync covers everything before it; a
- * batch holding any write that asks for a sync is synced whole. Two logs that are no longer needed
+ * batch holding any write that asks for a sync is synced whole. Such an append is written by its
+ * caller's own thread when the writer is idle (no hand-off), else queued like the rest. Two logs that are no longer needed
  * are kept and written over ({@code recycle_log_file_num}), so that a sync does not also write the
  * log's size.
  *
@@ -217,7 +219,14 @@ public final class RocksJournalStore implements AutoCloseable {
                         return t;
                     });
 
-    /** The highest sequence number per persistence id as stored: the writer's own, for fencing. */
+    /**
+     * Held by whoever writes a batch: the writer thread, or a caller writing an unsynced append
+     * itself ({@link #appendEvents(String, List, boolean)}). Guards {@link #highest} and
+     * {@link #writtenSinceSizeCheck}.
+     */
+    private final ReentrantLock writing = new ReentrantLock();
+
+    /** The highest sequence number per persistence id as stored, for fencing (under {@link #writing}). */
     private final Map<String, Long> highest = new HashMap<>();
 
     private final AtomicLong syncs = new AtomicLong();
@@ -511,8 +520,27 @@ public final class RocksJournalStore implements AutoCloseable {
      */
     public CompletableFuture<Void> appendEvents(
             String persistenceId, List<Event> events, boolean sync) {
-        return enqueue(
-                new Append(persistenceId, List.copyOf(events), sync, new CompletableFuture<>()));
+        Append append =
+                new Append(persistenceId, List.copyOf(events), sync, new CompletableFuture<>());
+        // A write that waits for no sync takes tens of microseconds: when the writer is idle, the
+        // caller writes it itself, sparing two thread hand-offs (to the writer and back). One
+        // entity has one write in flight, so this cannot overtake an earlier write of its own.
+        if (!sync && writing.tryLock()) {
+            try {
+                closeLock.readLock().lock();
+                try {
+                    if (failed == null && !closing) {
+                        writeBatch(List.of(append));
+                        return append.done();
+                    }
+                } finally {
+                    closeLock.readLock().unlock();
+                }
+            } finally {
+                writing.unlock();
+            }
+        }
+        return enqueue(append);
     }
 
     /**
@@ -632,6 +660,15 @@ public final class RocksJournalStore implements AutoCloseable {
      * accepted request asks for a sync, and completes them.
      */
     private void writeBatch(List<Request> requests) {
+        writing.lock();
+        try {
+            writeBatchLocked(requests);
+        } finally {
+            writing.unlock();
+        }
+    }
+
+    private void writeBatchLocked(List<Request> requests) {
         Map<String, Long> staged = new HashMap<>();
         List<Request> accepted = new ArrayList<>(requests.size());
         try (WriteBatch batch = new WriteBatch()) {

@@ -22,8 +22,8 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * The embedded journal with the real agent and the real plugin: every acknowledged ADD was synced
- * to disk first (fdatasync counted under strace), an acknowledged ADD survives SIGKILL, and the
+ * The embedded journal with the real agent and the real plugin: every acknowledged ADD and DEL was
+ * synced to disk first, once (fdatasync counted under strace), both survive SIGKILL, and the
  * journal's footprint stays bounded under ADD/DEL churn.
  */
 class EmbeddedJournalEndToEndTest {
@@ -62,91 +62,152 @@ class EmbeddedJournalEndToEndTest {
 
     private static final Pattern ANY_SYNC = Pattern.compile("\\b(fsync|fdatasync)\\(");
 
+    /** The syncs of the write-ahead log that strace saw while {@code calls} ran, and all fsync-family calls. */
+    private record Syncs(List<Double> walSeconds, long any, String sample) {}
+
+    /** Work under strace; it may throw. */
+    private interface Calls {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs {@code calls} with strace attached to every thread of the agent, counting syncs. RocksDB
+     * syncs its write-ahead log (NNNNNN.log) with fdatasync (fsync with use_fsync): both are
+     * counted, on that file only (flushes and compactions sync table files and the MANIFEST
+     * besides, which a call does not wait for).
+     */
+    private static Syncs syncsDuring(AgentProcess agent, Path dir, String name, Calls calls)
+            throws Exception {
+        Path out = dir.resolve(name + "-strace.txt");
+        Path log = dir.resolve(name + "-strace.log");
+        // -f on an attached process traces all its threads; -y names each call's file, -T times it.
+        Process strace =
+                new ProcessBuilder(
+                                "strace",
+                                "-f",
+                                "-y",
+                                "-T",
+                                "-e",
+                                "trace=fsync,fdatasync",
+                                "-o",
+                                out.toString(),
+                                "-p",
+                                Long.toString(agent.pid()))
+                        .redirectErrorStream(true)
+                        .redirectOutput(log.toFile())
+                        .start();
+        try {
+            // strace says "Process N attached" once it traces the threads.
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            while (!Files.readString(log).contains("attached")) {
+                assertTrue(
+                        System.nanoTime() < deadline,
+                        "strace did not attach: " + Files.readString(log));
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+            }
+            calls.run();
+            new ProcessBuilder("kill", "-INT", Long.toString(strace.pid())).start().waitFor();
+            assertTrue(strace.waitFor(30, TimeUnit.SECONDS), "strace did not stop");
+        } finally {
+            if (strace.isAlive()) {
+                strace.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+        List<String> trace = Files.readAllLines(out);
+        List<Double> walSeconds = new ArrayList<>();
+        long any = 0;
+        for (String line : trace) {
+            Matcher wal = WAL_SYNC.matcher(line);
+            if (wal.find()) {
+                walSeconds.add(Double.parseDouble(wal.group(2)));
+            }
+            if (ANY_SYNC.matcher(line).find()) {
+                any++;
+            }
+        }
+        Collections.sort(walSeconds);
+        return new Syncs(
+                walSeconds, any, String.join("\n", trace.subList(0, Math.min(10, trace.size()))));
+    }
+
+    /**
+     * Serial calls: each acknowledged one waited for its own sync (at least one each), and no more
+     * than one each beyond a few (the first block's claim): an ADD's assignment in the block, and a
+     * DEL's forget on the node, are written without a sync of their own, the write after each
+     * synced.
+     */
+    private static void assertOneSyncEach(Syncs syncs, int calls, String verb) {
+        assertTrue(
+                syncs.walSeconds().size() >= calls,
+                syncs.walSeconds().size()
+                        + " syncs of the write-ahead log over "
+                        + calls
+                        + " serial "
+                        + verb
+                        + "s ("
+                        + syncs.any()
+                        + " fsync-family calls in all):\n"
+                        + syncs.sample());
+        assertTrue(
+                syncs.walSeconds().size() < calls * 3 / 2,
+                syncs.walSeconds().size()
+                        + " syncs of the write-ahead log over "
+                        + calls
+                        + " serial "
+                        + verb
+                        + "s: more than one each");
+        List<Double> seconds = syncs.walSeconds();
+        System.out.printf(
+                "%d %ss: %d syncs of the write-ahead log (%.2f each), %d fsync-family calls in all;"
+                        + " write-ahead log sync under strace: median %.3f ms, p99 %.3f ms%n",
+                calls,
+                verb,
+                seconds.size(),
+                seconds.size() / (double) calls,
+                syncs.any(),
+                1000 * seconds.get(seconds.size() / 2),
+                1000 * seconds.get((int) Math.ceil(seconds.size() * 0.99) - 1));
+    }
+
     @Test
-    void everyAcknowledgedAddWasSyncedAndSurvivesSigkill() throws Exception {
+    void everyAcknowledgedCallWasSyncedAndSurvivesSigkill() throws Exception {
         Path dir = Files.createTempDirectory("cad-journal");
-        Process strace = null;
         try (AgentProcess agent =
                 new AgentProcess(dir, "journal-node", AgentProcess.TEST_POOLS).start()) {
             assertEquals(0, call("ADD", "warm", agent.socket()).exit(), "warm-up ADD");
-            Path out = dir.resolve("strace.txt");
-            // -f on an attached process traces all its threads; -y names each call's file, -T
-            // times it. RocksDB syncs its write-ahead log (NNNNNN.log) with fdatasync (fsync with
-            // use_fsync): both are counted, on that file only (flushes and compactions sync table
-            // files and the MANIFEST besides, which an ADD does not wait for).
-            strace =
-                    new ProcessBuilder(
-                                    "strace",
-                                    "-f",
-                                    "-y",
-                                    "-T",
-                                    "-e",
-                                    "trace=fsync,fdatasync",
-                                    "-o",
-                                    out.toString(),
-                                    "-p",
-                                    Long.toString(agent.pid()))
-                            .redirectErrorStream(true)
-                            .redirectOutput(dir.resolve("strace.log").toFile())
-                            .start();
-            // strace says "Process N attached" once it traces the threads.
-            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-            while (!Files.readString(dir.resolve("strace.log")).contains("attached")) {
-                assertTrue(
-                        System.nanoTime() < deadline,
-                        "strace did not attach: " + Files.readString(dir.resolve("strace.log")));
-                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
-            }
             int adds = 50;
             Map<String, String> acknowledged = new HashMap<>();
-            for (int i = 0; i < adds; i++) {
-                Result r = call("ADD", "pod-" + i, agent.socket());
-                assertEquals(0, r.exit(), r.toString());
-                acknowledged.put("pod-" + i, r.json().path("ips").get(0).path("address").asText());
-            }
-            new ProcessBuilder("kill", "-INT", Long.toString(strace.pid())).start().waitFor();
-            assertTrue(strace.waitFor(30, TimeUnit.SECONDS), "strace did not stop");
-            List<String> trace = Files.readAllLines(out);
-            List<Double> walSyncSeconds = new ArrayList<>();
-            long anySyncs = 0;
-            for (String line : trace) {
-                Matcher wal = WAL_SYNC.matcher(line);
-                if (wal.find()) {
-                    walSyncSeconds.add(Double.parseDouble(wal.group(2)));
-                }
-                if (ANY_SYNC.matcher(line).find()) {
-                    anySyncs++;
-                }
-            }
-            String sample = String.join("\n", trace.subList(0, Math.min(10, trace.size())));
-            // Serial ADDs: each acknowledged one waited for its own sync (at least one each).
-            assertTrue(
-                    walSyncSeconds.size() >= adds,
-                    walSyncSeconds.size()
-                            + " syncs of the write-ahead log over "
-                            + adds
-                            + " serial ADDs ("
-                            + anySyncs
-                            + " fsync-family calls in all):\n"
-                            + sample);
-            // And no more than one each beyond the few of the first block's claim: the block's
-            // assignment is written without a sync of its own, the node's record after it synced.
-            assertTrue(
-                    walSyncSeconds.size() < adds * 3 / 2,
-                    walSyncSeconds.size()
-                            + " syncs of the write-ahead log over "
-                            + adds
-                            + " serial ADDs: more than one per ADD");
-            Collections.sort(walSyncSeconds);
-            System.out.printf(
-                    "%d ADDs: %d syncs of the write-ahead log (%.2f per ADD), %d fsync-family calls in all;"
-                            + " write-ahead log sync under strace: median %.3f ms, p99 %.3f ms%n",
-                    adds,
-                    walSyncSeconds.size(),
-                    walSyncSeconds.size() / (double) adds,
-                    anySyncs,
-                    1000 * walSyncSeconds.get(walSyncSeconds.size() / 2),
-                    1000 * walSyncSeconds.get((int) Math.ceil(walSyncSeconds.size() * 0.99) - 1));
+            Syncs addSyncs =
+                    syncsDuring(
+                            agent,
+                            dir,
+                            "add",
+                            () -> {
+                                for (int i = 0; i < adds; i++) {
+                                    Result r = call("ADD", "pod-" + i, agent.socket());
+                                    assertEquals(0, r.exit(), r.toString());
+                                    acknowledged.put(
+                                            "pod-" + i,
+                                            r.json().path("ips").get(0).path("address").asText());
+                                }
+                            });
+            assertOneSyncEach(addSyncs, adds, "ADD");
+
+            int dels = 25;
+            List<String> deleted = new ArrayList<>();
+            Syncs delSyncs =
+                    syncsDuring(
+                            agent,
+                            dir,
+                            "del",
+                            () -> {
+                                for (int i = 0; i < dels; i++) {
+                                    Result r = call("DEL", "pod-" + i, agent.socket());
+                                    assertEquals(0, r.exit(), r.toString());
+                                    deleted.add(acknowledged.remove("pod-" + i));
+                                }
+                            });
+            assertOneSyncEach(delSyncs, dels, "DEL");
 
             agent.kill();
             agent.start();
@@ -159,10 +220,18 @@ class EmbeddedJournalEndToEndTest {
                         "a repeated ADD after SIGKILL gets the acknowledged address of "
                                 + e.getKey());
             }
-        } finally {
-            if (strace != null && strace.isAlive()) {
-                strace.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            // The DELs' forgets survived too: a forget lost would bring the node's record back,
+            // and a repeated ADD would answer its old address. A new assignment does not: the
+            // block hands out its never-used addresses, then the freed ones in the order freed.
+            for (int i = 0; i < dels; i++) {
+                Result r = call("ADD", "pod-" + i, agent.socket());
+                assertEquals(0, r.exit(), r.toString());
+                assertTrue(
+                        !deleted.get(i)
+                                .equals(r.json().path("ips").get(0).path("address").asText()),
+                        "after SIGKILL the node still knew deleted pod-" + i);
             }
+        } finally {
             deleteTree(dir);
         }
     }

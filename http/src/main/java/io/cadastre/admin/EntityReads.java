@@ -61,7 +61,7 @@ final class EntityReads {
         return asks.askStatus(
                         asks.node(node),
                         (ActorRef<StatusReply<NodeEntity.AttachmentLookup>> r) ->
-                                new NodeEntity.ForgetAttachment(handle, ifname, r))
+                                new NodeEntity.ForgetAttachment(handle, ifname, false, r))
                 .thenApply(forgotten -> Done.getInstance());
     }
 
@@ -75,7 +75,7 @@ final class EntityReads {
         return asks.ask(
                         asks.block(block),
                         (ActorRef<BlockEntity.Released> r) ->
-                                new BlockEntity.Release(handle, ifname, r))
+                                new BlockEntity.Release(handle, ifname, false, r))
                 .thenApply(BlockEntity.Released::addresses);
     }
 

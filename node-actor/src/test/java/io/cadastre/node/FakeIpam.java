@@ -113,23 +113,26 @@ final class FakeIpam implements Ipam {
 
     @Override
     public CompletionStage<List<String>> release(String handle, String ifname) {
-        return forget(handle, ifname).thenCompose(blocks -> free(handle, ifname, blocks));
+        return forget(handle, ifname).thenCompose(forgotten -> free(handle, ifname, forgotten));
     }
 
     /** Forgets the record; the fake's addresses are never handed out again, so free has nothing to do. */
     @Override
-    public CompletionStage<List<Cidr>> forget(String handle, String ifname) {
+    public CompletionStage<Forgotten> forget(String handle, String ifname) {
         AttachmentRecord gone = records.remove(AttachmentRecord.key(handle, ifname));
         released.put(
                 AttachmentRecord.key(handle, ifname),
                 gone == null
                         ? List.of()
                         : gone.addresses().stream().map(HeldAddress::address).toList());
-        return CompletableFuture.completedFuture(gone == null ? List.of() : List.of(block));
+        return CompletableFuture.completedFuture(
+                gone == null
+                        ? new Forgotten(List.of(), false)
+                        : new Forgotten(List.of(block), true));
     }
 
     @Override
-    public CompletionStage<List<String>> free(String handle, String ifname, List<Cidr> blocks) {
+    public CompletionStage<List<String>> free(String handle, String ifname, Forgotten forgotten) {
         List<String> addresses = released.remove(AttachmentRecord.key(handle, ifname));
         return CompletableFuture.completedFuture(addresses == null ? List.of() : addresses);
     }

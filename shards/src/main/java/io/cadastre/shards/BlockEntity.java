@@ -127,8 +127,16 @@ public final class BlockEntity
             String address, Allocation allocation, boolean borrow, ActorRef<AssignOutcome> replyTo)
             implements Command {}
 
-    /** Releases whatever the attachment holds here; nothing held is success. */
-    public record Release(String handle, String ifname, ActorRef<Released> replyTo)
+    /**
+     * Releases whatever the attachment holds here; nothing held is success.
+     *
+     * @param afterForget the node forgot the attachment just before without a sync of its own
+     *     ({@code NodeEntity.ForgetAttachment} with {@code releaseFollows}): the block persists an
+     *     empty release when it holds nothing for the attachment, so that the forget is synced
+     *     before the DEL answers ({@link FollowedBySyncedWrite})
+     */
+    public record Release(
+            String handle, String ifname, boolean afterForget, ActorRef<Released> replyTo)
             implements Command {}
 
     public record GetBlock(ActorRef<BlockView> replyTo) implements Command {}
@@ -434,7 +442,8 @@ public final class BlockEntity
                                 addresses.add(block.addressAt(ordinal));
                             }
                         });
-        if (addresses.isEmpty()) {
+        // After an unsynced forget an empty release is still written: its sync covers the forget.
+        if (addresses.isEmpty() && !cmd.afterForget()) {
             return Effect().reply(cmd.replyTo(), new Released(List.of()));
         }
         return pend(

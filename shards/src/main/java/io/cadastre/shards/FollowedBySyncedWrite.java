@@ -7,13 +7,26 @@ package io.cadastre.shards;
  * event's sync makes it durable too. Journals that do not know the marker write it as any other
  * event.
  *
- * <p>Only {@link BlockEntity.AddressAssigned} carries it: every fresh assignment in a block is
- * made by the ADD flow ({@link IpamAssignment}), which then persists the node's record of the
- * attachment ({@code NodeEntity.AttachmentRecorded}) before it answers, or gives the address back
- * ({@link BlockEntity.AddressesReleased}, synced) before it answers the failure; a repeated ADD
- * that finds the address already held persists nothing in the block. So an ADD syncs once, not
- * twice, and a power loss before the record's sync loses an unanswered assignment, never an
- * answered one (root DESIGN.md, invariant 2). A DEL's forget on the node is not marked: it would
- * rely on the blocks' release after it always persisting something.
+ * <ul>
+ *   <li>{@link BlockEntity.AddressAssigned}: every fresh assignment in a block is made by the ADD
+ *       flow ({@link IpamAssignment}), which then persists the node's record of the attachment
+ *       ({@code NodeEntity.AttachmentRecorded}) before it answers, or gives the address back
+ *       ({@link BlockEntity.AddressesReleased}, synced) before it answers the failure; a repeated
+ *       ADD that finds the address already held persists nothing in the block.
+ *   <li>{@link NodeEntity.AttachmentForgotten} when {@link #followedBySyncedWrite} says so: the DEL
+ *       flow ({@link IpamRelease}) forgot a recorded attachment, and each block its record names
+ *       then persists its release ({@code BlockEntity.Release} with {@code afterForget}), an
+ *       empty one when the block holds nothing for it any more. When the flow stops in between
+ *       (the pod's interface could not be removed), its DEL fails, and a power loss brings back a
+ *       record whose addresses are still held: the state before the DEL.
+ * </ul>
+ *
+ * <p>So an ADD and a DEL each sync once, not twice, and a power loss before the second write's
+ * sync loses only what no one was told of (root DESIGN.md, invariant 2).
  */
-public interface FollowedBySyncedWrite {}
+public interface FollowedBySyncedWrite {
+    /** @return whether this event is followed as above; true unless the event says otherwise */
+    default boolean followedBySyncedWrite() {
+        return true;
+    }
+}

@@ -78,13 +78,22 @@ public interface Ipam {
     CompletionStage<List<String>> release(String handle, String ifname);
 
     /**
-     * The first half of {@link #release}: the node forgets the attachment (persisted).
+     * What {@link #forget} did, for {@link #free}.
      *
-     * @return the blocks that may hold its addresses, for {@link #free}: the recorded ones, or
+     * @param blocks the blocks that may hold the attachment's addresses: the recorded ones, or
      *     every block affine to this node and every block it borrowed from when the node did not
      *     know the attachment
+     * @param recorded whether the node knew the attachment and forgot it: the forget is then
+     *     written without a sync of its own, and {@link #free} has each block persist its release
+     *     (an empty one if need be), which syncs it ({@link FollowedBySyncedWrite})
      */
-    CompletionStage<List<Cidr>> forget(String handle, String ifname);
+    record Forgotten(List<Cidr> blocks, boolean recorded) {}
+
+    /**
+     * The first half of {@link #release}: the node forgets the attachment (persisted; durable once
+     * {@link #free} completes).
+     */
+    CompletionStage<Forgotten> forget(String handle, String ifname);
 
     /**
      * The second half of {@link #release}: the blocks free whatever the attachment holds in them.
@@ -92,7 +101,7 @@ public interface Ipam {
      *
      * @return the addresses released
      */
-    CompletionStage<List<String>> free(String handle, String ifname, List<Cidr> blocks);
+    CompletionStage<List<String>> free(String handle, String ifname, Forgotten forgotten);
 
     /** @return every attachment the node knows */
     CompletionStage<List<AttachmentRecord>> attachments();

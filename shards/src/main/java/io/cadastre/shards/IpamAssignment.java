@@ -233,7 +233,8 @@ final class IpamAssignment extends IpamFlow {
                                 return release.releaseFromBlocks(
                                                 request.handle(),
                                                 request.ifname(),
-                                                IpamRelease.blocksOf(held))
+                                                IpamRelease.blocksOf(held),
+                                                false)
                                         .handle(
                                                 (r, e) -> {
                                                     throw EntityAsks.asIpam(error);

@@ -71,7 +71,8 @@ final class IpamGarbageCollection extends IpamFlow {
                                                             release.releaseFromBlocks(
                                                                             a.handle(),
                                                                             a.ifname(),
-                                                                            List.of(o.getKey()))
+                                                                            List.of(o.getKey()),
+                                                                            false)
                                                                     .thenApply(
                                                                             r ->
                                                                                     AttachmentRecord

@@ -44,29 +44,35 @@ final class IpamRelease extends IpamFlow {
 
     /** {@link Ipam#release}: {@link #forget}, then {@link #free}. */
     CompletionStage<List<String>> release(String handle, String ifname) {
-        return forget(handle, ifname).thenCompose(blocks -> free(handle, ifname, blocks));
+        return forget(handle, ifname).thenCompose(forgotten -> free(handle, ifname, forgotten));
     }
 
     /**
-     * {@link Ipam#forget}: one ask, which answers what the node forgot. A retry after a lost reply
-     * finds nothing to forget and sweeps, as for an unknown attachment.
+     * {@link Ipam#forget}: one ask, which answers what the node forgot. The forget is written
+     * without a sync of its own: {@link #free} follows with a write in every block of the record.
+     * A retry after a lost reply finds nothing to forget and sweeps, as for an unknown attachment.
      */
-    CompletionStage<List<Cidr>> forget(String handle, String ifname) {
+    CompletionStage<Ipam.Forgotten> forget(String handle, String ifname) {
         return asks.askStatus(
                         asks.node(node),
                         (ActorRef<StatusReply<NodeEntity.AttachmentLookup>> r) ->
-                                new NodeEntity.ForgetAttachment(handle, ifname, r))
+                                new NodeEntity.ForgetAttachment(handle, ifname, true, r))
                 .thenCompose(
                         forgotten ->
                                 forgotten.attachment() == null
                                         ? blocksToSweep()
+                                                .thenApply(
+                                                        blocks -> new Ipam.Forgotten(blocks, false))
                                         : CompletableFuture.completedFuture(
-                                                blocksOf(forgotten.attachment().addresses())));
+                                                new Ipam.Forgotten(
+                                                        blocksOf(
+                                                                forgotten.attachment().addresses()),
+                                                        true)));
     }
 
-    /** {@link Ipam#free}. */
-    CompletionStage<List<String>> free(String handle, String ifname, List<Cidr> blocks) {
-        return releaseFromBlocks(handle, ifname, blocks);
+    /** {@link Ipam#free}: after a recorded forget, every block of the record writes. */
+    CompletionStage<List<String>> free(String handle, String ifname, Ipam.Forgotten forgotten) {
+        return releaseFromBlocks(handle, ifname, forgotten.blocks(), forgotten.recorded());
     }
 
     private CompletionStage<List<Cidr>> blocksToSweep() {
@@ -99,10 +105,12 @@ final class IpamRelease extends IpamFlow {
      * Has each block free what the attachment holds there ({@code BlockEntity.Release}, idempotent);
      * a block that freed something is no longer taken for full ({@link IpamContext#fullHint}).
      *
+     * @param afterForget the node forgot the attachment's record without a sync of its own: each
+     *     block writes, an empty release if it holds nothing ({@link FollowedBySyncedWrite})
      * @return the addresses released (IP literals), from all blocks
      */
     CompletionStage<List<String>> releaseFromBlocks(
-            String handle, String ifname, List<Cidr> blocks) {
+            String handle, String ifname, List<Cidr> blocks, boolean afterForget) {
         List<CompletableFuture<List<String>>> all =
                 blocks.stream()
                         .map(
@@ -111,7 +119,10 @@ final class IpamRelease extends IpamFlow {
                                                         asks.block(block),
                                                         (ActorRef<BlockEntity.Released> r) ->
                                                                 new BlockEntity.Release(
-                                                                        handle, ifname, r))
+                                                                        handle,
+                                                                        ifname,
+                                                                        afterForget,
+                                                                        r))
                                                 .thenApply(BlockEntity.Released::addresses)
                                                 .thenApply(
                                                         released -> {

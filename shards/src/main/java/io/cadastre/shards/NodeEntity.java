@@ -108,9 +108,17 @@ public final class NodeEntity
     /**
      * Forgets an attachment and answers what it was (so that a DEL needs no lookup first); an
      * unknown one is success with a {@code null} attachment.
+     *
+     * @param releaseFollows the caller then has every block of the record persist its release
+     *     ({@code BlockEntity.Release} with {@code afterForget}) before anything outside learns of
+     *     the forget: the event is written without a sync of its own ({@link
+     *     FollowedBySyncedWrite})
      */
     public record ForgetAttachment(
-            String handle, String ifname, ActorRef<StatusReply<AttachmentLookup>> replyTo)
+            String handle,
+            String ifname,
+            boolean releaseFollows,
+            ActorRef<StatusReply<AttachmentLookup>> replyTo)
             implements Command {}
 
     /** Notes that a block of a pool is affine to this node; idempotent. */
@@ -195,7 +203,18 @@ public final class NodeEntity
 
     public record AttachmentRecorded(AttachmentRecord attachment) implements Event {}
 
-    public record AttachmentForgotten(String handle, String ifname) implements Event {}
+    /**
+     * @param releaseFollows written by a DEL that has the blocks persist their release next: the
+     *     embedded journal writes it without a sync of its own ({@link FollowedBySyncedWrite});
+     *     false in events from before the field
+     */
+    public record AttachmentForgotten(String handle, String ifname, boolean releaseFollows)
+            implements Event, FollowedBySyncedWrite {
+        @Override
+        public boolean followedBySyncedWrite() {
+            return releaseFollows;
+        }
+    }
 
     public record AffineBlockNoted(String pool, Cidr block) implements Event {}
 
@@ -457,7 +476,7 @@ public final class NodeEntity
             return Effect().reply(cmd.replyTo(), StatusReply.success(known));
         }
         return pend(
-                new AttachmentForgotten(cmd.handle(), cmd.ifname()),
+                new AttachmentForgotten(cmd.handle(), cmd.ifname(), cmd.releaseFollows()),
                 key,
                 () -> cmd.replyTo().tell(StatusReply.success(known)));
     }

@@ -1,6 +1,5 @@
 package io.cadastre.shards;
 
-import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.PoolSpec;
 import java.time.Clock;
 import java.util.List;
@@ -159,14 +158,14 @@ public final class ShardedIpam implements Ipam {
     }
 
     /**
-     * The first half of {@link #release}: the node forgets the attachment (persisted).
+     * The first half of {@link #release}: the node forgets the attachment (persisted; durable once
+     * {@link #free} completes).
      *
-     * @return the blocks that may hold its addresses, for {@link #free}: the recorded ones, or
-     *     every block affine to this node and every block it borrowed from when the node did not
-     *     know the attachment
+     * @return the blocks that may hold its addresses, for {@link #free}, and whether the node knew
+     *     it ({@link Ipam.Forgotten})
      */
     @Override
-    public CompletionStage<List<Cidr>> forget(String handle, String ifname) {
+    public CompletionStage<Forgotten> forget(String handle, String ifname) {
         return release.forget(handle, ifname);
     }
 
@@ -177,8 +176,8 @@ public final class ShardedIpam implements Ipam {
      * @return the addresses released
      */
     @Override
-    public CompletionStage<List<String>> free(String handle, String ifname, List<Cidr> blocks) {
-        return release.free(handle, ifname, blocks);
+    public CompletionStage<List<String>> free(String handle, String ifname, Forgotten forgotten) {
+        return release.free(handle, ifname, forgotten);
     }
 
     /** @return every attachment the node knows */

@@ -148,7 +148,7 @@ class BlockEntityTest {
             autoAssign(handle, "node-a", false);
             var released =
                     kit.<BlockEntity.Released>runCommand(
-                                    r -> new BlockEntity.Release(handle, "eth0", r))
+                                    r -> new BlockEntity.Release(handle, "eth0", false, r))
                             .reply();
             assertEquals(1, released.addresses().size());
         }
@@ -170,9 +170,28 @@ class BlockEntityTest {
     void releaseOfUnknownAttachmentSucceedsWithoutEvent() {
         var result =
                 kit.<BlockEntity.Released>runCommand(
-                        r -> new BlockEntity.Release("net.none", "eth0", r));
+                        r -> new BlockEntity.Release("net.none", "eth0", false, r));
         assertEquals(List.of(), result.reply().addresses());
         assertTrue(result.events().isEmpty());
+    }
+
+    @Test
+    void aReleaseAfterAnUnsyncedForgetWritesEvenWhenNothingIsHeld() {
+        kit.<StatusReply<Done>>runCommand(
+                r -> new BlockEntity.ClaimAffinity("node-a", List.of(), r));
+        autoAssign("net.keep", "node-a", false);
+        BlockEntity.BlockView before =
+                kit.<BlockEntity.BlockView>runCommand(BlockEntity.GetBlock::new).reply();
+        var result =
+                kit.<BlockEntity.Released>runCommand(
+                        r -> new BlockEntity.Release("net.none", "eth0", true, r));
+        assertEquals(List.of(), result.reply().addresses());
+        assertEquals(
+                List.of(new BlockEntity.AddressesReleased(List.of())),
+                result.events(),
+                "an empty release, whose sync makes the node's forget durable");
+        assertEquals(
+                before, kit.<BlockEntity.BlockView>runCommand(BlockEntity.GetBlock::new).reply());
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.cadastre.shards;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -130,6 +131,32 @@ class NodeEntityTest {
         NodeEntity.State copy = restored.copy();
         copy.borrowedBlocks().put(block(8), "pool");
         assertEquals(List.of(block(8)), List.copyOf(copy.borrowedBlocks().keySet()));
+    }
+
+    /** The forget event as written before {@code releaseFollows}. */
+    private record ForgottenWithoutReleaseFollows(String handle, String ifname)
+            implements CborSerializable {}
+
+    @Test
+    void aForgetFromBeforeReleaseFollowsReadsAsSynced() {
+        Serialization serialization = SerializationExtension.get(entities.testKit().system());
+        ForgottenWithoutReleaseFollows old = new ForgottenWithoutReleaseFollows("net.c3", "eth0");
+        NodeEntity.AttachmentForgotten read =
+                (NodeEntity.AttachmentForgotten)
+                        serialization
+                                .deserialize(
+                                        serialization.serialize(old).get(),
+                                        serialization.findSerializerFor(old).identifier(),
+                                        Serializers.manifestFor(
+                                                        serialization.findSerializerFor(old), old)
+                                                .replace(
+                                                        ForgottenWithoutReleaseFollows.class
+                                                                .getName(),
+                                                        NodeEntity.AttachmentForgotten.class
+                                                                .getName()))
+                                .get();
+        assertEquals(new NodeEntity.AttachmentForgotten("net.c3", "eth0", false), read);
+        assertFalse(read.followedBySyncedWrite());
     }
 
     /** An attachment as recorded before the netns path was. */
@@ -276,13 +303,23 @@ class NodeEntityTest {
 
         var forgotten =
                 kit.<StatusReply<NodeEntity.AttachmentLookup>>runCommand(
-                        r -> new NodeEntity.ForgetAttachment("net.c3", "eth0", r));
+                        r -> new NodeEntity.ForgetAttachment("net.c3", "eth0", true, r));
         assertEquals(record, forgotten.reply().getValue().attachment());
-        assertEquals(new NodeEntity.AttachmentForgotten("net.c3", "eth0"), forgotten.event());
+        assertEquals(new NodeEntity.AttachmentForgotten("net.c3", "eth0", true), forgotten.event());
+        assertTrue(
+                ((NodeEntity.AttachmentForgotten) forgotten.event()).followedBySyncedWrite(),
+                "a DEL's forget: the blocks' release syncs it");
+        kit.<StatusReply<Done>>runCommand(r -> new NodeEntity.RecordAttachment(record, r));
+        var byOperator =
+                kit.<StatusReply<NodeEntity.AttachmentLookup>>runCommand(
+                        r -> new NodeEntity.ForgetAttachment("net.c3", "eth0", false, r));
+        assertFalse(
+                ((NodeEntity.AttachmentForgotten) byOperator.event()).followedBySyncedWrite(),
+                "a forget no release follows is synced itself");
 
         var again =
                 kit.<StatusReply<NodeEntity.AttachmentLookup>>runCommand(
-                        r -> new NodeEntity.ForgetAttachment("net.c3", "eth0", r));
+                        r -> new NodeEntity.ForgetAttachment("net.c3", "eth0", true, r));
         assertNull(again.reply().getValue().attachment(), "unknown now: success, nothing");
         assertTrue(again.events().isEmpty());
     }

@@ -104,7 +104,7 @@ public final class TestCluster {
                 await(
                         blockRef.ask(
                                 (ActorRef<BlockEntity.Released> r) ->
-                                        new BlockEntity.Release(a.handle(), a.ifname(), r),
+                                        new BlockEntity.Release(a.handle(), a.ifname(), false, r),
                                 ask));
             }
         }

@@ -82,7 +82,7 @@ final class NodeHistory extends History<NodeEntity.Event, NodeEntity.State, Node
             oldestFirst.add(attachment.handle());
             return new NodeEntity.AttachmentRecorded(attachment);
         }
-        return new NodeEntity.AttachmentForgotten(oldestFirst.remove(), "eth0");
+        return new NodeEntity.AttachmentForgotten(oldestFirst.remove(), "eth0", true);
     }
 
     @Override
