@@ -26,10 +26,11 @@ import scala.jdk.javaapi.FutureConverters;
  * completes once synced (group commit), except one whose every event is {@link
  * FollowedBySyncedWrite}, which completes once in the log and is made durable by the synced write
  * its flow always makes next (an ADD's block assignment, then the node's record; a DEL's forget on
- * the node, then the blocks' release: one sync per call). Events are stored with their serializer id and manifest (tags and event metadata are not
- * kept: nothing in Cadastre reads them). A write the store
- * refuses as stale ({@link RocksJournalStore.StaleWriteException}: its sequence number is taken)
- * is rejected, so the entity that sent it stops without replying, and the journal goes on.
+ * the node, then the blocks' release: one sync per call). Events are stored with their serializer
+ * id and manifest (tags and event metadata are not kept: nothing in Cadastre reads them). A write
+ * the store refuses as stale ({@link RocksJournalStore.StaleWriteException}: its sequence number
+ * is taken) is rejected, so the entity that sent it stops without replying, and the journal goes
+ * on.
  * Configure as {@code class = "io.cadastre.journal.EmbeddedJournal"}.
  */
 public final class EmbeddedJournal extends AsyncWriteJournal {

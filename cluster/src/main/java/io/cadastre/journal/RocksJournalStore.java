@@ -67,9 +67,9 @@ import org.slf4j.LoggerFactory;
  * #appendEvents(String, List, boolean)}): it completes once in the log, and is durable once any
  * later write is synced, since the log is one sequence and a sync covers everything before it; a
  * batch holding any write that asks for a sync is synced whole. Such an append is written by its
- * caller's own thread when the writer is idle (no hand-off), else queued like the rest. Two logs that are no longer needed
- * are kept and written over ({@code recycle_log_file_num}), so that a sync does not also write the
- * log's size.
+ * caller's own thread when the writer is idle (no hand-off), else queued like the rest. Two logs
+ * that are no longer needed are kept and written over ({@code recycle_log_file_num}), so that a
+ * sync does not also write the log's size.
  *
  * <p>Fencing (issue 18): the writer refuses, with {@link StaleWriteException}, an atomic write
  * whose first sequence number is not above the highest stored for its persistence id (a writer
@@ -226,7 +226,7 @@ public final class RocksJournalStore implements AutoCloseable {
      */
     private final ReentrantLock writing = new ReentrantLock();
 
-    /** The highest sequence number per persistence id as stored, for fencing (under {@link #writing}). */
+    /** The highest sequence number per persistence id as stored, for fencing ({@link #writing}). */
     private final Map<String, Long> highest = new HashMap<>();
 
     private final AtomicLong syncs = new AtomicLong();
