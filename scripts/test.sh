@@ -23,8 +23,9 @@ cd "$root"
 # (RuntimesTest), the plugins the benchmark scenarios' tests measure against.
 # podman: RuntimesTest runs a container through it (libcni).
 # strace: EmbeddedJournalEndToEndTest counts the agent's fdatasync calls per acknowledged ADD.
+# libfuse2: PowerLossFs (FUSE through jnr-fuse), the journal's power-loss tests.
 install_missing test openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2 containernetworking-plugins podman \
-  containerd runc busybox-static fontconfig fonts-dejavu-core strace
+  containerd runc busybox-static fontconfig fonts-dejavu-core strace libfuse2
 
 echo "test: mvn -B verify $*"
 exec mvn -B verify "$@"
