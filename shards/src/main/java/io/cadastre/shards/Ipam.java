@@ -90,8 +90,8 @@ public interface Ipam {
     record Forgotten(List<Cidr> blocks, boolean recorded) {}
 
     /**
-     * The first half of {@link #release}: the node forgets the attachment (persisted; durable once
-     * {@link #free} completes).
+     * The first half of {@link #release}: the node forgets the attachment (persisted; on the
+     * embedded journal, synced by {@link #free}).
      */
     CompletionStage<Forgotten> forget(String handle, String ifname);
 

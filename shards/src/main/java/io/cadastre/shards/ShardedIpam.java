@@ -158,8 +158,8 @@ public final class ShardedIpam implements Ipam {
     }
 
     /**
-     * The first half of {@link #release}: the node forgets the attachment (persisted; durable once
-     * {@link #free} completes).
+     * The first half of {@link #release}: the node forgets the attachment (persisted; on the
+     * embedded journal, synced by {@link #free}).
      *
      * @return the blocks that may hold its addresses, for {@link #free}, and whether the node knew
      *     it ({@link Ipam.Forgotten})
