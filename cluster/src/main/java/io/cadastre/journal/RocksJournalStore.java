@@ -530,7 +530,7 @@ public final class RocksJournalStore implements AutoCloseable {
                 closeLock.readLock().lock();
                 try {
                     if (failed == null && !closing) {
-                        writeBatch(List.of(append));
+                        writeBatchLocked(List.of(append));
                         return append.done();
                     }
                 } finally {
@@ -668,6 +668,7 @@ public final class RocksJournalStore implements AutoCloseable {
         }
     }
 
+    /** {@link #writeBatch} with {@link #writing} held by the caller. */
     private void writeBatchLocked(List<Request> requests) {
         Map<String, Long> staged = new HashMap<>();
         List<Request> accepted = new ArrayList<>(requests.size());

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.journal.PowerLossFs;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.CniExec.Result;
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,6 +30,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -179,7 +181,7 @@ class EmbeddedJournalPowerLossTest {
      *     its {@code stat}), or none is left
      */
     private static boolean onlyUninterruptibleLeft(Path tasks) {
-        try (java.util.stream.Stream<Path> threads = Files.list(tasks)) {
+        try (Stream<Path> threads = Files.list(tasks)) {
             for (Path thread : threads.toList()) {
                 String stat = Files.readString(thread.resolve("stat"));
                 // The state follows the command name in parentheses, which may hold spaces.
@@ -188,7 +190,7 @@ class EmbeddedJournalPowerLossTest {
                     return false;
                 }
             }
-        } catch (java.io.IOException gone) {
+        } catch (IOException gone) {
             // the process, or a thread, ended while listed: look again
             return !Files.exists(tasks);
         }
