@@ -34,29 +34,35 @@ public final class AgentExec {
     /**
      * @param args the agent's arguments, e.g. {@code --config FILE} or {@code schema --execute}
      * @return {@code java <TEST_FLAGS> -cp <this class path> AgentMain args...} with the agent's text
-     *     log lines ({@code CADASTRE_LOG_FORMAT=text}, which {@link AgentLogs} reads)
+     *     log lines ({@code CADASTRE_LOG_FORMAT=text}, which {@link AgentLogs} reads), mapping the
+     *     class data this JVM's agents share ({@link AgentClassData}: the first call records it, a
+     *     few seconds), in which case the class path's directories are jars of the same content
      */
     public static List<String> command(String... args) {
-        return command(TEST_FLAGS, args);
+        AgentClassData classData = AgentClassData.get();
+        List<String> flags = new ArrayList<>(TEST_FLAGS);
+        flags.addAll(classData.flags());
+        return commandOn(flags, classData.classPath(), args);
     }
 
     /**
      * As {@link #command(String...)} with other JVM flags, e.g. the agent's defaults that the
-     * launcher uses (the benchmarks measure what users run).
+     * launcher uses (the benchmarks measure what users run, and bring their own class data
+     * archive), on this JVM's class path as it is.
      */
     public static List<String> command(List<String> jvmFlags, String... args) {
+        return commandOn(jvmFlags, System.getProperty("java.class.path"), args);
+    }
+
+    /** As {@link #command(List, String...)} on {@code classPath}. */
+    static List<String> commandOn(List<String> jvmFlags, String classPath, String... args) {
         List<String> command =
                 new ArrayList<>(
                         List.of(
                                 Path.of(System.getProperty("java.home"), "bin", "java")
                                         .toString()));
         command.addAll(jvmFlags);
-        command.addAll(
-                List.of(
-                        "-DCADASTRE_LOG_FORMAT=text",
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        MAIN));
+        command.addAll(List.of("-DCADASTRE_LOG_FORMAT=text", "-cp", classPath, MAIN));
         command.addAll(List.of(args));
         return command;
     }
