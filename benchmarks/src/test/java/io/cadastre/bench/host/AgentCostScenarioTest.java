@@ -23,6 +23,7 @@ class AgentCostScenarioTest {
                 List.of(
                         AgentCostScenario.CPU_PER_CALL,
                         AgentCostScenario.CHURN_CPU_PER_CALL,
+                        AgentCostScenario.FLOOR_CPU_PER_CALL,
                         AgentCostScenario.JOURNAL_BYTES,
                         "agent heap after a full GC, idle",
                         "agent metaspace, idle",
@@ -54,6 +55,13 @@ class AgentCostScenarioTest {
         assertTrue(
                 report.notes().stream().anyMatch(n -> n.contains("wake from sleep once per call")),
                 "the CPU per call through the plugin is split in the notes: " + report.notes());
+        assertTrue(
+                report.notes().stream()
+                        .anyMatch(
+                                n ->
+                                        n.contains("The floor under the agent's figure")
+                                                && n.contains("`cadastre-cni`")),
+                "the endpoint floor and its CPU by thread are in the notes: " + report.notes());
         assertEquals(50, figure(report, AgentCostScenario.ADD).distribution().count());
         assertEquals(500, figure(report, AgentCostScenario.CHURN_CALL).distribution().count());
         assertEquals(1, figure(report, AgentCostScenario.START).distribution().count());
