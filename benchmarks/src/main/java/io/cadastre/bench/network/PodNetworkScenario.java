@@ -96,13 +96,19 @@ public final class PodNetworkScenario implements Scenario {
         return report(context, blocks, sizes, notes);
     }
 
-    /** Restarts every member with the routing mode given (null: the default), and waits until all serve. */
+    /**
+     * Restarts every member with the routing mode given (null: the default), and waits until all
+     * serve. The first forms the cluster again and the others join it, whatever seeds an earlier
+     * scenario left them (the failover scenario restarts a victim with the others as its seeds,
+     * and a first member with those would wait for a cluster that is not there).
+     */
     private static void restart(List<Member> members, String mode)
             throws IOException, InterruptedException {
         for (Member m : members) {
             m.close();
         }
-        members.forEach(m -> m.env("CADASTRE_ROUTING_MODE", mode));
+        List<String> first = List.of(Member.address(members.get(0).host));
+        members.forEach(m -> m.seeds(first).env("CADASTRE_ROUTING_MODE", mode));
         Member.startTogether(members, start -> new Thread(start, "member-start").start());
     }
 
@@ -277,6 +283,7 @@ public final class PodNetworkScenario implements Scenario {
         reader.start();
         try {
             TimeUnit.MILLISECONDS.sleep(100); // the pinger runs before the ADD
+            long asked = System.nanoTime();
             Pod pod = add(on, netns, BenchContext.CLAIM_POOL, namespaces);
             long replied = System.nanoTime();
             claimed.add(pod);
@@ -297,7 +304,16 @@ public final class PodNetworkScenario implements Scenario {
             long echo = first.get(10, TimeUnit.SECONDS);
             if (echo < 0) {
                 throw new IllegalStateException(
-                        "no echo from " + predicted + " within 8 s of its ADD");
+                        "no echo from "
+                                + predicted
+                                + " within 8 s of its ADD on "
+                                + on.name()
+                                + " (the ADD took "
+                                + (replied - asked) / 1_000_000
+                                + " ms; the pinger stops 8 s after its start, 100 ms before the ADD)"
+                                + "; "
+                                + dataplane(from.member().host.netns(), from.member().name())
+                                + dataplane(on.host.netns(), on.name()));
             }
             return java.util.Optional.of((echo - replied) / 1e6);
         } finally {
@@ -652,6 +668,22 @@ public final class PodNetworkScenario implements Scenario {
 
     private static Distribution dist(List<Double> values) {
         return Distribution.of(values.stream().mapToDouble(Double::doubleValue).toArray());
+    }
+
+    /** @return the routes, neighbours and VXLAN forwarding entries of a host, for a failure's message */
+    private static String dataplane(String netns, String host) {
+        return "\n---- "
+                + host
+                + ": routes\n"
+                + run("ip", "-n", netns, "route")
+                + "---- "
+                + host
+                + ": neighbours\n"
+                + run("ip", "-n", netns, "neigh")
+                + "---- "
+                + host
+                + ": forwarding database\n"
+                + run("bridge", "-n", netns, "fdb", "show");
     }
 
     private static String run(String... command) {
