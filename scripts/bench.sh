@@ -4,7 +4,7 @@
 # CNI plugins among it), builds, runs every scenario and writes the report to
 # benchmarks/target/report (report.md, report.json, PNG plots). Everything it starts (agents,
 # Cassandra, network namespaces) is stopped and removed when it ends, also on failure.
-#   scripts/bench.sh                 # the full suite (~17 min on 2 cores)
+#   scripts/bench.sh                 # the full suite (~23 min on 2 cores)
 #   scripts/bench.sh --quick         # a few repetitions: checks that it runs
 #   scripts/bench.sh --only burst    # some scenarios; --help lists them
 set -euo pipefail
