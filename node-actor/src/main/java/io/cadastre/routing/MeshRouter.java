@@ -25,6 +25,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -286,6 +287,14 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private InetAddress tunnelV4;
     private InetAddress tunnelV6;
     private boolean assigningTunnel;
+
+    /**
+     * Families the last tunnel assignment lacked (the node's default pools have none of that
+     * family): asked for again only after the next full read, not at once, which would loop at the
+     * IPAM's speed.
+     */
+    private final Set<Family> tunnelFamiliesLacking = EnumSet.noneOf(Family.class);
+
     private PeerInfo published;
     private boolean publishing;
 
@@ -597,6 +606,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
                 timers.startSingleTimer("retry-read", Tick.INSTANCE, RETRY);
             }
             forgetIdleNodes();
+            tunnelFamiliesLacking.clear();
             afterChange(true);
         }
         if (readAgain) {
@@ -985,9 +995,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     }
 
     private void assignTunnelIfWanted() {
-        boolean missing =
-                (plan.tunnelsWanted().contains(Family.IPV4) && tunnelV4 == null)
-                        || (plan.tunnelsWanted().contains(Family.IPV6) && tunnelV6 == null);
+        boolean missing = !tunnelFamiliesMissing().isEmpty();
         if (!missing || assigningTunnel) {
             return;
         }
@@ -1007,8 +1015,28 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         LOG.info(
                 "routing: this node's tunnel addresses: {}",
                 t.record().addresses().stream().map(HeldAddress::address).toList());
+        Set<Family> lacking = tunnelFamiliesMissing();
+        if (!lacking.isEmpty()) {
+            LOG.warn(
+                    "routing: no {} tunnel address for this node: its default pools gave none; asking again at the next resync",
+                    lacking);
+            tunnelFamiliesLacking.addAll(lacking);
+        }
         afterChange(false);
         return this;
+    }
+
+    /** @return the families whose VXLAN device the plan wants and this node has no tunnel address of, but for those lacking since the last full read */
+    private Set<Family> tunnelFamiliesMissing() {
+        Set<Family> missing = EnumSet.noneOf(Family.class);
+        if (plan.tunnelsWanted().contains(Family.IPV4) && tunnelV4 == null) {
+            missing.add(Family.IPV4);
+        }
+        if (plan.tunnelsWanted().contains(Family.IPV6) && tunnelV6 == null) {
+            missing.add(Family.IPV6);
+        }
+        missing.removeAll(tunnelFamiliesLacking);
+        return missing;
     }
 
     // ---- views ----
