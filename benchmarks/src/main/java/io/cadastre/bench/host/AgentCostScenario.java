@@ -80,9 +80,6 @@ public final class AgentCostScenario implements Scenario {
 
     private static final String SUBJECT = "cadastre";
 
-    /** The endpoint floor's CPU per call by thread, a markdown table; set by {@link #endpointFloorCpuPerCall}. */
-    private String floorThreads = "";
-
     @Override
     public String id() {
         return "agent-cost";
@@ -223,7 +220,8 @@ public final class AgentCostScenario implements Scenario {
             figures.add(
                     single("agent RSS, peak (VmHWM)", SUBJECT, "MiB", mib(probe.peakRssBytes())));
         }
-        double floorPerCallMs = endpointFloorCpuPerCall(context, warmUp, measured);
+        Floor floor = endpointFloor(context, warmUp, measured);
+        double floorPerCallMs = floor.perCallMs();
         figures.add(single(FLOOR_CPU_PER_CALL, SUBJECT, "ms", floorPerCallMs));
         notes.add(
                 String.format(
@@ -239,7 +237,7 @@ public final class AgentCostScenario implements Scenario {
                                 cpuPerCallMs,
                                 Math.max(0, cpuPerCallMs - floorPerCallMs))
                         + " Its CPU by thread:\n\n"
-                        + floorThreads);
+                        + floor.byThread());
         figures.addAll(0, results.figures());
         double startMs = results.histogram(START, SUBJECT).getValueAtPercentile(50) / 1e6;
         List<Goal> goals =
@@ -440,14 +438,22 @@ public final class AgentCostScenario implements Scenario {
     }
 
     /**
+     * The endpoint floor's cost.
+     *
+     * @param perCallMs user + system CPU per call, in milliseconds (10 ms ticks)
+     * @param byThread that CPU by thread, a markdown table
+     */
+    private record Floor(double perCallMs, String byThread) {}
+
+    /**
      * Starts {@link EndpointFloor} with the agent's JVM flags, warms it up and measures it with
      * {@code warmUp} and {@code measured} IPAM-only pairs through the real plugin, as the agent,
      * and stops it (SIGTERM, by its PID).
      *
-     * @return its user + system CPU per call, in milliseconds (10 ms ticks)
+     * @return its CPU per call and that CPU by thread
      * @throws IOException when it does not open its socket within 60 s or a call fails
      */
-    private double endpointFloorCpuPerCall(BenchContext context, int warmUp, int measured)
+    private Floor endpointFloor(BenchContext context, int warmUp, int measured)
             throws IOException, InterruptedException {
         Path dir = context.workDir(id() + "/floor");
         Path socket = dir.resolve("cni.sock");
@@ -477,11 +483,10 @@ public final class AgentCostScenario implements Scenario {
             AgentProbe.Cpu before = probe.cpu();
             Map<String, Long> threadsBefore = probe.cpuByThread();
             pairs(context, context.plugin(), netconf, "floor-", measured, null);
-            double perCallMs = probe.cpu().minus(before).total() / 1e6 / (2 * measured);
-            floorThreads =
+            return new Floor(
+                    probe.cpu().minus(before).total() / 1e6 / (2 * measured),
                     AgentProbe.cpuByThreadTable(
-                            threadsBefore, probe.cpuByThread(), 2 * measured, "call");
-            return perCallMs;
+                            threadsBefore, probe.cpuByThread(), 2 * measured, "call"));
         } catch (IllegalStateException e) {
             throw new IOException(e.getMessage(), e);
         } finally {
