@@ -123,6 +123,7 @@ public final class BlockReclaimer {
             Duration grace) {
         this(
                 new EntityAsks(system, timeouts),
+                MeshHints.get(system),
                 catalog,
                 interval,
                 grace,
@@ -132,12 +133,14 @@ public final class BlockReclaimer {
     }
 
     /**
+     * @param hints told of every block released, so that routes to it go at once
      * @param presentNodes the nodes that have a member in the cluster, read at each pass
      * @param nanoClock monotonic time in nanoseconds
      * @param onReleased told of every block released (the agent's metrics)
      */
     BlockReclaimer(
             EntityAsks asks,
+            MeshHints hints,
             PoolCatalog catalog,
             Duration interval,
             Duration grace,
@@ -153,7 +156,7 @@ public final class BlockReclaimer {
         }
         this.asks = asks;
         this.catalog = catalog;
-        this.releases = new BlockReleases(asks);
+        this.releases = new BlockReleases(asks, hints);
         this.interval = interval;
         this.grace = grace;
         this.presentNodes = presentNodes;

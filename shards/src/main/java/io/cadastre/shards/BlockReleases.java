@@ -51,11 +51,8 @@ public final class BlockReleases {
         this(new EntityAsks(system, timeouts), MeshHints.get(system));
     }
 
-    BlockReleases(EntityAsks asks) {
-        this(asks, null);
-    }
-
-    private BlockReleases(EntityAsks asks, MeshHints hints) {
+    /** @param hints told of every block given back; null: nobody (tests of the releases alone) */
+    BlockReleases(EntityAsks asks, MeshHints hints) {
         this.asks = asks;
         this.hints = hints;
     }

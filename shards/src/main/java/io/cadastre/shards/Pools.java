@@ -38,13 +38,14 @@ public final class Pools {
 
     /** @param catalog this agent's catalogue, read afresh after every change made here */
     public Pools(ActorSystem<?> system, AskTimeouts timeouts, PoolCatalog catalog) {
-        this(new EntityAsks(system, timeouts), catalog);
+        this(new EntityAsks(system, timeouts), catalog, MeshHints.get(system));
     }
 
-    Pools(EntityAsks asks, PoolCatalog catalog) {
+    /** @param hints told of every block released here, so that routes to it go at once */
+    private Pools(EntityAsks asks, PoolCatalog catalog, MeshHints hints) {
         this.asks = asks;
         this.catalog = catalog;
-        this.releases = new BlockReleases(asks);
+        this.releases = new BlockReleases(asks, hints);
     }
 
     /** @return this agent's catalogue */

@@ -79,6 +79,7 @@ class BlockReclaimerTest {
             reclaimer =
                     new BlockReclaimer(
                             new EntityAsks(testKit.system(), TIMEOUTS),
+                            MeshHints.get(testKit.system()),
                             catalog,
                             INTERVAL,
                             GRACE,
@@ -293,6 +294,7 @@ class BlockReclaimerTest {
             BlockReclaimer fast =
                     new BlockReclaimer(
                             new EntityAsks(testKit.system(), TIMEOUTS),
+                            MeshHints.get(testKit.system()),
                             w.catalog,
                             Duration.ofMillis(50),
                             GRACE,

@@ -167,6 +167,42 @@ class IpamTest {
         probe.expectNoMessage(Duration.ofMillis(300));
     }
 
+    /** Routes to a deleted pool's blocks go at once, not at every agent's next resync. */
+    @Test
+    void aBlockReleasedByDeletingItsPoolIsHintedAsThePoolChanged() {
+        Setup s = names();
+        var probe = testKit.<MeshHints.Hint>createTestProbe();
+        MeshHints.get(testKit.system()).subscribe(probe.getRef());
+        AskTimeouts timeouts = AskTimeouts.single(Duration.ofSeconds(10), Duration.ZERO);
+        Ipam ipam =
+                ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.22.0/24", 26, false, false)));
+        await(ipam.assign(request(s.prefix + "c0", List.of(), List.of())));
+        fishForPoolChanged(probe, s.v4); // the claim's
+        await(ipam.release("net." + s.prefix + "c0", "eth0"));
+        Pools pools =
+                new Pools(
+                        testKit.system(),
+                        timeouts,
+                        new PoolCatalog(testKit.system(), timeouts, Duration.ofMillis(100)));
+
+        assertEquals(List.of(Cidr.parse("198.18.22.0/26")), await(pools.delete(s.v4)));
+        fishForPoolChanged(probe, s.v4);
+    }
+
+    private static void fishForPoolChanged(
+            org.apache.pekko.actor.testkit.typed.javadsl.TestProbe<MeshHints.Hint> probe,
+            String pool) {
+        // Other tests claim blocks meanwhile: wait for this pool's hint among theirs.
+        probe.fishForMessage(
+                Duration.ofSeconds(10),
+                hint ->
+                        hint.equals(new MeshHints.PoolChanged(pool))
+                                ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes
+                                        .complete()
+                                : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes
+                                        .continueAndIgnore());
+    }
+
     @Test
     void retriedAddReturnsTheSameAddresses() {
         Setup s = names();
