@@ -10,6 +10,7 @@ import io.cadastre.dataplane.HostRouting.Route;
 import io.cadastre.dataplane.HostRouting.VxlanDevice;
 import io.cadastre.dataplane.IpPrefix;
 import io.cadastre.ipam.Cidr;
+import io.cadastre.ipam.IpFamily;
 import io.cadastre.routing.MeshState.Claim;
 import io.cadastre.routing.MeshState.NodeFacts;
 import io.cadastre.shards.HeldAddress;
@@ -50,9 +51,10 @@ import java.util.TreeSet;
  *       {@code cadastre.vx6} with a permanent FDB entry (its VTEP MAC → its underlay address) and
  *       a permanent neighbour entry (its tunnel address → its VTEP MAC); cross-subnet picks direct
  *       when the peer's underlay address is on this host's underlay subnet, else vxlan;
- *   <li>a VXLAN device of a family exists while some live peer may exchange VXLAN with this host
- *       in that family (this host routes to it over VXLAN, or its mode and subnet make it route
- *       here over VXLAN), so a single host or a one-subnet cluster opens no VXLAN port; its MTU is
+ *   <li>a VXLAN device of a family exists while some block or address of that family is held and
+ *       some live peer may exchange VXLAN with this host in that family (this host routes to it over
+ *       VXLAN, or its mode and subnet make it route here over VXLAN), so a single host, a
+ *       one-subnet cluster, or a family without pools opens no VXLAN port; its MTU is
  *       the underlay's less 50 (IPv4) or 70 (IPv6), its address this node's tunnel address, which
  *       it then needs ({@link #tunnelsWanted}).
  * </ul>
@@ -82,6 +84,10 @@ public record MeshPlan(
 
         static Family of(InetAddress a) {
             return a instanceof Inet4Address ? IPV4 : IPV6;
+        }
+
+        static Family of(IpFamily f) {
+            return f == IpFamily.V4 ? IPV4 : IPV6;
         }
 
         String device() {
@@ -183,8 +189,15 @@ public record MeshPlan(
                                 live.put(name, facts.peer());
                             }
                         });
+        // A family without a block or an address has nothing to carry, and its device would want
+        // a tunnel address that no pool of the family can give (IPv4-only pools, dual-stack hosts).
+        Set<Family> inUse = EnumSet.noneOf(Family.class);
+        state.claims().keySet().forEach(b -> inUse.add(Family.of(b.family())));
+        state.nodes()
+                .values()
+                .forEach(n -> n.addresses().forEach(h -> inUse.add(Family.of(h.family()))));
         Set<Family> devices = EnumSet.noneOf(Family.class);
-        for (Family f : Family.values()) {
+        for (Family f : inUse) {
             if (self.settings().mode().overlay()
                     && self.underlay(f) != null
                     && live.values().stream().anyMatch(p -> mayExchangeVxlan(self, p, f))) {

@@ -217,6 +217,26 @@ class MeshPlanTest {
                         Set.of(Family.IPV4)));
         cases.add(
                 new Case(
+                        "vxlan mode on dual-stack hosts with IPv4 pools only: no IPv6 device, no IPv6 tunnel wanted",
+                        self(RoutingMode.VXLAN, UNDERLAY, true),
+                        state().claim("198.18.1.0/26", "h1")
+                                .claim("198.18.2.0/26", "h2")
+                                .node("h2", "vxlan", "198.19.255.12/24", "fd00:19:255::12/64", true)
+                                .build(),
+                        Set.of(
+                                "169.254.1.1/32 dev lo",
+                                "blackhole 198.18.1.0/26",
+                                "198.18.2.0/26 via 198.18.2.1 dev cadastre.vx4 onlink"),
+                        Set.of(
+                                "cadastre.vx4 vni 7202 port 4789 local 198.19.255.11 dev eth0 mtu 1450 tunnel 198.18.1.1/32 fdb ["
+                                        + fdb("h2", "198.19.255.12")
+                                        + "] neighbours [neighbour 198.18.2.1 lladdr "
+                                        + Vtep.mac("h2")
+                                        + "]"),
+                        List.of(),
+                        Set.of(Family.IPV4)));
+        cases.add(
+                new Case(
                         "cross-subnet on one subnet, but the peer runs vxlan: a device to receive on, no entries",
                         self(RoutingMode.CROSS_SUBNET, V4_ONLY, true),
                         state().claim("198.18.2.0/26", "h2")
