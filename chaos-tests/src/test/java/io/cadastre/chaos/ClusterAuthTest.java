@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cadastre.testsupport.AgentExec;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.Member;
 import io.cadastre.testsupport.TestPki;
@@ -257,16 +258,7 @@ class ClusterAuthTest {
             String address,
             int port,
             boolean insecure) {
-        List<String> command =
-                List.of(
-                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                        "-Xmx256m",
-                        "-XX:+UseSerialGC",
-                        "-XX:TieredStopAtLevel=1",
-                        "-DCADASTRE_LOG_FORMAT=text",
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        "io.cadastre.agent.AgentMain");
+        List<String> command = AgentExec.command();
         return cluster.topology()
                 .exec(
                         host,
