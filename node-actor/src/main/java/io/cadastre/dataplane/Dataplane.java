@@ -13,8 +13,9 @@ import java.util.OptionalInt;
  * created inside the netns under the CNI ifname; each pod address is configured as a host
  * address (/32 or /128); in the pod, IPv4 gets a link-scope route to {@link #IPV4_GATEWAY} and a
  * default route via it, IPv6 a default route via {@link #IPV6_GATEWAY} (the host end's link-local
- * address, derived from {@link #HOST_MAC}); on the host, proxy ARP on the host end and a /32 or
- * /128 route per pod address through it.
+ * address, derived from {@link #HOST_MAC}); on the host, proxy ARP on the host end, a neighbour
+ * entry per pod address with the pod end's MAC (STALE, so the kernel confirms it later), and a
+ * /32 or /128 route per pod address through the host end.
  *
  * <p>Implementations are thread-safe: the node agent may wire several pods at once.
  */

@@ -168,6 +168,7 @@ final class LinuxNetlinkAbi {
     /** u8, like rtm_protocol (since Linux 5.2; older kernels ignore it and report none). */
     static final int NDA_PROTOCOL = 12;
 
+    static final int NUD_STALE = 0x04;
     static final int NUD_NOARP = 0x40;
     static final int NUD_PERMANENT = 0x80;
 

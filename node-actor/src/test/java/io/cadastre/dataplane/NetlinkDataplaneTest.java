@@ -125,6 +125,29 @@ class NetlinkDataplaneTest {
         assertEquals("0", sysctl("ipv6/conf/" + a.hostIfname() + "/disable_ipv6"));
     }
 
+    /**
+     * The host knows each pod address's MAC before the first packet to the pod: no ARP or NDP on
+     * that packet's path, whose first request, when unanswered, cost a 1 s retransmit.
+     */
+    @Test
+    void attachSeedsTheHostEndsNeighbourOfEachPodAddress() throws Exception {
+        String v4 = randomV4();
+        String v6 = randomV6();
+        PodAttachment a = attachment(ns, "eth0", 1400, v4 + "/32", v6 + "/128");
+
+        WiredPod wired = dataplane.attach(a);
+
+        Map<String, String> macs = new java.util.TreeMap<>();
+        for (Map<String, Object> n : Ip.json("neigh", "show", "dev", a.hostIfname())) {
+            String dst = String.valueOf(n.get("dst"));
+            if (dst.equals(v4)
+                    || dst.equals(v6)) { // not the pod's link-local, learned from its NDP
+                macs.put(dst, String.valueOf(n.get("lladdr")));
+            }
+        }
+        assertEquals(Map.of(v4, wired.podMac(), v6, wired.podMac()), macs);
+    }
+
     @Test
     void attachIpv4Only() throws Exception {
         String v4 = randomV4();
