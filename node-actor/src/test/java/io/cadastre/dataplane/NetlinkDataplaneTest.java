@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
@@ -137,11 +138,11 @@ class NetlinkDataplaneTest {
 
         WiredPod wired = dataplane.attach(a);
 
-        Map<String, String> macs = new java.util.TreeMap<>();
+        Map<String, String> macs = new HashMap<>();
         for (Map<String, Object> n : Ip.json("neigh", "show", "dev", a.hostIfname())) {
             String dst = String.valueOf(n.get("dst"));
-            if (dst.equals(v4)
-                    || dst.equals(v6)) { // not the pod's link-local, learned from its NDP
+            // Not the pod's link-local address, which the host may learn from the pod's NDP.
+            if (dst.equals(v4) || dst.equals(v6)) {
                 macs.put(dst, String.valueOf(n.get("lladdr")));
             }
         }

@@ -154,15 +154,7 @@ class IpamTest {
         Ipam ipam =
                 ipam(s.prefix + "-node", List.of(v4Pool(s.v4, "198.18.21.0/24", 26, false, false)));
         await(ipam.assign(request(s.prefix + "c0", List.of(), List.of())));
-        // Other tests claim blocks meanwhile: wait for this pool's hint among theirs.
-        probe.fishForMessage(
-                Duration.ofSeconds(10),
-                hint ->
-                        hint.equals(new MeshHints.PoolChanged(s.v4))
-                                ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes
-                                        .complete()
-                                : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes
-                                        .continueAndIgnore());
+        fishForPoolChanged(probe, s.v4);
         await(ipam.assign(request(s.prefix + "c1", List.of(), List.of())));
         probe.expectNoMessage(Duration.ofMillis(300));
     }
