@@ -32,7 +32,7 @@ import org.apache.pekko.pattern.StatusReply;
 public final class BlockReleases {
     private final EntityAsks asks;
 
-    /** Told the pool of every block given back (routes to it go away at once); null: nobody. */
+    /** Told the pool of every block given back (routes to it go away at once). */
     private final MeshHints hints;
 
     /** One claimed block: its pool and the node the pool gave it to. */
@@ -51,7 +51,7 @@ public final class BlockReleases {
         this(new EntityAsks(system, timeouts), MeshHints.get(system));
     }
 
-    /** @param hints told of every block given back; null: nobody (tests of the releases alone) */
+    /** @param hints told of every block given back */
     BlockReleases(EntityAsks asks, MeshHints hints) {
         this.asks = asks;
         this.hints = hints;
@@ -147,9 +147,7 @@ public final class BlockReleases {
                                 new PoolEntity.FinishBlockRelease(block, r))
                 .thenCompose(
                         done -> {
-                            if (hints != null) {
-                                hints.poolChanged(pool);
-                            }
+                            hints.poolChanged(pool);
                             return asks.askStatus(
                                             asks.node(node),
                                             (ActorRef<StatusReply<Done>> r) ->

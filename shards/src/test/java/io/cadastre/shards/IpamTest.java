@@ -25,6 +25,8 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
@@ -181,18 +183,14 @@ class IpamTest {
         fishForPoolChanged(probe, s.v4);
     }
 
-    private static void fishForPoolChanged(
-            org.apache.pekko.actor.testkit.typed.javadsl.TestProbe<MeshHints.Hint> probe,
-            String pool) {
+    private static void fishForPoolChanged(TestProbe<MeshHints.Hint> probe, String pool) {
         // Other tests claim blocks meanwhile: wait for this pool's hint among theirs.
         probe.fishForMessage(
                 Duration.ofSeconds(10),
                 hint ->
                         hint.equals(new MeshHints.PoolChanged(pool))
-                                ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes
-                                        .complete()
-                                : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes
-                                        .continueAndIgnore());
+                                ? FishingOutcomes.complete()
+                                : FishingOutcomes.continueAndIgnore());
     }
 
     @Test
