@@ -7,7 +7,6 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -113,7 +112,8 @@ final class DataDir {
 
     /**
      * Takes group's and others' permissions from every regular file directly in {@code dir}
-     * (links are not followed: what they point to is not the agent's).
+     * ({@link OwnerOnly#tightenRegularFile}: links are not followed, and a file the open journal's
+     * compaction deleted after the listing is skipped).
      *
      * @return what was tightened, one sentence each
      * @throws IOException when the directory cannot be listed or a file changed
@@ -122,12 +122,8 @@ final class DataDir {
         List<String> changed = new ArrayList<>();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
             for (Path entry : entries) {
-                PosixFileAttributes attributes =
-                        Files.readAttributes(
-                                entry, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-                if (attributes.isRegularFile()) {
-                    tighten(entry, attributes.permissions(), entry.toString(), changed);
-                }
+                OwnerOnly.tightenRegularFile(entry)
+                        .ifPresent(how -> changed.add(entry + " " + how));
             }
         }
         return changed;

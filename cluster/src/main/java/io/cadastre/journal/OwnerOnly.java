@@ -2,7 +2,10 @@ package io.cadastre.journal;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.EnumSet;
@@ -65,5 +68,27 @@ public final class OwnerOnly {
                         + PosixFilePermissions.toString(permissions)
                         + ", now "
                         + PosixFilePermissions.toString(tightened));
+    }
+
+    /**
+     * Takes group's and others' permissions from {@code path} when it is a regular file (a link is
+     * not followed: what it points to is not the agent's). For the files of an open journal, whose
+     * compactions delete some: a file gone between its directory's listing and this call needs
+     * nothing.
+     *
+     * @return what changed, as {@link #tighten}; empty when nothing did, also when the file is gone
+     * @throws IOException when its permissions cannot be read or set
+     */
+    public static Optional<String> tightenRegularFile(Path path) throws IOException {
+        try {
+            PosixFileAttributes attributes =
+                    Files.readAttributes(
+                            path, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            return attributes.isRegularFile()
+                    ? tighten(path, attributes.permissions())
+                    : Optional.empty();
+        } catch (NoSuchFileException gone) {
+            return Optional.empty();
+        }
     }
 }

@@ -5,10 +5,8 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFileAttributes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -848,16 +846,7 @@ public final class RocksJournalStore implements AutoCloseable {
     private static void tightenFiles(Path dir) {
         try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
             for (Path file : files) {
-                try {
-                    PosixFileAttributes attributes =
-                            Files.readAttributes(
-                                    file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-                    if (attributes.isRegularFile()) {
-                        OwnerOnly.tighten(file, attributes.permissions());
-                    }
-                } catch (NoSuchFileException e) {
-                    // Deleted by RocksDB meanwhile (an obsolete file).
-                }
+                OwnerOnly.tightenRegularFile(file);
             }
         } catch (IOException e) {
             LOG.warn("cannot tighten the embedded journal's files in {}: {}", dir, e.toString());

@@ -4,11 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cadastre.journal.OwnerOnly;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -79,6 +81,22 @@ class DataDirTest {
                 "old journal", Files.readString(journal), "the journal itself is left as it was");
         assertEquals("rw-------", mode(trace));
         assertEquals("rw-r--r--", mode(outside), "a link's target is not the agent's");
+    }
+
+    /**
+     * The journal is open when its files are tightened, and a compaction may delete one after the
+     * listing: an agent once failed to start on such a file (NoSuchFileException).
+     */
+    @Test
+    void aJournalFileDeletedAfterTheListingIsSkippedAndOneStillThereIsTightened() throws Exception {
+        Path looser = Files.writeString(tmp.resolve("000012.sst"), "");
+        Files.setPosixFilePermissions(looser, PosixFilePermissions.fromString("rw-r--r--"));
+        Path deleted = tmp.resolve("000011.sst");
+
+        assertEquals(Optional.empty(), OwnerOnly.tightenRegularFile(deleted));
+        assertEquals(
+                Optional.of("was rw-r--r--, now rw-------"), OwnerOnly.tightenRegularFile(looser));
+        assertEquals("rw-------", mode(looser));
     }
 
     @Test
