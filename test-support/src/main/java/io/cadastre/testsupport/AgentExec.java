@@ -25,11 +25,15 @@ public final class AgentExec {
     private AgentExec() {}
 
     /**
-     * The tests' JVM flags: a small heap, the serial collector and C1 only, so that several agents
-     * start fast side by side on a small machine.
+     * The tests' JVM flags: a small heap, the serial collector, C1 only and one compiler thread,
+     * so that several agents start fast side by side on a small machine.
      */
     public static final List<String> TEST_FLAGS =
-            List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+            List.of(
+                    "-Xmx256m",
+                    "-XX:+UseSerialGC",
+                    "-XX:TieredStopAtLevel=1",
+                    "-XX:CICompilerCount=1");
 
     /**
      * @param args the agent's arguments, e.g. {@code --config FILE} or {@code schema --execute}
