@@ -36,16 +36,14 @@ public final class Pools {
     private final PoolCatalog catalog;
     private final BlockReleases releases;
 
-    /** @param catalog this agent's catalogue, read afresh after every change made here */
+    /**
+     * @param catalog this agent's catalogue, read afresh after every change made here
+     */
     public Pools(ActorSystem<?> system, AskTimeouts timeouts, PoolCatalog catalog) {
-        this(new EntityAsks(system, timeouts), catalog, MeshHints.get(system));
-    }
-
-    /** @param hints told of every block released here, so that routes to it go at once */
-    private Pools(EntityAsks asks, PoolCatalog catalog, MeshHints hints) {
-        this.asks = asks;
+        this.asks = new EntityAsks(system, timeouts);
         this.catalog = catalog;
-        this.releases = new BlockReleases(asks, hints);
+        // The mesh hints: routes to a block released here go at once.
+        this.releases = new BlockReleases(asks, MeshHints.get(system));
     }
 
     /** @return this agent's catalogue */
