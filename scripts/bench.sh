@@ -20,6 +20,7 @@ mvn -B -q -DskipTests package
 jar=$(ls benchmarks/target/cadastre-benchmarks-*.jar | head -1)
 exec java -Xmx1g \
   -Dcadastre.plugin="$root/cni-bridge/target/static/cadastre" \
+  -Dcadastre.agent.native-dir="$root/cluster/target/native" \
   -Dcadastre.topology.script="$root/scripts/topology.sh" \
   -Dcadastre.commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   -Dcadastre.reference.version="containernetworking-plugins $(dpkg-query -W -f '${Version}' containernetworking-plugins)" \

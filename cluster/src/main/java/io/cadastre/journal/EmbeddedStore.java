@@ -2,6 +2,7 @@ package io.cadastre.journal;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -12,6 +13,7 @@ import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.Extension;
 import org.apache.pekko.actor.ExtensionIdProvider;
 import org.rocksdb.NativeLibraryLoader;
+import org.rocksdb.util.Environment;
 
 /**
  * The one {@link RocksJournalStore} of an actor system, shared by {@link EmbeddedJournal} and
@@ -19,10 +21,12 @@ import org.rocksdb.NativeLibraryLoader;
  * ({@code dir}, {@code write-buffer-size}, {@code max-wal-size}, {@code compact-above},
  * {@code native-library-dir}) and closed when the system terminates.
  *
- * <p>RocksDB's native library is extracted from its jar into {@code native-library-dir} (created
- * 0700) rather than into {@code java.io.tmpdir}: the extracted copy is deleted only when the JVM
- * exits normally, and one left by a killed agent is replaced at the next start instead of piling
- * up (about 15 MB each); a temporary directory mounted {@code noexec} cannot load it at all.
+ * <p>RocksDB's native library is loaded from {@code java.library.path} when it is there, as the
+ * launchers have it (the build unpacks it once; no copy at each start). Otherwise it is extracted
+ * from its jar into {@code native-library-dir} (created 0700) rather than into {@code
+ * java.io.tmpdir}: the extracted copy is deleted only when the JVM exits normally, and one left by
+ * a killed agent is replaced at the next start instead of piling up (about 15 MB each); a temporary
+ * directory mounted {@code noexec} cannot load it at all.
  */
 public final class EmbeddedStore implements Extension {
     /** The extension's id: {@code EmbeddedStore.ID.get(system)}. */
@@ -33,14 +37,18 @@ public final class EmbeddedStore implements Extension {
     private EmbeddedStore(ExtendedActorSystem system) {
         Config c = system.settings().config().getConfig("cadastre.embedded-journal");
         try {
-            Path nativeDir = Path.of(c.getString("native-library-dir"));
-            if (!Files.isDirectory(nativeDir)) {
-                Files.createDirectories(
-                        nativeDir,
-                        PosixFilePermissions.asFileAttribute(
-                                PosixFilePermissions.fromString("rwx------")));
+            // rocksdbjni looks on java.library.path first, under this name, and extracts only
+            // when it finds nothing there.
+            if (!onLibraryPath(System.mapLibraryName(Environment.getJniLibraryName("rocksdb")))) {
+                Path nativeDir = Path.of(c.getString("native-library-dir"));
+                if (!Files.isDirectory(nativeDir)) {
+                    Files.createDirectories(
+                            nativeDir,
+                            PosixFilePermissions.asFileAttribute(
+                                    PosixFilePermissions.fromString("rwx------")));
+                }
+                NativeLibraryLoader.getInstance().loadLibrary(nativeDir.toString());
             }
-            NativeLibraryLoader.getInstance().loadLibrary(nativeDir.toString());
             store =
                     RocksJournalStore.open(
                             Path.of(c.getString("dir")), settings(system.settings().config()));
@@ -81,6 +89,21 @@ public final class EmbeddedStore implements Extension {
         } catch (IllegalArgumentException | ConfigException e) {
             throw new IllegalArgumentException("cadastre.embedded-journal: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * @param fileName a library's file name, e.g. {@code librocksdbjni-linux64.so}
+     * @return whether a directory of {@code java.library.path} holds it, where {@link
+     *     System#loadLibrary} finds it
+     */
+    static boolean onLibraryPath(String fileName) {
+        String path = System.getProperty("java.library.path", "");
+        for (String dir : path.split(File.pathSeparator)) {
+            if (!dir.isEmpty() && Files.isRegularFile(Path.of(dir, fileName))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** @return the store */

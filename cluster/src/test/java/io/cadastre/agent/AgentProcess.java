@@ -41,6 +41,9 @@ final class AgentProcess implements AutoCloseable {
     /** Variables added to the test's environment for the agent (a DaemonSet's {@code env}, say). */
     private final Map<String, String> environment = new LinkedHashMap<>();
 
+    /** JVM flags after the tests' own ({@link AgentExec#commandWith}). */
+    private final List<String> jvmFlags = new ArrayList<>();
+
     private Process process;
 
     /** The log's length when this run of the agent started. */
@@ -65,6 +68,12 @@ final class AgentProcess implements AutoCloseable {
      */
     AgentProcess withEnvironment(Map<String, String> variables) {
         environment.putAll(variables);
+        return this;
+    }
+
+    /** Adds JVM flags after the tests' own, which they override. */
+    AgentProcess withJvmFlags(String... flags) {
+        jvmFlags.addAll(List.of(flags));
         return this;
     }
 
@@ -120,7 +129,7 @@ final class AgentProcess implements AutoCloseable {
                         + "cadastre.admin.bind = \"127.0.0.1:0\"\n");
         List<String> command =
                 new ArrayList<>(netns == null ? List.of() : List.of("ip", "netns", "exec", netns));
-        command.addAll(AgentExec.command("--config", conf.toString()));
+        command.addAll(AgentExec.commandWith(jvmFlags, "--config", conf.toString()));
         // A killed agent leaves its socket file behind: readiness is the new one appearing.
         Files.deleteIfExists(socket());
         logStart = Files.exists(log()) ? Files.size(log()) : 0;

@@ -114,6 +114,14 @@ class ImageTest {
                 "every java the launcher starts has the agent's JVM defaults first");
         assertEquals(
                 agentLauncher.split("/opt/java/bin/java ", -1).length,
+                agentLauncher.split(
+                                "/opt/java/bin/java @/opt/cadastre/agent.jvm.options"
+                                        + " -Djava.library.path=/opt/cadastre/native ",
+                                -1)
+                        .length,
+                "every java the launcher starts loads the JNI libraries from the image's directory");
+        assertEquals(
+                agentLauncher.split("/opt/java/bin/java ", -1).length,
                 agentLauncher.split("-Dcadastre.plugin=/opt/cadastre/bin/cadastre ", -1).length,
                 "install's --plugin default");
         assertTrue(
@@ -135,9 +143,7 @@ class ImageTest {
             assertTrue(read(launcher).startsWith("#!/bin/sh\n"), launcher);
         }
         assertExecutable("bin/sh");
-        assertTrue(
-                Files.isDirectory(rootfs.resolve("tmp")),
-                "jnr-ffi and netty unpack native code into /tmp");
+        assertTrue(Files.isDirectory(rootfs.resolve("tmp")), "java.io.tmpdir");
         String path = "";
         for (JsonNode e : config.path("config").path("Env")) {
             if (e.asText().startsWith("PATH=")) {
@@ -254,6 +260,49 @@ class ImageTest {
             }
         }
         assertEquals(List.of(), unmet);
+    }
+
+    /**
+     * The launcher's {@code java.library.path}: RocksDB's, netty's epoll and jffi's JNI libraries,
+     * each the same bytes as the copy in the image's jar that loads it (another version's would
+     * fail to link, or worse), so that no start extracts them.
+     */
+    @Test
+    void theJarsJniLibrariesAreUnpackedWhereTheLauncherLooks() throws IOException {
+        Map<String, String> entries =
+                Map.of(
+                        "librocksdbjni-linux64.so", "librocksdbjni-linux64.so",
+                        "libnetty_transport_native_epoll_x86_64.so",
+                                "META-INF/native/libnetty_transport_native_epoll_x86_64.so",
+                        "libjffi-1.2.so", "jni/x86_64-Linux/libjffi-1.2.so");
+        Map<String, byte[]> inJars = new HashMap<>();
+        try (Stream<Path> jars = Files.list(rootfs.resolve("app/libs"))) {
+            for (Path jar : jars.toList()) {
+                try (ZipFile zip = new ZipFile(jar.toFile())) {
+                    for (Map.Entry<String, String> e : entries.entrySet()) {
+                        ZipEntry entry = zip.getEntry(e.getValue());
+                        if (entry != null) {
+                            try (InputStream in = zip.getInputStream(entry)) {
+                                inJars.put(e.getKey(), in.readAllBytes());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assertEquals(entries.keySet(), inJars.keySet(), "the jars that carry them");
+        Set<String> unpacked;
+        try (Stream<Path> files = Files.list(rootfs.resolve("opt/cadastre/native"))) {
+            unpacked = new TreeSet<>(files.map(f -> f.getFileName().toString()).toList());
+        }
+        assertEquals(new TreeSet<>(entries.keySet()), unpacked);
+        for (String library : unpacked) {
+            assertTrue(
+                    Arrays.equals(
+                            inJars.get(library),
+                            Files.readAllBytes(rootfs.resolve("opt/cadastre/native/" + library))),
+                    library + " differs from its jar's copy");
+        }
     }
 
     /** The plugin runs on the host, whatever C library the host has (or none): it links none. */

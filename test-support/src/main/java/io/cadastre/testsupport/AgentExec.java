@@ -19,6 +19,12 @@ public final class AgentExec {
     /** The agent's main class, named: this module does not depend on the agent's. */
     public static final String MAIN = "io.cadastre.agent.AgentMain";
 
+    /**
+     * The system property naming the directory of the agent's JNI libraries (module cluster's
+     * {@code target/native}), which {@code bin/cadastre-agent} puts on {@code java.library.path}.
+     */
+    public static final String NATIVE_DIR_PROPERTY = "cadastre.agent.native-dir";
+
     /** How often a wait looks again, in ms. */
     private static final long POLL_MILLIS = 50;
 
@@ -43,9 +49,18 @@ public final class AgentExec {
      *     few seconds), in which case the class path's directories are jars of the same content
      */
     public static List<String> command(String... args) {
+        return commandWith(List.of(), args);
+    }
+
+    /**
+     * As {@link #command(String...)} with more JVM flags after the tests' own, which they override
+     * (e.g. {@code -Djava.library.path=...} or {@code -Djava.io.tmpdir=...}).
+     */
+    public static List<String> commandWith(List<String> moreJvmFlags, String... args) {
         AgentClassData classData = AgentClassData.get();
         List<String> flags = new ArrayList<>(TEST_FLAGS);
         flags.addAll(classData.flags());
+        flags.addAll(moreJvmFlags);
         return commandOn(flags, classData.classPath(), args);
     }
 
@@ -58,13 +73,22 @@ public final class AgentExec {
         return commandOn(jvmFlags, System.getProperty("java.class.path"), args);
     }
 
-    /** As {@link #command(List, String...)} on {@code classPath}. */
+    /**
+     * As {@link #command(List, String...)} on {@code classPath}; with the build's JNI libraries on
+     * {@code java.library.path} as the launchers have them, when the system property {@value
+     * #NATIVE_DIR_PROPERTY} names a directory (the build sets it for every module's tests), before
+     * {@code jvmFlags} so that a flag there wins.
+     */
     static List<String> commandOn(List<String> jvmFlags, String classPath, String... args) {
         List<String> command =
                 new ArrayList<>(
                         List.of(
                                 Path.of(System.getProperty("java.home"), "bin", "java")
                                         .toString()));
+        String nativeDir = System.getProperty(NATIVE_DIR_PROPERTY, "");
+        if (!nativeDir.isEmpty() && Files.isDirectory(Path.of(nativeDir))) {
+            command.add("-Djava.library.path=" + nativeDir);
+        }
         command.addAll(jvmFlags);
         command.addAll(List.of("-DCADASTRE_LOG_FORMAT=text", "-cp", classPath, MAIN));
         command.addAll(List.of(args));
