@@ -92,7 +92,10 @@ class ImageCriEndToEndTest {
      * Settings over the single-node ConfigMap: test pools (their own ranges: other tests' agents
      * may route theirs in this machine's namespace meanwhile), no host-wide routing (the machine is
      * shared), free ports for the admin API and the cluster (%1$d, %2$d), the CNI socket under the
-     * test's root (%3$s), and the Kubernetes API off (none runs here).
+     * test's root (%3$s). The Kubernetes API stays on, as the ConfigMap has it, but no API server
+     * can run here: the agent reaches for one where kubelet's environment says it is (a port where
+     * nothing listens), waits a second for its Node's labels and serves with the configured ones;
+     * bootstrap is off, since without the API it would find no agent to form a cluster with.
      */
     static final String TEST_SETTINGS =
             """
@@ -106,7 +109,8 @@ class ImageCriEndToEndTest {
             cadastre.admin.bind = "127.0.0.1:%1$d"
             cadastre.cluster.port = %2$d
             cadastre.cni-socket = "%3$s"
-            cadastre.kubernetes.enabled = false
+            cadastre.kubernetes.bootstrap.enabled = false
+            cadastre.kubernetes.labels-wait = 1s
             """;
 
     @Test
@@ -116,7 +120,7 @@ class ImageCriEndToEndTest {
         int adminPort = freePort();
         int clusterPort = freePort();
         Path root = Files.createTempDirectory("cad-img");
-        Node node = new Node(root);
+        Node node = new Node(root, freePort());
         List<String> pods = new ArrayList<>();
         Containerd containerd = null;
         try {
@@ -186,6 +190,11 @@ class ImageCriEndToEndTest {
                             agentSandbox, node.container(agentPod, agentSpec, spec), agentPod);
             String base = "http://127.0.0.1:" + adminPort;
             awaitReady(cri, agent, agentPod, base + readinessPath(agentSpec));
+            // The image's class path carries the Kubernetes client whole: the agent started it
+            // and waited for its Node, which an API server that is away never gave.
+            assertTrue(
+                    log(agentPod, "agent").contains("labels were not read within PT1S"),
+                    log(agentPod, "agent"));
             assertEquals(
                     200,
                     get(base + agentSpec.getLivenessProbe().getHttpGet().getPath()).statusCode());
@@ -297,8 +306,12 @@ class ImageCriEndToEndTest {
         final Map<String, Path> configMaps = new java.util.HashMap<>();
         Path netns;
 
-        Node(Path root) {
+        /** Where kubelet's environment says the API server is: a port nothing listens on. */
+        final int apiPort;
+
+        Node(Path root, int apiPort) {
             this.root = root;
+            this.apiPort = apiPort;
         }
 
         /** @return where the manifest's host path {@code path} is on this test node */
@@ -326,6 +339,13 @@ class ImageCriEndToEndTest {
                 config.addEnvs(
                         KeyValue.newBuilder().setKey(e.getName()).setValue(envValue(e, sandbox)));
             }
+            // kubelet gives every container the API server's service address.
+            config.addEnvs(
+                    KeyValue.newBuilder().setKey("KUBERNETES_SERVICE_HOST").setValue("127.0.0.1"));
+            config.addEnvs(
+                    KeyValue.newBuilder()
+                            .setKey("KUBERNETES_SERVICE_PORT")
+                            .setValue(Integer.toString(apiPort)));
             for (VolumeMount m : c.getVolumeMounts()) {
                 config.addMounts(mount(m, pod));
             }

@@ -155,6 +155,32 @@ class ImageTest {
                 "kubectl exec ... -- cadastrectl: " + path);
     }
 
+    /**
+     * Every jar of the agent's run-time class path (module cluster's, as its build lists it) is on
+     * the image's: a dependency narrowed to test scope in this module once left the Kubernetes
+     * client's model out of the image, and the agent could not start with Kubernetes on.
+     */
+    @Test
+    void theImageHoldsEveryJarOfTheAgentsClassPath() throws IOException {
+        Set<String> image = new TreeSet<>();
+        for (String entry : read("app/jib-classpath-file").strip().split(":")) {
+            image.add(Path.of(entry).getFileName().toString());
+        }
+        Set<String> missing = new TreeSet<>();
+        Path listing = Path.of(System.getProperty("cadastre.agent.classpath"));
+        for (String entry : Files.readString(listing).strip().split(":")) {
+            String jar = Path.of(entry).getFileName().toString();
+            if (!image.contains(jar)) {
+                missing.add(jar);
+            }
+        }
+        assertTrue(image.size() > 50, "the image's class path: " + image);
+        assertEquals(
+                Set.of(),
+                missing,
+                "jars of the agent's class path (" + listing + ") not in the image");
+    }
+
     /** jdeps over the image's own class path: the jlink'd runtime must hold every module it names. */
     @Test
     void theRuntimeHoldsEveryModuleTheClassPathUses() throws IOException {
