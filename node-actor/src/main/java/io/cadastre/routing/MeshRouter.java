@@ -616,12 +616,23 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         return this;
     }
 
-    private void applyPool(String name, long ticket, PoolView view) {
+    /** @return the blocks whose claim this read ended or gave to another node */
+    private Set<Cidr> applyPool(String name, long ticket, PoolView view) {
         if (ticket <= poolTickets.getOrDefault(name, 0L)) {
-            return; // a newer read of this pool was applied already
+            return Set.of(); // a newer read of this pool was applied already
         }
         poolTickets.put(name, ticket);
-        poolClaims.put(name, new HashMap<>(view.claims()));
+        Map<Cidr, String> before = poolClaims.put(name, new HashMap<>(view.claims()));
+        Set<Cidr> moved = new HashSet<>();
+        if (before != null) {
+            before.forEach(
+                    (block, owner) -> {
+                        if (!owner.equals(view.claims().get(block))) {
+                            moved.add(block);
+                        }
+                    });
+        }
+        return moved;
     }
 
     private void applyNode(String name, long ticket, NodeView view) {
@@ -713,7 +724,19 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     private Behavior<Command> onPoolRead(PoolRead r) {
         poolReads.ended(r.name());
         if (r.failure() == null) {
-            applyPool(r.name(), r.ticket(), r.view());
+            Set<Cidr> moved = applyPool(r.name(), r.ticket(), r.view());
+            // A block is released (or claimed elsewhere after) only once it holds no address: what
+            // a node was last read to hold in it is gone, and routed as borrowed to that node (its
+            // DEL, in its own block, hinted nobody) it would draw that address's traffic until the
+            // next resync. Read those nodes again.
+            nodes.entrySet().stream()
+                    .filter(
+                            e ->
+                                    e.getValue().addresses().stream()
+                                            .anyMatch(h -> moved.contains(h.block())))
+                    .map(Map.Entry::getKey)
+                    .toList()
+                    .forEach(this::readNode);
             // A node new to this host, or one without a peer yet (read before it published, and
             // its hint lost): its peer is needed to route to its block.
             r.view().claims().values().stream()

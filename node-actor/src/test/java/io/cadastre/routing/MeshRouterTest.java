@@ -241,6 +241,37 @@ class MeshRouterTest {
         testKit.stop(router);
     }
 
+    /**
+     * A pod in h2's own block goes (its DEL hints nobody: the block's route covered it), then the
+     * block is released with its pool: the address h2 was last read to hold must not turn into a
+     * borrowed-address route to h2 until the next resync (10 minutes here). The release makes
+     * the router read h2 again.
+     */
+    @Test
+    void anAddressLastReadInAReleasedBlockIsReadAgainNotRoutedAsBorrowed() throws Exception {
+        FakeSource cluster = new FakeSource();
+        cluster.claim("v4", "198.18.1.0/26", "h1");
+        cluster.claim("late", "198.18.64.0/26", "h2");
+        cluster.peer("h2", "198.19.255.12/24", null);
+        cluster.hold("h2", "198.18.64.0", "late", "198.18.64.0/26");
+        FakeHost host = new FakeHost();
+        ActorRef<MeshRouter.Command> router = router(cluster, host, RoutingMode.DIRECT);
+        router.tell(MeshRouter.Start.INSTANCE);
+        host.await(routes -> routes.contains("198.18.64.0/26 via 198.19.255.12 dev eth0 onlink"));
+        assertFalse(
+                host.last().stream().anyMatch(r -> r.startsWith("198.18.64.0/32")),
+                "the block's route covers h2's own pod: " + host.last());
+
+        cluster.held.remove("h2"); // the pod's DEL on h2: no hint
+        cluster.pools.remove("late"); // the pool deleted, its empty block released
+        cluster.hint(new MeshHints.PoolChanged("late"));
+        host.await(
+                routes ->
+                        routes.stream().noneMatch(r -> r.startsWith("198.18.64.0"))
+                                && routes.contains("blackhole 198.18.1.0/26"));
+        testKit.stop(router);
+    }
+
     @Test
     void aLocalAddressOutsideTheNodesBlocksIsHintedToTheOthers() throws Exception {
         FakeSource cluster = new FakeSource();
@@ -375,6 +406,10 @@ class MeshRouterTest {
         final List<PeerInfo> published = new CopyOnWriteArrayList<>();
         final List<String> nodeHints = new CopyOnWriteArrayList<>();
         final List<AttachmentRecord> tunnelAssignments = new CopyOnWriteArrayList<>();
+
+        /** Pods' attachments by node. */
+        final Map<String, List<AttachmentRecord>> held = new ConcurrentHashMap<>();
+
         final List<ActorRef<MeshHints.Hint>> subscribers = new CopyOnWriteArrayList<>();
         final java.util.concurrent.atomic.AtomicInteger poolReads =
                 new java.util.concurrent.atomic.AtomicInteger();
@@ -382,6 +417,22 @@ class MeshRouterTest {
         void claim(String pool, String block, String node) {
             pools.computeIfAbsent(pool, p -> new ConcurrentHashMap<>())
                     .put(Cidr.parse(block), node);
+        }
+
+        /** Gives {@code node} a pod holding {@code address} of {@code pool}'s {@code block}. */
+        void hold(String node, String address, String pool, String block) {
+            held.computeIfAbsent(node, n -> new CopyOnWriteArrayList<>())
+                    .add(
+                            new AttachmentRecord(
+                                    "pod-" + address,
+                                    "eth0",
+                                    "k8s-pod-network",
+                                    "pod-" + address,
+                                    null,
+                                    null,
+                                    null,
+                                    List.of(new HeldAddress(address, pool, Cidr.parse(block))),
+                                    0));
         }
 
         void unclaim(String pool, String block) {
@@ -439,7 +490,10 @@ class MeshRouterTest {
         @Override
         public CompletionStage<NodeView> node(String name) {
             List<AttachmentRecord> attachments =
-                    tunnelAssignments.stream().filter(a -> a.containerId().equals(name)).toList();
+                    new ArrayList<>(held.getOrDefault(name, List.of()));
+            tunnelAssignments.stream()
+                    .filter(a -> a.containerId().equals(name))
+                    .forEach(attachments::add);
             return answer(
                     name,
                     new NodeView(
