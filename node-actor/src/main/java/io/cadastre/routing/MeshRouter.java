@@ -725,10 +725,10 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
         poolReads.ended(r.name());
         if (r.failure() == null) {
             Set<Cidr> moved = applyPool(r.name(), r.ticket(), r.view());
-            // A block is released (or claimed elsewhere after) only once it holds no address: what
-            // a node was last read to hold in it is gone, and routed as borrowed to that node (its
-            // DEL, in its own block, hinted nobody) it would draw that address's traffic until the
-            // next resync. Read those nodes again.
+            // A block's claim ends, or passes to another node, only once the block holds no
+            // address: what a node was last read to hold in it is gone. A DEL in the node's own
+            // block hints nobody, so without a fresh read the plan would route that address as
+            // borrowed to the node until the next resync.
             nodes.entrySet().stream()
                     .filter(
                             e ->
