@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.ipam.Cidr;
 import io.cadastre.kube.KubeObjects;
+import io.cadastre.kube.MockKubernetesApi;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.CniExec.Result;
 import io.cadastre.testsupport.TestNetns;

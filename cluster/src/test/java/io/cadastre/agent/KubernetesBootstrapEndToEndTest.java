@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.kube.KubeObjects;
+import io.cadastre.kube.MockKubernetesApi;
 import io.cadastre.testsupport.TestPki;
 import java.nio.file.Files;
 import java.nio.file.Path;

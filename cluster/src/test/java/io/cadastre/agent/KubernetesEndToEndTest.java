@@ -10,6 +10,7 @@ import io.cadastre.agent.CtlOutput.Run;
 import io.cadastre.dataplane.HostInterfaceName;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.kube.KubeObjects;
+import io.cadastre.kube.MockKubernetesApi;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.CniExec.Result;
 import io.cadastre.testsupport.TestNetns;

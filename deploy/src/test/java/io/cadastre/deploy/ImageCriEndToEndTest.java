@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.cadastre.kube.KubeObjects;
+import io.cadastre.kube.MockKubernetesApi;
 import io.cadastre.testcri.Containerd;
 import io.cadastre.testcri.CriClient;
 import io.cadastre.testcri.CriClient.ExecResult;
@@ -22,7 +24,9 @@ import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.SecurityProfile;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.PodSpecBuilder;
 import io.fabric8.kubernetes.api.model.SecurityContext;
 import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
@@ -49,13 +53,18 @@ import org.junit.jupiter.api.Test;
  * The image runs as the DaemonSet runs it: built by this build, imported into a private
  * containerd ({@code ctr -n k8s.io images import}, no registry), and started through the CRI the
  * way kubelet starts the DaemonSet's pod (no Kubernetes API server can run here, so this stands
- * in for the node's side of {@code kubectl apply}). The pod's shape is read from
+ * in for the node's side of {@code kubectl apply}, and fabric8's mock API server in this JVM for
+ * the API server: {@link MockKubernetesApi}). The pod's shape is read from
  * {@code deploy/kubernetes/30-daemonset.yaml}: host network, the init container and then the agent
  * container with their arguments, environment (downward-API values filled in as kubelet would),
  * capabilities, seccomp profile, read-only root, kubelet's masked and read-only {@code /proc}
- * paths, and every volume mount with its propagation. The settings are the single-node ConfigMap's
- * (the embedded journal: one node) with what a shared test machine forces on top (see
- * {@link #TEST_SETTINGS}).
+ * paths, every volume mount with its propagation, and what kubelet adds to every container: the
+ * API server's Service variables and the service account's token, CA and namespace at
+ * {@code /var/run/secrets/kubernetes.io/serviceaccount}. The settings are the single-node
+ * ConfigMap's (the embedded journal: one node) with what a shared test machine forces on top (see
+ * {@link #TEST_SETTINGS}). The API holds what a one-node cluster's API server would: the Node,
+ * with a label that the test's IPv4 pool selects, and the agent's own pod, Running, whose IP is
+ * the node's address ({@link #NODE_IP}), as a host-network pod's is.
  *
  * <p>The node's file system is a directory of the test's: every host path of the manifest lives
  * under it ({@link Node#hostPath}), and paths the manifest mounts at the same place as on the host
@@ -66,7 +75,8 @@ import org.junit.jupiter.api.Test;
  *
  * <p>Then an ordinary pod: containerd calls the plugin that the init container installed, the
  * static one from the image, which talks to the containerized agent over the CNI socket; the pod
- * gets an IPv4 and an IPv6 address, cadastrectl in the agent's container shows the attachment, and
+ * gets an IPv4 address (from the pool its Node's label selects: the agent read the Node through
+ * the image's client) and an IPv6 one, cadastrectl in the agent's container shows the attachment, and
  * the pod's removal (CNI DEL) frees both addresses. {@code /readyz} and {@code /healthz} answer on
  * the agent's admin port, and the agent's effective capabilities are exactly the manifest's.
  */
@@ -76,6 +86,17 @@ class ImageCriEndToEndTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Duration DEADLINE = Duration.ofSeconds(120);
     private static final String NODE = "img-node";
+
+    /**
+     * The node's address (kubelet's {@code status.hostIP}, and the agent's pod IP on a host
+     * network): a loopback address, as test traffic must stay on one, but not the one the
+     * single-node settings put the cluster port on, as a real node's address is not.
+     */
+    private static final String NODE_IP = "127.0.0.2";
+
+    /** The Node's labels in the API; the test's IPv4 pool selects the first. */
+    private static final Map<String, String> NODE_LABELS =
+            Map.of("topology.kubernetes.io/zone", "img-a");
 
     /** Bit numbers of the capabilities the manifest may add (linux/capability.h). */
     private static final Map<String, Integer> CAPABILITY_BITS =
@@ -90,27 +111,23 @@ class ImageCriEndToEndTest {
 
     /**
      * Settings over the single-node ConfigMap: test pools (their own ranges: other tests' agents
-     * may route theirs in this machine's namespace meanwhile), no host-wide routing (the machine is
-     * shared), free ports for the admin API and the cluster (%1$d, %2$d), the CNI socket under the
-     * test's root (%3$s). The Kubernetes API stays on, as the ConfigMap has it, but no API server
-     * can run here: the agent reaches for one where kubelet's environment says it is (a port where
-     * nothing listens), waits a second for its Node's labels and serves with the configured ones;
-     * bootstrap is off, since without the API it would find no agent to form a cluster with.
+     * may route theirs in this machine's namespace meanwhile; the IPv4 one only for nodes in the
+     * zone of {@link #NODE_LABELS}), no host-wide routing (the machine is shared), free ports for
+     * the admin API and the cluster (%1$d, %2$d), the CNI socket under the test's root (%3$s).
+     * Everything about Kubernetes is the ConfigMap's.
      */
     static final String TEST_SETTINGS =
             """
 
             # The test's own, over the ConfigMap's:
             cadastre.pools = [
-              { name = "img-ipv4", cidr = "198.18.212.0/24", block-size = 26 }
+              { name = "img-ipv4", cidr = "198.18.212.0/24", block-size = 26, node-selector = "topology.kubernetes.io/zone=img-a" }
               { name = "img-ipv6", cidr = "fd00:198:d4::/112", block-size = 122 }
             ]
             cadastre.routing.mode = none
             cadastre.admin.bind = "127.0.0.1:%1$d"
             cadastre.cluster.port = %2$d
             cadastre.cni-socket = "%3$s"
-            cadastre.kubernetes.bootstrap.enabled = false
-            cadastre.kubernetes.labels-wait = 1s
             """;
 
     @Test
@@ -120,10 +137,12 @@ class ImageCriEndToEndTest {
         int adminPort = freePort();
         int clusterPort = freePort();
         Path root = Files.createTempDirectory("cad-img");
-        Node node = new Node(root, freePort());
         List<String> pods = new ArrayList<>();
+        MockKubernetesApi api = null;
         Containerd containerd = null;
         try {
+            api = MockKubernetesApi.start(root);
+            Node node = new Node(root, api);
             Files.createDirectories(node.hostPath("/opt/cni/bin"));
             Files.createDirectories(node.hostPath("/etc/cni/net.d"));
             // What a node has before Cadastre: the runtime's loopback plugin.
@@ -161,6 +180,28 @@ class ImageCriEndToEndTest {
                                     Map.of()));
             String agentSandbox = cri.runPodSandbox(agentPod);
             pods.add(agentSandbox);
+            // The API server's view of the node: its Node, and the DaemonSet's pod bound to it.
+            KubeObjects.node(api.admin(), NODE, NODE_LABELS);
+            api.admin()
+                    .pods()
+                    .inNamespace(agentPod.getMetadata().getNamespace())
+                    .resource(
+                            new PodBuilder()
+                                    .withNewMetadata()
+                                    .withName(agentPod.getMetadata().getName())
+                                    .withNamespace(agentPod.getMetadata().getNamespace())
+                                    .withUid(agentPod.getMetadata().getUid())
+                                    .withLabels(
+                                            ds.getSpec().getTemplate().getMetadata().getLabels())
+                                    .endMetadata()
+                                    .withSpec(new PodSpecBuilder(spec).withNodeName(NODE).build())
+                                    .withNewStatus()
+                                    .withPhase("Running")
+                                    .withHostIP(NODE_IP)
+                                    .withPodIP(NODE_IP)
+                                    .endStatus()
+                                    .build())
+                    .create();
 
             // The init container, to completion, as kubelet runs it before the pod's containers.
             Container install = DaemonSetTest.container(spec, "install-cni");
@@ -190,10 +231,13 @@ class ImageCriEndToEndTest {
                             agentSandbox, node.container(agentPod, agentSpec, spec), agentPod);
             String base = "http://127.0.0.1:" + adminPort;
             awaitReady(cri, agent, agentPod, base + readinessPath(agentSpec));
-            // The image's class path carries the Kubernetes client whole: the agent started it
-            // and waited for its Node, which an API server that is away never gave.
+            // The image's Kubernetes client, with the service account kubelet mounted, read the
+            // Node over HTTPS.
+            // (The log is JSON lines, which write "/" as "\/".)
             assertTrue(
-                    log(agentPod, "agent").contains("labels were not read within PT1S"),
+                    log(agentPod, "agent")
+                            .replace("\\/", "/")
+                            .contains("node labels from the Node object: " + NODE_LABELS),
                     log(agentPod, "agent"));
             assertEquals(
                     200,
@@ -288,6 +332,9 @@ class ImageCriEndToEndTest {
                 }
                 containerd.close();
             }
+            if (api != null) {
+                api.close();
+            }
             deleteTree(root);
         }
     }
@@ -302,16 +349,19 @@ class ImageCriEndToEndTest {
      * manifest's container into a CRI container configuration.
      */
     private static final class Node {
+        /** Where kubelet mounts a pod's service account (its projected token volume). */
+        static final String SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
+
         final Path root;
         final Map<String, Path> configMaps = new java.util.HashMap<>();
         Path netns;
 
-        /** Where kubelet's environment says the API server is: a port nothing listens on. */
-        final int apiPort;
+        /** The cluster's API server. */
+        final MockKubernetesApi api;
 
-        Node(Path root, int apiPort) {
+        Node(Path root, MockKubernetesApi api) {
             this.root = root;
-            this.apiPort = apiPort;
+            this.api = api;
         }
 
         /** @return where the manifest's host path {@code path} is on this test node */
@@ -339,15 +389,22 @@ class ImageCriEndToEndTest {
                 config.addEnvs(
                         KeyValue.newBuilder().setKey(e.getName()).setValue(envValue(e, sandbox)));
             }
-            // kubelet gives every container the API server's service address.
-            config.addEnvs(
-                    KeyValue.newBuilder().setKey("KUBERNETES_SERVICE_HOST").setValue("127.0.0.1"));
-            config.addEnvs(
-                    KeyValue.newBuilder()
-                            .setKey("KUBERNETES_SERVICE_PORT")
-                            .setValue(Integer.toString(apiPort)));
+            // kubelet gives every container the API server's Service address and, the pod's
+            // service account's token being mounted by default, the account's files.
+            api.serviceEnvironment()
+                    .forEach(
+                            (key, value) ->
+                                    config.addEnvs(
+                                            KeyValue.newBuilder().setKey(key).setValue(value)));
             for (VolumeMount m : c.getVolumeMounts()) {
                 config.addMounts(mount(m, pod));
+            }
+            if (!Boolean.FALSE.equals(pod.getAutomountServiceAccountToken())) {
+                config.addMounts(
+                        Mount.newBuilder()
+                                .setContainerPath(SERVICE_ACCOUNT)
+                                .setHostPath(serviceAccount(sandbox).toString())
+                                .setReadonly(true));
             }
             SecurityContext sc = c.getSecurityContext();
             LinuxContainerSecurityContext.Builder linux =
@@ -379,6 +436,16 @@ class ImageCriEndToEndTest {
                     .build();
         }
 
+        /** @return the service account's files for the pod's containers, written once per pod */
+        private Path serviceAccount(PodSandboxConfig sandbox) throws IOException {
+            Path dir =
+                    root.resolve("volumes")
+                            .resolve("service-account-" + sandbox.getMetadata().getUid());
+            return Files.isDirectory(dir)
+                    ? dir
+                    : api.serviceAccount(dir, sandbox.getMetadata().getNamespace());
+        }
+
         /** The manifest's args, with host paths that the manifest uses on both sides moved under the node's root. */
         private List<String> args(Container c) {
             List<String> args = new ArrayList<>();
@@ -399,7 +466,7 @@ class ImageCriEndToEndTest {
             return switch (field) {
                 case "spec.nodeName" -> NODE;
                 case "metadata.namespace" -> sandbox.getMetadata().getNamespace();
-                case "status.hostIP" -> "127.0.0.1";
+                case "status.hostIP" -> NODE_IP;
                 default ->
                         throw new AssertionError(
                                 "a field kubelet would fill in that this test does not: " + field);

@@ -73,7 +73,13 @@ public final class ClusterBootstrap {
         INSTANCE
     }
 
-    private record Listed(List<Address> contactPoints, Throwable failure) implements Command {}
+    /**
+     * @param contactPoints the Running agents' pods as contact points
+     * @param ownPod the contact point of the pod bound to this node, if it was among them
+     * @param failure why the list failed, or null
+     */
+    private record Listed(List<Address> contactPoints, Address ownPod, Throwable failure)
+            implements Command {}
 
     /** "Are you a member of a cluster?", sent to another agent's {@link #responder()} over the cluster port. */
     public record Probe(ActorRef<ProbeReply> replyTo) implements CborSerializable {}
@@ -135,6 +141,7 @@ public final class ClusterBootstrap {
         private Set<Address> contactPoints = Set.of();
         private long changedAt;
         private boolean listing;
+        private Address ownPodWarnedAt;
 
         /**
          * contact point → its last answer and when it came; keyed in {@link #ORDER} (IP as a number,
@@ -174,11 +181,9 @@ public final class ClusterBootstrap {
                                     ctx.pipeToSelf(
                                             api.pods(settings.podLabelSelector()),
                                             (pods, failure) ->
-                                                    new Listed(
-                                                            failure == null
-                                                                    ? contactPoints(pods)
-                                                                    : List.of(),
-                                                            failure));
+                                                    failure == null
+                                                            ? listed(pods)
+                                                            : new Listed(List.of(), null, failure));
                                 }
                                 return Behaviors.same();
                             })
@@ -210,6 +215,7 @@ public final class ClusterBootstrap {
                         listed.failure().toString());
                 return Behaviors.same();
             }
+            warnIfOwnPodIsElsewhere(listed.ownPod());
             long now = nanoClock.getAsLong();
             Set<Address> found = new TreeSet<>(ORDER);
             found.addAll(listed.contactPoints());
@@ -268,26 +274,58 @@ public final class ClusterBootstrap {
                             });
         }
 
-        /** @return the contact points the pods give: Running, with an IP, at the named port or this member's */
-        private List<Address> contactPoints(List<Pod> pods) {
+        /**
+         * A member whose own pod is listed at another address is reached by no agent (they probe
+         * the pod's address) and never forms a cluster (it is not among the contact points): the
+         * operator hears why, once for each address the pod is found at.
+         */
+        private void warnIfOwnPodIsElsewhere(Address ownPod) {
+            if (ownPod == null || same(ownPod, self) || ownPod.equals(ownPodWarnedAt)) {
+                return;
+            }
+            ownPodWarnedAt = ownPod;
+            LOG.warn(
+                    "cluster bootstrap: this node's agent pod is at {}, but this member listens at {}: no agent"
+                            + " reaches it and it forms no cluster; set cadastre.cluster.hostname (the"
+                            + " DaemonSet passes status.hostIP as CADASTRE_CLUSTER_HOSTNAME) to the pod's"
+                            + " IP, or for a cluster of one node turn cadastre.kubernetes.bootstrap.enabled"
+                            + " off",
+                    ownPod,
+                    self);
+        }
+
+        /** @return the pods as contact points, and this node's pod among them */
+        private Listed listed(List<Pod> pods) {
+            Address ownPod = null;
             List<Address> found = new ArrayList<>();
             for (Pod pod : pods) {
-                if (pod.getStatus() == null || !"Running".equals(pod.getStatus().getPhase())) {
-                    continue;
+                Optional<Address> contact = contactPoint(pod);
+                contact.ifPresent(found::add);
+                if (contact.isPresent()
+                        && pod.getSpec() != null
+                        && api.nodeName().equals(pod.getSpec().getNodeName())) {
+                    ownPod = contact.get();
                 }
-                Optional<String> ip =
-                        Optional.ofNullable(pod.getStatus().getPodIP())
-                                .filter(ClusterBootstrap::isIpLiteral);
-                if (ip.isEmpty()) {
-                    continue;
-                }
-                int port = namedPort(pod, settings.portName()).orElse(self.getPort().orElse(0));
-                if (port <= 0 || port > 65535) {
-                    continue;
-                }
-                found.add(new Address(self.protocol(), self.system(), host(ip.get()), port));
             }
-            return found;
+            return new Listed(found, ownPod, null);
+        }
+
+        /** @return the pod as a contact point: Running, with an IP, at the named port or this member's */
+        private Optional<Address> contactPoint(Pod pod) {
+            if (pod.getStatus() == null || !"Running".equals(pod.getStatus().getPhase())) {
+                return Optional.empty();
+            }
+            Optional<String> ip =
+                    Optional.ofNullable(pod.getStatus().getPodIP())
+                            .filter(ClusterBootstrap::isIpLiteral);
+            if (ip.isEmpty()) {
+                return Optional.empty();
+            }
+            int port = namedPort(pod, settings.portName()).orElse(self.getPort().orElse(0));
+            if (port <= 0 || port > 65535) {
+                return Optional.empty();
+            }
+            return Optional.of(new Address(self.protocol(), self.system(), host(ip.get()), port));
         }
     }
 

@@ -1,7 +1,13 @@
 package io.cadastre.kube;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -17,8 +23,12 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.slf4j.LoggerFactory;
 
 /**
  * Cluster bootstrap from the API: three agents (actor systems in this JVM on loopback, each with
@@ -26,7 +36,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * each other through the pod list of their DaemonSet and form one cluster; the member that formed
  * it, restarted alone on its address, joins the running cluster instead of forming a second one.
  * With IPv4 pod IPs and IPv6 ones (an IPv6 cluster: Pekko writes an IPv6 host in brackets, the
- * API without).
+ * API without). A member whose own pod is listed at another address than its own forms no
+ * cluster, and says why.
  */
 class KubernetesBootstrapTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
@@ -39,11 +50,36 @@ class KubernetesBootstrapTest {
                     Duration.ofSeconds(1),
                     Duration.ofMillis(200));
 
+    /** ClusterBootstrap's warnings during the test. */
+    private final ListAppender<ILoggingEvent> warnings = new ListAppender<>();
+
     private record Agent(String node, String ip, int port, ActorTestKit member, KubeApi api) {
         /** @return the member's address as Pekko writes it (an IPv6 host in brackets) */
         String address() {
             return "pekko://kube-boot@" + (ip.contains(":") ? "[" + ip + "]" : ip) + ":" + port;
         }
+    }
+
+    @BeforeEach
+    void captureWarnings() {
+        warnings.start();
+        bootstrapLogger().addAppender(warnings);
+    }
+
+    @AfterEach
+    void releaseWarnings() {
+        bootstrapLogger().detachAppender(warnings);
+    }
+
+    private static Logger bootstrapLogger() {
+        return (Logger) LoggerFactory.getLogger(ClusterBootstrap.class);
+    }
+
+    private List<String> warned() {
+        return warnings.list.stream()
+                .filter(e -> e.getLevel() == Level.WARN)
+                .map(ILoggingEvent::getFormattedMessage)
+                .toList();
     }
 
     @ParameterizedTest
@@ -102,17 +138,63 @@ class KubernetesBootstrapTest {
             for (Agent agent : agents) {
                 awaitMembers(agent.member().system(), all);
             }
+            assertEquals(List.of(), warned());
         } finally {
             agents.forEach(KubernetesBootstrapTest::stop);
         }
     }
 
+    /**
+     * The single-node settings put the cluster port on loopback; with bootstrap left on, the agent
+     * found its own pod at the node's address, where it does not listen, and waited for ever. A
+     * lone agent (one contact point needed) whose pod is listed at 127.0.0.2 while it listens on
+     * 127.0.0.1 forms nothing and names both addresses and the settings to change.
+     */
+    @Test
+    void aMemberWhosePodIsListedAtAnotherAddressFormsNoClusterAndSaysWhy() throws Exception {
+        Agent agent = null;
+        try (MockApi mock = new MockApi()) {
+            int port = freePort("127.0.0.1");
+            mock.agentPod("agent-boot-lone", "boot-lone", "127.0.0.2", port);
+            agent =
+                    start(
+                            mock,
+                            new Agent("boot-lone", "127.0.0.1", port, null, null),
+                            new KubeSettings.Bootstrap(
+                                    true,
+                                    "app.kubernetes.io/name=cadastre",
+                                    "cluster",
+                                    1,
+                                    Duration.ZERO,
+                                    Duration.ofMillis(200)));
+            Waits.until(WAIT, () -> !warned().isEmpty(), () -> "no warning");
+            String warning = warned().get(0);
+            assertTrue(
+                    warning.contains("agent pod is at pekko://kube-boot@127.0.0.2:" + port)
+                            && warning.contains("listens at " + agent.address())
+                            && warning.contains("cadastre.cluster.hostname")
+                            && warning.contains("cadastre.kubernetes.bootstrap.enabled"),
+                    warning);
+            // Warned before the round that could have formed: it did not.
+            assertNotEquals(
+                    MemberStatus.up(), Cluster.get(agent.member().system()).selfMember().status());
+        } finally {
+            if (agent != null) {
+                stop(agent);
+            }
+        }
+    }
+
     private static Agent start(MockApi mock, Agent agent) {
+        return start(mock, agent, SETTINGS);
+    }
+
+    private static Agent start(MockApi mock, Agent agent, KubeSettings.Bootstrap settings) {
         ActorTestKit member =
                 TestMembers.member("kube-boot", agent.node(), agent.ip(), agent.port());
         KubeApi api = mock.agentApi(agent.node(), Duration.ofSeconds(1));
         member.spawn(ClusterBootstrap.responder(), ClusterBootstrap.PROBE_NAME);
-        member.spawn(ClusterBootstrap.create(api, SETTINGS, System::nanoTime), "cluster-bootstrap");
+        member.spawn(ClusterBootstrap.create(api, settings, System::nanoTime), "cluster-bootstrap");
         return new Agent(agent.node(), agent.ip(), agent.port(), member, api);
     }
 

@@ -1,4 +1,4 @@
-package io.cadastre.agent;
+package io.cadastre.kube;
 
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
@@ -23,15 +23,15 @@ import java.util.UUID;
  * fabric8's Kubernetes mock API server in CRUD mode (objects created are stored, listed and
  * watched), in this JVM, on {@code 127.0.0.1} over HTTPS with the mock's self-signed certificate
  * (subject alternative names {@code localhost} and {@code 127.0.0.1}); for the end-to-end tests
- * that point a real agent process at it as a DaemonSet pod is pointed at its API server.
+ * that point a real agent (a process of module cluster's, or the image's container in module
+ * deploy) at it as a DaemonSet pod is pointed at its API server.
  *
- * <p>The mock runs on Vert.x 5 and Netty 4.2, and this module's class path (which is the agent's)
- * holds the project's Netty 4.1; so the mock is loaded from module kube's test class path
+ * <p>The mock runs on Vert.x 5 and Netty 4.2, and the class path of the tests that use it (the
+ * agent's) holds the project's Netty 4.1; so the mock is loaded from this module's test class path
  * ({@code kube/target/mock-api.classpath}, written by its build, named by the system property
  * {@code cadastre.kube-mock-classpath}) in a class loader of its own whose parent is the platform's,
- * and driven by reflection through its start and stop. Objects are made through this module's
- * fabric8 client over HTTPS, as kubectl makes them ({@link #admin()}; module kube's
- * {@code KubeObjects}).
+ * and driven by reflection through its start and stop. Objects are made through the caller's
+ * fabric8 client over HTTPS, as kubectl makes them ({@link #admin()}; {@link KubeObjects}).
  *
  * <p>One difference from an API server matters to the agent: the mock selects by labels and by
  * {@code metadata.name} only, so the agent's informer of the pods bound to its node (field selector
@@ -39,9 +39,9 @@ import java.util.UUID;
  *
  * <p>{@link #stop()} closes the port: every call fails from then on.
  */
-final class MockKubernetesApi implements AutoCloseable {
+public final class MockKubernetesApi implements AutoCloseable {
     /** The agents' namespace, as the manifests name it. */
-    static final String AGENTS = "cadastre-system";
+    public static final String AGENTS = "cadastre-system";
 
     private final Object server;
     private final int port;
@@ -73,7 +73,7 @@ final class MockKubernetesApi implements AutoCloseable {
      *
      * @throws IllegalStateException when module kube's class path file is missing (build kube first)
      */
-    static MockKubernetesApi start(Path dir) throws Exception {
+    public static MockKubernetesApi start(Path dir) throws Exception {
         return start(dir, 0, true);
     }
 
@@ -86,7 +86,7 @@ final class MockKubernetesApi implements AutoCloseable {
      *     it runs: only a kubeconfig can point there)
      * @throws IllegalStateException when module kube's class path file is missing (build kube first)
      */
-    static MockKubernetesApi start(Path dir, int port, boolean https) throws Exception {
+    public static MockKubernetesApi start(Path dir, int port, boolean https) throws Exception {
         Path classPathFile =
                 Path.of(
                         System.getProperty(
@@ -164,7 +164,7 @@ final class MockKubernetesApi implements AutoCloseable {
         } finally {
             thread.setContextClassLoader(previous);
         }
-        // Back on this module's class loader: the admin client is this module's fabric8 (JDK HTTP
+        // Back on the caller's class loader: the admin client is the project's fabric8 (JDK HTTP
         // client).
         try {
             return new MockKubernetesApi(server, bound, ca);
@@ -175,17 +175,17 @@ final class MockKubernetesApi implements AutoCloseable {
     }
 
     /** @return the API's URL, {@code https://127.0.0.1:PORT} (or {@code http://}) */
-    String url() {
+    public String url() {
         return (caFile == null ? "http" : "https") + "://127.0.0.1:" + port;
     }
 
     /** @return the CA certificate (PEM) a client must trust; null when the API is plain HTTP */
-    Path caFile() {
+    public Path caFile() {
         return caFile;
     }
 
     /** @return a client with the rights of kubectl's admin */
-    KubernetesClient admin() {
+    public KubernetesClient admin() {
         return admin;
     }
 
@@ -201,21 +201,46 @@ final class MockKubernetesApi implements AutoCloseable {
      * @return the variables for the agent's environment
      * @throws IllegalStateException when the API is plain HTTP (a pod's client speaks HTTPS only)
      */
-    Map<String, String> inClusterEnvironment(Path dir) throws IOException {
+    public Map<String, String> inClusterEnvironment(Path dir) throws IOException {
+        Path account = serviceAccount(dir.resolve("serviceaccount"), AGENTS);
+        Map<String, String> env = new LinkedHashMap<>(serviceEnvironment());
+        env.put("KUBERNETES_AUTH_SERVICEACCOUNT_TOKEN", account.resolve("token").toString());
+        env.put("KUBERNETES_CERTS_CA_FILE", account.resolve("ca.crt").toString());
+        env.put("KUBENAMESPACE", account.resolve("namespace").toString());
+        return env;
+    }
+
+    /**
+     * The service account's files as the kubelet projects them into a pod at
+     * {@code /var/run/secrets/kubernetes.io/serviceaccount}: {@code token} (a bearer token the mock
+     * accepts, as it accepts any), {@code ca.crt} (the API's CA) and {@code namespace}.
+     *
+     * @param dir the directory to write them in (created)
+     * @param namespace the pod's namespace
+     * @return {@code dir}
+     * @throws IllegalStateException when the API is plain HTTP (a pod's client speaks HTTPS only)
+     */
+    public Path serviceAccount(Path dir, String namespace) throws IOException {
         if (caFile == null) {
             throw new IllegalStateException("a pod reaches its API server over HTTPS only");
         }
-        Path account = Files.createDirectories(dir.resolve("serviceaccount"));
-        Path token = privateFile(account.resolve("token"), "mock-" + UUID.randomUUID());
-        Path ca = Files.copy(caFile, account.resolve("ca.crt"));
-        Path namespace = privateFile(account.resolve("namespace"), AGENTS);
-        Map<String, String> env = new LinkedHashMap<>();
-        env.put("KUBERNETES_SERVICE_HOST", "127.0.0.1");
-        env.put("KUBERNETES_SERVICE_PORT", Integer.toString(port));
-        env.put("KUBERNETES_AUTH_SERVICEACCOUNT_TOKEN", token.toString());
-        env.put("KUBERNETES_CERTS_CA_FILE", ca.toString());
-        env.put("KUBENAMESPACE", namespace.toString());
-        return env;
+        Files.createDirectories(dir);
+        privateFile(dir.resolve("token"), "mock-" + UUID.randomUUID());
+        Files.copy(caFile, dir.resolve("ca.crt"));
+        privateFile(dir.resolve("namespace"), namespace);
+        return dir;
+    }
+
+    /**
+     * @return the variables the kubelet gives every container for the API server's Service
+     *     ({@code KUBERNETES_SERVICE_HOST}, {@code KUBERNETES_SERVICE_PORT}): this mock's address
+     */
+    public Map<String, String> serviceEnvironment() {
+        return Map.of(
+                "KUBERNETES_SERVICE_HOST",
+                "127.0.0.1",
+                "KUBERNETES_SERVICE_PORT",
+                Integer.toString(port));
     }
 
     /**
@@ -224,7 +249,7 @@ final class MockKubernetesApi implements AutoCloseable {
      *
      * @return {@code KUBECONFIG} for the agent's environment
      */
-    Map<String, String> kubeconfigEnvironment(Path dir) throws IOException {
+    public Map<String, String> kubeconfigEnvironment(Path dir) throws IOException {
         return kubeconfigEnvironment(dir, url(), caFile);
     }
 
@@ -235,7 +260,7 @@ final class MockKubernetesApi implements AutoCloseable {
      * @param ca the CA to trust (PEM); null for a plain HTTP {@code url}
      * @return {@code KUBECONFIG} for the agent's environment
      */
-    static Map<String, String> kubeconfigEnvironment(Path dir, String url, Path ca)
+    public static Map<String, String> kubeconfigEnvironment(Path dir, String url, Path ca)
             throws IOException {
         Path kubeconfig =
                 privateFile(
@@ -277,7 +302,7 @@ final class MockKubernetesApi implements AutoCloseable {
      * Closes the API's port: every call fails from now on, and informers lose their watches. The
      * class loader stays open (the mock's threads may still be finishing); it goes with this object.
      */
-    void stop() {
+    public void stop() {
         if (stopped) {
             return;
         }
@@ -291,7 +316,7 @@ final class MockKubernetesApi implements AutoCloseable {
     }
 
     /** @return whether {@link #stop()} has closed the API */
-    boolean stopped() {
+    public boolean stopped() {
         return stopped;
     }
 
