@@ -76,8 +76,11 @@ import org.junit.jupiter.api.Test;
  * <p>Then an ordinary pod: containerd calls the plugin that the init container installed, the
  * static one from the image, which talks to the containerized agent over the CNI socket; the pod
  * gets an IPv4 address (from the pool its Node's label selects: the agent read the Node through
- * the image's client) and an IPv6 one, cadastrectl in the agent's container shows the attachment, and
- * the pod's removal (CNI DEL) frees both addresses. {@code /readyz} and {@code /healthz} answer on
+ * the image's client) and an IPv6 one, and cadastrectl in the agent's container shows the
+ * attachment. Then a rollout, as the DaemonSet's update strategy runs it: the agent stopped with
+ * SIGTERM (its first run leaves the class data archive), its pod replaced by a new one, whose agent
+ * maps that archive and reads the attachments the first recorded; the ordinary pod's removal (CNI
+ * DEL, now to the new agent) frees both addresses. {@code /readyz} and {@code /healthz} answer on
  * the agent's admin port, and the agent's effective capabilities are exactly the manifest's.
  */
 class ImageCriEndToEndTest {
@@ -169,68 +172,12 @@ class ImageCriEndToEndTest {
                             + TEST_SETTINGS.formatted(adminPort, clusterPort, socket));
             node.configMaps.put("cadastre-config", configMap);
 
-            PodSandboxConfig agentPod =
-                    KubeletPods.hostNetwork(
-                            KubeletPods.sandbox(
-                                    "cadastre",
-                                    "cadastre-" + shortId(),
-                                    UUID.randomUUID().toString(),
-                                    root.resolve("pods"),
-                                    ds.getSpec().getTemplate().getMetadata().getLabels(),
-                                    Map.of()));
-            String agentSandbox = cri.runPodSandbox(agentPod);
-            pods.add(agentSandbox);
-            // The API server's view of the node: its Node, and the DaemonSet's pod bound to it.
             KubeObjects.node(api.admin(), NODE, NODE_LABELS);
-            api.admin()
-                    .pods()
-                    .inNamespace(agentPod.getMetadata().getNamespace())
-                    .resource(
-                            new PodBuilder()
-                                    .withNewMetadata()
-                                    .withName(agentPod.getMetadata().getName())
-                                    .withNamespace(agentPod.getMetadata().getNamespace())
-                                    .withUid(agentPod.getMetadata().getUid())
-                                    .withLabels(
-                                            ds.getSpec().getTemplate().getMetadata().getLabels())
-                                    .endMetadata()
-                                    .withSpec(new PodSpecBuilder(spec).withNodeName(NODE).build())
-                                    .withNewStatus()
-                                    .withPhase("Running")
-                                    .withHostIP(NODE_IP)
-                                    .withPodIP(NODE_IP)
-                                    .endStatus()
-                                    .build())
-                    .create();
-
-            // The init container, to completion, as kubelet runs it before the pod's containers.
-            Container install = DaemonSetTest.container(spec, "install-cni");
-            String installId =
-                    cri.createAndStartContainer(
-                            agentSandbox, node.container(agentPod, install, spec), agentPod);
-            ContainerStatus installed = awaitExit(cri, installId, agentPod, "install-cni");
-            assertEquals(0, installed.getExitCode(), log(agentPod, "install-cni"));
-            Path bin = node.hostPath("/opt/cni/bin");
-            for (String plugin : List.of("cadastre", "cadastre-ipam")) {
-                assertTrue(Files.isExecutable(bin.resolve(plugin)), plugin + " installed");
-            }
-            JsonNode conflist =
-                    JSON.readTree(
-                            node.hostPath("/etc/cni/net.d")
-                                    .resolve("10-cadastre.conflist")
-                                    .toFile());
-            assertEquals(
-                    socket,
-                    conflist.path("plugins").path(0).path("agentSocket").asText(),
-                    conflist.toString());
-
-            // The agent container, until the admin API says it is ready.
-            Container agentSpec = DaemonSetTest.container(spec, "agent");
-            String agent =
-                    cri.createAndStartContainer(
-                            agentSandbox, node.container(agentPod, agentSpec, spec), agentPod);
             String base = "http://127.0.0.1:" + adminPort;
-            awaitReady(cri, agent, agentPod, base + readinessPath(agentSpec));
+            Container agentSpec = DaemonSetTest.container(spec, "agent");
+            AgentPod first = startAgentPod(cri, node, ds, socket, base, pods);
+            PodSandboxConfig agentPod = first.config();
+            String agent = first.agent();
             // The image's Kubernetes client, with the service account kubelet mounted, read the
             // Node over HTTPS.
             // (The log is JSON lines, which write "/" as "\/".)
@@ -291,20 +238,10 @@ class ImageCriEndToEndTest {
                     held.stream().sorted().toList(),
                     shown.toString());
 
-            // kubelet's stop and remove: CNI DEL through the plugin frees both addresses.
-            cri.stopPodSandbox(webSandbox);
-            cri.removePodSandbox(webSandbox);
-            pods.remove(webSandbox);
-            for (String ip : ips) {
-                JsonNode address =
-                        ctl(cri, agent, "--server", base, "ipam", "address", ip, "-o", "json");
-                assertTrue(address.path("allocation").isNull(), ip + " is free again: " + address);
-            }
-            assertEquals(200, get(base + readinessPath(agentSpec)).statusCode());
-
-            // kubelet stops the agent with SIGTERM and its grace: this first run of the image
-            // leaves the class data archive that every later start maps (the launcher), whole, and
-            // nothing partial.
+            // A rollout (a new image, a changed ConfigMap): kubelet stops the agent with SIGTERM
+            // and
+            // its grace. This first run of the image leaves the class data archive that every
+            // later start maps (the launcher), whole, and nothing partial.
             cri.stopContainer(agent, 60);
             List<String> archives;
             try (Stream<Path> files = Files.list(node.hostPath("/var/lib/cadastre"))) {
@@ -319,6 +256,56 @@ class ImageCriEndToEndTest {
                     Files.size(node.hostPath("/var/lib/cadastre").resolve(archives.get(0)))
                             > 1 << 20,
                     archives.toString());
+
+            // The old pod goes, and the DaemonSet's new one starts on the node: its init container
+            // installs the plugin again, its agent reopens the journal and maps the archive.
+            cri.stopPodSandbox(first.sandbox());
+            cri.removePodSandbox(first.sandbox());
+            pods.remove(first.sandbox());
+            api.admin()
+                    .pods()
+                    .inNamespace(agentPod.getMetadata().getNamespace())
+                    .withName(agentPod.getMetadata().getName())
+                    .delete();
+            AgentPod second = startAgentPod(cri, node, ds, socket, base, pods);
+            ExecResult mapped =
+                    cri.execSync(
+                            second.agent(),
+                            30,
+                            "/bin/sh",
+                            "-c",
+                            "while read -r line; do case \"$line\" in *"
+                                    + archives.get(0)
+                                    + ") echo mapped; break;; esac; done < /proc/1/maps");
+            assertEquals(
+                    "mapped", mapped.stdout().trim(), "the archive in the JVM's maps: " + mapped);
+            JsonNode after =
+                    ctl(cri, second.agent(), "--server", base, "node", "show", NODE, "-o", "json");
+            assertEquals(
+                    shown.path("attachmentList").toString(),
+                    after.path("attachmentList").toString(),
+                    "the attachments the first agent recorded, as the second reads them");
+
+            // kubelet's stop and remove of the pod started under the first agent: CNI DEL through
+            // the plugin, to the second, frees both addresses.
+            cri.stopPodSandbox(webSandbox);
+            cri.removePodSandbox(webSandbox);
+            pods.remove(webSandbox);
+            for (String ip : ips) {
+                JsonNode address =
+                        ctl(
+                                cri,
+                                second.agent(),
+                                "--server",
+                                base,
+                                "ipam",
+                                "address",
+                                ip,
+                                "-o",
+                                "json");
+                assertTrue(address.path("allocation").isNull(), ip + " is free again: " + address);
+            }
+            assertEquals(200, get(base + readinessPath(agentSpec)).statusCode());
         } finally {
             if (containerd != null) {
                 // The pods on the pod network first, while the agent still answers their DEL.
@@ -337,6 +324,88 @@ class ImageCriEndToEndTest {
             }
             deleteTree(root);
         }
+    }
+
+    /** One pod of the DaemonSet on the node: its sandbox's configuration and id, and its agent container's. */
+    private record AgentPod(PodSandboxConfig config, String sandbox, String agent) {}
+
+    /**
+     * Starts a pod of the DaemonSet as kubelet does, until the agent's admin API says it is ready:
+     * its host-network sandbox, its object in the API (Running at the node's address), the init
+     * container to completion (the plugin and the conflist installed, naming {@code socket}), then
+     * the agent container.
+     *
+     * @param pods the sandboxes to remove at the end; the new one is added
+     */
+    private static AgentPod startAgentPod(
+            CriClient cri,
+            Node node,
+            DaemonSet ds,
+            String socket,
+            String adminUrl,
+            List<String> pods)
+            throws Exception {
+        PodSpec spec = ds.getSpec().getTemplate().getSpec();
+        Map<String, String> labels = ds.getSpec().getTemplate().getMetadata().getLabels();
+        PodSandboxConfig agentPod =
+                KubeletPods.hostNetwork(
+                        KubeletPods.sandbox(
+                                "cadastre",
+                                "cadastre-" + shortId(),
+                                UUID.randomUUID().toString(),
+                                node.root.resolve("pods"),
+                                labels,
+                                Map.of()));
+        String agentSandbox = cri.runPodSandbox(agentPod);
+        pods.add(agentSandbox);
+        // The API server's view: the DaemonSet's pod bound to the node.
+        node.api
+                .admin()
+                .pods()
+                .inNamespace(agentPod.getMetadata().getNamespace())
+                .resource(
+                        new PodBuilder()
+                                .withNewMetadata()
+                                .withName(agentPod.getMetadata().getName())
+                                .withNamespace(agentPod.getMetadata().getNamespace())
+                                .withUid(agentPod.getMetadata().getUid())
+                                .withLabels(labels)
+                                .endMetadata()
+                                .withSpec(new PodSpecBuilder(spec).withNodeName(NODE).build())
+                                .withNewStatus()
+                                .withPhase("Running")
+                                .withHostIP(NODE_IP)
+                                .withPodIP(NODE_IP)
+                                .endStatus()
+                                .build())
+                .create();
+
+        // The init container, to completion, as kubelet runs it before the pod's containers.
+        Container install = DaemonSetTest.container(spec, "install-cni");
+        String installId =
+                cri.createAndStartContainer(
+                        agentSandbox, node.container(agentPod, install, spec), agentPod);
+        ContainerStatus installed = awaitExit(cri, installId, agentPod, "install-cni");
+        assertEquals(0, installed.getExitCode(), log(agentPod, "install-cni"));
+        Path bin = node.hostPath("/opt/cni/bin");
+        for (String plugin : List.of("cadastre", "cadastre-ipam")) {
+            assertTrue(Files.isExecutable(bin.resolve(plugin)), plugin + " installed");
+        }
+        JsonNode conflist =
+                JSON.readTree(
+                        node.hostPath("/etc/cni/net.d").resolve("10-cadastre.conflist").toFile());
+        assertEquals(
+                socket,
+                conflist.path("plugins").path(0).path("agentSocket").asText(),
+                conflist.toString());
+
+        // The agent container, until the admin API says it is ready.
+        Container agentSpec = DaemonSetTest.container(spec, "agent");
+        String agent =
+                cri.createAndStartContainer(
+                        agentSandbox, node.container(agentPod, agentSpec, spec), agentPod);
+        awaitReady(cri, agent, agentPod, adminUrl + readinessPath(agentSpec));
+        return new AgentPod(agentPod, agentSandbox, agent);
     }
 
     private static String readinessPath(Container agent) {
