@@ -55,7 +55,10 @@ import org.slf4j.LoggerFactory;
  *       every other contact point answered "not a member" since the set last changed (a silent one
  *       blocks forming: it may be a member that cannot be asked right now).
  * </ol>
- * The actor stops once it has sent its join; Pekko takes over from there. Seed nodes
+ * A member whose own pod (the one bound to its node) is listed at another address than the
+ * member's own is not a contact point and is reached by no agent: it warns, naming both addresses and
+ * the settings to change ({@code cadastre.cluster.hostname}, or bootstrap off for one node). The
+ * actor stops once it has sent its join; Pekko takes over from there. Seed nodes
  * ({@code cadastre.cluster.seed-nodes}) stay for clusters without Kubernetes.
  */
 public final class ClusterBootstrap {
