@@ -179,8 +179,7 @@ class ImageCriEndToEndTest {
             PodSandboxConfig agentPod = first.config();
             String agent = first.agent();
             // The image's Kubernetes client, with the service account kubelet mounted, read the
-            // Node over HTTPS.
-            // (The log is JSON lines, which write "/" as "\/".)
+            // Node over HTTPS. (The log is JSON lines, which write "/" as "\/".)
             assertTrue(
                     log(agentPod, "agent")
                             .replace("\\/", "/")
@@ -239,8 +238,7 @@ class ImageCriEndToEndTest {
                     shown.toString());
 
             // A rollout (a new image, a changed ConfigMap): kubelet stops the agent with SIGTERM
-            // and
-            // its grace. This first run of the image leaves the class data archive that every
+            // and its grace. This first run of the image leaves the class data archive that every
             // later start maps (the launcher), whole, and nothing partial.
             cri.stopContainer(agent, 60);
             List<String> archives;
