@@ -65,7 +65,8 @@ public record AgentSettings(
      * @throws IllegalArgumentException naming the key when a setting is invalid: a malformed
      *     pool, a pool over special-purpose addresses ({@link SpecialRanges}), overlapping pools,
      *     a duplicate name, a default pool that is not defined, a
-     *     {@code cadastre.cleanup} duration that is not positive, a {@code cadastre.kubernetes} value ({@link KubeSettings#from}),
+     *     {@code cadastre.cleanup} duration that is not positive, a {@code cadastre.kubernetes} value ({@link KubeSettings#from};
+     *     an empty pod label selector with the embedded journal),
      *     a {@code proc-sys} that is not an absolute path
      */
     public static AgentSettings from(Config root) {
@@ -132,9 +133,17 @@ public record AgentSettings(
             throw new IllegalArgumentException(
                     "cadastre.pool-catalog-max-age must be positive, not " + catalogMaxAge);
         }
+        Persistence persistence = Persistence.of(root);
+        if (kubernetes.enabled()
+                && persistence == Persistence.EMBEDDED
+                && kubernetes.bootstrap().podLabelSelector().isEmpty()) {
+            throw new IllegalArgumentException(
+                    "cadastre.kubernetes.bootstrap.pod-label-selector is empty: with the embedded"
+                            + " journal the agent looks for the agents' pods on other nodes");
+        }
         return new AgentSettings(
                 node,
-                Persistence.of(root),
+                persistence,
                 Path.of(c.getString("data-dir")),
                 Path.of(c.getString("cni-socket")),
                 askTimeouts(c),

@@ -8,6 +8,7 @@ import io.cadastre.dataplane.DataplaneException;
 import io.cadastre.dataplane.HostNetwork;
 import io.cadastre.dataplane.HostRouting;
 import io.cadastre.http.CniSocketServer;
+import io.cadastre.kube.AgentsOnOtherNodes;
 import io.cadastre.kube.AnnotatedIpamChoice;
 import io.cadastre.kube.ApiPodPresence;
 import io.cadastre.kube.ClusterBootstrap;
@@ -151,6 +152,18 @@ public final class Guardian {
                             settings.kubernetes().enabled()
                                     ? KubeApi.connect(settings.kubernetes())
                                     : null;
+                    // A journal of this node's own is safe only while no other node runs an agent.
+                    AgentsOnOtherNodes otherAgents =
+                            kube != null && settings.persistence() == Persistence.EMBEDDED
+                                    ? AgentsOnOtherNodes.start(
+                                            kube,
+                                            settings.kubernetes().bootstrap().podLabelSelector(),
+                                            settings.kubernetes().otherAgentsInterval(),
+                                            ctx.getSystem().scheduler(),
+                                            ctx.getExecutionContext())
+                                    : null;
+                    Supplier<Optional<String>> addRefusal =
+                            otherAgents == null ? Optional::empty : otherAgents::refusal;
                     PoolCatalog catalog =
                             new PoolCatalog(
                                     ctx.getSystem(),
@@ -227,6 +240,7 @@ public final class Guardian {
                                     settings.askTimeouts().total().multipliedBy(3),
                                     ipam::poolSpec,
                                     fence,
+                                    addRefusal,
                                     kube == null
                                             ? PodIpamChoice.NONE
                                             : new AnnotatedIpamChoice(kube));
@@ -254,7 +268,7 @@ public final class Guardian {
                                     ctx.getSystem(),
                                     inventory,
                                     ipam,
-                                    () -> unreadiness(cluster, socketOpen),
+                                    () -> unreadiness(cluster, socketOpen, addRefusal),
                                     adminSettings,
                                     new MeshRoutes(
                                             router,
@@ -281,6 +295,9 @@ public final class Guardian {
                             (Supplier<CompletionStage<Done>>)
                                     () -> {
                                         dataplaneThreads.shutdown();
+                                        if (otherAgents != null) {
+                                            otherAgents.close();
+                                        }
                                         if (kube != null) {
                                             kube.close();
                                         }
@@ -531,13 +548,20 @@ public final class Guardian {
                 });
     }
 
-    /** @return why the agent is not ready: the member is not Up, or the CNI socket is not open */
-    private static Optional<String> unreadiness(Cluster cluster, AtomicBoolean socketOpen) {
+    /**
+     * @return why the agent is not ready: the member is not Up, the CNI socket is not open, or no
+     *     address may be handed out ({@code addRefusal})
+     */
+    private static Optional<String> unreadiness(
+            Cluster cluster, AtomicBoolean socketOpen, Supplier<Optional<String>> addRefusal) {
         MemberStatus status = cluster.selfMember().status();
         if (status != MemberStatus.up()) {
             return Optional.of("cluster member is " + status);
         }
-        return socketOpen.get() ? Optional.empty() : Optional.of("CNI socket is not open");
+        if (!socketOpen.get()) {
+            return Optional.of("CNI socket is not open");
+        }
+        return addRefusal.get();
     }
 
     /** Joins through cadastre.cluster.seed-nodes, or forms a cluster of one when there are none. */

@@ -34,6 +34,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
@@ -48,7 +49,8 @@ import org.apache.pekko.pattern.StatusReply;
  * refusal by its reason, in one table ({@link #toCni(IpamException)}); netns missing or no network
  * namespace → 3; a netns that is the host's, or another than the attachment's → 4; any other
  * dataplane failure → 103; the node agent not answering in time → 11; this member refused by its
- * {@link MemberFence} → 11 (STATUS: 50); a malformed IPAM annotation of the pod or its namespace,
+ * {@link MemberFence} → 11 (STATUS: 50); no address to be handed out (the embedded journal's
+ * agent while another node runs one) → ADD and STATUS 50; a malformed IPAM annotation of the pod or its namespace,
  * or a pod's {@code ipAddrs} that differs from the addresses the request asks for → 7, before
  * anything is changed.
  */
@@ -58,6 +60,7 @@ public final class NodeAgentCniBackend implements CniBackend {
     private final Duration timeout;
     private final Function<String, Optional<PoolSpec>> pools;
     private final MemberFence fence;
+    private final Supplier<Optional<String>> addRefusal;
     private final PodIpamChoice annotations;
 
     /**
@@ -65,6 +68,8 @@ public final class NodeAgentCniBackend implements CniBackend {
      *     and the dataplane)
      * @param pools a pool's definition by name, for the prefix lengths of IPAM-only results
      * @param fence says when this member must not serve
+     * @param addRefusal why no address may be handed out now (ADD and STATUS then answer code 50,
+     *     CNI spec 1.1 §Error: "cannot service ADD requests"), or empty; DEL, CHECK and GC go on
      * @param annotations what the pod's and namespace's annotations choose ({@link PodIpamChoice#NONE}
      *     without Kubernetes); they win over the request's pools per family, and their addresses
      *     over none asked
@@ -75,17 +80,25 @@ public final class NodeAgentCniBackend implements CniBackend {
             Duration timeout,
             Function<String, Optional<PoolSpec>> pools,
             MemberFence fence,
+            Supplier<Optional<String>> addRefusal,
             PodIpamChoice annotations) {
         this.nodeAgent = nodeAgent;
         this.scheduler = scheduler;
         this.timeout = timeout;
         this.pools = pools;
         this.fence = fence;
+        this.addRefusal = addRefusal;
         this.annotations = annotations;
     }
 
     @Override
     public CompletionStage<AddResult> add(AddRequest request) {
+        Optional<String> refused = addRefusal.get();
+        if (refused.isPresent()) {
+            return CompletableFuture.failedFuture(
+                    new CniException(
+                            CniCodes.NOT_AVAILABLE, "no address is handed out", refused.get()));
+        }
         Attachment a = request.attachment();
         AttachmentId id = attachmentId(a);
         AddressRules rules;
@@ -266,6 +279,12 @@ public final class NodeAgentCniBackend implements CniBackend {
             return CompletableFuture.failedFuture(
                     new CniException(
                             CniCodes.NOT_AVAILABLE, "this member cannot serve now", refusal.get()));
+        }
+        Optional<String> refused = addRefusal.get();
+        if (refused.isPresent()) {
+            return CompletableFuture.failedFuture(
+                    new CniException(
+                            CniCodes.NOT_AVAILABLE, "no address is handed out", refused.get()));
         }
         return this.<Optional<String>>ask(r -> new NodeAgent.Status(pools, r))
                 .thenApply(

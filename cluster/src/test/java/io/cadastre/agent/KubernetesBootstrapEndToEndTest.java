@@ -30,7 +30,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * other with mutual TLS, as beyond loopback they must (a test CA, {@link TestPki}).
  *
  * <p>Each agent has its own embedded journal, which a cluster of several members must not have
- * (they share Cassandra): no test here allocates, so only membership is looked at.
+ * (they share Cassandra; here each hands out no address, seeing the other's pod on another node):
+ * no test here allocates, so only membership is looked at.
  */
 class KubernetesBootstrapEndToEndTest {
     private static final String CONFIG =

@@ -74,6 +74,7 @@ class KubernetesEndToEndTest {
               { name = "k8se2e-ipv6-pod", cidr = "%s", block-size = 122 }
             ]
             cadastre.cleanup.attachments { interval = 200ms, grace = 1s }
+            cadastre.kubernetes.other-agents-check-interval = 200ms
             """
                     .formatted(
                             ZONE_A,
@@ -85,6 +86,13 @@ class KubernetesEndToEndTest {
                             IPV6,
                             IPV6_FOR_PODS);
     private static final Duration WITHIN = Duration.ofSeconds(30);
+
+    /**
+     * One client for every request to the admin API: each client keeps its connections open, and
+     * the admin API closes connections beyond its limit (128) at once.
+     */
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+
     private static final String PLAIN = "k8se2e-plain";
     private static final String ANNOTATED = "k8se2e-annotated";
     private static final String IPV4_POOLS = "cadastre.io/ipv4pools";
@@ -389,8 +397,51 @@ class KubernetesEndToEndTest {
                 free.toString());
     }
 
+    /**
+     * This agent's journal is its own (embedded): an agent of the DaemonSet on another node would
+     * hand out the same addresses from a journal of its own. While its pod is listed, ADD answers
+     * code 50 naming that node and changes nothing, {@code /readyz} says why, and a DEL still
+     * frees what this node holds; once the pod is gone, ADDs are served again.
+     */
     @Test
     @Order(6)
+    void anAgentOnAnotherNodeStopsAddsUntilItsPodIsGone() throws Exception {
+        PodAdd before = add(PLAIN, "lone-before", Map.of());
+        String other = "k8se2e-other-" + UUID.randomUUID().toString().substring(0, 8);
+        String otherPod = "cadastre-agent-" + other;
+        KubeObjects.agentPod(
+                api.admin(), MockKubernetesApi.AGENTS, otherPod, other, "127.0.0.9", 2552);
+        try {
+            await(
+                    () -> readyz().contains("node " + other + ":"),
+                    () -> "/readyz does not name " + other + ": " + readyz());
+            String state = ipamState();
+            PodAdd refused = tryAdd(PLAIN, "lone-refused", Map.of());
+            Result r = refused.add();
+            assertEquals(50, r.code(), r.toString());
+            assertTrue(
+                    r.json().path("details").asText().contains("node " + other + ":"),
+                    r.toString());
+            assertFalse(refused.ns().hasLink("eth0"), "a refused ADD leaves no interface");
+            assertEquals(state, ipamState(), "the refused ADD changed the IPAM");
+
+            // DEL goes on: what this node holds is freed.
+            Map<String, String> env =
+                    CniExec.env("DEL", before.container(), before.ns().path(), "eth0");
+            Result del = CniExec.run(env, before.netconf());
+            assertEquals(0, del.exit(), del.toString());
+            added.remove(before);
+            assertFalse(attached(before.container()), "still attached after its DEL");
+        } finally {
+            api.admin().pods().inNamespace(MockKubernetesApi.AGENTS).withName(otherPod).delete();
+        }
+        await(() -> readyz().equals("ready"), () -> "/readyz: " + readyz());
+        PodAdd after = add(PLAIN, "lone-after", Map.of());
+        assertIn(ZONE_A, after.v4());
+    }
+
+    @Test
+    @Order(7)
     void withTheApiDownAnAddTheNetconfServesSucceedsAndNothingIsReleased() throws Exception {
         PodAdd held = add(PLAIN, "held", Map.of());
         PodAdd witness = add(PLAIN, "witness", Map.of());
@@ -578,21 +629,7 @@ class KubernetesEndToEndTest {
 
     /** @return {@code cadastre_ipam_allocations_gc_reclamations_total} of this node for the reason, 0 when absent */
     private static double reclaimed(String reason) {
-        HttpResponse<String> reply;
-        try {
-            reply =
-                    HttpClient.newHttpClient()
-                            .send(
-                                    HttpRequest.newBuilder(URI.create(adminUrl + "/metrics"))
-                                            .timeout(Duration.ofSeconds(30))
-                                            .build(),
-                                    HttpResponse.BodyHandlers.ofString());
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
+        HttpResponse<String> reply = get("/metrics");
         assertEquals(200, reply.statusCode(), reply.body());
         Matcher m =
                 Pattern.compile(
@@ -606,6 +643,38 @@ class KubernetesEndToEndTest {
             }
         }
         return 0;
+    }
+
+    /** @return {@code ready}, or the reason {@code /readyz} gives for not being ready */
+    private static String readyz() {
+        HttpResponse<String> reply = get("/readyz");
+        if (reply.statusCode() == 200) {
+            return "ready";
+        }
+        try {
+            return new com.fasterxml.jackson.databind.ObjectMapper()
+                    .readTree(reply.body())
+                    .path("reason")
+                    .asText(reply.body());
+        } catch (java.io.IOException e) {
+            return reply.statusCode() + " " + reply.body();
+        }
+    }
+
+    /** @return the admin API's answer to a GET of {@code path} */
+    private static HttpResponse<String> get(String path) {
+        try {
+            return HTTP.send(
+                    HttpRequest.newBuilder(URI.create(adminUrl + path))
+                            .timeout(Duration.ofSeconds(30))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     private static void assertIn(String cidr, String address) {

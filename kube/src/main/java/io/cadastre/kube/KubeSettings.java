@@ -16,6 +16,8 @@ import java.time.Duration;
  * @param requestTimeout the most one call to the API server may take; positive
  * @param labelsWait how long start-up waits for the Node's labels; zero or positive
  * @param bootstrap how the agents find each other
+ * @param otherAgentsInterval with the embedded journal, how often the agents' pods are listed
+ *     for one on another node ({@link AgentsOnOtherNodes}); positive
  */
 public record KubeSettings(
         boolean enabled,
@@ -23,7 +25,8 @@ public record KubeSettings(
         String namespace,
         Duration requestTimeout,
         Duration labelsWait,
-        Bootstrap bootstrap) {
+        Bootstrap bootstrap,
+        Duration otherAgentsInterval) {
 
     /**
      * {@code bootstrap}.
@@ -52,7 +55,8 @@ public record KubeSettings(
                     Duration.ofSeconds(2),
                     Duration.ZERO,
                     new Bootstrap(
-                            false, "", "cluster", 1, Duration.ofSeconds(5), Duration.ofSeconds(1)));
+                            false, "", "cluster", 1, Duration.ofSeconds(5), Duration.ofSeconds(1)),
+                    Duration.ofSeconds(10));
 
     /**
      * @param kubernetes the {@code cadastre.kubernetes} section
@@ -103,12 +107,20 @@ public record KubeSettings(
                         boot.getString("port-name").trim(),
                         required,
                         nonNegative(kubernetes, "bootstrap.stable-margin"),
-                        positive(kubernetes, "bootstrap.probe-interval")));
+                        positive(kubernetes, "bootstrap.probe-interval")),
+                positive(kubernetes, "other-agents-check-interval"));
     }
 
     /** @return these settings for this node name (the agent's, once it is decided) */
     public KubeSettings withNodeName(String node) {
-        return new KubeSettings(enabled, node, namespace, requestTimeout, labelsWait, bootstrap);
+        return new KubeSettings(
+                enabled,
+                node,
+                namespace,
+                requestTimeout,
+                labelsWait,
+                bootstrap,
+                otherAgentsInterval);
     }
 
     private static Duration positive(Config c, String key) {
