@@ -59,6 +59,7 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.ClusterEvent;
+import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
@@ -162,8 +163,15 @@ public final class Guardian {
                                             ctx.getSystem().scheduler(),
                                             ctx.getExecutionContext())
                                     : null;
+                    boolean embedded = settings.persistence() == Persistence.EMBEDDED;
                     Supplier<Optional<String>> addRefusal =
-                            otherAgents == null ? Optional::empty : otherAgents::refusal;
+                            () -> {
+                                Optional<String> members =
+                                        embedded ? otherMembers(cluster) : Optional.empty();
+                                return members.isPresent() || otherAgents == null
+                                        ? members
+                                        : otherAgents.refusal();
+                            };
                     PoolCatalog catalog =
                             new PoolCatalog(
                                     ctx.getSystem(),
@@ -546,6 +554,36 @@ public final class Guardian {
                     }
                     return last.get();
                 });
+    }
+
+    /**
+     * The embedded journal is this member's alone: an entity that moves to another member
+     * recovers there from another journal, without the allocations made here.
+     *
+     * @return with other members in the cluster (not down, exiting or removed), why no address may
+     *     be handed out; else empty
+     */
+    private static Optional<String> otherMembers(Cluster cluster) {
+        List<String> others = new java.util.ArrayList<>();
+        for (Member m : cluster.state().getMembers()) {
+            MemberStatus status = m.status();
+            if (!m.equals(cluster.selfMember())
+                    && status != MemberStatus.down()
+                    && status != MemberStatus.exiting()
+                    && status != MemberStatus.removed()) {
+                others.add(m.address().toString());
+            }
+        }
+        if (others.isEmpty()) {
+            return Optional.empty();
+        }
+        return Optional.of(
+                "the embedded journal serves a cluster of one member, but "
+                        + String.join(", ", others)
+                        + (others.size() == 1 ? " is a member" : " are members")
+                        + " too: an entity that moves between members recovers from another"
+                        + " journal, so no address is handed out; a cluster of several members"
+                        + " shares Cassandra (cadastre.persistence = cassandra)");
     }
 
     /**

@@ -7,6 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.kube.KubeObjects;
 import io.cadastre.kube.MockKubernetesApi;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.TestNetns;
 import io.cadastre.testsupport.TestPki;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,8 +33,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * other with mutual TLS, as beyond loopback they must (a test CA, {@link TestPki}).
  *
  * <p>Each agent has its own embedded journal, which a cluster of several members must not have
- * (they share Cassandra; here each hands out no address, seeing the other's pod on another node):
- * no test here allocates, so only membership is looked at.
+ * (they share Cassandra): each refuses ADDs, code 50, naming the other member, and
+ * otherwise only membership is looked at.
  */
 class KubernetesBootstrapEndToEndTest {
     private static final String CONFIG =
@@ -188,6 +191,25 @@ class KubernetesBootstrapEndToEndTest {
         assertFalse(
                 second.process.logOfThisRun().contains("forming a new cluster"),
                 second.process.tail());
+
+        // Each journal is its own: in a cluster of two, neither hands out an address.
+        try (TestNetns ns = TestNetns.create()) {
+            Result refused =
+                    CniExec.run(
+                            CniExec.env("ADD", CniEndToEndTest.container(), ns.path(), "eth0"),
+                            "{\"cniVersion\":\"1.1.0\",\"name\":\"k8sboot\",\"type\":\"cadastre\","
+                                    + "\"agentSocket\":\""
+                                    + second.process.socket()
+                                    + "\",\"ipam\":{}}");
+            assertEquals(50, refused.code(), refused.toString());
+            assertTrue(
+                    refused.json()
+                            .path("details")
+                            .asText()
+                            .contains(first.address() + " is a member too"),
+                    refused.toString());
+            assertFalse(ns.hasLink("eth0"), "a refused ADD leaves no interface");
+        }
 
         // The agent that formed the cluster leaves it (its pod stays, as a DaemonSet's pod whose
         // container restarts): the other goes on alone.
