@@ -46,7 +46,7 @@ class AgentsOnOtherNodesTest {
             throws Exception {
         ActorTestKit kit = ActorTestKit.create();
         MockApi mock = new MockApi();
-        KubeApi api = mock.agentApi("node-a", Duration.ofSeconds(1));
+        KubeApi api = mock.agentApi("node-a", Duration.ofMillis(300));
         mock.agentPod("agent-a", "node-a", "127.0.0.1", 2552);
         // Another application's pod on another node, in the agents' namespace: no agent.
         mock.pod(MockApi.AGENTS, "other-app", "node-c", Map.of());
