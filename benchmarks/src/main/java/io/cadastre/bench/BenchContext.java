@@ -2,6 +2,7 @@ package io.cadastre.bench;
 
 import io.cadastre.testsupport.CassandraNode;
 import io.cadastre.testsupport.Member;
+import io.cadastre.testsupport.PodNamespaces;
 import io.cadastre.testsupport.Schema;
 import io.cadastre.testsupport.TestPki;
 import io.cadastre.testsupport.Topology;
@@ -51,6 +52,8 @@ public final class BenchContext implements AutoCloseable {
     private Topology topology;
     private CassandraNode cassandra;
     private List<Member> members;
+    private PodNamespaces ipamNamespaces;
+    private String ipamNetns;
 
     public BenchContext(
             Path outputDir, Path workDir, boolean quick, Path plugin, Path referencePlugins) {
@@ -64,6 +67,21 @@ public final class BenchContext implements AutoCloseable {
     /** @return the report's directory (PNG plots go here too) */
     public Path outputDir() {
         return outputDir;
+    }
+
+    /**
+     * @return the path ({@code CNI_NETNS}) of a network namespace for the IPAM-only calls, made at
+     *     the first call and removed by {@link #close()}: the runtime calling a plugin that
+     *     delegates IPAM passes the pod's namespace, which exists, and the agent checks it (a path
+     *     that does not exist costs it an exception per call)
+     * @throws IOException when {@code ip netns add} fails
+     */
+    public synchronized String ipamNetns() throws IOException, InterruptedException {
+        if (ipamNetns == null) {
+            ipamNamespaces = new PodNamespaces("cadbench" + ProcessHandle.current().pid() + "-");
+            ipamNetns = PodNamespaces.path(ipamNamespaces.create("ipam"));
+        }
+        return ipamNetns;
     }
 
     /** @return a fresh directory under the work directory, removed by {@link #close()} */
@@ -176,6 +194,9 @@ public final class BenchContext implements AutoCloseable {
             }
             if (cassandra != null) {
                 cassandra.close();
+            }
+            if (ipamNamespaces != null) {
+                ipamNamespaces.close();
             }
         } finally {
             if (topology != null) {

@@ -25,11 +25,17 @@ public final class CniSocketClient {
 
     private final Path socket;
     private final String netconf;
+    private final String netns;
 
-    /** @param netconf the network configuration sent as the body (an IPAM-only one) */
-    public CniSocketClient(Path socket, String netconf) {
+    /**
+     * @param netconf the network configuration sent as the body (an IPAM-only one)
+     * @param netns every call's {@code CNI_NETNS}: a namespace that exists, as the pod's does
+     *     ({@code BenchContext#ipamNetns})
+     */
+    public CniSocketClient(Path socket, String netconf, String netns) {
         this.socket = socket;
         this.netconf = netconf;
+        this.netns = netns;
     }
 
     /** An IPAM-only configuration for the reference bridge with {@code cadastre-ipam}, from the pool given. */
@@ -56,7 +62,9 @@ public final class CniSocketClient {
                         + "\r\nCNI-ContainerID: "
                         + containerId
                         + "\r\n"
-                        + "CNI-Netns: /var/run/netns/none\r\nCNI-Ifname: eth0\r\n\r\n";
+                        + "CNI-Netns: "
+                        + netns
+                        + "\r\nCNI-Ifname: eth0\r\n\r\n";
         try (SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX)) {
             channel.connect(UnixDomainSocketAddress.of(socket));
             ByteBuffer out = ByteBuffer.allocate(head.length() + body.length);

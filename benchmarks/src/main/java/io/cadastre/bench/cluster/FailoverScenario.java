@@ -56,13 +56,14 @@ public final class FailoverScenario implements Scenario {
     @Override
     public ScenarioReport run(BenchContext context) throws Exception {
         List<Member> members = context.members();
+        String netns = context.ipamNetns();
         String tag = Long.toString(Math.abs(seed) % 1_679_616, 36);
         int repetitions = context.repetitions(REPETITIONS);
         List<Double> windows = new ArrayList<>();
         List<String> notes = new ArrayList<>();
         for (int rep = 0; rep < repetitions; rep++) {
             for (Member m : members) {
-                add(m, "fo-" + tag + "-warm-" + rep + "-" + m.name(), 60);
+                add(m, netns, "fo-" + tag + "-warm-" + rep + "-" + m.name(), 60);
             }
             Optional<Target> target = target(members);
             if (target.isEmpty()) {
@@ -82,7 +83,7 @@ public final class FailoverScenario implements Scenario {
                 continue;
             }
             Target t = target.get();
-            OptionalDouble measured = measure(t, members, tag + "-" + rep);
+            OptionalDouble measured = measure(t, members, netns, tag + "-" + rep);
             if (measured.isEmpty()) {
                 notes.add(
                         "Repetition "
@@ -90,7 +91,7 @@ public final class FailoverScenario implements Scenario {
                                 + ": node "
                                 + t.node().name()
                                 + "'s entity went home before the kill; nothing to measure.");
-                restart(t.victim(), members, tag, rep);
+                restart(t.victim(), members, netns, tag, rep);
                 continue;
             }
             double window = measured.getAsDouble();
@@ -104,7 +105,7 @@ public final class FailoverScenario implements Scenario {
                             t.entities(),
                             t.node().name(),
                             window));
-            restart(t.victim(), members, tag, rep);
+            restart(t.victim(), members, netns, tag, rep);
         }
         if (windows.isEmpty()) {
             throw new IllegalStateException(
@@ -196,11 +197,12 @@ public final class FailoverScenario implements Scenario {
         }
         List<String> seeds = List.of(Member.address(other.host));
         node.seeds(seeds).start();
-        add(node, "fo-" + tag + "-moved-" + rep, 120);
+        add(node, context.ipamNetns(), "fo-" + tag + "-moved-" + rep, 120);
     }
 
     /** Starts the victim again, joining the others, and waits for its first ADD. */
-    private static void restart(Member victim, List<Member> members, String tag, int rep)
+    private static void restart(
+            Member victim, List<Member> members, String netns, String tag, int rep)
             throws Exception {
         if (victim.alive()) {
             return;
@@ -208,7 +210,7 @@ public final class FailoverScenario implements Scenario {
         List<String> others =
                 members.stream().filter(m -> m != victim).map(m -> Member.address(m.host)).toList();
         victim.seeds(others).start();
-        add(victim, "fo-" + tag + "-back-" + rep, 120);
+        add(victim, netns, "fo-" + tag + "-back-" + rep, 120);
     }
 
     /**
@@ -217,12 +219,13 @@ public final class FailoverScenario implements Scenario {
      *
      * @return the window in milliseconds; empty when the entity had gone home (nobody killed)
      */
-    private static OptionalDouble measure(Target t, List<Member> members, String tag)
+    private static OptionalDouble measure(Target t, List<Member> members, String netns, String tag)
             throws Exception {
         CniSocketClient client =
                 new CniSocketClient(
                         t.node().socket(),
-                        CniSocketClient.ipamOnly(t.node().socket(), BenchContext.CLUSTER_POOL));
+                        CniSocketClient.ipamOnly(t.node().socket(), BenchContext.CLUSTER_POOL),
+                        netns);
         long[] killedAt = {Long.MAX_VALUE};
         long[] backAt = {0};
         Thread probe =
@@ -290,11 +293,12 @@ public final class FailoverScenario implements Scenario {
     }
 
     /** An ADD that must succeed within {@code seconds} (retried on code 11 and errors). */
-    private static void add(Member m, String id, int seconds) throws Exception {
+    private static void add(Member m, String netns, String id, int seconds) throws Exception {
         CniSocketClient client =
                 new CniSocketClient(
                         m.socket(),
-                        CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
+                        CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL),
+                        netns);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (true) {
             try {

@@ -90,7 +90,7 @@ public final class IpamThroughputScenario implements Scenario {
         String tag = Long.toString(Math.abs(seed) % 1_679_616, 36);
 
         // The IPAM load, the members authenticating each other with mutual TLS (the default).
-        Load tls = ipamLoad(members, tag, ipamWarmUp, seconds);
+        Load tls = ipamLoad(members, context.ipamNetns(), tag, ipamWarmUp, seconds);
         String tlsPlacement = placement(members);
         SideBySide latency = tls.latency();
         AtomicLong failures = new AtomicLong(tls.failures());
@@ -116,7 +116,7 @@ public final class IpamThroughputScenario implements Scenario {
         String plainPlacement;
         context.restartMembers(false);
         try {
-            plain = ipamLoad(members, tag + "p", ipamWarmUp, seconds);
+            plain = ipamLoad(members, context.ipamNetns(), tag + "p", ipamWarmUp, seconds);
             plainPlacement = placement(members);
         } finally {
             context.restartMembers(true);
@@ -316,7 +316,8 @@ public final class IpamThroughputScenario implements Scenario {
      * Runs {@link #WRITERS_PER_MEMBER} closed-loop clients per member through its IPAM-only
      * endpoint for {@code warmUp} then {@code seconds} seconds, attachments named after {@code tag}.
      */
-    private static Load ipamLoad(List<Member> members, String tag, int warmUp, int seconds)
+    private static Load ipamLoad(
+            List<Member> members, String netns, String tag, int warmUp, int seconds)
             throws IOException, InterruptedException {
         SideBySide latency = new SideBySide("cadastre", Set.of());
         AtomicLongArray cycles = new AtomicLongArray(warmUp + seconds + 2);
@@ -328,7 +329,8 @@ public final class IpamThroughputScenario implements Scenario {
             CniSocketClient client =
                     new CniSocketClient(
                             m.socket(),
-                            CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL));
+                            CniSocketClient.ipamOnly(m.socket(), BenchContext.CLUSTER_POOL),
+                            netns);
             for (int w = 0; w < WRITERS_PER_MEMBER; w++) {
                 String prefix = "tp-" + tag + "-" + m.name() + "-" + w + "-";
                 Thread t =

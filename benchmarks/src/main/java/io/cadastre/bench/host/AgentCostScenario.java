@@ -97,7 +97,8 @@ public final class AgentCostScenario implements Scenario {
         results.record(
                 START_FIRST,
                 SUBJECT,
-                timeToFirstAdd(context.workDir(id() + "/start-first"), archive));
+                timeToFirstAdd(
+                        context.workDir(id() + "/start-first"), archive, context.ipamNetns()));
         if (!Files.exists(archive)) {
             // The JVM archives classes from jars only: a run from classes directories (a test, an
             // IDE) times every start without one.
@@ -107,7 +108,10 @@ public final class AgentCostScenario implements Scenario {
         }
         for (int i = 0; i < starts; i++) {
             results.record(
-                    START, SUBJECT, timeToFirstAdd(context.workDir(id() + "/start-" + i), archive));
+                    START,
+                    SUBJECT,
+                    timeToFirstAdd(
+                            context.workDir(id() + "/start-" + i), archive, context.ipamNetns()));
         }
         int warmUp = context.quick() ? 20 : WARM_UP_PAIRS;
         int measured = context.quick() ? 50 : MEASURED_PAIRS;
@@ -121,7 +125,7 @@ public final class AgentCostScenario implements Scenario {
         List<double[]> journalGrowth = new ArrayList<>();
         try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"))) {
             String netconf = CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL);
-            agent.warmUp(context.plugin(), warmUp);
+            agent.warmUp(context.plugin(), context.ipamNetns(), warmUp);
             AgentProbe probe = new AgentProbe(agent.pid());
             AgentProbe.Heap idle = probe.heapAfterFullGc();
             long idleRss = probe.rssBytes();
@@ -188,7 +192,8 @@ public final class AgentCostScenario implements Scenario {
                             mib(idle.metaspaceUsedBytes())));
             figures.add(single("agent RSS, idle after warm-up", SUBJECT, "MiB", mib(idleRss)));
 
-            CniSocketClient socket = new CniSocketClient(agent.socket(), netconf);
+            CniSocketClient socket =
+                    new CniSocketClient(agent.socket(), netconf, context.ipamNetns());
             // The journal's own directory (application.conf: cadastre.embedded-journal.dir), not
             // the native library the agent unpacks beside it.
             Path journal = agent.dataDir().resolve("journal");
@@ -401,13 +406,14 @@ public final class AgentCostScenario implements Scenario {
                 + AgentProbe.cpuByThreadTable(before, after, calls, "call");
     }
 
-    private static long timeToFirstAdd(Path dir, Path cdsArchive)
+    private static long timeToFirstAdd(Path dir, Path cdsArchive, String netns)
             throws IOException, InterruptedException {
         try (SingleHostAgent agent = SingleHostAgent.launch(dir, cdsArchive)) {
             CniSocketClient socket =
                     new CniSocketClient(
                             agent.socket(),
-                            CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL));
+                            CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL),
+                            netns);
             long deadline = agent.launchedNanos() + 120_000_000_000L;
             while (System.nanoTime() < deadline && agent.isAlive()) {
                 if (Files.exists(agent.socket())) {
@@ -523,7 +529,7 @@ public final class AgentCostScenario implements Scenario {
                                 plugin,
                                 command,
                                 prefix + i,
-                                "/var/run/netns/none",
+                                context.ipamNetns(),
                                 context.referencePlugins(),
                                 netconf,
                                 null);

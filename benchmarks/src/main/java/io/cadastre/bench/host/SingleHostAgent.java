@@ -70,7 +70,7 @@ public final class SingleHostAgent implements AutoCloseable {
             throws IOException, InterruptedException {
         SingleHostAgent agent = start(context.workDir(scenario + "/agent"));
         try {
-            agent.warmUp(context.plugin(), warmUpCycles(context));
+            agent.warmUp(context.plugin(), context.ipamNetns(), warmUpCycles(context));
         } catch (Exception e) {
             agent.close();
             throw e;
@@ -151,11 +151,13 @@ public final class SingleHostAgent implements AutoCloseable {
 
     /**
      * Warms the agent up as a running node's agent is warm: {@code cycles} IPAM-only ADD and DEL
-     * through the real plugin (no interface), from the given IPv4 pool.
+     * through the real plugin (no interface), from the given IPv4 pool, in the network namespace
+     * {@code netns} ({@code CNI_NETNS}).
      *
      * @throws IOException when one of them fails
      */
-    public void warmUp(Path plugin, int cycles) throws IOException, InterruptedException {
+    public void warmUp(Path plugin, String netns, int cycles)
+            throws IOException, InterruptedException {
         String netconf =
                 """
                 {"cniVersion":"1.0.0","name":"bench-warm-up","type":"bridge","ipam":{"type":"cadastre-ipam",\
@@ -168,7 +170,7 @@ public final class SingleHostAgent implements AutoCloseable {
                                 plugin,
                                 command,
                                 "warm-up-" + i,
-                                "/var/run/netns/none",
+                                netns,
                                 Path.of("/usr/lib/cni"),
                                 netconf,
                                 null);
