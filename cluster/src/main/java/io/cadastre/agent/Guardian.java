@@ -38,6 +38,7 @@ import io.cadastre.shards.ShardedIpam;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -153,9 +154,11 @@ public final class Guardian {
                             settings.kubernetes().enabled()
                                     ? KubeApi.connect(settings.kubernetes())
                                     : null;
-                    // A journal of this node's own is safe only while no other node runs an agent.
+                    // A journal of this member's own is safe only while the cluster has no other
+                    // member and no other node runs an agent.
+                    boolean embedded = settings.persistence() == Persistence.EMBEDDED;
                     AgentsOnOtherNodes otherAgents =
-                            kube != null && settings.persistence() == Persistence.EMBEDDED
+                            kube != null && embedded
                                     ? AgentsOnOtherNodes.start(
                                             kube,
                                             settings.kubernetes().bootstrap().podLabelSelector(),
@@ -163,7 +166,6 @@ public final class Guardian {
                                             ctx.getSystem().scheduler(),
                                             ctx.getExecutionContext())
                                     : null;
-                    boolean embedded = settings.persistence() == Persistence.EMBEDDED;
                     Supplier<Optional<String>> addRefusal =
                             () -> {
                                 Optional<String> members =
@@ -564,7 +566,7 @@ public final class Guardian {
      *     be handed out; else empty
      */
     private static Optional<String> otherMembers(Cluster cluster) {
-        List<String> others = new java.util.ArrayList<>();
+        List<String> others = new ArrayList<>();
         for (Member m : cluster.state().getMembers()) {
             MemberStatus status = m.status();
             if (!m.equals(cluster.selfMember())
