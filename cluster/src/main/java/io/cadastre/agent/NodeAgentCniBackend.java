@@ -93,11 +93,9 @@ public final class NodeAgentCniBackend implements CniBackend {
 
     @Override
     public CompletionStage<AddResult> add(AddRequest request) {
-        Optional<String> refused = addRefusal.get();
+        Optional<CniException> refused = addRefused();
         if (refused.isPresent()) {
-            return CompletableFuture.failedFuture(
-                    new CniException(
-                            CniCodes.NOT_AVAILABLE, "no address is handed out", refused.get()));
+            return CompletableFuture.failedFuture(refused.get());
         }
         Attachment a = request.attachment();
         AttachmentId id = attachmentId(a);
@@ -280,11 +278,9 @@ public final class NodeAgentCniBackend implements CniBackend {
                     new CniException(
                             CniCodes.NOT_AVAILABLE, "this member cannot serve now", refusal.get()));
         }
-        Optional<String> refused = addRefusal.get();
+        Optional<CniException> refused = addRefused();
         if (refused.isPresent()) {
-            return CompletableFuture.failedFuture(
-                    new CniException(
-                            CniCodes.NOT_AVAILABLE, "no address is handed out", refused.get()));
+            return CompletableFuture.failedFuture(refused.get());
         }
         return this.<Optional<String>>ask(r -> new NodeAgent.Status(pools, r))
                 .thenApply(
@@ -295,6 +291,18 @@ public final class NodeAgentCniBackend implements CniBackend {
                             }
                             return null;
                         });
+    }
+
+    /** @return code 50 with the reason while no address may be handed out, else empty */
+    private Optional<CniException> addRefused() {
+        return addRefusal
+                .get()
+                .map(
+                        reason ->
+                                new CniException(
+                                        CniCodes.NOT_AVAILABLE,
+                                        "no address is handed out",
+                                        reason));
     }
 
     private <T> CompletionStage<T> ask(
