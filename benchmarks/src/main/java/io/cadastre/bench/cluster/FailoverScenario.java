@@ -8,6 +8,7 @@ import io.cadastre.bench.report.Goal;
 import io.cadastre.bench.report.Plot;
 import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.testsupport.AgentLogs;
+import io.cadastre.testsupport.CniSocketClient;
 import io.cadastre.testsupport.Member;
 import java.io.IOException;
 import java.util.ArrayList;

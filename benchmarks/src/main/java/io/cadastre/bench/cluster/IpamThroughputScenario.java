@@ -12,6 +12,7 @@ import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
 import io.cadastre.testsupport.AgentLogs;
 import io.cadastre.testsupport.CassandraNode;
+import io.cadastre.testsupport.CniSocketClient;
 import io.cadastre.testsupport.Member;
 import io.cadastre.testsupport.Topology;
 import java.io.IOException;

@@ -2,7 +2,6 @@ package io.cadastre.bench.host;
 
 import io.cadastre.bench.BenchContext;
 import io.cadastre.bench.Scenario;
-import io.cadastre.bench.cluster.CniSocketClient;
 import io.cadastre.bench.report.Distribution;
 import io.cadastre.bench.report.Figure;
 import io.cadastre.bench.report.Goal;
@@ -11,6 +10,7 @@ import io.cadastre.bench.report.ScenarioReport;
 import io.cadastre.bench.report.SideBySide;
 import io.cadastre.testsupport.AgentExec;
 import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.CniSocketClient;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

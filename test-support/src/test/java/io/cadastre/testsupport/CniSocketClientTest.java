@@ -1,4 +1,4 @@
-package io.cadastre.bench.cluster;
+package io.cadastre.testsupport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,4 +1,4 @@
-package io.cadastre.bench.cluster;
+package io.cadastre.testsupport;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
