@@ -4,32 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.cadastre.kube.KubeObjects;
 import io.cadastre.kube.MockKubernetesApi;
 import io.cadastre.testcri.Containerd;
 import io.cadastre.testcri.CriClient;
 import io.cadastre.testcri.CriClient.ExecResult;
 import io.cadastre.testcri.KubeletPods;
-import io.cadastre.testcri.v1.Capability;
-import io.cadastre.testcri.v1.ContainerConfig;
-import io.cadastre.testcri.v1.ContainerState;
-import io.cadastre.testcri.v1.ContainerStatus;
-import io.cadastre.testcri.v1.KeyValue;
-import io.cadastre.testcri.v1.LinuxContainerConfig;
-import io.cadastre.testcri.v1.LinuxContainerSecurityContext;
-import io.cadastre.testcri.v1.Mount;
-import io.cadastre.testcri.v1.MountPropagation;
 import io.cadastre.testcri.v1.PodSandboxConfig;
-import io.cadastre.testcri.v1.SecurityProfile;
 import io.fabric8.kubernetes.api.model.Container;
-import io.fabric8.kubernetes.api.model.EnvVar;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodSpec;
-import io.fabric8.kubernetes.api.model.PodSpecBuilder;
-import io.fabric8.kubernetes.api.model.SecurityContext;
-import io.fabric8.kubernetes.api.model.Volume;
-import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -43,9 +26,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -66,12 +46,8 @@ import org.junit.jupiter.api.Test;
  * with a label that the test's IPv4 pool selects, and the agent's own pod, Running, whose IP is
  * the node's address ({@link #NODE_IP}), as a host-network pod's is.
  *
- * <p>The node's file system is a directory of the test's: every host path of the manifest lives
- * under it ({@link Node#hostPath}), and paths the manifest mounts at the same place as on the host
- * (the CNI socket's directory) stay the same on both sides, as the manifest requires. The pods'
- * network namespaces are containerd's, under its state directory, made a shared mount as a node's
- * {@code /var/run/netns} is (iproute2 and systemd do it), so that HostToContainer propagation
- * shows the agent the namespaces made after it started. {@code /proc/sys/net} is the machine's.
+ * <p>The node is a {@link KubeletNode}: its file system a directory of the test's, its network
+ * the machine's ({@code /proc/sys/net} too).
  *
  * <p>Then an ordinary pod: containerd calls the plugin that the init container installed, the
  * static one from the image, which talks to the containerized agent over the CNI socket; the pod
@@ -86,8 +62,6 @@ import org.junit.jupiter.api.Test;
 class ImageCriEndToEndTest {
     private static final Path IMAGE_TAR = Path.of(System.getProperty("cadastre.image.tar"));
     private static final String IMAGE = System.getProperty("cadastre.image.name");
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static final Duration DEADLINE = Duration.ofSeconds(120);
     private static final String NODE = "img-node";
 
     /**
@@ -104,13 +78,6 @@ class ImageCriEndToEndTest {
     /** Bit numbers of the capabilities the manifest may add (linux/capability.h). */
     private static final Map<String, Integer> CAPABILITY_BITS =
             Map.of("NET_ADMIN", 12, "NET_RAW", 13, "SYS_PTRACE", 19, "SYS_ADMIN", 21, "BPF", 39);
-
-    /**
-     * Directories whose paths leave the container: the CNI socket's (the conflist names it to the
-     * plugin on the host) and the netns one (the runtime on the host names CNI_NETNS there).
-     */
-    private static final java.util.Set<String> SHARED_WITH_HOST =
-            java.util.Set.of("/run/cadastre", "/var/run/netns");
 
     /**
      * Settings over the single-node ConfigMap: test pools (their own ranges: other tests' agents
@@ -145,7 +112,7 @@ class ImageCriEndToEndTest {
         Containerd containerd = null;
         try {
             api = MockKubernetesApi.start(root);
-            Node node = new Node(root, api);
+            KubeletNode node = new KubeletNode(NODE, NODE_IP, root, api);
             Files.createDirectories(node.hostPath("/opt/cni/bin"));
             Files.createDirectories(node.hostPath("/etc/cni/net.d"));
             // What a node has before Cadastre: the runtime's loopback plugin.
@@ -159,7 +126,7 @@ class ImageCriEndToEndTest {
                             node.hostPath("/etc/cni/net.d"),
                             1);
             node.netns = containerd.netnsDir();
-            shareNetnsDir(node.netns);
+            KubeletNode.shareNetnsDir(node.netns);
             containerd.importImage(IMAGE_TAR);
             CriClient cri = containerd.cri();
 
@@ -175,16 +142,17 @@ class ImageCriEndToEndTest {
             KubeObjects.node(api.admin(), NODE, NODE_LABELS);
             String base = "http://127.0.0.1:" + adminPort;
             Container agentSpec = DaemonSetTest.container(spec, "agent");
-            AgentPod first = startAgentPod(cri, node, ds, socket, base, pods);
+            KubeletNode.Readiness ready = () -> readiness(base + readinessPath(agentSpec));
+            KubeletNode.AgentPod first = node.startAgentPod(cri, ds, socket, ready, pods);
             PodSandboxConfig agentPod = first.config();
             String agent = first.agent();
             // The image's Kubernetes client, with the service account kubelet mounted, read the
             // Node over HTTPS. (The log is JSON lines, which write "/" as "\/".)
             assertTrue(
-                    log(agentPod, "agent")
+                    KubeletNode.log(agentPod, "agent")
                             .replace("\\/", "/")
                             .contains("node labels from the Node object: " + NODE_LABELS),
-                    log(agentPod, "agent"));
+                    KubeletNode.log(agentPod, "agent"));
             assertEquals(
                     200,
                     get(base + agentSpec.getLivenessProbe().getHttpGet().getPath()).statusCode());
@@ -209,7 +177,8 @@ class ImageCriEndToEndTest {
             // An ordinary pod on the node: its network from the installed plugin and the agent in
             // the image.
             PodSandboxConfig web =
-                    KubeletPods.sandbox("shop", "web-" + shortId(), root.resolve("pods"));
+                    KubeletPods.sandbox(
+                            "shop", "web-" + KubeletNode.shortId(), root.resolve("pods"));
             String webSandbox = cri.runPodSandbox(web);
             pods.add(0, webSandbox);
             List<String> ips = new ArrayList<>();
@@ -225,7 +194,9 @@ class ImageCriEndToEndTest {
             assertTrue(ips.stream().anyMatch(ip -> ip.startsWith("fd00:198:d4::")), ips.toString());
 
             // cadastrectl inside the agent's container, as an operator runs it with kubectl exec.
-            JsonNode shown = ctl(cri, agent, "--server", base, "node", "show", NODE, "-o", "json");
+            JsonNode shown =
+                    KubeletNode.ctl(
+                            cri, agent, "--server", base, "node", "show", NODE, "-o", "json");
             List<String> held = new ArrayList<>();
             for (JsonNode a : shown.path("attachmentList")) {
                 if (web.getMetadata().getName().equals(a.path("podName").asText())) {
@@ -265,7 +236,7 @@ class ImageCriEndToEndTest {
                     .inNamespace(agentPod.getMetadata().getNamespace())
                     .withName(agentPod.getMetadata().getName())
                     .delete();
-            AgentPod second = startAgentPod(cri, node, ds, socket, base, pods);
+            KubeletNode.AgentPod second = node.startAgentPod(cri, ds, socket, ready, pods);
             ExecResult mapped =
                     cri.execSync(
                             second.agent(),
@@ -278,7 +249,16 @@ class ImageCriEndToEndTest {
             assertEquals(
                     "mapped", mapped.stdout().trim(), "the archive in the JVM's maps: " + mapped);
             JsonNode after =
-                    ctl(cri, second.agent(), "--server", base, "node", "show", NODE, "-o", "json");
+                    KubeletNode.ctl(
+                            cri,
+                            second.agent(),
+                            "--server",
+                            base,
+                            "node",
+                            "show",
+                            NODE,
+                            "-o",
+                            "json");
             assertEquals(
                     shown.path("attachmentList").toString(),
                     after.path("attachmentList").toString(),
@@ -291,7 +271,7 @@ class ImageCriEndToEndTest {
             pods.remove(webSandbox);
             for (String ip : ips) {
                 JsonNode address =
-                        ctl(
+                        KubeletNode.ctl(
                                 cri,
                                 second.agent(),
                                 "--server",
@@ -324,342 +304,14 @@ class ImageCriEndToEndTest {
         }
     }
 
-    /** One pod of the DaemonSet on the node: its sandbox's configuration and id, and its agent container's. */
-    private record AgentPod(PodSandboxConfig config, String sandbox, String agent) {}
-
-    /**
-     * Starts a pod of the DaemonSet as kubelet does, until the agent's admin API says it is ready:
-     * its host-network sandbox, its object in the API (Running at the node's address), the init
-     * container to completion (the plugin and the conflist installed, naming {@code socket}), then
-     * the agent container.
-     *
-     * @param pods the sandboxes to remove at the end; the new one is added
-     */
-    private static AgentPod startAgentPod(
-            CriClient cri,
-            Node node,
-            DaemonSet ds,
-            String socket,
-            String adminUrl,
-            List<String> pods)
-            throws Exception {
-        PodSpec spec = ds.getSpec().getTemplate().getSpec();
-        Map<String, String> labels = ds.getSpec().getTemplate().getMetadata().getLabels();
-        PodSandboxConfig agentPod =
-                KubeletPods.hostNetwork(
-                        KubeletPods.sandbox(
-                                "cadastre",
-                                "cadastre-" + shortId(),
-                                UUID.randomUUID().toString(),
-                                node.root.resolve("pods"),
-                                labels,
-                                Map.of()));
-        String agentSandbox = cri.runPodSandbox(agentPod);
-        pods.add(agentSandbox);
-        // The API server's view: the DaemonSet's pod bound to the node.
-        node.api
-                .admin()
-                .pods()
-                .inNamespace(agentPod.getMetadata().getNamespace())
-                .resource(
-                        new PodBuilder()
-                                .withNewMetadata()
-                                .withName(agentPod.getMetadata().getName())
-                                .withNamespace(agentPod.getMetadata().getNamespace())
-                                .withUid(agentPod.getMetadata().getUid())
-                                .withLabels(labels)
-                                .endMetadata()
-                                .withSpec(new PodSpecBuilder(spec).withNodeName(NODE).build())
-                                .withNewStatus()
-                                .withPhase("Running")
-                                .withHostIP(NODE_IP)
-                                .withPodIP(NODE_IP)
-                                .endStatus()
-                                .build())
-                .create();
-
-        // The init container, to completion, as kubelet runs it before the pod's containers.
-        Container install = DaemonSetTest.container(spec, "install-cni");
-        String installId =
-                cri.createAndStartContainer(
-                        agentSandbox, node.container(agentPod, install, spec), agentPod);
-        ContainerStatus installed = awaitExit(cri, installId, agentPod, "install-cni");
-        assertEquals(0, installed.getExitCode(), log(agentPod, "install-cni"));
-        Path bin = node.hostPath("/opt/cni/bin");
-        for (String plugin : List.of("cadastre", "cadastre-ipam")) {
-            assertTrue(Files.isExecutable(bin.resolve(plugin)), plugin + " installed");
-        }
-        JsonNode conflist =
-                JSON.readTree(
-                        node.hostPath("/etc/cni/net.d").resolve("10-cadastre.conflist").toFile());
-        assertEquals(
-                socket,
-                conflist.path("plugins").path(0).path("agentSocket").asText(),
-                conflist.toString());
-
-        // The agent container, until the admin API says it is ready.
-        Container agentSpec = DaemonSetTest.container(spec, "agent");
-        String agent =
-                cri.createAndStartContainer(
-                        agentSandbox, node.container(agentPod, agentSpec, spec), agentPod);
-        awaitReady(cri, agent, agentPod, adminUrl + readinessPath(agentSpec));
-        return new AgentPod(agentPod, agentSandbox, agent);
-    }
-
     private static String readinessPath(Container agent) {
         return agent.getReadinessProbe().getHttpGet().getPath();
     }
 
-    /**
-     * The node: host paths under {@code root}, the runtime's netns directory for
-     * {@code /var/run/netns}, the ConfigMaps kubelet would have written, and how kubelet turns a
-     * manifest's container into a CRI container configuration.
-     */
-    private static final class Node {
-        /** Where kubelet mounts a pod's service account (its projected token volume). */
-        static final String SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
-
-        final Path root;
-        final Map<String, Path> configMaps = new java.util.HashMap<>();
-        Path netns;
-
-        /** The cluster's API server. */
-        final MockKubernetesApi api;
-
-        Node(Path root, MockKubernetesApi api) {
-            this.root = root;
-            this.api = api;
-        }
-
-        /** @return where the manifest's host path {@code path} is on this test node */
-        Path hostPath(String path) {
-            if (path.equals("/var/run/netns")) {
-                return netns;
-            }
-            if (path.startsWith("/proc/")) {
-                return Path.of(path); // the kernel's, not a file of the node's
-            }
-            return root.resolve(path.substring(1));
-        }
-
-        /**
-         * @return {@code c} as kubelet hands it to the runtime: image, args, env (field
-         *     references resolved), mounts, and the Linux security context
-         */
-        ContainerConfig container(PodSandboxConfig sandbox, Container c, PodSpec pod)
-                throws IOException {
-            ContainerConfig.Builder config =
-                    KubeletPods.container(sandbox, c.getName(), c.getImage()).toBuilder()
-                            .clearCommand()
-                            .addAllArgs(args(c));
-            for (EnvVar e : c.getEnv()) {
-                config.addEnvs(
-                        KeyValue.newBuilder().setKey(e.getName()).setValue(envValue(e, sandbox)));
-            }
-            // kubelet gives every container the API server's Service address and, the pod's
-            // service account's token being mounted by default, the account's files.
-            api.serviceEnvironment()
-                    .forEach(
-                            (key, value) ->
-                                    config.addEnvs(
-                                            KeyValue.newBuilder().setKey(key).setValue(value)));
-            for (VolumeMount m : c.getVolumeMounts()) {
-                config.addMounts(mount(m, pod));
-            }
-            if (!Boolean.FALSE.equals(pod.getAutomountServiceAccountToken())) {
-                config.addMounts(
-                        Mount.newBuilder()
-                                .setContainerPath(SERVICE_ACCOUNT)
-                                .setHostPath(serviceAccount(sandbox).toString())
-                                .setReadonly(true));
-            }
-            SecurityContext sc = c.getSecurityContext();
-            LinuxContainerSecurityContext.Builder linux =
-                    LinuxContainerSecurityContext.newBuilder()
-                            .setPrivileged(Boolean.TRUE.equals(sc.getPrivileged()))
-                            .setReadonlyRootfs(Boolean.TRUE.equals(sc.getReadOnlyRootFilesystem()))
-                            .setNoNewPrivs(Boolean.FALSE.equals(sc.getAllowPrivilegeEscalation()))
-                            // kubelet gives each container its pod's namespace modes (PID: the
-                            // container's own)
-                            .setNamespaceOptions(
-                                    sandbox.getLinux().getSecurityContext().getNamespaceOptions())
-                            .addAllMaskedPaths(KubeletPods.MASKED_PATHS)
-                            .addAllReadonlyPaths(KubeletPods.READONLY_PATHS)
-                            .setCapabilities(
-                                    Capability.newBuilder()
-                                            .addAllAddCapabilities(
-                                                    sc.getCapabilities().getAdd() == null
-                                                            ? List.of()
-                                                            : sc.getCapabilities().getAdd())
-                                            .addAllDropCapabilities(
-                                                    sc.getCapabilities().getDrop()));
-            if (sc.getSeccompProfile() != null) {
-                assertEquals("RuntimeDefault", sc.getSeccompProfile().getType());
-                linux.setSeccomp(
-                        SecurityProfile.newBuilder()
-                                .setProfileType(SecurityProfile.ProfileType.RuntimeDefault));
-            }
-            return config.setLinux(LinuxContainerConfig.newBuilder().setSecurityContext(linux))
-                    .build();
-        }
-
-        /** @return the service account's files for the pod's containers, written once per pod */
-        private Path serviceAccount(PodSandboxConfig sandbox) throws IOException {
-            Path dir =
-                    root.resolve("volumes")
-                            .resolve("service-account-" + sandbox.getMetadata().getUid());
-            return Files.isDirectory(dir)
-                    ? dir
-                    : api.serviceAccount(dir, sandbox.getMetadata().getNamespace());
-        }
-
-        /** The manifest's args, with host paths that the manifest uses on both sides moved under the node's root. */
-        private List<String> args(Container c) {
-            List<String> args = new ArrayList<>();
-            for (String a : c.getArgs()) {
-                args.add(
-                        a.startsWith("--socket=/run/cadastre/")
-                                ? "--socket=" + hostPath(a.substring("--socket=".length()))
-                                : a);
-            }
-            return args;
-        }
-
-        private String envValue(EnvVar e, PodSandboxConfig sandbox) {
-            if (e.getValue() != null) {
-                return e.getValue();
-            }
-            String field = e.getValueFrom().getFieldRef().getFieldPath();
-            return switch (field) {
-                case "spec.nodeName" -> NODE;
-                case "metadata.namespace" -> sandbox.getMetadata().getNamespace();
-                case "status.hostIP" -> NODE_IP;
-                default ->
-                        throw new AssertionError(
-                                "a field kubelet would fill in that this test does not: " + field);
-            };
-        }
-
-        /** A volume mount as kubelet hands it over: the host directory behind the volume. */
-        private Mount mount(VolumeMount m, PodSpec pod) throws IOException {
-            Volume v =
-                    pod.getVolumes().stream()
-                            .filter(x -> x.getName().equals(m.getName()))
-                            .findFirst()
-                            .orElseThrow();
-            Path host;
-            String containerPath = m.getMountPath();
-            if (v.getHostPath() != null) {
-                host = hostPath(v.getHostPath().getPath());
-                if ("DirectoryOrCreate".equals(v.getHostPath().getType())) {
-                    Files.createDirectories(host);
-                }
-                if (SHARED_WITH_HOST.contains(m.getMountPath())) {
-                    assertEquals(m.getMountPath(), v.getHostPath().getPath());
-                    containerPath = host.toString(); // the same path on both sides, also here
-                }
-            } else if (v.getConfigMap() != null) {
-                host = configMaps.get(v.getConfigMap().getName());
-            } else if (v.getEmptyDir() != null
-                    || (v.getSecret() != null
-                            && Boolean.TRUE.equals(v.getSecret().getOptional()))) {
-                // An emptyDir; an optional Secret that does not exist is mounted empty.
-                host = Files.createDirectories(root.resolve("volumes").resolve(v.getName()));
-            } else {
-                throw new AssertionError(
-                        "volume " + v.getName() + " of a kind this test does not provide");
-            }
-            String propagation = m.getMountPropagation();
-            return Mount.newBuilder()
-                    .setContainerPath(containerPath)
-                    .setHostPath(host.toString())
-                    .setReadonly(Boolean.TRUE.equals(m.getReadOnly()))
-                    .setPropagation(
-                            "HostToContainer".equals(propagation)
-                                    ? MountPropagation.PROPAGATION_HOST_TO_CONTAINER
-                                    : MountPropagation.PROPAGATION_PRIVATE)
-                    .build();
-        }
-    }
-
-    /**
-     * Makes the netns directory a shared mount point (bound onto itself), as a node's
-     * /var/run/netns is: without it no mount made there later propagates into the agent's container.
-     */
-    private static void shareNetnsDir(Path dir) throws Exception {
-        Files.createDirectories(dir);
-        run("mount", "--bind", dir.toString(), dir.toString());
-        run("mount", "--make-shared", dir.toString());
-    }
-
-    /** cadastrectl run by ExecSync in the agent's container; its JSON output. */
-    private static JsonNode ctl(CriClient cri, String container, String... args)
-            throws IOException {
-        List<String> argv = new ArrayList<>(List.of("cadastrectl"));
-        argv.addAll(List.of(args));
-        ExecResult r = cri.execSync(container, 60, argv.toArray(String[]::new));
-        assertEquals(0, r.exitCode(), r.toString());
-        return JSON.readTree(r.stdout());
-    }
-
-    /** Waits for the container to exit; fails with its log when it does not within the deadline. */
-    private static ContainerStatus awaitExit(
-            CriClient cri, String id, PodSandboxConfig pod, String name) throws IOException {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (true) {
-            ContainerStatus status = cri.containerStatus(id);
-            if (status.getState() == ContainerState.CONTAINER_EXITED) {
-                return status;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(
-                        name
-                                + " did not exit within "
-                                + DEADLINE
-                                + ": "
-                                + status
-                                + "\n"
-                                + log(pod, name));
-            }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
-        }
-    }
-
-    /** Waits until {@code url} answers 200; fails with the container's log when it exits or the deadline passes. */
-    private static void awaitReady(CriClient cri, String id, PodSandboxConfig pod, String url)
-            throws Exception {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        String last = "no answer";
-        while (true) {
-            ContainerStatus status = cri.containerStatus(id);
-            if (status.getState() == ContainerState.CONTAINER_EXITED) {
-                throw new AssertionError(
-                        "the agent exited with "
-                                + status.getExitCode()
-                                + ":\n"
-                                + log(pod, "agent"));
-            }
-            try {
-                HttpResponse<String> r = get(url);
-                if (r.statusCode() == 200) {
-                    return;
-                }
-                last = r.statusCode() + " " + r.body();
-            } catch (IOException e) {
-                last = e.toString();
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(
-                        url
-                                + " not ready within "
-                                + DEADLINE
-                                + " ("
-                                + last
-                                + "):\n"
-                                + log(pod, "agent"));
-            }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(250));
-        }
+    /** @return null when {@code url} answers 200, otherwise its status and body */
+    private static String readiness(String url) throws IOException, InterruptedException {
+        HttpResponse<String> r = get(url);
+        return r.statusCode() == 200 ? null : r.statusCode() + " " + r.body();
     }
 
     private static HttpResponse<String> get(String url) throws IOException, InterruptedException {
@@ -669,33 +321,9 @@ class ImageCriEndToEndTest {
                 HttpResponse.BodyHandlers.ofString());
     }
 
-    /** @return the container's log, where kubelet would read it (the sandbox's log directory) */
-    private static String log(PodSandboxConfig pod, String container) {
-        Path file = Path.of(pod.getLogDirectory()).resolve(container).resolve("0.log");
-        try {
-            return Files.readString(file);
-        } catch (IOException e) {
-            return "(no log " + file + ": " + e + ")";
-        }
-    }
-
     private static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
-        }
-    }
-
-    private static String shortId() {
-        return UUID.randomUUID().toString().substring(0, 5);
-    }
-
-    private static void run(String... command) throws Exception {
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out =
-                new String(
-                        p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", command) + " failed: " + out);
         }
     }
 

@@ -46,12 +46,17 @@ public final class Containerd implements AutoCloseable {
 
     private final Path dir;
     private final Path config;
+
+    /** The network namespace (a name under /var/run/netns) containerd runs in; null: the test's own. */
+    private final String netns;
+
     private Process process;
     private CriClient cri;
 
-    private Containerd(Path dir) {
+    private Containerd(Path dir, String netns) {
         this.dir = dir;
         this.config = dir.resolve("config.toml");
+        this.netns = netns;
     }
 
     /**
@@ -89,7 +94,34 @@ public final class Containerd implements AutoCloseable {
             int maxConfNum,
             Map<String, Path> handlerConfDirs)
             throws IOException {
-        Containerd containerd = new Containerd(dir.toAbsolutePath());
+        return start(dir, cniBinDir, cniConfDir, maxConfNum, handlerConfDirs, null);
+    }
+
+    /**
+     * As {@link #start(Path, Path, Path, int)}, with containerd in the network namespace
+     * {@code netns} (a name under {@code /var/run/netns}: a test host's, Topology), so that the
+     * host-network pods it runs are in that host's network as a node's are in the node's, and
+     * their ports and routes are the host's, not the machine's. Only the network namespace
+     * changes ({@code nsenter --net}): containerd keeps the machine's mounts.
+     */
+    public static Containerd startIn(
+            String netns, Path dir, Path cniBinDir, Path cniConfDir, int maxConfNum)
+            throws IOException {
+        if (!netns.matches("[A-Za-z0-9][A-Za-z0-9_.-]*")) {
+            throw new IllegalArgumentException("netns name " + netns);
+        }
+        return start(dir, cniBinDir, cniConfDir, maxConfNum, Map.of(), netns);
+    }
+
+    private static Containerd start(
+            Path dir,
+            Path cniBinDir,
+            Path cniConfDir,
+            int maxConfNum,
+            Map<String, Path> handlerConfDirs,
+            String netns)
+            throws IOException {
+        Containerd containerd = new Containerd(dir.toAbsolutePath(), netns);
         try {
             Files.createDirectories(containerd.dir);
             StringBuilder toml =
@@ -219,8 +251,14 @@ public final class Containerd implements AutoCloseable {
 
     private void launch() throws IOException {
         Files.deleteIfExists(socket());
+        List<String> command = new ArrayList<>();
+        if (netns != null) {
+            // nsenter execs containerd: the PID stays the one this stops and kills.
+            command.addAll(List.of("nsenter", "--net=/var/run/netns/" + netns));
+        }
+        command.addAll(List.of("containerd", "--config", config.toString()));
         process =
-                new ProcessBuilder("containerd", "--config", config.toString())
+                new ProcessBuilder(command)
                         .redirectErrorStream(true)
                         .redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()))
                         .start();

@@ -13,7 +13,7 @@ import java.util.concurrent.Executors;
  * deadline. The threads are pooled (daemons, kept while idle): starting two threads per plugin
  * exec would put about 0.2 ms of thread start-up into every timed benchmark call.
  */
-final class Streams {
+public final class Streams {
     private static final ExecutorService READERS =
             Executors.newCachedThreadPool(
                     r -> {
@@ -25,7 +25,7 @@ final class Streams {
     private Streams() {}
 
     /** @return all of {@code stream} as UTF-8, once it ends */
-    static CompletableFuture<String> readAll(InputStream stream) {
+    public static CompletableFuture<String> readAll(InputStream stream) {
         return CompletableFuture.supplyAsync(
                 () -> {
                     try (stream) {
