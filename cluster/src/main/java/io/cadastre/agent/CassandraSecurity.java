@@ -31,6 +31,7 @@ final class CassandraSecurity {
     private final Optional<String> username;
     private final Optional<String> password;
     private final boolean tls;
+    private final Optional<Path> caFile;
     private final Optional<Path> truststore;
     private final Optional<String> truststorePassword;
     private final Optional<Path> keystore;
@@ -41,6 +42,7 @@ final class CassandraSecurity {
             Optional<String> username,
             Optional<String> password,
             boolean tls,
+            Optional<Path> caFile,
             Optional<Path> truststore,
             Optional<String> truststorePassword,
             Optional<Path> keystore,
@@ -49,6 +51,7 @@ final class CassandraSecurity {
         this.username = username;
         this.password = password;
         this.tls = tls;
+        this.caFile = caFile;
         this.truststore = truststore;
         this.truststorePassword = truststorePassword;
         this.keystore = keystore;
@@ -59,9 +62,10 @@ final class CassandraSecurity {
     /**
      * @param c the {@code cadastre.cassandra} section
      * @throws IllegalArgumentException naming the setting: a username without a password file or
-     *     the reverse, an unreadable or empty password file, trust or key store settings while
-     *     {@code tls.enabled} is off, a key store without its password file, or a store that does
-     *     not open with its password
+     *     the reverse, an unreadable or empty password file, CA, trust or key store settings while
+     *     {@code tls.enabled} is off, a CA file and a trust store both, a CA file that holds no PEM
+     *     certificate, a key store without its password file, or a store that does not open with
+     *     its password
      */
     static CassandraSecurity from(Config c) {
         Optional<String> username = nonBlank(c.getString("username"));
@@ -77,6 +81,7 @@ final class CassandraSecurity {
         Optional<String> password = passwordFile.map(f -> secret("password-file", f));
         Config t = c.getConfig("tls");
         boolean tls = t.getBoolean("enabled");
+        Optional<Path> caFile = nonBlank(t.getString("ca-file")).map(Path::of);
         Optional<Path> truststore = nonBlank(t.getString("truststore-file")).map(Path::of);
         Optional<Path> truststorePasswordFile =
                 nonBlank(t.getString("truststore-password-file")).map(Path::of);
@@ -84,15 +89,22 @@ final class CassandraSecurity {
         Optional<Path> keystorePasswordFile =
                 nonBlank(t.getString("keystore-password-file")).map(Path::of);
         if (!tls
-                && (truststore.isPresent()
+                && (caFile.isPresent()
+                        || truststore.isPresent()
                         || truststorePasswordFile.isPresent()
                         || keystore.isPresent()
                         || keystorePasswordFile.isPresent())) {
             throw new IllegalArgumentException(
                     PREFIX
-                            + "tls: trust or key store set while "
+                            + "tls: a CA file, trust or key store set while "
                             + PREFIX
                             + "tls.enabled is off (CADASTRE_CASSANDRA_TLS_ENABLED)");
+        }
+        if (caFile.isPresent() && truststore.isPresent()) {
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + "tls.ca-file and tls.truststore-file are both set: the CA's"
+                            + " certificates come from one or the other");
         }
         if (truststore.isEmpty() && truststorePasswordFile.isPresent()) {
             throw new IllegalArgumentException(
@@ -106,12 +118,14 @@ final class CassandraSecurity {
                 truststorePasswordFile.map(f -> secret("tls.truststore-password-file", f));
         Optional<String> keystorePassword =
                 keystorePasswordFile.map(f -> secret("tls.keystore-password-file", f));
+        caFile.ifPresent(CassandraSecurity::readCa);
         truststore.ifPresent(f -> open("tls.truststore-file", f, truststorePassword));
         keystore.ifPresent(f -> open("tls.keystore-file", f, keystorePassword));
         return new CassandraSecurity(
                 username,
                 password,
                 tls,
+                caFile,
                 truststore,
                 truststorePassword,
                 keystore,
@@ -140,10 +154,19 @@ final class CassandraSecurity {
             settings =
                     settings.withValue(
                                     ssl + "class",
-                                    ConfigValueFactory.fromAnyRef("DefaultSslEngineFactory"))
+                                    ConfigValueFactory.fromAnyRef(
+                                            caFile.isPresent()
+                                                    ? PemTrustSslEngineFactory.class.getName()
+                                                    : "DefaultSslEngineFactory"))
                             .withValue(
                                     ssl + "hostname-validation",
                                     ConfigValueFactory.fromAnyRef(hostnameValidation));
+            if (caFile.isPresent()) {
+                settings =
+                        settings.withValue(
+                                "datastax-java-driver." + PemTrustSslEngineFactory.CA_FILE_OPTION,
+                                ConfigValueFactory.fromAnyRef(caFile.get().toString()));
+            }
             if (truststore.isPresent()) {
                 settings =
                         settings.withValue(
@@ -199,7 +222,9 @@ final class CassandraSecurity {
                         : "TLS (hostname validation "
                                 + (hostnameValidation ? "on" : "OFF")
                                 + ", trust "
-                                + truststore.map(Path::toString).orElse("the JVM's default")
+                                + caFile.map(f -> f + " (PEM)")
+                                        .or(() -> truststore.map(Path::toString))
+                                        .orElse("the JVM's default")
                                 + ", client certificate "
                                 + keystore.map(Path::toString).orElse("none")
                                 + ")");
@@ -233,6 +258,24 @@ final class CassandraSecurity {
             throw new IllegalArgumentException(PREFIX + key + " " + file + " is empty");
         }
         return value;
+    }
+
+    /** Reads the CA file as {@link PemTrustSslEngineFactory} will. */
+    private static void readCa(Path file) {
+        try {
+            PemTrustSslEngineFactory.trustStore(file);
+        } catch (NoSuchFileException e) {
+            throw new IllegalArgumentException(
+                    PREFIX + "tls.ca-file " + file + ": no such file", e);
+        } catch (IOException | GeneralSecurityException e) {
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + "tls.ca-file "
+                            + file
+                            + " does not hold PEM X.509 certificates: "
+                            + e.getMessage(),
+                    e);
+        }
     }
 
     /** Opens the store as the driver will (type JKS, which also reads PKCS12). */

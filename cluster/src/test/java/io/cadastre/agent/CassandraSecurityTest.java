@@ -18,6 +18,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyStore;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLEngine;
 import org.apache.pekko.stream.connectors.cassandra.DriverConfigLoaderFromConfig;
@@ -122,16 +123,7 @@ class CassandraSecurityTest {
         assertEquals(keystore.toString(), ssl.getString("keystore-path"));
         assertTrue(ssl.getBoolean("hostname-validation"));
         try (SslEngineFactory factory = driver(config).getSslEngineFactory().orElseThrow()) {
-            SSLEngine engine =
-                    factory.newSslEngine(
-                            new DefaultEndPoint(
-                                    InetSocketAddress.createUnresolved("cassandra-0.db", 9042)));
-            assertTrue(engine.getUseClientMode());
-            assertEquals(
-                    "HTTPS",
-                    engine.getSSLParameters().getEndpointIdentificationAlgorithm(),
-                    "hostname validation");
-            assertEquals("cassandra-0.db", engine.getPeerHost());
+            assertClientEngineValidatingTheHostname(factory);
         }
         CassandraSecurity security = CassandraSecurity.from(config.getConfig("cadastre.cassandra"));
         assertFalse(security.toString().contains("pw"), security.toString());
@@ -147,6 +139,67 @@ class CassandraSecurityTest {
         assertTrue(
                 CassandraSecurity.from(unchecked.getConfig("cadastre.cassandra"))
                         .tlsWithoutHostnameValidation());
+    }
+
+    /**
+     * The CA as PEM, as a Kubernetes Secret holds it: the driver gets this agent's engine factory,
+     * which trusts exactly those certificates and validates the hostname as the driver's own does.
+     */
+    @Test
+    void aPemCaFileReachesTheDriverAsTheTrustOfItsSslEngines() throws Exception {
+        TestPki ca = TestPki.authority("cassandra-ca");
+        TestPki other = TestPki.authority("other-ca");
+        Path pem =
+                Files.writeString(
+                        dir.resolve("ca.crt"),
+                        TestPki.pem("CERTIFICATE", ca.certificate().getEncoded())
+                                + TestPki.pem("CERTIFICATE", other.certificate().getEncoded()));
+        Config config =
+                config(
+                        "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.ca-file = \""
+                                + pem
+                                + "\"\n");
+        Config ssl = config.getConfig("datastax-java-driver.advanced.ssl-engine-factory");
+        assertEquals(PemTrustSslEngineFactory.class.getName(), ssl.getString("class"));
+        assertEquals(pem.toString(), ssl.getString("cadastre-ca-file"));
+        assertFalse(ssl.hasPath("truststore-path"));
+        KeyStore anchors = PemTrustSslEngineFactory.trustStore(pem);
+        assertEquals(2, anchors.size(), "both certificates of the file");
+        assertTrue(anchors.getCertificateAlias(ca.certificate()) != null);
+        try (SslEngineFactory factory = driver(config).getSslEngineFactory().orElseThrow()) {
+            assertTrue(factory instanceof PemTrustSslEngineFactory, factory.toString());
+            assertClientEngineValidatingTheHostname(factory);
+        }
+        assertTrue(
+                CassandraSecurity.from(config.getConfig("cadastre.cassandra"))
+                        .summary()
+                        .contains("trust " + pem + " (PEM)"));
+
+        Path truststore =
+                ca.writeTrustStore(dir.resolve("truststore.p12"), "trust-pw".toCharArray());
+        assertRefused(
+                "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.ca-file = \""
+                        + pem
+                        + "\"\ncadastre.cassandra.tls.truststore-file = \""
+                        + truststore
+                        + "\"",
+                "cadastre.cassandra.tls.ca-file and tls.truststore-file are both set");
+        Path notPem = Files.writeString(dir.resolve("not.crt"), "not a certificate\n");
+        assertRefused(
+                "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.ca-file = \""
+                        + notPem
+                        + "\"",
+                "cadastre.cassandra.tls.ca-file "
+                        + notPem
+                        + " does not hold PEM X.509 certificates");
+        assertRefused(
+                "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.ca-file = \""
+                        + dir.resolve("none.crt")
+                        + "\"",
+                "cadastre.cassandra.tls.ca-file " + dir.resolve("none.crt") + ": no such file");
+        assertRefused(
+                "cadastre.cassandra.tls.ca-file = \"" + pem + "\"",
+                "cadastre.cassandra.tls: a CA file, trust or key store set while");
     }
 
     @Test
@@ -171,7 +224,7 @@ class CassandraSecurityTest {
                 "cadastre.cassandra.password-file " + empty + " is empty");
         assertRefused(
                 "cadastre.cassandra.tls.truststore-file = \"" + truststore + "\"",
-                "cadastre.cassandra.tls: trust or key store set while cadastre.cassandra.tls.enabled is off");
+                "cadastre.cassandra.tls: a CA file, trust or key store set while cadastre.cassandra.tls.enabled is off");
         assertRefused(
                 "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.truststore-file = \""
                         + truststore
@@ -184,6 +237,20 @@ class CassandraSecurityTest {
                         + truststore
                         + "\"",
                 "cadastre.cassandra.tls.keystore-file and tls.keystore-password-file go together");
+    }
+
+    /** The factory's engine for a Cassandra node is a client's that checks the node's name. */
+    private static void assertClientEngineValidatingTheHostname(SslEngineFactory factory) {
+        SSLEngine engine =
+                factory.newSslEngine(
+                        new DefaultEndPoint(
+                                InetSocketAddress.createUnresolved("cassandra-0.db", 9042)));
+        assertTrue(engine.getUseClientMode());
+        assertEquals(
+                "HTTPS",
+                engine.getSSLParameters().getEndpointIdentificationAlgorithm(),
+                "hostname validation");
+        assertEquals("cassandra-0.db", engine.getPeerHost());
     }
 
     private void assertRefused(String hocon, String expected) throws Exception {

@@ -1,21 +1,28 @@
 package io.cadastre.deploy;
 
 import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.CqlSessionBuilder;
 import io.cadastre.testsupport.CassandraNode;
 import io.cadastre.testsupport.Streams;
 import io.cadastre.testsupport.Topology;
+import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyStore;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 
 /**
  * Creates the agents' Cassandra role as an operator does before the first install (README,
  * "Install on Kubernetes": {@code CREATE ROLE cadastre WITH PASSWORD = '...' AND LOGIN = true}),
- * logged in as the superuser. Runs as a process of its own in a topology host's namespace, where
- * Cassandra is reachable ({@link #create}).
+ * logged in as the superuser, over TLS when Cassandra requires it. Runs as a process of its own in
+ * a topology host's namespace, where Cassandra is reachable ({@link #create}).
  */
 final class CassandraRole {
     private CassandraRole() {}
@@ -31,22 +38,24 @@ final class CassandraRole {
         if (!role.matches("[a-z][a-z0-9_]*")) {
             throw new IllegalArgumentException("role " + role);
         }
-        Process p =
-                topology.exec(
-                        topology.host(1),
+        Map<String, String> client = cassandra.clientEnvironment();
+        List<String> command =
+                new ArrayList<>(
                         List.of(
                                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                                 "-cp",
                                 System.getProperty("java.class.path"),
                                 CassandraRole.class.getName(),
                                 cassandra.contactPoint(),
-                                cassandra.clientEnvironment().get("CADASTRE_CASSANDRA_USERNAME"),
-                                cassandra
-                                        .clientEnvironment()
-                                        .get("CADASTRE_CASSANDRA_PASSWORD_FILE"),
+                                client.get("CADASTRE_CASSANDRA_USERNAME"),
+                                client.get("CADASTRE_CASSANDRA_PASSWORD_FILE"),
                                 role,
-                                passwordFile.toString()),
-                        pb -> pb.redirectErrorStream(true));
+                                passwordFile.toString()));
+        if (client.containsKey("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_FILE")) {
+            command.add(client.get("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_FILE"));
+            command.add(client.get("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_PASSWORD_FILE"));
+        }
+        Process p = topology.exec(topology.host(1), command, pb -> pb.redirectErrorStream(true));
         var output = Streams.readAll(p.getInputStream());
         if (!p.waitFor(120, TimeUnit.SECONDS)) {
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
@@ -58,20 +67,36 @@ final class CassandraRole {
         }
     }
 
-    /** Arguments: {@code HOST:PORT SUPERUSER SUPERUSER_PASSWORD_FILE ROLE ROLE_PASSWORD_FILE}. */
+    /**
+     * Arguments: {@code HOST:PORT SUPERUSER SUPERUSER_PASSWORD_FILE ROLE ROLE_PASSWORD_FILE
+     * [TRUSTSTORE TRUSTSTORE_PASSWORD_FILE]} (a PKCS#12 trust store: TLS).
+     */
     public static void main(String[] args) throws Exception {
         String[] hostPort = args[0].split(":");
         String password = read(args[4]);
         if (!password.matches("[0-9a-f]+")) {
             throw new IllegalArgumentException("the role's password must be hexadecimal");
         }
-        try (CqlSession session =
+        CqlSessionBuilder builder =
                 CqlSession.builder()
                         .addContactPoint(
                                 new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])))
                         .withLocalDatacenter("datacenter1")
-                        .withAuthCredentials(args[1], read(args[2]))
-                        .build()) {
+                        .withAuthCredentials(args[1], read(args[2]));
+        if (args.length > 5) {
+            char[] storePassword = read(args[6]).toCharArray();
+            KeyStore store = KeyStore.getInstance("PKCS12");
+            try (InputStream in = Files.newInputStream(Path.of(args[5]))) {
+                store.load(in, storePassword);
+            }
+            TrustManagerFactory trust =
+                    TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            trust.init(store);
+            SSLContext tls = SSLContext.getInstance("TLS");
+            tls.init(null, trust.getTrustManagers(), null);
+            builder = builder.withSslContext(tls);
+        }
+        try (CqlSession session = builder.build()) {
             session.execute(
                     "CREATE ROLE IF NOT EXISTS "
                             + args[3]

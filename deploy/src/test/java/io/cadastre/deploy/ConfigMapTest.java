@@ -11,6 +11,7 @@ import com.typesafe.config.ConfigValue;
 import io.cadastre.agent.AgentMain;
 import io.cadastre.agent.AgentSettings;
 import io.cadastre.agent.Persistence;
+import io.cadastre.testsupport.TestPki;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.PodSpec;
@@ -22,6 +23,7 @@ import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -49,6 +51,11 @@ class ConfigMapTest {
     /** Where the main settings expect Cassandra's password: a key of the Secret the DaemonSet mounts. */
     static final String PASSWORD_FILE = "/etc/cadastre/cassandra/password";
 
+    private static final String CA_KEY = "cadastre.cassandra.tls.ca-file";
+
+    /** Where the main settings expect the CA of Cassandra's certificates (PEM): the same Secret's. */
+    static final String CA_FILE = "/etc/cadastre/cassandra/ca.crt";
+
     /** @return the settings text of the ConfigMap in {@code dir} */
     static String settingsText(Path dir) {
         try {
@@ -62,29 +69,41 @@ class ConfigMapTest {
 
     /**
      * @return the ConfigMap in {@code dir} loaded by the agent's own loader (this JVM's
-     *     environment), which reads the Cassandra password file at once: the file the settings
-     *     name ({@link #PASSWORD_FILE}, from a Secret in a pod) is replaced by a test file
+     *     environment), which reads the Cassandra password and CA files at once: the files the
+     *     settings name ({@link #PASSWORD_FILE}, {@link #CA_FILE}, from a Secret in a pod) are
+     *     replaced by test files
      */
     static Config load(Path dir) {
         try {
             Path file = Files.createTempFile("cadastre-configmap", ".conf");
             Path password = Files.createTempFile("cadastre-password", "");
+            Path ca = Files.createTempFile("cadastre-ca", ".crt");
             try {
                 Files.writeString(file, settingsText(dir));
                 Files.writeString(password, "not-a-real-password\n");
+                TestPki.writePrivate(
+                        ca,
+                        TestPki.pem(
+                                "CERTIFICATE",
+                                TestPki.authority("cassandra-ca").certificate().getEncoded()));
                 Config config = ConfigFactory.parseFile(file.toFile());
-                Config forced = ConfigFactory.empty();
+                Map<String, String> forced = new HashMap<>();
                 if (config.hasPath(PASSWORD_KEY)) {
                     assertEquals(PASSWORD_FILE, config.getString(PASSWORD_KEY));
-                    forced = ConfigFactory.parseMap(Map.of(PASSWORD_KEY, password.toString()));
+                    forced.put(PASSWORD_KEY, password.toString());
                 }
-                return AgentMain.loadConfig(file.toFile(), forced);
+                if (config.hasPath(CA_KEY)) {
+                    assertEquals(CA_FILE, config.getString(CA_KEY));
+                    forced.put(CA_KEY, ca.toString());
+                }
+                return AgentMain.loadConfig(file.toFile(), ConfigFactory.parseMap(forced));
             } finally {
                 Files.delete(file);
                 Files.delete(password);
+                Files.delete(ca);
             }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+        } catch (IOException | java.security.cert.CertificateEncodingException e) {
+            throw new UncheckedIOException(new IOException(e));
         }
     }
 
@@ -121,6 +140,9 @@ class ConfigMapTest {
                     "cadastre-cluster-tls");
         }
         assertSecretFile(pod, agent, PASSWORD_FILE, "cadastre-cassandra");
+        // Cassandra over TLS, its CA from the same Secret.
+        assertTrue(config.getBoolean("cadastre.cassandra.tls.enabled"));
+        assertSecretFile(pod, agent, CA_FILE, "cadastre-cassandra");
     }
 
     @Test

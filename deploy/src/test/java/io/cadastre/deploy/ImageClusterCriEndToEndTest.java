@@ -44,10 +44,12 @@ import org.junit.jupiter.api.Test;
  * kubelet's side are a {@link KubeletNode}. The cluster has what the main ConfigMap expects:
  *
  * <ul>
- *   <li>Cassandra requiring a login (on the topology's db address), its schema created ahead by
- *       the superuser and the agents' role {@code cadastre} created as the README says, its
- *       password in the Secret {@code cadastre-cassandra};
- *   <li>the Secret {@code cadastre-cluster-tls}: one certificate for every member, from a test CA;
+ *   <li>Cassandra requiring a login and TLS (on the topology's db address, its certificate from a
+ *       test CA naming that address), its schema created ahead by the superuser and the agents'
+ *       role {@code cadastre} created as the README says; the Secret {@code cadastre-cassandra}
+ *       holds the role's password and the CA's certificate (PEM);
+ *   <li>the Secret {@code cadastre-cluster-tls}: one certificate for every member, from the test
+ *       CA;
  *   <li>the API server (fabric8's mock, in this JVM) with both Nodes and, once each is started,
  *       both agents' pods, Running at their nodes' addresses: the agents find each other there
  *       (two contact points required) and form one cluster. The API is reached from each node at
@@ -100,6 +102,10 @@ class ImageClusterCriEndToEndTest {
             topology = Topology.up(Topology.randomName(), 2);
             Path cassandraSecret = root.resolve("volumes/cassandra");
             TestPki.writePrivate(cassandraSecret.resolve("password"), randomHex() + "\n");
+            TestPki ca = TestPki.authority("cadastre-test-ca");
+            TestPki.writePrivate(
+                    cassandraSecret.resolve("ca.crt"),
+                    TestPki.pem("CERTIFICATE", ca.certificate().getEncoded()));
             // Cassandra (about half a minute with its login) starts while the nodes are set up.
             Topology fabric = topology;
             cassandraReady =
@@ -107,8 +113,8 @@ class ImageClusterCriEndToEndTest {
                             () -> {
                                 try {
                                     CassandraNode node =
-                                            CassandraNode.startWithLogin(
-                                                    fabric, root.resolve("cassandra"));
+                                            CassandraNode.startSecured(
+                                                    fabric, root.resolve("cassandra"), ca);
                                     cassandra.set(node);
                                     Schema.create(fabric, node);
                                     CassandraRole.create(
@@ -120,7 +126,6 @@ class ImageClusterCriEndToEndTest {
                                     throw new IllegalStateException(e);
                                 }
                             });
-            TestPki ca = TestPki.authority("cadastre-test-ca");
             Path clusterTls = root.resolve("volumes/cluster-tls");
             ca.write(ca.issue(TestPki.Spec.member("cadastre", null)), clusterTls);
 
@@ -198,6 +203,16 @@ class ImageClusterCriEndToEndTest {
                     starting.stream().map(CompletableFuture::join).toList();
 
             long agentsMillis = (System.nanoTime() - started) / 1_000_000;
+            // Each reached Cassandra as the role, over TLS with the Secret's CA.
+            for (KubeletNode.AgentPod agent : agents) {
+                String log = KubeletNode.log(agent.config(), "agent").replace("\\/", "/");
+                assertTrue(
+                        log.contains(
+                                "Cassandra: as cadastre, TLS (hostname validation on, trust "
+                                        + ConfigMapTest.CA_FILE
+                                        + " (PEM)"),
+                        log);
+            }
             // One cluster: each agent lists both nodes as members.
             for (int i = 0; i < nodes.size(); i++) {
                 JsonNode listed =

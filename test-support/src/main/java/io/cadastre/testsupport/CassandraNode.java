@@ -58,32 +58,6 @@ public final class CassandraNode implements AutoCloseable {
     }
 
     /**
-     * Starts Cassandra requiring a login ({@code PasswordAuthenticator}; its default superuser),
-     * without TLS, and waits until CQL accepts connections: what the Kubernetes manifests' main
-     * settings reach (a role and its password from a Secret). The superuser's password file, for
-     * {@link #clientEnvironment()}, is written under {@code dir/client}, mode 0600.
-     */
-    public static CassandraNode startWithLogin(Topology topology, Path dir)
-            throws IOException, InterruptedException {
-        Path passwordFile = dir.resolve("client").resolve("password");
-        TestPki.writePrivate(passwordFile, SUPERUSER_PASSWORD + "\n");
-        CassandraNode node =
-                new CassandraNode(
-                        topology,
-                        dir,
-                        Map.of("CASSANDRA_AUTHENTICATOR", "PasswordAuthenticator"),
-                        Map.of(
-                                "CADASTRE_CASSANDRA_CONTACT_POINTS",
-                                contactPoint(topology),
-                                "CADASTRE_CASSANDRA_USERNAME",
-                                SUPERUSER,
-                                "CADASTRE_CASSANDRA_PASSWORD_FILE",
-                                passwordFile.toString()));
-        node.run("start", dir.toString(), topology.db().address());
-        return node;
-    }
-
-    /**
      * Starts Cassandra requiring a login ({@code PasswordAuthenticator}; its default superuser)
      * and TLS from CQL clients, with a server certificate from {@code ca} that names the db
      * address (an IP subject alternative name, for the driver's hostname validation), and waits
