@@ -102,7 +102,7 @@ final class KubeletNode {
     interface Readiness {
         /**
          * @return null when ready, otherwise what the agent answered
-         * @throws IOException when it could not be asked (the wait goes on)
+         * @throws IOException when it could not be asked (the wait goes on; anything else ends it)
          */
         String notReady() throws Exception;
     }
