@@ -221,7 +221,9 @@ cmd_start() {
   # to settle" before CQL starts (it happens on a non-loopback address, e.g. in a netns); the two
   # shutdown properties drop the 2 s "announce shutdown" sleep and the 2 s internode-messaging
   # quiesce (SIGTERM stop ~6.4 s -> ~2 s); superuser_setup_delay_ms=0 creates the default superuser
-  # (PasswordAuthenticator) at once instead of 10 s after start.
+  # (PasswordAuthenticator) at once instead of 10 s after start; flush_local_schema_changes=false
+  # leaves a schema change's tables in memory and the commit log instead of flushing them after each
+  # statement (the schema's 10 statements: 4.5-5.5 s -> 3.5 s; a SIGKILL replays them from the log).
   # setsid: its own session, so a Ctrl-C or a process-group kill aimed at the caller does not hit
   # it; stdin/stdout/stderr detached, so a caller reading this script's output gets EOF at exit.
   setsid "$java" "${heap[@]}" -Xss256k -XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true \
@@ -235,6 +237,7 @@ cmd_start() {
     -Dcassandra.shutdown_announce_in_ms=0 \
     -Dcassandra.test.messagingService.nonGracefulShutdown=true \
     -Dcassandra.superuser_setup_delay_ms=0 \
+    -Dcassandra.test.flush_local_schema_changes=false \
     "-Dlogback.configurationFile=$dir/logback.xml" \
     "$cds" \
     "${extra[@]}" \

@@ -106,7 +106,8 @@ class KubernetesBootstrapEndToEndTest {
     /**
      * IPv6 pod IPs only: two agents on two IPv4 node addresses form their cluster from the API in
      * the deploy module's {@code ImageClusterCriEndToEndTest} (the image on two nodes), and module
-     * kube's {@code KubernetesBootstrapTest} runs the bootstrap on both families.
+     * kube's {@code KubernetesBootstrapTest} runs it, rejoin included, on IPv4 with three agents
+     * in one JVM.
      *
      * @param firstIp the first agent's pod IP: the lower, it forms the cluster
      * @param secondIp the second's (IPv6: the same loopback address, another port)

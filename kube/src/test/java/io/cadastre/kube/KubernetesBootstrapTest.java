@@ -35,9 +35,10 @@ import org.slf4j.LoggerFactory;
  * the production {@link KubeApi} and {@link ClusterBootstrap} over fabric8's mock API server) find
  * each other through the pod list of their DaemonSet and form one cluster; the member that formed
  * it, restarted alone on its address, joins the running cluster instead of forming a second one.
- * With IPv4 pod IPs and IPv6 ones (an IPv6 cluster: Pekko writes an IPv6 host in brackets, the
- * API without). A member whose own pod is listed at another address than its own forms no
- * cluster, and says why.
+ * IPv4 pod IPs here; IPv6 ones (Pekko writes an IPv6 host in brackets, the API without) in the
+ * cluster module's {@code KubernetesBootstrapEndToEndTest}, with real agents, and so the same
+ * formation and rejoin (until 2026-11-27 both families ran here too, 11 s more). A member whose
+ * own pod is listed at another address than its own forms no cluster, and says why.
  */
 class KubernetesBootstrapTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
@@ -83,7 +84,7 @@ class KubernetesBootstrapTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"127.0.0.1", "::1"})
+    @ValueSource(strings = {"127.0.0.1"})
     void threeAgentsFormOneClusterAndARestartedOneJoinsIt(String ip) throws Exception {
         List<Agent> agents = new ArrayList<>();
         try (MockApi mock = new MockApi()) {
