@@ -301,38 +301,75 @@ class ImageClusterCriEndToEndTest {
                 }
             }
         } finally {
-            // The ordinary pods first, while their agents still answer their DEL.
+            // Every step runs, also after one failed: the ordinary pods first, while their agents
+            // still answer their DEL.
+            List<Step> cleanup = new ArrayList<>();
             for (Pod pod : pods) {
-                try {
-                    runtimes.get(pod.node()).cri().stopPodSandbox(pod.sandbox());
-                    runtimes.get(pod.node()).cri().removePodSandbox(pod.sandbox());
-                } catch (RuntimeException e) {
-                    // containerd's close tries again
+                cleanup.add(
+                        () -> {
+                            runtimes.get(pod.node()).cri().stopPodSandbox(pod.sandbox());
+                            runtimes.get(pod.node()).cri().removePodSandbox(pod.sandbox());
+                        });
+            }
+            runtimes.forEach(containerd -> cleanup.add(containerd::close));
+            PortRelay relay = apiRelay;
+            MockKubernetesApi server = api;
+            CompletableFuture<Void> ready = cassandraReady;
+            Topology fabric = topology;
+            cleanup.add(
+                    () -> {
+                        if (relay != null) {
+                            relay.close();
+                        }
+                    });
+            cleanup.add(
+                    () -> {
+                        if (server != null) {
+                            server.close();
+                        }
+                    });
+            cleanup.add(
+                    () -> {
+                        if (ready != null) {
+                            // its own failure is the test's; what it started is stopped next
+                            ready.handle((ok, failed) -> null).get(5, TimeUnit.MINUTES);
+                        }
+                        if (cassandra.get() != null) {
+                            cassandra.get().close();
+                        }
+                    });
+            cleanup.add(
+                    () -> {
+                        if (fabric != null) {
+                            fabric.close(); // and the relays started in it
+                        }
+                    });
+            cleanup.add(() -> deleteTree(root));
+            runAll(cleanup);
+        }
+    }
+
+    /** One step of the clean-up. */
+    private interface Step {
+        void run() throws Exception;
+    }
+
+    /** Runs every step; @throws Exception the first failure, the later ones suppressed */
+    private static void runAll(List<Step> steps) throws Exception {
+        Exception first = null;
+        for (Step step : steps) {
+            try {
+                step.run();
+            } catch (Exception e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
                 }
             }
-            for (Containerd containerd : runtimes) {
-                containerd.close();
-            }
-            if (apiRelay != null) {
-                apiRelay.close();
-            }
-            if (api != null) {
-                api.close();
-            }
-            if (cassandraReady != null) {
-                try {
-                    cassandraReady.get(5, TimeUnit.MINUTES);
-                } catch (Exception e) {
-                    // the test's failure is reported; what started is stopped below
-                }
-            }
-            if (cassandra.get() != null) {
-                cassandra.get().close();
-            }
-            if (topology != null) {
-                topology.close(); // and the relays started in it
-            }
-            deleteTree(root);
+        }
+        if (first != null) {
+            throw first;
         }
     }
 
