@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Carries TCP connections from a test host's network namespace to a server in this JVM's, through
@@ -122,15 +123,17 @@ public final class PortRelay implements AutoCloseable {
                 out.connect(target);
                 open.add(in);
                 open.add(out);
-                pump(in, out);
-                pump(out, in);
+                // The second direction to end closes both channels.
+                AtomicInteger directions = new AtomicInteger(2);
+                pump(in, out, directions);
+                pump(out, in, directions);
             } catch (IOException e) {
                 closeQuietly(in);
             }
         }
     }
 
-    private void pump(SocketChannel from, SocketChannel to) {
+    private void pump(SocketChannel from, SocketChannel to, AtomicInteger directions) {
         Thread t =
                 new Thread(
                         () -> {
@@ -144,10 +147,14 @@ public final class PortRelay implements AutoCloseable {
                                     buffer.clear();
                                 }
                                 to.shutdownOutput();
+                                if (directions.decrementAndGet() > 0) {
+                                    return;
+                                }
                             } catch (IOException e) {
-                                closeQuietly(from);
-                                closeQuietly(to);
+                                // one side failed: the connection ends both ways
                             }
+                            closeQuietly(from);
+                            closeQuietly(to);
                         },
                         "relay-pump");
         t.setDaemon(true);
