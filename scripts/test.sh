@@ -24,8 +24,9 @@ cd "$root"
 # podman: RuntimesTest runs a container through it (libcni).
 # strace: EmbeddedJournalEndToEndTest counts the agent's fdatasync calls per acknowledged ADD.
 # libfuse2: PowerLossFs (FUSE through jnr-fuse), the journal's power-loss tests.
+# nftables: NetlinkHostRoutingTest reads the outgoing NAT table with nft, as an operator would.
 install_missing test openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2 containernetworking-plugins podman \
-  containerd runc busybox-static fontconfig fonts-dejavu-core strace libfuse2
+  containerd runc busybox-static fontconfig fonts-dejavu-core strace libfuse2 nftables
 
 echo "test: mvn -B verify $*"
 exec mvn -B verify "$@"

@@ -157,8 +157,87 @@ class PodMeshTest {
                 mtu(pods.get("p1a")) == 1430, "pods get the underlay's MTU less VXLAN over IPv6");
     }
 
+    /**
+     * The router and the db namespace know no route to the pools, as the Internet or a corporate
+     * network does not: a pod reaches them only because its host masquerades (outgoing NAT, on
+     * by default). Between pods the source is kept: h1's connection tracking has the echo to a
+     * pod answered to the pod's own address, the echo to the router answered to h1's.
+     */
     @Test
     @Order(2)
+    void podsReachNetworksWithoutRoutesToThePoolsThroughOutgoingNatAndKeepTheirAddressToPods()
+            throws Exception {
+        String routerV4 = "198.19.255.1";
+        List<String> outside =
+                List.of(
+                        routerV4,
+                        "fd00:19:255::1",
+                        "198.19.254.1",
+                        "fd00:19:254::1",
+                        cluster.topology().db().address());
+        assertFalse(
+                run(
+                                "ip",
+                                "netns",
+                                "exec",
+                                cluster.topology().db().netns(),
+                                "ip",
+                                "route",
+                                "get",
+                                pods.get("p1a").v4())
+                        .out()
+                        .contains(" via "),
+                "the db namespace must not route the pools for this test to mean anything");
+        List<CompletableFuture<Void>> pings = new ArrayList<>();
+        for (Pod from : List.of(pods.get("p1a"), pods.get("p2"), pods.get("p4"))) {
+            pings.add(
+                    CompletableFuture.runAsync(
+                            () -> outside.forEach(t -> awaitPing(from, t, null)),
+                            cluster.executor()));
+        }
+        pings.forEach(CompletableFuture::join);
+
+        // Fresh entries: an echo's lasts 30 s.
+        Pod p1a = pods.get("p1a");
+        awaitPing(p1a, routerV4, null);
+        awaitPing(p1a, pods.get("p2").v4(), null);
+        String conntrack =
+                run("ip", "netns", "exec", member(1).host.netns(), "cat", "/proc/net/nf_conntrack")
+                        .out();
+        assertTrue(
+                conntrack
+                        .lines()
+                        .anyMatch(
+                                l ->
+                                        l.contains("src=" + p1a.v4() + " dst=" + routerV4 + " ")
+                                                && l.contains(
+                                                        "src="
+                                                                + routerV4
+                                                                + " dst="
+                                                                + member(1).host.address()
+                                                                + " ")),
+                "the echo to the router is not answered to h1's address:\n" + conntrack);
+        assertTrue(
+                conntrack
+                        .lines()
+                        .anyMatch(
+                                l ->
+                                        l.contains(
+                                                        "src="
+                                                                + p1a.v4()
+                                                                + " dst="
+                                                                + pods.get("p2").v4())
+                                                && l.contains(
+                                                        "src="
+                                                                + pods.get("p2").v4()
+                                                                + " dst="
+                                                                + p1a.v4()
+                                                                + " ")),
+                "the echo to p2 is not answered to p1a's own address:\n" + conntrack);
+    }
+
+    @Test
+    @Order(3)
     void aPodSendingFromAnAddressNotItsOwnReachesNoPodAndNoHost() throws Exception {
         Pod spoofer = pods.get("p1a");
         String fakeV4 = offset(pods.get("p2").v4(), 26, 50);
@@ -195,13 +274,18 @@ class PodMeshTest {
     }
 
     @Test
-    @Order(3)
+    @Order(4)
     void cadastrectlShowsPeersAndRoutesAndTheCheckReportsARouteInTheWay() throws Exception {
         String show = ctl(member(1), "node", "show", member(1).name());
         assertTrue(
                 show.contains("Routing of h1 (mode cross-subnet), programmed on this host:"), show);
         assertTrue(Pattern.compile("(?m)^h2 +direct +direct ").matcher(show).find(), show);
         assertTrue(Pattern.compile("(?m)^h4 +vxlan +vxlan ").matcher(show).find(), show);
+        assertTrue(
+                show.contains(
+                        "Outgoing NAT: masquerade 198.18.0.0/20, 198.18.64.0/24, fd00:198:3::/112,"
+                                + " fd00:198:4::/112 except to 198.18.0.0/20"),
+                show);
         assertTrue(
                 Pattern.compile(
                                 "(?m)^"
@@ -253,7 +337,7 @@ class PodMeshTest {
     }
 
     @Test
-    @Order(4)
+    @Order(5)
     void aPodInANewlyClaimedBlockIsReachableFromEveryHostSoonAndItsRoutesGoWithTheBlock()
             throws Exception {
         Pod late =
@@ -298,7 +382,7 @@ class PodMeshTest {
     }
 
     @Test
-    @Order(5)
+    @Order(6)
     void anAgentRestartedReconcilesStaleDeletedAndForeignRoutes() throws Exception {
         Member h2 = member(2);
         String ns = h2.host.netns();
@@ -349,7 +433,7 @@ class PodMeshTest {
     }
 
     @Test
-    @Order(6)
+    @Order(7)
     void whileAMemberIsKilledPodsOnTheOthersKeepTalkingToEachOtherAndToItsPods() throws Exception {
         Member victim = member(1);
         victim.kill();

@@ -1,6 +1,7 @@
 package io.cadastre.agent;
 
 import com.typesafe.config.Config;
+import io.cadastre.dataplane.IpPrefix;
 import io.cadastre.ipam.Cidr;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.ipam.NodeSelector;
@@ -195,7 +196,26 @@ public record AgentSettings(
                 r.getInt("vni"),
                 r.getInt("port"),
                 positive(c, "routing.resync-interval"),
-                r.getDuration("debounce"));
+                r.getDuration("debounce"),
+                natOutgoing(r.getConfig("nat-outgoing")));
+    }
+
+    /**
+     * @return {@code cadastre.routing.nat-outgoing}
+     * @throws IllegalArgumentException naming the key for an exempt entry that is not CIDR
+     *     notation with host bits zero
+     */
+    static RoutingSettings.NatOutgoing natOutgoing(Config n) {
+        List<IpPrefix> exempt = new ArrayList<>();
+        for (String cidr : n.getStringList("exempt")) {
+            try {
+                exempt.add(IpPrefix.parse(cidr.trim()));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(
+                        "cadastre.routing.nat-outgoing.exempt: " + e.getMessage(), e);
+            }
+        }
+        return new RoutingSettings.NatOutgoing(n.getBoolean("ipv4"), n.getBoolean("ipv6"), exempt);
     }
 
     /**

@@ -130,7 +130,14 @@ final class MeshRoutes implements HostRoutes {
                             s.lastFailure());
         }
         return new AdminViews.Routing(
-                d.mode(), d.computedOn(), d.programmed(), peers, routes, plan.problems(), last);
+                d.mode(),
+                d.computedOn(),
+                d.programmed(),
+                peers,
+                routes,
+                plan.problems(),
+                plan.desired().outgoingNat().toString(),
+                last);
     }
 
     private static String joined(String a, String b) {

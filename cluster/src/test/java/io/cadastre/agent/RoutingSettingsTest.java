@@ -72,14 +72,26 @@ class RoutingSettingsTest {
                         7202,
                         4789,
                         Duration.ofSeconds(30),
-                        Duration.ofMillis(10)),
+                        Duration.ofMillis(10),
+                        RoutingSettings.NatOutgoing.ON),
                 settings("").routing());
         assertEquals(
                 new RoutingSettings(
-                        RoutingMode.VXLAN, "bond0", 42, 8472, Duration.ofSeconds(5), Duration.ZERO),
+                        RoutingMode.VXLAN,
+                        "bond0",
+                        42,
+                        8472,
+                        Duration.ofSeconds(5),
+                        Duration.ZERO,
+                        new RoutingSettings.NatOutgoing(
+                                true,
+                                false,
+                                List.of(
+                                        IpPrefix.parse("10.0.0.0/8"),
+                                        IpPrefix.parse("2001:db8::/32")))),
                 settings(
                                 "cadastre.routing { mode = vxlan, interface = bond0, vni = 42, port = 8472, resync-interval = 5s,"
-                                        + " debounce = 0s }")
+                                        + " debounce = 0s, nat-outgoing { ipv6 = off, exempt = [\"10.0.0.0/8\", \" 2001:db8::/32\"] } }")
                         .routing());
         assertEquals(RoutingMode.NONE, settings("cadastre.routing.mode = none").routing().mode());
     }
@@ -102,6 +114,12 @@ class RoutingSettingsTest {
         assertRefused(
                 "cadastre.routing.interface = \"a/b\"",
                 "cadastre.routing.interface: 'a/b' is no interface name");
+        assertRefused(
+                "cadastre.routing.nat-outgoing.exempt = [\"10.0.0.1/8\"]",
+                "cadastre.routing.nat-outgoing.exempt: host bits set in 10.0.0.1/8");
+        assertRefused(
+                "cadastre.routing.nat-outgoing.exempt = [\"example.com/24\"]",
+                "cadastre.routing.nat-outgoing.exempt: not an IP address literal: example.com");
     }
 
     /** The sysctl tree: /proc/sys, or where a container has the host's /proc/sys/net mounted. */
@@ -114,6 +132,18 @@ class RoutingSettingsTest {
         assertRefused(
                 "cadastre.proc-sys = \"host/proc/sys\"",
                 "cadastre.proc-sys must be an absolute path, not 'host/proc/sys'");
+    }
+
+    /** Direct mode on the found underlay, the defaults otherwise. */
+    private static RoutingSettings direct() {
+        return new RoutingSettings(
+                RoutingMode.DIRECT,
+                "",
+                7202,
+                4789,
+                Duration.ofSeconds(30),
+                Duration.ZERO,
+                RoutingSettings.NatOutgoing.ON);
     }
 
     private static void assertRefused(String setting, String message) {
@@ -192,9 +222,7 @@ class RoutingSettingsTest {
                 "the underlay eth0's MTU 1300 leaves 1230 bytes for pods in mode cross-subnet, below the 1280 bytes"
                         + " IPv6 requires: raise its MTU (VXLAN adds 50 bytes over IPv4, 70 over IPv6) or use mode direct",
                 e.getMessage());
-        RoutingSettings direct =
-                new RoutingSettings(
-                        RoutingMode.DIRECT, "", 7202, 4789, Duration.ofSeconds(30), Duration.ZERO);
+        RoutingSettings direct = direct();
         assertEquals(
                 1300,
                 HostPreflight.check(direct, null, Set.of(IpFamily.V4, IpFamily.V6), host).podMtu());
@@ -228,9 +256,7 @@ class RoutingSettingsTest {
                 "cadastre.routing.vni: VNI 7202 on UDP port 4789 is taken by VXLAN device other.vx: choose another VNI"
                         + " (the same on every agent)",
                 vni.getMessage());
-        RoutingSettings direct =
-                new RoutingSettings(
-                        RoutingMode.DIRECT, "", 7202, 4789, Duration.ofSeconds(30), Duration.ZERO);
+        RoutingSettings direct = direct();
         HostPreflight.check(
                 direct,
                 null,

@@ -267,6 +267,10 @@ final class Views {
             routes.row(text(r, "destination"), text(r, "type"), text(r, "node"), text(r, "route"));
         }
         out.append(peers.render()).append('\n').append(routes.render());
+        // An agent from before outgoing NAT sends no such field.
+        if (routing.path("outgoingNat").isTextual()) {
+            out.append("\nOutgoing NAT: ").append(text(routing, "outgoingNat")).append('\n');
+        }
         List<JsonNode> problems = listOrEmpty(routing, "problems");
         if (!problems.isEmpty()) {
             out.append("\nNot routed:\n");

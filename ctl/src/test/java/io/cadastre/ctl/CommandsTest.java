@@ -178,6 +178,8 @@ class CommandsTest {
                 198.18.0.64/26    block       node-b   198.18.0.64/26 via 198.19.255.12 dev eth0 onlink
                 198.18.0.128/26   block       node-c   198.18.0.128/26 via 198.18.0.129 dev cadastre.vx4 onlink
 
+                Outgoing NAT: masquerade 198.18.0.0/16 except to 10.0.0.0/8, 198.18.0.0/16
+
                 Not routed:
                   node node-c has no IPv6 underlay address: fd00:198::80/122 on node-c is not routed
 

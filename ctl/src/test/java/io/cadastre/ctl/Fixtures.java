@@ -128,6 +128,7 @@ final class Fixtures {
                {"destination":"198.18.0.64/26","type":"block","node":"node-b","route":"198.18.0.64/26 via 198.19.255.12 dev eth0 onlink"},
                {"destination":"198.18.0.128/26","type":"block","node":"node-c","route":"198.18.0.128/26 via 198.18.0.129 dev cadastre.vx4 onlink"}],
               "problems":["node node-c has no IPv6 underlay address: fd00:198::80/122 on node-c is not routed"],
+              "outgoingNat":"masquerade 198.18.0.0/16 except to 10.0.0.0/8, 198.18.0.0/16",
               "lastReconcile":{"atMillis":1795338734951,"summary":"added 4, removed 0, replaced 0, conflicts 0, errors 0 in 3 ms",
                "errors":[],"conflicts":[],"failure":null}}}
             """;

@@ -199,6 +199,8 @@ public final class AdminViews {
      * @param peers every node it routes to and how, per family
      * @param routes every route it wants, by destination
      * @param problems what cannot be routed and why
+     * @param outgoingNat which pods' packets the host masquerades, e.g. {@code "masquerade
+     *     198.18.0.0/20 except to 198.18.0.0/20"}, or {@code "none"}
      * @param lastReconcile the last reconcile on this host (only when {@code programmed}), or null
      */
     public record Routing(
@@ -208,6 +210,7 @@ public final class AdminViews {
             List<RoutingPeer> peers,
             List<RouteView> routes,
             List<String> problems,
+            String outgoingNat,
             Reconcile lastReconcile) {}
 
     /**

@@ -65,6 +65,7 @@ class AdminRoutingTest {
                                                     node,
                                                     "169.254.1.1/32 dev lo")),
                                     List.of("node h5 has published no peer"),
+                                    "masquerade 198.18.0.0/16 except to 198.18.0.0/16",
                                     new AdminViews.Reconcile(
                                             1L,
                                             "added 2, removed 0, replaced 0, conflicts 0, errors 0 in 3 ms",
@@ -106,6 +107,9 @@ class AdminRoutingTest {
                         "vxlan", detail.get("routing").get("peers").get(0).get("ipv4").asText());
                 assertEquals(
                         "gateway", detail.get("routing").get("routes").get(1).get("type").asText());
+                assertEquals(
+                        "masquerade 198.18.0.0/16 except to 198.18.0.0/16",
+                        detail.get("routing").get("outgoingNat").asText());
 
                 JsonNode clean = get(env, port, "/v1/check").json();
                 OpenApi.assertShape("Report", clean);

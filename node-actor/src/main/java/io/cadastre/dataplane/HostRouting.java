@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -17,14 +18,20 @@ import java.util.Set;
  * the agent's tests use a fake behind this interface.
  *
  * <p>What is Cadastre's: main-table routes of protocol {@link #PROTOCOL}, VXLAN devices whose name
- * starts with {@link #DEVICE_PREFIX}, and every FDB entry and every permanent neighbour entry on
- * those devices. Everything else is never deleted nor replaced; a wanted route whose destination
+ * starts with {@link #DEVICE_PREFIX}, every FDB entry and every permanent neighbour entry on
+ * those devices, and the nftables table {@code inet} {@link #NAT_TABLE}. Everything else is never deleted nor replaced; a wanted route whose destination
  * has a route of another protocol is a conflict, reported and left alone.
  */
 public interface HostRouting {
 
     /** rtm_protocol (and NDA_PROTOCOL) of Cadastre's routes and neighbour entries: {@code ip route show proto 202}. */
     int PROTOCOL = LinuxNetlinkAbi.RTPROT_CADASTRE;
+
+    /** The nftables table of Cadastre's outgoing NAT, family inet: {@code nft list table inet cadastre}. */
+    String NAT_TABLE = "cadastre";
+
+    /** Its base chain (postrouting, srcnat priority). */
+    String NAT_CHAIN = "nat-outgoing";
 
     /** Every Cadastre VXLAN device's name starts with this; such devices not wanted are deleted. */
     String DEVICE_PREFIX = "cadastre.";
@@ -83,11 +90,13 @@ public interface HostRouting {
      *
      * @param routes main-table routes, at most one per destination
      * @param devices the VXLAN devices, at most one per name
+     * @param outgoingNat which pods' packets leaving for outside the pools are masqueraded
      */
-    record Desired(List<Route> routes, List<VxlanDevice> devices) {
+    record Desired(List<Route> routes, List<VxlanDevice> devices, OutgoingNat outgoingNat) {
         public Desired {
             routes = List.copyOf(routes);
             devices = List.copyOf(devices);
+            Objects.requireNonNull(outgoingNat, "outgoingNat");
             Set<IpPrefix> destinations = new HashSet<>();
             for (Route r : routes) {
                 if (!destinations.add(r.destination())) {
@@ -102,8 +111,74 @@ public interface HostRouting {
             }
         }
 
+        /** Routes and devices, no outgoing NAT. */
+        public Desired(List<Route> routes, List<VxlanDevice> devices) {
+            this(routes, devices, OutgoingNat.NONE);
+        }
+
         public static Desired empty() {
             return new Desired(List.of(), List.of());
+        }
+    }
+
+    /**
+     * Outgoing NAT (Calico's {@code natOutgoing}, Cilium's masquerade, Flannel's {@code ip-masq}):
+     * a packet from a pod address leaving the host for a destination outside every pool takes the
+     * address of the interface it leaves by ({@code masquerade}, ports fully random), so that a
+     * network that knows no route to the pools still answers. Packets to another pod, on any host,
+     * keep their source. In nftables: table {@code inet cadastre}, base chain {@link #NAT_CHAIN}
+     * at the postrouting hook with srcnat priority (100), one rule per source prefix going to a
+     * chain per family that accepts the exempt destinations and masquerades the rest.
+     *
+     * @param sources the pod prefixes (pools' CIDRs) whose packets are masqueraded; none turns
+     *     outgoing NAT off (the table is removed)
+     * @param exempt destinations those packets keep their source to: every pool's CIDR, and
+     *     networks that route the pools back (the operator's list)
+     */
+    record OutgoingNat(List<IpPrefix> sources, List<IpPrefix> exempt) {
+        /** No outgoing NAT. */
+        public static final OutgoingNat NONE = new OutgoingNat(List.of(), List.of());
+
+        public OutgoingNat {
+            sources = sorted(sources);
+            exempt = sorted(exempt);
+        }
+
+        public boolean enabled() {
+            return !sources.isEmpty();
+        }
+
+        /** @return the prefixes of one family (IPv4 when {@code v4}) */
+        public static List<IpPrefix> of(List<IpPrefix> prefixes, boolean v4) {
+            return prefixes.stream().filter(p -> p.v4() == v4).toList();
+        }
+
+        /**
+         * @return e.g. {@code "masquerade 198.18.0.0/20, fd00:198::/112 except to 198.18.0.0/20,
+         *     fd00:198::/112"}, or {@code "none"}
+         */
+        @Override
+        public String toString() {
+            if (!enabled()) {
+                return "none";
+            }
+            return "masquerade "
+                    + String.join(", ", sources.stream().map(IpPrefix::toString).toList())
+                    + (exempt.isEmpty()
+                            ? ""
+                            : " except to "
+                                    + String.join(
+                                            ", ",
+                                            exempt.stream().map(IpPrefix::toString).toList()));
+        }
+
+        private static List<IpPrefix> sorted(List<IpPrefix> prefixes) {
+            return prefixes.stream()
+                    .distinct()
+                    .sorted(
+                            java.util.Comparator.comparing((IpPrefix p) -> !p.v4())
+                                    .thenComparing(IpPrefix::toString))
+                    .toList();
         }
     }
 
@@ -317,7 +392,8 @@ public interface HostRouting {
         DEVICE,
         ADDRESS,
         FDB,
-        NEIGHBOUR
+        NEIGHBOUR,
+        NAT
     }
 
     /**

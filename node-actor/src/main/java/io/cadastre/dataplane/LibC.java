@@ -22,6 +22,7 @@ final class LibC {
     static final int SOCK_RAW = 3;
     static final int SOCK_CLOEXEC = 0x80000;
     static final int NETLINK_ROUTE = 0;
+    static final int NETLINK_NETFILTER = 12;
     static final int SOL_SOCKET = 1;
     static final int SO_RCVTIMEO = 20;
     static final int SOL_NETLINK = 270;

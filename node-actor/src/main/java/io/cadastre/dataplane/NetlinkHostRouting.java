@@ -1,5 +1,6 @@
 package io.cadastre.dataplane;
 
+import io.cadastre.dataplane.HostRouting.OutgoingNat;
 import io.cadastre.dataplane.Rtnetlink.Address;
 import io.cadastre.dataplane.Rtnetlink.Link;
 import io.cadastre.dataplane.Rtnetlink.Neighbour;
@@ -62,7 +63,25 @@ public final class NetlinkHostRouting implements HostRouting {
         } catch (SyscallException e) {
             throw new DataplaneException(e.getMessage(), false, e);
         }
+        reconcileNat(desired.outgoingNat(), report);
         return report.result(Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    /** The NAT table is one object: written whole, in one transaction, or removed; a refusal is reported, not thrown, as for routes. */
+    private static void reconcileNat(OutgoingNat wanted, Report report) {
+        try (NetlinkSocket nf = NetlinkSocket.openNetfilter()) {
+            NetlinkOutgoingNat.reconcile(nf, wanted)
+                    .ifPresent(
+                            applied ->
+                                    (switch (applied.action()) {
+                                                case ADDED -> report.added;
+                                                case REPLACED -> report.replaced;
+                                                case REMOVED -> report.removed;
+                                            })
+                                            .add(applied.change()));
+        } catch (SyscallException e) {
+            report.error(Kind.NAT, e);
+        }
     }
 
     // ---- devices ----

@@ -7,10 +7,10 @@ import java.util.Arrays;
 
 /**
  * Builds one netlink request: the 16-byte nlmsghdr, one family header (ifinfomsg, ifaddrmsg,
- * rtmsg or ndmsg) and rtattrs, each padded to 4 bytes as NLMSG_ALIGN/RTA_ALIGN require. Integers are in
- * host byte order, addresses in network order. {@link NetlinkSocket} fills in the length, the
- * sequence number and the REQUEST/ACK/DUMP flags when it sends. Not thread-safe; build and send
- * on one thread.
+ * rtmsg, ndmsg, tcmsg or nfgenmsg) and rtattrs, each padded to 4 bytes as NLMSG_ALIGN/RTA_ALIGN
+ * require. Integers are in host byte order (nf_tables' in network order: {@link #attrBe32}),
+ * addresses in network order. {@link NetlinkSocket} fills in the length, the sequence number and
+ * the REQUEST/ACK/DUMP flags when it sends. Not thread-safe; build and send on one thread.
  */
 final class NetlinkRequest {
     private static final int ALIGN = 4;
@@ -99,6 +99,23 @@ final class NetlinkRequest {
                 .putInt(parent)
                 .putInt(info);
         return this;
+    }
+
+    /**
+     * struct nfgenmsg, nfnetlink's family header: the protocol family (NFPROTO_INET for an inet
+     * table), version 0, and the resource id in network order (the subsystem, in a batch's begin
+     * and end).
+     */
+    NetlinkRequest nfgenmsg(int family, int resourceId) {
+        ensure(4);
+        buf.put((byte) family).put((byte) 0).put((byte) (resourceId >>> 8)).put((byte) resourceId);
+        return this;
+    }
+
+    /** A 32-bit value in network byte order, as nf_tables wants every u32 attribute. */
+    NetlinkRequest attrBe32(int attrType, int value) {
+        return attr(
+                attrType, ByteBuffer.allocate(4).order(ByteOrder.BIG_ENDIAN).putInt(value).array());
     }
 
     /** A u16 attribute in host byte order (TCA_BPF_OPS_LEN). */

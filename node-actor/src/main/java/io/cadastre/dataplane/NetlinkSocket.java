@@ -2,17 +2,20 @@ package io.cadastre.dataplane;
 
 import static io.cadastre.dataplane.LibC.C;
 
+import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
- * A NETLINK_ROUTE socket bound to a kernel-assigned port. The network namespace it talks to is
- * fixed when the socket is created ({@link #open} on the calling thread, or {@link #adopt} of an
- * fd that {@link Netns} created inside another netns); after that it may be used from any
- * thread, one request at a time (not thread-safe).
+ * A netlink socket (NETLINK_ROUTE, or NETLINK_NETFILTER for nf_tables) bound to a kernel-assigned
+ * port. The network namespace it talks to is fixed when the socket is created ({@link #open} on
+ * the calling thread, or {@link #adopt} of an fd that {@link Netns} created inside another netns);
+ * after that it may be used from any thread, one request at a time (not thread-safe).
  *
  * <p>Every request carries NLM_F_ACK and a fresh sequence number; replies whose sequence number,
  * port or sender (not the kernel) do not match are skipped. A failed request throws
@@ -39,16 +42,25 @@ final class NetlinkSocket implements AutoCloseable {
         this.portId = portId;
     }
 
-    /** Opens a socket in the calling thread's network namespace. */
+    /** Opens a NETLINK_ROUTE socket in the calling thread's network namespace. */
     static NetlinkSocket open() throws SyscallException {
         return adopt(createFd());
     }
 
+    /** Opens a NETLINK_NETFILTER socket (nf_tables) in the calling thread's network namespace. */
+    static NetlinkSocket openNetfilter() throws SyscallException {
+        return adopt(createFd(LibC.NETLINK_NETFILTER, "NETLINK_NETFILTER"));
+    }
+
     /** socket(2) alone, so that {@link Netns} does as little as possible inside another netns. */
     static int createFd() throws SyscallException {
-        int fd = C.socket(LibC.AF_NETLINK, LibC.SOCK_RAW | LibC.SOCK_CLOEXEC, LibC.NETLINK_ROUTE);
+        return createFd(LibC.NETLINK_ROUTE, "NETLINK_ROUTE");
+    }
+
+    private static int createFd(int protocol, String name) throws SyscallException {
+        int fd = C.socket(LibC.AF_NETLINK, LibC.SOCK_RAW | LibC.SOCK_CLOEXEC, protocol);
         if (fd < 0) {
-            throw new SyscallException("socket(AF_NETLINK, NETLINK_ROUTE)", LibC.errno());
+            throw new SyscallException("socket(AF_NETLINK, " + name + ")", LibC.errno());
         }
         return fd;
     }
@@ -116,6 +128,53 @@ final class NetlinkSocket implements AutoCloseable {
     }
 
     /**
+     * Sends an nfnetlink batch in one datagram: {@code begin}, the requests, each with NLM_F_ACK,
+     * then {@code end}. The kernel applies the requests as one transaction (all or none) and
+     * answers each with an ACK or its error (nfnetlink's batch, as {@code nft -f} sends it).
+     *
+     * @param begin NFNL_MSG_BATCH_BEGIN for the subsystem
+     * @param end NFNL_MSG_BATCH_END for the subsystem
+     * @param steps names of the requests, in order, for error messages
+     * @throws SyscallException with the first refused request's step, errno and the kernel's
+     *     text; the transaction was then not applied
+     */
+    void batch(
+            NetlinkRequest begin,
+            List<NetlinkRequest> requests,
+            List<String> steps,
+            NetlinkRequest end)
+            throws SyscallException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int first = ++seq;
+        out.writeBytes(begin.encode(first, LinuxNetlinkAbi.NLM_F_REQUEST));
+        Map<Integer, String> pending = new HashMap<>();
+        for (int i = 0; i < requests.size(); i++) {
+            int s = ++seq;
+            pending.put(s, steps.get(i));
+            out.writeBytes(
+                    requests.get(i)
+                            .encode(s, LinuxNetlinkAbi.NLM_F_REQUEST | LinuxNetlinkAbi.NLM_F_ACK));
+        }
+        out.writeBytes(end.encode(++seq, LinuxNetlinkAbi.NLM_F_REQUEST));
+        String step = "nfnetlink batch of " + requests.size();
+        sendBytes(out.toByteArray(), step);
+        while (!pending.isEmpty()) {
+            for (NetlinkMessage m : receive(step)) {
+                if (m.pid() != portId
+                        || m.type() != LinuxNetlinkAbi.NLMSG_ERROR
+                        || m.seq() < first
+                        || m.seq() > seq) {
+                    continue;
+                }
+                // The batch's begin and end are not ACKed, but a refused one (no permission, no
+                // nf_tables) is answered with its error.
+                String acked = pending.remove(m.seq());
+                throwIfError(m, acked != null ? acked : step);
+            }
+        }
+    }
+
+    /**
      * Sends a dump request (NLM_F_DUMP) and collects every part up to NLMSG_DONE. A dump the
      * kernel marks inconsistent (NLM_F_DUMP_INTR: the table changed meanwhile) is repeated.
      *
@@ -169,11 +228,16 @@ final class NetlinkSocket implements AutoCloseable {
 
     private int send(NetlinkRequest request, int flags, String step) throws SyscallException {
         int s = ++seq;
-        byte[] bytes = request.encode(s, flags);
+        sendBytes(request.encode(s, flags), step);
+        return s;
+    }
+
+    /** One datagram, whole: a netlink socket never sends part of one. */
+    private void sendBytes(byte[] bytes, String step) throws SyscallException {
         while (true) {
             long n = C.send(fd, bytes, bytes.length, 0);
             if (n == bytes.length) {
-                return s;
+                return;
             }
             int errno = n < 0 ? LibC.errno() : 0;
             if (errno != LibC.EINTR) {

@@ -6,6 +6,7 @@ import io.cadastre.dataplane.HostRouting;
 import io.cadastre.dataplane.HostRouting.Desired;
 import io.cadastre.dataplane.HostRouting.FdbEntry;
 import io.cadastre.dataplane.HostRouting.NeighbourEntry;
+import io.cadastre.dataplane.HostRouting.OutgoingNat;
 import io.cadastre.dataplane.HostRouting.Route;
 import io.cadastre.dataplane.HostRouting.VxlanDevice;
 import io.cadastre.dataplane.IpPrefix;
@@ -18,6 +19,7 @@ import io.cadastre.shards.PeerInfo;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.EnumMap;
 import java.util.EnumSet;
 import java.util.HashMap;
@@ -56,7 +58,10 @@ import java.util.TreeSet;
  *       VXLAN, or its mode and subnet make it route here over VXLAN), so a single host, a
  *       one-subnet cluster, or a family without pools opens no VXLAN port; its MTU is
  *       the underlay's less 50 (IPv4) or 70 (IPv6), its address this node's tunnel address, which
- *       it then needs ({@link #tunnelsWanted}).
+ *       it then needs ({@link #tunnelsWanted});
+ *   <li>outgoing NAT, per family as {@code cadastre.routing.nat-outgoing} says: a pod's packet to
+ *       a destination outside every pool and the exempt networks is masqueraded
+ *       ({@link #outgoingNat}; Calico's natOutgoing).
  * </ul>
  *
  * A removed node's peer, blocks and addresses are left out (withdrawn); a node that is merely
@@ -253,11 +258,31 @@ public record MeshPlan(
                                                 live.get(w.getKey())))
                         .toList();
         return new MeshPlan(
-                new Desired(planned.stream().map(PlannedRoute::route).toList(), vxlan),
+                new Desired(
+                        planned.stream().map(PlannedRoute::route).toList(),
+                        vxlan,
+                        outgoingNat(self.settings().natOutgoing(), state.pools().values())),
                 planned,
                 peers,
                 List.copyOf(problems),
                 devices);
+    }
+
+    /**
+     * Outgoing NAT: the pools of each family that masquerades are the sources; every pool (a pod
+     * on any host keeps its address to another pod) and the operator's exempt networks are the
+     * destinations that keep the pods' addresses. Calico's natOutgoing exempts every pool the same
+     * way.
+     */
+    static OutgoingNat outgoingNat(RoutingSettings.NatOutgoing settings, Collection<Cidr> pools) {
+        List<IpPrefix> all = pools.stream().map(c -> IpPrefix.parse(c.toString())).toList();
+        List<IpPrefix> sources = all.stream().filter(settings::covers).toList();
+        if (sources.isEmpty()) {
+            return OutgoingNat.NONE;
+        }
+        List<IpPrefix> exempt = new ArrayList<>(all);
+        exempt.addAll(settings.exempt());
+        return new OutgoingNat(sources, exempt);
     }
 
     /** Host routes to addresses that live on another node than their block's, deduplicated. */

@@ -279,6 +279,9 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     /** pool → its claims (block → node) as last read, and the ticket of that read. */
     private final Map<String, Map<Cidr, String>> poolClaims = new HashMap<>();
 
+    /** pool → its CIDR, for outgoing NAT: every defined pool's pods, and its destinations exempt. */
+    private final Map<String, Cidr> poolCidrs = new HashMap<>();
+
     private final Map<String, Long> poolTickets = new HashMap<>();
     private final ReadsInFlight poolReads = new ReadsInFlight();
     private final Map<String, NodeFacts> nodes = new HashMap<>();
@@ -582,6 +585,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             r.pools().forEach((name, view) -> applyPool(name, r.ticket(), view));
             // A pool gone from the catalogue has no claims left (deleting a pool needs none).
             poolClaims.keySet().removeIf(name -> !r.poolNames().contains(name));
+            poolCidrs.keySet().removeIf(name -> !r.poolNames().contains(name));
             r.nodes().forEach((name, view) -> applyNode(name, r.ticket(), view));
             boolean complete = r.pools().keySet().containsAll(r.poolNames());
             if (!complete) {
@@ -622,6 +626,11 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
             return Set.of(); // a newer read of this pool was applied already
         }
         poolTickets.put(name, ticket);
+        if (view.defined()) {
+            poolCidrs.put(name, view.spec().cidr());
+        } else {
+            poolCidrs.remove(name);
+        }
         Map<Cidr, String> before = poolClaims.put(name, new HashMap<>(view.claims()));
         Set<Cidr> moved = new HashSet<>();
         if (before != null) {
@@ -827,7 +836,7 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
     }
 
     private MeshState state() {
-        return new MeshState(claims(), nodes);
+        return new MeshState(claims(), nodes, poolCidrs);
     }
 
     private MeshPlan.Self self() {
@@ -1122,7 +1131,8 @@ public final class MeshRouter extends AbstractBehavior<MeshRouter.Command> {
                         settings.vni(),
                         settings.port(),
                         settings.resync(),
-                        settings.debounce()),
+                        settings.debounce(),
+                        settings.natOutgoing()),
                 theirs,
                 MeshPlan.tunnel(peer, Family.IPV4),
                 MeshPlan.tunnel(peer, Family.IPV6));

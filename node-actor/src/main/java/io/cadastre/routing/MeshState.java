@@ -13,11 +13,20 @@ import java.util.Map;
  *
  * @param claims block → its pool and the node the pool gave it to
  * @param nodes node name → its facts
+ * @param pools pool name → its CIDR, every defined pool (enabled or not: a disabled pool's pods
+ *     keep their addresses)
  */
-public record MeshState(Map<Cidr, Claim> claims, Map<String, NodeFacts> nodes) {
+public record MeshState(
+        Map<Cidr, Claim> claims, Map<String, NodeFacts> nodes, Map<String, Cidr> pools) {
     public MeshState {
         claims = Map.copyOf(claims);
         nodes = Map.copyOf(nodes);
+        pools = Map.copyOf(pools);
+    }
+
+    /** Claims and nodes, no pool known (no outgoing NAT). */
+    public MeshState(Map<Cidr, Claim> claims, Map<String, NodeFacts> nodes) {
+        this(claims, nodes, Map.of());
     }
 
     public static final MeshState EMPTY = new MeshState(Map.of(), Map.of());

@@ -2,7 +2,9 @@ package io.cadastre.routing;
 
 import io.cadastre.dataplane.HostNetwork.Underlay;
 import io.cadastre.dataplane.HostRouting;
+import io.cadastre.dataplane.IpPrefix;
 import java.time.Duration;
+import java.util.List;
 
 /**
  * {@code cadastre.routing}: how this host reaches other hosts' pods.
@@ -17,9 +19,16 @@ import java.time.Duration;
  *     make changes arrive within milliseconds; this catches what a lost hint or a hand-made change
  *     would leave)
  * @param debounce how long a change waits for others before the reconcile that applies them all
+ * @param natOutgoing which pods' packets to outside every pool are masqueraded
  */
 public record RoutingSettings(
-        RoutingMode mode, String device, int vni, int port, Duration resync, Duration debounce) {
+        RoutingMode mode,
+        String device,
+        int vni,
+        int port,
+        Duration resync,
+        Duration debounce,
+        NatOutgoing natOutgoing) {
     /**
      * The default VNI: neither Flannel's 1 nor Calico's 4096 (4097 for IPv6), so that Cadastre's
      * devices can share UDP port 4789 with theirs (the kernel multiplexes one socket by VNI).
@@ -34,8 +43,34 @@ public record RoutingSettings(
     /** The smallest pod MTU accepted for IPv4 alone (RFC 791's 576-byte datagram every host takes). */
     public static final int IPV4_MIN_MTU = 576;
 
+    /**
+     * {@code cadastre.routing.nat-outgoing}: outgoing NAT per family (Calico's {@code natOutgoing},
+     * Cilium's {@code enable-ipv4-masquerade} and {@code enable-ipv6-masquerade}).
+     *
+     * @param ipv4 whether pods' IPv4 packets to destinations outside every pool are masqueraded
+     * @param ipv6 likewise for IPv6
+     * @param exempt destinations, beyond the pools, that keep the pods' addresses (networks that
+     *     route the pools back)
+     */
+    public record NatOutgoing(boolean ipv4, boolean ipv6, List<IpPrefix> exempt) {
+        /** Both families, nothing exempt beyond the pools: what Calico's and Cilium's installs do. */
+        public static final NatOutgoing ON = new NatOutgoing(true, true, List.of());
+
+        public static final NatOutgoing OFF = new NatOutgoing(false, false, List.of());
+
+        public NatOutgoing {
+            exempt = List.copyOf(exempt);
+        }
+
+        /** @return whether packets of the family of {@code prefix} are masqueraded */
+        public boolean covers(IpPrefix prefix) {
+            return prefix.v4() ? ipv4 : ipv6;
+        }
+    }
+
     /** @throws IllegalArgumentException naming the setting for a VNI, port or duration out of range */
     public RoutingSettings {
+        java.util.Objects.requireNonNull(natOutgoing, "natOutgoing");
         if (vni < 1 || vni > 0xffffff) {
             throw new IllegalArgumentException(
                     "cadastre.routing.vni " + vni + " is out of 1.." + 0xffffff);
@@ -54,7 +89,10 @@ public record RoutingSettings(
         }
     }
 
-    /** Cross-subnet on the found underlay, VNI {@value #DEFAULT_VNI}, port 4789, resync 30 s, debounce 10 ms. */
+    /**
+     * Cross-subnet on the found underlay, VNI {@value #DEFAULT_VNI}, port 4789, resync 30 s,
+     * debounce 10 ms, outgoing NAT on for both families.
+     */
     public static RoutingSettings defaults() {
         return new RoutingSettings(
                 RoutingMode.CROSS_SUBNET,
@@ -62,7 +100,8 @@ public record RoutingSettings(
                 DEFAULT_VNI,
                 DEFAULT_PORT,
                 Duration.ofSeconds(30),
-                Duration.ofMillis(10));
+                Duration.ofMillis(10),
+                NatOutgoing.ON);
     }
 
     /** No routing: the agent changes nothing host-wide. */
@@ -73,7 +112,8 @@ public record RoutingSettings(
                 DEFAULT_VNI,
                 DEFAULT_PORT,
                 Duration.ofSeconds(30),
-                Duration.ofMillis(10));
+                Duration.ofMillis(10),
+                NatOutgoing.OFF);
     }
 
     /**

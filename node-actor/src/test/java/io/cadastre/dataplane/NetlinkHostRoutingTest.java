@@ -555,6 +555,101 @@ class NetlinkHostRoutingTest {
                 "the pod's own host route, another protocol's");
     }
 
+    /**
+     * A router (198.19.6.1, fd00:19:6::1) that knows no route to the pools answers a pod only
+     * once its host masquerades; the exempt destinations keep the pod's address (and so get no
+     * answer here). The table is written once, rewritten when a rule went missing or the wanted
+     * state changed, and removed when outgoing NAT is off; {@code nft} reads it as written.
+     */
+    @Test
+    void outgoingNatLetsPodsReachANetworkThatDoesNotRouteThePools() throws Exception {
+        String fabric = net.fabric("fabric");
+        TestNet.Host router = net.host("r", fabric, "198.19.6.1/24", "fd00:19:6::1/64");
+        TestNet.Host h = net.host("h1", fabric, "198.19.6.11/24", "fd00:19:6::11/64");
+        Ip.run("-n", h.netns(), "route", "add", "default", "via", "198.19.6.1", "dev", "eth0");
+        Ip.run("-n", h.netns(), "-6", "route", "add", "default", "via", "fd00:19:6::1");
+        enableForwarding(h);
+        String pod = net.pod(h, "p1", podV4(6), podV6(6));
+        List<Route> routes =
+                List.of(
+                        Route.device(IpPrefix.parse("169.254.1.1/32"), "lo"),
+                        Route.blackhole(blockV4(6)),
+                        Route.blackhole(blockV6(6)));
+        assertClean(reconcile(h, new Desired(routes, List.of())));
+        TestNet.awaitPing(pod, "198.19.6.11");
+        assertFalse(TestNet.ping(pod, "198.19.6.1"), "the router has no route back to the pod");
+        assertFalse(TestNet.ping(pod, "fd00:19:6::1"), "the router has no route back to the pod");
+
+        List<IpPrefix> pools =
+                List.of(IpPrefix.parse("198.18.0.0/16"), IpPrefix.parse("fd00:198::/64"));
+        HostRouting.OutgoingNat nat = new HostRouting.OutgoingNat(pools, pools);
+        Result added = reconcile(h, new Desired(routes, List.of(), nat));
+
+        assertEquals(
+                Set.of(
+                        "nat masquerade 198.18.0.0/16, fd00:198::/64 except to 198.18.0.0/16,"
+                                + " fd00:198::/64"),
+                texts(added.added()),
+                added.toString());
+        assertClean(added);
+        TestNet.awaitPing(pod, "198.19.6.1");
+        TestNet.awaitPing(pod, "fd00:19:6::1");
+        // nft, the operator's view, reads it as written (scripts/test.sh installs nftables).
+        String listed = nft(h, "list", "table", "inet", "cadastre");
+        for (String line :
+                List.of(
+                        "type nat hook postrouting priority srcnat; policy accept;",
+                        "ip saddr 198.18.0.0/16 goto masquerade-ipv4",
+                        "ip6 saddr fd00:198::/64 goto masquerade-ipv6",
+                        "ip daddr 198.18.0.0/16 accept",
+                        "ip6 daddr fd00:198::/64 accept",
+                        "masquerade fully-random",
+                        "comment \"managed by cadastre-agent, state ")) {
+            assertTrue(listed.contains(line), "no '" + line + "' in:\n" + listed);
+        }
+        assertEquals(0, reconcile(h, new Desired(routes, List.of(), nat)).changes());
+
+        // A rule removed by hand is put back.
+        assertTrue(nft(h, "flush", "chain", "inet", "cadastre", "masquerade-ipv4").isEmpty());
+        Result mended = reconcile(h, new Desired(routes, List.of(), nat));
+        assertEquals(1, mended.replaced().size(), mended.toString());
+        assertTrue(mended.replaced().get(0).what().contains("(was 4 rules"), mended.toString());
+        TestNet.awaitPing(pod, "198.19.6.1");
+
+        // The router's network exempt: the pod's address goes out as it is, and no answer comes.
+        HostRouting.OutgoingNat exempt =
+                new HostRouting.OutgoingNat(
+                        pools,
+                        List.of(
+                                IpPrefix.parse("198.18.0.0/16"),
+                                IpPrefix.parse("fd00:198::/64"),
+                                IpPrefix.parse("198.19.6.0/24")));
+        Result changed = reconcile(h, new Desired(routes, List.of(), exempt));
+        assertEquals(1, changed.replaced().size(), changed.toString());
+        assertFalse(TestNet.ping(pod, "198.19.6.1"), "an exempt destination was masqueraded");
+        TestNet.awaitPing(pod, "fd00:19:6::1");
+
+        Result removed = reconcile(h, new Desired(routes, List.of()));
+        assertEquals(Set.of("nat table inet cadastre"), texts(removed.removed()));
+        assertEquals(
+                Optional.empty(),
+                h.call(
+                        () -> {
+                            try (NetlinkSocket nf = NetlinkSocket.openNetfilter()) {
+                                return NetlinkOutgoingNat.read(nf);
+                            }
+                        }));
+        assertFalse(TestNet.ping(pod, "fd00:19:6::1"), "masqueraded after the table went");
+        assertEquals(0, reconcile(h, new Desired(routes, List.of())).changes());
+    }
+
+    /** Runs {@code nft} in the host's namespace; its output ("" for a change). */
+    private static String nft(TestNet.Host h, String... args) {
+        List<String> command = new ArrayList<>(List.of("ip", "netns", "exec", h.netns(), "nft"));
+        command.addAll(List.of(args));
+        return Ip.runCommand(command.toArray(String[]::new));
+    }
+
     @Test
     void devicesAndTheirEntriesAreReconciledAndOnlyCadastresAreTouched() throws Exception {
         TestNet.Host h = singleHost();

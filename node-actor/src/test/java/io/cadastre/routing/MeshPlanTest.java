@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cadastre.dataplane.HostNetwork.InterfaceAddress;
 import io.cadastre.dataplane.HostNetwork.Underlay;
+import io.cadastre.dataplane.HostRouting;
 import io.cadastre.dataplane.HostRouting.VxlanDevice;
 import io.cadastre.dataplane.IpPrefix;
 import io.cadastre.ipam.Cidr;
@@ -402,12 +403,80 @@ class MeshPlanTest {
         assertEquals(0, d.podMtu(null, true), "no underlay: the kernel's default");
     }
 
+    /**
+     * Outgoing NAT: every pool masquerades its pods' packets to outside all pools; each family
+     * can be off; the operator's exempt networks keep the pods' addresses; no pool, no table; mode
+     * none touches nothing.
+     */
+    @Test
+    void outgoingNatMasqueradesEveryPoolToOutsideAllPools() {
+        Map<String, Cidr> pools =
+                Map.of(
+                        "v4", Cidr.parse("198.18.0.0/16"),
+                        "v6", Cidr.parse("fd00:198::/64"),
+                        "other-v4", Cidr.parse("198.19.128.0/24"));
+        MeshState state = new MeshState(state().block(1, "h1").build().claims(), Map.of(), pools);
+
+        assertEquals(
+                "masquerade 198.18.0.0/16, 198.19.128.0/24, fd00:198::/64 except to"
+                        + " 198.18.0.0/16, 198.19.128.0/24, fd00:198::/64",
+                MeshPlan.compute(self(RoutingMode.CROSS_SUBNET, UNDERLAY, false), state)
+                        .desired()
+                        .outgoingNat()
+                        .toString());
+
+        RoutingSettings v4Only =
+                direct(
+                        new RoutingSettings.NatOutgoing(
+                                true, false, List.of(IpPrefix.parse("10.0.0.0/8"))));
+        assertEquals(
+                "masquerade 198.18.0.0/16, 198.19.128.0/24 except to 10.0.0.0/8, 198.18.0.0/16,"
+                        + " 198.19.128.0/24, fd00:198::/64",
+                MeshPlan.compute(new MeshPlan.Self("h1", v4Only, UNDERLAY, null, null), state)
+                        .desired()
+                        .outgoingNat()
+                        .toString());
+
+        RoutingSettings off = direct(RoutingSettings.NatOutgoing.OFF);
+        assertEquals(
+                HostRouting.OutgoingNat.NONE,
+                MeshPlan.compute(new MeshPlan.Self("h1", off, UNDERLAY, null, null), state)
+                        .desired()
+                        .outgoingNat());
+        assertEquals(
+                HostRouting.OutgoingNat.NONE,
+                MeshPlan.compute(
+                                self(RoutingMode.DIRECT, UNDERLAY, false),
+                                state().block(1, "h1").build())
+                        .desired()
+                        .outgoingNat(),
+                "no pool read yet");
+        assertEquals(
+                HostRouting.OutgoingNat.NONE,
+                MeshPlan.compute(self(RoutingMode.NONE, UNDERLAY, false), state)
+                        .desired()
+                        .outgoingNat());
+    }
+
     // ---- building cases ----
+
+    /** Direct mode, outgoing NAT as {@code nat} says. */
+    private static RoutingSettings direct(RoutingSettings.NatOutgoing nat) {
+        RoutingSettings d = with(RoutingMode.DIRECT);
+        return new RoutingSettings(
+                d.mode(), d.device(), d.vni(), d.port(), d.resync(), d.debounce(), nat);
+    }
 
     private static RoutingSettings with(RoutingMode mode) {
         RoutingSettings d = RoutingSettings.defaults();
         return new RoutingSettings(
-                mode, "", d.vni(), d.port(), Duration.ofSeconds(30), Duration.ZERO);
+                mode,
+                "",
+                d.vni(),
+                d.port(),
+                Duration.ofSeconds(30),
+                Duration.ZERO,
+                RoutingSettings.NatOutgoing.ON);
     }
 
     private static MeshPlan.Self self(RoutingMode mode, Underlay underlay, boolean tunnels) {

@@ -384,7 +384,8 @@ class MeshRouterTest {
                         RoutingSettings.DEFAULT_VNI,
                         RoutingSettings.DEFAULT_PORT,
                         Duration.ofMinutes(10),
-                        Duration.ofMillis(5));
+                        Duration.ofMillis(5),
+                        RoutingSettings.NatOutgoing.ON);
         return testKit.spawn(
                 MeshRouter.create(
                         "h1",

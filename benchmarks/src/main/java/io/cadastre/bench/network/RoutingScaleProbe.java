@@ -47,7 +47,8 @@ public final class RoutingScaleProbe {
                         RoutingSettings.DEFAULT_VNI,
                         RoutingSettings.DEFAULT_PORT,
                         Duration.ofSeconds(30),
-                        Duration.ZERO);
+                        Duration.ZERO,
+                        RoutingSettings.NatOutgoing.OFF);
         HostRouting routing = new NetlinkHostRouting();
         for (int a = 1; a < args.length; a++) {
             int nodes = Integer.parseInt(args[a]);
