@@ -1,6 +1,8 @@
 package io.cadastre.journal;
 
+import io.cadastre.testsupport.Command;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -180,15 +182,31 @@ public final class PowerLossFs extends FuseStubFS implements AutoCloseable {
         }
     }
 
-    /** Lets held syncs go, and unmounts (lazily: a process still holding a file does not keep it). */
+    /**
+     * Lets held syncs go, and unmounts lazily: a process still holding a file or a directory open
+     * does not keep the mount. jnr-fuse unmounts through {@code fusermount -u -z}, or, where
+     * fusermount is missing (Debian's libfuse2 comes without it), a plain {@code umount}, which a
+     * busy mount refuses; so this detaches the mount itself first.
+     *
+     * @throws IllegalStateException when the mount is still in the mount table after 10 s
+     */
     @Override
     public void close() {
         synchronized (syncGate) {
             syncsHeld = false;
             syncGate.notifyAll();
         }
-        umount();
-        awaitMounted(false);
+        try {
+            Command.run(List.of("umount", "-l", mountPoint.toString()));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        umount(); // jnr-fuse's own state; the mount is gone already
+        if (!awaitMounted(false)) {
+            throw new IllegalStateException(this + ": still mounted after umount -l");
+        }
     }
 
     /** @return whether the mount table came to show the mount point {@code mounted} (or not) within 10 s */

@@ -47,7 +47,9 @@ class PowerLossFsTest {
 
             assertEquals("kept", Files.readString(synced));
             assertEquals("", Files.readString(renamed), "names are durable at once, data is not");
-            assertEquals(List.of(renamed), Files.list(mount.resolve("dir")).toList());
+            try (var listed = Files.list(mount.resolve("dir"))) {
+                assertEquals(List.of(renamed), listed.toList());
+            }
             assertEquals(1, disk.syncs());
         }
         assertTrue(
