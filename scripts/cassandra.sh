@@ -18,7 +18,9 @@
 # CASSANDRA_AUTHENTICATOR (default AllowAllAuthenticator; PasswordAuthenticator: clients log in,
 # the default superuser cassandra/cassandra is created at once and start waits for it),
 # CASSANDRA_CLIENT_KEYSTORE and CASSANDRA_CLIENT_KEYSTORE_PASSWORD (a PKCS12 key store: CQL clients
-# must use TLS; cassandra.yaml is then mode 0600, since it holds the password).
+# must use TLS; cassandra.yaml is then mode 0600, since it holds the password), and with them
+# CASSANDRA_CLIENT_TRUSTSTORE and CASSANDRA_CLIENT_TRUSTSTORE_PASSWORD (a PKCS12 trust store: CQL
+# clients must present a certificate from its CA, require_client_auth).
 #
 # Only ever signals the PID in DIR/cassandra.pid, and only if that process is the Cassandra started
 # with DIR/cassandra.yaml (a stale pid file whose PID was reused is ignored).
@@ -172,8 +174,16 @@ client_encryption_options:
   keystore: ${CASSANDRA_CLIENT_KEYSTORE}
   keystore_password: ${CASSANDRA_CLIENT_KEYSTORE_PASSWORD:-}
   store_type: PKCS12
-  require_client_auth: false
 EOF
+    if [[ -n "${CASSANDRA_CLIENT_TRUSTSTORE:-}" ]]; then
+      cat >> "$dir/cassandra.yaml" <<EOF
+  require_client_auth: true
+  truststore: ${CASSANDRA_CLIENT_TRUSTSTORE}
+  truststore_password: ${CASSANDRA_CLIENT_TRUSTSTORE_PASSWORD:-}
+EOF
+    else
+      echo "  require_client_auth: false" >> "$dir/cassandra.yaml"
+    fi
   fi
   cat > "$dir/logback.xml" <<'EOF'
 <configuration>

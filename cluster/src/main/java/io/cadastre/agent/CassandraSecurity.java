@@ -12,6 +12,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.security.cert.CertificateException;
 import java.util.Optional;
 import org.slf4j.Logger;
 
@@ -36,6 +37,8 @@ final class CassandraSecurity {
     private final Optional<String> truststorePassword;
     private final Optional<Path> keystore;
     private final Optional<String> keystorePassword;
+    private final Optional<Path> certFile;
+    private final Optional<Path> keyFile;
     private final boolean hostnameValidation;
 
     private CassandraSecurity(
@@ -47,6 +50,8 @@ final class CassandraSecurity {
             Optional<String> truststorePassword,
             Optional<Path> keystore,
             Optional<String> keystorePassword,
+            Optional<Path> certFile,
+            Optional<Path> keyFile,
             boolean hostnameValidation) {
         this.username = username;
         this.password = password;
@@ -56,6 +61,8 @@ final class CassandraSecurity {
         this.truststorePassword = truststorePassword;
         this.keystore = keystore;
         this.keystorePassword = keystorePassword;
+        this.certFile = certFile;
+        this.keyFile = keyFile;
         this.hostnameValidation = hostnameValidation;
     }
 
@@ -64,8 +71,9 @@ final class CassandraSecurity {
      * @throws IllegalArgumentException naming the setting: a username without a password file or
      *     the reverse, an unreadable or empty password file, CA, trust or key store settings while
      *     {@code tls.enabled} is off, a CA file and a trust store both, a CA file that holds no PEM
-     *     certificate, a key store without its password file, or a store that does not open with
-     *     its password
+     *     certificate, a key store without its password file, a store that does not open with its
+     *     password, a client certificate file without its key file or the reverse, both beside a
+     *     key store, or a certificate and key that do not parse or do not belong together
      */
     static CassandraSecurity from(Config c) {
         Optional<String> username = nonBlank(c.getString("username"));
@@ -88,17 +96,33 @@ final class CassandraSecurity {
         Optional<Path> keystore = nonBlank(t.getString("keystore-file")).map(Path::of);
         Optional<Path> keystorePasswordFile =
                 nonBlank(t.getString("keystore-password-file")).map(Path::of);
+        Optional<Path> certFile = nonBlank(t.getString("cert-file")).map(Path::of);
+        Optional<Path> keyFile = nonBlank(t.getString("key-file")).map(Path::of);
         if (!tls
                 && (caFile.isPresent()
                         || truststore.isPresent()
                         || truststorePasswordFile.isPresent()
                         || keystore.isPresent()
-                        || keystorePasswordFile.isPresent())) {
+                        || keystorePasswordFile.isPresent()
+                        || certFile.isPresent()
+                        || keyFile.isPresent())) {
             throw new IllegalArgumentException(
                     PREFIX
-                            + "tls: a CA file, trust or key store set while "
+                            + "tls: a CA file, trust or key store or client certificate set while "
                             + PREFIX
                             + "tls.enabled is off (CADASTRE_CASSANDRA_TLS_ENABLED)");
+        }
+        if (certFile.isPresent() != keyFile.isPresent()) {
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + "tls.cert-file and tls.key-file go together"
+                            + " (CADASTRE_CASSANDRA_TLS_CERT_FILE, CADASTRE_CASSANDRA_TLS_KEY_FILE)");
+        }
+        if (certFile.isPresent() && keystore.isPresent()) {
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + "tls.cert-file and tls.keystore-file are both set: the client"
+                            + " certificate comes from one or the other");
         }
         if (caFile.isPresent() && truststore.isPresent()) {
             throw new IllegalArgumentException(
@@ -121,6 +145,7 @@ final class CassandraSecurity {
         caFile.ifPresent(CassandraSecurity::readCa);
         truststore.ifPresent(f -> open("tls.truststore-file", f, truststorePassword));
         keystore.ifPresent(f -> open("tls.keystore-file", f, keystorePassword));
+        certFile.ifPresent(f -> readClientCertificate(f, keyFile.orElseThrow()));
         return new CassandraSecurity(
                 username,
                 password,
@@ -130,6 +155,8 @@ final class CassandraSecurity {
                 truststorePassword,
                 keystore,
                 keystorePassword,
+                certFile,
+                keyFile,
                 t.getBoolean("hostname-validation"));
     }
 
@@ -155,8 +182,8 @@ final class CassandraSecurity {
                     settings.withValue(
                                     ssl + "class",
                                     ConfigValueFactory.fromAnyRef(
-                                            caFile.isPresent()
-                                                    ? PemTrustSslEngineFactory.class.getName()
+                                            caFile.isPresent() || certFile.isPresent()
+                                                    ? PemSslEngineFactory.class.getName()
                                                     : "DefaultSslEngineFactory"))
                             .withValue(
                                     ssl + "hostname-validation",
@@ -164,8 +191,20 @@ final class CassandraSecurity {
             if (caFile.isPresent()) {
                 settings =
                         settings.withValue(
-                                "datastax-java-driver." + PemTrustSslEngineFactory.CA_FILE_OPTION,
+                                "datastax-java-driver." + PemSslEngineFactory.CA_FILE_OPTION,
                                 ConfigValueFactory.fromAnyRef(caFile.get().toString()));
+            }
+            if (certFile.isPresent()) {
+                settings =
+                        settings.withValue(
+                                        "datastax-java-driver."
+                                                + PemSslEngineFactory.CERT_FILE_OPTION,
+                                        ConfigValueFactory.fromAnyRef(certFile.get().toString()))
+                                .withValue(
+                                        "datastax-java-driver."
+                                                + PemSslEngineFactory.KEY_FILE_OPTION,
+                                        ConfigValueFactory.fromAnyRef(
+                                                keyFile.orElseThrow().toString()));
             }
             if (truststore.isPresent()) {
                 settings =
@@ -226,7 +265,9 @@ final class CassandraSecurity {
                                         .or(() -> truststore.map(Path::toString))
                                         .orElse("the JVM's default")
                                 + ", client certificate "
-                                + keystore.map(Path::toString).orElse("none")
+                                + certFile.map(f -> f + " (PEM)")
+                                        .or(() -> keystore.map(Path::toString))
+                                        .orElse("none")
                                 + ")");
     }
 
@@ -260,10 +301,10 @@ final class CassandraSecurity {
         return value;
     }
 
-    /** Reads the CA file as {@link PemTrustSslEngineFactory} will. */
+    /** Reads the CA file as {@link PemSslEngineFactory} will. */
     private static void readCa(Path file) {
         try {
-            PemTrustSslEngineFactory.trustStore(file);
+            PemSslEngineFactory.trustStore(file);
         } catch (NoSuchFileException e) {
             throw new IllegalArgumentException(
                     PREFIX + "tls.ca-file " + file + ": no such file", e);
@@ -275,6 +316,36 @@ final class CassandraSecurity {
                             + " does not hold PEM X.509 certificates: "
                             + e.getMessage(),
                     e);
+        }
+    }
+
+    /** Reads the client certificate and its key as {@link PemSslEngineFactory} will. */
+    private static void readClientCertificate(Path certFile, Path keyFile) {
+        try {
+            PemSslEngineFactory.keyStore(certFile, keyFile);
+        } catch (NoSuchFileException e) {
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + (e.getFile() != null && e.getFile().equals(keyFile.toString())
+                                    ? "tls.key-file " + keyFile
+                                    : "tls.cert-file " + certFile)
+                            + ": no such file",
+                    e);
+        } catch (AccessDeniedException e) {
+            throw new IllegalArgumentException(
+                    PREFIX + "tls: " + e.getFile() + ": not readable (permission denied)", e);
+        } catch (CertificateException e) {
+            throw new IllegalArgumentException(
+                    PREFIX
+                            + "tls.cert-file "
+                            + certFile
+                            + " does not hold PEM X.509 certificates: "
+                            + e.getMessage(),
+                    e);
+        } catch (IOException | GeneralSecurityException e) {
+            // The factory's messages name structure, never key material.
+            throw new IllegalArgumentException(
+                    PREFIX + "tls.key-file " + keyFile + ": " + e.getMessage(), e);
         }
     }
 

@@ -13,14 +13,22 @@ import com.datastax.oss.driver.internal.core.context.DefaultDriverContext;
 import com.datastax.oss.driver.internal.core.metadata.DefaultEndPoint;
 import com.typesafe.config.Config;
 import io.cadastre.testsupport.TestPki;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyStore;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLServerSocket;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.TrustManagerFactory;
 import org.apache.pekko.stream.connectors.cassandra.DriverConfigLoaderFromConfig;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -160,14 +168,14 @@ class CassandraSecurityTest {
                                 + pem
                                 + "\"\n");
         Config ssl = config.getConfig("datastax-java-driver.advanced.ssl-engine-factory");
-        assertEquals(PemTrustSslEngineFactory.class.getName(), ssl.getString("class"));
+        assertEquals(PemSslEngineFactory.class.getName(), ssl.getString("class"));
         assertEquals(pem.toString(), ssl.getString("cadastre-ca-file"));
         assertFalse(ssl.hasPath("truststore-path"));
-        KeyStore anchors = PemTrustSslEngineFactory.trustStore(pem);
+        KeyStore anchors = PemSslEngineFactory.trustStore(pem);
         assertEquals(2, anchors.size(), "both certificates of the file");
         assertTrue(anchors.getCertificateAlias(ca.certificate()) != null);
         try (SslEngineFactory factory = driver(config).getSslEngineFactory().orElseThrow()) {
-            assertTrue(factory instanceof PemTrustSslEngineFactory, factory.toString());
+            assertTrue(factory instanceof PemSslEngineFactory, factory.toString());
             assertClientEngineValidatingTheHostname(factory);
         }
         assertTrue(
@@ -199,7 +207,215 @@ class CassandraSecurityTest {
                 "cadastre.cassandra.tls.ca-file " + dir.resolve("none.crt") + ": no such file");
         assertRefused(
                 "cadastre.cassandra.tls.ca-file = \"" + pem + "\"",
-                "cadastre.cassandra.tls: a CA file, trust or key store set while");
+                "cadastre.cassandra.tls: a CA file, trust or key store or client certificate set while");
+    }
+
+    /**
+     * A client certificate as PEM, as a kubernetes.io/tls Secret holds it: the driver gets this
+     * agent's engine factory, whose context presents the certificate to a server that requires
+     * one (Cassandra's require_client_auth), here a JDK TLS server on loopback; without it the
+     * same server refuses the handshake.
+     */
+    @Test
+    void aPemClientCertificateIsPresentedToAServerThatRequiresOne() throws Exception {
+        TestPki ca = TestPki.authority("cassandra-ca");
+        TestPki.PemFiles client = ca.write(ca.member("agent-h1", null), dir.resolve("client"));
+        Config config =
+                config(
+                        """
+                cadastre.cassandra.tls.enabled = on
+                cadastre.cassandra.tls.ca-file = "%s"
+                cadastre.cassandra.tls.cert-file = "%s"
+                cadastre.cassandra.tls.key-file = "%s"
+                """
+                                .formatted(client.ca(), client.cert(), client.key()));
+        Config ssl = config.getConfig("datastax-java-driver.advanced.ssl-engine-factory");
+        assertEquals(PemSslEngineFactory.class.getName(), ssl.getString("class"));
+        assertEquals(client.cert().toString(), ssl.getString("cadastre-cert-file"));
+        assertEquals(client.key().toString(), ssl.getString("cadastre-key-file"));
+        assertFalse(ssl.hasPath("keystore-path"));
+        DefaultDriverContext driver = driver(config);
+        try (SslEngineFactory factory = driver.getSslEngineFactory().orElseThrow()) {
+            assertTrue(factory instanceof PemSslEngineFactory, factory.toString());
+            assertClientEngineValidatingTheHostname(factory);
+        }
+        assertTrue(
+                CassandraSecurity.from(config.getConfig("cadastre.cassandra"))
+                        .summary()
+                        .endsWith("client certificate " + client.cert() + " (PEM))"));
+
+        SSLContext withCertificate =
+                new PemSslEngineFactory(driver)
+                        .buildContext(driver.getConfig().getDefaultProfile());
+        assertEquals("CN=agent-h1", clientSeenBy(ca, withCertificate));
+        Config trustOnly =
+                config(
+                        "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.ca-file = \""
+                                + client.ca()
+                                + "\"\n");
+        DefaultDriverContext anonymous = driver(trustOnly);
+        SSLContext withoutCertificate =
+                new PemSslEngineFactory(anonymous)
+                        .buildContext(anonymous.getConfig().getDefaultProfile());
+        assertThrows(IOException.class, () -> clientSeenBy(ca, withoutCertificate));
+    }
+
+    /** Keys as cert-manager and openssl write them: PKCS#8 RSA and EC, PKCS#1 RSA; and refusals. */
+    @Test
+    void clientKeysOfEachEncodingAreReadAndAKeyOfAnotherCertificateIsRefused() throws Exception {
+        TestPki ca = TestPki.authority("cassandra-ca");
+        TestPki.PemFiles rsa = ca.write(ca.member("rsa", null), dir.resolve("rsa"));
+        TestPki.PemFiles ec =
+                ca.write(
+                        ca.issue(TestPki.Spec.member("ec", null).withKeyAlgorithm("EC")),
+                        dir.resolve("ec"));
+        for (TestPki.PemFiles files : List.of(rsa, ec)) {
+            KeyStore store = PemSslEngineFactory.keyStore(files.cert(), files.key());
+            assertTrue(store.isKeyEntry("client"), files.toString());
+        }
+        // PKCS#1: the RSAPrivateKey structure inside the PKCS#8 wrapping.
+        byte[] pkcs8 =
+                java.util.Base64.getMimeDecoder()
+                        .decode(
+                                Files.readString(rsa.key())
+                                        .replaceAll("-----[A-Z ]+-----", "")
+                                        .strip());
+        byte[] pkcs1 =
+                org.bouncycastle.asn1.pkcs.PrivateKeyInfo.getInstance(pkcs8)
+                        .parsePrivateKey()
+                        .toASN1Primitive()
+                        .getEncoded();
+        Path rsaPkcs1 =
+                Files.writeString(dir.resolve("pkcs1.key"), TestPki.pem("RSA PRIVATE KEY", pkcs1));
+        assertTrue(PemSslEngineFactory.keyStore(rsa.cert(), rsaPkcs1).isKeyEntry("client"));
+
+        String tls = "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.";
+        assertRefused(
+                tls + "cert-file = \"" + rsa.cert() + "\"\n",
+                "cadastre.cassandra.tls.cert-file and tls.key-file go together");
+        assertRefused(
+                tls
+                        + "cert-file = \""
+                        + rsa.cert()
+                        + "\"\ncadastre.cassandra.tls.key-file = \""
+                        + ec.key()
+                        + "\"\n",
+                "cadastre.cassandra.tls.key-file "
+                        + ec.key()
+                        + ": it is not the private key of the first certificate");
+        Path sec1 =
+                Files.writeString(
+                        dir.resolve("sec1.key"), TestPki.pem("EC PRIVATE KEY", new byte[16]));
+        assertRefused(
+                tls
+                        + "cert-file = \""
+                        + ec.cert()
+                        + "\"\ncadastre.cassandra.tls.key-file = \""
+                        + sec1
+                        + "\"\n",
+                "cadastre.cassandra.tls.key-file " + sec1 + ": PEM block \"EC PRIVATE KEY\"");
+        assertRefused(
+                tls
+                        + "cert-file = \""
+                        + rsa.key()
+                        + "\"\ncadastre.cassandra.tls.key-file = \""
+                        + rsa.key()
+                        + "\"\n",
+                "cadastre.cassandra.tls.cert-file " + rsa.key() + " does not hold PEM X.509");
+        assertRefused(
+                tls
+                        + "cert-file = \""
+                        + rsa.cert()
+                        + "\"\ncadastre.cassandra.tls.key-file = \""
+                        + dir.resolve("none.key")
+                        + "\"\n",
+                "cadastre.cassandra.tls.key-file " + dir.resolve("none.key") + ": no such file");
+        Path keystore =
+                ca.writeKeyStore(
+                        ca.member("agent", null), dir.resolve("keystore.p12"), "pw".toCharArray());
+        Path keystorePassword = Files.writeString(dir.resolve("keystore-password"), "pw");
+        assertRefused(
+                tls
+                        + "cert-file = \""
+                        + rsa.cert()
+                        + "\"\ncadastre.cassandra.tls.key-file = \""
+                        + rsa.key()
+                        + "\"\ncadastre.cassandra.tls.keystore-file = \""
+                        + keystore
+                        + "\"\ncadastre.cassandra.tls.keystore-password-file = \""
+                        + keystorePassword
+                        + "\"\n",
+                "cadastre.cassandra.tls.cert-file and tls.keystore-file are both set");
+        assertRefused(
+                "cadastre.cassandra.tls.cert-file = \"" + rsa.cert() + "\"\n",
+                "cadastre.cassandra.tls: a CA file, trust or key store or client certificate set");
+    }
+
+    /**
+     * A TLS server on loopback with a certificate from {@code ca}, requiring a client certificate
+     * from it: @return the subject of the client certificate {@code client} presented
+     * @throws IOException when the handshake fails
+     */
+    private String clientSeenBy(TestPki ca, SSLContext client) throws Exception {
+        Path serverStore =
+                ca.writeKeyStore(
+                        ca.member("cassandra", "127.0.0.1"),
+                        dir.resolve("server-" + System.nanoTime() + ".p12"),
+                        "pw".toCharArray());
+        KeyStore keys = KeyStore.getInstance("PKCS12");
+        try (var in = Files.newInputStream(serverStore)) {
+            keys.load(in, "pw".toCharArray());
+        }
+        KeyManagerFactory kmf =
+                KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        kmf.init(keys, "pw".toCharArray());
+        TrustManagerFactory tmf =
+                TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+        KeyStore anchors = KeyStore.getInstance("PKCS12");
+        anchors.load(null, null);
+        anchors.setCertificateEntry("ca", ca.certificate());
+        tmf.init(anchors);
+        SSLContext server = SSLContext.getInstance("TLS");
+        server.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+        try (SSLServerSocket listener =
+                (SSLServerSocket)
+                        server.getServerSocketFactory()
+                                .createServerSocket(
+                                        0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            listener.setNeedClientAuth(true);
+            CompletableFuture<String> seen =
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try (SSLSocket accepted = (SSLSocket) listener.accept()) {
+                                    accepted.setSoTimeout(10_000);
+                                    accepted.startHandshake();
+                                    String subject =
+                                            ((java.security.cert.X509Certificate)
+                                                            accepted.getSession()
+                                                                    .getPeerCertificates()[0])
+                                                    .getSubjectX500Principal()
+                                                    .getName();
+                                    accepted.getOutputStream().write(1);
+                                    return subject;
+                                } catch (IOException e) {
+                                    return "refused: " + e;
+                                }
+                            });
+            try (SSLSocket socket =
+                    (SSLSocket)
+                            client.getSocketFactory()
+                                    .createSocket(
+                                            java.net.InetAddress.getLoopbackAddress(),
+                                            listener.getLocalPort())) {
+                socket.setSoTimeout(10_000);
+                socket.startHandshake();
+                // TLS 1.3 reports the server's refusal of the client's certificate on first read.
+                if (socket.getInputStream().read() != 1) {
+                    throw new IOException("the server closed the connection");
+                }
+            }
+            return seen.get(10, TimeUnit.SECONDS);
+        }
     }
 
     @Test
@@ -224,7 +440,7 @@ class CassandraSecurityTest {
                 "cadastre.cassandra.password-file " + empty + " is empty");
         assertRefused(
                 "cadastre.cassandra.tls.truststore-file = \"" + truststore + "\"",
-                "cadastre.cassandra.tls: a CA file, trust or key store set while cadastre.cassandra.tls.enabled is off");
+                "cadastre.cassandra.tls: a CA file, trust or key store or client certificate set while cadastre.cassandra.tls.enabled is off");
         assertRefused(
                 "cadastre.cassandra.tls.enabled = on\ncadastre.cassandra.tls.truststore-file = \""
                         + truststore

@@ -10,11 +10,18 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyFactory;
 import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import java.security.spec.PKCS8EncodedKeySpec;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.KeyManager;
+import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 
@@ -54,6 +61,10 @@ final class CassandraRole {
         if (client.containsKey("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_FILE")) {
             command.add(client.get("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_FILE"));
             command.add(client.get("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_PASSWORD_FILE"));
+            if (client.containsKey("CADASTRE_CASSANDRA_TLS_CERT_FILE")) {
+                command.add(client.get("CADASTRE_CASSANDRA_TLS_CERT_FILE"));
+                command.add(client.get("CADASTRE_CASSANDRA_TLS_KEY_FILE"));
+            }
         }
         Process p = topology.exec(topology.host(1), command, pb -> pb.redirectErrorStream(true));
         var output = Streams.readAll(p.getInputStream());
@@ -69,7 +80,8 @@ final class CassandraRole {
 
     /**
      * Arguments: {@code HOST:PORT SUPERUSER SUPERUSER_PASSWORD_FILE ROLE ROLE_PASSWORD_FILE
-     * [TRUSTSTORE TRUSTSTORE_PASSWORD_FILE]} (a PKCS#12 trust store: TLS).
+     * [TRUSTSTORE TRUSTSTORE_PASSWORD_FILE [CERT KEY]]} (a PKCS#12 trust store: TLS; a client
+     * certificate and its PKCS#8 key in PEM, when Cassandra requires one).
      */
     public static void main(String[] args) throws Exception {
         String[] hostPort = args[0].split(":");
@@ -92,8 +104,10 @@ final class CassandraRole {
             TrustManagerFactory trust =
                     TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
             trust.init(store);
+            KeyManager[] keys =
+                    args.length > 7 ? clientKeys(Path.of(args[7]), Path.of(args[8])) : null;
             SSLContext tls = SSLContext.getInstance("TLS");
-            tls.init(null, trust.getTrustManagers(), null);
+            tls.init(keys, trust.getTrustManagers(), null);
             builder = builder.withSslContext(tls);
         }
         try (CqlSession session = builder.build()) {
@@ -104,6 +118,31 @@ final class CassandraRole {
                             + password
                             + "' AND LOGIN = true");
         }
+    }
+
+    /** The client certificate (PEM) and its RSA key (PKCS#8 PEM, as TestPki writes it). */
+    private static KeyManager[] clientKeys(Path certFile, Path keyFile) throws Exception {
+        byte[] der =
+                Base64.getMimeDecoder()
+                        .decode(Files.readString(keyFile).replaceAll("-----[A-Z ]+-----", ""));
+        Certificate[] chain;
+        try (InputStream in = Files.newInputStream(certFile)) {
+            chain =
+                    CertificateFactory.getInstance("X.509")
+                            .generateCertificates(in)
+                            .toArray(Certificate[]::new);
+        }
+        KeyStore store = KeyStore.getInstance("PKCS12");
+        store.load(null, null);
+        store.setKeyEntry(
+                "client",
+                KeyFactory.getInstance("RSA").generatePrivate(new PKCS8EncodedKeySpec(der)),
+                new char[0],
+                chain);
+        KeyManagerFactory factory =
+                KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        factory.init(store, new char[0]);
+        return factory.getKeyManagers();
     }
 
     private static String read(String file) throws java.io.IOException {

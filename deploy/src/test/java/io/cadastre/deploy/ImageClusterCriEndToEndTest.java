@@ -44,10 +44,12 @@ import org.junit.jupiter.api.Test;
  * kubelet's side are a {@link KubeletNode}. The cluster has what the main ConfigMap expects:
  *
  * <ul>
- *   <li>Cassandra requiring a login and TLS (on the topology's db address, its certificate from a
- *       test CA naming that address), its schema created ahead by the superuser and the agents'
- *       role {@code cadastre} created as the README says; the Secret {@code cadastre-cassandra}
- *       holds the role's password and the CA's certificate (PEM);
+ *   <li>Cassandra requiring a login, TLS and client certificates (on the topology's db address,
+ *       its certificate from a test CA naming that address; {@code require_client_auth}), its
+ *       schema created ahead by the superuser and the agents' role {@code cadastre} created as
+ *       the README says; the Secret {@code cadastre-cassandra} holds the role's password, the
+ *       CA's certificate and the agents' client certificate and key (PEM, as cert-manager writes
+ *       a kubernetes.io/tls Secret), which the ConfigMap's commented lines name;
  *   <li>the Secret {@code cadastre-cluster-tls}: one certificate for every member, from the test
  *       CA;
  *   <li>the API server (fabric8's mock, in this JVM) with both Nodes and, once each is started,
@@ -83,6 +85,8 @@ class ImageClusterCriEndToEndTest {
             ]
             cadastre.cassandra.contact-points = ["%1$s"]
             cadastre.cassandra.replication-factor = 1
+            cadastre.cassandra.tls.cert-file = "/etc/cadastre/cassandra/tls.crt"
+            cadastre.cassandra.tls.key-file = "/etc/cadastre/cassandra/tls.key"
             cadastre.cni-socket = "%2$s"
             """;
 
@@ -103,9 +107,8 @@ class ImageClusterCriEndToEndTest {
             Path cassandraSecret = root.resolve("volumes/cassandra");
             TestPki.writePrivate(cassandraSecret.resolve("password"), randomHex() + "\n");
             TestPki ca = TestPki.authority("cadastre-test-ca");
-            TestPki.writePrivate(
-                    cassandraSecret.resolve("ca.crt"),
-                    TestPki.pem("CERTIFICATE", ca.certificate().getEncoded()));
+            // ca.crt, and tls.crt and tls.key: the agents' client certificate.
+            ca.write(ca.issue(TestPki.Spec.member("cadastre-agent", null)), cassandraSecret);
             // Cassandra (about half a minute with its login and TLS) starts while the nodes are
             // set up.
             Topology fabric = topology;
@@ -115,7 +118,7 @@ class ImageClusterCriEndToEndTest {
                                 try {
                                     CassandraNode node =
                                             CassandraNode.startSecured(
-                                                    fabric, root.resolve("cassandra"), ca);
+                                                    fabric, root.resolve("cassandra"), ca, true);
                                     cassandra.set(node);
                                     Schema.create(fabric, node);
                                     CassandraRole.create(
@@ -204,14 +207,16 @@ class ImageClusterCriEndToEndTest {
                     starting.stream().map(CompletableFuture::join).toList();
 
             long agentsMillis = (System.nanoTime() - started) / 1_000_000;
-            // Each reached Cassandra as the role, over TLS with the Secret's CA.
+            // Each reached Cassandra as the role, over TLS with the Secret's CA, presenting the
+            // Secret's client certificate (Cassandra requires one).
             for (KubeletNode.AgentPod agent : agents) {
                 String log = KubeletNode.log(agent.config(), "agent").replace("\\/", "/");
                 assertTrue(
                         log.contains(
                                 "Cassandra: as cadastre, TLS (hostname validation on, trust "
                                         + ConfigMapTest.CA_FILE
-                                        + " (PEM)"),
+                                        + " (PEM), client certificate"
+                                        + " /etc/cadastre/cassandra/tls.crt (PEM))"),
                         log);
             }
             // One cluster: each agent lists both nodes as members that are up (with two clusters

@@ -28,6 +28,7 @@ public final class CassandraNode implements AutoCloseable {
     private final Path dir;
     private final Map<String, String> serverEnvironment;
     private final Map<String, String> clientEnvironment;
+    private TestPki.PemFiles clientCertificate;
 
     private CassandraNode(
             Topology topology,
@@ -66,6 +67,18 @@ public final class CassandraNode implements AutoCloseable {
      */
     public static CassandraNode startSecured(Topology topology, Path dir, TestPki ca)
             throws IOException, InterruptedException {
+        return startSecured(topology, dir, ca, false);
+    }
+
+    /**
+     * As {@link #startSecured(Topology, Path, TestPki)}; with {@code clientCertificates}, CQL
+     * clients must also present a certificate from {@code ca} ({@code require_client_auth}), and
+     * the clients' environment names one as PEM ({@code client/tls.crt}, {@code client/tls.key},
+     * CN {@code cassandra-client}; {@link #clientCertificate()}).
+     */
+    public static CassandraNode startSecured(
+            Topology topology, Path dir, TestPki ca, boolean clientCertificates)
+            throws IOException, InterruptedException {
         Path client = dir.resolve("client");
         String storePassword = randomPassword();
         Path keystore =
@@ -82,14 +95,10 @@ public final class CassandraNode implements AutoCloseable {
         TestPki.writePrivate(trustPasswordFile, trustPassword + "\n");
         Path passwordFile = client.resolve("password");
         TestPki.writePrivate(passwordFile, SUPERUSER_PASSWORD + "\n");
-        Map<String, String> server =
-                Map.of(
-                        "CASSANDRA_AUTHENTICATOR",
-                        "PasswordAuthenticator",
-                        "CASSANDRA_CLIENT_KEYSTORE",
-                        keystore.toString(),
-                        "CASSANDRA_CLIENT_KEYSTORE_PASSWORD",
-                        storePassword);
+        Map<String, String> server = new HashMap<>();
+        server.put("CASSANDRA_AUTHENTICATOR", "PasswordAuthenticator");
+        server.put("CASSANDRA_CLIENT_KEYSTORE", keystore.toString());
+        server.put("CASSANDRA_CLIENT_KEYSTORE_PASSWORD", storePassword);
         Map<String, String> clients = new HashMap<>();
         clients.put("CADASTRE_CASSANDRA_CONTACT_POINTS", contactPoint(topology));
         clients.put("CADASTRE_CASSANDRA_USERNAME", SUPERUSER);
@@ -98,13 +107,32 @@ public final class CassandraNode implements AutoCloseable {
         clients.put("CADASTRE_CASSANDRA_TLS_TRUSTSTORE_FILE", truststore.toString());
         clients.put(
                 "CADASTRE_CASSANDRA_TLS_TRUSTSTORE_PASSWORD_FILE", trustPasswordFile.toString());
+        TestPki.PemFiles certificate = null;
+        if (clientCertificates) {
+            server.put(
+                    "CASSANDRA_CLIENT_TRUSTSTORE",
+                    ca.writeTrustStore(
+                                    dir.resolve("server-truststore.p12"),
+                                    storePassword.toCharArray())
+                            .toString());
+            server.put("CASSANDRA_CLIENT_TRUSTSTORE_PASSWORD", storePassword);
+            certificate = ca.write(ca.member("cassandra-client", null), client);
+            clients.put("CADASTRE_CASSANDRA_TLS_CERT_FILE", certificate.cert().toString());
+            clients.put("CADASTRE_CASSANDRA_TLS_KEY_FILE", certificate.key().toString());
+        }
         CassandraNode node = new CassandraNode(topology, dir, server, clients);
+        node.clientCertificate = certificate;
         node.run("start", dir.toString(), topology.db().address());
         return node;
     }
 
     public String contactPoint() {
         return contactPoint(topology);
+    }
+
+    /** @return the clients' certificate when Cassandra requires one, else null */
+    public TestPki.PemFiles clientCertificate() {
+        return clientCertificate;
     }
 
     private static String contactPoint(Topology topology) {
