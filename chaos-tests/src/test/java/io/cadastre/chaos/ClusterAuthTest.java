@@ -3,7 +3,6 @@ package io.cadastre.chaos;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cadastre.testsupport.AgentExec;
 import io.cadastre.testsupport.CniExec;
@@ -22,16 +21,17 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 12, hole 6: anyone who could reach the cluster port joined the cluster. Two agents (h1,
- * h2) form a cluster on a real Cassandra with mutual TLS, as by default; strangers in h3 — a plain
+ * Issue 12, hole 6: anyone who could reach the cluster port joined the cluster. The members of
+ * {@link SharedCluster} (h1 to h3) form a cluster on a real Cassandra with mutual TLS, as by
+ * default; strangers in its free host h4 — a plain
  * Pekko node without credentials, one presenting a certificate from another CA that carries the
  * members' own names, one presenting a certificate from the cluster's CA that shares no name with
  * theirs, the latter two trusting anything themselves ({@link Stranger.Permissive}) — try to join
@@ -52,19 +52,13 @@ class ClusterAuthTest {
     private static final Pattern RESULT =
             Pattern.compile("RESULT up=(true|false) identified=(true|false) members=(\\d+)");
 
+    @RegisterExtension static final SharedCluster SHARED = new SharedCluster();
+
     private static ClusterFixture cluster;
 
     @BeforeAll
-    static void startCluster() throws Exception {
-        assumeTrue(Topology.supported(), "needs root and iproute2");
-        cluster = ClusterFixture.start("cad-auth", 3, 2, false, ClusterTest.POOLS);
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        if (cluster != null) {
-            cluster.close();
-        }
+    static void useTheSharedCluster() {
+        cluster = SHARED.fixture();
     }
 
     /** What a {@link Stranger} reported. */
@@ -74,7 +68,7 @@ class ClusterAuthTest {
     @Test
     @Order(1)
     void strangersNeitherJoinNorReachAnEntityAndTheMembersStayUp() throws Exception {
-        Topology.Host h3 = cluster.topology().host(3);
+        Topology.Host h4 = SHARED.freeHost();
         Member h1 = cluster.members().get(0);
         TestPki ca = cluster.ca();
         ExecutorService runtime = cluster.executor();
@@ -82,12 +76,12 @@ class ClusterAuthTest {
         TestPki otherCa = TestPki.authority(ClusterFixture.CA_NAME);
         TestPki.PemFiles foreign =
                 otherCa.write(
-                        otherCa.member("cadastre-h3", h3.address()),
+                        otherCa.member("cadastre-h4", h4.address()),
                         cluster.dir().resolve("stranger-other-ca"));
         TestPki.PemFiles nameless =
                 ca.write(
                         ca.issue(
-                                TestPki.Spec.member("stranger", h3.address())
+                                TestPki.Spec.member("stranger", h4.address())
                                         .withDnsNames(List.of("another-cluster"))),
                         cluster.dir().resolve("stranger-no-shared-name"));
 
@@ -120,7 +114,7 @@ class ClusterAuthTest {
             assertEquals(0, o.members(), o.name() + " saw members:\n" + o.output());
             for (Member m : cluster.members()) {
                 assertFalse(
-                        joinLogged(m, h3, o.port()),
+                        joinLogged(m, h4, o.port()),
                         m.name() + " took a join from " + o.name() + ":\n" + m.tail());
             }
         }
@@ -129,7 +123,7 @@ class ClusterAuthTest {
         // The control: the same stranger with a member's certificate from the cluster's CA joins.
         TestPki.PemFiles memberCert =
                 ca.write(
-                        ca.member("cadastre-h3", h3.address()),
+                        ca.member("cadastre-h4", h4.address()),
                         cluster.dir().resolve("stranger-member-cert"));
         Outcome control = stranger("member-cert", 2604, h1, true, memberCert);
         System.out.printf(
@@ -139,7 +133,7 @@ class ClusterAuthTest {
                 control.up() && control.identified(),
                 "the control did not join:\n" + control.output());
         assertTrue(
-                joinLogged(h1, h3, control.port()),
+                joinLogged(h1, h4, control.port()),
                 "h1 logged no join from the control:\n" + h1.tail());
         membersServe("after the control left");
     }
@@ -147,17 +141,17 @@ class ClusterAuthTest {
     @Test
     @Order(2)
     void anExposedPortWithoutTlsIsRefusedUnlessTheInsecureSwitchSaysSo() throws Exception {
-        Topology.Host h3 = cluster.topology().host(3);
-        Path agentDir = Files.createDirectories(cluster.dir().resolve("h3-agent"));
+        Topology.Host h4 = SHARED.freeHost();
+        Path agentDir = Files.createDirectories(cluster.dir().resolve("h4-agent"));
         Path log = agentDir.resolve("agent.log");
-        Process refused = agent(h3, agentDir, log, false);
+        Process refused = agent(h4, agentDir, log, false);
         assertTrue(refused.waitFor(60, TimeUnit.SECONDS), "the agent did not exit");
         String refusal = Files.readString(log);
         assertEquals(2, refused.exitValue(), refusal);
         assertTrue(
                 refusal.contains(
                         "cadastre-agent: configuration error: cadastre.cluster.hostname \""
-                                + h3.address()
+                                + h4.address()
                                 + "\" is not a loopback address and no TLS credentials are set"),
                 refusal);
         assertTrue(
@@ -166,7 +160,7 @@ class ClusterAuthTest {
                 refusal);
         Files.delete(log);
 
-        Process insecure = agent(h3, agentDir, log, true);
+        Process insecure = agent(h4, agentDir, log, true);
         try {
             awaitSocket(insecure, agentDir.resolve("cni.sock"), log);
             String started = Files.readString(log);
@@ -177,7 +171,7 @@ class ClusterAuthTest {
                                             l.contains(" WARN ")
                                                     && l.contains(
                                                             "cluster port "
-                                                                    + h3.address()
+                                                                    + h4.address()
                                                                     + ":2552: plain TCP WITHOUT AUTHENTICATION (cadastre.cluster.insecure-plaintext = on)")),
                     started);
             // The hole as the issue found it, now only behind the named switch: a stranger joins.
@@ -185,7 +179,7 @@ class ClusterAuthTest {
                     stranger(
                             "plain-tcp-vs-insecure",
                             2605,
-                            "pekko://cadastre@" + h3.address() + ":2552",
+                            "pekko://cadastre@" + h4.address() + ":2552",
                             true,
                             null);
             assertTrue(
@@ -204,10 +198,10 @@ class ClusterAuthTest {
     @Test
     @Order(3)
     void aLoopbackPortLetsNoOtherLocalProcessJoin() throws Exception {
-        Topology.Host h3 = cluster.topology().host(3);
-        Path agentDir = Files.createDirectories(cluster.dir().resolve("h3-loopback"));
+        Topology.Host h4 = SHARED.freeHost();
+        Path agentDir = Files.createDirectories(cluster.dir().resolve("h4-loopback"));
         Path log = agentDir.resolve("agent.log");
-        Process agent = agent(h3, agentDir, log, "127.0.0.1", 2553, false);
+        Process agent = agent(h4, agentDir, log, "127.0.0.1", 2553, false);
         try {
             awaitSocket(agent, agentDir.resolve("cni.sock"), log);
             Outcome refused =
@@ -264,7 +258,7 @@ class ClusterAuthTest {
                         host,
                         command,
                         pb -> {
-                            pb.environment().put("CADASTRE_NODE_NAME", "h3-alone");
+                            pb.environment().put("CADASTRE_NODE_NAME", "h4-alone");
                             pb.environment()
                                     .put("CADASTRE_DATA_DIR", agentDir.resolve("data").toString());
                             pb.environment()
@@ -287,15 +281,15 @@ class ClusterAuthTest {
     }
 
     /**
-     * Runs a {@link Stranger} in h3 until it reports (at most {@link #STRANGER_SECONDS}, or
+     * Runs a {@link Stranger} in h4 until it reports (at most {@link #STRANGER_SECONDS}, or
      * {@link #JOIN_SECONDS} for one that should join) and exits.
      */
     private static Outcome stranger(
             String name, int port, String seed, boolean untilJoined, TestPki.PemFiles files) {
-        return stranger(name, cluster.topology().host(3).address(), port, seed, untilJoined, files);
+        return stranger(name, SHARED.freeHost().address(), port, seed, untilJoined, files);
     }
 
-    /** As above, the stranger bound to {@code address} in h3. */
+    /** As above, the stranger bound to {@code address} in h4. */
     private static Outcome stranger(
             String name,
             String address,
@@ -303,7 +297,7 @@ class ClusterAuthTest {
             String seed,
             boolean untilJoined,
             TestPki.PemFiles files) {
-        Topology.Host h3 = cluster.topology().host(3);
+        Topology.Host h4 = SHARED.freeHost();
         List<String> command =
                 new ArrayList<>(
                         List.of(
@@ -330,7 +324,7 @@ class ClusterAuthTest {
         Process p =
                 cluster.topology()
                         .exec(
-                                h3,
+                                h4,
                                 command,
                                 pb ->
                                         pb.redirectOutput(stdout.toFile())

@@ -19,12 +19,12 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Three agents, each in its own host namespace, one Pekko cluster on a real Cassandra (in the db
@@ -32,31 +32,18 @@ import org.junit.jupiter.api.TestMethodOrder;
  * unique across hosts, blocks stay affine to their node, pods are wired in their own host's
  * namespace, and a member killed with SIGKILL is replaced without losing an allocation. Secured as
  * production should be: the members authenticate each other with mutual TLS, and reach Cassandra
- * with a login (PasswordAuthenticator) over TLS with hostname validation.
+ * with a login (PasswordAuthenticator) over TLS with hostname validation. The cluster is
+ * {@link SharedCluster}'s; every member is up again when the class ends.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterTest {
-    static final String POOLS =
-            """
-            cadastre.pools = [
-              { name = "chaos-ipv4", cidr = "198.18.0.0/20", block-size = 26 }
-              { name = "chaos-ipv6", cidr = "fd00:198:2::/112", block-size = 122 }
-            ]
-            cadastre.default-pools = ["chaos-ipv4", "chaos-ipv6"]
-            """;
+    @RegisterExtension static final SharedCluster SHARED = new SharedCluster();
 
     private static ClusterFixture cluster;
 
     @BeforeAll
-    static void startCluster() throws Exception {
-        cluster = ClusterFixture.start("cad-cluster", 3, 3, true, POOLS);
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        if (cluster != null) {
-            cluster.close();
-        }
+    static void useTheSharedCluster() {
+        cluster = SHARED.fixture();
     }
 
     private static CniExec.Result add(Member m, String id) {
