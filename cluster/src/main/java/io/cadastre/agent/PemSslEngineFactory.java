@@ -11,11 +11,14 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
+import java.security.InvalidKeyException;
 import java.security.KeyFactory;
 import java.security.KeyStore;
+import java.security.NoSuchAlgorithmException;
 import java.security.PrivateKey;
 import java.security.SecureRandom;
 import java.security.Signature;
+import java.security.SignatureException;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateException;
 import java.security.cert.CertificateFactory;
@@ -182,7 +185,7 @@ public class PemSslEngineFactory extends DefaultSslEngineFactory {
             for (String algorithm : new String[] {"RSA", "EC", "Ed25519"}) {
                 try {
                     return KeyFactory.getInstance(algorithm).generatePrivate(spec);
-                } catch (InvalidKeySpecException | java.security.NoSuchAlgorithmException e) {
+                } catch (InvalidKeySpecException | NoSuchAlgorithmException e) {
                     // another algorithm's key
                 }
             }
@@ -222,7 +225,7 @@ public class PemSslEngineFactory extends DefaultSslEngineFactory {
             verifier.initVerify(certificate.getPublicKey());
             verifier.update(probe);
             return verifier.verify(signature);
-        } catch (java.security.InvalidKeyException | java.security.SignatureException e) {
+        } catch (InvalidKeyException | SignatureException e) {
             return false; // keys of different algorithms
         }
     }

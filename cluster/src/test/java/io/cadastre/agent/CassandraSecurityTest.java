@@ -14,12 +14,14 @@ import com.datastax.oss.driver.internal.core.metadata.DefaultEndPoint;
 import com.typesafe.config.Config;
 import io.cadastre.testsupport.TestPki;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyStore;
+import java.util.Base64;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -275,7 +277,7 @@ class CassandraSecurityTest {
         }
         // PKCS#1: the RSAPrivateKey structure inside the PKCS#8 wrapping.
         byte[] pkcs8 =
-                java.util.Base64.getMimeDecoder()
+                Base64.getMimeDecoder()
                         .decode(
                                 Files.readString(rsa.key())
                                         .replaceAll("-----[A-Z ]+-----", "")
@@ -380,8 +382,7 @@ class CassandraSecurityTest {
         try (SSLServerSocket listener =
                 (SSLServerSocket)
                         server.getServerSocketFactory()
-                                .createServerSocket(
-                                        0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                                .createServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             listener.setNeedClientAuth(true);
             CompletableFuture<String> seen =
                     CompletableFuture.supplyAsync(
@@ -405,7 +406,7 @@ class CassandraSecurityTest {
                     (SSLSocket)
                             client.getSocketFactory()
                                     .createSocket(
-                                            java.net.InetAddress.getLoopbackAddress(),
+                                            InetAddress.getLoopbackAddress(),
                                             listener.getLocalPort())) {
                 socket.setSoTimeout(10_000);
                 socket.startHandshake();

@@ -3,6 +3,7 @@ package io.cadastre.dataplane;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -19,8 +20,9 @@ import java.util.Set;
  *
  * <p>What is Cadastre's: main-table routes of protocol {@link #PROTOCOL}, VXLAN devices whose name
  * starts with {@link #DEVICE_PREFIX}, every FDB entry and every permanent neighbour entry on
- * those devices, and the nftables table {@code inet} {@link #NAT_TABLE}. Everything else is never deleted nor replaced; a wanted route whose destination
- * has a route of another protocol is a conflict, reported and left alone.
+ * those devices, and the nftables table {@code inet} {@link #NAT_TABLE}. Everything else is never
+ * deleted nor replaced; a wanted route whose destination has a route of another protocol is a
+ * conflict, reported and left alone.
  */
 public interface HostRouting {
 
@@ -176,7 +178,7 @@ public interface HostRouting {
             return prefixes.stream()
                     .distinct()
                     .sorted(
-                            java.util.Comparator.comparing((IpPrefix p) -> !p.v4())
+                            Comparator.comparing((IpPrefix p) -> !p.v4())
                                     .thenComparing(IpPrefix::toString))
                     .toList();
         }

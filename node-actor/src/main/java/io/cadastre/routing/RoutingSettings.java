@@ -5,6 +5,7 @@ import io.cadastre.dataplane.HostRouting;
 import io.cadastre.dataplane.IpPrefix;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * {@code cadastre.routing}: how this host reaches other hosts' pods.
@@ -70,7 +71,7 @@ public record RoutingSettings(
 
     /** @throws IllegalArgumentException naming the setting for a VNI, port or duration out of range */
     public RoutingSettings {
-        java.util.Objects.requireNonNull(natOutgoing, "natOutgoing");
+        Objects.requireNonNull(natOutgoing, "natOutgoing");
         if (vni < 1 || vni > 0xffffff) {
             throw new IllegalArgumentException(
                     "cadastre.routing.vni " + vni + " is out of 1.." + 0xffffff);
