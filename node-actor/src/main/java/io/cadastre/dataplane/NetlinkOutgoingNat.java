@@ -161,7 +161,7 @@ final class NetlinkOutgoingNat {
         if (installed.isPresent() && installed.get().equals(expected)) {
             return Optional.empty();
         }
-        write(nf, wanted);
+        write(nf, wanted, expected.comment());
         String was =
                 installed
                         .map(
@@ -237,8 +237,12 @@ final class NetlinkOutgoingNat {
         return rules;
     }
 
-    /** Replaces the table with {@code nat}'s, in one transaction (created first if absent, so that the delete cannot fail). */
-    private static void write(NetlinkSocket nf, OutgoingNat nat) throws SyscallException {
+    /**
+     * Replaces the table with {@code nat}'s, in one transaction (created first if absent, so that
+     * the delete cannot fail), {@code comment} ({@link #comment}) on it.
+     */
+    private static void write(NetlinkSocket nf, OutgoingNat nat, String comment)
+            throws SyscallException {
         List<NetlinkRequest> requests = new ArrayList<>();
         List<String> steps = new ArrayList<>();
         String table = "inet " + HostRouting.NAT_TABLE;
@@ -248,8 +252,8 @@ final class NetlinkOutgoingNat {
         steps.add("NFT_MSG_DELTABLE " + table);
         requests.add(
                 table(NFT_MSG_NEWTABLE, LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
-                        .attr(NFTA_TABLE_USERDATA, userData(comment(nat))));
-        steps.add("NFT_MSG_NEWTABLE " + table + " (" + comment(nat) + ")");
+                        .attr(NFTA_TABLE_USERDATA, userData(comment)));
+        steps.add("NFT_MSG_NEWTABLE " + table + " (" + comment + ")");
 
         NetlinkRequest base = chain(HostRouting.NAT_CHAIN);
         int hook = base.nest(NFTA_CHAIN_HOOK);
