@@ -395,7 +395,9 @@ public interface HostRouting {
         ADDRESS,
         FDB,
         NEIGHBOUR,
-        NAT
+        NAT,
+        /** The NetworkPolicy table ({@link HostPolicy}). */
+        POLICY
     }
 
     /**

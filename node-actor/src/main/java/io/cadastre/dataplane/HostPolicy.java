@@ -1,0 +1,36 @@
+package io.cadastre.dataplane;
+
+import java.util.Optional;
+
+/**
+ * The host's share of Kubernetes NetworkPolicy enforcement, declaratively: given every local pod's
+ * resolved rules ({@link PolicyRules}), {@link #reconcile} makes the nftables table {@code inet}
+ * {@link #TABLE} enforce exactly them, in one transaction, and nothing else of the host changes.
+ * The production implementation speaks nfnetlink ({@link NetlinkHostPolicy}); the agent's tests
+ * use a fake behind this interface.
+ *
+ * <p>Where it filters: the {@code forward} hook, where every packet between a pod and anything but
+ * its own node passes (pods are routed, not bridged), on this host and on the peer's. A pod's
+ * egress is checked on its own node, its ingress on its own node, so a packet between two pods is
+ * checked twice, once on each side, as in Calico. Replies of a connection that passed pass
+ * ({@code ct state established,related}). Traffic between a pod and its own node (the {@code input}
+ * and {@code output} hooks: kubelet's probes) is not filtered.
+ */
+public interface HostPolicy {
+    /** The nftables table, family inet: {@code nft list table inet cadastre-policy}. */
+    String TABLE = "cadastre-policy";
+
+    /** Its base chain (filter hook forward, priority filter). */
+    String CHAIN = "forward";
+
+    /**
+     * Makes the table enforce {@code wanted}: written (created or replaced whole, in one nfnetlink
+     * batch) when absent or different from what the kernel holds, removed when no pod is isolated,
+     * left alone when equal. A second call with the same rules changes nothing.
+     *
+     * @return what changed, or empty when nothing did
+     * @throws DataplaneException when the kernel refused a read or the transaction (then nothing
+     *     changed)
+     */
+    Optional<HostRouting.Change> reconcile(PolicyRules wanted) throws DataplaneException;
+}
