@@ -1,0 +1,335 @@
+package io.cadastre.dataplane;
+
+import io.cadastre.dataplane.HostRouting.Change;
+import io.cadastre.dataplane.HostRouting.Kind;
+import io.cadastre.dataplane.Nftables.Installed;
+import io.cadastre.dataplane.PolicyRules.Direction;
+import io.cadastre.dataplane.PolicyRules.Peer;
+import io.cadastre.dataplane.PolicyRules.PodPolicy;
+import io.cadastre.dataplane.PolicyRules.Ports;
+import io.cadastre.dataplane.PolicyRules.Rule;
+import java.net.InetAddress;
+import java.util.Collections;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Collectors;
+
+/**
+ * The production {@link HostPolicy}: the table {@code inet cadastre-policy} in nf_tables, spoken
+ * over NETLINK_NETFILTER ({@link Nftables}, as {@link NetlinkOutgoingNat} writes its table): no
+ * process, no library. The whole table is written in one transaction, so a packet meets either
+ * the old rules or the new ones.
+ *
+ * <p>The table, as {@code nft list table inet cadastre-policy} shows it, for pod 0 ({@code
+ * default/a}) isolated for egress with no rule and pod 1 ({@code default/b}) isolated for
+ * ingress, letting 198.18.0.1 reach its TCP port 8080:
+ *
+ * <pre>
+ * table inet cadastre-policy {
+ *   comment "managed by cadastre-agent, state 5b0e…"
+ *   chain forward {
+ *     type filter hook forward priority filter; policy accept;
+ *     ct state established,related accept
+ *     ip saddr 198.18.0.1 jump egress-0 comment "default/a"
+ *     ip daddr 198.18.0.2 jump ingress-1 comment "default/b"
+ *   }
+ *   chain egress-0 {
+ *     counter packets 0 bytes 0 drop
+ *   }
+ *   chain ingress-1 {
+ *     ip saddr 198.18.0.1 tcp dport 8080 accept
+ *     counter packets 0 bytes 0 drop
+ *   }
+ * }
+ * </pre>
+ *
+ * <p>A pod's egress chain ends an allowed packet's visit with {@code return}, not {@code accept}:
+ * an accept would end the base chain too, and a packet to another pod of this node would skip
+ * that pod's ingress check. A peer matches only packets of its own family ({@code meta nfproto}),
+ * so an IPv4 peer lets no IPv6 packet through; a rule without peers matches both.
+ *
+ * <p>"The host" is the network namespace of the calling thread, as for {@link NetlinkHostRouting}.
+ * {@link #reconcile} is synchronized: one at a time per instance. Requires CAP_NET_ADMIN.
+ */
+public final class NetlinkHostPolicy implements HostPolicy {
+    private static final Nftables NFT = new Nftables(TABLE);
+
+    /** NF_INET_FORWARD (linux/netfilter.h). */
+    private static final int NF_INET_FORWARD = 2;
+
+    /** NF_IP_PRI_FILTER, nft's {@code filter}. */
+    private static final int PRIORITY_FILTER = 0;
+
+    /** ct state bits of IP_CT_ESTABLISHED (0) and IP_CT_RELATED (1): 1 &lt;&lt; ctinfo. */
+    private static final int ESTABLISHED_RELATED = (1 << 1) | (1 << 2);
+
+    /** The transport header's destination port: TCP, UDP and SCTP alike (RFC 9293, 768, 9260). */
+    private static final int DESTINATION_PORT_OFFSET = 2;
+
+    /** Writes the table of the calling thread's network namespace. */
+    public NetlinkHostPolicy() {}
+
+    @Override
+    public synchronized Optional<Change> reconcile(PolicyRules wanted) throws DataplaneException {
+        try (NetlinkSocket nf = NetlinkSocket.openNetfilter()) {
+            Optional<Installed> installed = NFT.read(nf);
+            if (!wanted.enforced()) {
+                if (installed.isEmpty()) {
+                    return Optional.empty();
+                }
+                NFT.delete(nf);
+                return Optional.of(new Change(Kind.POLICY, "table " + NFT.name() + " removed"));
+            }
+            Installed expected = new Installed(comment(wanted), ruleCount(wanted));
+            if (installed.isPresent() && installed.get().equals(expected)) {
+                return Optional.empty();
+            }
+            batch(wanted, expected.comment()).send(nf);
+            long isolated =
+                    wanted.pods().stream()
+                            .filter(p -> p.ingress().isolated() || p.egress().isolated())
+                            .count();
+            return Optional.of(
+                    new Change(
+                            Kind.POLICY,
+                            "table "
+                                    + NFT.name()
+                                    + " written: "
+                                    + isolated
+                                    + " pods isolated, "
+                                    + expected.rules()
+                                    + " rules"
+                                    + installed.map(i -> " (was " + i.text() + ")").orElse("")));
+        } catch (SyscallException e) {
+            throw new DataplaneException(e.getMessage(), false, e);
+        }
+    }
+
+    /** @return the comment that names {@code wanted}: a prefix and a digest of {@link #canonical} */
+    static String comment(PolicyRules wanted) {
+        return Nftables.comment(canonical(wanted));
+    }
+
+    /**
+     * @return one text per state, equal for equal rules whatever the {@link InetAddress}
+     *     instances: a line per pod (index, name, addresses), then per direction {@code open} or
+     *     {@code isolated} and a line per rule
+     */
+    static String canonical(PolicyRules wanted) {
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < wanted.pods().size(); i++) {
+            PodPolicy pod = wanted.pods().get(i);
+            text.append("pod ").append(i).append(' ').append(pod.pod()).append(' ');
+            text.append(pod.addresses().stream().map(Rtnetlink::text).toList()).append('\n');
+            canonical(text, "ingress", pod.ingress());
+            canonical(text, "egress", pod.egress());
+        }
+        return text.toString();
+    }
+
+    private static void canonical(StringBuilder text, String direction, Direction d) {
+        text.append(' ').append(direction).append(d.isolated() ? " isolated\n" : " open\n");
+        for (Rule rule : d.rules()) {
+            text.append("  peers");
+            rule.peers().forEach(p -> text.append(' ').append(peer(p)));
+            text.append(" ports");
+            rule.ports().forEach(p -> text.append(' ').append(ports(p)));
+            text.append('\n');
+        }
+    }
+
+    /**
+     * @return the rules the table holds for {@code wanted}: the established one, a jump per
+     *     address of each isolated direction, and per isolated direction its final drop and a
+     *     rule per peer (or one for none) per ports entry (or one for none) of each of its rules
+     */
+    static int ruleCount(PolicyRules wanted) {
+        int rules = 1;
+        for (PodPolicy pod : wanted.pods()) {
+            for (Direction d : List.of(pod.ingress(), pod.egress())) {
+                if (d.isolated()) {
+                    rules += pod.addresses().size() + 1;
+                    for (Rule rule : d.rules()) {
+                        rules +=
+                                Math.max(1, rule.peers().size()) * Math.max(1, rule.ports().size());
+                    }
+                }
+            }
+        }
+        return rules;
+    }
+
+    /** @return the chain of pod {@code index}'s egress or ingress rules */
+    static String chain(boolean egress, int index) {
+        return (egress ? "egress-" : "ingress-") + index;
+    }
+
+    /**
+     * @return the transaction that replaces the table with {@code wanted}'s, {@code comment} on
+     *     it; its steps name every chain and rule
+     */
+    static Nftables.Batch batch(PolicyRules wanted, String comment) {
+        Nftables.Batch batch = NFT.replace(comment);
+        batch.add(
+                NFT.baseChain(CHAIN, "filter", NF_INET_FORWARD, PRIORITY_FILTER),
+                "NFT_MSG_NEWCHAIN " + CHAIN + " (filter, forward, filter)");
+        // A jump's target must exist when the jump is added.
+        for (boolean egress : new boolean[] {true, false}) {
+            for (int i = 0; i < wanted.pods().size(); i++) {
+                if (direction(wanted.pods().get(i), egress).isolated()) {
+                    batch.add(NFT.chain(chain(egress, i)), "NFT_MSG_NEWCHAIN " + chain(egress, i));
+                }
+            }
+        }
+        NetlinkRequest established = NFT.rule(CHAIN);
+        int exprs = established.nest(Nftables.NFTA_RULE_EXPRESSIONS);
+        Nftables.ctState(established, ESTABLISHED_RELATED);
+        Nftables.verdict(established, Nftables.NF_ACCEPT, null);
+        established.end(exprs);
+        batch.add(
+                established, "NFT_MSG_NEWRULE " + CHAIN + ": ct state established,related accept");
+        for (boolean egress : new boolean[] {true, false}) {
+            for (int i = 0; i < wanted.pods().size(); i++) {
+                PodPolicy pod = wanted.pods().get(i);
+                if (!direction(pod, egress).isolated()) {
+                    continue;
+                }
+                for (InetAddress address : pod.addresses()) {
+                    // The pod is the source of its egress, the destination of its ingress.
+                    NetlinkRequest r = NFT.rule(CHAIN);
+                    exprs = r.nest(Nftables.NFTA_RULE_EXPRESSIONS);
+                    IpPrefix host = IpPrefix.host(address);
+                    Nftables.nfproto(r, nfproto(host));
+                    Nftables.prefixMatch(r, host, offset(host, egress), Nftables.NFT_CMP_EQ);
+                    Nftables.verdict(r, Nftables.NFT_JUMP, chain(egress, i));
+                    r.end(exprs);
+                    Nftables.ruleComment(r, pod.pod());
+                    batch.add(
+                            r,
+                            "NFT_MSG_NEWRULE "
+                                    + CHAIN
+                                    + ": "
+                                    + host
+                                    + " jump "
+                                    + chain(egress, i)
+                                    + " ("
+                                    + pod.pod()
+                                    + ")");
+                }
+            }
+        }
+        for (boolean egress : new boolean[] {true, false}) {
+            for (int i = 0; i < wanted.pods().size(); i++) {
+                Direction d = direction(wanted.pods().get(i), egress);
+                if (d.isolated()) {
+                    addRules(batch, chain(egress, i), d, egress);
+                }
+            }
+        }
+        return batch;
+    }
+
+    /**
+     * The rules of one pod's chain for one direction: a rule per peer per ports entry of each rule, {@code
+     * return} (egress) or {@code accept} (ingress) on a match; then a counted drop (Kubernetes
+     * NetworkPolicy API: an isolated pod's traffic passes only when a rule allows it).
+     */
+    private static void addRules(Nftables.Batch batch, String chain, Direction d, boolean egress) {
+        int verdict = egress ? Nftables.NFT_RETURN : Nftables.NF_ACCEPT;
+        for (Rule rule : d.rules()) {
+            for (Peer peer : orAny(rule.peers())) {
+                for (Ports ports : orAny(rule.ports())) {
+                    NetlinkRequest r = NFT.rule(chain);
+                    int exprs = r.nest(Nftables.NFTA_RULE_EXPRESSIONS);
+                    if (peer != null) {
+                        // The peer is the destination of egress, the source of ingress.
+                        int offset = offset(peer.network(), !egress);
+                        Nftables.nfproto(r, nfproto(peer.network()));
+                        Nftables.prefixMatch(r, peer.network(), offset, Nftables.NFT_CMP_EQ);
+                        for (IpPrefix except : peer.except()) {
+                            Nftables.prefixMatch(r, except, offset, Nftables.NFT_CMP_NEQ);
+                        }
+                    }
+                    if (ports != null) {
+                        portsMatch(r, ports);
+                    }
+                    Nftables.verdict(r, verdict, null);
+                    r.end(exprs);
+                    batch.add(
+                            r,
+                            "NFT_MSG_NEWRULE "
+                                    + chain
+                                    + ": "
+                                    + (peer == null ? "any" : peer(peer))
+                                    + " "
+                                    + (ports == null ? "any port" : ports(ports))
+                                    + (egress ? " return" : " accept"));
+                }
+            }
+        }
+        NetlinkRequest drop = NFT.rule(chain);
+        int exprs = drop.nest(Nftables.NFTA_RULE_EXPRESSIONS);
+        Nftables.counter(drop);
+        Nftables.verdict(drop, Nftables.NF_DROP, null);
+        drop.end(exprs);
+        batch.add(drop, "NFT_MSG_NEWRULE " + chain + ": counter drop");
+    }
+
+    /**
+     * nft(8): {@code meta l4proto tcp tcp dport 80-90}; the port as the header holds it, in
+     * network byte order, which orders like the number.
+     */
+    private static void portsMatch(NetlinkRequest r, Ports ports) {
+        Nftables.meta(r, Nftables.NFT_META_L4PROTO);
+        Nftables.cmp(r, Nftables.NFT_CMP_EQ, new byte[] {(byte) ports.protocol()});
+        if (ports.everyPort()) {
+            return;
+        }
+        Nftables.payload(r, Nftables.NFT_PAYLOAD_TRANSPORT_HEADER, DESTINATION_PORT_OFFSET, 2);
+        if (ports.first() == ports.last()) {
+            Nftables.cmp(r, Nftables.NFT_CMP_EQ, be16(ports.first()));
+        } else {
+            Nftables.cmp(r, Nftables.NFT_CMP_GTE, be16(ports.first()));
+            Nftables.cmp(r, Nftables.NFT_CMP_LTE, be16(ports.last()));
+        }
+    }
+
+    private static Direction direction(PodPolicy pod, boolean egress) {
+        return egress ? pod.egress() : pod.ingress();
+    }
+
+    /** @return {@code list}, or one null (no match on that field) when it is empty */
+    private static <T> List<T> orAny(List<T> list) {
+        return list.isEmpty() ? Collections.singletonList(null) : list;
+    }
+
+    private static int nfproto(IpPrefix prefix) {
+        return prefix.v4() ? Nftables.NFPROTO_IPV4 : Nftables.NFPROTO_IPV6;
+    }
+
+    /** @return the offset of the source or destination address in the IPv4 or IPv6 header */
+    private static int offset(IpPrefix prefix, boolean source) {
+        return prefix.v4() ? (source ? 12 : 16) : (source ? 8 : 24);
+    }
+
+    private static byte[] be16(int value) {
+        return new byte[] {(byte) (value >>> 8), (byte) value};
+    }
+
+    /** @return e.g. {@code 198.18.0.0/16 except 198.18.1.0/24} */
+    private static String peer(Peer peer) {
+        return peer.network()
+                + (peer.except().isEmpty()
+                        ? ""
+                        : peer.except().stream()
+                                .map(IpPrefix::toString)
+                                .collect(Collectors.joining(",", " except ", "")));
+    }
+
+    /** @return e.g. {@code 6/80-90}, {@code 17/all} */
+    private static String ports(Ports ports) {
+        return ports.protocol()
+                + "/"
+                + (ports.everyPort() ? "all" : ports.first() + "-" + ports.last());
+    }
+}
