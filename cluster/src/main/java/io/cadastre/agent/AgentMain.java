@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import io.cadastre.admin.Members;
 import io.cadastre.dataplane.NetlinkDataplane;
+import io.cadastre.dataplane.NetlinkHostPolicy;
 import io.cadastre.dataplane.NetlinkHostRouting;
 import io.cadastre.ipam.IpFamily;
 import io.cadastre.journal.EmbeddedStore;
@@ -174,6 +175,7 @@ public final class AgentMain implements Callable<Integer> {
                                 admin.settings(),
                                 new NetlinkDataplane(settings.procSys()),
                                 new NetlinkHostRouting(),
+                                new NetlinkHostPolicy(),
                                 host.underlay(),
                                 host.podMtu()),
                         "cadastre",

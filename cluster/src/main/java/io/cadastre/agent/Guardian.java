@@ -6,6 +6,7 @@ import io.cadastre.cni.CniHandler;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.DataplaneException;
 import io.cadastre.dataplane.HostNetwork;
+import io.cadastre.dataplane.HostPolicy;
 import io.cadastre.dataplane.HostRouting;
 import io.cadastre.http.CniSocketServer;
 import io.cadastre.kube.AgentsOnOtherNodes;
@@ -14,6 +15,7 @@ import io.cadastre.kube.ApiPodPresence;
 import io.cadastre.kube.ClusterBootstrap;
 import io.cadastre.kube.DeletedNodeReleaser;
 import io.cadastre.kube.KubeApi;
+import io.cadastre.kube.NetworkPolicyEnforcer;
 import io.cadastre.kube.NodeLabels;
 import io.cadastre.kube.PodIpamChoice;
 import io.cadastre.node.NodeAgent;
@@ -118,8 +120,25 @@ public final class Guardian {
     /** The admin API could not bind: a start-up failure like any other. */
     private record AdminFailed(Throwable cause) {}
 
+    /** How long after an API change the policy table is written (a burst of events is one write). */
+    private static final Duration POLICY_SETTLE = Duration.ofMillis(100);
+
+    /** How often the policy table is compared with the API's state without a change. */
+    private static final Duration POLICY_RESYNC = Duration.ofSeconds(30);
+
+    /** Without enforcement: the table an earlier run (with it on) left would still filter. */
+    private static void enforceNothing(org.slf4j.Logger log, HostPolicy hostPolicy) {
+        try {
+            NetworkPolicyEnforcer.enforceNothing(hostPolicy)
+                    .ifPresent(c -> log.info("network policy off: removed {}", c));
+        } catch (DataplaneException | RuntimeException e) {
+            log.warn("network policy off, but its table could not be removed: {}", e.toString());
+        }
+    }
+
     /**
      * @param hostRouting the reconciler of this host's routes to other hosts' pods
+     * @param hostPolicy the writer of this host's NetworkPolicy table
      * @param underlay the host's underlay as the preflight found it, or null
      * @param podMtu the pods' MTU when the netconf gives none (0: the kernel's default)
      */
@@ -128,6 +147,7 @@ public final class Guardian {
             AdminServer.Settings adminSettings,
             Dataplane dataplane,
             HostRouting hostRouting,
+            HostPolicy hostPolicy,
             HostNetwork.Underlay underlay,
             int podMtu) {
         return Behaviors.setup(
@@ -196,6 +216,15 @@ public final class Guardian {
                             // Answered from the start: other agents ask before this one has joined.
                             ctx.spawn(ClusterBootstrap.responder(), ClusterBootstrap.PROBE_NAME);
                         }
+                    }
+                    NetworkPolicyEnforcer networkPolicy =
+                            kube != null && settings.kubernetes().networkPolicy()
+                                    ? NetworkPolicyEnforcer.start(
+                                            kube, hostPolicy, POLICY_SETTLE, POLICY_RESYNC)
+                                    : null;
+                    if (networkPolicy == null) {
+                        org.slf4j.Logger log = ctx.getLog(); // the actor's thread only
+                        dataplaneThreads.execute(() -> enforceNothing(log, hostPolicy));
                     }
                     Reclaimer reclaimer =
                             Reclaimer.onThisHost(
@@ -307,6 +336,11 @@ public final class Guardian {
                                         dataplaneThreads.shutdown();
                                         if (otherAgents != null) {
                                             otherAgents.close();
+                                        }
+                                        if (networkPolicy != null) {
+                                            // The table stays: pods keep their isolation while
+                                            // the agent is away (a restart, an upgrade).
+                                            networkPolicy.close();
                                         }
                                         if (kube != null) {
                                             kube.close();

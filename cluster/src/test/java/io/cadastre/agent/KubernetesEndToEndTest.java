@@ -362,8 +362,106 @@ class KubernetesEndToEndTest {
                 holder.ns().addresses("eth0").stream().filter(a -> !a.contains(":")).toList());
     }
 
+    /**
+     * NetworkPolicy on real traffic between pod netns on this host: a policy isolates a pod as soon
+     * as the API has it, follows changes of pods' and namespaces' labels, and its table goes when
+     * the last policy does. The pods' labels and addresses reach the API as kubelet reports them.
+     */
     @Test
     @Order(5)
+    void networkPoliciesFilterTrafficBetweenPodsAndFollowTheApi() throws Exception {
+        String shop = "k8se2e-np-shop";
+        String ops = "k8se2e-np-ops";
+        labelledNamespace(shop, Map.of("team", "shop"));
+        labelledNamespace(ops, Map.of("team", "ops"));
+        PodAdd web = running(shop, "web", Map.of("app", "web"));
+        PodAdd client = running(shop, "client", Map.of("app", "client"));
+        PodAdd prom = running(ops, "prom", Map.of("app", "prom"));
+        List<Process> listeners = new ArrayList<>();
+        try {
+            listeners.add(listen(web, 8080));
+            listeners.add(listen(web, 9090));
+            listeners.add(listen(prom, 8080));
+            await(
+                    () -> connects(client, web.v4(), 8080),
+                    () -> "web serves port 8080 before any policy");
+            assertTrue(pings(prom, web.v4()));
+            assertTrue(pings(prom, web.v6()));
+
+            // Ingress of web: from pods labelled client, TCP 8080 only.
+            policy(
+                    """
+                    kind: NetworkPolicy
+                    metadata: {name: web, namespace: %s}
+                    spec:
+                      podSelector: {matchLabels: {app: web}}
+                      ingress:
+                      - from: [{podSelector: {matchLabels: {app: client}}}]
+                        ports: [{port: 8080}]
+                    """
+                            .formatted(shop));
+            await(() -> !pings(prom, web.v4()), () -> "web isolated: " + policyTable());
+            assertTrue(connects(client, web.v4(), 8080), "the rule's peer, on the rule's port");
+            assertFalse(connects(client, web.v4(), 9090), "another port");
+            assertFalse(connects(prom, web.v4(), 8080), "another pod");
+            assertFalse(pings(client, web.v6()), "ICMPv6 is no TCP 8080");
+            assertTrue(pings(web, prom.v4()), "web's egress is not isolated; the reply passes");
+            assertTrue(pings(web, prom.v6()));
+
+            // A namespace selector, and a relabelled namespace.
+            policy(
+                    """
+                    kind: NetworkPolicy
+                    metadata: {name: monitoring, namespace: %s}
+                    spec:
+                      podSelector: {}
+                      ingress: [{from: [{namespaceSelector: {matchLabels: {team: ops}}}]}]
+                    """
+                            .formatted(shop));
+            await(() -> connects(prom, web.v4(), 9090), () -> "ops may reach shop");
+            assertTrue(pings(prom, web.v6()));
+            labelledNamespace(ops, Map.of("team", "elsewhere"));
+            await(
+                    () -> !pings(prom, web.v4()),
+                    () -> "a relabelled namespace is no longer selected: " + policyTable());
+
+            // Egress isolation of ops: no rule, so prom reaches nothing; connections to it still
+            // work.
+            policy(
+                    """
+                    kind: NetworkPolicy
+                    metadata: {name: deny-egress, namespace: %s}
+                    spec:
+                      podSelector: {}
+                      policyTypes: [Egress]
+                    """
+                            .formatted(ops));
+            await(
+                    () -> !pings(prom, client.v4()),
+                    () -> "prom's egress isolated: " + policyTable());
+            assertTrue(connects(client, prom.v4(), 8080), "replies of a connection to prom pass");
+
+            assertTrue(policyTable().contains("ingress"), policyTable());
+            api.admin().network().v1().networkPolicies().inNamespace(shop).delete();
+            api.admin().network().v1().networkPolicies().inNamespace(ops).delete();
+            await(
+                    () -> policyTable().isEmpty(),
+                    () -> "the table goes with the last policy: " + policyTable());
+            assertTrue(pings(prom, web.v4()));
+            assertTrue(connects(prom, web.v4(), 9090));
+        } finally {
+            listeners.forEach(Process::destroyForcibly);
+            api.admin().network().v1().networkPolicies().inNamespace(shop).delete();
+            api.admin().network().v1().networkPolicies().inNamespace(ops).delete();
+            if (!policyTable().isEmpty()) {
+                io.cadastre.testsupport.Command.run(
+                        List.of("nft", "delete", "table", "inet", "cadastre-policy"));
+            }
+        }
+    }
+
+    @Test
+    @Order(6)
     void anAttachmentWhosePodIsDeletedFromTheApiIsReleasedAfterTheGrace() throws Exception {
         PodAdd deleted = add(PLAIN, "deleted", Map.of());
         PodAdd kept = add(PLAIN, "kept", Map.of());
@@ -404,7 +502,7 @@ class KubernetesEndToEndTest {
      * frees what this node holds; once the pod is gone, ADDs are served again.
      */
     @Test
-    @Order(6)
+    @Order(7)
     void anAgentOnAnotherNodeStopsAddsUntilItsPodIsGone() throws Exception {
         PodAdd before = add(PLAIN, "lone-before", Map.of());
         String other = "k8se2e-other-" + UUID.randomUUID().toString().substring(0, 8);
@@ -441,7 +539,7 @@ class KubernetesEndToEndTest {
     }
 
     @Test
-    @Order(7)
+    @Order(8)
     void withTheApiDownAnAddTheNetconfServesSucceedsAndNothingIsReleased() throws Exception {
         PodAdd held = add(PLAIN, "held", Map.of());
         PodAdd witness = add(PLAIN, "witness", Map.of());
@@ -543,6 +641,109 @@ class KubernetesEndToEndTest {
                 + "\"agentSocket\":\""
                 + agent.socket()
                 + "\"}}";
+    }
+
+    // ---- network policy ----
+
+    private static void labelledNamespace(String name, Map<String, String> labels) {
+        api.admin()
+                .namespaces()
+                .resource(
+                        new io.fabric8.kubernetes.api.model.NamespaceBuilder()
+                                .withNewMetadata()
+                                .withName(name)
+                                .withLabels(labels)
+                                .endMetadata()
+                                .build())
+                .createOr(existing -> existing.update());
+    }
+
+    /** ADDs the pod's sandbox, then reports it Running with its labels and addresses, as kubelet does. */
+    private static PodAdd running(String namespace, String name, Map<String, String> labels)
+            throws Exception {
+        PodAdd pod = add(namespace, name, Map.of());
+        KubeObjects.runningPod(api.admin(), namespace, name, NODE, labels, pod.ips());
+        return pod;
+    }
+
+    private static void policy(String yaml) {
+        api.admin()
+                .network()
+                .v1()
+                .networkPolicies()
+                .resource(
+                        io.fabric8.kubernetes.client.utils.Serialization.unmarshal(
+                                "apiVersion: networking.k8s.io/v1\n" + yaml,
+                                io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy.class))
+                .createOr(existing -> existing.update());
+    }
+
+    /** A TCP server in the pod's netns that accepts every connection and closes it. */
+    private static Process listen(PodAdd pod, int port) throws java.io.IOException {
+        return new ProcessBuilder(
+                        "nsenter",
+                        "--net=" + pod.ns().path(),
+                        "busybox",
+                        "nc",
+                        "-ll",
+                        "-p",
+                        Integer.toString(port),
+                        "-e",
+                        "true")
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start();
+    }
+
+    /** Whether a TCP connection from the pod to {@code address}:{@code port} opens within 1 s. */
+    private static boolean connects(PodAdd from, String address, int port) {
+        return inPod(from, "busybox", "nc", "-w", "1", address, Integer.toString(port));
+    }
+
+    /** Whether one ping from the pod to {@code address} is answered within 1 s. */
+    private static boolean pings(PodAdd from, String address) {
+        return inPod(from, "busybox", "ping", "-c1", "-W1", address);
+    }
+
+    private static boolean inPod(PodAdd pod, String... command) {
+        List<String> line = new ArrayList<>(List.of("nsenter", "--net=" + pod.ns().path()));
+        line.addAll(List.of(command));
+        try {
+            Process p =
+                    new ProcessBuilder(line)
+                            .redirectErrorStream(true)
+                            .redirectInput(
+                                    ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                            .start();
+            if (!p.waitFor(10, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                return false;
+            }
+            return p.exitValue() == 0;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** @return {@code nft list table inet cadastre-policy}, or "" when there is no such table */
+    private static String policyTable() {
+        try {
+            Process p =
+                    new ProcessBuilder("nft", "list", "table", "inet", "cadastre-policy")
+                            .redirectErrorStream(true)
+                            .start();
+            String out = new String(p.getInputStream().readAllBytes());
+            return p.waitFor() == 0 ? out : "";
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "";
+        }
     }
 
     /** DELs every pod ADDed and not DELeted yet, each even when one before failed; removes their namespaces. */

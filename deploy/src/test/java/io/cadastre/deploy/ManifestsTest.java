@@ -133,23 +133,35 @@ class ManifestsTest {
 
     /**
      * Least privilege: read-only access to exactly what the agent reads (nodes: labels, deletion;
-     * pods: annotations, reclaim, the other agents; namespaces: annotations), nothing written.
+     * pods: annotations, reclaim, the other agents, policy peers; namespaces: annotations, labels;
+     * NetworkPolicies), nothing written.
      */
     @Test
-    void theClusterRoleOnlyReadsNodesPodsAndNamespaces() throws Exception {
+    void theClusterRoleOnlyReadsNodesPodsNamespacesAndNetworkPolicies() throws Exception {
         ClusterRole role =
                 Manifests.one(Manifests.read(Manifests.DIR), ClusterRole.class, "cadastre");
         Map<String, Set<String>> verbsByResource = new TreeMap<>();
         for (PolicyRule rule : role.getRules()) {
-            assertEquals(List.of(""), rule.getApiGroups(), "the core group only");
+            assertEquals(1, rule.getApiGroups().size(), "one group per rule");
             assertTrue(rule.getResourceNames() == null || rule.getResourceNames().isEmpty());
             assertTrue(rule.getNonResourceURLs() == null || rule.getNonResourceURLs().isEmpty());
             for (String resource : rule.getResources()) {
                 assertFalse(verbsByResource.containsKey(resource), resource + " twice");
-                verbsByResource.put(resource, Set.copyOf(rule.getVerbs()));
+                verbsByResource.put(
+                        rule.getApiGroups().get(0) + "/" + resource, Set.copyOf(rule.getVerbs()));
             }
         }
         Set<String> read = Set.of("get", "list", "watch");
-        assertEquals(Map.of("nodes", read, "pods", read, "namespaces", read), verbsByResource);
+        assertEquals(
+                Map.of(
+                        "/nodes",
+                        read,
+                        "/pods",
+                        read,
+                        "/namespaces",
+                        read,
+                        "networking.k8s.io/networkpolicies",
+                        Set.of("list", "watch")),
+                verbsByResource);
     }
 }

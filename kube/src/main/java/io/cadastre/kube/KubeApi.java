@@ -4,6 +4,7 @@ import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Namespace;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -181,8 +182,97 @@ public final class KubeApi implements AutoCloseable {
         return started(client.nodes().runnableInformer(0), "all nodes", null);
     }
 
+    /**
+     * Informers of what NetworkPolicy enforcement reads ({@link NetworkPolicyEnforcer}), started:
+     * every NetworkPolicy, every pod of every node, every Namespace. {@code onChange} runs on
+     * fabric8's thread after each event, and once each informer has listed; close them when done.
+     *
+     * @param podChanged whether an update of a pod matters (its old and new versions)
+     */
+    public PolicyInformers informPolicyInputs(
+            Runnable onChange, java.util.function.BiPredicate<Pod, Pod> podChanged) {
+        var policies =
+                started(
+                        client.network()
+                                .v1()
+                                .networkPolicies()
+                                .inAnyNamespace()
+                                .runnableInformer(0),
+                        "network policies",
+                        changes(onChange, (a, b) -> true),
+                        onChange);
+        var allPods =
+                started(
+                        client.pods().inAnyNamespace().runnableInformer(0),
+                        "all pods",
+                        changes(onChange, podChanged),
+                        onChange);
+        var allNamespaces =
+                started(
+                        client.namespaces().runnableInformer(0),
+                        "namespaces for policy",
+                        changes(onChange, (a, b) -> true),
+                        onChange);
+        return new PolicyInformers(policies, allPods, allNamespaces);
+    }
+
+    /**
+     * The caches NetworkPolicy enforcement reads.
+     *
+     * @param policies every NetworkPolicy
+     * @param pods every pod
+     * @param namespaces every Namespace
+     */
+    public record PolicyInformers(
+            SharedIndexInformer<NetworkPolicy> policies,
+            SharedIndexInformer<Pod> pods,
+            SharedIndexInformer<Namespace> namespaces)
+            implements AutoCloseable {
+        /** @return whether every cache has listed once (and may be believed about an absence) */
+        public boolean synced() {
+            return policies.hasSynced() && pods.hasSynced() && namespaces.hasSynced();
+        }
+
+        @Override
+        public void close() {
+            policies.stop();
+            pods.stop();
+            namespaces.stop();
+        }
+    }
+
+    private static <T> ResourceEventHandler<T> changes(
+            Runnable onChange, java.util.function.BiPredicate<T, T> changed) {
+        return new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(T obj) {
+                onChange.run();
+            }
+
+            @Override
+            public void onUpdate(T oldObj, T newObj) {
+                if (changed.test(oldObj, newObj)) {
+                    onChange.run();
+                }
+            }
+
+            @Override
+            public void onDelete(T obj, boolean deletedFinalStateUnknown) {
+                onChange.run();
+            }
+        };
+    }
+
     private <T extends HasMetadata> SharedIndexInformer<T> started(
             SharedIndexInformer<T> informer, String what, ResourceEventHandler<T> handler) {
+        return started(informer, what, handler, () -> {});
+    }
+
+    private <T extends HasMetadata> SharedIndexInformer<T> started(
+            SharedIndexInformer<T> informer,
+            String what,
+            ResourceEventHandler<T> handler,
+            Runnable onSynced) {
         if (handler != null) {
             informer.addEventHandler(handler);
         }
@@ -201,6 +291,7 @@ public final class KubeApi implements AutoCloseable {
                         (v, e) -> {
                             if (e == null) {
                                 LOG.info("Kubernetes informer of {} synced", what);
+                                onSynced.run();
                             }
                         });
         return informer;

@@ -18,6 +18,8 @@ import java.time.Duration;
  * @param bootstrap how the agents find each other
  * @param otherAgentsInterval with the embedded journal, how often the agents' pods are listed
  *     for one on another node ({@link AgentsOnOtherNodes}); positive
+ * @param networkPolicy whether the agent enforces the cluster's NetworkPolicies on its pods
+ *     ({@link NetworkPolicyEnforcer})
  */
 public record KubeSettings(
         boolean enabled,
@@ -26,7 +28,8 @@ public record KubeSettings(
         Duration requestTimeout,
         Duration labelsWait,
         Bootstrap bootstrap,
-        Duration otherAgentsInterval) {
+        Duration otherAgentsInterval,
+        boolean networkPolicy) {
 
     /**
      * {@code bootstrap}.
@@ -56,7 +59,8 @@ public record KubeSettings(
                     Duration.ZERO,
                     new Bootstrap(
                             false, "", "cluster", 1, Duration.ofSeconds(5), Duration.ofSeconds(1)),
-                    Duration.ofSeconds(10));
+                    Duration.ofSeconds(10),
+                    false);
 
     /**
      * @param kubernetes the {@code cadastre.kubernetes} section
@@ -108,7 +112,8 @@ public record KubeSettings(
                         required,
                         nonNegative(kubernetes, "bootstrap.stable-margin"),
                         positive(kubernetes, "bootstrap.probe-interval")),
-                positive(kubernetes, "other-agents-check-interval"));
+                positive(kubernetes, "other-agents-check-interval"),
+                kubernetes.getBoolean("network-policy"));
     }
 
     /** @return these settings for this node name (the agent's, once it is decided) */
@@ -120,7 +125,8 @@ public record KubeSettings(
                 requestTimeout,
                 labelsWait,
                 bootstrap,
-                otherAgentsInterval);
+                otherAgentsInterval,
+                networkPolicy);
     }
 
     private static Duration positive(Config c, String key) {

@@ -125,6 +125,15 @@ public final class NetworkPolicyResolver {
         return new PolicyRules(result);
     }
 
+    /**
+     * @return whether a pod's update changes anything a resolution reads (labels, addresses,
+     *     node, phase, host networking, container ports): most updates (conditions, container
+     *     states) do not, and need no new resolution
+     */
+    public static boolean changesPolicy(Pod before, Pod after) {
+        return !Objects.equals(PodView.of(before), PodView.of(after));
+    }
+
     private Direction direction(
             PodView pod, List<NetworkPolicy> policies, Selection selection, boolean ingress) {
         boolean isolated = false;

@@ -77,6 +77,46 @@ public final class KubeObjects {
     }
 
     /**
+     * What kubelet reports of a pod once its sandbox is up: the pod {@code name} with these labels,
+     * bound to {@code node}, Running with these addresses ({@code status.podIPs}, the first also
+     * {@code status.podIP}).
+     */
+    public static Pod runningPod(
+            KubernetesClient client,
+            String namespace,
+            String name,
+            String node,
+            Map<String, String> labels,
+            java.util.List<String> ips) {
+        return client.pods()
+                .inNamespace(namespace)
+                .resource(
+                        new PodBuilder()
+                                .withNewMetadata()
+                                .withName(name)
+                                .withNamespace(namespace)
+                                .withLabels(labels)
+                                .endMetadata()
+                                .withNewSpec()
+                                .withNodeName(node)
+                                .addNewContainer()
+                                .withName("app")
+                                .withImage("pause")
+                                .endContainer()
+                                .endSpec()
+                                .withNewStatus()
+                                .withPhase("Running")
+                                .withPodIP(ips.get(0))
+                                .withPodIPs(
+                                        ips.stream()
+                                                .map(io.fabric8.kubernetes.api.model.PodIP::new)
+                                                .toList())
+                                .endStatus()
+                                .build())
+                .createOr(existing -> existing.update());
+    }
+
+    /**
      * An agent's pod of the DaemonSet in {@code namespace}: {@link #AGENT_LABELS}, host network, the
      * agent container's cluster port named {@code cluster}, Running with the pod IP (a host network
      * pod's IP is its node's).

@@ -60,7 +60,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
     /** NF_IP_PRI_FILTER, nft's {@code filter}. */
     private static final int PRIORITY_FILTER = 0;
 
-    /** ct state bits of IP_CT_ESTABLISHED (0) and IP_CT_RELATED (1): 1 &lt;&lt; ctinfo. */
+    /** ct state bits of IP_CT_ESTABLISHED (0) and IP_CT_RELATED (1): 1 &lt;&lt; (ctinfo + 1), bit 0 being invalid. */
     private static final int ESTABLISHED_RELATED = (1 << 1) | (1 << 2);
 
     /** The transport header's destination port: TCP, UDP and SCTP alike (RFC 9293, 768, 9260). */
