@@ -282,7 +282,10 @@ public final class Guardian {
                                     addRefusal,
                                     kube == null
                                             ? PodIpamChoice.NONE
-                                            : new AnnotatedIpamChoice(kube));
+                                            : new AnnotatedIpamChoice(kube),
+                                    networkPolicy == null
+                                            ? NodeAgentCniBackend.PodWired.NONE
+                                            : networkPolicy::podWired);
                     CadastreMetrics metrics = CadastreMetrics.get(ctx.getSystem());
                     CniSocketServer server =
                             new CniSocketServer(

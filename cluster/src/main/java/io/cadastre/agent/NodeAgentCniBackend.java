@@ -5,6 +5,7 @@ import io.cadastre.cni.CniCodes;
 import io.cadastre.cni.CniException;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.DataplaneException;
+import io.cadastre.dataplane.PodAddress;
 import io.cadastre.dataplane.WiredPod;
 import io.cadastre.ipam.AddressRange;
 import io.cadastre.ipam.AddressRules;
@@ -62,6 +63,26 @@ public final class NodeAgentCniBackend implements CniBackend {
     private final MemberFence fence;
     private final Supplier<Optional<String>> addRefusal;
     private final PodIpamChoice annotations;
+    private final PodWired podWired;
+
+    /**
+     * Told of each pod an ADD wired (the full plugin's, not IPAM-only), before the ADD answers:
+     * NetworkPolicy isolates a new pod a policy selects before it starts.
+     */
+    @FunctionalInterface
+    public interface PodWired {
+        /** Nothing to tell: no Kubernetes, or no policy enforcement. */
+        PodWired NONE = (namespace, name, addresses) -> CompletableFuture.completedFuture(null);
+
+        /**
+         * @param namespace {@code K8S_POD_NAMESPACE}, or null
+         * @param name {@code K8S_POD_NAME}, or null
+         * @param addresses the pod's addresses
+         * @return completes when the ADD may answer; never fails
+         */
+        CompletionStage<Void> wired(
+                String namespace, String name, List<java.net.InetAddress> addresses);
+    }
 
     /**
      * @param timeout how long one CNI operation may take end to end (several entity round trips
@@ -73,6 +94,7 @@ public final class NodeAgentCniBackend implements CniBackend {
      * @param annotations what the pod's and namespace's annotations choose ({@link PodIpamChoice#NONE}
      *     without Kubernetes); they win over the request's pools per family, and their addresses
      *     over none asked
+     * @param podWired told of each wired pod before its ADD answers ({@link PodWired#NONE}: none)
      */
     public NodeAgentCniBackend(
             ActorRef<NodeAgent.Command> nodeAgent,
@@ -81,8 +103,10 @@ public final class NodeAgentCniBackend implements CniBackend {
             Function<String, Optional<PoolSpec>> pools,
             MemberFence fence,
             Supplier<Optional<String>> addRefusal,
-            PodIpamChoice annotations) {
+            PodIpamChoice annotations,
+            PodWired podWired) {
         this.nodeAgent = nodeAgent;
+        this.podWired = podWired;
         this.scheduler = scheduler;
         this.timeout = timeout;
         this.pools = pools;
@@ -131,12 +155,19 @@ public final class NodeAgentCniBackend implements CniBackend {
                                     new PodRequest(
                                             ipam, a.netns(), request.ipamOnly(), request.mtu());
                             return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))
-                                    .thenApply(
-                                            wired ->
-                                                    wired.pod() == null
-                                                            ? ipamOnlyResult(wired.attachment())
-                                                            : podResult(wired.pod()));
+                                    .thenCompose(wired -> answer(request, wired));
                         });
+    }
+
+    /** The ADD's result, once the pod it wired may start (see {@link PodWired}). */
+    private CompletionStage<AddResult> answer(AddRequest request, Wired wired) {
+        if (wired.pod() == null) {
+            return CompletableFuture.completedFuture(ipamOnlyResult(wired.attachment()));
+        }
+        List<java.net.InetAddress> addresses =
+                wired.pod().addresses().stream().map(PodAddress::address).toList();
+        return podWired.wired(request.pod().namespace(), request.pod().name(), addresses)
+                .thenApply(ready -> podResult(wired.pod()));
     }
 
     /**

@@ -408,6 +408,21 @@ class KubernetesEndToEndTest {
             assertTrue(pings(web, prom.v4()), "web's egress is not isolated; the reply passes");
             assertTrue(pings(web, prom.v6()));
 
+            // A new pod the policy selects is isolated when its ADD answers, before kubelet
+            // reports its addresses: the API has its labels (scheduled), not yet its addresses.
+            String before = policyComment();
+            KubeObjects.runningPod(
+                    api.admin(), shop, "web-2", NODE, Map.of("app", "web"), List.of());
+            await(
+                    () -> !policyComment().equals(before),
+                    () -> "the agent's caches have the scheduled pod: " + policyTable());
+            PodAdd web2 = sandboxAdd(shop, "web-2", netconf());
+            assertEquals(0, web2.add().exit(), web2.add().toString());
+            String table = policyTable();
+            assertTrue(table.contains("ip daddr " + web2.v4() + " jump"), table);
+            assertTrue(table.contains("ip6 daddr " + web2.v6() + " jump"), table);
+            assertFalse(pings(prom, web2.v4()), "isolated from its first packet");
+
             // A namespace selector, and a relabelled namespace.
             policy(
                     """
@@ -606,6 +621,12 @@ class KubernetesEndToEndTest {
         if (!api.stopped()) {
             KubeObjects.pod(api.admin(), namespace, name, NODE, annotations);
         }
+        return sandboxAdd(namespace, name, netconf);
+    }
+
+    /** ADDs the pod's sandbox as a container runtime does: a netns of its own, {@code CNI_ARGS} naming the pod. */
+    private static PodAdd sandboxAdd(String namespace, String name, String netconf)
+            throws Exception {
         TestNetns ns = TestNetns.create();
         namespaces.add(ns);
         String container = CniEndToEndTest.container();
@@ -727,6 +748,12 @@ class KubernetesEndToEndTest {
             Thread.currentThread().interrupt();
             return false;
         }
+    }
+
+    /** @return the policy table's comment (the digest of what it enforces), or "" */
+    private static String policyComment() {
+        Matcher m = Pattern.compile("comment \"([^\"]*)\"").matcher(policyTable());
+        return m.find() ? m.group(1) : "";
     }
 
     /** @return {@code nft list table inet cadastre-policy}, or "" when there is no such table */

@@ -4,8 +4,16 @@ import io.cadastre.dataplane.DataplaneException;
 import io.cadastre.dataplane.HostPolicy;
 import io.cadastre.dataplane.HostRouting;
 import io.cadastre.dataplane.PolicyRules;
+import io.fabric8.kubernetes.api.model.Pod;
+import java.net.InetAddress;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -25,9 +33,13 @@ import org.slf4j.LoggerFactory;
  * pods without their rules' peers, so until then the table stays as it was (at start: none, or
  * what the previous run left, which the first pass replaces).
  *
- * <p>What it cannot do: a pod's addresses come from its {@code status.podIPs}, which kubelet
- * writes after the sandbox's ADD has answered; until then a new pod's traffic is not filtered, and
- * peers do not yet see its addresses (README, "Network policy").
+ * <p>New pods: a pod's addresses reach the API ({@code status.podIPs}) only after its sandbox's
+ * ADD has answered, but the API reference asks that a new pod a policy selects be isolated before
+ * it starts. So the ADD tells {@link #podWired} the addresses it gave; for a pod some policy
+ * selects, the ADD's answer waits for the pass that writes them (one resolution and one
+ * transaction, on this thread). A pod no policy selects costs its ADD nothing; the pass that adds
+ * its addresses to other pods' rules (as a peer) follows after {@code settle}. A pod whose object
+ * the cache does not hold yet at its ADD (the watch behind) is isolated once it arrives.
  */
 public final class NetworkPolicyEnforcer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NetworkPolicyEnforcer.class);
@@ -39,6 +51,14 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
     private final AtomicBoolean scheduled = new AtomicBoolean();
     private volatile KubeApi.PolicyInformers informers;
     private volatile PolicyRules written;
+
+    /** {@code namespace/name} → the addresses its ADD gave, until kubelet has reported them. */
+    private final Map<String, Wired> wired = new ConcurrentHashMap<>();
+
+    private record Wired(List<InetAddress> addresses, long atNanos) {}
+
+    /** How long an ADD's addresses stand in for a pod the API never shows with addresses. */
+    private static final long WIRED_KEPT_NANOS = TimeUnit.MINUTES.toNanos(10);
 
     private NetworkPolicyEnforcer(String nodeName, HostPolicy host, Duration settle) {
         this.resolver = new NetworkPolicyResolver(nodeName);
@@ -83,6 +103,37 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
         return host.reconcile(PolicyRules.NONE);
     }
 
+    /**
+     * Told by an ADD that wired a pod, before it answers.
+     *
+     * @param namespace the pod's namespace ({@code K8S_POD_NAMESPACE}), or null outside Kubernetes
+     * @param name the pod's name ({@code K8S_POD_NAME}), or null
+     * @param addresses the addresses the ADD gave it
+     * @return completes once the table isolates the pod, when some policy selects it; at once
+     *     otherwise (also when the caches have not listed yet, or a write failed: it is retried)
+     */
+    public CompletionStage<Void> podWired(
+            String namespace, String name, List<InetAddress> addresses) {
+        if (namespace == null || name == null || addresses.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        String key = namespace + "/" + name;
+        wired.put(key, new Wired(List.copyOf(addresses), System.nanoTime()));
+        KubeApi.PolicyInformers caches = informers;
+        Pod pod = caches == null ? null : caches.pods().getStore().getByKey(key);
+        if (pod == null
+                || !caches.synced()
+                || !NetworkPolicyResolver.selected(pod, caches.policies().getStore().list())) {
+            changed();
+            return CompletableFuture.completedFuture(null);
+        }
+        try {
+            return CompletableFuture.runAsync(this::pass, thread);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            return CompletableFuture.completedFuture(null); // closed
+        }
+    }
+
     /** @return the rules last written, or empty before the first write */
     public Optional<PolicyRules> written() {
         return Optional.ofNullable(written);
@@ -104,11 +155,16 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
         if (caches == null || !caches.synced()) {
             return;
         }
+        List<Pod> pods = caches.pods().getStore().list();
+        forgetReported(pods);
+        Map<String, List<InetAddress>> unreported = new HashMap<>();
+        wired.forEach((k, v) -> unreported.put(k, v.addresses()));
         PolicyRules rules =
                 resolver.resolve(
                         caches.policies().getStore().list(),
-                        caches.pods().getStore().list(),
-                        caches.namespaces().getStore().list());
+                        pods,
+                        caches.namespaces().getStore().list(),
+                        unreported);
         try {
             Optional<HostRouting.Change> change = host.reconcile(rules);
             written = rules;
@@ -118,6 +174,23 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
             LOG.warn("network policy: the table was not written ({}); trying again", e.toString());
             changed();
         }
+    }
+
+    /** Drops the ADDs' addresses of pods whose status has addresses now, and very old ones. */
+    private void forgetReported(List<Pod> pods) {
+        if (wired.isEmpty()) {
+            return;
+        }
+        for (Pod p : pods) {
+            if (p.getStatus() != null
+                    && p.getStatus().getPodIPs() != null
+                    && !p.getStatus().getPodIPs().isEmpty()
+                    && p.getMetadata() != null) {
+                wired.remove(p.getMetadata().getNamespace() + "/" + p.getMetadata().getName());
+            }
+        }
+        long now = System.nanoTime();
+        wired.values().removeIf(w -> now - w.atNanos() > WIRED_KEPT_NANOS);
     }
 
     @Override

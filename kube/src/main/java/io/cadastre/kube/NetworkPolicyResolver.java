@@ -87,9 +87,24 @@ public final class NetworkPolicyResolver {
             Collection<NetworkPolicy> policies,
             Collection<Pod> pods,
             Collection<Namespace> namespaces) {
+        return resolve(policies, pods, namespaces, Map.of());
+    }
+
+    /**
+     * As {@link #resolve(Collection, Collection, Collection)}, with the addresses this node's ADDs
+     * gave pods whose {@code status.podIPs} kubelet has not written yet.
+     *
+     * @param wired {@code namespace/name} → the addresses its sandbox's ADD gave it; used only for
+     *     a pod of this node whose status has no address
+     */
+    public PolicyRules resolve(
+            Collection<NetworkPolicy> policies,
+            Collection<Pod> pods,
+            Collection<Namespace> namespaces,
+            Map<String, List<InetAddress>> wired) {
         List<PodView> all =
                 pods.stream()
-                        .map(PodView::of)
+                        .map(p -> PodView.of(p, nodeName, wired))
                         .filter(Objects::nonNull)
                         .sorted(Comparator.comparing(PodView::key))
                         .toList();
@@ -132,6 +147,23 @@ public final class NetworkPolicyResolver {
      */
     public static boolean changesPolicy(Pod before, Pod after) {
         return !Objects.equals(PodView.of(before), PodView.of(after));
+    }
+
+    /**
+     * @return whether some policy of the pod's namespace selects it, for either direction: only
+     *     then does its isolation depend on its addresses being in the table
+     */
+    public static boolean selected(Pod pod, Collection<NetworkPolicy> policies) {
+        PodView view = PodView.of(pod);
+        return view != null
+                && policies.stream()
+                        .filter(p -> p.getMetadata() != null && p.getSpec() != null)
+                        .anyMatch(
+                                p ->
+                                        view.namespace().equals(p.getMetadata().getNamespace())
+                                                && LabelSelectors.matches(
+                                                        selectorOrAll(p.getSpec().getPodSelector()),
+                                                        view.labels()));
     }
 
     private Direction direction(
@@ -375,6 +407,14 @@ public final class NetworkPolicyResolver {
 
         /** @return the pod's view, or null when it does not take part in policy */
         static PodView of(Pod pod) {
+            return of(pod, null, Map.of());
+        }
+
+        /**
+         * @return as {@link #of(Pod)}; a pod of {@code node} without addresses in its status has
+         *     those {@code wired} gives it
+         */
+        static PodView of(Pod pod, String node, Map<String, List<InetAddress>> wired) {
             if (pod.getMetadata() == null
                     || pod.getMetadata().getName() == null
                     || pod.getMetadata().getNamespace() == null
@@ -400,6 +440,14 @@ public final class NetworkPolicyResolver {
                 } catch (IllegalArgumentException | NullPointerException e) {
                     // not an address: the pod takes part with the others it has
                 }
+            }
+            if (addresses.isEmpty() && node != null && node.equals(pod.getSpec().getNodeName())) {
+                addresses.addAll(
+                        wired.getOrDefault(
+                                pod.getMetadata().getNamespace()
+                                        + "/"
+                                        + pod.getMetadata().getName(),
+                                List.of()));
             }
             List<ContainerPort> ports =
                     Stream.concat(

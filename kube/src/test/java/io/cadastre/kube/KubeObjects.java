@@ -79,7 +79,7 @@ public final class KubeObjects {
     /**
      * What kubelet reports of a pod once its sandbox is up: the pod {@code name} with these labels,
      * bound to {@code node}, Running with these addresses ({@code status.podIPs}, the first also
-     * {@code status.podIP}).
+     * {@code status.podIP}); with none, Pending (scheduled, its sandbox not reported yet).
      */
     public static Pod runningPod(
             KubernetesClient client,
@@ -105,8 +105,8 @@ public final class KubeObjects {
                                 .endContainer()
                                 .endSpec()
                                 .withNewStatus()
-                                .withPhase("Running")
-                                .withPodIP(ips.get(0))
+                                .withPhase(ips.isEmpty() ? "Pending" : "Running")
+                                .withPodIP(ips.isEmpty() ? null : ips.get(0))
                                 .withPodIPs(
                                         ips.stream()
                                                 .map(io.fabric8.kubernetes.api.model.PodIP::new)
