@@ -25,6 +25,7 @@ final class LibC {
     static final int NETLINK_NETFILTER = 12;
     static final int SOL_SOCKET = 1;
     static final int SO_RCVTIMEO = 20;
+    static final int SO_SNDBUFFORCE = 32;
     static final int SOL_NETLINK = 270;
     static final int NETLINK_CAP_ACK = 10;
     static final int NETLINK_EXT_ACK = 11;

@@ -28,6 +28,9 @@ final class NetlinkSocket implements AutoCloseable {
     /** The kernel answers every request; this bounds a wait if it ever does not. */
     private static final int RECV_TIMEOUT_SECONDS = 30;
 
+    /** Below the default send buffer (net.core.wmem_default, 212,992 bytes) with room to spare. */
+    private static final int DEFAULT_SEND_BUFFER_BYTES = 128 << 10;
+
     private static final int DUMP_ATTEMPTS = 5;
     private static final int SOCKADDR_NL_LEN = 12;
 
@@ -128,9 +131,16 @@ final class NetlinkSocket implements AutoCloseable {
     }
 
     /**
-     * Sends an nfnetlink batch in one datagram: {@code begin}, the requests, each with NLM_F_ACK,
-     * then {@code end}. The kernel applies the requests as one transaction (all or none) and
-     * answers each with an ACK or its error (nfnetlink's batch, as {@code nft -f} sends it).
+     * Sends an nfnetlink batch in one datagram: {@code begin}, the requests, then {@code end}. The
+     * kernel applies the requests as one transaction (all or none), answers every refused request
+     * with its error, and the last request, which alone asks for one (NLM_F_ACK), with an ACK
+     * (nfnetlink's batch, as {@code nft -f} sends it).
+     *
+     * <p>Sizes: a batch is one datagram, which netlink refuses beyond the socket's send buffer
+     * (EMSGSIZE; 208 KiB by default, a table of some thousand rules), so a larger batch first
+     * raises this socket's buffer (SO_SNDBUFFORCE, CAP_NET_ADMIN, as nft does). One ACK per
+     * request would, for such a batch, overflow the receive buffer (ENOBUFS, ACKs lost); errors
+     * are sent whatever the flags, so only the last request asks for an ACK.
      *
      * @param begin NFNL_MSG_BATCH_BEGIN for the subsystem
      * @param end NFNL_MSG_BATCH_END for the subsystem
@@ -147,18 +157,38 @@ final class NetlinkSocket implements AutoCloseable {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int first = ++seq;
         out.writeBytes(begin.encode(first, LinuxNetlinkAbi.NLM_F_REQUEST));
-        Map<Integer, String> pending = new HashMap<>();
+        Map<Integer, String> named = new HashMap<>();
         for (int i = 0; i < requests.size(); i++) {
             int s = ++seq;
-            pending.put(s, steps.get(i));
-            out.writeBytes(
-                    requests.get(i)
-                            .encode(s, LinuxNetlinkAbi.NLM_F_REQUEST | LinuxNetlinkAbi.NLM_F_ACK));
+            named.put(s, steps.get(i));
+            int flags =
+                    i == requests.size() - 1
+                            ? LinuxNetlinkAbi.NLM_F_REQUEST | LinuxNetlinkAbi.NLM_F_ACK
+                            : LinuxNetlinkAbi.NLM_F_REQUEST;
+            out.writeBytes(requests.get(i).encode(s, flags));
         }
+        int last = seq;
         out.writeBytes(end.encode(++seq, LinuxNetlinkAbi.NLM_F_REQUEST));
         String step = "nfnetlink batch of " + requests.size();
-        sendBytes(out.toByteArray(), step);
-        while (!pending.isEmpty()) {
+        byte[] datagram = out.toByteArray();
+        if (datagram.length > DEFAULT_SEND_BUFFER_BYTES) {
+            // The kernel doubles the value for its bookkeeping; the datagram must fit in the rest.
+            byte[] size =
+                    ByteBuffer.allocate(4)
+                            .order(ByteOrder.nativeOrder())
+                            .putInt(datagram.length + 65_536)
+                            .array();
+            if (C.setsockopt(fd, LibC.SOL_SOCKET, LibC.SO_SNDBUFFORCE, size, size.length) != 0) {
+                throw new SyscallException(
+                        step + " of " + datagram.length + " bytes: setsockopt(SO_SNDBUFFORCE)",
+                        LibC.errno());
+            }
+        }
+        sendBytes(datagram, step);
+        if (requests.isEmpty()) {
+            return;
+        }
+        while (true) {
             for (NetlinkMessage m : receive(step)) {
                 if (m.pid() != portId
                         || m.type() != LinuxNetlinkAbi.NLMSG_ERROR
@@ -167,9 +197,11 @@ final class NetlinkSocket implements AutoCloseable {
                     continue;
                 }
                 // The batch's begin and end are not ACKed, but a refused one (no permission, no
-                // nf_tables) is answered with its error.
-                String acked = pending.remove(m.seq());
-                throwIfError(m, acked != null ? acked : step);
+                // nf_tables) is answered with its error, and nothing after it is.
+                throwIfError(m, named.getOrDefault(m.seq(), step));
+                if (m.seq() == last) {
+                    return;
+                }
             }
         }
     }
