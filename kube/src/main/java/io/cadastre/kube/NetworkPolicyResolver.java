@@ -30,7 +30,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.function.Function;
 import java.util.stream.Stream;
 
 /**
@@ -126,13 +125,22 @@ public final class NetworkPolicyResolver {
                                                         + p.getMetadata().getName()))
                         .toList();
         Selection selection = new Selection(all, namespaceLabels);
+        // Only a policy of the pod's own namespace can select it.
+        Map<String, List<NetworkPolicy>> byNamespace = new HashMap<>();
+        ordered.forEach(
+                p ->
+                        byNamespace
+                                .computeIfAbsent(
+                                        p.getMetadata().getNamespace(), k -> new ArrayList<>())
+                                .add(p));
         List<PodPolicy> result = new ArrayList<>();
         for (PodView pod : all) {
             if (!nodeName.equals(pod.node())) {
                 continue;
             }
-            Direction ingress = direction(pod, ordered, selection, true);
-            Direction egress = direction(pod, ordered, selection, false);
+            List<NetworkPolicy> own = byNamespace.getOrDefault(pod.namespace(), List.of());
+            Direction ingress = direction(pod, own, selection, true);
+            Direction egress = direction(pod, own, selection, false);
             if (ingress.isolated() || egress.isolated()) {
                 result.add(new PodPolicy(pod.key(), pod.addresses(), ingress, egress));
             }
@@ -366,25 +374,52 @@ public final class NetworkPolicyResolver {
         return List.copyOf(new LinkedHashSet<>(list));
     }
 
-    /** The pods a peer selects, over the sorted pods and the namespaces' labels. */
-    private record Selection(List<PodView> pods, Map<String, Map<String, String>> namespaces) {
+    /**
+     * The pods a peer selects, over the sorted pods and the namespaces' labels. A peer's selection
+     * does not depend on the local pod it is resolved for, so each peer (one object of one policy)
+     * is selected once per resolution, not once per local pod.
+     */
+    private record Selection(
+            List<PodView> pods,
+            Map<String, List<PodView>> byNamespace,
+            Map<String, Map<String, String>> namespaces,
+            Map<NetworkPolicyPeer, List<PodView>> selected) {
+        Selection(List<PodView> pods, Map<String, Map<String, String>> namespaces) {
+            this(pods, index(pods), namespaces, new java.util.IdentityHashMap<>());
+        }
+
+        /** Pods by namespace, each list in the pods' order. */
+        private static Map<String, List<PodView>> index(List<PodView> pods) {
+            Map<String, List<PodView>> index = new java.util.TreeMap<>();
+            pods.forEach(p -> index.computeIfAbsent(p.namespace(), k -> new ArrayList<>()).add(p));
+            return index;
+        }
+
         List<PodView> all() {
             return pods;
         }
 
         List<PodView> pods(String policyNamespace, NetworkPolicyPeer peer) {
+            return selected.computeIfAbsent(peer, p -> select(policyNamespace, p));
+        }
+
+        /** The namespaces first (the policy's own, or those the selector matches), then their pods. */
+        private List<PodView> select(String policyNamespace, NetworkPolicyPeer peer) {
             LabelSelector podSelector = peer.getPodSelector();
             LabelSelector namespaceSelector = peer.getNamespaceSelector();
-            Function<PodView, Boolean> inNamespace =
+            Stream<List<PodView>> candidates =
                     namespaceSelector == null
-                            ? p -> p.namespace().equals(policyNamespace)
-                            : p ->
-                                    namespaces.containsKey(p.namespace())
-                                            && LabelSelectors.matches(
-                                                    namespaceSelector,
-                                                    namespaces.get(p.namespace()));
-            return pods.stream()
-                    .filter(inNamespace::apply)
+                            ? Stream.of(byNamespace.getOrDefault(policyNamespace, List.of()))
+                            : byNamespace.entrySet().stream()
+                                    .filter(
+                                            e ->
+                                                    namespaces.containsKey(e.getKey())
+                                                            && LabelSelectors.matches(
+                                                                    namespaceSelector,
+                                                                    namespaces.get(e.getKey())))
+                                    .map(Map.Entry::getValue);
+            return candidates
+                    .flatMap(List::stream)
                     .filter(
                             p ->
                                     podSelector == null
