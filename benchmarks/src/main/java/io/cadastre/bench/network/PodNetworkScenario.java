@@ -53,6 +53,15 @@ public final class PodNetworkScenario implements Scenario {
     private static final int PORT = 5201;
     private static final int[] SCALE_NODES = {3, 10, 30, 100, 300, 1000};
     private static final int[] QUICK_SCALE_NODES = {3, 10, 100};
+
+    /** Pods of the cluster for {@link PolicyScaleProbe}, of which {@link #POLICY_LOCAL_PODS} on the host. */
+    private static final int[] POLICY_PODS = {1_000, 3_000, 10_000};
+
+    private static final int[] QUICK_POLICY_PODS = {1_000};
+
+    /** Kubernetes' default pod limit per node. */
+    private static final int POLICY_LOCAL_PODS = 110;
+
     private static final Pattern RTT = Pattern.compile("time=([0-9.]+) ms");
 
     private final long seed;
@@ -93,7 +102,14 @@ public final class PodNetworkScenario implements Scenario {
         }
         int[] scale = context.quick() ? QUICK_SCALE_NODES : SCALE_NODES;
         List<double[]> sizes = scale(context, scale);
-        return report(context, blocks, sizes, notes);
+        int[] policyPods = context.quick() ? QUICK_POLICY_PODS : POLICY_PODS;
+        List<double[]> policy =
+                probe(
+                        PolicyScaleProbe.class,
+                        List.of(Integer.toString(POLICY_LOCAL_PODS)),
+                        policyPods[0],
+                        policyPods);
+        return report(context, blocks, sizes, policy, notes);
     }
 
     /**
@@ -460,6 +476,18 @@ public final class PodNetworkScenario implements Scenario {
 
     /** @return per node count: {nodes, routes, fdb, neighbours, reconcile-all ms, reconcile-idle ms} */
     private static List<double[]> scale(BenchContext context, int[] nodes) throws Exception {
+        return probe(RoutingScaleProbe.class, List.of("2"), nodes[0], nodes);
+    }
+
+    /**
+     * Runs a probe's {@code main} in a scratch namespace whose {@code eth0} is 198.19.4.11/24 and
+     * fd00:19:4::11/64, with {@code args}, a first size that warms the JIT up (its line is
+     * discarded), then {@code sizes}.
+     *
+     * @return per size, the numbers of the probe's line
+     */
+    private static List<double[]> probe(Class<?> probe, List<String> args, int warmUp, int[] sizes)
+            throws Exception {
         String ns = "cadbench-scale-" + Long.toHexString(System.nanoTime() & 0xffffff);
         run("ip", "netns", "add", ns);
         try {
@@ -481,12 +509,10 @@ public final class PodNetworkScenario implements Scenario {
                                     "-Xmx512m",
                                     "-cp",
                                     System.getProperty("java.class.path"),
-                                    RoutingScaleProbe.class.getName(),
-                                    "2",
-                                    Integer.toString(
-                                            // a first round that warms the JIT up, discarded
-                                            nodes[0])));
-            for (int n : nodes) {
+                                    probe.getName()));
+            command.addAll(args);
+            command.add(Integer.toString(warmUp));
+            for (int n : sizes) {
                 command.add(Integer.toString(n));
             }
             String out = run(command.toArray(String[]::new));
@@ -498,8 +524,8 @@ public final class PodNetworkScenario implements Scenario {
                                 .mapToDouble(Double::parseDouble)
                                 .toArray());
             }
-            if (rows.size() != nodes.length) {
-                throw new IllegalStateException("RoutingScaleProbe: " + out);
+            if (rows.size() != sizes.length) {
+                throw new IllegalStateException(probe.getSimpleName() + ": " + out);
             }
             return rows;
         } finally {
@@ -508,7 +534,11 @@ public final class PodNetworkScenario implements Scenario {
     }
 
     private ScenarioReport report(
-            BenchContext context, List<Block> blocks, List<double[]> sizes, List<String> notes) {
+            BenchContext context,
+            List<Block> blocks,
+            List<double[]> sizes,
+            List<double[]> policy,
+            List<String> notes) {
         List<Figure> figures = new ArrayList<>();
         List<Comparison> comparisons = new ArrayList<>();
         List<Goal> goals = new ArrayList<>();
@@ -618,6 +648,38 @@ public final class PodNetworkScenario implements Scenario {
                         + " per peer and family. In the 'entries per host' rows the three columns are routes, FDB and neighbour"
                         + " entries (not a distribution); in the 'reconcile' rows, the reconcile that adds everything and the one"
                         + " that finds nothing to change (every resync's cost).");
+        for (double[] row : policy) {
+            figures.add(
+                    new Figure(
+                            String.format(
+                                    Locale.ROOT,
+                                    "network policy, %d pods (%d here, %d rules)",
+                                    (int) row[0],
+                                    (int) row[1],
+                                    (int) row[2]),
+                            "resolve / write / idle pass",
+                            "ms",
+                            new Distribution(1, row[3], row[4], row[5])));
+            figures.add(
+                    new Figure(
+                            String.format(
+                                    Locale.ROOT,
+                                    "network policy, %d pods: a new pod's ADD waits",
+                                    (int) row[0]),
+                            "resolve + write",
+                            "ms",
+                            new Distribution(1, row[6], row[6], row[6])));
+        }
+        notes.add(
+                "Network policy (PolicyScaleProbe): namespaces of 20 dual-stack pods, "
+                        + POLICY_LOCAL_PODS
+                        + " of the cluster's pods on this host, three policies per namespace (a default deny of both"
+                        + " directions letting DNS and the namespace's own pods out; a0 from a1 on TCP 8080; every pod's"
+                        + " named metrics port from a monitoring namespace). In the 'network policy' rows the three columns"
+                        + " are the resolution alone, the first write of the table and a pass that changes nothing (every"
+                        + " 30 s resync: resolution and a read of the table), each a median of 5 but the write; the"
+                        + " 'ADD waits' row is what an ADD of a pod a policy selects waits for (resolution and a write"
+                        + " of the whole table), a median of 5.");
         notes.add(
                 "Convergence samples are from the plugin's exit after the ADD on h2 to the first echo the pod on h1"
                         + " received (one echo request every 5 ms); a negative value means the route was there before the plugin"
