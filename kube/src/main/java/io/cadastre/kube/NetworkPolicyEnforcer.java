@@ -36,10 +36,12 @@ import org.slf4j.LoggerFactory;
  * <p>New pods: a pod's addresses reach the API ({@code status.podIPs}) only after its sandbox's
  * ADD has answered, but the API reference asks that a new pod a policy selects be isolated before
  * it starts. So the ADD tells {@link #podWired} the addresses it gave; for a pod some policy
- * selects, the ADD's answer waits for the pass that writes them (one resolution and one
- * transaction, on this thread). A pod no policy selects costs its ADD nothing; the pass that adds
- * its addresses to other pods' rules (as a peer) follows after {@code settle}. A pod whose object
- * the cache does not hold yet at its ADD (the watch behind) is isolated once it arrives.
+ * selects, the ADD's answer waits until the pod's own chains are in the table ({@link
+ * HostPolicy#isolate}: the pod's resolution and a small transaction, on this thread, not a
+ * rewrite of every pod's rules). A pod no policy selects costs its ADD nothing. Either way the
+ * pass that puts the pod's addresses into other pods' rules (as a peer) and rewrites the table
+ * whole follows after {@code settle}. A pod whose object the cache does not hold yet at its ADD
+ * (the watch behind) is isolated once it arrives.
  */
 public final class NetworkPolicyEnforcer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NetworkPolicyEnforcer.class);
@@ -50,7 +52,6 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
     private final ScheduledExecutorService thread;
     private final AtomicBoolean scheduled = new AtomicBoolean();
     private volatile KubeApi.PolicyInformers informers;
-    private volatile PolicyRules written;
 
     /** {@code namespace/name} → the addresses its ADD gave, until kubelet has reported them. */
     private final Map<String, Wired> wired = new ConcurrentHashMap<>();
@@ -128,15 +129,38 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
             return CompletableFuture.completedFuture(null);
         }
         try {
-            return CompletableFuture.runAsync(this::pass, thread);
+            return CompletableFuture.runAsync(() -> isolate(key), thread);
         } catch (java.util.concurrent.RejectedExecutionException e) {
             return CompletableFuture.completedFuture(null); // closed
         }
     }
 
-    /** @return the rules last written, or empty before the first write */
-    public Optional<PolicyRules> written() {
-        return Optional.ofNullable(written);
+    /**
+     * The pod's own chains, added to the table as it is; then a pass, {@code settle} later,
+     * rewrites the table with everything (the pod's addresses as other pods' peers too).
+     */
+    private void isolate(String key) {
+        KubeApi.PolicyInformers caches = informers;
+        Map<String, List<InetAddress>> unreported = new HashMap<>();
+        wired.forEach((k, v) -> unreported.put(k, v.addresses()));
+        try {
+            Optional<PolicyRules.PodPolicy> pod =
+                    resolver.resolvePod(
+                            key,
+                            caches.policies().getStore().list(),
+                            caches.pods().getStore().list(),
+                            caches.namespaces().getStore().list(),
+                            unreported);
+            if (pod.isPresent()) {
+                host.isolate(pod.get()).ifPresent(c -> LOG.info("network policy: {}", c));
+            }
+        } catch (DataplaneException | RuntimeException e) {
+            LOG.warn(
+                    "network policy: {} not isolated at its ADD ({}); the next pass does it",
+                    key,
+                    e.toString());
+        }
+        changed();
     }
 
     private void changed() {
@@ -167,7 +191,6 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
                         unreported);
         try {
             Optional<HostRouting.Change> change = host.reconcile(rules);
-            written = rules;
             change.ifPresent(
                     c -> LOG.info("network policy: {} ({} pods isolated)", c, rules.pods().size()));
         } catch (DataplaneException | RuntimeException e) {

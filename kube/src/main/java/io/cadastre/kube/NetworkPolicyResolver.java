@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
 
@@ -101,6 +102,32 @@ public final class NetworkPolicyResolver {
             Collection<Pod> pods,
             Collection<Namespace> namespaces,
             Map<String, List<InetAddress>> wired) {
+        return new PolicyRules(resolve(policies, pods, namespaces, wired, null));
+    }
+
+    /**
+     * One local pod's part of {@link #resolve(Collection, Collection, Collection, Map)}: the same
+     * rules, without the other local pods' (for the ADD that waits for its pod's isolation).
+     *
+     * @param pod {@code namespace/name}
+     * @return the pod's rules, or empty when no policy isolates it or it is not this node's
+     */
+    public Optional<PodPolicy> resolvePod(
+            String pod,
+            Collection<NetworkPolicy> policies,
+            Collection<Pod> pods,
+            Collection<Namespace> namespaces,
+            Map<String, List<InetAddress>> wired) {
+        return resolve(policies, pods, namespaces, wired, pod).stream().findFirst();
+    }
+
+    /** @param only the one local pod to resolve ({@code namespace/name}), or null for all */
+    private List<PodPolicy> resolve(
+            Collection<NetworkPolicy> policies,
+            Collection<Pod> pods,
+            Collection<Namespace> namespaces,
+            Map<String, List<InetAddress>> wired,
+            String only) {
         List<PodView> all =
                 pods.stream()
                         .map(p -> PodView.of(p, nodeName, wired))
@@ -135,7 +162,7 @@ public final class NetworkPolicyResolver {
                                 .add(p));
         List<PodPolicy> result = new ArrayList<>();
         for (PodView pod : all) {
-            if (!nodeName.equals(pod.node())) {
+            if (!nodeName.equals(pod.node()) || (only != null && !only.equals(pod.key()))) {
                 continue;
             }
             List<NetworkPolicy> own = byNamespace.getOrDefault(pod.namespace(), List.of());
@@ -145,7 +172,7 @@ public final class NetworkPolicyResolver {
                 result.add(new PodPolicy(pod.key(), pod.addresses(), ingress, egress));
             }
         }
-        return new PolicyRules(result);
+        return result;
     }
 
     /**

@@ -33,4 +33,17 @@ public interface HostPolicy {
      *     changed)
      */
     Optional<HostRouting.Change> reconcile(PolicyRules wanted) throws DataplaneException;
+
+    /**
+     * Isolates one more pod at once, in a small transaction that adds its chains and jumps to the
+     * table as it is (created for the pod alone when there is none), for an ADD that must not
+     * answer before its pod is isolated. The table's comment then no longer matches what it holds,
+     * so the next {@link #reconcile} rewrites it whole, with the pod in its place.
+     *
+     * @param pod the pod as the next reconcile will have it
+     * @return what changed, or empty when the pod is isolated in neither direction or has no address
+     * @throws DataplaneException when the kernel refused the read or the transaction (then nothing
+     *     changed)
+     */
+    Optional<HostRouting.Change> isolate(PolicyRules.PodPolicy pod) throws DataplaneException;
 }

@@ -10,6 +10,7 @@ import io.cadastre.dataplane.PolicyRules.Ports;
 import io.cadastre.dataplane.PolicyRules.Rule;
 import java.net.InetAddress;
 import java.util.Collections;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
 import java.util.stream.Collectors;
@@ -105,6 +106,33 @@ public final class NetlinkHostPolicy implements HostPolicy {
         }
     }
 
+    @Override
+    public synchronized Optional<Change> isolate(PodPolicy pod) throws DataplaneException {
+        if (pod.addresses().isEmpty() || !(pod.ingress().isolated() || pod.egress().isolated())) {
+            return Optional.empty();
+        }
+        try (NetlinkSocket nf = NetlinkSocket.openNetfilter()) {
+            if (!NFT.exists(nf)) {
+                // No table: no other pod is isolated, so the pod alone is the whole table.
+                return reconcile(new PolicyRules(List.of(pod)));
+            }
+            Nftables.Batch batch = isolation(pod);
+            batch.send(nf);
+            return Optional.of(
+                    new Change(
+                            Kind.POLICY,
+                            "table "
+                                    + NFT.name()
+                                    + ": "
+                                    + pod.pod()
+                                    + " isolated ahead of the next write ("
+                                    + batch.steps().size()
+                                    + " chains and rules added)"));
+        } catch (SyscallException e) {
+            throw new DataplaneException(e.getMessage(), false, e);
+        }
+    }
+
     /** @return the comment that names {@code wanted}: a prefix and a digest of {@link #canonical} */
     static String comment(PolicyRules wanted) {
         return Nftables.comment(canonical(wanted));
@@ -190,32 +218,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
                 established, "NFT_MSG_NEWRULE " + CHAIN + ": ct state established,related accept");
         for (boolean egress : new boolean[] {true, false}) {
             for (int i = 0; i < wanted.pods().size(); i++) {
-                PodPolicy pod = wanted.pods().get(i);
-                if (!direction(pod, egress).isolated()) {
-                    continue;
-                }
-                for (InetAddress address : pod.addresses()) {
-                    // The pod is the source of its egress, the destination of its ingress.
-                    NetlinkRequest r = NFT.rule(CHAIN);
-                    exprs = r.nest(Nftables.NFTA_RULE_EXPRESSIONS);
-                    IpPrefix host = IpPrefix.host(address);
-                    Nftables.nfproto(r, nfproto(host));
-                    Nftables.prefixMatch(r, host, offset(host, egress), Nftables.NFT_CMP_EQ);
-                    Nftables.verdict(r, Nftables.NFT_JUMP, chain(egress, i));
-                    r.end(exprs);
-                    Nftables.ruleComment(r, pod.pod());
-                    batch.add(
-                            r,
-                            "NFT_MSG_NEWRULE "
-                                    + CHAIN
-                                    + ": "
-                                    + host
-                                    + " jump "
-                                    + chain(egress, i)
-                                    + " ("
-                                    + pod.pod()
-                                    + ")");
-                }
+                addJumps(batch, wanted.pods().get(i), egress, chain(egress, i));
             }
         }
         for (boolean egress : new boolean[] {true, false}) {
@@ -227,6 +230,69 @@ public final class NetlinkHostPolicy implements HostPolicy {
             }
         }
         return batch;
+    }
+
+    /**
+     * The base chain's jumps to {@code chain} for each of the pod's addresses, when the pod is
+     * isolated in that direction: the pod is the source of its egress, the destination of its
+     * ingress.
+     */
+    private static void addJumps(
+            Nftables.Batch batch, PodPolicy pod, boolean egress, String chain) {
+        if (!direction(pod, egress).isolated()) {
+            return;
+        }
+        for (InetAddress address : pod.addresses()) {
+            NetlinkRequest r = NFT.rule(CHAIN);
+            int exprs = r.nest(Nftables.NFTA_RULE_EXPRESSIONS);
+            IpPrefix host = IpPrefix.host(address);
+            Nftables.nfproto(r, nfproto(host));
+            Nftables.prefixMatch(r, host, offset(host, egress), Nftables.NFT_CMP_EQ);
+            Nftables.verdict(r, Nftables.NFT_JUMP, chain);
+            r.end(exprs);
+            Nftables.ruleComment(r, pod.pod());
+            batch.add(
+                    r,
+                    "NFT_MSG_NEWRULE "
+                            + CHAIN
+                            + ": "
+                            + host
+                            + " jump "
+                            + chain
+                            + " ("
+                            + pod.pod()
+                            + ")");
+        }
+    }
+
+    /**
+     * The transaction {@link #isolate} sends: the pod's chains with their rules, then the jumps
+     * to them, appended to what the table holds.
+     */
+    static Nftables.Batch isolation(PodPolicy pod) {
+        String suffix = HexFormat.of().formatHex(sha256(pod.pod() + pod.addresses()), 0, 8);
+        Nftables.Batch batch = new Nftables.Batch();
+        for (boolean egress : new boolean[] {true, false}) {
+            Direction d = direction(pod, egress);
+            if (d.isolated()) {
+                String chain = (egress ? "new-egress-" : "new-ingress-") + suffix;
+                batch.add(NFT.chain(chain), "NFT_MSG_NEWCHAIN " + chain);
+                addRules(batch, chain, d, egress);
+            }
+        }
+        for (boolean egress : new boolean[] {true, false}) {
+            addJumps(batch, pod, egress, (egress ? "new-egress-" : "new-ingress-") + suffix);
+        }
+        return batch;
+    }
+
+    private static byte[] sha256(String text) {
+        try {
+            return java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new AssertionError("every Java platform has SHA-256", e);
+        }
     }
 
     /**

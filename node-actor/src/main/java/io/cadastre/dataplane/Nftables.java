@@ -175,6 +175,22 @@ final class Nftables {
         return Optional.of(new Installed(comment, count));
     }
 
+    /**
+     * @return whether the table exists (one NFT_MSG_GETTABLE; its rules are not read)
+     * @throws SyscallException when the kernel refused the read
+     */
+    boolean exists(NetlinkSocket nf) throws SyscallException {
+        try {
+            nf.request(table(NFT_MSG_GETTABLE, 0), "NFT_MSG_GETTABLE " + name());
+            return true;
+        } catch (SyscallException e) {
+            if (e.errno() == LibC.ENOENT) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
     /** Deletes the table, chains and rules with it, in a transaction of its own. */
     void delete(NetlinkSocket nf) throws SyscallException {
         Batch batch = new Batch();

@@ -268,7 +268,8 @@ class NetlinkHostPolicyTest {
      * of it (the second reconcile counts the same rules and finds nothing to do), and removed.
      */
     @Test
-    void aTableOfTwentyThousandRulesIsWrittenInOneTransaction() throws Exception {
+    void aTableOfTwentyThousandRulesIsWrittenInOneTransactionAndAPodIsolatedAheadOfIt()
+            throws Exception {
         assumeTrue(
                 "root".equals(System.getProperty("user.name")),
                 "needs root: creates network namespaces");
@@ -299,6 +300,29 @@ class NetlinkHostPolicyTest {
             Change written = reconcile(node, policy, big).orElseThrow();
             assertTrue(written.what().contains("20005 rules"), written.what());
             assertEquals(Optional.empty(), reconcile(node, policy, big), "every rule is there");
+
+            // A pod isolated ahead of the next write: its chain and jump added to the table as
+            // it is; the next reconcile rewrites the table whole (the count no longer matches).
+            PodPolicy fresh =
+                    new PodPolicy(
+                            "default/fresh",
+                            List.of(IpPrefix.literal("198.19.255.9")),
+                            Direction.DENY_ALL,
+                            Direction.OPEN);
+            Change isolated = node.call(() -> policy.isolate(fresh)).orElseThrow();
+            assertTrue(isolated.what().contains("default/fresh isolated"), isolated.what());
+            String table = nft(node, "list", "table", "inet", HostPolicy.TABLE);
+            assertTrue(table.contains("ip daddr 198.19.255.9 jump new-ingress-"), table);
+            assertTrue(reconcile(node, policy, big).isPresent(), "rewritten after the addition");
+            assertFalse(
+                    nft(node, "list", "table", "inet", HostPolicy.TABLE).contains("new-ingress-"));
+            assertTrue(reconcile(node, policy, PolicyRules.NONE).isPresent());
+            // With no table, the pod alone is the table.
+            assertTrue(node.call(() -> policy.isolate(fresh)).isPresent());
+            assertEquals(
+                    Optional.empty(),
+                    reconcile(node, policy, new PolicyRules(List.of(fresh))),
+                    "written whole, with its comment");
             assertTrue(reconcile(node, policy, PolicyRules.NONE).isPresent());
             assertFalse(tableExists(node));
         }

@@ -666,7 +666,7 @@ public final class PodNetworkScenario implements Scenario {
                                     Locale.ROOT,
                                     "network policy, %d pods: a new pod's ADD waits",
                                     (int) row[0]),
-                            "resolve + write",
+                            "resolve + isolate",
                             "ms",
                             new Distribution(1, row[6], row[6], row[6])));
         }
@@ -678,8 +678,8 @@ public final class PodNetworkScenario implements Scenario {
                         + " named metrics port from a monitoring namespace). In the 'network policy' rows the three columns"
                         + " are the resolution alone, the first write of the table and a pass that changes nothing (every"
                         + " 30 s resync: resolution and a read of the table), each a median of 5 but the write; the"
-                        + " 'ADD waits' row is what an ADD of a pod a policy selects waits for (resolution and a write"
-                        + " of the whole table), a median of 5.");
+                        + " 'ADD waits' row is what an ADD of a pod a policy selects waits for (the pod's own resolution"
+                        + " and its chains added to the table as it is, HostPolicy.isolate), a median of 5.");
         notes.add(
                 "Convergence samples are from the plugin's exit after the ADD on h2 to the first echo the pod on h1"
                         + " received (one echo request every 5 ms); a negative value means the route was there before the plugin"
