@@ -372,8 +372,8 @@ class KubernetesEndToEndTest {
     void networkPoliciesFilterTrafficBetweenPodsAndFollowTheApi() throws Exception {
         String shop = "k8se2e-np-shop";
         String ops = "k8se2e-np-ops";
-        labelledNamespace(shop, Map.of("team", "shop"));
-        labelledNamespace(ops, Map.of("team", "ops"));
+        KubeObjects.labelledNamespace(api.admin(), shop, Map.of("team", "shop"));
+        KubeObjects.labelledNamespace(api.admin(), ops, Map.of("team", "ops"));
         PodAdd web = running(shop, "web", Map.of("app", "web"));
         PodAdd client = running(shop, "client", Map.of("app", "client"));
         PodAdd prom = running(ops, "prom", Map.of("app", "prom"));
@@ -435,7 +435,7 @@ class KubernetesEndToEndTest {
                             .formatted(shop));
             await(() -> connects(prom, web.v4(), 9090), () -> "ops may reach shop");
             assertTrue(pings(prom, web.v6()));
-            labelledNamespace(ops, Map.of("team", "elsewhere"));
+            KubeObjects.labelledNamespace(api.admin(), ops, Map.of("team", "elsewhere"));
             await(
                     () -> !pings(prom, web.v4()),
                     () -> "a relabelled namespace is no longer selected: " + policyTable());
@@ -665,19 +665,6 @@ class KubernetesEndToEndTest {
     }
 
     // ---- network policy ----
-
-    private static void labelledNamespace(String name, Map<String, String> labels) {
-        api.admin()
-                .namespaces()
-                .resource(
-                        new io.fabric8.kubernetes.api.model.NamespaceBuilder()
-                                .withNewMetadata()
-                                .withName(name)
-                                .withLabels(labels)
-                                .endMetadata()
-                                .build())
-                .createOr(existing -> existing.update());
-    }
 
     /** ADDs the pod's sandbox, then reports it Running with its labels and addresses, as kubelet does. */
     private static PodAdd running(String namespace, String name, Map<String, String> labels)

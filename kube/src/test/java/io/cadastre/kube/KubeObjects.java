@@ -38,12 +38,27 @@ public final class KubeObjects {
     /** The namespace {@code name} with these annotations. */
     public static Namespace namespace(
             KubernetesClient client, String name, Map<String, String> annotations) {
+        return namespace(client, name, annotations, Map.of());
+    }
+
+    /** The namespace {@code name} with these labels (what NetworkPolicy's namespaceSelector reads). */
+    public static Namespace labelledNamespace(
+            KubernetesClient client, String name, Map<String, String> labels) {
+        return namespace(client, name, Map.of(), labels);
+    }
+
+    private static Namespace namespace(
+            KubernetesClient client,
+            String name,
+            Map<String, String> annotations,
+            Map<String, String> labels) {
         return client.namespaces()
                 .resource(
                         new NamespaceBuilder()
                                 .withNewMetadata()
                                 .withName(name)
                                 .withAnnotations(annotations)
+                                .withLabels(labels)
                                 .endMetadata()
                                 .build())
                 .createOr(existing -> existing.update());
@@ -59,19 +74,10 @@ public final class KubeObjects {
         return client.pods()
                 .inNamespace(namespace)
                 .resource(
-                        new PodBuilder()
-                                .withNewMetadata()
-                                .withName(name)
-                                .withNamespace(namespace)
+                        scheduled(namespace, name, node)
+                                .editMetadata()
                                 .withAnnotations(annotations)
                                 .endMetadata()
-                                .withNewSpec()
-                                .withNodeName(node)
-                                .addNewContainer()
-                                .withName("app")
-                                .withImage("pause")
-                                .endContainer()
-                                .endSpec()
                                 .build())
                 .createOr(existing -> existing.update());
     }
@@ -91,19 +97,10 @@ public final class KubeObjects {
         return client.pods()
                 .inNamespace(namespace)
                 .resource(
-                        new PodBuilder()
-                                .withNewMetadata()
-                                .withName(name)
-                                .withNamespace(namespace)
+                        scheduled(namespace, name, node)
+                                .editMetadata()
                                 .withLabels(labels)
                                 .endMetadata()
-                                .withNewSpec()
-                                .withNodeName(node)
-                                .addNewContainer()
-                                .withName("app")
-                                .withImage("pause")
-                                .endContainer()
-                                .endSpec()
                                 .withNewStatus()
                                 .withPhase(ips.isEmpty() ? "Pending" : "Running")
                                 .withPodIP(ips.isEmpty() ? null : ips.get(0))
@@ -114,6 +111,22 @@ public final class KubeObjects {
                                 .endStatus()
                                 .build())
                 .createOr(existing -> existing.update());
+    }
+
+    /** A pod bound to {@code node}, one container, as the scheduler leaves it. */
+    private static PodBuilder scheduled(String namespace, String name, String node) {
+        return new PodBuilder()
+                .withNewMetadata()
+                .withName(name)
+                .withNamespace(namespace)
+                .endMetadata()
+                .withNewSpec()
+                .withNodeName(node)
+                .addNewContainer()
+                .withName("app")
+                .withImage("pause")
+                .endContainer()
+                .endSpec();
     }
 
     /**
