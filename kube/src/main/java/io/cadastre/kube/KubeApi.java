@@ -183,9 +183,10 @@ public final class KubeApi implements AutoCloseable {
     }
 
     /**
-     * Informers of what NetworkPolicy enforcement reads ({@link NetworkPolicyEnforcer}), started:
-     * every NetworkPolicy, every pod of every node, every Namespace. {@code onChange} runs on
-     * fabric8's thread after each event, and once each informer has listed; close them when done.
+     * Informers of what NetworkPolicy enforcement reads ({@link NetworkPolicyEnforcer}): every
+     * NetworkPolicy and every pod of every node, started here, and the Namespace informer of {@link
+     * #start}, which must have run. {@code onChange} runs on fabric8's thread after each event, and
+     * once each new informer has listed; close them when done.
      *
      * @param podChanged whether an update of a pod matters (its old and new versions)
      */
@@ -207,12 +208,12 @@ public final class KubeApi implements AutoCloseable {
                         "all pods",
                         changes(onChange, podChanged),
                         onChange);
-        var allNamespaces =
-                started(
-                        client.namespaces().runnableInformer(0),
-                        "namespaces for policy",
-                        changes(onChange, (a, b) -> true),
-                        onChange);
+        SharedIndexInformer<Namespace> allNamespaces = namespaces;
+        if (allNamespaces == null) {
+            throw new IllegalStateException("start() opens the Namespace informer first");
+        }
+        // The one Namespace informer of start(), not a second list and watch of the same objects.
+        allNamespaces.addEventHandler(changes(onChange, (a, b) -> true));
         return new PolicyInformers(policies, allPods, allNamespaces);
     }
 
@@ -233,11 +234,11 @@ public final class KubeApi implements AutoCloseable {
             return policies.hasSynced() && pods.hasSynced() && namespaces.hasSynced();
         }
 
+        /** Stops the informers opened for policy; the Namespace informer is the agent's. */
         @Override
         public void close() {
             policies.stop();
             pods.stop();
-            namespaces.stop();
         }
     }
 

@@ -177,6 +177,7 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
         scheduled.set(false);
         KubeApi.PolicyInformers caches = informers;
         if (caches == null || !caches.synced()) {
+            changed(); // again after settle: no event need follow the last cache's listing
             return;
         }
         List<Pod> pods = caches.pods().getStore().list();
