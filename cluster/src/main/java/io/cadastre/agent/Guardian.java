@@ -42,6 +42,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -52,6 +53,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.Address;
@@ -260,6 +262,9 @@ public final class Guardian {
                                             routingMetrics),
                                     "mesh-router");
                     watchSpoofDrops(routingMetrics, settings.nodeName(), dataplane);
+                    if (networkPolicy != null) {
+                        watchPolicyDrops(routingMetrics, settings.nodeName(), hostPolicy);
+                    }
                     ActorRef<NodeAgent.Command> nodeAgent =
                             ctx.spawn(
                                     NodeAgent.create(
@@ -592,6 +597,27 @@ public final class Guardian {
                         // keep the last value: a counter must not go back
                     }
                     return last.get();
+                });
+    }
+
+    /**
+     * {@code cadastre_policy_dropped_packets_total}: read from the kernel at every scrape (a dump
+     * of the policy table's rules, as the enforcer's idle pass makes); a failed reading answers
+     * the last values.
+     */
+    private static void watchPolicyDrops(
+            CadastreMetrics metrics, String node, HostPolicy hostPolicy) {
+        AtomicReference<HostPolicy.Drops> last = new AtomicReference<>(new HostPolicy.Drops(0, 0));
+        metrics.watchPolicyDrops(
+                node,
+                () -> {
+                    try {
+                        last.set(hostPolicy.dropped());
+                    } catch (DataplaneException e) {
+                        // keep the last values: a counter must not go back
+                    }
+                    HostPolicy.Drops d = last.get();
+                    return Map.of("ingress", d.ingress(), "egress", d.egress());
                 });
     }
 

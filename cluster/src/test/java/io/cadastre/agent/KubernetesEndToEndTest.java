@@ -100,6 +100,10 @@ class KubernetesEndToEndTest {
     private static final String IP_ADDRS = "cadastre.io/ipAddrs";
 
     private static final String NODE = "k8se2e-" + UUID.randomUUID().toString().substring(0, 8);
+
+    /** NetworkPolicy's drops, by direction, as the agent's /metrics has them. */
+    private static final String POLICY_DROPS = "cadastre_policy_dropped_packets_total";
+
     private static Path dir;
     private static MockKubernetesApi api;
     private static AgentProcess agent;
@@ -407,6 +411,9 @@ class KubernetesEndToEndTest {
             assertFalse(pings(client, web.v6()), "ICMPv6 is no TCP 8080");
             assertTrue(pings(web, prom.v4()), "web's egress is not isolated; the reply passes");
             assertTrue(pings(web, prom.v6()));
+            double ingressDrops = sample(POLICY_DROPS, "direction", "ingress");
+            assertTrue(ingressDrops > 0, "refused packets to web are counted: " + ingressDrops);
+            assertEquals(0, sample(POLICY_DROPS, "direction", "egress"), "no egress isolated");
 
             // A new pod the policy selects is isolated when its ADD answers, before kubelet
             // reports its addresses: the API has its labels (scheduled), not yet its addresses.
@@ -440,8 +447,9 @@ class KubernetesEndToEndTest {
                     () -> !pings(prom, web.v4()),
                     () -> "a relabelled namespace is no longer selected: " + policyTable());
 
-            // Egress isolation of ops: no rule, so prom reaches nothing; connections to it still
-            // work.
+            // Egress isolation of ops: no rule, so prom reaches nothing. client's ingress refuses
+            // prom too, but prom's egress is checked first: the drops count as egress. Connections
+            // to prom still work.
             policy(
                     """
                     kind: NetworkPolicy
@@ -452,8 +460,13 @@ class KubernetesEndToEndTest {
                     """
                             .formatted(ops));
             await(
-                    () -> !pings(prom, client.v4()),
+                    () -> policyTable().contains("ip saddr " + prom.v4() + " jump "),
                     () -> "prom's egress isolated: " + policyTable());
+            assertEquals(0, sample(POLICY_DROPS, "direction", "egress"));
+            assertFalse(pings(prom, client.v4()), "prom reaches nothing");
+            assertTrue(
+                    sample(POLICY_DROPS, "direction", "egress") > 0,
+                    () -> "prom's refused egress is counted: " + policyTable());
             assertTrue(connects(client, prom.v4(), 8080), "replies of a connection to prom pass");
 
             assertTrue(policyTable().contains("ingress"), policyTable());
@@ -464,6 +477,9 @@ class KubernetesEndToEndTest {
                     () -> "the table goes with the last policy: " + policyTable());
             assertTrue(pings(prom, web.v4()));
             assertTrue(connects(prom, web.v4(), 9090));
+            assertTrue(
+                    sample(POLICY_DROPS, "direction", "ingress") >= ingressDrops,
+                    "the count outlives the tables it was read from");
         } finally {
             listeners.forEach(Process::destroyForcibly);
             api.admin().network().v1().networkPolicies().inNamespace(shop).delete();
@@ -844,16 +860,21 @@ class KubernetesEndToEndTest {
 
     /** @return {@code cadastre_ipam_allocations_gc_reclamations_total} of this node for the reason, 0 when absent */
     private static double reclaimed(String reason) {
+        return sample("cadastre_ipam_allocations_gc_reclamations_total", "reason", reason);
+    }
+
+    /** @return the agent's sample of {@code metric} for this node and {@code label}, 0 when absent */
+    private static double sample(String metric, String label, String value) {
         HttpResponse<String> reply = get("/metrics");
         assertEquals(200, reply.statusCode(), reply.body());
         Matcher m =
                 Pattern.compile(
-                                "^cadastre_ipam_allocations_gc_reclamations_total\\{([^}]*)\\} (\\S+)$",
+                                "^" + Pattern.quote(metric) + "\\{([^}]*)\\} (\\S+)$",
                                 Pattern.MULTILINE)
                         .matcher(reply.body());
         while (m.find()) {
             if (m.group(1).contains("node=\"" + NODE + "\"")
-                    && m.group(1).contains("reason=\"" + reason + "\"")) {
+                    && m.group(1).contains(label + "=\"" + value + "\"")) {
                 return Double.parseDouble(m.group(2));
             }
         }

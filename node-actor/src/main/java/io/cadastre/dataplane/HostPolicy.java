@@ -46,4 +46,25 @@ public interface HostPolicy {
      *     changed)
      */
     Optional<HostRouting.Change> isolate(PolicyRules.PodPolicy pod) throws DataplaneException;
+
+    /**
+     * Packets an isolated pod's chains dropped since this instance was created, by direction: the
+     * counters of the table as it is, plus those of every table this instance replaced or removed,
+     * read just before (the drops in the instant between that reading and the new table are not
+     * counted). Monotonic; a counter for Prometheus.
+     *
+     * @return packets; zero for an implementation that drops nothing
+     * @throws DataplaneException when the kernel refused the read
+     */
+    default Drops dropped() throws DataplaneException {
+        return new Drops(0, 0);
+    }
+
+    /**
+     * Packets dropped for want of an allowing rule.
+     *
+     * @param ingress packets to an isolated pod (its ingress chains)
+     * @param egress packets from an isolated pod (its egress chains)
+     */
+    record Drops(long ingress, long egress) {}
 }

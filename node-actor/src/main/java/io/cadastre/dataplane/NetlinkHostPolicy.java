@@ -10,8 +10,10 @@ import io.cadastre.dataplane.PolicyRules.Ports;
 import io.cadastre.dataplane.PolicyRules.Rule;
 import java.net.InetAddress;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Collectors;
 
@@ -50,7 +52,8 @@ import java.util.stream.Collectors;
  * so an IPv4 peer lets no IPv6 packet through; a rule without peers matches both.
  *
  * <p>"The host" is the network namespace of the calling thread, as for {@link NetlinkHostRouting}.
- * {@link #reconcile} is synchronized: one at a time per instance. Requires CAP_NET_ADMIN.
+ * {@link #reconcile}, {@link #isolate} and {@link #dropped} are synchronized: one at a time per
+ * instance. Requires CAP_NET_ADMIN.
  */
 public final class NetlinkHostPolicy implements HostPolicy {
     private static final Nftables NFT = new Nftables(TABLE);
@@ -67,18 +70,27 @@ public final class NetlinkHostPolicy implements HostPolicy {
     /** The transport header's destination port: TCP, UDP and SCTP alike (RFC 9293, 768, 9260). */
     private static final int DESTINATION_PORT_OFFSET = 2;
 
+    /** Drops counted by tables, or chains, that are gone: replaced, removed, or flushed by others. */
+    private Drops retired = new Drops(0, 0);
+
+    /** Chain → packets its counter held at the last reading of the table as it is now. */
+    private Map<String, Long> lastSeen = Map.of();
+
     /** Writes the table of the calling thread's network namespace. */
     public NetlinkHostPolicy() {}
 
     @Override
     public synchronized Optional<Change> reconcile(PolicyRules wanted) throws DataplaneException {
         try (NetlinkSocket nf = NetlinkSocket.openNetfilter()) {
-            Optional<Installed> installed = NFT.read(nf);
+            Optional<Nftables.Reading> reading = NFT.readCounting(nf);
+            observe(reading);
+            Optional<Installed> installed = reading.map(Nftables.Reading::installed);
             if (!wanted.enforced()) {
                 if (installed.isEmpty()) {
                     return Optional.empty();
                 }
                 NFT.delete(nf);
+                retireAll();
                 return Optional.of(new Change(Kind.POLICY, "table " + NFT.name() + " removed"));
             }
             Installed expected = new Installed(comment(wanted), ruleCount(wanted));
@@ -86,6 +98,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
                 return Optional.empty();
             }
             batch(wanted, expected.comment()).send(nf);
+            retireAll();
             long isolated =
                     wanted.pods().stream()
                             .filter(p -> p.ingress().isolated() || p.egress().isolated())
@@ -131,6 +144,71 @@ public final class NetlinkHostPolicy implements HostPolicy {
         } catch (SyscallException e) {
             throw new DataplaneException(e.getMessage(), false, e);
         }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>One dump of the table's rules, as an idle {@link #reconcile} makes. A chain that went,
+     * or whose counter went back, since the last reading (the table deleted or flushed by
+     * someone else) is counted with what it held then.
+     */
+    @Override
+    public synchronized Drops dropped() throws DataplaneException {
+        try (NetlinkSocket nf = NetlinkSocket.openNetfilter()) {
+            observe(NFT.readCounting(nf));
+            Drops now = drops(lastSeen);
+            return new Drops(retired.ingress() + now.ingress(), retired.egress() + now.egress());
+        } catch (SyscallException e) {
+            throw new DataplaneException(e.getMessage(), false, e);
+        }
+    }
+
+    /** Takes a reading of the table as it is: what went since the last one is retired. */
+    private void observe(Optional<Nftables.Reading> reading) {
+        Map<String, Long> now = reading.map(Nftables.Reading::packets).orElse(Map.of());
+        Map<String, Long> gone = new HashMap<>();
+        lastSeen.forEach(
+                (chain, seen) -> {
+                    Long current = now.get(chain);
+                    if (current == null || current < seen) {
+                        gone.put(chain, seen);
+                    }
+                });
+        retire(gone);
+        lastSeen = now;
+    }
+
+    /**
+     * The table was just replaced or removed by this instance: what it counted at the reading
+     * before is retired (the drops between that reading and the transaction are not counted).
+     */
+    private void retireAll() {
+        retire(lastSeen);
+        lastSeen = Map.of();
+    }
+
+    private void retire(Map<String, Long> packetsByChain) {
+        Drops d = drops(packetsByChain);
+        retired = new Drops(retired.ingress() + d.ingress(), retired.egress() + d.egress());
+    }
+
+    /**
+     * @return the packets counted in the pods' chains ({@link #chain}, and {@link #isolation}'s
+     *     {@code new-} ones), by direction; the base chain counts nothing
+     */
+    static Drops drops(Map<String, Long> packetsByChain) {
+        long ingress = 0;
+        long egress = 0;
+        for (Map.Entry<String, Long> e : packetsByChain.entrySet()) {
+            String chain = e.getKey().replaceFirst("^new-", "");
+            if (chain.startsWith("ingress-")) {
+                ingress += e.getValue();
+            } else if (chain.startsWith("egress-")) {
+                egress += e.getValue();
+            }
+        }
+        return new Drops(ingress, egress);
     }
 
     /** @return the comment that names {@code wanted}: a prefix and a digest of {@link #canonical} */

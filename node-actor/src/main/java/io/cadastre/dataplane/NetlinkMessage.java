@@ -5,7 +5,9 @@ import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -106,6 +108,37 @@ record NetlinkMessage(int type, int flags, int seq, int pid, ByteBuffer payload)
             } catch (UnknownHostException e) {
                 throw new AssertionError("4 or 16 bytes are always an address", e);
             }
+        }
+
+        /** @return a 64-bit value sent in network byte order (NFTA_COUNTER_PACKETS), or -1 if absent */
+        long be64(int type) {
+            ByteBuffer v = values.get(type);
+            return v == null || v.limit() < 8
+                    ? -1
+                    : v.duplicate().order(ByteOrder.BIG_ENDIAN).getLong(0);
+        }
+
+        /**
+         * @return the elements of the list nested in {@code type} (NFTA_RULE_EXPRESSIONS), each
+         *     element's own attributes, in order; empty when absent. Unlike the attributes of one
+         *     level, a list's elements share a type, so none replaces another.
+         */
+        List<Attributes> list(int type) throws SyscallException {
+            ByteBuffer v = values.get(type);
+            List<Attributes> elements = new ArrayList<>();
+            if (v == null) {
+                return elements;
+            }
+            int pos = 0;
+            while (pos + 4 <= v.limit()) {
+                int len = Short.toUnsignedInt(v.getShort(pos));
+                if (len < 4 || pos + len > v.limit()) {
+                    throw new SyscallException("malformed list element (length " + len + ")");
+                }
+                elements.add(parse(v, pos + 4, pos + len));
+                pos += NetlinkRequest.align(len);
+            }
+            return elements;
         }
 
         /** @return the attributes nested in {@code type} (after {@code header} bytes), or empty */

@@ -6,8 +6,10 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -89,6 +91,7 @@ final class Nftables {
     private static final int NFTA_BITWISE_LEN = 3;
     private static final int NFTA_BITWISE_MASK = 4;
     private static final int NFTA_BITWISE_XOR = 5;
+    private static final int NFTA_COUNTER_PACKETS = 2;
     private static final int NFTA_IMMEDIATE_DREG = 1;
     private static final int NFTA_IMMEDIATE_DATA = 2;
 
@@ -142,10 +145,28 @@ final class Nftables {
     }
 
     /**
+     * What the kernel holds of the table, with what its counters counted.
+     *
+     * @param installed its comment and rule count
+     * @param packets chain name → packets that reached the {@code counter} expressions of its
+     *     rules, summed (only chains with a counter)
+     */
+    record Reading(Installed installed, Map<String, Long> packets) {}
+
+    /**
      * @return the table's comment and rule count, or empty when there is no such table
      * @throws SyscallException when the kernel refused the read
      */
     Optional<Installed> read(NetlinkSocket nf) throws SyscallException {
+        return readCounting(nf).map(Reading::installed);
+    }
+
+    /**
+     * @return the table's comment, rule count and counters, from one dump of its rules; empty when
+     *     there is no such table
+     * @throws SyscallException when the kernel refused the read
+     */
+    Optional<Reading> readCounting(NetlinkSocket nf) throws SyscallException {
         List<NetlinkMessage> tables;
         try {
             tables = nf.request(table(NFT_MSG_GETTABLE, 0), "NFT_MSG_GETTABLE " + name());
@@ -167,12 +188,21 @@ final class Nftables {
                         .nfgenmsg(NFPROTO_INET, 0)
                         .attrString(NFTA_RULE_TABLE, table);
         int count = 0;
+        Map<String, Long> packets = new HashMap<>();
         for (NetlinkMessage m : nf.dump(rules, "NFT_MSG_GETRULE " + name())) {
             if (m.type() == type(NFT_MSG_NEWRULE)) {
                 count++;
+                NetlinkMessage.Attributes rule = m.attributes(4);
+                String chain = rule.string(NFTA_RULE_CHAIN);
+                for (NetlinkMessage.Attributes e : rule.list(NFTA_RULE_EXPRESSIONS)) {
+                    if (chain != null && "counter".equals(e.string(NFTA_EXPR_NAME))) {
+                        long n = e.nested(NFTA_EXPR_DATA, 0).be64(NFTA_COUNTER_PACKETS);
+                        packets.merge(chain, Math.max(0, n), Long::sum);
+                    }
+                }
             }
         }
-        return Optional.of(new Installed(comment, count));
+        return Optional.of(new Reading(new Installed(comment, count), Map.copyOf(packets)));
     }
 
     /**

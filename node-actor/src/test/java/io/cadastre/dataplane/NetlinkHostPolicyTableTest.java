@@ -11,6 +11,7 @@ import io.cadastre.dataplane.PolicyRules.Rule;
 import java.net.InetAddress;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -41,6 +42,24 @@ class NetlinkHostPolicyTableTest {
                                 List.of(ip("198.18.9.1")),
                                 Direction.OPEN,
                                 Direction.DENY_ALL)));
+    }
+
+    @Test
+    void dropsAreCountedByTheDirectionOfTheirChain() {
+        assertEquals(
+                new HostPolicy.Drops(3 + 7, 4 + 1),
+                NetlinkHostPolicy.drops(
+                        Map.of(
+                                NetlinkHostPolicy.chain(false, 0),
+                                3L,
+                                NetlinkHostPolicy.chain(true, 2),
+                                1L,
+                                "new-ingress-0a1b2c3d",
+                                7L,
+                                "new-egress-0a1b2c3d",
+                                4L,
+                                HostPolicy.CHAIN,
+                                9L)));
     }
 
     @Test

@@ -21,6 +21,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -152,11 +154,24 @@ class NetlinkHostPolicyTest {
             TestNet.awaitPing(b.netns(), Rtnetlink.text(c.v4()));
             awaitConnect(a, c.v4(), X);
 
-            // Tampered with: deleted, or a chain flushed (fewer rules): written again.
+            // What was refused is counted, as b's ingress: what nft shows between two readings.
+            long shownBefore = packetsCounted(node, "ingress-0");
+            HostPolicy.Drops dropped = node.call(policy::dropped);
+            long shownAfter = packetsCounted(node, "ingress-0");
+            assertTrue(
+                    shownBefore > 0
+                            && shownBefore <= dropped.ingress()
+                            && dropped.ingress() <= shownAfter,
+                    shownBefore + " <= " + dropped + " <= " + shownAfter);
+            assertEquals(0, dropped.egress(), "no pod is isolated for egress");
+
+            // Tampered with: deleted, or a chain flushed (fewer rules): written again. The count
+            // never goes back: what a table held when it went stays counted.
             nft(node, "delete", "table", "inet", HostPolicy.TABLE);
             awaitConnect(c, b.v4(), X);
             assertTrue(reconcile(node, policy, onlyAOnX).isPresent());
             assertNoConnect(c, b.v4(), X);
+            dropped = atLeast(node, policy, dropped);
             nft(node, "flush", "chain", "inet", HostPolicy.TABLE, "ingress-0");
             awaitConnect(c, b.v4(), X);
             Change mended = reconcile(node, policy, onlyAOnX).orElseThrow();
@@ -164,6 +179,7 @@ class NetlinkHostPolicyTest {
             assertEquals(Optional.empty(), reconcile(node, policy, onlyAOnX));
             assertNoConnect(c, b.v4(), X);
             awaitConnect(a, b.v4(), X);
+            dropped = atLeast(node, policy, dropped);
 
             // An ipBlock with an exception and a port range, in both families; a denied all egress.
             Rule blockOnRange =
@@ -201,6 +217,9 @@ class NetlinkHostPolicyTest {
                 assertNoConnect(a, to, to.equals(b.v4()) || to.equals(b.v6()) ? RANGE_FIRST : X);
             }
             assertFalse(TestNet.ping(a.netns(), Rtnetlink.text(c.v4())), "a pinged c");
+            HostPolicy.Drops afterEgress = atLeast(node, policy, dropped);
+            assertTrue(afterEgress.egress() > 0, "a's refused egress is counted: " + afterEgress);
+            dropped = afterEgress;
             for (InetAddress to : a.addresses()) {
                 awaitConnect(c, to, X);
                 awaitConnect(b, to, X);
@@ -255,6 +274,7 @@ class NetlinkHostPolicyTest {
             assertEquals(Optional.empty(), reconcile(node, policy, PolicyRules.NONE));
             awaitConnect(c, b.v4(), X);
             TestNet.awaitPing(a.netns(), Rtnetlink.text(c.v6()));
+            atLeast(node, policy, dropped);
         } finally {
             for (ServerSocket s : listeners) {
                 s.close();
@@ -349,6 +369,24 @@ class NetlinkHostPolicyTest {
     }
 
     /** Runs {@code nft} in the node's namespace; its output ("" for a change). */
+    /** @return the policy's drops, after asserting that neither direction went below {@code before} */
+    private static HostPolicy.Drops atLeast(
+            TestNet.Host node, HostPolicy policy, HostPolicy.Drops before) throws Exception {
+        HostPolicy.Drops now = node.call(policy::dropped);
+        assertTrue(
+                now.ingress() >= before.ingress() && now.egress() >= before.egress(),
+                "the drops went back from " + before + " to " + now);
+        return now;
+    }
+
+    /** @return the packets of the counter in {@code chain}, as {@code nft list chain} shows them */
+    private static long packetsCounted(TestNet.Host node, String chain) {
+        String listed = nft(node, "list", "chain", "inet", HostPolicy.TABLE, chain);
+        Matcher m = Pattern.compile("counter packets (\\d+)").matcher(listed);
+        assertTrue(m.find(), "no counter in:\n" + listed);
+        return Long.parseLong(m.group(1));
+    }
+
     private static String nft(TestNet.Host node, String... args) {
         List<String> command = new ArrayList<>(List.of("ip", "netns", "exec", node.netns(), "nft"));
         command.addAll(List.of(args));

@@ -174,6 +174,8 @@ public final class CadastreMetrics implements Extension {
     /** node → packets its pods' source filters dropped. */
     private final Map<String, LongSupplier> spoofDrops = new ConcurrentHashMap<>();
 
+    private final Map<String, Supplier<Map<String, Long>>> policyDrops = new ConcurrentHashMap<>();
+
     /** node → how many of its attachments wait for the reclaim grace (the node agent's {@code Reclaimer}). */
     private final Map<String, IntSupplier> gcCandidates = new ConcurrentHashMap<>();
 
@@ -326,6 +328,23 @@ public final class CadastreMetrics implements Extension {
                 .labelNames("node")
                 .callback(
                         cb -> spoofDrops.forEach((node, drops) -> cb.call(drops.getAsLong(), node)))
+                .register(registry);
+        CounterWithCallback.builder()
+                .name("cadastre_policy_dropped_packets_total")
+                .help(
+                        "Packets to (ingress) or from (egress) this host's pods dropped because a NetworkPolicy"
+                                + " isolates the pod in that direction and no rule allows them, since the agent started")
+                .labelNames("node", "direction")
+                .callback(
+                        cb ->
+                                policyDrops.forEach(
+                                        (node, drops) ->
+                                                drops.get()
+                                                        .forEach(
+                                                                (direction, packets) ->
+                                                                        cb.call(
+                                                                                packets, node,
+                                                                                direction))))
                 .register(registry);
 
         ipamGauge(
@@ -524,6 +543,15 @@ public final class CadastreMetrics implements Extension {
     /** Exposes {@code cadastre_pod_spoofed_packets_dropped_total{node}}, read at every scrape. */
     public void watchSpoofDrops(String node, LongSupplier drops) {
         spoofDrops.put(node, Objects.requireNonNull(drops, "drops"));
+    }
+
+    /**
+     * Exposes {@code cadastre_policy_dropped_packets_total{node,direction}}, read at every scrape.
+     *
+     * @param drops direction ({@code ingress}, {@code egress}) → packets dropped so far; monotonic
+     */
+    public void watchPolicyDrops(String node, Supplier<Map<String, Long>> drops) {
+        policyDrops.put(node, Objects.requireNonNull(drops, "drops"));
     }
 
     /** Replaces what the {@code cadastre_ipam_*} gauges report, at once for all of them. */

@@ -93,8 +93,10 @@ class CadastreMetricsTest {
                                 Map.entry("cadastre_routing_peers", "gauge [mode, node]"),
                                 Map.entry("cadastre_routing_entries", "gauge [kind, node]"),
                                 Map.entry("cadastre_routing_conflicts", "gauge [node]"),
+                                Map.entry("cadastre_pod_spoofed_packets_dropped", "counter [node]"),
                                 Map.entry(
-                                        "cadastre_pod_spoofed_packets_dropped", "counter [node]")));
+                                        "cadastre_policy_dropped_packets",
+                                        "counter [direction, node]")));
         // one series of each, so that every metric shows its labels
         metrics.cniAnswered("ADD", "ok", Duration.ofMillis(3));
         metrics.recovery(CadastreMetrics.ENTITY_BLOCK).completed(Duration.ofMillis(20));
@@ -111,6 +113,7 @@ class CadastreMetricsTest {
         metrics.routingChanged("n1", "route", "added", 2);
         metrics.routingFailed("n1", "fdb", 1);
         metrics.watchSpoofDrops("n1", () -> 7);
+        metrics.watchPolicyDrops("n1", () -> Map.of("ingress", 3L));
 
         Map<String, String> found = new TreeMap<>();
         for (MetricSnapshot s : metrics.registry().scrape()) {
@@ -141,6 +144,7 @@ class CadastreMetricsTest {
         metrics.routingChanged("n1", "route", "added", 0);
         metrics.routingFailed("n1", "device", 1);
         metrics.watchSpoofDrops("n1", () -> 42);
+        metrics.watchPolicyDrops("n1", () -> Map.of("ingress", 5L, "egress", 9L));
         assertEquals(
                 3.0,
                 metrics.sample("cadastre_routing_routes", "node", "n1", "type", "block")
@@ -190,6 +194,15 @@ class CadastreMetricsTest {
         assertEquals(
                 42.0,
                 metrics.sample("cadastre_pod_spoofed_packets_dropped_total", "node", "n1")
+                        .orElseThrow());
+        assertEquals(
+                9.0,
+                metrics.sample(
+                                "cadastre_policy_dropped_packets_total",
+                                "node",
+                                "n1",
+                                "direction",
+                                "egress")
                         .orElseThrow());
     }
 
