@@ -403,17 +403,23 @@ public final class NetworkPolicyResolver {
 
     /**
      * The pods a peer selects, over the sorted pods and the namespaces' labels. A peer's selection
-     * does not depend on the local pod it is resolved for, so each peer (one object of one policy)
-     * is selected once per resolution, not once per local pod.
+     * does not depend on the local pod it is resolved for, so each distinct peer is selected once
+     * per resolution, not once per local pod; peers with a namespace selector are distinct by
+     * their selectors alone, so the same peer written in every namespace's policy (the pods of
+     * some label anywhere) is selected once, not once per namespace.
      */
     private record Selection(
             List<PodView> pods,
             Map<String, List<PodView>> byNamespace,
             Map<String, Map<String, String>> namespaces,
-            Map<NetworkPolicyPeer, List<PodView>> selected) {
+            Map<PeerKey, List<PodView>> selected) {
         Selection(List<PodView> pods, Map<String, Map<String, String>> namespaces) {
-            this(pods, index(pods), namespaces, new java.util.IdentityHashMap<>());
+            this(pods, index(pods), namespaces, new HashMap<>());
         }
+
+        /** @param namespace the policy's namespace; null when the namespace selector decides */
+        private record PeerKey(
+                String namespace, LabelSelector namespaceSelector, LabelSelector podSelector) {}
 
         /** Pods by namespace, each list in the pods' order. */
         private static Map<String, List<PodView>> index(List<PodView> pods) {
@@ -427,7 +433,12 @@ public final class NetworkPolicyResolver {
         }
 
         List<PodView> pods(String policyNamespace, NetworkPolicyPeer peer) {
-            return selected.computeIfAbsent(peer, p -> select(policyNamespace, p));
+            PeerKey key =
+                    new PeerKey(
+                            peer.getNamespaceSelector() == null ? policyNamespace : null,
+                            peer.getNamespaceSelector(),
+                            peer.getPodSelector());
+            return selected.computeIfAbsent(key, k -> select(policyNamespace, peer));
         }
 
         /** The namespaces first (the policy's own, or those the selector matches), then their pods. */

@@ -9,12 +9,14 @@ import io.cadastre.dataplane.PolicyRules.PodPolicy;
 import io.cadastre.dataplane.PolicyRules.Ports;
 import io.cadastre.dataplane.PolicyRules.Rule;
 import java.net.InetAddress;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.stream.Collectors;
 
 /**
@@ -46,6 +48,11 @@ import java.util.stream.Collectors;
  * }
  * </pre>
  *
+ * <p>The pods a rule selects, when {@link #SET_MIN} or more addresses of a family, are a set
+ * instead of a rule each ({@code ip saddr @peers-0 tcp dport 8080 accept}, with {@code set
+ * peers-0 { type ipv4_addr; elements = { ... } }}): one lookup whatever their number, one set for
+ * every rule that selects the same pods ({@link #peerMatches}).
+ *
  * <p>A pod's egress chain ends an allowed packet's visit with {@code return}, not {@code accept}:
  * an accept would end the base chain too, and a packet to another pod of this node would skip
  * that pod's ingress check. A peer matches only packets of its own family ({@code meta nfproto}),
@@ -66,6 +73,12 @@ public final class NetlinkHostPolicy implements HostPolicy {
 
     /** ct state bits of IP_CT_ESTABLISHED (0) and IP_CT_RELATED (1): 1 &lt;&lt; (ctinfo + 1), bit 0 being invalid. */
     private static final int ESTABLISHED_RELATED = (1 << 1) | (1 << 2);
+
+    /**
+     * From this many pods' addresses of one family in a rule, they are one set lookup rather than
+     * a rule each: fewer than this cost less as rules than a set's own messages.
+     */
+    static final int SET_MIN = 4;
 
     /** The transport header's destination port: TCP, UDP and SCTP alike (RFC 9293, 768, 9260). */
     private static final int DESTINATION_PORT_OFFSET = 2;
@@ -257,7 +270,8 @@ public final class NetlinkHostPolicy implements HostPolicy {
                     rules += pod.addresses().size() + 1;
                     for (Rule rule : d.rules()) {
                         rules +=
-                                Math.max(1, rule.peers().size()) * Math.max(1, rule.ports().size());
+                                Math.max(1, peerMatches(rule.peers()).size())
+                                        * Math.max(1, rule.ports().size());
                     }
                 }
             }
@@ -299,11 +313,12 @@ public final class NetlinkHostPolicy implements HostPolicy {
                 addJumps(batch, wanted.pods().get(i), egress, chain(egress, i));
             }
         }
+        SetNames sets = new SetNames("peers-");
         for (boolean egress : new boolean[] {true, false}) {
             for (int i = 0; i < wanted.pods().size(); i++) {
                 Direction d = direction(wanted.pods().get(i), egress);
                 if (d.isolated()) {
-                    addRules(batch, chain(egress, i), d, egress);
+                    addRules(batch, sets, chain(egress, i), d, egress);
                 }
             }
         }
@@ -325,7 +340,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
             int exprs = r.nest(Nftables.NFTA_RULE_EXPRESSIONS);
             IpPrefix host = IpPrefix.host(address);
             Nftables.nfproto(r, nfproto(host));
-            Nftables.prefixMatch(r, host, offset(host, egress), Nftables.NFT_CMP_EQ);
+            Nftables.prefixMatch(r, host, offset(host.v4(), egress), Nftables.NFT_CMP_EQ);
             Nftables.verdict(r, Nftables.NFT_JUMP, chain);
             r.end(exprs);
             Nftables.ruleComment(r, pod.pod());
@@ -350,12 +365,13 @@ public final class NetlinkHostPolicy implements HostPolicy {
     static Nftables.Batch isolation(PodPolicy pod) {
         String suffix = HexFormat.of().formatHex(sha256(pod.pod() + pod.addresses()), 0, 8);
         Nftables.Batch batch = new Nftables.Batch();
+        SetNames sets = new SetNames("new-peers-" + suffix + "-");
         for (boolean egress : new boolean[] {true, false}) {
             Direction d = direction(pod, egress);
             if (d.isolated()) {
                 String chain = (egress ? "new-egress-" : "new-ingress-") + suffix;
                 batch.add(NFT.chain(chain), "NFT_MSG_NEWCHAIN " + chain);
-                addRules(batch, chain, d, egress);
+                addRules(batch, sets, chain, d, egress);
             }
         }
         for (boolean egress : new boolean[] {true, false}) {
@@ -378,16 +394,28 @@ public final class NetlinkHostPolicy implements HostPolicy {
      * return} (egress) or {@code accept} (ingress) on a match; then a counted drop (Kubernetes
      * NetworkPolicy API: an isolated pod's traffic passes only when a rule allows it).
      */
-    private static void addRules(Nftables.Batch batch, String chain, Direction d, boolean egress) {
+    private static void addRules(
+            Nftables.Batch batch, SetNames sets, String chain, Direction d, boolean egress) {
         int verdict = egress ? Nftables.NFT_RETURN : Nftables.NF_ACCEPT;
         for (Rule rule : d.rules()) {
-            for (Peer peer : orAny(rule.peers())) {
+            for (PeerMatch match : orAny(peerMatches(rule.peers()))) {
+                String set = match == null || !match.isSet() ? null : sets.name(batch, match);
                 for (Ports ports : orAny(rule.ports())) {
                     NetlinkRequest r = NFT.rule(chain);
                     int exprs = r.nest(Nftables.NFTA_RULE_EXPRESSIONS);
-                    if (peer != null) {
-                        // The peer is the destination of egress, the source of ingress.
-                        int offset = offset(peer.network(), !egress);
+                    // The peer is the destination of egress, the source of ingress.
+                    if (set != null) {
+                        Nftables.nfproto(
+                                r, match.v4() ? Nftables.NFPROTO_IPV4 : Nftables.NFPROTO_IPV6);
+                        Nftables.payload(
+                                r,
+                                Nftables.NFT_PAYLOAD_NETWORK_HEADER,
+                                offset(match.v4(), !egress),
+                                match.v4() ? 4 : 16);
+                        Nftables.lookup(r, set);
+                    } else if (match != null) {
+                        Peer peer = match.peer();
+                        int offset = offset(peer.network().v4(), !egress);
                         Nftables.nfproto(r, nfproto(peer.network()));
                         Nftables.prefixMatch(r, peer.network(), offset, Nftables.NFT_CMP_EQ);
                         for (IpPrefix except : peer.except()) {
@@ -404,7 +432,15 @@ public final class NetlinkHostPolicy implements HostPolicy {
                             "NFT_MSG_NEWRULE "
                                     + chain
                                     + ": "
-                                    + (peer == null ? "any" : peer(peer))
+                                    + (match == null
+                                            ? "any"
+                                            : set != null
+                                                    ? "@"
+                                                            + set
+                                                            + " ("
+                                                            + match.set().size()
+                                                            + " addresses)"
+                                                    : peer(match.peer()))
                                     + " "
                                     + (ports == null ? "any port" : ports(ports))
                                     + (egress ? " return" : " accept"));
@@ -452,8 +488,75 @@ public final class NetlinkHostPolicy implements HostPolicy {
     }
 
     /** @return the offset of the source or destination address in the IPv4 or IPv6 header */
-    private static int offset(IpPrefix prefix, boolean source) {
-        return prefix.v4() ? (source ? 12 : 16) : (source ? 8 : 24);
+    private static int offset(boolean v4, boolean source) {
+        return v4 ? (source ? 12 : 16) : (source ? 8 : 24);
+    }
+
+    /**
+     * One match of a rule's peers: a set of pods' addresses of one family, or one peer.
+     *
+     * @param peer the peer, when not a set
+     * @param v4 the set's family
+     * @param set the set's addresses, distinct and ordered; null for a peer
+     */
+    record PeerMatch(Peer peer, boolean v4, List<InetAddress> set) {
+        boolean isSet() {
+            return set != null;
+        }
+    }
+
+    /**
+     * @return {@code peers} as matches: the host addresses (pods, /32 and /128 without exceptions)
+     *     of each family as one set when there are {@link #SET_MIN} or more of them, IPv4 first,
+     *     then every other peer one by one, in order. A rule of pods selected by a namespace
+     *     selector is one set lookup per family, not a rule per pod.
+     */
+    static List<PeerMatch> peerMatches(List<Peer> peers) {
+        List<PeerMatch> matches = new ArrayList<>();
+        List<Peer> others = new ArrayList<>(peers);
+        for (boolean v4 : new boolean[] {true, false}) {
+            Map<String, InetAddress> hosts = new TreeMap<>();
+            for (Peer p : peers) {
+                if (isHost(p) && p.network().v4() == v4) {
+                    hosts.put(Rtnetlink.text(p.network().address()), p.network().address());
+                }
+            }
+            if (hosts.size() >= SET_MIN) {
+                matches.add(new PeerMatch(null, v4, List.copyOf(hosts.values())));
+                others.removeIf(p -> isHost(p) && p.network().v4() == v4);
+            }
+        }
+        others.forEach(p -> matches.add(new PeerMatch(p, p.network().v4(), null)));
+        return matches;
+    }
+
+    private static boolean isHost(Peer p) {
+        return p.except().isEmpty() && p.network().length() == (p.network().v4() ? 32 : 128);
+    }
+
+    /**
+     * The sets of one transaction: one per distinct group of addresses, named {@code prefix} and
+     * the order of first use, added to the batch before the first rule that looks it up.
+     */
+    static final class SetNames {
+        private final String prefix;
+        private final Map<List<InetAddress>, String> names = new HashMap<>();
+
+        SetNames(String prefix) {
+            this.prefix = prefix;
+        }
+
+        String name(Nftables.Batch batch, PeerMatch match) {
+            String known = names.get(match.set());
+            if (known != null) {
+                return known;
+            }
+            int id = names.size();
+            String name = prefix + id;
+            names.put(match.set(), name);
+            NFT.addressSet(batch, name, id + 1, match.v4(), match.set());
+            return name;
+        }
     }
 
     private static byte[] be16(int value) {

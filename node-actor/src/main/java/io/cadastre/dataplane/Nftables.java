@@ -1,5 +1,6 @@
 package io.cadastre.dataplane;
 
+import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -55,6 +56,8 @@ final class Nftables {
     private static final int NFT_MSG_NEWCHAIN = 3;
     private static final int NFT_MSG_NEWRULE = 6;
     private static final int NFT_MSG_GETRULE = 7;
+    private static final int NFT_MSG_NEWSET = 9;
+    private static final int NFT_MSG_NEWSETELEM = 12;
 
     private static final int NFTA_TABLE_NAME = 1;
     private static final int NFTA_TABLE_USERDATA = 6;
@@ -92,8 +95,30 @@ final class Nftables {
     private static final int NFTA_BITWISE_MASK = 4;
     private static final int NFTA_BITWISE_XOR = 5;
     private static final int NFTA_COUNTER_PACKETS = 2;
+    private static final int NFTA_SET_TABLE = 1;
+    private static final int NFTA_SET_NAME = 2;
+    private static final int NFTA_SET_KEY_TYPE = 4;
+    private static final int NFTA_SET_KEY_LEN = 5;
+    private static final int NFTA_SET_ID = 10;
+    private static final int NFTA_SET_ELEM_LIST_TABLE = 1;
+    private static final int NFTA_SET_ELEM_LIST_SET = 2;
+    private static final int NFTA_SET_ELEM_LIST_ELEMENTS = 3;
+    private static final int NFTA_SET_ELEM_KEY = 1;
+    private static final int NFTA_LOOKUP_SET = 1;
+    private static final int NFTA_LOOKUP_SREG = 2;
     private static final int NFTA_IMMEDIATE_DREG = 1;
     private static final int NFTA_IMMEDIATE_DATA = 2;
+
+    /** nft's datatypes of a set's key, which {@code nft list} shows (nftables' datatype.h). */
+    private static final int TYPE_IPADDR = 7;
+
+    private static final int TYPE_IP6ADDR = 8;
+
+    /**
+     * Elements per NFT_MSG_NEWSETELEM: their list is one attribute, whose length field has 16
+     * bits; 1,000 IPv6 elements take 28,000 bytes.
+     */
+    private static final int ELEMENTS_PER_MESSAGE = 1_000;
 
     private static final int NFT_REG_VERDICT = 0;
     private static final int NFT_REG_1 = 1;
@@ -306,6 +331,47 @@ final class Nftables {
                 .attrString(NFTA_RULE_CHAIN, chain);
     }
 
+    /**
+     * Adds to {@code batch} the named set {@code name} of addresses of one family with its
+     * elements, as nft's {@code set NAME { type ipv4_addr; elements = { ... } }}: a hash the
+     * kernel looks an address up in at once, however many it holds (Calico's ipsets). The
+     * elements go in messages of {@link #ELEMENTS_PER_MESSAGE}.
+     *
+     * @param id the set's number in the transaction, unique there (the kernel requires one)
+     * @param addresses distinct addresses, all IPv4 ({@code v4}) or all IPv6
+     */
+    void addressSet(Batch batch, String name, int id, boolean v4, List<InetAddress> addresses) {
+        batch.add(
+                new NetlinkRequest(type(NFT_MSG_NEWSET), LinuxNetlinkAbi.NLM_F_CREATE)
+                        .nfgenmsg(NFPROTO_INET, 0)
+                        .attrString(NFTA_SET_TABLE, table)
+                        .attrString(NFTA_SET_NAME, name)
+                        .attrBe32(NFTA_SET_KEY_TYPE, v4 ? TYPE_IPADDR : TYPE_IP6ADDR)
+                        .attrBe32(NFTA_SET_KEY_LEN, v4 ? 4 : 16)
+                        .attrBe32(NFTA_SET_ID, id),
+                "NFT_MSG_NEWSET " + name + " (" + (v4 ? "ipv4_addr" : "ipv6_addr") + ")");
+        for (int from = 0; from < addresses.size(); from += ELEMENTS_PER_MESSAGE) {
+            List<InetAddress> part =
+                    addresses.subList(
+                            from, Math.min(addresses.size(), from + ELEMENTS_PER_MESSAGE));
+            NetlinkRequest r =
+                    new NetlinkRequest(type(NFT_MSG_NEWSETELEM), LinuxNetlinkAbi.NLM_F_CREATE)
+                            .nfgenmsg(NFPROTO_INET, 0)
+                            .attrString(NFTA_SET_ELEM_LIST_TABLE, table)
+                            .attrString(NFTA_SET_ELEM_LIST_SET, name);
+            int elements = r.nest(NFTA_SET_ELEM_LIST_ELEMENTS);
+            for (InetAddress a : part) {
+                int element = r.nest(NFTA_LIST_ELEM);
+                value(r, NFTA_SET_ELEM_KEY, a.getAddress());
+                r.end(element);
+            }
+            r.end(elements);
+            batch.add(
+                    r,
+                    "NFT_MSG_NEWSETELEM " + name + ": " + part.size() + " addresses from " + from);
+        }
+    }
+
     /** A rule's comment, as {@code nft list} shows it; after its expressions. */
     static void ruleComment(NetlinkRequest r, String comment) {
         r.attr(NFTA_RULE_USERDATA, userData(comment));
@@ -409,6 +475,13 @@ final class Nftables {
         endExpression(r, e);
         bitwise(r, ByteBuffer.allocate(4).order(ByteOrder.nativeOrder()).putInt(states).array());
         cmp(r, NFT_CMP_NEQ, new byte[4]);
+    }
+
+    /** nft(8): {@code @set}, the register's value is an element of the table's set {@code set}. */
+    static void lookup(NetlinkRequest r, String set) {
+        OpenExpression e = expression(r, "lookup");
+        r.attrString(NFTA_LOOKUP_SET, set).attrBe32(NFTA_LOOKUP_SREG, NFT_REG_1);
+        endExpression(r, e);
     }
 
     /** nft(8): {@code counter}, the packets and bytes that reached it. */

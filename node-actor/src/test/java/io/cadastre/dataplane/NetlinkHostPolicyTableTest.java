@@ -9,6 +9,7 @@ import io.cadastre.dataplane.PolicyRules.PodPolicy;
 import io.cadastre.dataplane.PolicyRules.Ports;
 import io.cadastre.dataplane.PolicyRules.Rule;
 import java.net.InetAddress;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -193,6 +194,50 @@ class NetlinkHostPolicyTableTest {
                             .count();
             assertEquals(written, NetlinkHostPolicy.ruleCount(rules), rules.toString());
         }
+    }
+
+    @Test
+    void podsSelectedInNumbersAreOneSetPerFamilyAndEachDistinctSetIsWrittenOnce() {
+        List<Peer> peers = new ArrayList<>();
+        Peer block = new Peer(IpPrefix.parse("198.18.0.0/24"), List.of());
+        peers.add(block);
+        for (int i = 1; i <= NetlinkHostPolicy.SET_MIN; i++) {
+            peers.add(Peer.host(ip("198.18.9." + i)));
+            peers.add(Peer.host(ip("198.18.9." + i))); // twice: one element
+        }
+        peers.add(Peer.host(ip("fd00:198::9:1"))); // too few IPv6 addresses for a set
+        List<NetlinkHostPolicy.PeerMatch> matches = NetlinkHostPolicy.peerMatches(peers);
+        assertEquals(3, matches.size(), matches.toString());
+        assertTrue(matches.get(0).isSet() && matches.get(0).v4(), matches.toString());
+        assertEquals(NetlinkHostPolicy.SET_MIN, matches.get(0).set().size());
+        assertEquals(block, matches.get(1).peer());
+        assertEquals(Peer.host(ip("fd00:198::9:1")), matches.get(2).peer());
+
+        // Two pods selecting the same pods share one set; the rule count holds.
+        Rule fromSelected = new Rule(peers, List.of(new Ports(Ports.TCP, 8080, 8080)));
+        PolicyRules two =
+                new PolicyRules(
+                        List.of(
+                                new PodPolicy(
+                                        "default/b",
+                                        B,
+                                        new Direction(true, List.of(fromSelected)),
+                                        Direction.OPEN),
+                                new PodPolicy(
+                                        "default/c",
+                                        List.of(ip("198.18.9.3")),
+                                        new Direction(true, List.of(fromSelected)),
+                                        Direction.OPEN)));
+        List<String> steps = NetlinkHostPolicy.batch(two, NetlinkHostPolicy.comment(two)).steps();
+        assertEquals(
+                1,
+                steps.stream().filter(s -> s.startsWith("NFT_MSG_NEWSET ")).count(),
+                steps.toString());
+        assertEquals(
+                steps.stream().filter(s -> s.startsWith("NFT_MSG_NEWRULE")).count(),
+                NetlinkHostPolicy.ruleCount(two));
+        assertTrue(
+                steps.contains("NFT_MSG_NEWSETELEM peers-0: 4 addresses from 0"), steps.toString());
     }
 
     @Test

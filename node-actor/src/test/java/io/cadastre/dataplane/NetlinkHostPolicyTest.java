@@ -111,20 +111,7 @@ class NetlinkHostPolicyTest {
             TestNet.awaitPing(a.netns(), Rtnetlink.text(c.v6()));
 
             // b isolated for ingress: only a's IPv4 address, on TCP port X.
-            PolicyRules onlyAOnX =
-                    new PolicyRules(
-                            List.of(
-                                    b.policy(
-                                            new Direction(
-                                                    true,
-                                                    List.of(
-                                                            new Rule(
-                                                                    List.of(Peer.host(a.v4())),
-                                                                    List.of(
-                                                                            new Ports(
-                                                                                    Ports.TCP, X,
-                                                                                    X))))),
-                                            Direction.OPEN)));
+            PolicyRules onlyAOnX = ingressOnX(b, List.of(Peer.host(a.v4())));
             Change written = reconcile(node, policy, onlyAOnX).orElseThrow();
             assertEquals(HostRouting.Kind.POLICY, written.kind());
             assertTrue(
@@ -267,6 +254,36 @@ class NetlinkHostPolicyTest {
                 assertFalse(TestNet.ping(a.netns(), Rtnetlink.text(to)), "a pinged c");
             }
 
+            // Pods selected in numbers (a namespace selector): one set per family, looked up.
+            List<Peer> selected = new ArrayList<>();
+            for (InetAddress address : a.addresses()) {
+                selected.add(Peer.host(address));
+            }
+            for (int i = 0; i < NetlinkHostPolicy.SET_MIN; i++) {
+                selected.add(Peer.host(IpPrefix.literal("198.18.9." + (100 + i))));
+                selected.add(Peer.host(IpPrefix.literal("fd00:198::9:" + (100 + i))));
+            }
+            PolicyRules fromSelected = ingressOnX(b, selected);
+            Change withSets = reconcile(node, policy, fromSelected).orElseThrow();
+            assertTrue(withSets.what().contains(" 6 rules"), withSets.what());
+            assertEquals(Optional.empty(), reconcile(node, policy, fromSelected));
+            String setTable = nft(node, "list", "table", "inet", HostPolicy.TABLE);
+            for (String line :
+                    List.of(
+                            "ip saddr @peers-0 tcp dport 8080 accept",
+                            "ip6 saddr @peers-1 tcp dport 8080 accept",
+                            "type ipv4_addr",
+                            "type ipv6_addr",
+                            "198.18.9.1,",
+                            "fd00:198::9:1,")) {
+                assertTrue(setTable.contains(line), "no '" + line + "' in:\n" + setTable);
+            }
+            for (InetAddress to : b.addresses()) {
+                awaitConnect(a, to, X);
+                assertNoConnect(c, to, X);
+                assertNoConnect(a, to, Y);
+            }
+
             // No pod isolated: the table goes, everything passes again.
             Change removed = reconcile(node, policy, PolicyRules.NONE).orElseThrow();
             assertEquals("table inet cadastre-policy removed", removed.what());
@@ -295,9 +312,12 @@ class NetlinkHostPolicyTest {
                 "needs root: creates network namespaces");
         try (TestNet net = new TestNet()) {
             TestNet.Host node = net.host(net.namespace("node"));
-            List<Peer> peers = new ArrayList<>();
+            List<Peer> peers = new ArrayList<>(); // networks (ipBlocks): a rule each
             for (int i = 0; i < 10_000; i++) {
-                peers.add(Peer.host(IpPrefix.literal("198.18." + (i / 250) + "." + (1 + i % 250))));
+                peers.add(
+                        new Peer(
+                                IpPrefix.parse("198.18." + (i / 128) + "." + (i % 128 * 2) + "/31"),
+                                List.of()));
             }
             List<PodPolicy> pods = new ArrayList<>();
             for (int p = 0; p < 2; p++) {
@@ -345,6 +365,51 @@ class NetlinkHostPolicyTest {
                     "written whole, with its comment");
             assertTrue(reconcile(node, policy, PolicyRules.NONE).isPresent());
             assertFalse(tableExists(node));
+
+            // Pods as peers instead, 10,000 for each of two pods: two sets of 10,000 addresses
+            // (20,000 elements, beyond one send buffer too) and seven rules, in one transaction.
+            List<PodPolicy> selecting = new ArrayList<>();
+            for (int p = 0; p < 2; p++) {
+                List<Peer> selected = new ArrayList<>();
+                for (int i = 0; i < 10_000; i++) {
+                    selected.add(
+                            Peer.host(
+                                    IpPrefix.literal(
+                                            "198.18."
+                                                    + (100 * p + i / 250)
+                                                    + "."
+                                                    + (1 + i % 250))));
+                }
+                selecting.add(
+                        new PodPolicy(
+                                "default/selecting-" + p,
+                                List.of(IpPrefix.literal("198.19.255." + (1 + p))),
+                                new Direction(
+                                        true,
+                                        List.of(
+                                                new Rule(
+                                                        selected,
+                                                        List.of(
+                                                                new Ports(
+                                                                        Ports.TCP, 8080, 8080))))),
+                                Direction.OPEN));
+            }
+            PolicyRules bySets = new PolicyRules(selecting);
+            Change sets = reconcile(node, policy, bySets).orElseThrow();
+            assertTrue(sets.what().contains(" 7 rules"), sets.what());
+            assertEquals(Optional.empty(), reconcile(node, policy, bySets), "every rule is there");
+            for (String set : List.of("peers-0", "peers-1")) {
+                Matcher element =
+                        Pattern.compile("198\\.18\\.\\d+\\.\\d+")
+                                .matcher(nft(node, "list", "set", "inet", HostPolicy.TABLE, set));
+                int elements = 0;
+                while (element.find()) {
+                    elements++;
+                }
+                assertEquals(10_000, elements, set);
+            }
+            assertTrue(reconcile(node, policy, PolicyRules.NONE).isPresent());
+            assertFalse(tableExists(node));
         }
     }
 
@@ -369,6 +434,13 @@ class NetlinkHostPolicyTest {
     }
 
     /** Runs {@code nft} in the node's namespace; its output ("" for a change). */
+    /** @return {@code pod} alone isolated for ingress, open to {@code peers} on TCP port X */
+    private static PolicyRules ingressOnX(Pod pod, List<Peer> peers) {
+        Rule rule = new Rule(peers, List.of(new Ports(Ports.TCP, X, X)));
+        return new PolicyRules(
+                List.of(pod.policy(new Direction(true, List.of(rule)), Direction.OPEN)));
+    }
+
     /** @return the policy's drops, after asserting that neither direction went below {@code before} */
     private static HostPolicy.Drops atLeast(
             TestNet.Host node, HostPolicy policy, HostPolicy.Drops before) throws Exception {

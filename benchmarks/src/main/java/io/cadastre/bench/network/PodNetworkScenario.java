@@ -673,9 +673,10 @@ public final class PodNetworkScenario implements Scenario {
         notes.add(
                 "Network policy (PolicyScaleProbe): namespaces of 20 dual-stack pods, "
                         + POLICY_LOCAL_PODS
-                        + " of the cluster's pods on this host, three policies per namespace (a default deny of both"
+                        + " of the cluster's pods on this host, four policies per namespace (a default deny of both"
                         + " directions letting DNS and the namespace's own pods out; a0 from a1 on TCP 8080; every pod's"
-                        + " named metrics port from a monitoring namespace). In the 'network policy' rows the three columns"
+                        + " named metrics port from a monitoring namespace; a0 from the a3 pods of every namespace on TCP"
+                        + " 8080, a quarter of the cluster). In the 'network policy' rows the three columns"
                         + " are the resolution alone, the first write of the table and a pass that changes nothing (every"
                         + " 30 s resync: resolution and a read of the table), each a median of 5 but the write; the"
                         + " 'ADD waits' row is what an ADD of a pod a policy selects waits for (the pod's own resolution"

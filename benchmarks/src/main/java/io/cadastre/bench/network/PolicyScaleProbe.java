@@ -29,10 +29,11 @@ import java.util.regex.Pattern;
  *
  * <p>The cluster: namespaces of 20 dual-stack pods (labels {@code app=a0..a3}), every pod with a
  * TCP port named {@code metrics}; {@code LOCAL} of them on this node, spread over the namespaces;
- * a {@code monitoring} namespace of 10 more. Each namespace has three policies, as an operator
+ * a {@code monitoring} namespace of 10 more. Each namespace has four policies, as an operator
  * writes them: a default deny of both directions that lets DNS (one ipBlock, UDP 53) and the
  * namespace's own pods out; {@code a0} reachable from {@code a1} on TCP 8080; every pod's {@code
- * metrics} port from the monitoring namespace.
+ * metrics} port from the monitoring namespace; {@code a0} reachable on TCP 8080 from the {@code
+ * a3} pods of every namespace (a quarter of the cluster: the peer that grows with it).
  *
  * <p>Prints one line per N: {@code pods local rules resolveMs writeMs idleMs gatedMs}: the
  * resolution alone, the first write of the table, a pass that finds nothing to change (the 30 s
@@ -183,6 +184,14 @@ public final class PolicyScaleProbe {
                               ingress:
                               - from: [{namespaceSelector: {matchLabels: {team: monitoring}}}]
                                 ports: [{port: metrics}]
+                            """,
+                            """
+                            metadata: {name: from-gateways, namespace: %s}
+                            spec:
+                              podSelector: {matchLabels: {app: a0}}
+                              ingress:
+                              - from: [{namespaceSelector: {}, podSelector: {matchLabels: {app: a3}}}]
+                                ports: [{port: 8080}]
                             """
                         })
                 .map(
