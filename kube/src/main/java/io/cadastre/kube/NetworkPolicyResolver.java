@@ -249,6 +249,7 @@ public final class NetworkPolicyResolver {
         boolean anyPeer = peerList == null || peerList.isEmpty();
         List<Peer> blocks = new ArrayList<>();
         List<PodView> peerPods = new ArrayList<>();
+        List<NetworkPolicyPeer> selectors = new ArrayList<>();
         if (!anyPeer) {
             for (NetworkPolicyPeer p : peerList) {
                 if (p == null) {
@@ -261,15 +262,24 @@ public final class NetworkPolicyResolver {
                     }
                 } else if (p.getPodSelector() != null || p.getNamespaceSelector() != null) {
                     peerPods.addAll(selection.pods(namespace, p));
+                    selectors.add(p);
                 }
             }
         }
-        List<Peer> peers = new ArrayList<>(blocks);
-        distinct(peerPods).forEach(p -> p.addresses().forEach(a -> peers.add(Peer.host(a))));
-        if (!anyPeer && peers.isEmpty()) {
+        List<Peer> rulePeers;
+        if (anyPeer) {
+            rulePeers = List.of();
+        } else if (blocks.isEmpty() && selectors.size() == 1) {
+            // The common case, one selector: its addresses, the same list for every local pod.
+            rulePeers = selection.peers(namespace, selectors.get(0));
+        } else {
+            List<Peer> peers = new ArrayList<>(blocks);
+            distinct(peerPods).forEach(p -> p.addresses().forEach(a -> peers.add(Peer.host(a))));
+            rulePeers = distinct(peers);
+        }
+        if (!anyPeer && rulePeers.isEmpty()) {
             return List.of();
         }
-        List<Peer> rulePeers = anyPeer ? List.of() : distinct(peers);
         if (portList == null || portList.isEmpty()) {
             return List.of(new Rule(rulePeers, List.of()));
         }
@@ -412,9 +422,10 @@ public final class NetworkPolicyResolver {
             List<PodView> pods,
             Map<String, List<PodView>> byNamespace,
             Map<String, Map<String, String>> namespaces,
-            Map<PeerKey, List<PodView>> selected) {
+            Map<PeerKey, List<PodView>> selected,
+            Map<PeerKey, List<Peer>> addresses) {
         Selection(List<PodView> pods, Map<String, Map<String, String>> namespaces) {
-            this(pods, index(pods), namespaces, new HashMap<>());
+            this(pods, index(pods), namespaces, new HashMap<>(), new HashMap<>());
         }
 
         /** @param namespace the policy's namespace; null when the namespace selector decides */
@@ -433,12 +444,27 @@ public final class NetworkPolicyResolver {
         }
 
         List<PodView> pods(String policyNamespace, NetworkPolicyPeer peer) {
-            PeerKey key =
-                    new PeerKey(
-                            peer.getNamespaceSelector() == null ? policyNamespace : null,
-                            peer.getNamespaceSelector(),
-                            peer.getPodSelector());
-            return selected.computeIfAbsent(key, k -> select(policyNamespace, peer));
+            return selected.computeIfAbsent(
+                    key(policyNamespace, peer), k -> select(policyNamespace, peer));
+        }
+
+        /** @return the addresses of the pods the peer selects, as peers, distinct: one list per peer */
+        List<Peer> peers(String policyNamespace, NetworkPolicyPeer peer) {
+            return addresses.computeIfAbsent(
+                    key(policyNamespace, peer),
+                    k -> {
+                        List<Peer> peers = new ArrayList<>();
+                        pods(policyNamespace, peer)
+                                .forEach(p -> p.addresses().forEach(a -> peers.add(Peer.host(a))));
+                        return distinct(peers);
+                    });
+        }
+
+        private static PeerKey key(String policyNamespace, NetworkPolicyPeer peer) {
+            return new PeerKey(
+                    peer.getNamespaceSelector() == null ? policyNamespace : null,
+                    peer.getNamespaceSelector(),
+                    peer.getPodSelector());
         }
 
         /** The namespaces first (the policy's own, or those the selector matches), then their pods. */

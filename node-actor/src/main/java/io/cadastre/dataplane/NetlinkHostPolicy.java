@@ -13,10 +13,12 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.TreeMap;
+import java.util.Set;
 import java.util.stream.Collectors;
 
 /**
@@ -236,21 +238,31 @@ public final class NetlinkHostPolicy implements HostPolicy {
      */
     static String canonical(PolicyRules wanted) {
         StringBuilder text = new StringBuilder();
+        // A resolution hands every pod that a peer concerns the same list: its text is made once.
+        Map<List<Peer>, String> peersText = new IdentityHashMap<>();
         for (int i = 0; i < wanted.pods().size(); i++) {
             PodPolicy pod = wanted.pods().get(i);
             text.append("pod ").append(i).append(' ').append(pod.pod()).append(' ');
             text.append(pod.addresses().stream().map(Rtnetlink::text).toList()).append('\n');
-            canonical(text, "ingress", pod.ingress());
-            canonical(text, "egress", pod.egress());
+            canonical(text, "ingress", pod.ingress(), peersText);
+            canonical(text, "egress", pod.egress(), peersText);
         }
         return text.toString();
     }
 
-    private static void canonical(StringBuilder text, String direction, Direction d) {
+    private static void canonical(
+            StringBuilder text, String direction, Direction d, Map<List<Peer>, String> peersText) {
         text.append(' ').append(direction).append(d.isolated() ? " isolated\n" : " open\n");
         for (Rule rule : d.rules()) {
             text.append("  peers");
-            rule.peers().forEach(p -> text.append(' ').append(peer(p)));
+            text.append(
+                    peersText.computeIfAbsent(
+                            rule.peers(),
+                            peers -> {
+                                StringBuilder t = new StringBuilder();
+                                peers.forEach(p -> t.append(' ').append(peer(p)));
+                                return t.toString();
+                            }));
             text.append(" ports");
             rule.ports().forEach(p -> text.append(' ').append(ports(p)));
             text.append('\n');
@@ -264,13 +276,18 @@ public final class NetlinkHostPolicy implements HostPolicy {
      */
     static int ruleCount(PolicyRules wanted) {
         int rules = 1;
+        Map<List<Peer>, Integer> matches = new IdentityHashMap<>();
         for (PodPolicy pod : wanted.pods()) {
             for (Direction d : List.of(pod.ingress(), pod.egress())) {
                 if (d.isolated()) {
                     rules += pod.addresses().size() + 1;
                     for (Rule rule : d.rules()) {
                         rules +=
-                                Math.max(1, peerMatches(rule.peers()).size())
+                                Math.max(
+                                                1,
+                                                matches.computeIfAbsent(
+                                                        rule.peers(),
+                                                        peers -> peerMatches(peers).size()))
                                         * Math.max(1, rule.ports().size());
                     }
                 }
@@ -398,7 +415,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
             Nftables.Batch batch, SetNames sets, String chain, Direction d, boolean egress) {
         int verdict = egress ? Nftables.NFT_RETURN : Nftables.NF_ACCEPT;
         for (Rule rule : d.rules()) {
-            for (PeerMatch match : orAny(peerMatches(rule.peers()))) {
+            for (PeerMatch match : orAny(sets.matches(rule.peers()))) {
                 String set = match == null || !match.isSet() ? null : sets.name(batch, match);
                 for (Ports ports : orAny(rule.ports())) {
                     NetlinkRequest r = NFT.rule(chain);
@@ -497,7 +514,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
      *
      * @param peer the peer, when not a set
      * @param v4 the set's family
-     * @param set the set's addresses, distinct and ordered; null for a peer
+     * @param set the set's addresses, distinct, in the order of the rule's peers; null for a peer
      */
     record PeerMatch(Peer peer, boolean v4, List<InetAddress> set) {
         boolean isSet() {
@@ -515,14 +532,14 @@ public final class NetlinkHostPolicy implements HostPolicy {
         List<PeerMatch> matches = new ArrayList<>();
         List<Peer> others = new ArrayList<>(peers);
         for (boolean v4 : new boolean[] {true, false}) {
-            Map<String, InetAddress> hosts = new TreeMap<>();
+            Set<InetAddress> hosts = new LinkedHashSet<>();
             for (Peer p : peers) {
                 if (isHost(p) && p.network().v4() == v4) {
-                    hosts.put(Rtnetlink.text(p.network().address()), p.network().address());
+                    hosts.add(p.network().address());
                 }
             }
             if (hosts.size() >= SET_MIN) {
-                matches.add(new PeerMatch(null, v4, List.copyOf(hosts.values())));
+                matches.add(new PeerMatch(null, v4, List.copyOf(hosts)));
                 others.removeIf(p -> isHost(p) && p.network().v4() == v4);
             }
         }
@@ -541,9 +558,15 @@ public final class NetlinkHostPolicy implements HostPolicy {
     static final class SetNames {
         private final String prefix;
         private final Map<List<InetAddress>, String> names = new HashMap<>();
+        private final Map<List<Peer>, List<PeerMatch>> matches = new IdentityHashMap<>();
 
         SetNames(String prefix) {
             this.prefix = prefix;
+        }
+
+        /** @return {@link #peerMatches} of {@code peers}, made once per list of the resolution */
+        List<PeerMatch> matches(List<Peer> peers) {
+            return matches.computeIfAbsent(peers, NetlinkHostPolicy::peerMatches);
         }
 
         String name(Nftables.Batch batch, PeerMatch match) {
