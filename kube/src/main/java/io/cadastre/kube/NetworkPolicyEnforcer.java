@@ -141,8 +141,6 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
      */
     private void isolate(String key) {
         KubeApi.PolicyInformers caches = informers;
-        Map<String, List<InetAddress>> unreported = new HashMap<>();
-        wired.forEach((k, v) -> unreported.put(k, v.addresses()));
         try {
             Optional<PolicyRules.PodPolicy> pod =
                     resolver.resolvePod(
@@ -150,7 +148,7 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
                             caches.policies().getStore().list(),
                             caches.pods().getStore().list(),
                             caches.namespaces().getStore().list(),
-                            unreported);
+                            unreported());
             if (pod.isPresent()) {
                 host.isolate(pod.get()).ifPresent(c -> LOG.info("network policy: {}", c));
             }
@@ -161,6 +159,13 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
                     e.toString());
         }
         changed();
+    }
+
+    /** @return the addresses of wired pods whose status does not have them yet, by pod key */
+    private Map<String, List<InetAddress>> unreported() {
+        Map<String, List<InetAddress>> unreported = new HashMap<>();
+        wired.forEach((k, v) -> unreported.put(k, v.addresses()));
+        return unreported;
     }
 
     private void changed() {
@@ -182,14 +187,12 @@ public final class NetworkPolicyEnforcer implements AutoCloseable {
         }
         List<Pod> pods = caches.pods().getStore().list();
         forgetReported(pods);
-        Map<String, List<InetAddress>> unreported = new HashMap<>();
-        wired.forEach((k, v) -> unreported.put(k, v.addresses()));
         PolicyRules rules =
                 resolver.resolve(
                         caches.policies().getStore().list(),
                         pods,
                         caches.namespaces().getStore().list(),
-                        unreported);
+                        unreported());
         try {
             Optional<HostRouting.Change> change = host.reconcile(rules);
             change.ifPresent(

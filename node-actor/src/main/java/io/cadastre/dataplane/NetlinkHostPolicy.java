@@ -356,7 +356,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
             NetlinkRequest r = NFT.rule(CHAIN);
             int exprs = r.nest(Nftables.NFTA_RULE_EXPRESSIONS);
             IpPrefix host = IpPrefix.host(address);
-            Nftables.nfproto(r, nfproto(host));
+            Nftables.nfproto(r, nfproto(host.v4()));
             Nftables.prefixMatch(r, host, offset(host.v4(), egress), Nftables.NFT_CMP_EQ);
             Nftables.verdict(r, Nftables.NFT_JUMP, chain);
             r.end(exprs);
@@ -422,8 +422,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
                     int exprs = r.nest(Nftables.NFTA_RULE_EXPRESSIONS);
                     // The peer is the destination of egress, the source of ingress.
                     if (set != null) {
-                        Nftables.nfproto(
-                                r, match.v4() ? Nftables.NFPROTO_IPV4 : Nftables.NFPROTO_IPV6);
+                        Nftables.nfproto(r, nfproto(match.v4()));
                         Nftables.payload(
                                 r,
                                 Nftables.NFT_PAYLOAD_NETWORK_HEADER,
@@ -433,7 +432,7 @@ public final class NetlinkHostPolicy implements HostPolicy {
                     } else if (match != null) {
                         Peer peer = match.peer();
                         int offset = offset(peer.network().v4(), !egress);
-                        Nftables.nfproto(r, nfproto(peer.network()));
+                        Nftables.nfproto(r, nfproto(peer.network().v4()));
                         Nftables.prefixMatch(r, peer.network(), offset, Nftables.NFT_CMP_EQ);
                         for (IpPrefix except : peer.except()) {
                             Nftables.prefixMatch(r, except, offset, Nftables.NFT_CMP_NEQ);
@@ -500,8 +499,8 @@ public final class NetlinkHostPolicy implements HostPolicy {
         return list.isEmpty() ? Collections.singletonList(null) : list;
     }
 
-    private static int nfproto(IpPrefix prefix) {
-        return prefix.v4() ? Nftables.NFPROTO_IPV4 : Nftables.NFPROTO_IPV6;
+    private static int nfproto(boolean v4) {
+        return v4 ? Nftables.NFPROTO_IPV4 : Nftables.NFPROTO_IPV6;
     }
 
     /** @return the offset of the source or destination address in the IPv4 or IPv6 header */

@@ -321,19 +321,7 @@ class NetlinkHostPolicyTest {
             }
             List<PodPolicy> pods = new ArrayList<>();
             for (int p = 0; p < 2; p++) {
-                pods.add(
-                        new PodPolicy(
-                                "default/big-" + p,
-                                List.of(IpPrefix.literal("198.19.255." + (1 + p))),
-                                new Direction(
-                                        true,
-                                        List.of(
-                                                new Rule(
-                                                        peers,
-                                                        List.of(
-                                                                new Ports(
-                                                                        Ports.TCP, 8080, 8080))))),
-                                Direction.OPEN));
+                pods.add(ingressOn8080("default/big-" + p, "198.19.255." + (1 + p), peers));
             }
             PolicyRules big = new PolicyRules(pods);
             HostPolicy policy = new NetlinkHostPolicy();
@@ -381,18 +369,7 @@ class NetlinkHostPolicyTest {
                                                     + (1 + i % 250))));
                 }
                 selecting.add(
-                        new PodPolicy(
-                                "default/selecting-" + p,
-                                List.of(IpPrefix.literal("198.19.255." + (1 + p))),
-                                new Direction(
-                                        true,
-                                        List.of(
-                                                new Rule(
-                                                        selected,
-                                                        List.of(
-                                                                new Ports(
-                                                                        Ports.TCP, 8080, 8080))))),
-                                Direction.OPEN));
+                        ingressOn8080("default/selecting-" + p, "198.19.255." + (1 + p), selected));
             }
             PolicyRules bySets = new PolicyRules(selecting);
             Change sets = reconcile(node, policy, bySets).orElseThrow();
@@ -434,6 +411,16 @@ class NetlinkHostPolicyTest {
     }
 
     /** Runs {@code nft} in the node's namespace; its output ("" for a change). */
+    /** @return a pod of one IPv4 address isolated for ingress, open to {@code peers} on TCP 8080 */
+    private static PodPolicy ingressOn8080(String name, String address, List<Peer> peers) {
+        Rule rule = new Rule(peers, List.of(new Ports(Ports.TCP, 8080, 8080)));
+        return new PodPolicy(
+                name,
+                List.of(IpPrefix.literal(address)),
+                new Direction(true, List.of(rule)),
+                Direction.OPEN);
+    }
+
     /** @return {@code pod} alone isolated for ingress, open to {@code peers} on TCP port X */
     private static PolicyRules ingressOnX(Pod pod, List<Peer> peers) {
         Rule rule = new Rule(peers, List.of(new Ports(Ports.TCP, X, X)));
