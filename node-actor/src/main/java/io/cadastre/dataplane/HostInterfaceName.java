@@ -50,4 +50,31 @@ public final class HostInterfaceName {
         }
         return PREFIX + HexFormat.of().formatHex(sha256.digest(), 0, HEX_DIGITS / 2);
     }
+
+    /** The prefix of the IFB devices that shape pods' egress ({@link Bandwidth}). */
+    public static final String IFB_PREFIX = "cbw";
+
+    /**
+     * @param hostIfname a host end's name
+     * @return the name of the IFB device that shapes what that pod sends: {@code cbw} and the
+     *     host end's 12 hex digits ({@code cad1a2b3c4d5e6f} → {@code cbw1a2b3c4d5e6f}), so the two
+     *     read as a pair in {@code ip link}; for a name not made by {@link #of}, {@code cbw} and
+     *     12 hex digits of SHA-256 over it
+     */
+    public static String ifbOf(String hostIfname) {
+        String digits = hostIfname.substring(Math.min(PREFIX.length(), hostIfname.length()));
+        if (hostIfname.startsWith(PREFIX)
+                && digits.length() == HEX_DIGITS
+                && digits.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+            return IFB_PREFIX + digits;
+        }
+        try {
+            byte[] hash =
+                    MessageDigest.getInstance("SHA-256")
+                            .digest(hostIfname.getBytes(StandardCharsets.UTF_8));
+            return IFB_PREFIX + HexFormat.of().formatHex(hash, 0, HEX_DIGITS / 2);
+        } catch (NoSuchAlgorithmException e) {
+            throw new AssertionError("every Java platform has SHA-256", e);
+        }
+    }
 }

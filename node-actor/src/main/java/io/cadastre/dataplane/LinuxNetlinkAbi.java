@@ -99,6 +99,36 @@ final class LinuxNetlinkAbi {
     /** The program's return value is the action (TC_ACT_*), no action list needed. */
     static final int TCA_BPF_FLAG_ACT_DIRECT = 1;
 
+    /** A cls_bpf filter's action list (not in direct-action mode): nested, one entry per action. */
+    static final int TCA_BPF_ACT = 1;
+
+    /** An action in a list (linux/rtnetlink.h TCA_ACT_*): its kind and its options. */
+    static final int TCA_ACT_KIND = 1;
+
+    static final int TCA_ACT_OPTIONS = 2;
+
+    /** The mirred action's struct tc_mirred (tc_act/tc_mirred.h), and what it does. */
+    static final int TCA_MIRRED_PARMS = 2;
+
+    static final int TCA_EGRESS_REDIR = 1;
+
+    /** tc_gen's action after a redirect: the packet is consumed (pkt_cls.h). */
+    static final int TC_ACT_STOLEN = 4;
+
+    /** The root of a device's egress qdisc tree (TC_H_ROOT), and the handle 1: given to a root qdisc. */
+    static final int TC_H_ROOT = 0xFFFFFFFF;
+
+    static final int TC_H_ROOT_HANDLE = 0x00010000;
+
+    /** Options of a token bucket filter (pkt_sched.h): struct tc_tbf_qopt, a u64 rate, a u32 burst. */
+    static final int TCA_TBF_PARMS = 1;
+
+    static final int TCA_TBF_RATE64 = 4;
+    static final int TCA_TBF_BURST = 6;
+
+    /** tc_ratespec.linklayer: the kernel computes the times itself, no rate table needed. */
+    static final int TC_LINKLAYER_ETHERNET = 1;
+
     static final int IFF_UP = 0x1;
 
     static final int IFLA_ADDRESS = 1;

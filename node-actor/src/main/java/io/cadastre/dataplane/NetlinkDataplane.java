@@ -41,6 +41,12 @@ public final class NetlinkDataplane implements Dataplane {
     /** Priority of the pod's source filter on its host end's ingress hook ({@link PodSourceFilter}). */
     static final int SOURCE_FILTER_PRIORITY = 1;
 
+    /**
+     * Priority of the filter that hands a shaped pod's packets to its IFB device: after the source
+     * filter, so a spoofed packet is dropped before it takes any of the pod's bandwidth.
+     */
+    static final int SHAPING_REDIRECT_PRIORITY = 2;
+
     /** The network namespaces no pod may be wired into: this process's and PID 1's. */
     private final List<Netns.Identity> hostNamespaces;
 
@@ -251,11 +257,11 @@ public final class NetlinkDataplane implements Dataplane {
     public void detach(String hostIfname) throws DataplaneException {
         try (Rtnetlink host = hostRtnetlink()) {
             Optional<Link> link = hostVeth(host, hostIfname);
-            if (link.isEmpty()) {
-                return;
+            if (link.isPresent()) {
+                spoofDrops.retire(host, link.get().index());
+                deleteIgnoringAbsence(host, link.get());
             }
-            spoofDrops.retire(host, link.get().index());
-            host.deleteLink(link.get());
+            deleteShapingDevice(host, hostIfname);
         } catch (SyscallException e) {
             // ENODEV: gone between the look-up and the delete, e.g. with its netns.
             if (e.errno() != LibC.ENODEV) {
@@ -275,6 +281,8 @@ public final class NetlinkDataplane implements Dataplane {
         try (Rtnetlink host = hostRtnetlink()) {
             Optional<Link> link = hostVeth(host, hostIfname);
             if (link.isEmpty()) {
+                // The pair went with its netns; its IFB device, if any, did not.
+                deleteShapingDevice(host, hostIfname);
                 return OptionalInt.empty();
             }
             if (link.get().up()) {
@@ -294,12 +302,17 @@ public final class NetlinkDataplane implements Dataplane {
     public boolean deleteUnplugged(String hostIfname, int hostIndex) throws DataplaneException {
         try (Rtnetlink host = hostRtnetlink()) {
             Optional<Link> link = hostVeth(host, hostIfname);
+            if (link.isEmpty()) {
+                deleteShapingDevice(host, hostIfname);
+                return false;
+            }
             // Another index under the name: an ADD deleted the unplugged pair and wired a new one.
-            if (link.isEmpty() || link.get().index() != hostIndex || link.get().up()) {
+            if (link.get().index() != hostIndex || link.get().up()) {
                 return false;
             }
             spoofDrops.retire(host, hostIndex);
             host.deleteLink(link.get());
+            deleteShapingDevice(host, hostIfname);
             return true;
         } catch (SyscallException e) {
             if (e.errno() != LibC.ENODEV) {
@@ -388,8 +401,9 @@ public final class NetlinkDataplane implements Dataplane {
             host.addClsact(hostLink);
             podLoopbackUp(pod);
         }
-        // Before the link is up: no packet of the pod's passes unchecked.
+        // Before the link is up: no packet of the pod's passes unchecked, or unshaped.
         host.addIngressBpfFilter(hostLink, SOURCE_FILTER_PRIORITY, plan.sourceFilter());
+        shape(a.bandwidth(), host, hostLink);
         host.setUp(hostLink);
 
         Link podLink = pod.existingLink(a.podIfname());
@@ -431,6 +445,127 @@ public final class NetlinkDataplane implements Dataplane {
                 a.netnsPath(),
                 a.addresses(),
                 routes);
+    }
+
+    /**
+     * The pod's bandwidth limits ({@link Bandwidth}): what it receives, a token bucket filter as
+     * the host end's root qdisc; what it sends, the same on an IFB device of its own that a filter
+     * on the host end's ingress hook redirects every packet to. An IFB device left by an earlier
+     * attempt under the name is replaced.
+     */
+    private static void shape(Bandwidth bandwidth, Rtnetlink host, Link hostLink)
+            throws SyscallException {
+        if (bandwidth.ingress() != null) {
+            addTbf(host, hostLink, bandwidth.ingress());
+        }
+        if (bandwidth.egress() != null) {
+            String name = HostInterfaceName.ifbOf(hostLink.name());
+            deleteShapingDevice(host, hostLink.name());
+            host.createIfb(name, hostLink.mtu());
+            Link ifb = host.existingLink(name);
+            addTbf(host, ifb, bandwidth.egress());
+            host.setUp(ifb);
+            host.addIngressRedirect(hostLink, SHAPING_REDIRECT_PRIORITY, ifb.index());
+        }
+    }
+
+    private static void addTbf(Rtnetlink host, Link link, Bandwidth.Shaping shaping)
+            throws SyscallException {
+        host.addRootTbf(
+                link, shaping.rate(), shaping.bucket(link.mtu()), shaping.limit(link.mtu()));
+    }
+
+    /** Deletes the IFB device that shapes the egress of the pod behind {@code hostIfname}, if there is one. */
+    private static void deleteShapingDevice(Rtnetlink host, String hostIfname)
+            throws SyscallException {
+        Optional<Link> ifb = host.link(HostInterfaceName.ifbOf(hostIfname));
+        if (ifb.isPresent() && "ifb".equals(ifb.get().kind())) {
+            deleteIgnoringAbsence(host, ifb.get());
+        }
+    }
+
+    /** Deletes a link; one gone meanwhile (ENODEV) is no error. */
+    private static void deleteIgnoringAbsence(Rtnetlink host, Link link) throws SyscallException {
+        try {
+            host.deleteLink(link);
+        } catch (SyscallException e) {
+            if (e.errno() != LibC.ENODEV) {
+                throw e;
+            }
+        }
+    }
+
+    /** The differences between the pod's planned bandwidth limits and its host end's qdiscs and filters. */
+    private static void checkShaping(
+            PodAttachment a,
+            Link link,
+            List<Rtnetlink.Filter> filters,
+            Rtnetlink host,
+            List<String> differences)
+            throws SyscallException {
+        String name = "host link " + link.name();
+        compareTbf(
+                name + " (what the pod receives)",
+                a.bandwidth().ingress(),
+                host.rootTbf(link),
+                link.mtu(),
+                differences);
+        Optional<Rtnetlink.Filter> redirect =
+                filters.stream().filter(f -> f.priority() == SHAPING_REDIRECT_PRIORITY).findFirst();
+        String ifbName = HostInterfaceName.ifbOf(link.name());
+        if (a.bandwidth().egress() == null) {
+            if (redirect.isPresent()) {
+                differences.add(name + " redirects what the pod sends, which is not limited");
+            }
+            return;
+        }
+        Optional<Link> ifb = host.link(ifbName);
+        if (ifb.isEmpty() || !"ifb".equals(ifb.get().kind())) {
+            differences.add("IFB device " + ifbName + " (what the pod sends) missing");
+            return;
+        }
+        if (redirect.isEmpty() || redirect.get().redirectIndex() != ifb.get().index()) {
+            differences.add(name + " does not redirect what the pod sends to " + ifbName);
+        }
+        if (!ifb.get().up()) {
+            differences.add("IFB device " + ifbName + " is down");
+        }
+        compareTbf(
+                "IFB device " + ifbName + " (what the pod sends)",
+                a.bandwidth().egress(),
+                host.rootTbf(ifb.get()),
+                ifb.get().mtu(),
+                differences);
+    }
+
+    private static void compareTbf(
+            String what,
+            Bandwidth.Shaping planned,
+            Optional<Rtnetlink.Tbf> found,
+            int mtu,
+            List<String> differences) {
+        if (planned == null) {
+            if (found.isPresent()) {
+                differences.add(what + " is shaped, which is not limited");
+            }
+            return;
+        }
+        Rtnetlink.Tbf expected = new Rtnetlink.Tbf(planned.rate(), planned.limit(mtu));
+        if (found.isEmpty()) {
+            differences.add(what + " lacks its token bucket filter (" + planned + ")");
+        } else if (!found.get().equals(expected)) {
+            differences.add(
+                    what
+                            + " is shaped at "
+                            + found.get().rate()
+                            + " B/s, limit "
+                            + found.get().limit()
+                            + " B; expected "
+                            + expected.rate()
+                            + " B/s, limit "
+                            + expected.limit()
+                            + " B");
+        }
     }
 
     private static void podLoopbackUp(Rtnetlink pod) throws SyscallException {
@@ -552,6 +687,7 @@ public final class NetlinkDataplane implements Dataplane {
                             + (filters.isEmpty() ? " lacks" : " has another filter than")
                             + " the pod's source filter (anti-spoofing)");
         }
+        checkShaping(a, link, filters, host, differences);
         String proxyArp =
                 readSysctl(
                         sysctlNet.resolve("ipv4/conf").resolve(link.name()).resolve("proxy_arp"));
@@ -593,6 +729,16 @@ public final class NetlinkDataplane implements Dataplane {
                                 + " may remain: "
                                 + e.getMessage();
             }
+        }
+        try {
+            deleteShapingDevice(host, hostIfname);
+        } catch (SyscallException e) {
+            failure.addSuppressed(e);
+            message +=
+                    "; rollback failed, IFB device "
+                            + HostInterfaceName.ifbOf(hostIfname)
+                            + " may remain: "
+                            + e.getMessage();
         }
         return new DataplaneException(message, false, failure);
     }

@@ -10,14 +10,27 @@ import java.util.List;
  * @param hostIfname the host end's name, at most 15 characters ({@link HostInterfaceName#of})
  * @param mtu the MTU of both veth ends in bytes; 0 means the kernel default (1500)
  * @param addresses the pod's addresses, each a host address (/32 or /128), at most one per family
+ * @param bandwidth the pod's bandwidth limits; {@link Bandwidth#NONE} for none
  */
 public record PodAttachment(
         String netnsPath,
         String podIfname,
         String hostIfname,
         int mtu,
-        List<PodAddress> addresses) {
+        List<PodAddress> addresses,
+        Bandwidth bandwidth) {
     public PodAttachment {
         addresses = List.copyOf(addresses);
+        bandwidth = bandwidth == null ? Bandwidth.NONE : bandwidth;
+    }
+
+    /** An attachment without bandwidth limits. */
+    public PodAttachment(
+            String netnsPath,
+            String podIfname,
+            String hostIfname,
+            int mtu,
+            List<PodAddress> addresses) {
+        this(netnsPath, podIfname, hostIfname, mtu, addresses, Bandwidth.NONE);
     }
 }

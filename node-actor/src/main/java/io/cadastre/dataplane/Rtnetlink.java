@@ -150,8 +150,17 @@ final class Rtnetlink implements AutoCloseable {
      * @param kind TCA_KIND, e.g. {@code "bpf"}
      * @param ops a cls_bpf filter's classic instructions (TCA_BPF_OPS), else null
      * @param flags a cls_bpf filter's TCA_BPF_FLAGS, else 0
+     * @param redirectIndex the ifindex its mirred action redirects to (egress), else -1
      */
-    record Filter(int priority, String kind, byte[] ops, int flags) {}
+    record Filter(int priority, String kind, byte[] ops, int flags, int redirectIndex) {}
+
+    /**
+     * A device's root token bucket filter, as RTM_GETQDISC reports it.
+     *
+     * @param rate bytes per second (TCA_TBF_RATE64 when the kernel gives it, else tc_ratespec.rate)
+     * @param limit bytes that may wait for tokens, the bucket included (tc_tbf_qopt.limit)
+     */
+    record Tbf(long rate, long limit) {}
 
     private final NetlinkSocket socket;
     private final String where;
@@ -746,6 +755,185 @@ final class Rtnetlink implements AutoCloseable {
                 req, "RTM_NEWTFILTER bpf ingress prio " + priority + " dev " + link.name() + where);
     }
 
+    /**
+     * Adds a cls_bpf filter for every protocol on the link's clsact ingress hook whose action
+     * redirects each packet to the egress of the device {@code targetIndex} (mirred, the packet
+     * consumed), NLM_F_EXCL. Not in direct-action mode: its one instruction returns -1, "use the
+     * filter's actions" (cls_bpf_classify).
+     */
+    void addIngressRedirect(Link link, int priority, int targetIndex) throws SyscallException {
+        NetlinkRequest req =
+                new NetlinkRequest(
+                                LinuxNetlinkAbi.RTM_NEWTFILTER,
+                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
+                        .tcmsg(
+                                LinuxNetlinkAbi.AF_UNSPEC,
+                                link.index(),
+                                1,
+                                LinuxNetlinkAbi.TC_H_CLSACT_INGRESS,
+                                filterInfo(priority))
+                        .attrString(LinuxNetlinkAbi.TCA_KIND, "bpf");
+        int options = req.nest(LinuxNetlinkAbi.TCA_OPTIONS);
+        req.attrU16(LinuxNetlinkAbi.TCA_BPF_OPS_LEN, 1)
+                .attr(LinuxNetlinkAbi.TCA_BPF_OPS, MATCH_ALL);
+        int actions = req.nest(LinuxNetlinkAbi.TCA_BPF_ACT);
+        int first = req.nest(1);
+        req.attrString(LinuxNetlinkAbi.TCA_ACT_KIND, "mirred");
+        int actionOptions = req.nest(LinuxNetlinkAbi.TCA_ACT_OPTIONS);
+        req.attr(LinuxNetlinkAbi.TCA_MIRRED_PARMS, mirredRedirect(targetIndex));
+        req.end(actionOptions).end(first).end(actions).end(options);
+        socket.request(
+                req,
+                "RTM_NEWTFILTER bpf ingress prio "
+                        + priority
+                        + " dev "
+                        + link.name()
+                        + " action mirred egress redirect to ifindex "
+                        + targetIndex
+                        + where);
+    }
+
+    /** One classic BPF instruction, {@code ret #-1}: every packet matches. */
+    static final byte[] MATCH_ALL =
+            ByteBuffer.allocate(8)
+                    .order(ByteOrder.nativeOrder())
+                    .putShort((short) 0x06)
+                    .put((byte) 0)
+                    .put((byte) 0)
+                    .putInt(-1)
+                    .array();
+
+    /** struct tc_mirred: tc_gen (index, capab, action, refcnt, bindcnt), eaction, ifindex. */
+    static byte[] mirredRedirect(int targetIndex) {
+        return ByteBuffer.allocate(28)
+                .order(ByteOrder.nativeOrder())
+                .putInt(0)
+                .putInt(0)
+                .putInt(LinuxNetlinkAbi.TC_ACT_STOLEN)
+                .putInt(0)
+                .putInt(0)
+                .putInt(LinuxNetlinkAbi.TCA_EGRESS_REDIR)
+                .putInt(targetIndex)
+                .array();
+    }
+
+    /**
+     * Creates an IFB device (kind "ifb", NLM_F_EXCL), down: what a device's ingress redirects to
+     * so that a qdisc can shape it.
+     *
+     * @param mtu bytes; 0 keeps the kernel default
+     */
+    void createIfb(String name, int mtu) throws SyscallException {
+        NetlinkRequest req =
+                new NetlinkRequest(
+                                LinuxNetlinkAbi.RTM_NEWLINK,
+                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
+                        .ifinfomsg(LinuxNetlinkAbi.AF_UNSPEC, 0, 0, 0)
+                        .attrString(LinuxNetlinkAbi.IFLA_IFNAME, name);
+        if (mtu > 0) {
+            req.attrU32(LinuxNetlinkAbi.IFLA_MTU, mtu);
+        }
+        int linkInfo = req.nest(LinuxNetlinkAbi.IFLA_LINKINFO);
+        req.attrString(LinuxNetlinkAbi.IFLA_INFO_KIND, "ifb");
+        req.end(linkInfo);
+        socket.request(req, "RTM_NEWLINK ifb " + name + where);
+    }
+
+    /**
+     * Adds a token bucket filter as the link's root qdisc (handle 1:, NLM_F_EXCL): the rate, the
+     * bucket (TCA_TBF_BURST, so the kernel computes the bucket's time itself) and the limit.
+     *
+     * @param rate bytes per second
+     * @param bucket bytes, at most 2^32-1
+     * @param limit bytes, at most 2^32-1
+     */
+    void addRootTbf(Link link, long rate, long bucket, long limit) throws SyscallException {
+        NetlinkRequest req =
+                new NetlinkRequest(
+                                LinuxNetlinkAbi.RTM_NEWQDISC,
+                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
+                        .tcmsg(
+                                LinuxNetlinkAbi.AF_UNSPEC,
+                                link.index(),
+                                LinuxNetlinkAbi.TC_H_ROOT_HANDLE,
+                                LinuxNetlinkAbi.TC_H_ROOT,
+                                0)
+                        .attrString(LinuxNetlinkAbi.TCA_KIND, "tbf");
+        int options = req.nest(LinuxNetlinkAbi.TCA_OPTIONS);
+        req.attr(LinuxNetlinkAbi.TCA_TBF_PARMS, tbfOptions(rate, bucket, limit))
+                .attr(
+                        LinuxNetlinkAbi.TCA_TBF_RATE64,
+                        ByteBuffer.allocate(8).order(ByteOrder.nativeOrder()).putLong(rate).array())
+                .attrU32(LinuxNetlinkAbi.TCA_TBF_BURST, (int) bucket);
+        req.end(options);
+        socket.request(
+                req,
+                "RTM_NEWQDISC tbf root dev "
+                        + link.name()
+                        + " rate "
+                        + rate
+                        + " B/s burst "
+                        + bucket
+                        + " B limit "
+                        + limit
+                        + " B"
+                        + where);
+    }
+
+    /**
+     * struct tc_tbf_qopt: the rate's tc_ratespec (link layer ethernet, so no rate table; the rate
+     * capped at 2^32-1, TCA_TBF_RATE64 carries it whole), no peak rate, the limit, the bucket's
+     * time in psched ticks (64 ns; the kernel recomputes it from TCA_TBF_BURST), no MTU.
+     */
+    static byte[] tbfOptions(long rate, long bucket, long limit) {
+        long bucketNanos = bucket * 1_000_000_000L / rate; // bucket < 2^32: no overflow
+        return ByteBuffer.allocate(36)
+                .order(ByteOrder.nativeOrder())
+                .put((byte) 0)
+                .put((byte) LinuxNetlinkAbi.TC_LINKLAYER_ETHERNET)
+                .putShort((short) 0)
+                .putShort((short) -1)
+                .putShort((short) 0)
+                .putInt((int) Math.min(rate, 0xFFFF_FFFFL))
+                .put(new byte[12])
+                .putInt((int) limit)
+                .putInt((int) Math.min(bucketNanos >>> 6, 0xFFFF_FFFFL))
+                .putInt(0)
+                .array();
+    }
+
+    /** @return the link's root qdisc when it is a token bucket filter, else empty */
+    Optional<Tbf> rootTbf(Link link) throws SyscallException {
+        NetlinkRequest req =
+                new NetlinkRequest(LinuxNetlinkAbi.RTM_GETQDISC, 0)
+                        .tcmsg(LinuxNetlinkAbi.AF_UNSPEC, link.index(), 0, 0, 0);
+        for (NetlinkMessage m : socket.dump(req, "RTM_GETQDISC dump dev " + link.name() + where)) {
+            ByteBuffer p = m.payload();
+            if (m.type() != LinuxNetlinkAbi.RTM_NEWQDISC
+                    || p.getInt(4) != link.index()
+                    || p.getInt(12) != LinuxNetlinkAbi.TC_H_ROOT) {
+                continue;
+            }
+            NetlinkMessage.Attributes a = m.attributes(LinuxNetlinkAbi.TCMSG_LEN);
+            if (!"tbf".equals(a.string(LinuxNetlinkAbi.TCA_KIND))) {
+                return Optional.empty();
+            }
+            NetlinkMessage.Attributes options = a.nested(LinuxNetlinkAbi.TCA_OPTIONS, 0);
+            byte[] parms = options.bytes(LinuxNetlinkAbi.TCA_TBF_PARMS);
+            if (parms == null || parms.length < 36) {
+                return Optional.empty();
+            }
+            ByteBuffer q = ByteBuffer.wrap(parms).order(ByteOrder.nativeOrder());
+            byte[] rate64 = options.bytes(LinuxNetlinkAbi.TCA_TBF_RATE64);
+            long rate =
+                    rate64 != null && rate64.length == 8
+                            ? ByteBuffer.wrap(rate64).order(ByteOrder.nativeOrder()).getLong()
+                            : Integer.toUnsignedLong(q.getInt(8));
+            return Optional.of(new Tbf(rate, Integer.toUnsignedLong(q.getInt(24))));
+        }
+        return Optional.empty();
+    }
+
     /** tcm_info of a filter: the priority in the upper 16 bits, the protocol (ETH_P_ALL) in network order below. */
     static int filterInfo(int priority) {
         int protocol =
@@ -792,9 +980,26 @@ final class Rtnetlink implements AutoCloseable {
                             priority,
                             kind == null ? "" : kind,
                             options.bytes(LinuxNetlinkAbi.TCA_BPF_OPS),
-                            Math.max(options.u32(LinuxNetlinkAbi.TCA_BPF_FLAGS), 0)));
+                            Math.max(options.u32(LinuxNetlinkAbi.TCA_BPF_FLAGS), 0),
+                            redirectIndex(options)));
         }
         return out;
+    }
+
+    /** @return the ifindex the first action of a filter's list redirects to when it is mirred, else -1 */
+    private static int redirectIndex(NetlinkMessage.Attributes filterOptions)
+            throws SyscallException {
+        NetlinkMessage.Attributes first =
+                filterOptions.nested(LinuxNetlinkAbi.TCA_BPF_ACT, 0).nested(1, 0);
+        if (!"mirred".equals(first.string(LinuxNetlinkAbi.TCA_ACT_KIND))) {
+            return -1;
+        }
+        byte[] parms =
+                first.nested(LinuxNetlinkAbi.TCA_ACT_OPTIONS, 0)
+                        .bytes(LinuxNetlinkAbi.TCA_MIRRED_PARMS);
+        return parms == null || parms.length < 28
+                ? -1
+                : ByteBuffer.wrap(parms).order(ByteOrder.nativeOrder()).getInt(24);
     }
 
     /** @return ifindex → the drops counted by that link's clsact qdisc, for every link here that has one */

@@ -60,4 +60,13 @@ class HostInterfaceNameTest {
     void rejectsNull() {
         assertThrows(NullPointerException.class, () -> HostInterfaceName.of("net", null, "eth0"));
     }
+
+    @Test
+    void theIfbDeviceOfAHostEndSharesItsDigitsAndAnyOtherNameGetsAHash() {
+        String hostEnd = HostInterfaceName.of("cadastre", "c1", "eth0");
+        assertEquals("cbw" + hostEnd.substring(3), HostInterfaceName.ifbOf(hostEnd));
+        String other = HostInterfaceName.ifbOf("veth0");
+        assertTrue(other.matches("cbw[0-9a-f]{12}"), other);
+        assertEquals(other, HostInterfaceName.ifbOf("veth0"));
+    }
 }

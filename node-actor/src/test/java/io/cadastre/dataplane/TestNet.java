@@ -106,6 +106,11 @@ final class TestNet implements AutoCloseable {
 
     /** A pod namespace wired into {@code host} by NetlinkDataplane.attach on the host's thread. */
     String pod(Host host, String role, String... addresses) throws Exception {
+        return pod(host, role, Bandwidth.NONE, addresses);
+    }
+
+    /** As {@link #pod(Host, String, String...)}, with bandwidth limits. */
+    String pod(Host host, String role, Bandwidth bandwidth, String... addresses) throws Exception {
         String ns = namespace(role);
         List<PodAddress> list = new ArrayList<>();
         for (String a : addresses) {
@@ -118,7 +123,8 @@ final class TestNet implements AutoCloseable {
                         "eth0",
                         HostInterfaceName.of("cadrt", ns, "eth0"),
                         0,
-                        list);
+                        list,
+                        bandwidth);
         host.call(() -> new NetlinkDataplane().attach(attachment));
         return ns;
     }
