@@ -129,7 +129,10 @@ public final class InstallCommand implements Callable<Integer> {
         }
     }
 
-    /** @return the network configuration list (CNI spec 1.1 §Section 1) for the full plugin */
+    /**
+     * @return the network configuration list (CNI spec 1.1 §Section 1) for the full plugin, with
+     *     the {@code bandwidth} capability (CNI conventions)
+     */
     static String confList(String cniVersion, String network, String socketPath, int mtu) {
         ObjectMapper json = new ObjectMapper();
         ObjectNode list = json.createObjectNode();
@@ -143,6 +146,9 @@ public final class InstallCommand implements Callable<Integer> {
             plugin.put("mtu", mtu);
         }
         plugin.putObject("ipam");
+        // The runtime then passes the pod's kubernetes.io/ingress-bandwidth and egress-bandwidth
+        // annotations as runtimeConfig.bandwidth (CNI conventions), which the agent enforces.
+        plugin.putObject("capabilities").put("bandwidth", true);
         try {
             return json.writerWithDefaultPrettyPrinter().writeValueAsString(list) + "\n";
         } catch (IOException e) {

@@ -1,6 +1,7 @@
 package io.cadastre.agent;
 
 import io.cadastre.cni.CniBackend;
+import io.cadastre.cni.CniBackend.Bandwidth;
 import io.cadastre.cni.CniCodes;
 import io.cadastre.cni.CniException;
 import io.cadastre.dataplane.Dataplane;
@@ -153,10 +154,31 @@ public final class NodeAgentCniBackend implements CniBackend {
                                             choice.poolsByFamily());
                             PodRequest pod =
                                     new PodRequest(
-                                            ipam, a.netns(), request.ipamOnly(), request.mtu());
+                                            ipam,
+                                            a.netns(),
+                                            request.ipamOnly(),
+                                            request.mtu(),
+                                            limits(request.bandwidth()));
                             return this.<Wired>ask(r -> new NodeAgent.Attach(id, pod, r))
                                     .thenCompose(wired -> answer(request, wired));
                         });
+    }
+
+    /**
+     * @return the dataplane's limits for the netconf's: a burst not given, or given as the
+     *     runtimes' placeholder, becomes the dataplane's default ({@link
+     *     io.cadastre.dataplane.Bandwidth.Shaping#fromBits})
+     */
+    static io.cadastre.dataplane.Bandwidth limits(Bandwidth requested) {
+        return new io.cadastre.dataplane.Bandwidth(
+                requested.ingressRate() > 0
+                        ? io.cadastre.dataplane.Bandwidth.Shaping.fromBits(
+                                requested.ingressRate(), requested.ingressBurst())
+                        : null,
+                requested.egressRate() > 0
+                        ? io.cadastre.dataplane.Bandwidth.Shaping.fromBits(
+                                requested.egressRate(), requested.egressBurst())
+                        : null);
     }
 
     /** The ADD's result, once the pod it wired may start (see {@link PodWired}). */
@@ -255,11 +277,13 @@ public final class NodeAgentCniBackend implements CniBackend {
 
     @Override
     public CompletionStage<List<String>> check(
-            Attachment a, boolean ipamOnly, AddResult prevResult) {
+            Attachment a, boolean ipamOnly, AddResult prevResult, Bandwidth bandwidth) {
         AttachmentId id = attachmentId(a);
         int mtu = 0;
         return this.<NodeAgent.CheckResult>ask(
-                        r -> new NodeAgent.Check(id, a.netns(), ipamOnly, mtu, r))
+                        r ->
+                                new NodeAgent.Check(
+                                        id, a.netns(), ipamOnly, mtu, limits(bandwidth), r))
                 .thenApply(
                         inspection -> {
                             if (inspection.attachment() == null) {

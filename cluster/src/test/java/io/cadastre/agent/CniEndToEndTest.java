@@ -6,9 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.cadastre.cni.CniCodes;
 import io.cadastre.dataplane.HostInterfaceName;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.CniExec.Result;
+import io.cadastre.testsupport.Command;
 import io.cadastre.testsupport.Ip;
 import io.cadastre.testsupport.TestNetns;
 import java.net.URI;
@@ -198,6 +200,62 @@ class CniEndToEndTest {
             assertEquals(
                     0, cni("DEL", container(), null, conf).exit(), "DEL of an unknown container");
         }
+    }
+
+    /**
+     * The {@code bandwidth} capability as a runtime passes it: the limits are on the host before
+     * ADD answers, CHECK compares them, and an ADD repeated with other limits rewires the pod.
+     */
+    @Test
+    void bandwidthLimitsAreWiredCheckedAndChangedByARepeatedAdd() throws Exception {
+        String id = container();
+        String hostEnd = HostInterfaceName.of("e2e", id, "eth0");
+        String ifb = HostInterfaceName.ifbOf(hostEnd);
+        try (TestNetns ns = TestNetns.create()) {
+            String limits =
+                    "\"runtimeConfig\":{\"bandwidth\":{\"ingressRate\":8000000,"
+                            + "\"ingressBurst\":800000,\"egressRate\":4000000}}";
+            String conf = netconf("1.1.0", "\"ipam\":{}," + limits);
+            Result add = cni("ADD", id, ns, conf);
+            assertEquals(0, add.exit(), add.toString());
+            assertTrue(tc("qdisc", "show", "dev", hostEnd).contains("tbf"), "ingress shaped");
+            assertTrue(tc("qdisc", "show", "dev", ifb).contains("tbf"), "egress shaped");
+
+            Result check =
+                    cni(
+                            "CHECK",
+                            id,
+                            ns,
+                            netconf(
+                                    "1.1.0",
+                                    "\"ipam\":{}," + limits + ",\"prevResult\":" + add.stdout()));
+            assertEquals(0, check.exit(), check.toString());
+            Result checkWithout =
+                    cni(
+                            "CHECK",
+                            id,
+                            ns,
+                            netconf("1.1.0", "\"ipam\":{},\"prevResult\":" + add.stdout()));
+            assertEquals(CniCodes.CHECK_FAILED, checkWithout.json().path("code").asInt());
+            assertTrue(
+                    checkWithout.json().path("details").asText().contains("not limited"),
+                    checkWithout.toString());
+
+            Result again = cni("ADD", id, ns, netconf("1.1.0", "\"ipam\":{}"));
+            assertEquals(0, again.exit(), again.toString());
+            assertEquals(ipsOf(add.json()), ipsOf(again.json()), "same addresses, rewired");
+            assertFalse(tc("qdisc", "show", "dev", hostEnd).contains("tbf"), "no limit now");
+            assertFalse(TestNetns.hostHasLink(ifb), "and no IFB device");
+            assertEquals(0, cni("DEL", id, ns, conf).exit());
+        }
+    }
+
+    private static String tc(String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of("tc"));
+        command.addAll(List.of(args));
+        Command.Result r = Command.run(command);
+        assertEquals(0, r.exit(), r.err());
+        return r.out();
     }
 
     @Test

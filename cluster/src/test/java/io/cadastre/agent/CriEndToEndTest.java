@@ -13,6 +13,8 @@ import io.cadastre.testcri.KubeletPods;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxState;
 import io.cadastre.testcri.v1.PodSandboxStatus;
+import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Command;
 import io.cadastre.testsupport.TestNetns;
 import io.grpc.StatusRuntimeException;
 import java.util.ArrayList;
@@ -24,6 +26,7 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -136,6 +139,66 @@ class CriEndToEndTest {
         } finally {
             node.removeQuietly(sandbox);
         }
+    }
+
+    /**
+     * kubelet puts a pod's annotations on its sandbox; containerd turns the bandwidth ones into
+     * {@code runtimeConfig.bandwidth} for a conflist with the {@code bandwidth} capability, with
+     * its placeholder burst (2^32-1 bits), and the agent shapes the pod before it starts.
+     */
+    @Test
+    void aPodsBandwidthAnnotationsLimitWhatItReceivesAndSends() throws Exception {
+        CriClient cri = node.cri();
+        PodSandboxConfig pod =
+                KubeletPods.sandbox(
+                        "shop",
+                        "limited-0",
+                        UUID.randomUUID().toString(),
+                        node.dir.resolve("pods"),
+                        Map.of("app", "limited"),
+                        Map.of(
+                                "kubernetes.io/ingress-bandwidth", "10M",
+                                "kubernetes.io/egress-bandwidth", "5M"));
+        String sandbox = cri.runPodSandbox(pod);
+        String hostEnd = HostInterfaceName.of(CriNode.NETWORK, sandbox, "eth0");
+        String ifb = HostInterfaceName.ifbOf(hostEnd);
+        try {
+            JsonNode received = rootQdisc(hostEnd);
+            assertEquals("tbf", received.path("kind").asText(), received.toString());
+            assertEquals(10_000_000 / 8, received.path("options").path("rate").asLong());
+            // containerd's burst stands for none: 10 ms at the rate, at least 64 KiB.
+            long burst = received.path("options").path("burst").asLong();
+            assertTrue(Math.abs(burst - 65_536) <= 1, received.toString());
+            JsonNode sent = rootQdisc(ifb);
+            assertEquals("tbf", sent.path("kind").asText(), sent.toString());
+            assertEquals(5_000_000 / 8, sent.path("options").path("rate").asLong());
+            String filters =
+                    Command.run(List.of("tc", "filter", "show", "dev", hostEnd, "ingress")).out();
+            assertTrue(filters.contains("Egress Redirect to device " + ifb), filters);
+
+            node.cri().stopPodSandbox(sandbox);
+            TestNetns.awaitPairGone(hostEnd, null, null);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (TestNetns.hostHasLink(ifb)) {
+                assertTrue(System.nanoTime() < deadline, ifb + " outlived the pod's DEL");
+                Thread.sleep(50);
+            }
+            node.cri().removePodSandbox(sandbox);
+            assertClean();
+        } finally {
+            node.removeQuietly(sandbox);
+        }
+    }
+
+    private static JsonNode rootQdisc(String dev) throws Exception {
+        Command.Result qdiscs = Command.run(List.of("tc", "-j", "qdisc", "show", "dev", dev));
+        assertEquals(0, qdiscs.exit(), qdiscs.err());
+        for (JsonNode q : CniExec.JSON.readTree(qdiscs.out())) {
+            if (q.path("root").asBoolean(false)) {
+                return q;
+            }
+        }
+        throw new AssertionError("no root qdisc on " + dev + ": " + qdiscs.out());
     }
 
     @Test

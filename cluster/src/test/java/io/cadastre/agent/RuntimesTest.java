@@ -81,6 +81,9 @@ class RuntimesTest {
         assertEquals(
                 agent.socket().toString(),
                 list.path("plugins").get(0).path("agentSocket").asText());
+        assertTrue(
+                list.path("plugins").get(0).path("capabilities").path("bandwidth").asBoolean(),
+                "the runtime passes a pod's bandwidth annotations");
     }
 
     @Test

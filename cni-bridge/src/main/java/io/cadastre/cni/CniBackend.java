@@ -26,12 +26,14 @@ public interface CniBackend {
     CompletionStage<Void> del(Attachment attachment, boolean ipamOnly);
 
     /**
-     * Verifies the attachment against {@code prevResult} (CNI spec 1.1 §CHECK).
+     * Verifies the attachment against {@code prevResult} (CNI spec 1.1 §CHECK) and, for the full
+     * plugin, the wiring against the netconf (its bandwidth limits among it).
      *
+     * @param bandwidth the limits the request's {@code runtimeConfig} asks for
      * @return one line per difference; empty when all is as expected
      */
     CompletionStage<List<String>> check(
-            Attachment attachment, boolean ipamOnly, AddResult prevResult);
+            Attachment attachment, boolean ipamOnly, AddResult prevResult, Bandwidth bandwidth);
 
     /**
      * Releases every allocation of {@code network} on this node whose attachment is not in
@@ -81,6 +83,8 @@ public interface CniBackend {
      *     gives none, and then each pool's own CIDR is the subnet. An IPAM-only address is never the
      *     subnet's network address, its IPv4 broadcast address or a range's gateway. Always empty
      *     for the full plugin, whose /32 and /128 pods may have any address of a pool
+     * @param bandwidth the pod's bandwidth limits ({@code runtimeConfig.bandwidth}); always {@link
+     *     Bandwidth#NONE} for IPAM-only, whose calling plugin wires the pod
      */
     record AddRequest(
             Attachment attachment,
@@ -89,11 +93,13 @@ public interface CniBackend {
             List<String> pools,
             List<String> requestedIps,
             int mtu,
-            List<List<SubnetRange>> rangeSets) {
+            List<List<SubnetRange>> rangeSets,
+            Bandwidth bandwidth) {
         public AddRequest {
             pools = List.copyOf(pools);
             requestedIps = List.copyOf(requestedIps);
             rangeSets = rangeSets.stream().map(List::copyOf).toList();
+            bandwidth = bandwidth == null ? Bandwidth.NONE : bandwidth;
         }
 
         /** An ADD without ranges. */
@@ -104,7 +110,7 @@ public interface CniBackend {
                 List<String> pools,
                 List<String> requestedIps,
                 int mtu) {
-            this(attachment, pod, ipamOnly, pools, requestedIps, mtu, List.of());
+            this(attachment, pod, ipamOnly, pools, requestedIps, mtu, List.of(), Bandwidth.NONE);
         }
     }
 
@@ -147,4 +153,24 @@ public interface CniBackend {
 
     /** @param dst CIDR notation; @param gw an address, or {@code null} */
     record Route(String dst, String gw) {}
+
+    /**
+     * A pod's bandwidth limits as the runtime asked (the {@code bandwidth} capability, CNI
+     * conventions: {@code runtimeConfig.bandwidth}), validated by {@link NetConf#parse}. Ingress
+     * is what the pod receives, egress what it sends.
+     *
+     * @param ingressRate bits per second, 0 for no limit
+     * @param ingressBurst bits, 0 when not given (the agent then chooses)
+     * @param egressRate bits per second, 0 for no limit
+     * @param egressBurst bits, 0 when not given
+     */
+    record Bandwidth(long ingressRate, long ingressBurst, long egressRate, long egressBurst) {
+        /** No limit. */
+        public static final Bandwidth NONE = new Bandwidth(0, 0, 0, 0);
+
+        /** @return whether a direction is limited */
+        public boolean limited() {
+            return ingressRate > 0 || egressRate > 0;
+        }
+    }
 }

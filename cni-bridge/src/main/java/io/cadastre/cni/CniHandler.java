@@ -212,7 +212,8 @@ public final class CniHandler {
                                             call.pools(),
                                             call.requestedIps(),
                                             conf.mtu(),
-                                            conf.ipam().ranges()))
+                                            conf.ipam().ranges(),
+                                            conf.runtimeConfigBandwidth()))
                             .thenApply(
                                     result ->
                                             CniResponse.ok(
@@ -220,7 +221,11 @@ public final class CniHandler {
             case DEL ->
                     backend.del(call.attachment(), ipamOnly).thenApply(v -> CniResponse.empty());
             case CHECK ->
-                    backend.check(call.attachment(), ipamOnly, call.prevResult())
+                    backend.check(
+                                    call.attachment(),
+                                    ipamOnly,
+                                    call.prevResult(),
+                                    conf.runtimeConfigBandwidth())
                             .thenApply(
                                     diffs -> {
                                         if (diffs == null || diffs.isEmpty()) {

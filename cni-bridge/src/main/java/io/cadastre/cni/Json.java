@@ -147,6 +147,19 @@ final class Json {
      * @throws CniException code 6 when not an integral number, code 7 when beyond 32 bits
      */
     static Integer optInt(JsonNode parent, String field, String parentPath) {
+        Long v = optLong(parent, field, parentPath);
+        if (v != null && (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE)) {
+            throw new CniException(
+                    CniCodes.INVALID_NETWORK_CONFIG, path(parentPath, field) + " is out of range");
+        }
+        return v == null ? null : v.intValue();
+    }
+
+    /**
+     * @return the integer, or null when absent
+     * @throws CniException code 6 when not an integral number, code 7 when beyond 64 bits
+     */
+    static Long optLong(JsonNode parent, String field, String parentPath) {
         JsonNode v = present(parent, field);
         if (v == null) {
             return null;
@@ -154,10 +167,10 @@ final class Json {
         if (!v.isIntegralNumber()) {
             throw wrongType(path(parentPath, field), "an integer");
         }
-        if (!v.canConvertToInt()) {
+        if (!v.canConvertToLong()) {
             throw new CniException(
                     CniCodes.INVALID_NETWORK_CONFIG, path(parentPath, field) + " is out of range");
         }
-        return v.intValue();
+        return v.longValue();
     }
 }

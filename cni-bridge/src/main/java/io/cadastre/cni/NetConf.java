@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.cadastre.cni.CniBackend.AttachmentRef;
+import io.cadastre.cni.CniBackend.Bandwidth;
 import io.cadastre.cni.CniBackend.Route;
 import io.cadastre.cni.CniBackend.SubnetRange;
 import java.util.ArrayList;
@@ -26,7 +27,7 @@ import java.util.TreeMap;
  * {@code ipam.ranges} or {@code ipam.subnet} (and its {@code rangeStart}, {@code rangeEnd},
  * {@code gateway}) given to the full plugin (which installs its own routes and gives /32 and /128
  * addresses on no subnet); 7 for a missing required field or an invalid value (name, type, mtu,
- * pool names, addresses, routes, ranges, valid attachments).
+ * pool names, addresses, routes, ranges, valid attachments, bandwidth limits).
  *
  * @param cniVersion the request's version, one of {@link CniVersions#SUPPORTED}
  * @param name the network name (§Configuration format: alphanumeric start, then alphanumerics and
@@ -41,6 +42,11 @@ import java.util.TreeMap;
  * @param runtimeConfigIps {@code runtimeConfig.ips}, canonical addresses (a {@code /prefix} dropped)
  * @param runtimeConfigPools {@code runtimeConfig.pools} (the {@code pools} capability: a pod's own
  *     choice of pools, in order), de-duplicated; empty when not given
+ * @param runtimeConfigBandwidth {@code runtimeConfig.bandwidth} (the {@code bandwidth} capability:
+ *     {@code ingressRate}, {@code egressRate} in bits per second, 1,000 to 10^15 (the bounds
+ *     Kubernetes puts on its bandwidth annotations), {@code ingressBurst}, {@code egressBurst} in
+ *     bits, a burst only with its rate; the keys in any case, as containerd and CRI-O send
+ *     {@code IngressRate}); {@link Bandwidth#NONE} when not given, and always for IPAM-only
  * @param argsCniIps {@code args.cni.ips}, canonical addresses (a {@code /prefix} dropped)
  * @param prevResult {@code prevResult} as given (an object), or null; see {@link CniResults}
  * @param validAttachments {@code cni.dev/valid-attachments} (GC, §GC), or null when absent
@@ -55,6 +61,7 @@ public record NetConf(
         Ipam ipam,
         List<String> runtimeConfigIps,
         List<String> runtimeConfigPools,
+        Bandwidth runtimeConfigBandwidth,
         List<String> argsCniIps,
         JsonNode prevResult,
         List<AttachmentRef> validAttachments) {
@@ -218,6 +225,7 @@ public record NetConf(
 
         List<String> runtimeConfigIps = List.of();
         List<String> runtimeConfigPools = List.of();
+        Bandwidth bandwidth = Bandwidth.NONE;
         ObjectNode runtimeConfig = Json.optObject(root, "runtimeConfig", "");
         if (runtimeConfig != null) {
             runtimeConfigIps = addressList(runtimeConfig, "ips", "runtimeConfig");
@@ -225,6 +233,10 @@ public record NetConf(
                     poolNames(
                             Json.optArray(runtimeConfig, "pools", "runtimeConfig"),
                             "runtimeConfig.pools");
+            ObjectNode limits = Json.optObject(runtimeConfig, "bandwidth", "runtimeConfig");
+            if (limits != null && mode == Mode.PLUGIN) {
+                bandwidth = parseBandwidth(limits);
+            }
         }
         List<String> argsCniIps = List.of();
         ObjectNode args = Json.optObject(root, "args", "");
@@ -253,9 +265,68 @@ public record NetConf(
                 ipam,
                 runtimeConfigIps,
                 runtimeConfigPools,
+                bandwidth,
                 argsCniIps,
                 prevResult,
                 valid);
+    }
+
+    /** The least and the most a bandwidth annotation may ask for in Kubernetes, bits per second. */
+    public static final long MIN_RATE = 1_000;
+
+    public static final long MAX_RATE = 1_000_000_000_000_000L;
+
+    /**
+     * @throws CniException code 6 for a value that is no integer; code 7 for a negative one, a
+     *     rate outside {@value #MIN_RATE} to {@value #MAX_RATE} bits per second, or a burst without
+     *     its rate
+     */
+    private static Bandwidth parseBandwidth(ObjectNode limits) {
+        long[] values = new long[4];
+        String[] fields = {"ingressRate", "ingressBurst", "egressRate", "egressBurst"};
+        String[] given = new String[4];
+        // Keys match regardless of case, as Go's encoding/json matches them: containerd (go-cni's
+        // BandWidth) and CRI-O (ocicni's BandwidthConfig) marshal structs without JSON tags, so
+        // they send "IngressRate", and the reference bandwidth plugin, also in Go, reads it.
+        for (var it = limits.fieldNames(); it.hasNext(); ) {
+            String key = it.next();
+            for (int i = 0; i < fields.length; i++) {
+                if (!fields[i].equalsIgnoreCase(key)) {
+                    continue;
+                }
+                if (given[i] != null) {
+                    throw invalid("runtimeConfig.bandwidth has both " + given[i] + " and " + key);
+                }
+                given[i] = key;
+                Long v = Json.optLong(limits, key, "runtimeConfig.bandwidth");
+                if (v != null && v < 0) {
+                    throw invalid("runtimeConfig.bandwidth." + key + " " + v + " is negative");
+                }
+                values[i] = v == null ? 0 : v;
+            }
+        }
+        for (int rate = 0; rate < 4; rate += 2) {
+            String name = "runtimeConfig.bandwidth." + fields[rate];
+            if (values[rate] == 0 && values[rate + 1] > 0) {
+                throw invalid(
+                        "runtimeConfig.bandwidth."
+                                + fields[rate + 1]
+                                + " is set but "
+                                + name
+                                + " is not");
+            }
+            if (values[rate] != 0 && (values[rate] < MIN_RATE || values[rate] > MAX_RATE)) {
+                throw invalid(
+                        name
+                                + " "
+                                + values[rate]
+                                + " bit/s is outside "
+                                + MIN_RATE
+                                + ".."
+                                + MAX_RATE);
+            }
+        }
+        return new Bandwidth(values[0], values[1], values[2], values[3]);
     }
 
     private static Ipam parseIpam(ObjectNode ipam, String ipamType, Mode mode) {

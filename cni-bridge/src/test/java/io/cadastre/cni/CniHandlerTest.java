@@ -515,9 +515,10 @@ class CniHandlerTest {
     }
 
     @Test
-    void checkPassesThePrevResult() {
+    void checkPassesThePrevResultAndTheBandwidthLimits() {
         String conf =
-                "{'cniVersion':'0.4.0','name':'n','type':'cadastre','prevResult':"
+                "{'cniVersion':'0.4.0','name':'n','type':'cadastre',"
+                        + "'runtimeConfig':{'bandwidth':{'egressRate':5000000}},'prevResult':"
                         + "{'cniVersion':'0.4.0','interfaces':[{'name':'eth0','sandbox':'/n'}],"
                         + "'ips':[{'version':'4','interface':0,'address':'198.18.0.5/32'}]}}";
         assertEquals(CniResponse.empty(), run(req("CHECK", "c", "/n", "eth0", null, conf)));
@@ -529,7 +530,8 @@ class CniHandlerTest {
                         new AddResult(
                                 List.of(new Interface("eth0", null, "/n")),
                                 List.of(new IpConfig("198.18.0.5/32", null, 0)),
-                                List.of())),
+                                List.of()),
+                        new CniBackend.Bandwidth(0, 0, 5_000_000, 0)),
                 backend.calls.get(0).args());
     }
 

@@ -44,8 +44,8 @@ public final class FakeBackend implements CniBackend {
 
     @Override
     public CompletionStage<List<String>> check(
-            Attachment attachment, boolean ipamOnly, AddResult prevResult) {
-        calls.add(new Call("check", List.of(attachment, ipamOnly, prevResult)));
+            Attachment attachment, boolean ipamOnly, AddResult prevResult, Bandwidth bandwidth) {
+        calls.add(new Call("check", List.of(attachment, ipamOnly, prevResult, bandwidth)));
         return onCheck;
     }
 

@@ -64,6 +64,44 @@ class NetConfTest {
     }
 
     @Test
+    void bandwidthLimitsAreTheFullPluginsAndAsGiven() {
+        String limits =
+                "'runtimeConfig':{'bandwidth':{'ingressRate':10000000,'ingressBurst':4294967295,"
+                        + "'egressRate':1000}}";
+        NetConf c =
+                NetConf.parse(
+                        j("{'cniVersion':'1.0.0','name':'n','type':'cadastre'," + limits + "}"));
+        assertEquals(
+                new CniBackend.Bandwidth(10_000_000, 4_294_967_295L, 1_000, 0),
+                c.runtimeConfigBandwidth());
+        assertEquals(
+                CniBackend.Bandwidth.NONE,
+                NetConf.parse(j("{'cniVersion':'1.0.0','name':'n','type':'cadastre'}"))
+                        .runtimeConfigBandwidth());
+        // What containerd 1.6 sends: go-cni's struct has no JSON tags.
+        assertEquals(
+                new CniBackend.Bandwidth(10_000_000, 4_294_967_295L, 5_000_000, 4_294_967_295L),
+                NetConf.parse(
+                                j(
+                                        "{'cniVersion':'1.0.0','name':'n','type':'cadastre',"
+                                                + "'runtimeConfig':{'bandwidth':{'IngressRate':10000000,"
+                                                + "'IngressBurst':4294967295,'EgressRate':5000000,"
+                                                + "'EgressBurst':4294967295}}}"))
+                        .runtimeConfigBandwidth());
+        NetConf ipamOnly =
+                NetConf.parse(
+                        j(
+                                "{'cniVersion':'1.0.0','name':'n','type':'macvlan',"
+                                        + "'ipam':{'type':'cadastre-ipam'},"
+                                        + limits
+                                        + "}"));
+        assertEquals(
+                CniBackend.Bandwidth.NONE,
+                ipamOnly.runtimeConfigBandwidth(),
+                "the calling plugin's (or a chained bandwidth plugin's) business");
+    }
+
+    @Test
     void gcValidAttachments() {
         NetConf c =
                 NetConf.parse(
@@ -104,6 +142,50 @@ class NetConfTest {
                 Arguments.of("pool not a string", "{" + base + ",'ipam':{'pools':[1]}}", 6),
                 Arguments.of("agentSocket not a string", "{" + base + ",'agentSocket':true}", 6),
                 Arguments.of("runtimeConfig not an object", "{" + base + ",'runtimeConfig':[]}", 6),
+                Arguments.of(
+                        "bandwidth not an object",
+                        "{" + base + ",'runtimeConfig':{'bandwidth':1000}}",
+                        6),
+                Arguments.of(
+                        "a rate as text",
+                        "{" + base + ",'runtimeConfig':{'bandwidth':{'ingressRate':'10M'}}}",
+                        6),
+                Arguments.of(
+                        "a fractional rate",
+                        "{" + base + ",'runtimeConfig':{'bandwidth':{'egressRate':1000.5}}}",
+                        6),
+                Arguments.of(
+                        "a negative rate",
+                        "{" + base + ",'runtimeConfig':{'bandwidth':{'egressRate':-1000}}}",
+                        7),
+                Arguments.of(
+                        "a rate below 1 kbit/s",
+                        "{" + base + ",'runtimeConfig':{'bandwidth':{'ingressRate':999}}}",
+                        7),
+                Arguments.of(
+                        "a rate above 1 Pbit/s",
+                        "{"
+                                + base
+                                + ",'runtimeConfig':{'bandwidth':{'ingressRate':1000000000000001}}}",
+                        7),
+                Arguments.of(
+                        "a rate beyond 64 bits",
+                        "{"
+                                + base
+                                + ",'runtimeConfig':{'bandwidth':{'ingressRate':99999999999999999999}}}",
+                        7),
+                Arguments.of(
+                        "a rate under two spellings",
+                        "{"
+                                + base
+                                + ",'runtimeConfig':{'bandwidth':{'ingressRate':1000000,'IngressRate':2000000}}}",
+                        7),
+                Arguments.of(
+                        "a burst without its rate",
+                        "{"
+                                + base
+                                + ",'runtimeConfig':{'bandwidth':{'ingressRate':1000000,'egressBurst':80000}}}",
+                        7),
                 Arguments.of(
                         "runtimeConfig.ips not a list",
                         "{" + base + ",'runtimeConfig':{'ips':'1.2.3.4'}}",

@@ -1,5 +1,6 @@
 package io.cadastre.node;
 
+import io.cadastre.dataplane.Bandwidth;
 import io.cadastre.dataplane.Dataplane;
 import io.cadastre.dataplane.DataplaneException;
 import io.cadastre.dataplane.PodAddress;
@@ -108,6 +109,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
             String netnsPath,
             boolean ipamOnly,
             int mtu,
+            Bandwidth bandwidth,
             ActorRef<StatusReply<CheckResult>> replyTo)
             implements Command {}
 
@@ -593,7 +595,9 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         } catch (RuntimeException e) {
             return discardThenFail(id, prepared, e);
         }
-        PodAttachment pod = podAttachment(id, request.netnsPath(), mtu(request.mtu()), record);
+        PodAttachment pod =
+                podAttachment(
+                        id, request.netnsPath(), mtu(request.mtu()), record, request.bandwidth());
         if (!assignment.fresh()) {
             return onDataplane(() -> rewireIfDifferent(id, pod, prepared))
                     .thenApply(wired -> new Wired(record, wired));
@@ -803,7 +807,11 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                             }
                             PodAttachment pod =
                                     podAttachment(
-                                            cmd.id(), cmd.netnsPath(), mtu(cmd.mtu()), found.get());
+                                            cmd.id(),
+                                            cmd.netnsPath(),
+                                            mtu(cmd.mtu()),
+                                            found.get(),
+                                            cmd.bandwidth());
                             return onDataplane(() -> dataplane.check(pod))
                                     .thenApply(diffs -> new CheckResult(found.get(), diffs));
                         });
@@ -908,7 +916,11 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
     }
 
     private static PodAttachment podAttachment(
-            AttachmentId id, String netnsPath, int mtu, AttachmentRecord record) {
+            AttachmentId id,
+            String netnsPath,
+            int mtu,
+            AttachmentRecord record,
+            Bandwidth bandwidth) {
         List<PodAddress> addresses =
                 record.addresses().stream()
                         .map(
@@ -917,7 +929,8 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                                                 IpAddresses.toInet(a.address()),
                                                 a.family() == IpFamily.V4 ? 32 : 128))
                         .toList();
-        return new PodAttachment(netnsPath, id.ifname(), id.hostIfname(), mtu, addresses);
+        return new PodAttachment(
+                netnsPath, id.ifname(), id.hostIfname(), mtu, addresses, bandwidth);
     }
 
     @FunctionalInterface

@@ -66,7 +66,10 @@ public final class EndpointFloor {
 
         @Override
         public CompletionStage<List<String>> check(
-                Attachment attachment, boolean ipamOnly, AddResult prevResult) {
+                Attachment attachment,
+                boolean ipamOnly,
+                AddResult prevResult,
+                CniBackend.Bandwidth bandwidth) {
             return CompletableFuture.completedFuture(List.of());
         }
 
