@@ -129,6 +129,19 @@ public interface Dataplane {
     List<String> check(PodAttachment attachment) throws DataplaneException;
 
     /**
+     * Deletes the IFB devices that shape the egress of pods whose host end is gone ({@link
+     * Bandwidth}): left when a pod's netns went while the agent was down, or between a DEL and the
+     * deletion of its pair. Only devices named for a host end ({@link HostInterfaceName#ifbOf})
+     * and of kind {@code ifb}.
+     *
+     * @return the names of the devices deleted
+     * @throws DataplaneException when the links cannot be read or one cannot be deleted
+     */
+    default List<String> deleteOrphanedShapingDevices() throws DataplaneException {
+        return List.of();
+    }
+
+    /**
      * Packets dropped at the host ends because their source was none of the pod's addresses
      * ({@link PodSourceFilter}), since the agent started: for
      * {@code cadastre_pod_spoofed_packets_dropped_total}.

@@ -13,11 +13,13 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.Set;
 
 /**
  * The production {@link Dataplane}: rtnetlink over NETLINK_ROUTE sockets, libc through jnr-ffi,
@@ -708,6 +710,46 @@ public final class NetlinkDataplane implements Dataplane {
     public long spoofedPacketsDropped() throws DataplaneException {
         try (Rtnetlink host = hostRtnetlink()) {
             return spoofDrops.total(host);
+        } catch (SyscallException e) {
+            throw fail(e);
+        }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>A device is orphaned when no veth of the name {@link HostInterfaceName#of} gives its
+     * digits exists. A pair is always created before its IFB device and deleted before it, so a
+     * device found alone is no pod's any more.
+     */
+    @Override
+    public List<String> deleteOrphanedShapingDevices() throws DataplaneException {
+        try (Rtnetlink host = hostRtnetlink()) {
+            List<Link> links = host.links();
+            Set<String> veths = new HashSet<>();
+            for (Link link : links) {
+                if ("veth".equals(link.kind())) {
+                    veths.add(link.name());
+                }
+            }
+            List<String> deleted = new ArrayList<>();
+            for (Link link : links) {
+                String digits =
+                        link.name()
+                                .substring(
+                                        Math.min(
+                                                HostInterfaceName.IFB_PREFIX.length(),
+                                                link.name().length()));
+                String hostEnd = HostInterfaceName.PREFIX + digits;
+                if ("ifb".equals(link.kind())
+                        && link.name().startsWith(HostInterfaceName.IFB_PREFIX)
+                        && HostInterfaceName.ifbOf(hostEnd).equals(link.name())
+                        && !veths.contains(hostEnd)) {
+                    deleteIgnoringAbsence(host, link);
+                    deleted.add(link.name());
+                }
+            }
+            return deleted;
         } catch (SyscallException e) {
             throw fail(e);
         }

@@ -386,7 +386,14 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
         CompletionStage<List<Reclaimer.Observation>> probed;
         try {
             // The file checks block: a dataplane thread makes them, not the actor's dispatcher.
-            probed = ipam.attachments().thenApplyAsync(reclaimer::probe, dataplaneExecutor);
+            probed =
+                    ipam.attachments()
+                            .thenApplyAsync(
+                                    attachments -> {
+                                        deleteOrphanedShapingDevices();
+                                        return reclaimer.probe(attachments);
+                                    },
+                                    dataplaneExecutor);
         } catch (RuntimeException e) { // the executor refuses work during shutdown
             probed = CompletableFuture.failedFuture(e);
         }
@@ -395,6 +402,18 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
                         probed,
                         (observations, failure) -> new Probed(observations, failure, replyTo));
         return this;
+    }
+
+    /** A failure is logged: it stops no reclaim, and the next round tries again. */
+    private void deleteOrphanedShapingDevices() {
+        try {
+            List<String> deleted = dataplane.deleteOrphanedShapingDevices();
+            if (!deleted.isEmpty()) {
+                LOG.info("deleted IFB devices of pods gone: {}", deleted);
+            }
+        } catch (DataplaneException | RuntimeException e) {
+            LOG.warn("IFB devices of pods gone could not be deleted: {}", e.toString());
+        }
     }
 
     private Behavior<Command> onProbed(Probed probed) {

@@ -193,6 +193,21 @@ class PodBandwidthTest {
             awaitGone(nodeNs, secondEnd);
             assertEquals(OptionalInt.empty(), node.call(() -> dataplane.unplug(secondEnd)));
             assertFalse(Ip.linkExists(nodeNs, HostInterfaceName.ifbOf(secondEnd)));
+
+            // No DEL at all (the agent was down when the netns went): the periodic sweep.
+            String third = net.pod(node, "c", LIMITS, "198.18.11.3");
+            String fourth = net.pod(node, "d", LIMITS, "198.18.11.4");
+            String thirdEnd = HostInterfaceName.of("cadrt", third, "eth0");
+            String fourthIfb =
+                    HostInterfaceName.ifbOf(HostInterfaceName.of("cadrt", fourth, "eth0"));
+            Ip.run("-n", nodeNs, "link", "add", "cbwnotapod", "type", "ifb");
+            Ip.run("netns", "del", third);
+            awaitGone(nodeNs, thirdEnd);
+            assertEquals(
+                    List.of(HostInterfaceName.ifbOf(thirdEnd)),
+                    node.call(dataplane::deleteOrphanedShapingDevices));
+            assertTrue(Ip.linkExists(nodeNs, fourthIfb), "a live pod's device stays");
+            assertTrue(Ip.linkExists(nodeNs, "cbwnotapod"), "a name no host end gives stays");
         }
     }
 
