@@ -15,7 +15,9 @@ import java.util.OptionalInt;
  * default route via it, IPv6 a default route via {@link #IPV6_GATEWAY} (the host end's link-local
  * address, derived from {@link #HOST_MAC}); on the host, proxy ARP on the host end, a neighbour
  * entry per pod address with the pod end's MAC (STALE, so the kernel confirms it later), and a
- * /32 or /128 route per pod address through the host end.
+ * /32 or /128 route per pod address through the host end; for a pod with bandwidth limits
+ * ({@link PodAttachment#bandwidth()}), a token bucket filter on the host end and on an IFB device
+ * that what the pod sends is redirected to ({@link Bandwidth}).
  *
  * <p>Implementations are thread-safe: the node agent may wire several pods at once.
  */

@@ -93,10 +93,11 @@ public final class NetlinkDataplane implements Dataplane {
      * <p>Steps, in order: check that neither name is taken; create the veth pair, the pod end
      * directly inside the netns under {@code podIfname} (so a same-named link in the host
      * namespace cannot clash); host end: proxy ARP, forwarding, IPv6 on (and, for an IPv6 pod,
-     * EUI-64 link-local without DAD), up; pod: {@code lo} up, link up, addresses, routes; host
-     * routes; read back the MACs. Any failure after the pair exists deletes the host end, which
-     * removes the pod end and every address, route and per-interface setting with it. {@code lo}
-     * is left up.
+     * EUI-64 link-local without DAD), its clsact qdisc, the source filter and the bandwidth
+     * limits' qdiscs, filter and IFB device (before it is up), up; pod: {@code lo} up, link up,
+     * addresses, routes; host routes; read back the MACs. Any failure after the pair exists
+     * deletes the host end, which removes the pod end and every address, route and per-interface
+     * setting with it, and then the IFB device. {@code lo} is left up.
      *
      * <p>The host end's IPv6 link-local address (the pod's gateway) is added by the kernel when
      * the pair's carrier comes up, which it reports asynchronously: it may trail the return by a
