@@ -24,6 +24,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -40,13 +41,30 @@ import org.HdrHistogram.Histogram;
  * plugin) is the same work. Interleaved: 200 sandboxes one at a time, each round both subjects in
  * a fresh random order; then rounds of 20 sandboxes started at once per subject, the subjects
  * taking turns. Every sandbox is checked outside the timed part: ready, its IP in the subject's
- * range and on {@code eth0} inside its network namespace. IPv4 only for both.
+ * range and on {@code eth0} inside its network namespace. IPv4 only for both. Then sandboxes with
+ * bandwidth annotations one at a time, on two more handlers: Cadastre with the {@code bandwidth}
+ * capability, and the reference chained with the reference {@code bandwidth} plugin.
  */
 public final class CriSandboxScenario implements Scenario {
     static final String RUN = "RunPodSandbox → ready";
     static final String STOP = "StopPodSandbox + RemovePodSandbox";
     static final String RUN_PARALLEL = "RunPodSandbox → ready, 20 at once";
     static final String STOP_PARALLEL = "Stop + Remove, 20 at once";
+    static final String RUN_SHAPED = "RunPodSandbox → ready, bandwidth limited";
+    static final String STOP_SHAPED = "Stop + Remove, bandwidth limited";
+
+    /**
+     * The annotations of a limited pod: kubelet copies them to the sandbox, and containerd passes
+     * them to the networks that declare the {@code bandwidth} capability.
+     */
+    static final Map<String, String> LIMITED =
+            Map.of(
+                    "kubernetes.io/ingress-bandwidth", "100M",
+                    "kubernetes.io/egress-bandwidth", "50M");
+
+    /** Limited sandboxes one at a time, per subject: a p99 from 100 samples. */
+    private static final int SHAPED = 100;
+
     static final String CADASTRE = "cadastre";
     static final String REFERENCE = "bridge+host-local";
     private static final int SEQUENTIAL = 200;
@@ -60,8 +78,16 @@ public final class CriSandboxScenario implements Scenario {
 
     private static final int WARM_UP_ROUNDS = 5;
 
-    /** A network under test: its runtime handler and the IPv4 range its addresses come from. */
-    private record Network(String name, String handler, String prefix) {}
+    /**
+     * A network under test: its runtime handler, the IPv4 range its addresses come from, and its
+     * pods' annotations.
+     */
+    private record Network(
+            String name, String handler, String prefix, Map<String, String> annotations) {
+        Network(String name, String handler, String prefix) {
+            this(name, handler, prefix, Map.of());
+        }
+    }
 
     private final long seed;
 
@@ -80,16 +106,22 @@ public final class CriSandboxScenario implements Scenario {
         Path dir = context.workDir(id());
         String tag = Long.toString(Math.abs(seed) % 46_656, 36);
         String bridge = "cadcb" + tag;
+        String shapedBridge = "cadcs" + tag;
         int sequential = context.repetitions(SEQUENTIAL);
         int parallel = context.quick() ? 3 : PARALLEL;
         int parallelRounds = context.quick() ? 1 : PARALLEL_ROUNDS;
         int warmUp = context.quick() ? 1 : WARM_UP_ROUNDS;
         int parallelWarmUp = context.quick() ? 0 : PARALLEL_WARM_UP_ROUNDS;
         SideBySide results = new SideBySide(CADASTRE, Set.of(REFERENCE));
+        int shapedCount = context.repetitions(SHAPED);
         List<Network> networks =
                 List.of(
                         new Network(CADASTRE, "cadastre", "198.18."),
                         new Network(REFERENCE, "reference", "198.19.2."));
+        List<Network> shaped =
+                List.of(
+                        new Network(CADASTRE, "cadastre-shaped", "198.18.", LIMITED),
+                        new Network(REFERENCE, "reference-shaped", "198.19.3.", LIMITED));
         try (SingleHostAgent agent = SingleHostAgent.startWarm(context, id())) {
             Path bin = Files.createDirectories(dir.resolve("cni-bin"));
             for (String name : List.of("cadastre", "cadastre-ipam")) {
@@ -97,7 +129,7 @@ public final class CriSandboxScenario implements Scenario {
                 Files.setPosixFilePermissions(
                         bin.resolve(name), PosixFilePermissions.fromString("rwxr-xr-x"));
             }
-            for (String reference : List.of("loopback", "bridge", "host-local")) {
+            for (String reference : List.of("loopback", "bridge", "host-local", "bandwidth")) {
                 Files.copy(context.referencePlugins().resolve(reference), bin.resolve(reference));
             }
             Path cadastreConf = Files.createDirectories(dir.resolve("conf-cadastre"));
@@ -115,13 +147,36 @@ public final class CriSandboxScenario implements Scenario {
                     "isGateway":true,"ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"198.19.2.0/24"}]],\
                     "dataDir":"%s"}}]}"""
                             .formatted(bridge, dir.resolve("host-local")));
+            // The same networks, limited: Cadastre's conflist declares the capability (as the
+            // installed one does), the reference chains its bandwidth plugin.
+            Path cadastreShapedConf = Files.createDirectories(dir.resolve("conf-cadastre-shaped"));
+            Files.writeString(
+                    cadastreShapedConf.resolve("10-cadastre.conflist"),
+                    """
+                    {"cniVersion":"1.0.0","name":"bench-cri-shaped","plugins":[{"type":"cadastre","agentSocket":"%s",                    "ipam":{"pools":["%s"]},"capabilities":{"bandwidth":true}}]}"""
+                            .formatted(agent.socket(), SingleHostAgent.IPV4_POOL));
+            Path referenceShapedConf =
+                    Files.createDirectories(dir.resolve("conf-reference-shaped"));
+            Files.writeString(
+                    referenceShapedConf.resolve("10-bridge.conflist"),
+                    """
+                    {"cniVersion":"1.0.0","name":"bench-cri-bridge-shaped","plugins":[{"type":"bridge","bridge":"%s",                    "isGateway":true,"ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"198.19.3.0/24"}]],                    "dataDir":"%s"}},{"type":"bandwidth","capabilities":{"bandwidth":true}}]}"""
+                            .formatted(shapedBridge, dir.resolve("host-local-shaped")));
             try (Containerd containerd =
                     Containerd.start(
                             dir.resolve("ctrd"),
                             bin,
                             cadastreConf,
                             1,
-                            Map.of("cadastre", cadastreConf, "reference", referenceConf))) {
+                            Map.of(
+                                    "cadastre",
+                                    cadastreConf,
+                                    "reference",
+                                    referenceConf,
+                                    "cadastre-shaped",
+                                    cadastreShapedConf,
+                                    "reference-shaped",
+                                    referenceShapedConf))) {
                 containerd.awaitNetworkReady(Duration.ofSeconds(60));
                 CriClient cri = containerd.cri();
                 Random random = new Random(seed);
@@ -141,6 +196,30 @@ public final class CriSandboxScenario implements Scenario {
                         if (round >= warmUp) {
                             results.record(RUN, n.name(), s.nanos());
                             results.record(STOP, n.name(), stop);
+                        }
+                    }
+                }
+                for (int round = 0; round < warmUp + shapedCount; round++) {
+                    List<Network> order = new ArrayList<>(shaped);
+                    Collections.shuffle(order, random);
+                    for (Network n : order) {
+                        Sandbox s =
+                                runToReady(
+                                        cri,
+                                        n,
+                                        KubeletPods.sandbox(
+                                                "bench",
+                                                "lim-" + pod++,
+                                                UUID.randomUUID().toString(),
+                                                dir.resolve("pods"),
+                                                Map.of("app", "limited"),
+                                                n.annotations()));
+                        check(cri, n, s);
+                        checkShaped(n, s);
+                        long stop = stopAndRemove(cri, s.id());
+                        if (round >= warmUp) {
+                            results.record(RUN_SHAPED, n.name(), s.nanos());
+                            results.record(STOP_SHAPED, n.name(), stop);
                         }
                     }
                 }
@@ -179,6 +258,7 @@ public final class CriSandboxScenario implements Scenario {
             }
         } finally {
             PluginExecScenario.removeLink(bridge);
+            PluginExecScenario.removeLink(shapedBridge);
         }
         List<Goal> goals =
                 List.of(
@@ -200,14 +280,19 @@ public final class CriSandboxScenario implements Scenario {
                                 + "(after %d warm-up rounds), each round both subjects in a random order (seed %d); then %d "
                                 + "rounds of %d sandboxes started at once per subject (after %d discarded), the subjects taking "
                                 + "turns in a random order, each sandbox's own time recorded. Every sandbox is checked outside "
-                                + "the timed part: ready, its IP in the subject's range and on eth0 in its network namespace.",
+                                + "the timed part: ready, its IP in the subject's range and on eth0 in its network namespace. "
+                                + "Then %d limited sandboxes one at a time per subject (annotations kubernetes.io/ingress-bandwidth "
+                                + "100M and egress-bandwidth 50M): two more handlers, Cadastre's conflist with the bandwidth "
+                                + "capability and bridge+host-local chained with the reference bandwidth plugin; each sandbox "
+                                + "checked to be shaped both ways (two token bucket filters on the host).",
                         SingleHostAgent.warmUpCycles(context),
                         sequential,
                         warmUp,
                         seed,
                         parallelRounds,
                         parallel,
-                        parallelWarmUp),
+                        parallelWarmUp,
+                        shapedCount),
                 results.figures(),
                 results.comparisons(),
                 goals,
@@ -285,6 +370,27 @@ public final class CriSandboxScenario implements Scenario {
                             + " reports "
                             + s.ip()
                             + " but its eth0 has: "
+                            + out);
+        }
+    }
+
+    /**
+     * The limited sandbox is shaped both ways (not timed): with one sandbox alive at a time, the
+     * host holds exactly two token bucket filters, what the pod receives (on its host-side veth)
+     * and what it sends (on an IFB device), whichever plugin made them.
+     */
+    private static void checkShaped(Network n, Sandbox s) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("tc", "qdisc", "show").redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        long tbfs = out.lines().filter(l -> l.startsWith("qdisc tbf ")).count();
+        if (!p.waitFor(30, TimeUnit.SECONDS) || tbfs != 2) {
+            throw new IOException(
+                    n.name()
+                            + " sandbox "
+                            + s.id()
+                            + " is not shaped both ways ("
+                            + tbfs
+                            + " token bucket filters on the host): "
                             + out);
         }
     }

@@ -22,11 +22,13 @@ class CriSandboxScenarioTest {
                             CriSandboxScenario.RUN,
                             CriSandboxScenario.STOP,
                             CriSandboxScenario.RUN_PARALLEL,
-                            CriSandboxScenario.STOP_PARALLEL)) {
+                            CriSandboxScenario.STOP_PARALLEL,
+                            CriSandboxScenario.RUN_SHAPED,
+                            CriSandboxScenario.STOP_SHAPED)) {
                 QuickRuns.assertSampled(report, subject, metric, 3);
             }
         }
-        assertEquals(4, report.comparisons().size(), "every metric against bridge+host-local");
+        assertEquals(6, report.comparisons().size(), "every metric against bridge+host-local");
         assertEquals(4, report.goals().size());
         assertFalse(
                 ProcessHandle.allProcesses()
