@@ -1,5 +1,6 @@
 package io.cadastre.bench.host;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.bench.BenchContext;
 import io.cadastre.bench.Scenario;
 import io.cadastre.bench.report.Goal;
@@ -11,6 +12,7 @@ import io.cadastre.testcri.KubeletPods;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxState;
 import io.cadastre.testcri.v1.PodSandboxStatus;
+import io.cadastre.testsupport.CniExec;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -215,7 +217,7 @@ public final class CriSandboxScenario implements Scenario {
                                                 Map.of("app", "limited"),
                                                 n.annotations()));
                         check(cri, n, s);
-                        checkShaped(n, s);
+                        checkShaped(cri, n, s);
                         long stop = stopAndRemove(cri, s.id());
                         if (round >= warmUp) {
                             results.record(RUN_SHAPED, n.name(), s.nanos());
@@ -284,7 +286,8 @@ public final class CriSandboxScenario implements Scenario {
                                 + "Then %d limited sandboxes one at a time per subject (annotations kubernetes.io/ingress-bandwidth "
                                 + "100M and egress-bandwidth 50M): two more handlers, Cadastre's conflist with the bandwidth "
                                 + "capability and bridge+host-local chained with the reference bandwidth plugin; each sandbox "
-                                + "checked to be shaped both ways (two token bucket filters on the host).",
+                                + "checked to be shaped both ways (a token bucket filter on its host end, and one on the device "
+                                + "its host end's ingress redirects to).",
                         SingleHostAgent.warmUpCycles(context),
                         sequential,
                         warmUp,
@@ -375,24 +378,67 @@ public final class CriSandboxScenario implements Scenario {
     }
 
     /**
-     * The limited sandbox is shaped both ways (not timed): with one sandbox alive at a time, the
-     * host holds exactly two token bucket filters, what the pod receives (on its host-side veth)
-     * and what it sends (on an IFB device), whichever plugin made them.
+     * The limited sandbox is shaped both ways, whichever plugin made it (not timed): the host end
+     * of its {@code eth0} (found by the peer's ifindex) has a token bucket filter as its root
+     * qdisc, for what the pod receives, and a filter on its ingress hook redirects what the pod
+     * sends to a device that has one too.
      */
-    private static void checkShaped(Network n, Sandbox s) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("tc", "qdisc", "show").redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        long tbfs = out.lines().filter(l -> l.startsWith("qdisc tbf ")).count();
-        if (!p.waitFor(30, TimeUnit.SECONDS) || tbfs != 2) {
+    private static void checkShaped(CriClient cri, Network n, Sandbox s)
+            throws IOException, InterruptedException {
+        String netns = cri.networkNamespace(s.id());
+        int hostIndex =
+                json("nsenter", "--net=" + netns, "ip", "-j", "link", "show", "eth0")
+                        .path(0)
+                        .path("link_index")
+                        .asInt(-1);
+        String hostEnd = null;
+        for (JsonNode link : json("ip", "-j", "link", "show")) {
+            if (link.path("ifindex").asInt() == hostIndex) {
+                hostEnd = link.path("ifname").asText();
+            }
+        }
+        String redirectedTo = null;
+        if (hostEnd != null) {
+            for (JsonNode filter : json("tc", "-j", "filter", "show", "dev", hostEnd, "ingress")) {
+                for (JsonNode action : filter.path("options").path("actions")) {
+                    if ("mirred".equals(action.path("kind").asText())) {
+                        redirectedTo = action.path("to_dev").asText();
+                    }
+                }
+            }
+        }
+        if (hostEnd == null
+                || redirectedTo == null
+                || !rootTbf(hostEnd)
+                || !rootTbf(redirectedTo)) {
             throw new IOException(
                     n.name()
                             + " sandbox "
                             + s.id()
-                            + " is not shaped both ways ("
-                            + tbfs
-                            + " token bucket filters on the host): "
-                            + out);
+                            + " is not shaped both ways: host end "
+                            + hostEnd
+                            + ", what it sends redirected to "
+                            + redirectedTo);
         }
+    }
+
+    private static boolean rootTbf(String dev) throws IOException, InterruptedException {
+        for (JsonNode q : json("tc", "-j", "qdisc", "show", "dev", dev)) {
+            if (q.path("root").asBoolean(false) && "tbf".equals(q.path("kind").asText())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** @return what a command printed as JSON (ip -j, tc -j) */
+    private static JsonNode json(String... command) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(command).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException(String.join(" ", command) + " failed: " + out);
+        }
+        return CniExec.JSON.readTree(out.isBlank() ? "[]" : out);
     }
 
     private interface Step<T, R> {
