@@ -25,8 +25,9 @@ cd "$root"
 # strace: EmbeddedJournalEndToEndTest counts the agent's fdatasync calls per acknowledged ADD.
 # libfuse2: PowerLossFs (FUSE through jnr-fuse), the journal's power-loss tests.
 # nftables: NetlinkHostRoutingTest reads the outgoing NAT table with nft, as an operator would.
+# iptables: the reference portmap plugin (pods' hostPorts, chained after Cadastre) writes with it.
 install_missing test openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2 containernetworking-plugins podman \
-  containerd runc busybox-static fontconfig fonts-dejavu-core strace libfuse2 nftables
+  containerd runc busybox-static fontconfig fonts-dejavu-core strace libfuse2 nftables iptables
 
 echo "test: mvn -B verify $*"
 exec mvn -B verify "$@"

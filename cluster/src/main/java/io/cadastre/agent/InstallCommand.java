@@ -18,12 +18,20 @@ import picocli.CommandLine.Option;
  * names ({@code cadastre} and {@code cadastre-ipam}), and a network configuration list for it into
  * a CNI conf dir. Every file is written to a temporary name and renamed, so a runtime never execs
  * or reads a half-written file. Exit code 0, or 1 with a message on stderr.
+ *
+ * <p>Pods' {@code hostPort}s are the reference {@code portmap} plugin's, chained after Cadastre's
+ * as Calico's and Flannel's conflists chain it: the runtime passes a pod's port mappings to it
+ * (the {@code portMappings} capability), and it writes the DNAT rules with iptables. It is in the
+ * conflist when the bin dir holds it ({@code --port-mappings auto}), since a conflist naming a
+ * plugin that is not there fails every ADD.
  */
 @Command(
         name = "install",
         mixinStandardHelpOptions = true,
         description = "Install the cadastre CNI plugin and a network config list.")
 public final class InstallCommand implements Callable<Integer> {
+    /** The reference plugin that maps pods' hostPorts. */
+    static final String PORTMAP = "portmap";
 
     @Option(
             names = "--bin-dir",
@@ -71,6 +79,21 @@ public final class InstallCommand implements Callable<Integer> {
                             + "containerd 1.7 - accepts; 1.1.0 adds GC and STATUS).")
     String cniVersion;
 
+    /** Whether the conflist chains the reference portmap plugin. */
+    enum PortMappings {
+        auto,
+        on,
+        off
+    }
+
+    @Option(
+            names = "--port-mappings",
+            defaultValue = "auto",
+            description =
+                    "Chain the reference portmap plugin for pods' hostPorts: auto (when the bin dir holds it), on"
+                            + " (it must), off (default: ${DEFAULT-VALUE}).")
+    PortMappings portMappings;
+
     @Option(
             names = "--conf-name",
             defaultValue = "10-cadastre.conflist",
@@ -109,9 +132,18 @@ public final class InstallCommand implements Callable<Integer> {
                         StandardCopyOption.REPLACE_EXISTING,
                         StandardCopyOption.ATOMIC_MOVE);
             }
+            Path portmap = binDir.resolve(PORTMAP);
+            boolean present = Files.isRegularFile(portmap) && Files.isExecutable(portmap);
+            if (portMappings == PortMappings.on && !present) {
+                throw new IOException(
+                        "--port-mappings on, but "
+                                + portmap
+                                + " is not an executable file (install the reference CNI plugins)");
+            }
+            boolean chainPortmap = portMappings != PortMappings.off && present;
             Path conf = confDir.resolve(confName);
             Path tmp = confDir.resolve("." + confName + ".tmp");
-            Files.writeString(tmp, confList(cniVersion, network, socketPath, mtu));
+            Files.writeString(tmp, confList(cniVersion, network, socketPath, mtu, chainPortmap));
             Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-r--r--"));
             Files.move(
                     tmp, conf, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
@@ -121,7 +153,8 @@ public final class InstallCommand implements Callable<Integer> {
                             + ", "
                             + binDir.resolve("cadastre-ipam")
                             + " and "
-                            + conf);
+                            + conf
+                            + (chainPortmap ? " (hostPorts by " + portmap + ")" : ""));
             return 0;
         } catch (IOException | RuntimeException e) {
             System.err.println("cadastre-agent install: " + e.getMessage());
@@ -130,10 +163,14 @@ public final class InstallCommand implements Callable<Integer> {
     }
 
     /**
+     * @param chainPortmap whether the reference portmap plugin follows, with the {@code
+     *     portMappings} capability and {@code snat} (so that a pod reaches itself, and the node
+     *     reaches it, through its own hostPort)
      * @return the network configuration list (CNI spec 1.1 §Section 1) for the full plugin, with
      *     the {@code bandwidth} capability (CNI conventions)
      */
-    static String confList(String cniVersion, String network, String socketPath, int mtu) {
+    static String confList(
+            String cniVersion, String network, String socketPath, int mtu, boolean chainPortmap) {
         ObjectMapper json = new ObjectMapper();
         ObjectNode list = json.createObjectNode();
         list.put("cniVersion", cniVersion);
@@ -149,6 +186,12 @@ public final class InstallCommand implements Callable<Integer> {
         // The runtime then passes the pod's kubernetes.io/ingress-bandwidth and egress-bandwidth
         // annotations as runtimeConfig.bandwidth (CNI conventions), which the agent enforces.
         plugin.putObject("capabilities").put("bandwidth", true);
+        if (chainPortmap) {
+            ObjectNode portmap = plugins.addObject();
+            portmap.put("type", PORTMAP);
+            portmap.put("snat", true);
+            portmap.putObject("capabilities").put("portMappings", true);
+        }
         try {
             return json.writerWithDefaultPrettyPrinter().writeValueAsString(list) + "\n";
         } catch (IOException e) {

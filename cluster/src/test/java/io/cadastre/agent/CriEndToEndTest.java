@@ -10,13 +10,22 @@ import io.cadastre.dataplane.HostInterfaceName;
 import io.cadastre.testcri.CriClient;
 import io.cadastre.testcri.CriClient.ExecResult;
 import io.cadastre.testcri.KubeletPods;
+import io.cadastre.testcri.PauseImage;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxState;
 import io.cadastre.testcri.v1.PodSandboxStatus;
+import io.cadastre.testcri.v1.PortMapping;
+import io.cadastre.testcri.v1.Protocol;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.Command;
 import io.cadastre.testsupport.TestNetns;
 import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -187,6 +196,69 @@ class CriEndToEndTest {
             assertClean();
         } finally {
             node.removeQuietly(sandbox);
+        }
+    }
+
+    /**
+     * A pod's hostPort, as kubelet asks for it (the sandbox's port mappings): containerd passes it
+     * to the portmap plugin chained after Cadastre, and the node's own loopback address reaches
+     * the pod's port; after the pod's DEL, nothing answers there.
+     */
+    @Test
+    void aHostPortReachesThePodUntilItsDel() throws Exception {
+        CriClient cri = node.cri();
+        int hostPort = 18_080 + (int) (System.nanoTime() % 1_000);
+        PodSandboxConfig pod =
+                node.pod("shop", "listener-0").toBuilder()
+                        .addPortMappings(
+                                PortMapping.newBuilder()
+                                        .setProtocol(Protocol.TCP)
+                                        .setContainerPort(8080)
+                                        .setHostPort(hostPort))
+                        .build();
+        String sandbox = cri.runPodSandbox(pod);
+        try {
+            cri.createAndStartContainer(
+                    sandbox,
+                    KubeletPods.container(
+                            pod,
+                            "listener",
+                            PauseImage.NAME,
+                            "/bin/busybox",
+                            "nc",
+                            "-ll",
+                            "-p",
+                            "8080",
+                            "-e",
+                            "/bin/busybox",
+                            "echo",
+                            "hello from the pod"),
+                    pod);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            String answer = "";
+            while (!answer.contains("hello from the pod")) {
+                assertTrue(
+                        System.nanoTime() < deadline,
+                        "127.0.0.1:" + hostPort + " never reached the pod: '" + answer + "'");
+                answer = readFrom(hostPort);
+            }
+            cri.stopPodSandbox(sandbox);
+            assertEquals("", readFrom(hostPort), "the mapping went with the DEL");
+            cri.removePodSandbox(sandbox);
+            assertClean();
+        } finally {
+            node.removeQuietly(sandbox);
+        }
+    }
+
+    /** @return what 127.0.0.1:port sends before it closes, "" when nothing listens */
+    private static String readFrom(int port) throws IOException {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress("127.0.0.1", port), 1_000);
+            socket.setSoTimeout(5_000);
+            return new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        } catch (ConnectException | SocketTimeoutException e) {
+            return "";
         }
     }
 

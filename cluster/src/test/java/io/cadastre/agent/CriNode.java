@@ -8,12 +8,16 @@ import io.cadastre.testcri.KubeletPods;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testcri.v1.PodSandboxStatus;
 import io.cadastre.testsupport.CniExec;
+import io.cadastre.testsupport.Command;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import picocli.CommandLine;
 
 /**
@@ -38,18 +42,21 @@ final class CriNode implements AutoCloseable {
     final Path dir;
     final Path binDir;
     final Path confDir;
+    private final Set<String> natTablesBefore;
 
-    private CriNode(CtlAgent agent, Containerd containerd, Path dir) {
+    private CriNode(CtlAgent agent, Containerd containerd, Path dir, Set<String> natTablesBefore) {
         this.agent = agent;
         this.containerd = containerd;
         this.dir = dir;
+        this.natTablesBefore = natTablesBefore;
         this.binDir = dir.resolve("cni-bin");
         this.confDir = dir.resolve("cni-conf");
     }
 
     /**
      * Starts the agent, installs the plugin and {@code 10-cadastre.conflist} (cniVersion 1.0.0,
-     * what containerd 1.6's libcni accepts), writes the other configurations, starts containerd
+     * what containerd 1.6's libcni accepts; with the reference portmap plugin chained, as a node
+     * with the reference plugins in its bin dir gets it), writes the other configurations, starts containerd
      * and waits for its NetworkReady condition, as kubelet does before it runs a pod.
      *
      * @param agentConfig the agent's pools and settings
@@ -60,13 +67,18 @@ final class CriNode implements AutoCloseable {
     static CriNode start(
             String node, String agentConfig, int maxConfNum, Map<String, String> otherConfs)
             throws Exception {
+        Set<String> natTablesBefore = natTables();
         CtlAgent agent = CtlAgent.start(node, NETWORK, agentConfig);
         Path dir = null;
         Containerd containerd = null;
         try {
             dir = Files.createTempDirectory("cad-cri");
-            Path bin = dir.resolve("cni-bin");
+            Path bin = Files.createDirectories(dir.resolve("cni-bin"));
             Path conf = dir.resolve("cni-conf");
+            // Before the install, which chains portmap because the bin dir holds it.
+            for (String plugin : List.of("loopback", "bridge", "macvlan", "portmap")) {
+                Files.copy(REFERENCE_PLUGINS.resolve(plugin), bin.resolve(plugin));
+            }
             int code =
                     new CommandLine(new AgentMain())
                             .execute(
@@ -84,9 +96,6 @@ final class CriNode implements AutoCloseable {
             if (code != 0) {
                 throw new IllegalStateException("cadastre-agent install exited with " + code);
             }
-            for (String plugin : List.of("loopback", "bridge", "macvlan")) {
-                Files.copy(REFERENCE_PLUGINS.resolve(plugin), bin.resolve(plugin));
-            }
             for (Map.Entry<String, String> e : otherConfs.entrySet()) {
                 Files.writeString(
                         conf.resolve(e.getKey()),
@@ -94,10 +103,11 @@ final class CriNode implements AutoCloseable {
             }
             containerd = Containerd.start(dir.resolve("ctrd"), bin, conf, maxConfNum);
             containerd.awaitNetworkReady(Duration.ofSeconds(30));
-            return new CriNode(agent, containerd, dir);
+            return new CriNode(agent, containerd, dir, natTablesBefore);
         } catch (Exception | AssertionError e) {
             try {
                 closeAll(containerd, agent, dir);
+                dropPortmapTables(natTablesBefore);
             } catch (Exception | AssertionError suppressed) {
                 e.addSuppressed(suppressed);
             }
@@ -184,7 +194,36 @@ final class CriNode implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
-        closeAll(containerd, agent, dir);
+        try {
+            closeAll(containerd, agent, dir);
+        } finally {
+            dropPortmapTables(natTablesBefore);
+        }
+    }
+
+    /**
+     * The reference portmap plugin writes with iptables, which (iptables-nft) keeps its chains in
+     * the nftables tables {@code ip nat} and {@code ip6 nat} and leaves them after the last DEL.
+     *
+     * @return which of the two exist now
+     */
+    static Set<String> natTables() throws IOException, InterruptedException {
+        Set<String> found = new HashSet<>();
+        for (String family : List.of("ip", "ip6")) {
+            if (Command.run(List.of("nft", "list", "table", family, "nat")).exit() == 0) {
+                found.add(family);
+            }
+        }
+        return found;
+    }
+
+    /** Deletes the nat tables that portmap made during the test: those that did not exist before it. */
+    static void dropPortmapTables(Set<String> before) throws IOException, InterruptedException {
+        for (String family : natTables()) {
+            if (!before.contains(family)) {
+                Command.run(List.of("nft", "delete", "table", family, "nat"));
+            }
+        }
     }
 
     /** containerd (when started), then the agent, then the directory (when made), each also when one before failed. */

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.cadastre.dataplane.HostInterfaceName;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.CniExec.Result;
@@ -84,6 +85,58 @@ class RuntimesTest {
         assertTrue(
                 list.path("plugins").get(0).path("capabilities").path("bandwidth").asBoolean(),
                 "the runtime passes a pod's bandwidth annotations");
+    }
+
+    @Test
+    void theConflistChainsPortmapOnlyWhenTheBinDirHoldsIt() throws Exception {
+        JsonNode without =
+                CniExec.JSON.readTree(
+                        InstallCommand.confList("1.0.0", "n", "/run/x.sock", 0, false));
+        assertEquals(1, without.path("plugins").size());
+        JsonNode with =
+                CniExec.JSON.readTree(
+                        InstallCommand.confList("1.0.0", "n", "/run/x.sock", 0, true));
+        JsonNode portmap = with.path("plugins").get(1);
+        assertEquals("portmap", portmap.path("type").asText());
+        assertTrue(portmap.path("capabilities").path("portMappings").asBoolean());
+        assertTrue(portmap.path("snat").asBoolean());
+        Path bin = Files.createDirectories(binDir.resolveSibling("bin-portmap"));
+        Path conf = binDir.resolveSibling("net.d-portmap");
+        assertEquals(1, install(bin, conf, "on"), "on, and no portmap in the bin dir");
+        assertEquals(0, install(bin, conf, "auto"));
+        assertEquals(
+                1,
+                CniExec.JSON
+                        .readTree(conf.resolve("10-cadastre.conflist").toFile())
+                        .path("plugins")
+                        .size(),
+                "auto, and no portmap: Cadastre alone");
+        Files.copy(REFERENCE_PLUGINS.resolve("portmap"), bin.resolve("portmap"));
+        assertEquals(0, install(bin, conf, "auto"));
+        assertEquals(
+                "portmap",
+                CniExec.JSON
+                        .readTree(conf.resolve("10-cadastre.conflist").toFile())
+                        .path("plugins")
+                        .path(1)
+                        .path("type")
+                        .asText());
+    }
+
+    private static int install(Path bin, Path conf, String portMappings) {
+        return new CommandLine(new AgentMain())
+                .execute(
+                        "install",
+                        "--bin-dir",
+                        bin.toString(),
+                        "--conf-dir",
+                        conf.toString(),
+                        "--plugin",
+                        CniExec.PLUGIN.toString(),
+                        "--socket",
+                        "/run/x.sock",
+                        "--port-mappings",
+                        portMappings);
     }
 
     @Test
