@@ -250,11 +250,11 @@ class PodBandwidthTest {
         return (Map<String, Object>) qdisc.get("options");
     }
 
-    private static void awaitGone(String ns, String link) {
+    private static void awaitGone(String ns, String link) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (Ip.linkExists(ns, link)) {
             assertTrue(System.nanoTime() < deadline, link + " outlived its peer's netns");
-            Thread.onSpinWait();
+            Thread.sleep(20);
         }
     }
 
@@ -315,6 +315,7 @@ class PodBandwidthTest {
                 assertTrue(
                         System.nanoTime() < deadline,
                         "iperf3 found no server within " + IPERF_DEADLINE_SECONDS + " s: " + out);
+                Thread.sleep(50); // the server is still starting
             }
         } finally {
             server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
