@@ -289,6 +289,61 @@ class NetworkPolicyResolverTest {
                 "the UDP port of that name and the ipBlock give nothing");
     }
 
+    /**
+     * The resolver reads each pod object once and keeps what it read for the next resolution, by
+     * the object's identity: an updated pod (a new object) is read anew, and the addresses an ADD
+     * lends a pod whose status has none follow each call, not the first.
+     */
+    @Test
+    void aPodsNewObjectIsReadAnewAndLentAddressesFollowEachCall() {
+        NetworkPolicy p =
+                policy(
+                        """
+                        kind: NetworkPolicy
+                        metadata: {name: p, namespace: shop}
+                        spec:
+                          podSelector: {}
+                          ingress: [{from: [{podSelector: {matchLabels: {app: web}}}]}]
+                        """);
+        Pod fresh =
+                new PodBuilder(pod("shop", "fresh", "n1", Map.of("app", "fresh"), "198.18.0.7"))
+                        .editStatus()
+                        .withPodIP(null)
+                        .withPodIPs(List.of())
+                        .endStatus()
+                        .build();
+        List<Pod> before = new ArrayList<>(pods);
+        before.add(fresh);
+        Map<String, List<java.net.InetAddress>> lent =
+                Map.of("shop/fresh", List.of(ip("198.18.0.9")));
+
+        PolicyRules first = resolver.resolve(List.of(p), before, namespaces, lent);
+        assertEquals(
+                List.of(new Rule(List.of(host("198.18.0.1"), host("fd00:198::1")), List.of())),
+                pod(first, "shop/db").ingress().rules());
+        assertEquals(List.of(ip("198.18.0.9")), pod(first, "shop/fresh").addresses());
+        assertEquals(
+                List.of(),
+                pod(resolver.resolve(List.of(p), before, namespaces), "shop/fresh").addresses(),
+                "lent by the call that lends them only");
+
+        List<Pod> after = new ArrayList<>();
+        for (Pod pod : before) {
+            after.add(
+                    pod.getMetadata().getName().equals("web")
+                            ? new PodBuilder(pod)
+                                    .editMetadata()
+                                    .withLabels(Map.of("app", "web-old"))
+                                    .endMetadata()
+                                    .build()
+                            : pod);
+        }
+        assertEquals(
+                List.of(),
+                pod(resolver.resolve(List.of(p), after, namespaces), "shop/db").ingress().rules(),
+                "web's new object is read: its peer selects nothing now");
+    }
+
     @Test
     void hostNetworkAndFinishedPodsAreNeitherIsolatedNorPeers() {
         List<Pod> more = new ArrayList<>(pods);
