@@ -32,6 +32,16 @@ import org.junit.jupiter.api.Test;
 class NetworkPolicyResolverTest {
     private final NetworkPolicyResolver resolver = new NetworkPolicyResolver("n1");
 
+    /** Every pod of shop isolated for ingress, open to the pods labelled app=web. */
+    private static final String SHOP_FROM_WEB =
+            """
+            kind: NetworkPolicy
+            metadata: {name: p, namespace: shop}
+            spec:
+              podSelector: {}
+              ingress: [{from: [{podSelector: {matchLabels: {app: web}}}]}]
+            """;
+
     private final List<Namespace> namespaces =
             List.of(
                     namespace("shop", Map.of("team", "shop")),
@@ -296,15 +306,7 @@ class NetworkPolicyResolverTest {
      */
     @Test
     void aPodsNewObjectIsReadAnewAndLentAddressesFollowEachCall() {
-        NetworkPolicy p =
-                policy(
-                        """
-                        kind: NetworkPolicy
-                        metadata: {name: p, namespace: shop}
-                        spec:
-                          podSelector: {}
-                          ingress: [{from: [{podSelector: {matchLabels: {app: web}}}]}]
-                        """);
+        NetworkPolicy p = policy(SHOP_FROM_WEB);
         Pod fresh =
                 new PodBuilder(pod("shop", "fresh", "n1", Map.of("app", "fresh"), "198.18.0.7"))
                         .editStatus()
@@ -359,15 +361,7 @@ class NetworkPolicyResolverTest {
                         .withPhase("Succeeded")
                         .endStatus()
                         .build());
-        NetworkPolicy p =
-                policy(
-                        """
-                        kind: NetworkPolicy
-                        metadata: {name: p, namespace: shop}
-                        spec:
-                          podSelector: {}
-                          ingress: [{from: [{podSelector: {matchLabels: {app: web}}}]}]
-                        """);
+        NetworkPolicy p = policy(SHOP_FROM_WEB);
         PolicyRules rules = resolver.resolve(List.of(p), more, namespaces);
         assertEquals(List.of("shop/db", "shop/web"), names(rules));
         assertEquals(
