@@ -735,17 +735,7 @@ final class Rtnetlink implements AutoCloseable {
      * @param ops {@code struct sock_filter} instructions in host byte order
      */
     void addIngressBpfFilter(Link link, int priority, byte[] ops) throws SyscallException {
-        NetlinkRequest req =
-                new NetlinkRequest(
-                                LinuxNetlinkAbi.RTM_NEWTFILTER,
-                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
-                        .tcmsg(
-                                LinuxNetlinkAbi.AF_UNSPEC,
-                                link.index(),
-                                1,
-                                LinuxNetlinkAbi.TC_H_CLSACT_INGRESS,
-                                filterInfo(priority))
-                        .attrString(LinuxNetlinkAbi.TCA_KIND, "bpf");
+        NetlinkRequest req = ingressBpfFilter(link, priority);
         int options = req.nest(LinuxNetlinkAbi.TCA_OPTIONS);
         req.attrU16(LinuxNetlinkAbi.TCA_BPF_OPS_LEN, ops.length / 8)
                 .attr(LinuxNetlinkAbi.TCA_BPF_OPS, ops)
@@ -762,17 +752,7 @@ final class Rtnetlink implements AutoCloseable {
      * filter's actions" (cls_bpf_classify).
      */
     void addIngressRedirect(Link link, int priority, int targetIndex) throws SyscallException {
-        NetlinkRequest req =
-                new NetlinkRequest(
-                                LinuxNetlinkAbi.RTM_NEWTFILTER,
-                                LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
-                        .tcmsg(
-                                LinuxNetlinkAbi.AF_UNSPEC,
-                                link.index(),
-                                1,
-                                LinuxNetlinkAbi.TC_H_CLSACT_INGRESS,
-                                filterInfo(priority))
-                        .attrString(LinuxNetlinkAbi.TCA_KIND, "bpf");
+        NetlinkRequest req = ingressBpfFilter(link, priority);
         int options = req.nest(LinuxNetlinkAbi.TCA_OPTIONS);
         req.attrU16(LinuxNetlinkAbi.TCA_BPF_OPS_LEN, 1)
                 .attr(LinuxNetlinkAbi.TCA_BPF_OPS, MATCH_ALL);
@@ -793,8 +773,22 @@ final class Rtnetlink implements AutoCloseable {
                         + where);
     }
 
+    /** RTM_NEWTFILTER of a cls_bpf filter for every protocol on the link's clsact ingress hook, NLM_F_EXCL: the caller adds TCA_OPTIONS. */
+    private static NetlinkRequest ingressBpfFilter(Link link, int priority) {
+        return new NetlinkRequest(
+                        LinuxNetlinkAbi.RTM_NEWTFILTER,
+                        LinuxNetlinkAbi.NLM_F_CREATE | LinuxNetlinkAbi.NLM_F_EXCL)
+                .tcmsg(
+                        LinuxNetlinkAbi.AF_UNSPEC,
+                        link.index(),
+                        1,
+                        LinuxNetlinkAbi.TC_H_CLSACT_INGRESS,
+                        filterInfo(priority))
+                .attrString(LinuxNetlinkAbi.TCA_KIND, "bpf");
+    }
+
     /** One classic BPF instruction, {@code ret #-1}: every packet matches. */
-    static final byte[] MATCH_ALL =
+    private static final byte[] MATCH_ALL =
             ByteBuffer.allocate(8)
                     .order(ByteOrder.nativeOrder())
                     .putShort((short) 0x06)
