@@ -12,8 +12,9 @@ import java.util.function.BooleanSupplier;
 /**
  * The real cadastre-agent as a child process, started the way both the single-host tests
  * (cluster's {@code AgentProcess}) and the fabric's {@link Member} start it: the agent's main on
- * the caller's class path (the same main and class path the launcher uses), a small heap, text
- * logs; ready when its CNI socket appears. Stopped by PID only.
+ * the agent's own class path as the build names it, the one the launcher uses ({@link
+ * AgentClassData}; the caller's class path when the build names none), a small heap, text logs;
+ * ready when its CNI socket appears. Stopped by PID only.
  */
 public final class AgentExec {
     /** The agent's main class, named: this module does not depend on the agent's. */
@@ -43,10 +44,11 @@ public final class AgentExec {
 
     /**
      * @param args the agent's arguments, e.g. {@code --config FILE} or {@code schema --execute}
-     * @return {@code java <TEST_FLAGS> -cp <this class path> AgentMain args...} with the agent's text
-     *     log lines ({@code CADASTRE_LOG_FORMAT=text}, which {@link AgentLogs} reads), mapping the
-     *     class data this JVM's agents share ({@link AgentClassData}: the first call records it, a
-     *     few seconds), in which case the class path's directories are jars of the same content
+     * @return {@code java <TEST_FLAGS> -cp <the agent's class path> AgentMain args...} with the
+     *     agent's text log lines ({@code CADASTRE_LOG_FORMAT=text}, which {@link AgentLogs} reads),
+     *     mapping the class data the build's agents share ({@link AgentClassData}: the first call
+     *     of a build records it, about 12 s), in which case the class path's directories are jars
+     *     of the same content
      */
     public static List<String> command(String... args) {
         return commandWith(List.of(), args);
