@@ -115,11 +115,13 @@ final class AgentClassData {
             return Optional.empty();
         }
         try {
-            List<String> entries = new ArrayList<>(List.of(classes));
+            // Normalized: each module names cluster's directory from its own
+            // ("chaos-tests/../cluster"), and the digest and the archive go by the path's text.
+            List<String> entries = new ArrayList<>(List.of(normalized(classes)));
             for (String entry :
                     Files.readString(Path.of(listing)).strip().split(File.pathSeparator)) {
                 if (!entry.isEmpty()) {
-                    entries.add(entry);
+                    entries.add(normalized(entry));
                 }
             }
             return Optional.of(entries);
@@ -127,6 +129,10 @@ final class AgentClassData {
             System.err.println("agents start on the test class path: " + e);
             return Optional.empty();
         }
+    }
+
+    private static String normalized(String path) {
+        return Path.of(path).toAbsolutePath().normalize().toString();
     }
 
     /**
