@@ -93,10 +93,19 @@ final class AgentClassData {
         if (shared == null) {
             String testClassPath = System.getProperty("java.class.path");
             Optional<List<String>> agentClassPath = agentClassPath();
-            shared =
-                    agentClassPath.isPresent()
-                            ? sharedByTheBuild(agentClassPath.get(), testClassPath)
-                            : ownedByThisJvm(testClassPath);
+            AgentClassData without = new AgentClassData(testClassPath, List.of());
+            try {
+                shared =
+                        agentClassPath.isPresent()
+                                ? sharedByTheBuild(agentClassPath.get())
+                                : ownedByThisJvm(testClassPath);
+            } catch (IOException | IllegalStateException e) {
+                System.err.println("agents start without class data sharing: " + e.getMessage());
+                shared = without;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                shared = without;
+            }
         }
         return shared;
     }
@@ -139,51 +148,42 @@ final class AgentClassData {
      * The archive in {@code agent-class-data} beside the agent's classes: mapped when its digest
      * matches, recorded anew otherwise, under a file lock.
      */
-    private static AgentClassData sharedByTheBuild(
-            List<String> agentClassPath, String testClassPath) {
-        AgentClassData without = new AgentClassData(testClassPath, List.of());
+    private static AgentClassData sharedByTheBuild(List<String> agentClassPath)
+            throws IOException, InterruptedException {
         Path dir =
                 Path.of(agentClassPath.get(0))
                         .toAbsolutePath()
                         .getParent()
                         .resolve("agent-class-data");
-        try {
-            Files.createDirectories(dir);
-            try (FileChannel lockFile =
-                            FileChannel.open(
-                                    dir.resolve("lock"),
-                                    StandardOpenOption.CREATE,
-                                    StandardOpenOption.WRITE);
-                    FileLock lock = lockFile.lock()) {
-                Path digestFile = dir.resolve("digest");
-                Path archive = dir.resolve(ARCHIVE);
-                Path jarsDir = dir.resolve("classes");
-                String digest = digest(agentClassPath);
-                String jars = jarsOnly(agentClassPath, jarsDir, false);
-                if (Files.isRegularFile(archive)
-                        && Files.isRegularFile(digestFile)
-                        && Files.readString(digestFile).equals(digest)) {
-                    return new AgentClassData(jars, List.of("-XX:SharedArchiveFile=" + archive));
-                }
-                Files.deleteIfExists(digestFile);
-                Files.deleteIfExists(archive);
-                deleteTree(jarsDir);
-                jarsOnly(agentClassPath, jarsDir, true);
-                Path recording = Files.createTempDirectory("cadastre-agent-cds");
-                try {
-                    recordArchive(jars, archive, recording);
-                } finally {
-                    deleteTree(recording);
-                }
-                Files.writeString(digestFile, digest);
+        Files.createDirectories(dir);
+        try (FileChannel lockFile =
+                        FileChannel.open(
+                                dir.resolve("lock"),
+                                StandardOpenOption.CREATE,
+                                StandardOpenOption.WRITE);
+                FileLock lock = lockFile.lock()) {
+            Path digestFile = dir.resolve("digest");
+            Path archive = dir.resolve(ARCHIVE);
+            Path jarsDir = dir.resolve("classes");
+            String digest = digest(agentClassPath);
+            String jars = jarsOnly(agentClassPath, jarsDir, false);
+            if (Files.isRegularFile(archive)
+                    && Files.isRegularFile(digestFile)
+                    && Files.readString(digestFile).equals(digest)) {
                 return new AgentClassData(jars, List.of("-XX:SharedArchiveFile=" + archive));
             }
-        } catch (IOException | IllegalStateException e) {
-            System.err.println("agents start without class data sharing: " + e.getMessage());
-            return without;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return without;
+            Files.deleteIfExists(digestFile);
+            Files.deleteIfExists(archive);
+            deleteTree(jarsDir);
+            jarsOnly(agentClassPath, jarsDir, true);
+            Path recording = Files.createTempDirectory("cadastre-agent-cds");
+            try {
+                recordArchive(jars, archive, recording);
+            } finally {
+                deleteTree(recording);
+            }
+            Files.writeString(digestFile, digest);
+            return new AgentClassData(jars, List.of("-XX:SharedArchiveFile=" + archive));
         }
     }
 
@@ -229,33 +229,19 @@ final class AgentClassData {
     }
 
     /** This JVM's own archive over its class path, in a directory its shutdown hook removes. */
-    private static AgentClassData ownedByThisJvm(String testClassPath) {
-        AgentClassData without = new AgentClassData(testClassPath, List.of());
-        Path dir;
-        try {
-            dir = Files.createTempDirectory("cadastre-agent-cds");
-        } catch (IOException e) {
-            System.err.println("agents start without class data sharing: " + e);
-            return without;
-        }
+    private static AgentClassData ownedByThisJvm(String testClassPath)
+            throws IOException, InterruptedException {
+        Path dir = Files.createTempDirectory("cadastre-agent-cds");
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(() -> deleteTree(dir), "agent-class-data-cleanup"));
-        try {
-            String jars =
-                    jarsOnly(
-                            List.of(testClassPath.split(File.pathSeparator)),
-                            dir.resolve("classes"),
-                            true);
-            Path archive = dir.resolve(ARCHIVE);
-            recordArchive(jars, archive, dir.resolve("recording"));
-            return new AgentClassData(jars, List.of("-XX:SharedArchiveFile=" + archive));
-        } catch (IOException | IllegalStateException e) {
-            System.err.println("agents start without class data sharing: " + e.getMessage());
-            return without;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return without;
-        }
+        String jars =
+                jarsOnly(
+                        List.of(testClassPath.split(File.pathSeparator)),
+                        dir.resolve("classes"),
+                        true);
+        Path archive = dir.resolve(ARCHIVE);
+        recordArchive(jars, archive, dir.resolve("recording"));
+        return new AgentClassData(jars, List.of("-XX:SharedArchiveFile=" + archive));
     }
 
     /**
