@@ -30,7 +30,10 @@ import scala.jdk.javaapi.CollectionConverters;
  * {@code CADASTRE_CASSANDRA_*} environment): incarnation A recovers and writes 1 and 2, the live
  * incarnation B recovers and writes 3, then A, stale, writes its own 3 and 4: refused, though their
  * rows land; recoveries replay B's events and never A's stale ones, and once A recovers again B is
- * the stale one. Prints one line per step and {@code FENCING OK} or {@code FENCING FAILED: why};
+ * the stale one. Then, for a second entity, a stale row that lands after the newer incarnation's
+ * recovery, with no write of that incarnation after it (a partitioned member's last write, sent
+ * by its kernel after the heal): no later recovery replays it, as none of the newer incarnation's
+ * state holds it. Prints one line per step and {@code FENCING OK} or {@code FENCING FAILED: why};
  * runs as its own JVM in a host namespace ({@link ClusterTest}), where the db address is
  * reachable.
  */
@@ -196,6 +199,7 @@ public final class JournalFencingProbe {
                     "B, stale since A recovered, writes 6",
                     b.write("B", 6),
                     refused.formatted(6).replace("epoch is 2", "epoch is 4"));
+            lateRowAfterARecovery(first, second, failures);
             System.out.println(failures.isEmpty() ? "FENCING OK" : "FENCING FAILED: " + failures);
             exit = failures.isEmpty() ? 0 : 1;
         } catch (Exception e) {
@@ -208,6 +212,40 @@ public final class JournalFencingProbe {
             second.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
         }
         System.exit(exit);
+    }
+
+    /**
+     * The chaos run of seed 4399636892607039522: a stale incarnation's refused write landed after
+     * the newer incarnation had recovered and that one wrote nothing; the next recovery replayed
+     * it (an attachment recorded by an ADD that had failed, without its allocation).
+     */
+    private static void lateRowAfterARecovery(
+            ActorSystem first, ActorSystem second, List<String> failures)
+            throws InterruptedException {
+        String persistenceId = "fencing-probe-late-" + UUID.randomUUID();
+        JournalFencingProbe a = new JournalFencingProbe(first, persistenceId);
+        JournalFencingProbe b = new JournalFencingProbe(second, persistenceId);
+        expect(failures, "late: A recovers", a.recover(), "highest 0 events []");
+        expect(failures, "late: A writes 1", a.write("A", 1), "ok");
+        expect(failures, "late: B recovers", b.recover(), "highest 1 events [1:A-1]");
+        expect(
+                failures,
+                "late: A, stale, writes 2 after B recovered (its row lands)",
+                a.write("A", 2),
+                ("failed: write of %s from sequence number 2 refused: the entity's epoch is 2,"
+                                + " claimed by a newer incarnation")
+                        .formatted(persistenceId));
+        expect(
+                failures,
+                "late: A recovers: not its stale row, which B never had",
+                a.recover(),
+                "highest 2 events [1:A-1]");
+        expect(failures, "late: A writes 3", a.write("A", 3), "ok");
+        expect(
+                failures,
+                "late: B recovers: still not the stale row",
+                b.recover(),
+                "highest 3 events [1:A-1, 3:A-3]");
     }
 
     private static void expect(List<String> failures, String step, String actual, String expected) {

@@ -5,6 +5,8 @@ import com.datastax.oss.driver.api.core.cql.AsyncResultSet;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.cql.Row;
 import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicReference;
@@ -21,15 +23,20 @@ import java.util.concurrent.atomic.AtomicReference;
  * (its member paused or cut off past failover) finds a higher epoch and its write fails, so the
  * entity never replies; its rows stay in the journal, and every replay skips them, since an event
  * of a lower epoch than one replayed before it, or than another event of its sequence number, is
- * not replayed ({@link FencedCassandraJournal#asyncReplayMessages}).
+ * not replayed ({@link FencedCassandraJournal#asyncReplayMessages}). A stale row may also land
+ * after the newer incarnation's recovery and no write of its own follows it (a partitioned member's
+ * request, sent by its kernel after the heal): each recovery therefore records its cut, the highest
+ * sequence number it adopted, in the same row ({@link #recordCut}, {@link JournalCuts}), and no
+ * replay delivers a row of an older epoch past it.
  *
  * <p>Why no acknowledged event is lost: an incarnation that claims a higher epoch does so after the
  * acknowledged write's read-back (or that read-back would have seen it), so after the write landed,
  * and the new incarnation reads the events only after its claim: it replays that event and writes
- * after it.
+ * after it, and its cut lies at or past it.
  *
- * <p>Cost: two lightweight transactions per recovery (one for an entity's first), and per write
- * batch one single-row read; the write path has no Paxos round.
+ * <p>Cost: three lightweight transactions and one single-row read per recovery (two transactions
+ * for an entity's first), and per write batch one single-row read; the write path has no Paxos
+ * round.
  */
 public final class CassandraJournalEpochs {
     /** The table's name, in the journal's keyspace. */
@@ -42,7 +49,17 @@ public final class CassandraJournalEpochs {
             CqlSession session,
             PreparedStatement create,
             PreparedStatement raise,
-            PreparedStatement read) {}
+            PreparedStatement read,
+            PreparedStatement readCuts,
+            PreparedStatement recordCut) {}
+
+    /**
+     * An epoch claimed for a recovering incarnation.
+     *
+     * @param epoch the incarnation's epoch
+     * @param cuts the cuts of the earlier incarnations, read after the claim
+     */
+    public record Claim(long epoch, JournalCuts cuts) {}
 
     private final CompletionStage<CqlSession> session;
     private final String keyspace;
@@ -81,18 +98,32 @@ public final class CassandraJournalEpochs {
                 + keyspace
                 + "."
                 + TABLE
-                + " (persistence_id text PRIMARY KEY, epoch bigint)";
+                + " (persistence_id text PRIMARY KEY, epoch bigint, cuts map<bigint, bigint>)";
     }
 
     /**
-     * Raises the epoch of {@code persistenceId} by one, for the incarnation about to recover.
+     * @return the CQL that adds the cuts to a table created by a release without them (idempotent;
+     *     Cassandra 4.1 or later)
+     */
+    public static String addCutsStatement(String keyspace) {
+        return "ALTER TABLE "
+                + keyspace
+                + "."
+                + TABLE
+                + " ADD IF NOT EXISTS cuts map<bigint, bigint>";
+    }
+
+    /**
+     * Raises the epoch of {@code persistenceId} by one, for the incarnation about to recover, then
+     * reads the cuts of the earlier ones. A cut is recorded only while its epoch is the stored one,
+     * so every cut that will ever exist for an earlier epoch is read here.
      *
-     * @return the new epoch (1 for an entity's first incarnation); fails with the driver's
-     *     exception when Cassandra cannot decide (timeout, unavailable), or with an
+     * @return the new epoch (1 for an entity's first incarnation) and the cuts; fails with the
+     *     driver's exception when Cassandra cannot decide (timeout, unavailable), or with an
      *     {@link IllegalStateException} after {@value #CLAIM_ATTEMPTS} lost races: the recovery must
      *     then fail
      */
-    public CompletionStage<Long> claim(String persistenceId) {
+    public CompletionStage<Claim> claim(String persistenceId) {
         return ready().thenCompose(
                         s ->
                                 s.session()
@@ -104,13 +135,61 @@ public final class CassandraJournalEpochs {
                                                 result -> {
                                                     Row row = result.one();
                                                     return row.getBoolean("[applied]")
-                                                            ? CompletableFuture.completedFuture(1L)
+                                                            ? CompletableFuture.completedFuture(
+                                                                    new Claim(1L, JournalCuts.NONE))
                                                             : raise(
-                                                                    s,
-                                                                    persistenceId,
-                                                                    stored(row),
-                                                                    CLAIM_ATTEMPTS);
+                                                                            s,
+                                                                            persistenceId,
+                                                                            stored(row),
+                                                                            CLAIM_ATTEMPTS)
+                                                                    .thenCompose(
+                                                                            epoch ->
+                                                                                    cutsAfterClaim(
+                                                                                            s,
+                                                                                            persistenceId,
+                                                                                            epoch));
                                                 }));
+    }
+
+    private CompletionStage<Claim> cutsAfterClaim(Statements s, String persistenceId, long epoch) {
+        return s.session()
+                .executeAsync(s.readCuts().bind(persistenceId).setExecutionProfileName(profile))
+                .thenApply(
+                        result -> {
+                            Row row = result.one();
+                            Map<Long, Long> cuts =
+                                    row == null
+                                            ? Map.of()
+                                            : row.getMap("cuts", Long.class, Long.class);
+                            return new Claim(epoch, JournalCuts.of(cuts));
+                        });
+    }
+
+    /**
+     * Records the cut of {@code epoch}'s incarnation, with the earlier ones it read, if
+     * {@code epoch} is still the stored epoch (a lightweight transaction).
+     *
+     * @param cuts the cuts to store, {@code epoch}'s included
+     * @return empty once recorded, or the stored epoch when a newer incarnation has claimed the
+     *     entity (nothing is recorded then); fails with the driver's exception when Cassandra
+     *     cannot decide
+     */
+    public CompletionStage<OptionalLong> recordCut(
+            String persistenceId, long epoch, JournalCuts cuts) {
+        return ready().thenCompose(
+                        s ->
+                                s.session()
+                                        .executeAsync(
+                                                s.recordCut()
+                                                        .bind(cuts.asMap(), persistenceId, epoch)
+                                                        .setExecutionProfileName(profile)))
+                .thenApply(
+                        result -> {
+                            Row row = result.one();
+                            return row.getBoolean("[applied]")
+                                    ? OptionalLong.empty()
+                                    : OptionalLong.of(stored(row));
+                        });
     }
 
     private CompletionStage<Long> raise(
@@ -187,7 +266,11 @@ public final class CassandraJournalEpochs {
     private CompletionStage<Statements> prepare(CqlSession s) {
         CompletionStage<AsyncResultSet> created = CompletableFuture.completedFuture(null);
         if (autocreate) {
-            for (String ddl : List.of(keyspaceStatement, createTableStatement(keyspace))) {
+            for (String ddl :
+                    List.of(
+                            keyspaceStatement,
+                            createTableStatement(keyspace),
+                            addCutsStatement(keyspace))) {
                 created = created.thenCompose(ignored -> s.executeAsync(ddl));
             }
         }
@@ -208,11 +291,24 @@ public final class CassandraJournalEpochs {
                                             + " SET epoch = ? WHERE persistence_id = ? IF epoch = ?");
                     CompletableFuture<PreparedStatement> read =
                             prepare(s, "SELECT epoch FROM " + table + " WHERE persistence_id = ?");
-                    return CompletableFuture.allOf(create, raise, read)
+                    CompletableFuture<PreparedStatement> readCuts =
+                            prepare(s, "SELECT cuts FROM " + table + " WHERE persistence_id = ?");
+                    CompletableFuture<PreparedStatement> recordCut =
+                            prepare(
+                                    s,
+                                    "UPDATE "
+                                            + table
+                                            + " SET cuts = ? WHERE persistence_id = ? IF epoch = ?");
+                    return CompletableFuture.allOf(create, raise, read, readCuts, recordCut)
                             .thenApply(
                                     all ->
                                             new Statements(
-                                                    s, create.join(), raise.join(), read.join()));
+                                                    s,
+                                                    create.join(),
+                                                    raise.join(),
+                                                    read.join(),
+                                                    readCuts.join(),
+                                                    recordCut.join()));
                 });
     }
 

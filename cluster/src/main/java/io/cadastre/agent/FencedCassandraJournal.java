@@ -3,11 +3,13 @@ package io.cadastre.agent;
 import com.typesafe.config.Config;
 import io.cadastre.shards.MemberFence;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.ActorRef;
@@ -23,6 +25,7 @@ import org.apache.pekko.stream.connectors.cassandra.javadsl.CassandraSessionRegi
 import scala.Function1;
 import scala.PartialFunction;
 import scala.collection.immutable.Seq;
+import scala.concurrent.ExecutionContext;
 import scala.concurrent.Future;
 import scala.concurrent.Promise;
 import scala.jdk.javaapi.CollectionConverters;
@@ -39,7 +42,9 @@ import scala.util.Try;
  *       entity's epoch by compare-and-set; every event is stamped with its incarnation's epoch (the
  *       event's metadata, a {@code Long}); a write is acknowledged only if the stored epoch is
  *       still the incarnation's once the events are written. A stale incarnation's write fails, so
- *       its entity never replies, and replay skips its rows ({@link #asyncReplayMessages}).
+ *       its entity never replies, and replay skips its rows ({@link #asyncReplayMessages}). Every
+ *       recovery records its cut, the highest sequence number it adopted, before its entity may
+ *       write ({@link JournalCuts}): a stale row that lands later is never replayed.
  *   <li><b>In the member</b> ({@link MemberFence}): while the fence is closed (just after a pause,
  *       no majority in sight) writes are refused before they reach Cassandra at all.
  * </ul>
@@ -61,17 +66,23 @@ public final class FencedCassandraJournal extends CassandraJournal {
     private final MemberFence fence;
     private final CassandraJournalEpochs epochs;
 
+    /** The actor's dispatcher, taken once: the futures below run off the actor's thread. */
+    private final ExecutionContext dispatcher;
+
     /**
-     * The epoch this member's incarnation of each entity claimed when it recovered; read and
-     * written on the journal actor only.
+     * The epoch this member's incarnation of each entity claimed when it recovered, once that
+     * recovery's cut is recorded: only then may the incarnation write.
      */
-    private final Map<String, Long> claimed = new HashMap<>();
+    private final Map<String, Long> claimed = new ConcurrentHashMap<>();
+
+    /** The claims of recoveries whose replay comes next, by persistence id. */
+    private final Map<String, CassandraJournalEpochs.Claim> replayNext = new ConcurrentHashMap<>();
 
     /** An epoch claim's answer, back on the journal actor to read the highest sequence number. */
     private record Claimed(
             String persistenceId,
             long fromSequenceNr,
-            Long epoch,
+            CassandraJournalEpochs.Claim claim,
             Throwable failure,
             Promise<Object> highest) {}
 
@@ -79,6 +90,7 @@ public final class FencedCassandraJournal extends CassandraJournal {
         super(config, configPath);
         var system = Adapter.toTyped(context().system());
         this.fence = MemberFence.get(system);
+        this.dispatcher = context().dispatcher();
         Config plugin = context().system().settings().config().getConfig(PLUGIN_PATH);
         Config journal = plugin.getConfig("journal");
         String keyspaceStatement =
@@ -100,7 +112,8 @@ public final class FencedCassandraJournal extends CassandraJournal {
      * Claims a new epoch for the recovering incarnation ({@link CassandraJournalEpochs#claim}),
      * then reads the highest sequence number: the claim comes first, so that every write a stale
      * incarnation has acknowledged is already in the journal when the events are read. Pekko calls
-     * this at the start of every recovery, before the replay.
+     * this at the start of every recovery, before the replay; when there is nothing to replay
+     * (the highest is {@code fromSequenceNr}, the snapshot's), the recovery's cut is recorded here.
      */
     @Override
     public Future<Object> asyncReadHighestSequenceNr(String persistenceId, long fromSequenceNr) {
@@ -108,12 +121,12 @@ public final class FencedCassandraJournal extends CassandraJournal {
         ActorRef journal = self();
         epochs.claim(persistenceId)
                 .whenComplete(
-                        (epoch, failure) ->
+                        (claim, failure) ->
                                 journal.tell(
                                         new Claimed(
                                                 persistenceId,
                                                 fromSequenceNr,
-                                                epoch,
+                                                claim,
                                                 failure,
                                                 highest),
                                         ActorRef.noSender()));
@@ -122,13 +135,62 @@ public final class FencedCassandraJournal extends CassandraJournal {
 
     private void onClaimed(Claimed c) {
         if (c.failure() != null) {
-            c.highest().failure(c.failure());
+            c.highest().failure(unwrapped(c.failure()));
             return;
         }
-        claimed.put(c.persistenceId(), c.epoch());
         c.highest()
                 .completeWith(
-                        super.asyncReadHighestSequenceNr(c.persistenceId(), c.fromSequenceNr()));
+                        super.asyncReadHighestSequenceNr(c.persistenceId(), c.fromSequenceNr())
+                                .flatMap(
+                                        found -> {
+                                            long highest = (Long) found;
+                                            if (highest > c.fromSequenceNr()) {
+                                                replayNext.put(c.persistenceId(), c.claim());
+                                                return Futures.successful(found);
+                                            }
+                                            return recordCut(
+                                                            c.persistenceId(),
+                                                            c.claim(),
+                                                            Math.max(highest, c.fromSequenceNr()))
+                                                    .map(recorded -> found, dispatcher);
+                                        },
+                                        dispatcher));
+    }
+
+    /**
+     * Records the cut of a recovery that adopted the events up to {@code highestAdopted}; then, and
+     * only then, its incarnation may write.
+     *
+     * @return a future that fails with {@link StaleWriteException} when a newer incarnation has
+     *     claimed the entity meanwhile, or with the driver's exception
+     */
+    private Future<BoxedUnit> recordCut(
+            String persistenceId, CassandraJournalEpochs.Claim claim, long highestAdopted) {
+        Promise<BoxedUnit> recorded = Futures.promise();
+        CompletionStage<OptionalLong> write =
+                epochs.recordCut(
+                        persistenceId,
+                        claim.epoch(),
+                        claim.cuts().with(claim.epoch(), highestAdopted));
+        write.whenComplete(
+                (newer, failure) -> {
+                    if (failure != null) {
+                        recorded.failure(unwrapped(failure));
+                    } else if (newer.isPresent()) {
+                        recorded.failure(
+                                StaleWriteException.ofRecovery(persistenceId, newer.getAsLong()));
+                    } else {
+                        claimed.put(persistenceId, claim.epoch());
+                        recorded.success(BoxedUnit.UNIT);
+                    }
+                });
+        return recorded.future();
+    }
+
+    private static Throwable unwrapped(Throwable failure) {
+        return failure instanceof CompletionException && failure.getCause() != null
+                ? failure.getCause()
+                : failure;
     }
 
     /**
@@ -165,7 +227,7 @@ public final class FencedCassandraJournal extends CassandraJournal {
                                 results.exists(Try::isFailure)
                                         ? Futures.successful(results)
                                         : ifEpochStillCurrent(persistenceId, from, epoch, results),
-                        context().dispatcher());
+                        dispatcher);
     }
 
     /**
@@ -180,11 +242,7 @@ public final class FencedCassandraJournal extends CassandraJournal {
                 .whenComplete(
                         (stored, failure) -> {
                             if (failure != null) {
-                                acknowledged.failure(
-                                        failure instanceof CompletionException
-                                                        && failure.getCause() != null
-                                                ? failure.getCause()
-                                                : failure);
+                                acknowledged.failure(unwrapped(failure));
                             } else if (stored != epoch) {
                                 acknowledged.failure(
                                         new StaleWriteException(persistenceId, from, stored));
@@ -197,9 +255,13 @@ public final class FencedCassandraJournal extends CassandraJournal {
 
     /**
      * Replays the events, each sequence number once: of the rows of one sequence number, the one
-     * of the highest epoch; and no event of a lower epoch than one replayed before it (a stale
-     * incarnation's rows, written after a newer incarnation had claimed the entity; their writes
-     * were never acknowledged). Events written before epochs existed count as epoch 0.
+     * of the highest epoch; no event of a lower epoch than one replayed before it; and no event of
+     * an epoch past the cut of a later one (a stale incarnation's rows, written or landed after a
+     * newer incarnation had claimed the entity; their writes were never acknowledged). Events
+     * written before epochs existed count as epoch 0. Then records this recovery's cut.
+     *
+     * @return a future that fails with an {@link IllegalStateException} when no claim of this
+     *     recovery precedes the replay, or as {@link #recordCut} does
      */
     @Override
     public Future<BoxedUnit> asyncReplayMessages(
@@ -208,15 +270,27 @@ public final class FencedCassandraJournal extends CassandraJournal {
             long toSequenceNr,
             long max,
             Function1<PersistentRepr, BoxedUnit> replay) {
-        EpochFilter filter = new EpochFilter(replay::apply);
+        CassandraJournalEpochs.Claim claim = replayNext.remove(persistenceId);
+        if (claim == null) {
+            return Futures.failed(
+                    new IllegalStateException(
+                            "replay of "
+                                    + persistenceId
+                                    + " without an epoch claimed by its recovery (another"
+                                    + " recovery of it on this member took the claim)"));
+        }
+        EpochFilter filter = new EpochFilter(replay::apply, claim.cuts());
         return super.asyncReplayMessages(
                         persistenceId, fromSequenceNr, toSequenceNr, max, filter::offer)
-                .map(
+                .flatMap(
                         done -> {
                             filter.flush();
-                            return done;
+                            return recordCut(
+                                    persistenceId,
+                                    claim,
+                                    Math.max(fromSequenceNr - 1, filter.lastReplayed()));
                         },
-                        context().dispatcher());
+                        dispatcher);
     }
 
     @Override
@@ -250,11 +324,23 @@ public final class FencedCassandraJournal extends CassandraJournal {
      */
     static final class EpochFilter {
         private final Consumer<PersistentRepr> replay;
+        private final JournalCuts cuts;
         private PersistentRepr pending;
         private long highestReplayedEpoch;
+        private long lastReplayed;
 
-        EpochFilter(Consumer<PersistentRepr> replay) {
+        /**
+         * @param replay receives the events replayed
+         * @param cuts the cuts recorded by the entity's earlier recoveries
+         */
+        EpochFilter(Consumer<PersistentRepr> replay, JournalCuts cuts) {
             this.replay = replay;
+            this.cuts = cuts;
+        }
+
+        /** @return the sequence number of the last event replayed, 0 before any */
+        long lastReplayed() {
+            return lastReplayed;
         }
 
         /** @return nothing; the Scala callback's shape */
@@ -270,14 +356,19 @@ public final class FencedCassandraJournal extends CassandraJournal {
             return BoxedUnit.UNIT;
         }
 
-        /** Replays the last event held back, if no newer epoch came before it. */
+        /**
+         * Replays the last event held back, if no newer epoch came before it and no later epoch's
+         * cut lies before it. (Of the rows of one sequence number, the one of the highest epoch is
+         * held back: where it is past a cut, so are the others, whose limits are lower.)
+         */
         void flush() {
             if (pending == null) {
                 return;
             }
             long epoch = epochOf(pending);
-            if (epoch >= highestReplayedEpoch) {
+            if (epoch >= highestReplayedEpoch && pending.sequenceNr() <= cuts.limitFor(epoch)) {
                 highestReplayedEpoch = epoch;
+                lastReplayed = pending.sequenceNr();
                 replay.accept(pending);
             }
             pending = null;
@@ -298,20 +389,29 @@ public final class FencedCassandraJournal extends CassandraJournal {
         }
     }
 
-    /** A write refused by the store: another incarnation of the entity has claimed a newer epoch. */
+    /**
+     * A write or a recovery refused by the store: another incarnation of the entity has claimed a
+     * newer epoch.
+     */
     public static final class StaleWriteException extends IllegalStateException {
         StaleWriteException(String persistenceId, long from, long storedEpoch) {
+            this("write of " + persistenceId + " from sequence number " + from, storedEpoch);
+        }
+
+        private StaleWriteException(String what, long storedEpoch) {
             super(
-                    "write of "
-                            + persistenceId
-                            + " from sequence number "
-                            + from
+                    what
                             + " refused: "
                             + (storedEpoch < 0
                                     ? "this member's incarnation of the entity has claimed no epoch"
                                     : "the entity's epoch is "
                                             + storedEpoch
                                             + ", claimed by a newer incarnation"));
+        }
+
+        /** @return the refusal of a recovery's cut: {@code storedEpoch} is newer than its claim */
+        static StaleWriteException ofRecovery(String persistenceId, long storedEpoch) {
+            return new StaleWriteException("recovery of " + persistenceId, storedEpoch);
         }
     }
 }

@@ -82,13 +82,12 @@ public final class SchemaCommand implements Callable<Integer> {
             List<String> statements = new ArrayList<>();
             statements.add(cql.createJournalKeyspaceStatement());
             statements.addAll(cql.getCreateJournalTablesStatements());
-            statements.add(
-                    CassandraJournalEpochs.createTableStatement(
-                            system.settings()
-                                    .config()
-                                    .getString(
-                                            FencedCassandraJournal.PLUGIN_PATH
-                                                    + ".journal.keyspace")));
+            String journalKeyspace =
+                    system.settings()
+                            .config()
+                            .getString(FencedCassandraJournal.PLUGIN_PATH + ".journal.keyspace");
+            statements.add(CassandraJournalEpochs.createTableStatement(journalKeyspace));
+            statements.add(CassandraJournalEpochs.addCutsStatement(journalKeyspace));
             statements.add(cql.createSnapshotKeyspaceStatement());
             statements.addAll(cql.getCreateSnapshotTablesStatements());
             if (!execute) {
