@@ -33,7 +33,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * the stale one. Then, for a second entity, a stale row that lands after the newer incarnation's
  * recovery, with no write of that incarnation after it (a partitioned member's last write, sent
  * by its kernel after the heal): no later recovery replays it, as none of the newer incarnation's
- * state holds it. Prints one line per step and {@code FENCING OK} or {@code FENCING FAILED: why};
+ * state holds it; and for a third, the live row of the highest sequence number after a stale one
+ * of that number is replayed. Prints one line per step and {@code FENCING OK} or {@code FENCING FAILED: why};
  * runs as its own JVM in a host namespace ({@link ClusterTest}), where the db address is
  * reachable.
  */
@@ -200,6 +201,7 @@ public final class JournalFencingProbe {
                     b.write("B", 6),
                     refused.formatted(6).replace("epoch is 2", "epoch is 4"));
             lateRowAfterARecovery(first, second, failures);
+            liveRowAfterAnOlderStaleOneAtTheEnd(first, second, failures);
             System.out.println(failures.isEmpty() ? "FENCING OK" : "FENCING FAILED: " + failures);
             exit = failures.isEmpty() ? 0 : 1;
         } catch (Exception e) {
@@ -246,6 +248,37 @@ public final class JournalFencingProbe {
                 "late: B recovers: still not the stale row",
                 b.recover(),
                 "highest 3 events [1:A-1, 3:A-3]");
+    }
+
+    /**
+     * The chaos run of seed 42: a stale incarnation's refused row and then the live incarnation's
+     * acknowledged one share the journal's highest sequence number, the stale one first (its
+     * timestamp is older). The plugin's read ends at the first row of the highest number; a
+     * recovery must still replay the live row (a node's forget of an attachment whose addresses
+     * the blocks had released was lost).
+     */
+    private static void liveRowAfterAnOlderStaleOneAtTheEnd(
+            ActorSystem first, ActorSystem second, List<String> failures)
+            throws InterruptedException {
+        String persistenceId = "fencing-probe-last-" + UUID.randomUUID();
+        JournalFencingProbe a = new JournalFencingProbe(first, persistenceId);
+        JournalFencingProbe b = new JournalFencingProbe(second, persistenceId);
+        expect(failures, "last: A recovers", a.recover(), "highest 0 events []");
+        expect(failures, "last: A writes 1", a.write("A", 1), "ok");
+        expect(failures, "last: B recovers", b.recover(), "highest 1 events [1:A-1]");
+        expect(
+                failures,
+                "last: A, stale, writes 2 (its row lands first)",
+                a.write("A", 2),
+                ("failed: write of %s from sequence number 2 refused: the entity's epoch is 2,"
+                                + " claimed by a newer incarnation")
+                        .formatted(persistenceId));
+        expect(failures, "last: B, live, writes 2", b.write("B", 2), "ok");
+        expect(
+                failures,
+                "last: A recovers: B's row of the highest number",
+                a.recover(),
+                "highest 2 events [1:A-1, 2:B-2]");
     }
 
     private static void expect(List<String> failures, String step, String actual, String expected) {

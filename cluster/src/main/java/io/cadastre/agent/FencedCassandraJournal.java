@@ -280,8 +280,19 @@ public final class FencedCassandraJournal extends CassandraJournal {
                                     + " recovery of it on this member took the claim)"));
         }
         EpochFilter filter = new EpochFilter(replay::apply, claim.cuts());
+        // The plugin's read ends at the first row of toSequenceNr: a second row of that number (the
+        // live incarnation's, written after a stale row whose timestamp is older) would never
+        // reach the filter. So read one number further, and stop at toSequenceNr here.
+        long readTo = toSequenceNr == Long.MAX_VALUE ? toSequenceNr : toSequenceNr + 1;
         return super.asyncReplayMessages(
-                        persistenceId, fromSequenceNr, toSequenceNr, max, filter::offer)
+                        persistenceId,
+                        fromSequenceNr,
+                        readTo,
+                        max,
+                        event ->
+                                event.sequenceNr() > toSequenceNr
+                                        ? BoxedUnit.UNIT
+                                        : filter.offer(event))
                 .flatMap(
                         done -> {
                             filter.flush();
