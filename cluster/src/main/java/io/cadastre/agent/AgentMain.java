@@ -192,18 +192,23 @@ public final class AgentMain implements Callable<Integer> {
         if (!terminated) {
             log.error(
                     "the actor system did not terminate {} s after its shutdown ran; ending the process with exit code {}"
-                            + " so that it is restarted. All threads:\n{}",
+                            + " so that it is restarted. All threads:\n{}Actors still alive:\n{}",
                     TERMINATION_GRACE.toSeconds(),
                     code,
-                    ThreadDump.take());
+                    ThreadDump.take(),
+                    ThreadDump.actorTree(system));
             // Not System.exit: its shutdown hooks may wait on what is stuck.
             Runtime.getRuntime().halt(code);
         }
         return code;
     }
 
-    /** How long the actor system may take to terminate after its coordinated shutdown's last phase. */
-    static final Duration TERMINATION_GRACE = Duration.ofSeconds(10);
+    /**
+     * How long the actor system may take to terminate after its coordinated shutdown's last phase,
+     * which itself waits for the termination ({@code
+     * pekko.coordinated-shutdown.phases.actor-system-terminate.timeout}, 5 s).
+     */
+    static final Duration TERMINATION_GRACE = Duration.ofSeconds(1);
 
     /**
      * @return {@code cadastre.cluster.hostname} as an address (a literal, or the name resolved), or

@@ -4,6 +4,9 @@ import java.lang.management.LockInfo;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MonitorInfo;
 import java.lang.management.ThreadInfo;
+import org.apache.pekko.actor.ActorSystemImpl;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 
 /**
  * The JVM's threads with their whole stacks and the locks they hold or wait for, as text for the
@@ -24,6 +27,19 @@ final class ThreadDump {
             append(out, thread);
         }
         return out.toString();
+    }
+
+    /**
+     * @return the actors still alive in {@code system}, one per line with its mailbox's status
+     *     (Pekko's own rendering: an actor that does not stop shows which child it waits for), or
+     *     why they cannot be listed
+     */
+    static String actorTree(ActorSystem<?> system) {
+        try {
+            return ((ActorSystemImpl) Adapter.toClassic(system)).printTree();
+        } catch (RuntimeException e) {
+            return "(not listed: " + e + ")\n";
+        }
     }
 
     private static void append(StringBuilder out, ThreadInfo thread) {

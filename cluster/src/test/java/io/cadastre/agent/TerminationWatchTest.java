@@ -48,6 +48,9 @@ class TerminationWatchTest {
             system.terminate();
             assertFalse(TerminationWatch.await(system, Duration.ofMillis(500)));
             assertFalse(system.getWhenTerminated().toCompletableFuture().isDone());
+            String alive = ThreadDump.actorTree(system);
+            assertTrue(
+                    alive.contains("⌊-> user ") && alive.contains("ActorAdapter status="), alive);
         } finally {
             release.countDown();
             system.getWhenTerminated().toCompletableFuture().get(10, TimeUnit.SECONDS);
