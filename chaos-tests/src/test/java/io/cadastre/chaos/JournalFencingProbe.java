@@ -172,13 +172,8 @@ public final class JournalFencingProbe {
             expect(failures, "A writes 2", a.write("A", 2), "ok");
             expect(failures, "B recovers", b.recover(), "highest 2 events [1:A-1, 2:A-2]");
             expect(failures, "B, live, writes 3", b.write("B", 3), "ok");
-            String refused =
-                    "failed: write of "
-                            + persistenceId
-                            + " from sequence number %d refused: the entity's epoch is 2,"
-                            + " claimed by a newer incarnation";
-            expect(failures, "A, stale, writes 3", a.write("A", 3), refused.formatted(3));
-            expect(failures, "A, stale, writes 4", a.write("A", 4), refused.formatted(4));
+            expect(failures, "A, stale, writes 3", a.write("A", 3), refused(persistenceId, 3, 2));
+            expect(failures, "A, stale, writes 4", a.write("A", 4), refused(persistenceId, 4, 2));
             expect(
                     failures,
                     "rows: the stale ones landed",
@@ -199,7 +194,7 @@ public final class JournalFencingProbe {
                     failures,
                     "B, stale since A recovered, writes 6",
                     b.write("B", 6),
-                    refused.formatted(6).replace("epoch is 2", "epoch is 4"));
+                    refused(persistenceId, 6, 4));
             lateRowAfterARecovery(first, second, failures);
             liveRowAfterAnOlderStaleOneAtTheEnd(first, second, failures);
             System.out.println(failures.isEmpty() ? "FENCING OK" : "FENCING FAILED: " + failures);
@@ -224,19 +219,14 @@ public final class JournalFencingProbe {
     private static void lateRowAfterARecovery(
             ActorSystem first, ActorSystem second, List<String> failures)
             throws InterruptedException {
-        String persistenceId = "fencing-probe-late-" + UUID.randomUUID();
-        JournalFencingProbe a = new JournalFencingProbe(first, persistenceId);
-        JournalFencingProbe b = new JournalFencingProbe(second, persistenceId);
-        expect(failures, "late: A recovers", a.recover(), "highest 0 events []");
-        expect(failures, "late: A writes 1", a.write("A", 1), "ok");
-        expect(failures, "late: B recovers", b.recover(), "highest 1 events [1:A-1]");
+        Incarnations two = aWroteOneAndBRecovered("late", first, second, failures);
+        JournalFencingProbe a = two.a();
+        JournalFencingProbe b = two.b();
         expect(
                 failures,
                 "late: A, stale, writes 2 after B recovered (its row lands)",
                 a.write("A", 2),
-                ("failed: write of %s from sequence number 2 refused: the entity's epoch is 2,"
-                                + " claimed by a newer incarnation")
-                        .formatted(persistenceId));
+                refused(a.persistenceId, 2, 2));
         expect(
                 failures,
                 "late: A recovers: not its stale row, which B never had",
@@ -260,25 +250,50 @@ public final class JournalFencingProbe {
     private static void liveRowAfterAnOlderStaleOneAtTheEnd(
             ActorSystem first, ActorSystem second, List<String> failures)
             throws InterruptedException {
-        String persistenceId = "fencing-probe-last-" + UUID.randomUUID();
-        JournalFencingProbe a = new JournalFencingProbe(first, persistenceId);
-        JournalFencingProbe b = new JournalFencingProbe(second, persistenceId);
-        expect(failures, "last: A recovers", a.recover(), "highest 0 events []");
-        expect(failures, "last: A writes 1", a.write("A", 1), "ok");
-        expect(failures, "last: B recovers", b.recover(), "highest 1 events [1:A-1]");
+        Incarnations two = aWroteOneAndBRecovered("last", first, second, failures);
+        JournalFencingProbe a = two.a();
+        JournalFencingProbe b = two.b();
         expect(
                 failures,
                 "last: A, stale, writes 2 (its row lands first)",
                 a.write("A", 2),
-                ("failed: write of %s from sequence number 2 refused: the entity's epoch is 2,"
-                                + " claimed by a newer incarnation")
-                        .formatted(persistenceId));
+                refused(a.persistenceId, 2, 2));
         expect(failures, "last: B, live, writes 2", b.write("B", 2), "ok");
         expect(
                 failures,
                 "last: A recovers: B's row of the highest number",
                 a.recover(),
                 "highest 2 events [1:A-1, 2:B-2]");
+    }
+
+    /** Two incarnations of one entity, on the two actor systems. */
+    private record Incarnations(JournalFencingProbe a, JournalFencingProbe b) {}
+
+    /**
+     * @return A and B of a new entity once A (epoch 1) has written 1 and B has recovered (epoch 2):
+     *     B is the live incarnation, A the stale one
+     */
+    private static Incarnations aWroteOneAndBRecovered(
+            String label, ActorSystem first, ActorSystem second, List<String> failures)
+            throws InterruptedException {
+        String persistenceId = "fencing-probe-" + label + "-" + UUID.randomUUID();
+        JournalFencingProbe a = new JournalFencingProbe(first, persistenceId);
+        JournalFencingProbe b = new JournalFencingProbe(second, persistenceId);
+        expect(failures, label + ": A recovers", a.recover(), "highest 0 events []");
+        expect(failures, label + ": A writes 1", a.write("A", 1), "ok");
+        expect(failures, label + ": B recovers", b.recover(), "highest 1 events [1:A-1]");
+        return new Incarnations(a, b);
+    }
+
+    /** @return the journal's refusal of a write from {@code from} once {@code epoch} is stored */
+    private static String refused(String persistenceId, long from, long epoch) {
+        return "failed: write of "
+                + persistenceId
+                + " from sequence number "
+                + from
+                + " refused: the entity's epoch is "
+                + epoch
+                + ", claimed by a newer incarnation";
     }
 
     private static void expect(List<String> failures, String step, String actual, String expected) {

@@ -143,15 +143,15 @@ public final class FencedCassandraJournal extends CassandraJournal {
                         super.asyncReadHighestSequenceNr(c.persistenceId(), c.fromSequenceNr())
                                 .flatMap(
                                         found -> {
-                                            long highest = (Long) found;
-                                            if (highest > c.fromSequenceNr()) {
+                                            if ((Long) found > c.fromSequenceNr()) {
                                                 replayNext.put(c.persistenceId(), c.claim());
                                                 return Futures.successful(found);
                                             }
+                                            // Nothing past the snapshot: all of it is adopted.
                                             return recordCut(
                                                             c.persistenceId(),
                                                             c.claim(),
-                                                            Math.max(highest, c.fromSequenceNr()))
+                                                            c.fromSequenceNr())
                                                     .map(recorded -> found, dispatcher);
                                         },
                                         dispatcher));

@@ -35,12 +35,19 @@ class EpochFilterTest {
 
     private static List<String> replay(JournalCuts cuts, PersistentRepr... rows) {
         List<String> replayed = new ArrayList<>();
+        offered(replayed, cuts, rows);
+        return replayed;
+    }
+
+    /** @return the filter, once every row is offered and it is flushed into {@code replayed} */
+    private static EpochFilter offered(
+            List<String> replayed, JournalCuts cuts, PersistentRepr... rows) {
         EpochFilter filter = new EpochFilter(e -> replayed.add((String) e.payload()), cuts);
         for (PersistentRepr row : rows) {
             filter.offer(row);
         }
         filter.flush();
-        return replayed;
+        return filter;
     }
 
     @Test
@@ -122,12 +129,12 @@ class EpochFilterTest {
     void theLastReplayedNumberIsWhatTheRecoveryAdopted() {
         List<String> replayed = new ArrayList<>();
         EpochFilter filter =
-                new EpochFilter(
-                        e -> replayed.add((String) e.payload()), JournalCuts.of(Map.of(2L, 1L)));
-        for (PersistentRepr row : List.of(row(1, "A", 1L), row(2, "A", 1L), row(3, "A", 1L))) {
-            filter.offer(row);
-        }
-        filter.flush();
+                offered(
+                        replayed,
+                        JournalCuts.of(Map.of(2L, 1L)),
+                        row(1, "A", 1L),
+                        row(2, "A", 1L),
+                        row(3, "A", 1L));
         assertEquals(List.of("A-1"), replayed);
         assertEquals(1, filter.lastReplayed());
     }
