@@ -41,6 +41,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * beyond loopback refuses to start without TLS files (exit 2) unless the insecure switch is on,
  * which it logs as a warning — and then the plain stranger joins it, as in the issue.
  */
+@Order(1) // a SharedCluster user: see there
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterAuthTest {
     /** How long a stranger that should fail keeps trying: six join retries (every 2 s) and probes. */

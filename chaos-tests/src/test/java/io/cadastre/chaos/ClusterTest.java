@@ -35,6 +35,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * with a login (PasswordAuthenticator) over TLS with hostname validation. The cluster is
  * {@link SharedCluster}'s; every member is up again when the class ends.
  */
+@Order(2) // a SharedCluster user: see there
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterTest {
     @RegisterExtension static final SharedCluster SHARED = new SharedCluster();

@@ -1,6 +1,9 @@
 package io.cadastre.chaos;
 
 import io.cadastre.testsupport.Topology;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
@@ -11,11 +14,16 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * of one per class saves about half a minute of the run.
  *
  * <p>Register it as a static field ({@code @RegisterExtension}); the first class of the run that
- * does starts the cluster, and JUnit closes it when the run ends (a value of its root store that
- * is {@link AutoCloseable}), also after a failure. A class that takes a member down brings it
- * back before it ends: the other class expects all three up.
+ * does starts the cluster. It is closed once every class of {@link #USERS} has ended (the module's
+ * {@code junit-platform.properties} runs them first, by their {@code @Order}, so the tests after
+ * them do not share the machine with four idle JVMs), or else when the run ends (a value of its
+ * root store that is {@link AutoCloseable}), also after a failure. A class that takes a member
+ * down brings it back before it ends: the other class expects all three up.
  */
-final class SharedCluster implements BeforeAllCallback {
+final class SharedCluster implements BeforeAllCallback, AfterAllCallback {
+    /** Every class that registers this extension. */
+    static final Set<Class<?>> USERS = Set.of(ClusterAuthTest.class, ClusterTest.class);
+
     static final String POOLS =
             """
             cadastre.pools = [
@@ -40,6 +48,21 @@ final class SharedCluster implements BeforeAllCallback {
                         .getStore(NAMESPACE)
                         .getOrComputeIfAbsent(
                                 ClusterFixture.class, k -> start(), ClusterFixture.class);
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws Exception {
+        ExtensionContext.Store root = context.getRoot().getStore(NAMESPACE);
+        @SuppressWarnings("unchecked")
+        Set<Class<?>> ended =
+                root.getOrComputeIfAbsent("ended", k -> ConcurrentHashMap.newKeySet(), Set.class);
+        ended.add(context.getRequiredTestClass());
+        if (ended.containsAll(USERS)) {
+            ClusterFixture started = root.remove(ClusterFixture.class, ClusterFixture.class);
+            if (started != null) {
+                started.close();
+            }
+        }
     }
 
     /** @return the started cluster (after {@link #beforeAll}) */
