@@ -13,11 +13,11 @@ import java.util.Set;
  *   <li>{@code chaos.seed}: the seed of the fault schedule and the clients' choices; default random
  *       (printed, and quoted in every failure).
  *   <li>{@code chaos.minutes}: minimum minutes of fault injection (default 1). The run first
- *       injects the mandatory faults ({@code chaos.kills} 3, {@code chaos.pauses} 1,
+ *       injects the mandatory faults ({@code chaos.kills} 2, {@code chaos.pauses} 1,
  *       {@code chaos.partitions} 1, {@code chaos.cassandraRestarts} 1, in a seeded order: the
  *       default run in the test command, a few minutes), then more drawn at random until the
  *       minutes are up. The full run: {@code -Dchaos.kills=10 -Dchaos.pauses=3
- *       -Dchaos.partitions=2 -Dchaos.minutes=3} (about 13 minutes); {@code -Dchaos.minutes=30} is
+ *       -Dchaos.partitions=2 -Dchaos.minutes=3} (about 10 minutes); {@code -Dchaos.minutes=30} is
  *       a soak.
  *   <li>{@code chaos.hosts} (3), {@code chaos.clients} per host (3), {@code chaos.fullShare}
  *       (0.07: ADDs with the full plugin and a real pod netns), {@code chaos.retryShare} (0.05:
@@ -57,7 +57,7 @@ record ChaosSettings(
                 Double.parseDouble(System.getProperty("chaos.fullShare", "0.07")),
                 Double.parseDouble(System.getProperty("chaos.retryShare", "0.05")),
                 Integer.getInteger("chaos.thinkMillis", 20),
-                Integer.getInteger("chaos.kills", 3),
+                Integer.getInteger("chaos.kills", 2),
                 Integer.getInteger("chaos.pauses", 1),
                 Integer.getInteger("chaos.partitions", 1),
                 Integer.getInteger("chaos.cassandraRestarts", 1));
