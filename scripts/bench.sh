@@ -15,6 +15,9 @@ cd "$root"
 # iperf3 and busybox (ping): the pod network's throughput, latency and convergence (pod-network).
 install_missing bench openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2 containernetworking-plugins containerd runc \
   busybox-static fontconfig fonts-dejavu-core iperf3
+# openjdk-17 from 17.0.17 on: older ones lack the fix of JDK-8351933, with which a ForkJoinPool (every
+# Pekko dispatcher) may stop for good; the agent warns on them (JavaRuntimeCheck).
+upgrade_older bench 17.0.17 openjdk-17-jdk-headless openjdk-17-jre-headless
 echo "== building (mvn -DskipTests package)"
 mvn -B -q -DskipTests package
 jar=$(ls benchmarks/target/cadastre-benchmarks-*.jar | head -1)

@@ -11,6 +11,9 @@ source "$root/scripts/lib/host.sh"
 become_root demo "it creates a network namespace" "$@"
 cd "$root"
 install_missing demo openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2
+# openjdk-17 from 17.0.17 on: older ones lack the fix of JDK-8351933, with which a ForkJoinPool (every
+# Pekko dispatcher) may stop for good; the agent warns on them (JavaRuntimeCheck).
+upgrade_older demo 17.0.17 openjdk-17-jdk-headless openjdk-17-jre-headless
 for tool in ip java mvn gcc; do
   command -v "$tool" >/dev/null || { echo "demo: $tool is missing (see README: Requirements)" >&2; exit 1; }
 done

@@ -28,6 +28,10 @@ cd "$root"
 # iptables: the reference portmap plugin (pods' hostPorts, chained after Cadastre) writes with it.
 install_missing test openjdk-17-jdk-headless maven gcc libc6-dev musl-dev iproute2 containernetworking-plugins podman \
   containerd runc busybox-static fontconfig fonts-dejavu-core strace libfuse2 nftables iptables
+# openjdk-17 from 17.0.17 on: older ones lack the fix of JDK-8351933, with which a ForkJoinPool (every
+# Pekko dispatcher) may stop for good; the agent warns on them (JavaRuntimeCheck) and ImageTest refuses
+# to ship one in the image.
+upgrade_older test 17.0.17 openjdk-17-jdk-headless openjdk-17-jre-headless
 
 echo "test: mvn -B verify $*"
 exec mvn -B verify "$@"

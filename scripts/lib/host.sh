@@ -38,3 +38,18 @@ install_missing() {
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# upgrade_older NAME MIN_VERSION PACKAGE...: when the first package is installed at a Debian
+# version older than MIN_VERSION (dpkg --compare-versions), upgrades all of them (installed ones
+# only) to the candidate apt has. Needs root.
+upgrade_older() {
+  local name=$1 min=$2 installed
+  shift 2
+  command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 || return 0
+  installed="$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null)" || return 0
+  [[ -n "$installed" ]] && dpkg --compare-versions "$installed" lt "$min" || return 0
+  echo "$name: upgrading $* ($1 $installed is older than $min)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --only-upgrade --no-install-recommends "$@" >/dev/null
+}

@@ -165,6 +165,7 @@ public final class AgentMain implements Callable<Integer> {
             return 2;
         }
         logToken(admin);
+        JavaRuntimeCheck.forkJoinPoolWarning(Runtime.version()).ifPresent(log::warn);
         transport.log(log);
         cassandra.ifPresent(c -> c.log(log));
         host.changes().forEach(change -> log.info("host set for the pod network: {}", change));

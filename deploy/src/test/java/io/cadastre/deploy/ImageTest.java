@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.cadastre.agent.AgentJvm;
+import io.cadastre.agent.JavaRuntimeCheck;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -19,6 +20,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
@@ -182,6 +184,25 @@ class ImageTest {
     }
 
     /** jdeps over the image's own class path: the jlink'd runtime must hold every module it names. */
+    /**
+     * The image's runtime is the build's JDK, jlinked: one without the fix of JDK-8351933 would
+     * ship an agent whose dispatchers may stop for good after weeks ({@link JavaRuntimeCheck}).
+     */
+    @Test
+    void theRuntimeHasTheForkJoinPoolFix() {
+        String version =
+                read("opt/java/release")
+                        .lines()
+                        .filter(l -> l.startsWith("JAVA_VERSION="))
+                        .map(l -> l.substring(l.indexOf('=') + 1).replace("\"", ""))
+                        .findFirst()
+                        .orElseThrow();
+        assertEquals(
+                Optional.empty(),
+                JavaRuntimeCheck.forkJoinPoolWarning(Runtime.Version.parse(version)),
+                "build the image with a JDK that has the fix (scripts/test.sh upgrades Debian's)");
+    }
+
     @Test
     void theRuntimeHoldsEveryModuleTheClassPathUses() throws IOException {
         List<String> jars;
