@@ -181,7 +181,15 @@ public final class AgentMain implements Callable<Integer> {
                                 host.podMtu()),
                         "cadastre",
                         config);
-        DispatcherStallWatch.start(system, config.getDuration("cadastre.stall-report-after"));
+        // The journal's dispatcher too: a stall there stops every persist, hence every ADD.
+        DispatcherStallWatch.start(
+                system,
+                config.getDuration("cadastre.stall-report-after"),
+                settings.persistence() == Persistence.CASSANDRA
+                        ? List.of(
+                                config.getString(
+                                        "pekko.persistence.cassandra.journal.plugin-dispatcher"))
+                        : List.of());
         boolean terminated;
         try {
             terminated = TerminationWatch.await(system, TERMINATION_GRACE);

@@ -1,6 +1,7 @@
 package io.cadastre.agent;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -85,24 +86,17 @@ final class DispatcherStallWatch implements AutoCloseable {
     }
 
     /**
-     * Watches the actor system's default and internal dispatchers on a daemon thread, logging
-     * to this class's logger, until the system terminates.
+     * Watches the actor system's default and internal dispatchers, and {@code more} (config paths
+     * of dispatchers, e.g. the Cassandra journal's, reported by their path), on a daemon thread,
+     * logging to this class's logger, until the system terminates.
      *
      * @param threshold how long a dispatcher may run nothing before it is reported
      */
-    static DispatcherStallWatch start(ActorSystem<?> system, Duration threshold) {
-        var dispatchers = system.dispatchers();
+    static DispatcherStallWatch start(
+            ActorSystem<?> system, Duration threshold, List<String> more) {
         DispatcherStallWatch watch =
                 new DispatcherStallWatch(
-                        List.of(
-                                Map.entry(
-                                        "default",
-                                        dispatchers.lookup(DispatcherSelector.defaultDispatcher())),
-                                Map.entry(
-                                        "internal",
-                                        dispatchers.lookup(
-                                                DispatcherSelector.fromConfig(
-                                                        "pekko.actor.internal-dispatcher")))),
+                        dispatchers(system, more),
                         threshold,
                         System::nanoTime,
                         LOG::warn,
@@ -113,6 +107,30 @@ final class DispatcherStallWatch implements AutoCloseable {
         thread.start();
         system.getWhenTerminated().thenRun(watch::close);
         return watch;
+    }
+
+    /**
+     * @return the default and internal dispatchers of {@code system}, then those of {@code more}
+     *     (config paths), each by the name its reports use
+     */
+    static List<Map.Entry<String, Executor>> dispatchers(ActorSystem<?> system, List<String> more) {
+        var dispatchers = system.dispatchers();
+        List<Map.Entry<String, Executor>> watched = new ArrayList<>();
+        watched.add(
+                Map.<String, Executor>entry(
+                        "default", dispatchers.lookup(DispatcherSelector.defaultDispatcher())));
+        watched.add(
+                Map.<String, Executor>entry(
+                        "internal",
+                        dispatchers.lookup(
+                                DispatcherSelector.fromConfig("pekko.actor.internal-dispatcher"))));
+        more.forEach(
+                path ->
+                        watched.add(
+                                Map.<String, Executor>entry(
+                                        path,
+                                        dispatchers.lookup(DispatcherSelector.fromConfig(path)))));
+        return watched;
     }
 
     private void run() {

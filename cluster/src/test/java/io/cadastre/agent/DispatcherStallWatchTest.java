@@ -3,10 +3,12 @@ package io.cadastre.agent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.typesafe.config.ConfigFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
@@ -15,6 +17,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.Test;
 
 /** A dispatcher that runs nothing is reported once, with the threads, and its recovery too; a paused JVM is not. */
@@ -147,6 +151,39 @@ class DispatcherStallWatchTest {
             release.countDown();
             single.shutdown();
             assertTrue(single.awaitTermination(10, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    void theCassandraJournalsDispatcherIsWatchedBesideTheDefaultAndInternalOnes() throws Exception {
+        ActorSystem<Void> system =
+                ActorSystem.create(
+                        Behaviors.empty(),
+                        "stall-watch-test",
+                        ConfigFactory.parseString("pekko.actor.provider = local")
+                                .withFallback(ConfigFactory.load()));
+        try {
+            String journal =
+                    system.settings()
+                            .config()
+                            .getString("pekko.persistence.cassandra.journal.plugin-dispatcher");
+            List<Map.Entry<String, Executor>> watched =
+                    DispatcherStallWatch.dispatchers(system, List.of(journal));
+            assertEquals(
+                    List.of(
+                            "default",
+                            "internal",
+                            "pekko.persistence.cassandra.default-dispatcher"),
+                    watched.stream().map(Map.Entry::getKey).toList());
+            CompletableFuture<String> ranOn = new CompletableFuture<>();
+            watched.get(2)
+                    .getValue()
+                    .execute(() -> ranOn.complete(Thread.currentThread().getName()));
+            String thread = ranOn.get(10, TimeUnit.SECONDS);
+            assertTrue(thread.contains("pekko.persistence.cassandra.default-dispatcher"), thread);
+        } finally {
+            system.terminate();
+            system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
         }
     }
 }
