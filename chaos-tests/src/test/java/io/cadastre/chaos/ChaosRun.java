@@ -53,8 +53,8 @@ import java.util.function.Supplier;
  */
 final class ChaosRun implements AutoCloseable {
     static final long PHASE_TIMEOUT_S = 180;
-    private static final long WARMUP_MS = 15_000;
-    private static final long QUIET_MS = 5_000;
+    private static final long WARMUP_MS = 10_000;
+    private static final long QUIET_MS = 3_000;
     private static final long CLIENT_STOP_TIMEOUT_S = 240;
     private static final int HARNESS_CLIENT = -1;
     private static final long IPAM_CHECK_TIMEOUT_S = 60;
@@ -223,7 +223,7 @@ final class ChaosRun implements AutoCloseable {
             }
         }
         clientThreads.forEach(Thread::start);
-        Thread.sleep(WARMUP_MS); // let the clients fill the pool before the first fault
+        Thread.sleep(WARMUP_MS); // the first fault meets a pool the clients hold a share of
         faultsFrom = history.now();
         long until = faultsFrom + (long) (settings.minutes() * 60e9);
         try {

@@ -83,7 +83,7 @@ final class FaultPlan {
                     case PARTITION -> 10_000 + random.nextInt(5_001); // 10-15 s
                     case CASSANDRA_RESTART -> 0;
                 };
-        long gap = 1_000 + random.nextInt(3_001);
+        long gap = 500 + random.nextInt(2_001); // the workload's own jitter does the rest
         return new Fault(kind, host, millis, gap);
     }
 }

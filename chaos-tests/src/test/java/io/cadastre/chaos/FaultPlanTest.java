@@ -50,7 +50,7 @@ class FaultPlanTest {
                             1),
                     counts);
             for (FaultPlan.Fault f : faults) {
-                assertTrue(f.gapMillis() >= 1_000 && f.gapMillis() <= 4_000, f.toString());
+                assertTrue(f.gapMillis() >= 500 && f.gapMillis() <= 2_500, f.toString());
                 switch (f.kind()) {
                     case KILL -> assertTrue(f.millis() >= 500 && f.millis() <= 4_000, f.toString());
                     case PAUSE ->
