@@ -3,7 +3,7 @@
 # missing, then runs `mvn -B verify`, with any arguments given passed on to Maven. Needs root
 # (the tests create network namespaces and veth pairs and run containerd and podman; apt-get):
 # as root it runs at once, otherwise it runs itself again through sudo.
-#   scripts/test.sh                     # all tests (20-24.5 minutes on 2 cores, 2026-11-27)
+#   scripts/test.sh                     # all tests (21.5-22 minutes on 2 cores from a fresh clone, 2026-11-28)
 #   scripts/test.sh -pl cni-bridge -Dtest=CniArgsTest -Dsurefire.failIfNoSpecifiedTests=false
 #   scripts/test.sh --help
 set -euo pipefail
