@@ -723,20 +723,7 @@ final class ChaosRun implements AutoCloseable {
                         supervisor.close();
                     }
                 });
-        List<CompletableFuture<Void>> stops =
-                members.stream()
-                        .map(
-                                m ->
-                                        CompletableFuture.runAsync(
-                                                () -> {
-                                                    try {
-                                                        m.close();
-                                                    } catch (InterruptedException e) {
-                                                        Thread.currentThread().interrupt();
-                                                    }
-                                                }))
-                        .toList();
-        run(failures, () -> stops.forEach(CompletableFuture::join));
+        run(failures, () -> Member.closeAll(members));
         run(
                 failures,
                 () -> {

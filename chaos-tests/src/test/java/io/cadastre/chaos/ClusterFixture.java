@@ -124,28 +124,10 @@ final class ClusterFixture implements AutoCloseable {
         return executor;
     }
 
-    private static void stop(Member m) {
-        try {
-            m.close();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
     @Override
     public void close() throws Exception {
         try {
-            // All at once (each leaves the cluster on SIGTERM: seconds per member one after
-            // another), on threads of their own (a test may have left the executor's busy).
-            List<Thread> stops = new ArrayList<>();
-            for (Member m : members) {
-                Thread t = new Thread(() -> stop(m), "stop-" + m.name());
-                t.start();
-                stops.add(t);
-            }
-            for (Thread t : stops) {
-                t.join();
-            }
+            Member.closeAll(members);
             if (cassandra != null) {
                 cassandra.close();
             }

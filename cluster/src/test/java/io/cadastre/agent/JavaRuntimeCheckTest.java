@@ -3,6 +3,7 @@ package io.cadastre.agent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Optional;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -22,7 +23,7 @@ class JavaRuntimeCheckTest {
             strings = {"17.0.17", "17.0.21.1+2-Debian-1deb12u1", "21.0.8", "25", "25.0.1+8-LTS"})
     void runtimesWithTheFixPass(String version) {
         assertEquals(
-                java.util.Optional.empty(),
+                Optional.empty(),
                 JavaRuntimeCheck.forkJoinPoolWarning(Runtime.Version.parse(version)));
     }
 }
