@@ -15,7 +15,7 @@ import java.util.List;
 
 /**
  * A cadastre-agent on this host as the quick start runs it: the real main in its own JVM, the
- * embedded journal (H2) in a directory of its own, its CNI socket there too, wiring pods in the
+ * embedded journal (RocksDB) in a directory of its own, its CNI socket there too, wiring pods in the
  * root network namespace. Started and stopped (SIGTERM) by its PID only.
  */
 public final class SingleHostAgent implements AutoCloseable {
