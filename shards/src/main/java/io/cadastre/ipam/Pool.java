@@ -93,6 +93,23 @@ public final class Pool {
                 .toList();
     }
 
+    /**
+     * The block a repeated claim finds ({@code PoolEntity.ClaimBlock} with its {@code known}).
+     *
+     * @param known the blocks the claiming node is known to use
+     * @param within the ranges the block must hold an allowed address of; {@code null} for any block
+     * @return the lowest block affine to {@code node} that is outside {@code known}, not being
+     *     released and holds an address {@code within} allows, if any
+     */
+    public Optional<Cidr> claimOutside(String node, Set<Cidr> known, RangeSet within) {
+        return claims.entrySet().stream()
+                .filter(e -> e.getValue().equals(node))
+                .map(Map.Entry::getKey)
+                .filter(b -> !known.contains(b) && !releasing.contains(b))
+                .filter(b -> within == null || within.allowsAnyIn(b))
+                .findFirst();
+    }
+
     /** @return the lowest block of the pool that no node has claimed, if any is left */
     public Optional<Cidr> firstUnclaimedBlock() {
         BigInteger count = spec.cidr().subnetCount(spec.blockPrefix());

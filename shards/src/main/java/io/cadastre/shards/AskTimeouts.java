@@ -8,8 +8,9 @@ import java.time.Duration;
  * <p>A message sent to a member that has just crashed is lost, and sharding only routes to the
  * entity's new home once the member is downed and removed. So a request does not wait the whole
  * {@code total} on one message: it asks again every {@code perAttempt} until {@code total} has
- * passed. Asking again is safe because every command Ipam retries is idempotent per attachment
- * (claiming a new block is the one exception and is asked once, with the whole {@code total}).
+ * passed. Asking again is safe because every command Ipam sends is idempotent per attachment, and
+ * a claim of a new block names the blocks its node already uses, so that a repeated one finds the
+ * block the first claimed ({@code PoolEntity.ClaimBlock}, its {@code known}).
  *
  * @param total how long a request waits for an entity in all before it fails UNAVAILABLE
  * @param perAttempt how long one message waits for its reply before it is sent again; at most

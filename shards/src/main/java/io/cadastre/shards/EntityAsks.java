@@ -131,18 +131,6 @@ public final class EntityAsks {
     }
 
     /**
-     * Asks a command that must not be repeated (each one changes state anew), once, waiting the
-     * total timeout.
-     *
-     * @return as {@link #askStatus}
-     */
-    <C, R> CompletionStage<R> askStatusOnce(
-            EntityRef<C> ref, Function<ActorRef<StatusReply<R>>, C> command) {
-        return statusFailures(
-                ref, Replies.onReplyingThread(ref.askWithStatus(command::apply, timeouts.total())));
-    }
-
-    /**
      * One attempt of a retried ask: to the entity's incarnation on this member when there is one
      * ({@link LocalEntities}), else through sharding.
      */

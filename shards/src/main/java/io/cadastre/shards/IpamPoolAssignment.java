@@ -11,6 +11,7 @@ import io.cadastre.shards.PoolEntity.ClaimOutcome;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -92,21 +93,41 @@ final class IpamPoolAssignment extends IpamFlow {
             PoolSpec pool, Allocation allocation, List<String> reasons, RangeSet within) {
         // Another ADD may have claimed a block while we waited: try every affine block first.
         return affineBlocksOf(pool.name())
-                .thenCompose(blocks -> tryBlocks(pool, blocks, allocation, false, within))
                 .thenCompose(
-                        found ->
-                                found.isPresent()
-                                        ? CompletableFuture.completedFuture(found)
-                                        : claimAndAssign(pool, allocation, reasons, within));
+                        blocks ->
+                                tryBlocks(pool, blocks, allocation, false, within)
+                                        .thenCompose(
+                                                found ->
+                                                        found.isPresent()
+                                                                ? CompletableFuture.completedFuture(
+                                                                        found)
+                                                                : claimAndAssign(
+                                                                        pool,
+                                                                        Set.copyOf(blocks),
+                                                                        allocation,
+                                                                        reasons,
+                                                                        within)));
     }
 
+    /**
+     * Claims a new block and assigns in it. The claim names the blocks this node already uses, so
+     * that it may be sent again: an attempt whose reply was lost with a crashed member is
+     * answered with the block it claimed (PoolEntity.ClaimBlock), and the ADD waits for the
+     * pool's failover rather than the whole ask timeout.
+     *
+     * @param known the pool's blocks this node uses, as the cache has them
+     */
     private CompletionStage<Optional<HeldAddress>> claimAndAssign(
-            PoolSpec pool, Allocation allocation, List<String> reasons, RangeSet within) {
+            PoolSpec pool,
+            Set<Cidr> known,
+            Allocation allocation,
+            List<String> reasons,
+            RangeSet within) {
         return asks.confirmedIfSlow(
-                        asks.askStatusOnce(
+                        asks.askStatus(
                                 asks.pool(pool.name()),
                                 (ActorRef<StatusReply<ClaimOutcome>> r) ->
-                                        new PoolEntity.ClaimBlock(node, within, r)),
+                                        new PoolEntity.ClaimBlock(node, within, known, r)),
                         asks.pool(pool.name()),
                         outcome -> claimConfirmed(pool.name(), outcome))
                 .thenCompose(

@@ -28,10 +28,9 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
  * <p>Why it is safe: an incarnation is listed from its start until it stops ({@link PostStop}),
  * so a direct send reaches the same live incarnation sharding would deliver to, or, in the moment
  * an incarnation stops (passivation, hand-off, its member leaving), dead letters: the ask then
- * times out and is sent again, as for a member that crashed ({@link AskTimeouts}). Only retried
- * asks go direct ({@link EntityAsks#ask}, {@link EntityAsks#askStatus}); a command asked once
- * ({@link EntityAsks#askStatusOnce}) always goes through sharding, which buffers it across a
- * hand-off. An incarnation that starts while the old one is still listed replaces it; the old
+ * times out and is sent again, as for a member that crashed ({@link AskTimeouts}): every ask
+ * through {@link EntityAsks} is retried, so every command it sends is one that may be repeated.
+ * An incarnation that starts while the old one is still listed replaces it; the old
  * one's stop then leaves the new one listed. Thread-safe.
  */
 public final class LocalEntities implements Extension {

@@ -87,10 +87,25 @@ public final class PoolEntity
      * @param within the ranges of an L2 subnet the block must hold an allowed address of (the
      *     lowest such block is claimed; EXHAUSTED when none is left); {@code null} for any block;
      *     refused with UNKNOWN_POOL when the pool is not defined
+     * @param known the blocks of this pool the requester already uses for the node, or {@code
+     *     null}. A block claimed for the node outside them (not being released, holding an address
+     *     {@code within} allows) is the claim of an earlier attempt whose reply was lost, its
+     *     member having crashed after the write: it is answered CLAIMED instead of a new claim
+     *     ({@link Pool#claimOutside}). So a claim with {@code known} may be sent again after a
+     *     timeout, as a retried ask does; without it, every one claims anew.
      */
     public record ClaimBlock(
-            String node, RangeSet within, ActorRef<StatusReply<ClaimOutcome>> replyTo)
-            implements Command {}
+            String node,
+            RangeSet within,
+            Set<Cidr> known,
+            ActorRef<StatusReply<ClaimOutcome>> replyTo)
+            implements Command {
+        /** A claim that must not be sent again: each one claims a new block (admin, tests). */
+        public ClaimBlock(
+                String node, RangeSet within, ActorRef<StatusReply<ClaimOutcome>> replyTo) {
+            this(node, within, null, replyTo);
+        }
+    }
 
     /**
      * Claims one given block (for a specific address) for {@code node}; idempotent. Answers
@@ -384,6 +399,15 @@ public final class PoolEntity
     }
 
     private ReplyEffect<Event, State> onClaimBlock(Pool pool, ClaimBlock cmd) {
+        // Before the checks below: a claim sent again must get the answer its first attempt got,
+        // though that claim may since have filled the node's quota.
+        Optional<Cidr> earlier =
+                cmd.known() == null
+                        ? Optional.empty()
+                        : pool.claimOutside(cmd.node(), cmd.known(), cmd.within());
+        if (earlier.isPresent()) {
+            return answer(cmd.replyTo(), ClaimStatus.CLAIMED, earlier.get(), null);
+        }
         if (pool.disabled()) {
             return answer(
                     cmd.replyTo(), ClaimStatus.DISABLED, null, "pool " + poolName + " is disabled");

@@ -128,17 +128,6 @@ class EntityAsksTest {
     }
 
     @Test
-    void aCommandAskedOnceIsNotRepeated() {
-        EntityRef<Ping> ref = entity();
-        IpamException e =
-                failure(
-                        asks(Duration.ofMillis(900), Duration.ofMillis(200))
-                                .askStatusOnce(ref, ping(1, false)));
-        assertEquals(IpamException.Reason.UNAVAILABLE, e.reason());
-        assertEquals(1, received.get(ref.getEntityId()).get());
-    }
-
-    @Test
     void aRefusalIsNotRetried() {
         EntityRef<Ping> ref = entity();
         IpamException refused =
@@ -200,18 +189,5 @@ class EntityAsksTest {
                 asks.askStatus(ref, ping(0, false)).toCompletableFuture().join(),
                 "through sharding again");
         assertTrue(local.find(KEY, ref.getEntityId()).isPresent(), "the sharded one is listed");
-    }
-
-    @Test
-    void aCommandAskedOnceGoesThroughSharding() {
-        EntityRef<Ping> ref = entity();
-        ActorRef<Ping> listed = listedImpostor(ref, false);
-        assertEquals(
-                1,
-                asks(Duration.ofSeconds(20), Duration.ofSeconds(20))
-                        .askStatusOnce(ref, ping(0, false))
-                        .toCompletableFuture()
-                        .join());
-        testKit.stop(listed);
     }
 }
