@@ -6,9 +6,13 @@ import java.util.Collection;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.ClusterEvent;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.ShardCoordinator;
 import org.apache.pekko.cluster.sharding.external.ExternalShardAllocation;
 import org.apache.pekko.cluster.sharding.external.ExternalShardAllocationStrategy;
@@ -36,8 +40,9 @@ import scala.concurrent.Future;
  *       node's name; the block's {@link Cidr#entityId()});
  *   <li>those shards are placed by Pekko's {@link ExternalShardAllocationStrategy}: a shard with a
  *       published home is started on that member and moved back to it (at the coordinator's
- *       rebalance, every 10 s) when it runs elsewhere; a shard without one, or whose home is not
- *       a member now, starts on the member that first asks for it;
+ *       rebalance, every 10 s, while every member is reachable and none is joining: {@link
+ *       #timeToRebalance}) when it runs elsewhere; a shard without one, or whose home is not a
+ *       member now, starts on the member that first asks for it;
  *   <li>homes are published by the member that serves the node ({@link #node}, {@link #blocks},
  *       {@link #claimed}): the node's at the agent's start, a block's when the agent first uses
  *       it as its own (it claimed it, or read it among its affine blocks). A block released and
@@ -92,8 +97,50 @@ final class EntityHomes {
      */
     static ShardCoordinator.StartableAllocationStrategy strategy(
             ActorSystem<?> system, String typeName) {
+        Cluster cluster = Cluster.get(system);
+        return strategy(
+                system,
+                typeName,
+                () -> {
+                    ClusterEvent.CurrentClusterState state = cluster.state();
+                    return timeToRebalance(state.getMembers(), state.getUnreachable());
+                });
+    }
+
+    /**
+     * As {@link #strategy(ActorSystem, String)}, rebalancing only while {@code timeToRebalance}
+     * says so.
+     */
+    static ShardCoordinator.StartableAllocationStrategy strategy(
+            ActorSystem<?> system, String typeName, BooleanSupplier timeToRebalance) {
         return new StartedOnce(
-                ExternalShardAllocationStrategy.create(system, typeName, STATE_TIMEOUT));
+                ExternalShardAllocationStrategy.create(system, typeName, STATE_TIMEOUT),
+                timeToRebalance);
+    }
+
+    /**
+     * Whether shards may be moved now: no member unreachable, none joining. A move waits for every
+     * shard region to acknowledge the hand-off, an unreachable member's too, until {@code
+     * pekko.cluster.sharding.handoff-timeout}; the shards being moved answer nothing meanwhile.
+     * Pekko's least-shards strategy keeps this rule ({@code
+     * AbstractLeastShardAllocationStrategy.isAGoodTimeToRebalance}); its external one, used here,
+     * does not. Seen in a chaos run: a node's entities being moved home as another member
+     * crashed waited the whole 5 s hand-off timeout.
+     *
+     * @param members the cluster's members
+     * @param unreachable those of them some member cannot reach
+     */
+    static boolean timeToRebalance(Iterable<Member> members, Set<Member> unreachable) {
+        if (!unreachable.isEmpty()) {
+            return false;
+        }
+        for (Member member : members) {
+            MemberStatus status = member.status();
+            if (status == MemberStatus.joining() || status == MemberStatus.weaklyUp()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -106,10 +153,12 @@ final class EntityHomes {
      */
     private static final class StartedOnce implements ShardCoordinator.StartableAllocationStrategy {
         private final ExternalShardAllocationStrategy strategy;
+        private final BooleanSupplier timeToRebalance;
         private final AtomicBoolean started = new AtomicBoolean();
 
-        StartedOnce(ExternalShardAllocationStrategy strategy) {
+        StartedOnce(ExternalShardAllocationStrategy strategy, BooleanSupplier timeToRebalance) {
             this.strategy = strategy;
+            this.timeToRebalance = timeToRebalance;
         }
 
         @Override
@@ -131,6 +180,9 @@ final class EntityHomes {
         public Future<scala.collection.immutable.Set<String>> rebalance(
                 scala.collection.immutable.Map<ActorRef, IndexedSeq<String>> current,
                 scala.collection.immutable.Set<String> inProgress) {
+            if (!timeToRebalance.getAsBoolean()) {
+                return Future.successful(scala.collection.immutable.Set$.MODULE$.empty());
+            }
             return strategy.rebalance(current, inProgress);
         }
     }

@@ -9,15 +9,21 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.ShardCoordinator;
+import org.apache.pekko.cluster.sharding.external.ExternalShardAllocation;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.junit.jupiter.api.AfterAll;
@@ -25,7 +31,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import scala.collection.immutable.IndexedSeq;
 import scala.collection.immutable.Map.Map1;
+import scala.collection.immutable.Map.Map2;
 import scala.collection.immutable.Vector$;
+import scala.jdk.javaapi.CollectionConverters;
 import scala.jdk.javaapi.FutureConverters;
 
 /**
@@ -161,5 +169,63 @@ class EntityHomesTest {
         assertEquals(
                 requester,
                 FutureConverters.asJava(allocated).toCompletableFuture().get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void noShardMovesHomeWhileTheGuardSaysItIsNoTime() throws Exception {
+        AtomicBoolean time = new AtomicBoolean(true);
+        ShardCoordinator.StartableAllocationStrategy strategy =
+                EntityHomes.strategy(a.system(), "Guarded", time::get);
+        strategy.start();
+        ExternalShardAllocation.get(a.system())
+                .getClient("Guarded")
+                .setShardLocation("away", Cluster.get(b.system()).selfMember().address())
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        IndexedSeq<String> awayOnly = CollectionConverters.asScala(List.of("away")).toIndexedSeq();
+        // "away" runs at a region of member a; its home is b's member, which has a region too.
+        ActorRef regionOnA = Adapter.toClassic(a.createTestProbe().ref());
+        Address bAddress = Cluster.get(b.system()).selfMember().address();
+        ActorRef regionOnB =
+                ((ExtendedActorSystem) Adapter.toClassic(a.system()))
+                        .provider()
+                        .resolveActorRef(
+                                Adapter.toClassic(b.createTestProbe().ref())
+                                        .path()
+                                        .toStringWithAddress(bAddress));
+        var current =
+                new Map2<ActorRef, IndexedSeq<String>>(
+                        regionOnA, awayOnly, regionOnB, Vector$.MODULE$.<String>empty());
+        scala.collection.immutable.Set<String> none =
+                scala.collection.immutable.Set$.MODULE$.empty();
+
+        // While it is time, the shard moves home once the strategy has read its home.
+        a.createTestProbe()
+                .awaitAssert(
+                        DEADLINE,
+                        () -> {
+                            assertTrue(
+                                    FutureConverters.asJava(strategy.rebalance(current, none))
+                                            .toCompletableFuture()
+                                            .get(10, TimeUnit.SECONDS)
+                                            .contains("away"),
+                                    "moved home while it is time");
+                            return null;
+                        });
+        time.set(false);
+        assertTrue(
+                FutureConverters.asJava(strategy.rebalance(current, none))
+                        .toCompletableFuture()
+                        .get(10, TimeUnit.SECONDS)
+                        .isEmpty(),
+                "no move while it is no time");
+    }
+
+    @Test
+    void itIsTimeToRebalanceOnlyWhileEveryMemberIsReachable() {
+        Iterable<Member> members = Cluster.get(a.system()).state().getMembers();
+        assertTrue(EntityHomes.timeToRebalance(members, Set.of()), "both up, both reachable");
+        Member other = Cluster.get(b.system()).selfMember();
+        assertFalse(EntityHomes.timeToRebalance(members, Set.of(other)), "one unreachable");
     }
 }
