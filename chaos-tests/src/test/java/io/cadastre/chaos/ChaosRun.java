@@ -6,6 +6,7 @@ import io.cadastre.chaos.Operation.Purpose;
 import io.cadastre.chaos.Operation.Status;
 import io.cadastre.testsupport.AgentLogs;
 import io.cadastre.testsupport.CassandraNode;
+import io.cadastre.testsupport.Closing;
 import io.cadastre.testsupport.Member;
 import io.cadastre.testsupport.PodNamespaces;
 import io.cadastre.testsupport.Schema;
@@ -723,7 +724,7 @@ final class ChaosRun implements AutoCloseable {
                         supervisor.close();
                     }
                 });
-        run(failures, () -> Member.closeAll(members));
+        run(failures, () -> Closing.together(members));
         run(
                 failures,
                 () -> {

@@ -1,6 +1,7 @@
 package io.cadastre.chaos;
 
 import io.cadastre.testsupport.CassandraNode;
+import io.cadastre.testsupport.Closing;
 import io.cadastre.testsupport.Member;
 import io.cadastre.testsupport.Schema;
 import io.cadastre.testsupport.TestPki;
@@ -127,7 +128,7 @@ final class ClusterFixture implements AutoCloseable {
     @Override
     public void close() throws Exception {
         try {
-            Member.closeAll(members);
+            Closing.together(members);
             if (cassandra != null) {
                 cassandra.close();
             }

@@ -1,7 +1,7 @@
 package io.cadastre.agent;
 
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -114,23 +114,14 @@ final class DispatcherStallWatch implements AutoCloseable {
      *     (config paths), each by the name its reports use
      */
     static List<Map.Entry<String, Executor>> dispatchers(ActorSystem<?> system, List<String> more) {
+        Map<String, DispatcherSelector> selectors = new LinkedHashMap<>();
+        selectors.put("default", DispatcherSelector.defaultDispatcher());
+        selectors.put("internal", DispatcherSelector.fromConfig("pekko.actor.internal-dispatcher"));
+        more.forEach(path -> selectors.put(path, DispatcherSelector.fromConfig(path)));
         var dispatchers = system.dispatchers();
-        List<Map.Entry<String, Executor>> watched = new ArrayList<>();
-        watched.add(
-                Map.<String, Executor>entry(
-                        "default", dispatchers.lookup(DispatcherSelector.defaultDispatcher())));
-        watched.add(
-                Map.<String, Executor>entry(
-                        "internal",
-                        dispatchers.lookup(
-                                DispatcherSelector.fromConfig("pekko.actor.internal-dispatcher"))));
-        more.forEach(
-                path ->
-                        watched.add(
-                                Map.<String, Executor>entry(
-                                        path,
-                                        dispatchers.lookup(DispatcherSelector.fromConfig(path)))));
-        return watched;
+        return selectors.entrySet().stream()
+                .map(e -> Map.<String, Executor>entry(e.getKey(), dispatchers.lookup(e.getValue())))
+                .toList();
     }
 
     private void run() {

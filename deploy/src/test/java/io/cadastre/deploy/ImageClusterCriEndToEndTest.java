@@ -11,6 +11,7 @@ import io.cadastre.testcri.CriClient;
 import io.cadastre.testcri.KubeletPods;
 import io.cadastre.testcri.v1.PodSandboxConfig;
 import io.cadastre.testsupport.CassandraNode;
+import io.cadastre.testsupport.Closing;
 import io.cadastre.testsupport.PortRelay;
 import io.cadastre.testsupport.Schema;
 import io.cadastre.testsupport.TestPki;
@@ -29,8 +30,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -319,7 +318,7 @@ class ImageClusterCriEndToEndTest {
                         });
             }
             // Both at once: each stops its agent's pod (the agent leaves the cluster) first.
-            cleanup.add(() -> closeTogether(runtimes));
+            cleanup.add(() -> Closing.together(runtimes));
             PortRelay relay = apiRelay;
             MockKubernetesApi server = api;
             CompletableFuture<Void> ready = cassandraReady;
@@ -355,29 +354,6 @@ class ImageClusterCriEndToEndTest {
             cleanup.add(() -> deleteTree(root));
             runAll(cleanup);
         }
-    }
-
-    /** Closes every containerd on a thread of its own; @throws Exception the first failure */
-    private static void closeTogether(List<Containerd> runtimes) throws Exception {
-        List<Step> joins = new ArrayList<>();
-        for (Containerd containerd : runtimes) {
-            FutureTask<Void> close =
-                    new FutureTask<>(
-                            () -> {
-                                containerd.close();
-                                return null;
-                            });
-            new Thread(close, "close-containerd").start();
-            joins.add(
-                    () -> {
-                        try {
-                            close.get();
-                        } catch (ExecutionException e) {
-                            throw e.getCause() instanceof Exception cause ? cause : e;
-                        }
-                    });
-        }
-        runAll(joins);
     }
 
     /** One step of the clean-up. */

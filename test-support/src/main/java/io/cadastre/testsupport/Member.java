@@ -6,7 +6,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalTime;
 import java.time.format.DateTimeParseException;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -251,31 +250,6 @@ public final class Member implements AutoCloseable {
     /** @return the last 40 lines of the member's log */
     public String tail() {
         return LogFile.tail(log());
-    }
-
-    /**
-     * Stops every member at once, each on a thread of its own ({@link #close()}): one after
-     * another costs seconds per member, as each leaves the cluster on SIGTERM.
-     */
-    public static void closeAll(List<Member> members) throws InterruptedException {
-        List<Thread> stops = new ArrayList<>();
-        for (Member m : members) {
-            Thread t =
-                    new Thread(
-                            () -> {
-                                try {
-                                    m.close();
-                                } catch (InterruptedException e) {
-                                    Thread.currentThread().interrupt();
-                                }
-                            },
-                            "stop-" + m.name());
-            t.start();
-            stops.add(t);
-        }
-        for (Thread t : stops) {
-            t.join();
-        }
     }
 
     @Override
