@@ -1,5 +1,6 @@
 package io.cadastre.admin;
 
+import io.cadastre.http.ServerBuffers;
 import io.cadastre.shards.CadastreMetrics;
 import io.cadastre.shards.Ipam;
 import io.netty.bootstrap.ServerBootstrap;
@@ -9,6 +10,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
@@ -279,6 +281,8 @@ public final class AdminServer {
                                     epoll
                                             ? EpollServerSocketChannel.class
                                             : NioServerSocketChannel.class)
+                            .option(ChannelOption.ALLOCATOR, ServerBuffers.ALLOCATOR)
+                            .childOption(ChannelOption.ALLOCATOR, ServerBuffers.ALLOCATOR)
                             .childHandler(
                                     new ChannelInitializer<SocketChannel>() {
                                         @Override

@@ -303,6 +303,8 @@ public final class CniSocketServer {
                                 // Clients beyond maxConnections wait here (the plugin's connect has
                                 // a 30 s timeout).
                                 .option(ChannelOption.SO_BACKLOG, settings.maxConnections())
+                                .option(ChannelOption.ALLOCATOR, ServerBuffers.ALLOCATOR)
+                                .childOption(ChannelOption.ALLOCATOR, ServerBuffers.ALLOCATOR)
                                 .handler(new Admission())
                                 // Without this Netty closes a connection as soon as it reads the
                                 // client's EOF, so a client that shuts down its sending side after
