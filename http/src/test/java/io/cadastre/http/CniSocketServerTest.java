@@ -11,6 +11,8 @@ import io.cadastre.cni.CniBackend.AddRequest;
 import io.cadastre.cni.CniBackend.AddResult;
 import io.cadastre.cni.CniHandler;
 import io.cadastre.cni.FakeBackend;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocatorMetric;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -141,6 +143,23 @@ class CniSocketServerTest {
         assertEquals("eth0", add.attachment().ifname());
         assertEquals("web-0", add.pod().name());
         assertEquals(List.of("default-ipv4"), add.pools());
+    }
+
+    @Test
+    void buffersComeFromTheEndpointsOwnSmallPool() throws Exception {
+        PooledByteBufAllocatorMetric endpoints =
+                ((PooledByteBufAllocator) ServerBuffers.ALLOCATOR).metric();
+        PooledByteBufAllocatorMetric nettyDefault = PooledByteBufAllocator.DEFAULT.metric();
+        long defaultBefore = nettyDefault.usedDirectMemory() + nettyDefault.usedHeapMemory();
+
+        assertEquals("HTTP/1.1 200 OK", send(addRequest()).statusLine);
+
+        assertEquals(256 * 1024, endpoints.chunkSize());
+        assertTrue(endpoints.usedDirectMemory() > 0, "the call's buffers came from ServerBuffers");
+        assertEquals(
+                defaultBefore,
+                nettyDefault.usedDirectMemory() + nettyDefault.usedHeapMemory(),
+                "Netty's default pool (4 MiB chunks) stays unused");
     }
 
     @Test
