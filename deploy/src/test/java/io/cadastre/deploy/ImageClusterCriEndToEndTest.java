@@ -309,7 +309,7 @@ class ImageClusterCriEndToEndTest {
         } finally {
             // Every step runs, also after one failed: the ordinary pods first, while their agents
             // still answer their DEL.
-            List<Step> cleanup = new ArrayList<>();
+            List<AutoCloseable> cleanup = new ArrayList<>();
             for (Pod pod : pods) {
                 cleanup.add(
                         () -> {
@@ -352,31 +352,7 @@ class ImageClusterCriEndToEndTest {
                         }
                     });
             cleanup.add(() -> deleteTree(root));
-            runAll(cleanup);
-        }
-    }
-
-    /** One step of the clean-up. */
-    private interface Step {
-        void run() throws Exception;
-    }
-
-    /** Runs every step; @throws Exception the first failure, the later ones suppressed */
-    private static void runAll(List<Step> steps) throws Exception {
-        Exception first = null;
-        for (Step step : steps) {
-            try {
-                step.run();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
+            Closing.inTurn(cleanup);
         }
     }
 

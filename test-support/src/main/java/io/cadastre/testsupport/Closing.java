@@ -29,16 +29,36 @@ public final class Closing {
             new Thread(close, "close-" + resource.getClass().getSimpleName()).start();
             closes.add(close);
         }
-        Exception first = null;
+        List<AutoCloseable> waits = new ArrayList<>();
         for (FutureTask<Void> close : closes) {
+            waits.add(
+                    () -> {
+                        try {
+                            close.get();
+                        } catch (ExecutionException e) {
+                            throw e.getCause() instanceof Exception c ? c : e;
+                        }
+                    });
+        }
+        inTurn(waits);
+    }
+
+    /**
+     * Closes every resource in the given order, each even after an earlier one failed: a clean-up
+     * whose steps depend on each other (a pod's sandbox before its runtime, files last).
+     *
+     * @throws Exception the first failure, the later ones suppressed
+     */
+    public static void inTurn(List<? extends AutoCloseable> resources) throws Exception {
+        Exception first = null;
+        for (AutoCloseable resource : resources) {
             try {
-                close.get();
-            } catch (ExecutionException e) {
-                Exception cause = e.getCause() instanceof Exception c ? c : e;
+                resource.close();
+            } catch (Exception e) {
                 if (first == null) {
-                    first = cause;
+                    first = e;
                 } else {
-                    first.addSuppressed(cause);
+                    first.addSuppressed(e);
                 }
             }
         }
