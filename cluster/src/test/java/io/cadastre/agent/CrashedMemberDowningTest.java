@@ -1,6 +1,7 @@
 package io.cadastre.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -43,5 +44,19 @@ class CrashedMemberDowningTest {
         assertEquals(
                 CrashedMemberDowning.Outcome.NO_ANSWER,
                 CrashedMemberDowning.connect(new Address("pekko", "cadastre"), TIMEOUT));
+    }
+
+    @Test
+    void aRefusalIsCheckedAgainSoonerThanTheRegularProbes() {
+        CrashedMemberDowning.Settings settings = CrashedMemberDowning.Settings.DEFAULT;
+        assertEquals(
+                settings.recheck(), settings.nextProbeAfter(CrashedMemberDowning.Outcome.REFUSED));
+        assertEquals(
+                settings.interval(),
+                settings.nextProbeAfter(CrashedMemberDowning.Outcome.ACCEPTED));
+        assertEquals(
+                settings.interval(),
+                settings.nextProbeAfter(CrashedMemberDowning.Outcome.NO_ANSWER));
+        assertTrue(settings.recheck().compareTo(settings.interval()) < 0);
     }
 }
