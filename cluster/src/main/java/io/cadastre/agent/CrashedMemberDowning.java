@@ -30,11 +30,11 @@ import org.slf4j.LoggerFactory;
  * TCP connect every {@code interval} ({@code recheck} after a refusal), and {@code refusals}
  * refusals in a row (a reset: nothing listens there) mean the process has died — a stopped
  * (SIGSTOP) or starved process keeps its listening socket and the kernel still completes the
- * handshake, and a cut-off host answers nothing (the probe times out). Then this member downs it, provided it sees a majority of the
- * cluster itself (the minority side of a partition downs no one). A crashed agent's entities thus
- * move after failure detection plus a leader round and the removal margin, and a host whose agent
- * was restarted on the same port is left to Pekko's new-incarnation handling (the connect
- * succeeds).
+ * handshake, and a cut-off host answers nothing (the probe times out). Then this member downs
+ * it, provided it sees a majority of the cluster itself (the minority side of a partition downs no
+ * one). A crashed agent's entities thus move after failure detection plus a gossip and a leader
+ * round and the removal margin, and a host whose agent was restarted on the same port is left to
+ * Pekko's new-incarnation handling (the connect succeeds).
  *
  * <p>Downing a process that is not gone is prevented by the refusal itself; were it to happen,
  * the member would exit and be restarted like any downed member, and its stale entities could
