@@ -92,18 +92,22 @@ public final class AgentCostScenario implements Scenario {
         List<String> notes = new ArrayList<>();
         int starts = context.quick() ? 1 : STARTS;
         // As bin/cadastre-agent and the image run it: the first start writes the class data
-        // sharing archive when it exits, every later one maps it.
-        Path archive = context.workDir(id()).resolve("cadastre-agent.jsa");
+        // sharing archive when it exits, every later one maps it (here the suite's, which a
+        // recording agent wrote after a warm-up, as a node's first run writes its own over its
+        // life).
         results.record(
                 START_FIRST,
                 SUBJECT,
                 timeToFirstAdd(
-                        context.workDir(id() + "/start-first"), archive, context.ipamNetns()));
-        if (!Files.exists(archive)) {
+                        context.workDir(id() + "/start-first"),
+                        context.workDir(id()).resolve("cadastre-agent.jsa"),
+                        context.ipamNetns()));
+        Path archive = SingleHostAgent.classDataArchive(context);
+        if (archive == null) {
             // The JVM archives classes from jars only: a run from classes directories (a test, an
             // IDE) times every start without one.
             notes.add(
-                    "No class data sharing archive was written (the class path holds directories): every start "
+                    "No class data sharing archive was written (the class path holds directories): every agent "
                             + "here ran without one, unlike bin/cadastre-agent and the image.");
         }
         for (int i = 0; i < starts; i++) {
@@ -123,7 +127,8 @@ public final class AgentCostScenario implements Scenario {
         double cpuPerCallMs;
         double journalMib;
         List<double[]> journalGrowth = new ArrayList<>();
-        try (SingleHostAgent agent = SingleHostAgent.start(context.workDir(id() + "/agent"))) {
+        try (SingleHostAgent agent =
+                SingleHostAgent.start(context.workDir(id() + "/agent"), archive)) {
             String netconf = CniSocketClient.ipamOnly(agent.socket(), SingleHostAgent.IPV4_POOL);
             agent.warmUp(context.plugin(), context.ipamNetns(), warmUp);
             AgentProbe probe = new AgentProbe(agent.pid());
@@ -332,9 +337,11 @@ public final class AgentCostScenario implements Scenario {
                         Locale.ROOT,
                         "One agent on this host with the embedded journal and its default JVM flags (%s). "
                                 + "Start: a first agent, then %d more, each with a fresh data directory, timed from exec until "
-                                + "an IPAM ADD on its socket is answered; the first writes its class data sharing archive when "
-                                + "it exits, the others map it (as bin/cadastre-agent and the image do). "
-                                + "Then one agent warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
+                                + "an IPAM ADD on its socket is answered: the first without a class data sharing archive (a "
+                                + "node's first start, which writes one when it exits), the others mapping the archive a "
+                                + "recording agent wrote after a warm-up (as bin/cadastre-agent and the image map theirs from "
+                                + "the second start on; every warm agent of the suite maps it). "
+                                + "Then one agent, mapping it too, warmed up with %d IPAM-only ADD/DEL pairs through the real cadastre-ipam "
                                 + "(IPv4 pool, /26 blocks: one node entity and one block entity write per call), its CPU read "
                                 + "over %d s at idle, then measured over %d "
                                 + "more pairs, serial (the plugin processes' CPU too, as this JVM's reaped children); then as many "

@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Pattern;
 
 /**
  * Peak resident memory of a set of processes taken together (an agent and the plugin processes
@@ -13,6 +14,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * between two samples is missed: the figure is a lower bound of the true peak.
  */
 public final class ProcessMemory implements AutoCloseable {
+    /** The first line of a mapping in {@code smaps}: its address range. */
+    private static final Pattern MAPPING = Pattern.compile("[0-9a-f]+-[0-9a-f]+ ");
+
     private final Set<Long> roots = ConcurrentHashMap.newKeySet();
     private final Thread sampler;
     private volatile boolean stopped;
@@ -72,6 +76,31 @@ public final class ProcessMemory implements AutoCloseable {
             }
         }
         return bytes;
+    }
+
+    /**
+     * @return the resident bytes of the process's mappings of files whose path ends with {@code
+     *     suffix} ({@code .jsa}: the JVM's class data archives), from the {@code Rss:} lines of
+     *     {@code /proc/<pid>/smaps}; 0 when the process is gone
+     */
+    static long residentInFiles(long pid, String suffix) {
+        long kib = 0;
+        boolean counting = false;
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "smaps"))) {
+                if (MAPPING.matcher(line).lookingAt()) {
+                    // address perms offset dev inode [path]
+                    String[] fields = line.trim().split("\\s+", 6);
+                    counting = fields.length == 6 && fields[5].endsWith(suffix);
+                } else if (counting && line.startsWith("Rss:")) {
+                    kib += Long.parseLong(line.substring(4).trim().split("\\s+")[0]);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // The process has exited (or is exiting): it holds nothing any more.
+            return 0;
+        }
+        return kib * 1024;
     }
 
     /** @return a {@code kB} field of {@code /proc/<pid>/status} ({@code VmRSS:}, {@code VmHWM:}), 0 when the process is gone */

@@ -45,10 +45,13 @@ public final class SingleHostAgent implements AutoCloseable {
      * Starts the agent and waits until its CNI socket is open.
      *
      * @param dir an empty directory for its journal, socket, configuration and log
+     * @param cdsArchive the class data archive to map, or to write at exit when it does not exist
+     *     yet ({@link #launch(Path, Path)}); null for none
      * @throws IOException when it exits or does not open its socket within 120 s (it is stopped then)
      */
-    public static SingleHostAgent start(Path dir) throws IOException, InterruptedException {
-        SingleHostAgent agent = launch(dir);
+    public static SingleHostAgent start(Path dir, Path cdsArchive)
+            throws IOException, InterruptedException {
+        SingleHostAgent agent = launch(dir, cdsArchive);
         long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
         while (!Files.exists(agent.socket())) {
             if (!agent.process.isAlive() || System.nanoTime() > deadline) {
@@ -61,14 +64,16 @@ public final class SingleHostAgent implements AutoCloseable {
     }
 
     /**
-     * Starts the agent in the scenario's work directory ({@code <scenario>/agent}) and warms it up
-     * ({@link #warmUpCycles}).
+     * Starts the agent in the scenario's work directory ({@code <scenario>/agent}), mapping the
+     * suite's class data archive ({@link #classDataArchive}) as a node's agent maps its own, and
+     * warms it up ({@link #warmUpCycles}).
      *
      * @throws IOException when it does not start or a warm-up call fails (it is stopped then)
      */
     public static SingleHostAgent startWarm(BenchContext context, String scenario)
             throws IOException, InterruptedException {
-        SingleHostAgent agent = start(context.workDir(scenario + "/agent"));
+        SingleHostAgent agent =
+                start(context.workDir(scenario + "/agent"), classDataArchive(context));
         try {
             agent.warmUp(context.plugin(), context.ipamNetns(), warmUpCycles(context));
         } catch (Exception e) {
@@ -78,24 +83,52 @@ public final class SingleHostAgent implements AutoCloseable {
         return agent;
     }
 
+    /**
+     * The class data archive the suite's warm agents map. {@code bin/cadastre-agent} and the image
+     * write theirs when the agent's first run on a node ends and map it on every later start, so a
+     * node's agent in its steady state runs from one. Here one recording agent writes it, once per
+     * suite run, on first use: started without one, warmed up as {@link #startWarm} warms (IPAM
+     * calls through the plugin), stopped with SIGTERM; the archive is kept only when the JVM ended
+     * by itself, as the launchers keep theirs.
+     *
+     * @return the archive, or null when the recording wrote none (the JVM archives classes from jars
+     *     only: a class path of directories, a test's, runs every agent without one)
+     * @throws IOException when the recording agent does not start or a warm-up call fails
+     */
+    public static synchronized Path classDataArchive(BenchContext context)
+            throws IOException, InterruptedException {
+        Path dir = context.workDir("agent-cds");
+        Path archive = dir.resolve("cadastre-agent.jsa");
+        Path recorded = dir.resolve("recorded");
+        if (!Files.exists(recorded)) {
+            Path partial = dir.resolve("cadastre-agent.jsa.partial");
+            int exit;
+            try (SingleHostAgent recording = start(context.workDir("agent-cds/agent"), partial)) {
+                recording.warmUp(context.plugin(), context.ipamNetns(), warmUpCycles(context));
+                recording.close();
+                exit = recording.process.exitValue();
+            }
+            // 143: the JVM's exit after SIGTERM, its shutdown hooks run and the archive written.
+            if ((exit == 0 || exit == 143) && Files.exists(partial) && Files.size(partial) > 0) {
+                Files.move(partial, archive);
+            }
+            Files.deleteIfExists(partial);
+            Files.createFile(recorded);
+        }
+        return Files.exists(archive) ? archive : null;
+    }
+
     /** @return the warm-up's ADD/DEL cycles: {@link #WARM_UP_CYCLES}, or 5 in a quick run */
     public static int warmUpCycles(BenchContext context) {
         return context.quick() ? 5 : WARM_UP_CYCLES;
     }
 
     /**
-     * Starts the agent and returns at once, for a caller that times its start ({@link #launchedNanos()}).
+     * Starts the agent and returns at once, for a caller that times its start ({@link
+     * #launchedNanos()}), with class data sharing as {@code bin/cadastre-agent} does it: the archive
+     * mapped when it exists, else written when this agent exits.
      *
      * @param dir an empty directory for its journal, socket, configuration and log
-     */
-    public static SingleHostAgent launch(Path dir) throws IOException {
-        return launch(dir, null);
-    }
-
-    /**
-     * Starts the agent and returns at once, with class data sharing as {@code bin/cadastre-agent}
-     * does it: the archive mapped when it exists, else written when this agent exits.
-     *
      * @param cdsArchive the archive's path, or null for none
      */
     public static SingleHostAgent launch(Path dir, Path cdsArchive) throws IOException {
