@@ -372,8 +372,8 @@ public final class IpamThroughputScenario implements Scenario {
                                 "the members' CNI endpoints alone used %.2f ms (a connection, HTTP and the "
                                         + "checks for each of the 2 calls: the floor agent-cost measures), the "
                                         + "Cassandra driver's I/O %.2f ms (each write a CQL batch and an epoch read "
-                                        + "back, the fence against a stale incarnation), the rest %.2f ms Pekko's "
-                                        + "threads: the journal plugin, the entities, sharding (by thread below; "
+                                        + "back, the fence against a stale incarnation), the rest %.2f ms, most of "
+                                        + "it Pekko's threads: the journal plugin, the entities, sharding (by thread below; "
                                         + "benchmarks/DESIGN.md, where an ADD+DEL's CPU goes)",
                                 cniPerCycle,
                                 driverPerCycle,

@@ -26,7 +26,7 @@ class AgentCostScenarioTest {
                         AgentCostScenario.FLOOR_CPU_PER_CALL,
                         AgentCostScenario.JOURNAL_BYTES,
                         "agent heap after a full GC, idle",
-                        "agent metaspace, idle",
+                        AgentCostScenario.METASPACE,
                         "agent RSS, idle after warm-up",
                         "agent RSS, peak (VmHWM)")) {
             Figure f = figure(report, metric);
