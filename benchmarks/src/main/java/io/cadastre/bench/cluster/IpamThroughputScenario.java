@@ -3,6 +3,7 @@ package io.cadastre.bench.cluster;
 import io.cadastre.bench.BenchContext;
 import io.cadastre.bench.Scenario;
 import io.cadastre.bench.host.AgentProbe;
+import io.cadastre.bench.host.ProfileSummary;
 import io.cadastre.bench.report.Comparison;
 import io.cadastre.bench.report.Distribution;
 import io.cadastre.bench.report.Figure;
@@ -17,7 +18,9 @@ import io.cadastre.testsupport.Member;
 import io.cadastre.testsupport.Topology;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -67,6 +70,12 @@ public final class IpamThroughputScenario implements Scenario {
     static final String IPAM_PLAIN = "cadastre IPAM, members on plain TCP (ADD+DEL cycles)";
     static final String CPU_PER_CYCLE = "agents' CPU time per ADD+DEL (3 members together)";
 
+    /** One member's profile under the load, as a flame graph, in the report's directory. */
+    static final String FLAME_GRAPH = "ipam-throughput-flame.html";
+
+    /** The same profile's stacks, one per line, in the report's directory. */
+    static final String COLLAPSED_STACKS = "ipam-throughput-stacks.txt";
+
     /** The CNI endpoint's thread, as {@link AgentProbe#cpuByThread} names it. */
     static final String CNI_THREAD = "cadastre-cni";
 
@@ -101,6 +110,10 @@ public final class IpamThroughputScenario implements Scenario {
         String tlsPlacement = placement(members);
         SideBySide latency = tls.latency();
         AtomicLong failures = new AtomicLong(tls.failures());
+        // Where one member's CPU goes under the same load, sampled after the measured seconds so
+        // that the profiler's own cost stays out of the figures.
+        String profile =
+                profileOneMember(context, members, tag + "f", context.quick() ? 3 : 20, failures);
         long agentCpuMillis = tls.cpuMillis();
         double[] ipamPerSecond = tls.perSecond();
 
@@ -271,7 +284,70 @@ public final class IpamThroughputScenario implements Scenario {
                                 + "another only until the rebalance after its member restarted; an ADD or "
                                 + "DEL whose node's entity lives on another member crosses to it and back.",
                         "The machine has 2 cores for three agents, Cassandra and the load: all of them compete for CPU.",
-                        cpuByThreadTable(tls, ipamMean * seconds)));
+                        cpuByThreadTable(tls, ipamMean * seconds),
+                        profile));
+    }
+
+    /**
+     * Profiles the first member with async-profiler while the same IPAM load runs on every member
+     * for {@code seconds} more, already warm; its flame graph and collapsed stacks go to the
+     * report's directory ({@value #FLAME_GRAPH}, {@value #COLLAPSED_STACKS}).
+     *
+     * @param failures the failed calls so far, to which this load's are added
+     * @return the profile's summary for the report's notes, or a note saying why there is none
+     *     (async-profiler could not load)
+     */
+    private String profileOneMember(
+            BenchContext context,
+            List<Member> members,
+            String tag,
+            int seconds,
+            AtomicLong failures)
+            throws Exception {
+        Member profiled = members.get(0);
+        Path work = context.workDir(id());
+        Path flameGraph = work.resolve(FLAME_GRAPH);
+        Path collapsed = work.resolve(COLLAPSED_STACKS);
+        ProfileSummary summary;
+        try {
+            summary =
+                    new AgentProbe(profiled.pid())
+                            .profileWhile(
+                                    work,
+                                    flameGraph,
+                                    collapsed,
+                                    () ->
+                                            failures.addAndGet(
+                                                    ipamLoad(
+                                                                    members,
+                                                                    context.ipamNetns(),
+                                                                    tag,
+                                                                    0,
+                                                                    seconds)
+                                                            .failures()));
+        } catch (IOException noProfiler) {
+            return "No profile of a member: " + noProfiler.getMessage();
+        }
+        Path report = Files.createDirectories(context.outputDir());
+        Files.copy(flameGraph, report.resolve(FLAME_GRAPH), StandardCopyOption.REPLACE_EXISTING);
+        Files.copy(
+                collapsed, report.resolve(COLLAPSED_STACKS), StandardCopyOption.REPLACE_EXISTING);
+        return summary.markdown(
+                        String.format(
+                                Locale.ROOT,
+                                "Where one member's CPU goes (%s, async-profiler), over %d s more of the same load on "
+                                        + "every member with TLS, after the measured seconds",
+                                profiled.name(),
+                                seconds))
+                + "\n- The profile as a flame graph: ["
+                + FLAME_GRAPH
+                + "]("
+                + FLAME_GRAPH
+                + "), and its stacks, one per line: ["
+                + COLLAPSED_STACKS
+                + "]("
+                + COLLAPSED_STACKS
+                + ") (async-profiler).";
     }
 
     /**

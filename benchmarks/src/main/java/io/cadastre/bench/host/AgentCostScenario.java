@@ -12,7 +12,6 @@ import io.cadastre.testsupport.AgentExec;
 import io.cadastre.testsupport.CniExec;
 import io.cadastre.testsupport.CniSocketClient;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -567,12 +566,21 @@ public final class AgentCostScenario implements Scenario {
             BenchContext context, AgentProbe probe, String netconf, int count) throws Exception {
         Path work = context.workDir(id());
         try {
-            Path library = asyncProfilerLibrary(work);
-            probe.startProfiler(library);
-            pairs(context, context.plugin(), netconf, "profiled-", count, null);
-            Path collapsed = work.resolve("profile.collapsed");
             Path flameGraph = work.resolve(FLAME_GRAPH);
-            probe.stopProfiler(library, collapsed, flameGraph);
+            Path collapsed = work.resolve("profile.collapsed");
+            ProfileSummary summary =
+                    probe.profileWhile(
+                            work,
+                            flameGraph,
+                            collapsed,
+                            () ->
+                                    pairs(
+                                            context,
+                                            context.plugin(),
+                                            netconf,
+                                            "profiled-",
+                                            count,
+                                            null));
             Path report = Files.createDirectories(context.outputDir());
             Files.copy(
                     flameGraph, report.resolve(FLAME_GRAPH), StandardCopyOption.REPLACE_EXISTING);
@@ -580,7 +588,7 @@ public final class AgentCostScenario implements Scenario {
                     collapsed,
                     report.resolve(COLLAPSED_STACKS),
                     StandardCopyOption.REPLACE_EXISTING);
-            return ProfileSummary.ofCollapsed(collapsed);
+            return summary;
         } catch (IOException asyncProfilerFailed) {
             Path recording = work.resolve("profile.jfr");
             probe.startRecording();
@@ -593,20 +601,6 @@ public final class AgentCostScenario implements Scenario {
                     jfr.byThread(),
                     jfr.bySelf(),
                     jfr.byPackage());
-        }
-    }
-
-    /** async-profiler's native library for this machine, copied out of its jar on the class path. */
-    private static Path asyncProfilerLibrary(Path work) throws IOException {
-        String arch = System.getProperty("os.arch").equals("aarch64") ? "arm64" : "x64";
-        String resource = "/linux-" + arch + "/libasyncProfiler.so";
-        try (InputStream in = AgentCostScenario.class.getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new IOException(resource + " is not on the class path");
-            }
-            Path library = work.resolve("libasyncProfiler.so");
-            Files.copy(in, library, StandardCopyOption.REPLACE_EXISTING);
-            return library;
         }
     }
 

@@ -1,10 +1,12 @@
 package io.cadastre.bench.host;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -180,6 +182,53 @@ public final class AgentProbe {
         jcmd("JFR.stop", "name=agent-cost", "filename=" + file.toAbsolutePath());
         if (!Files.exists(file)) {
             throw new IOException("jcmd wrote no recording to " + file);
+        }
+    }
+
+    /** Work that runs while a profiler samples the agent. */
+    @FunctionalInterface
+    public interface Work {
+        void run() throws Exception;
+    }
+
+    /**
+     * Samples the agent's CPU with async-profiler while {@code work} runs (1 ms of CPU between
+     * samples, every thread, every frame: Java, JVM, libc and kernel), and writes its flame graph
+     * and collapsed stacks.
+     *
+     * @param scratch a directory for async-profiler's library, copied out of its jar on the class
+     *     path
+     * @param flameGraph where the HTML flame graph goes
+     * @param collapsedStacks where the stacks go, one line per stack ({@code [thread tid=N];root;...;leaf
+     *     count})
+     * @return the samples summed up for the report
+     * @throws IOException when async-profiler is not on the class path for this platform, cannot be
+     *     loaded into the agent's JVM, or wrote no profile (then {@code work} did not run)
+     * @throws Exception what {@code work} throws (the profiler is stopped first)
+     */
+    public ProfileSummary profileWhile(
+            Path scratch, Path flameGraph, Path collapsedStacks, Work work) throws Exception {
+        Path library = asyncProfilerLibrary(scratch);
+        startProfiler(library);
+        try {
+            work.run();
+        } finally {
+            stopProfiler(library, collapsedStacks, flameGraph);
+        }
+        return ProfileSummary.ofCollapsed(collapsedStacks);
+    }
+
+    /** async-profiler's native library for this machine, copied out of its jar on the class path. */
+    private static Path asyncProfilerLibrary(Path scratch) throws IOException {
+        String arch = System.getProperty("os.arch").equals("aarch64") ? "arm64" : "x64";
+        String resource = "/linux-" + arch + "/libasyncProfiler.so";
+        try (InputStream in = AgentProbe.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IOException(resource + " is not on the class path");
+            }
+            Path library = scratch.resolve("libasyncProfiler.so");
+            Files.copy(in, library, StandardCopyOption.REPLACE_EXISTING);
+            return library;
         }
     }
 

@@ -27,7 +27,7 @@ import jdk.jfr.consumer.RecordingFile;
  * @param bySelf samples per top-of-stack frame ({@code Class.method}, a native symbol, or a kernel one with {@code [k]})
  * @param byPackage samples per Java package with a frame anywhere on the stack (counted once per sample)
  */
-record ProfileSummary(
+public record ProfileSummary(
         String source,
         long samples,
         Map<String, Long> byThread,
@@ -104,7 +104,7 @@ record ProfileSummary(
     }
 
     /** @return the summary as a markdown paragraph and three tables, for the report's notes */
-    String markdown(String title) {
+    public String markdown(String title) {
         StringBuilder out =
                 new StringBuilder(title)
                         .append(
