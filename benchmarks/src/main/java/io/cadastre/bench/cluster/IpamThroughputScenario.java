@@ -335,7 +335,7 @@ public final class IpamThroughputScenario implements Scenario {
         return summary.markdown(
                         String.format(
                                 Locale.ROOT,
-                                "Where one member's CPU goes (%s, async-profiler), over %d s more of the same load on "
+                                "Where one member's CPU goes (%s), over %d s more of the same load on "
                                         + "every member with TLS, after the measured seconds",
                                 profiled.name(),
                                 seconds))
