@@ -181,7 +181,8 @@ public final class AgentMain implements Callable<Integer> {
                                 host.podMtu()),
                         "cadastre",
                         config);
-        // The journal's dispatcher too: a stall there stops every persist, hence every ADD.
+        // The journal's dispatcher too, when it has one of its own: a stall there stops every
+        // persist, hence every ADD.
         DispatcherStallWatch.start(
                 system,
                 config.getDuration("cadastre.stall-report-after"),

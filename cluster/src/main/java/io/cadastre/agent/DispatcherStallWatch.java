@@ -29,6 +29,9 @@ import org.slf4j.LoggerFactory;
  * and {@code io.cadastre.shards.MemberFence} handles it.
  */
 final class DispatcherStallWatch implements AutoCloseable {
+    private static final String DEFAULT_DISPATCHER = "pekko.actor.default-dispatcher";
+    private static final String INTERNAL_DISPATCHER = "pekko.actor.internal-dispatcher";
+
     /** How often each dispatcher is probed. */
     static final Duration PERIOD = Duration.ofMillis(500);
 
@@ -111,13 +114,19 @@ final class DispatcherStallWatch implements AutoCloseable {
 
     /**
      * @return the default and internal dispatchers of {@code system}, then those of {@code more}
-     *     (config paths), each by the name its reports use
+     *     (config paths) that are neither of those two (the Cassandra journal runs on the default
+     *     one by the agent's configuration), each by the name its reports use
      */
     static List<Map.Entry<String, Executor>> dispatchers(ActorSystem<?> system, List<String> more) {
         Map<String, DispatcherSelector> selectors = new LinkedHashMap<>();
         selectors.put("default", DispatcherSelector.defaultDispatcher());
-        selectors.put("internal", DispatcherSelector.fromConfig("pekko.actor.internal-dispatcher"));
-        more.forEach(path -> selectors.put(path, DispatcherSelector.fromConfig(path)));
+        selectors.put("internal", DispatcherSelector.fromConfig(INTERNAL_DISPATCHER));
+        more.stream()
+                .filter(
+                        path ->
+                                !path.equals(DEFAULT_DISPATCHER)
+                                        && !path.equals(INTERNAL_DISPATCHER))
+                .forEach(path -> selectors.put(path, DispatcherSelector.fromConfig(path)));
         var dispatchers = system.dispatchers();
         return selectors.entrySet().stream()
                 .map(e -> Map.<String, Executor>entry(e.getKey(), dispatchers.lookup(e.getValue())))
