@@ -339,15 +339,9 @@ public final class IpamThroughputScenario implements Scenario {
                                         + "every member with TLS, after the measured seconds",
                                 profiled.name(),
                                 seconds))
-                + "\n- The profile as a flame graph: ["
-                + FLAME_GRAPH
-                + "]("
-                + FLAME_GRAPH
-                + "), and its stacks, one per line: ["
-                + COLLAPSED_STACKS
-                + "]("
-                + COLLAPSED_STACKS
-                + ") (async-profiler).";
+                + "\n- "
+                + ProfileSummary.links(FLAME_GRAPH, COLLAPSED_STACKS)
+                + "async-profiler).";
     }
 
     /**

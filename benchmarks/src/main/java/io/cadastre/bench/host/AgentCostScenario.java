@@ -324,15 +324,8 @@ public final class AgentCostScenario implements Scenario {
                                                     .toArray()))));
         }
         notes.add(
-                "The profile as a flame graph: ["
-                        + FLAME_GRAPH
-                        + "]("
-                        + FLAME_GRAPH
-                        + "), and its stacks, one per line: ["
-                        + COLLAPSED_STACKS
-                        + "]("
-                        + COLLAPSED_STACKS
-                        + ") (async-profiler; both absent when it fell back to JFR).");
+                ProfileSummary.links(FLAME_GRAPH, COLLAPSED_STACKS)
+                        + "async-profiler; both absent when it fell back to JFR).");
         notes.add(
                 0,
                 "CPU is the agent process's user + system time from /proc over the measured calls (clock ticks "

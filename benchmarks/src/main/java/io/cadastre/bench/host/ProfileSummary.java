@@ -103,6 +103,22 @@ public record ProfileSummary(
         return tally.summary("JFR execution samples, Java code only");
     }
 
+    /**
+     * @param flameGraph the flame graph's file name in the report's directory
+     * @param stacks the collapsed stacks' file name there
+     * @return a markdown sentence linking both, without its closing parenthesis and full stop (the
+     *     caller says what wrote them)
+     */
+    public static String links(String flameGraph, String stacks) {
+        return String.format(
+                Locale.ROOT,
+                "The profile as a flame graph: [%s](%s), and its stacks, one per line: [%s](%s) (",
+                flameGraph,
+                flameGraph,
+                stacks,
+                stacks);
+    }
+
     /** @return the summary as a markdown paragraph and three tables, for the report's notes */
     public String markdown(String title) {
         StringBuilder out =
