@@ -18,9 +18,7 @@ import io.cadastre.testsupport.Member;
 import io.cadastre.testsupport.Topology;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -183,8 +181,7 @@ public final class IpamThroughputScenario implements Scenario {
                         "cadastre, members on plain TCP",
                         "ms",
                         Distribution.single(cpuPerCyclePlain)));
-        double cniPerCycle =
-                tls.cpuByThread().getOrDefault(CNI_THREAD, 0L) / 1e6 / (ipamMean * seconds);
+        double cniPerCycle = tls.msPerCycle(CNI_THREAD, ipamMean * seconds);
         Goal goal =
                 throughputGoal(
                         ipamMean,
@@ -200,9 +197,7 @@ public final class IpamThroughputScenario implements Scenario {
                         cpuPerCycle,
                         cpuPerCyclePlain,
                         cniPerCycle,
-                        tls.cpuByThread().getOrDefault(DRIVER_THREAD, 0L)
-                                / 1e6
-                                / (ipamMean * seconds));
+                        tls.msPerCycle(DRIVER_THREAD, ipamMean * seconds));
         Plot overTime =
                 new Plot(
                         "ipam-throughput.png",
@@ -305,17 +300,15 @@ public final class IpamThroughputScenario implements Scenario {
             AtomicLong failures)
             throws Exception {
         Member profiled = members.get(0);
-        Path work = context.workDir(id());
-        Path flameGraph = work.resolve(FLAME_GRAPH);
-        Path collapsed = work.resolve(COLLAPSED_STACKS);
         ProfileSummary summary;
         try {
             summary =
                     new AgentProbe(profiled.pid())
                             .profileWhile(
-                                    work,
-                                    flameGraph,
-                                    collapsed,
+                                    context.workDir(id()),
+                                    context.outputDir(),
+                                    FLAME_GRAPH,
+                                    COLLAPSED_STACKS,
                                     () ->
                                             failures.addAndGet(
                                                     ipamLoad(
@@ -328,10 +321,6 @@ public final class IpamThroughputScenario implements Scenario {
         } catch (IOException noProfiler) {
             return "No profile of a member: " + noProfiler.getMessage();
         }
-        Path report = Files.createDirectories(context.outputDir());
-        Files.copy(flameGraph, report.resolve(FLAME_GRAPH), StandardCopyOption.REPLACE_EXISTING);
-        Files.copy(
-                collapsed, report.resolve(COLLAPSED_STACKS), StandardCopyOption.REPLACE_EXISTING);
         return summary.markdown(
                         String.format(
                                 Locale.ROOT,
@@ -482,7 +471,12 @@ public final class IpamThroughputScenario implements Scenario {
             long cpuMillis,
             Map<String, Long> cpuByThread,
             long failures,
-            SideBySide latency) {}
+            SideBySide latency) {
+        /** @return the CPU of one thread group ({@link AgentProbe#cpuByThread}) per cycle, in ms */
+        double msPerCycle(String threads, double cycles) {
+            return cpuByThread.getOrDefault(threads, 0L) / 1e6 / cycles;
+        }
+    }
 
     /**
      * Runs {@link #WRITERS_PER_MEMBER} closed-loop clients per member through its IPAM-only

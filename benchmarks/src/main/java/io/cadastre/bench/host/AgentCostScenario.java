@@ -15,7 +15,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -559,29 +558,12 @@ public final class AgentCostScenario implements Scenario {
             BenchContext context, AgentProbe probe, String netconf, int count) throws Exception {
         Path work = context.workDir(id());
         try {
-            Path flameGraph = work.resolve(FLAME_GRAPH);
-            Path collapsed = work.resolve("profile.collapsed");
-            ProfileSummary summary =
-                    probe.profileWhile(
-                            work,
-                            flameGraph,
-                            collapsed,
-                            () ->
-                                    pairs(
-                                            context,
-                                            context.plugin(),
-                                            netconf,
-                                            "profiled-",
-                                            count,
-                                            null));
-            Path report = Files.createDirectories(context.outputDir());
-            Files.copy(
-                    flameGraph, report.resolve(FLAME_GRAPH), StandardCopyOption.REPLACE_EXISTING);
-            Files.copy(
-                    collapsed,
-                    report.resolve(COLLAPSED_STACKS),
-                    StandardCopyOption.REPLACE_EXISTING);
-            return summary;
+            return probe.profileWhile(
+                    work,
+                    context.outputDir(),
+                    FLAME_GRAPH,
+                    COLLAPSED_STACKS,
+                    () -> pairs(context, context.plugin(), netconf, "profiled-", count, null));
         } catch (IOException asyncProfilerFailed) {
             Path recording = work.resolve("profile.jfr");
             probe.startRecording();

@@ -193,29 +193,36 @@ public final class AgentProbe {
 
     /**
      * Samples the agent's CPU with async-profiler while {@code work} runs (1 ms of CPU between
-     * samples, every thread, every frame: Java, JVM, libc and kernel), and writes its flame graph
-     * and collapsed stacks.
+     * samples, every thread, every frame: Java, JVM, libc and kernel), and puts its flame graph
+     * and collapsed stacks into the report's directory once both are written.
      *
-     * @param scratch a directory for async-profiler's library, copied out of its jar on the class
-     *     path
-     * @param flameGraph where the HTML flame graph goes
-     * @param collapsedStacks where the stacks go, one line per stack ({@code [thread tid=N];root;...;leaf
-     *     count})
+     * @param scratch a directory for async-profiler's library (copied out of its jar on the class
+     *     path) and its output
+     * @param reportDir the report's directory (created if missing)
+     * @param flameGraph the HTML flame graph's file name there
+     * @param collapsedStacks the stacks' file name there, one line per stack ({@code [thread
+     *     tid=N];root;...;leaf count})
      * @return the samples summed up for the report
      * @throws IOException when async-profiler is not on the class path for this platform, cannot be
-     *     loaded into the agent's JVM, or wrote no profile (then {@code work} did not run)
+     *     loaded into the agent's JVM, or wrote no profile (then nothing goes to the report)
      * @throws Exception what {@code work} throws (the profiler is stopped first)
      */
     public ProfileSummary profileWhile(
-            Path scratch, Path flameGraph, Path collapsedStacks, Work work) throws Exception {
+            Path scratch, Path reportDir, String flameGraph, String collapsedStacks, Work work)
+            throws Exception {
         Path library = asyncProfilerLibrary(scratch);
+        Path flame = scratch.resolve(flameGraph);
+        Path stacks = scratch.resolve(collapsedStacks);
         startProfiler(library);
         try {
             work.run();
         } finally {
-            stopProfiler(library, collapsedStacks, flameGraph);
+            stopProfiler(library, stacks, flame);
         }
-        return ProfileSummary.ofCollapsed(collapsedStacks);
+        Files.createDirectories(reportDir);
+        Files.copy(flame, reportDir.resolve(flameGraph), StandardCopyOption.REPLACE_EXISTING);
+        Files.copy(stacks, reportDir.resolve(collapsedStacks), StandardCopyOption.REPLACE_EXISTING);
+        return ProfileSummary.ofCollapsed(stacks);
     }
 
     /** async-profiler's native library for this machine, copied out of its jar on the class path. */
