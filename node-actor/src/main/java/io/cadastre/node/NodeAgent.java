@@ -690,12 +690,29 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * A repeated ADD may not change what the first one set up: other addresses (a different
      * {@code IP=}), or another netns than the one recorded (the container ID names one sandbox).
      *
-     * @throws IpamException {@code INVALID_REQUEST} for other addresses
+     * @throws IpamException {@code INVALID_REQUEST} for other addresses, or for a record of another
+     *     attachment whose network and container ID give the same handle ({@link
+     *     AttachmentId#owns}; CNI code 7)
      * @throws CompletionException wrapping a {@link DataplaneException} of kind {@code INVALID_NETNS}
      *     for another netns
      */
     private static void refuseChangedRepeat(
             AttachmentId id, PodRequest request, AttachmentRecord record) {
+        if (!id.owns(record)) {
+            throw new IpamException(
+                    IpamException.Reason.INVALID_REQUEST,
+                    "network "
+                            + id.network()
+                            + " and container "
+                            + id.containerId()
+                            + " give the IPAM handle "
+                            + id.handle()
+                            + ", which network "
+                            + record.network()
+                            + " and container "
+                            + record.containerId()
+                            + " hold already: rename one of the networks");
+        }
         Set<String> held = new TreeSet<>();
         record.addresses().forEach(h -> held.add(h.address()));
         List<String> other =
@@ -752,6 +769,29 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
      * logged: the addresses are free, and the down link goes with its netns.
      */
     private CompletionStage<List<String>> releaseForDel(AttachmentId id, boolean ipamOnly) {
+        if (id.handleMayBeShared()) {
+            // Calls on one key run one at a time (enqueue), so the record cannot change between
+            // the look-up and the release.
+            return ipam.lookup(id.handle(), id.ifname())
+                    .thenCompose(
+                            found -> {
+                                if (found.isPresent() && !id.owns(found.get())) {
+                                    LOG.warn(
+                                            "DEL of {} (network {}, container {}): its key holds another attachment's record (network {}, container {}); nothing released",
+                                            id.key(),
+                                            id.network(),
+                                            id.containerId(),
+                                            found.get().network(),
+                                            found.get().containerId());
+                                    return CompletableFuture.completedFuture(List.<String>of());
+                                }
+                                return releaseForDelOwned(id, ipamOnly);
+                            });
+        }
+        return releaseForDelOwned(id, ipamOnly);
+    }
+
+    private CompletionStage<List<String>> releaseForDelOwned(AttachmentId id, boolean ipamOnly) {
         CompletionStage<OptionalInt> unplugged =
                 ipamOnly
                         ? CompletableFuture.completedFuture(OptionalInt.empty())
@@ -818,6 +858,7 @@ public final class NodeAgent extends AbstractBehavior<NodeAgent.Command> {
 
     private CompletionStage<CheckResult> check(Check cmd) {
         return ipam.lookup(cmd.id().handle(), cmd.id().ifname())
+                .thenApply(found -> found.filter(cmd.id()::owns))
                 .thenCompose(
                         found -> {
                             if (found.isEmpty() || cmd.ipamOnly()) {

@@ -472,6 +472,46 @@ class ReclaimerTest {
     }
 
     @Test
+    void anotherAttachmentWithTheSameHandleIsRefusedAtAddAndItsDelReleasesNothing() {
+        // network "net", container "x.y" and network "net.x", container "y": handle "net.x.y"
+        AttachmentRecord first = add("x.y");
+        AttachmentId other = new AttachmentId("net.x", "y", "eth0");
+        assertEquals(id("x.y").key(), other.key());
+        AssignRequest request =
+                new AssignRequest(
+                        other.handle(),
+                        other.ifname(),
+                        other.network(),
+                        other.containerId(),
+                        netns("x.y"),
+                        "default",
+                        "y",
+                        List.of(),
+                        List.of());
+        TestProbe<StatusReply<Wired>> added = testKit.createTestProbe();
+
+        agent.tell(
+                new NodeAgent.Attach(
+                        other, new PodRequest(request, netns("x.y"), true, 0), added.ref()));
+
+        StatusReply<Wired> refusal = added.receiveMessage(WAIT);
+        assertTrue(refusal.isError(), refusal::toString);
+        assertTrue(
+                refusal.getError().getMessage().contains("network net and container x.y"),
+                refusal.getError().getMessage());
+        TestProbe<StatusReply<List<String>>> deleted = testKit.createTestProbe();
+        agent.tell(new NodeAgent.Detach(other, false, deleted.ref()));
+        StatusReply<List<String>> del = deleted.receiveMessage(WAIT);
+        assertTrue(del.isSuccess(), del::toString);
+        assertEquals(List.of(), del.getValue(), "nothing released");
+        assertEquals(Optional.of(first), lookup("x.y"), "the first attachment keeps its record");
+        assertEquals(List.of(), dataplane.unplugged, "and its wiring");
+
+        del("x.y");
+        assertTrue(lookup("x.y").isEmpty(), "its own DEL still releases it");
+    }
+
+    @Test
     void durationsMustBePositive() {
         assertThrows(
                 IllegalArgumentException.class,
