@@ -40,7 +40,8 @@ public interface Dataplane {
      * @param netnsPath CNI_NETNS, an absolute path
      * @throws DataplaneException {@link DataplaneException.Kind#NETNS_MISSING} when it does not
      *     exist or is no network namespace, {@link DataplaneException.Kind#INVALID_NETNS} when
-     *     it is the host's
+     *     it is the host's or no file can have it (a loop of symbolic links, a name past
+     *     NAME_MAX); a message shows at most 64 characters of the path
      */
     void checkPodNetns(String netnsPath) throws DataplaneException;
 

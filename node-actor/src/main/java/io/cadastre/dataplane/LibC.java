@@ -46,6 +46,8 @@ final class LibC {
     static final int EEXIST = 17;
     static final int ENODEV = 19;
     static final int ENOTDIR = 20;
+    static final int ENAMETOOLONG = 36;
+    static final int ELOOP = 40;
     static final int EINVAL = 22;
     static final int ESRCH = 3;
     static final int EOPNOTSUPP = 95;

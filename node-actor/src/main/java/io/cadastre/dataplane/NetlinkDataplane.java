@@ -161,7 +161,20 @@ public final class NetlinkDataplane implements Dataplane {
     @Override
     public WiredPod attach(PodAttachment attachment, OptionalInt prepared)
             throws DataplaneException {
-        Plan plan = Plan.of(attachment);
+        Plan plan;
+        try {
+            plan = Plan.of(attachment);
+        } catch (DataplaneException refused) {
+            // Refused before any wiring: the pair prepared for it goes too, as a failed wiring's.
+            if (prepared.isPresent()) {
+                try {
+                    deleteUnplugged(attachment.hostIfname(), prepared.getAsInt());
+                } catch (DataplaneException | RuntimeException e) {
+                    refused.addSuppressed(e);
+                }
+            }
+            throw refused;
+        }
         try (Netns netns = Netns.openPod(attachment.netnsPath(), hostNamespaces);
                 Rtnetlink pod = netns.rtnetlink();
                 Rtnetlink host = hostRtnetlink()) {
@@ -229,7 +242,12 @@ public final class NetlinkDataplane implements Dataplane {
             throws SyscallException, DataplaneException {
         PodAttachment a = plan.attachment();
         List<String> differences =
-                differences(plan, Optional.of(hostLink), pod, host, " in netns " + netnsPath);
+                differences(
+                        plan,
+                        Optional.of(hostLink),
+                        pod,
+                        host,
+                        " in netns " + Netns.shown(netnsPath));
         if (!differences.isEmpty()) {
             throw new DataplaneException(
                     "host link "
@@ -870,6 +888,9 @@ public final class NetlinkDataplane implements Dataplane {
         }
     }
 
+    /** The smallest MTU of a link that carries IPv6, in bytes (RFC 8200 §5). */
+    private static final int IPV6_MIN_MTU = 1280;
+
     /** A validated attachment and what follows from it. */
     private record Plan(PodAttachment attachment, PodAddress v4, PodAddress v6) {
         /** @return the pod's source filter: its own addresses only ({@link PodSourceFilter}) */
@@ -898,6 +919,15 @@ public final class NetlinkDataplane implements Dataplane {
                 } else {
                     v6 = p;
                 }
+            }
+            if (v6 != null && a.mtu() > 0 && a.mtu() < IPV6_MIN_MTU) {
+                // The kernel turns IPv6 off on a link below it and refuses the address (EINVAL).
+                throw invalid(
+                        "mtu "
+                                + a.mtu()
+                                + " is below IPv6's minimum of "
+                                + IPV6_MIN_MTU
+                                + " bytes (RFC 8200 §5), and the pod has an IPv6 address");
             }
             return new Plan(a, v4, v6);
         }

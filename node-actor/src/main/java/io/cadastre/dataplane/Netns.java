@@ -66,9 +66,15 @@ final class Netns implements AutoCloseable {
         int fd = C.open(path, LibC.O_RDONLY | LibC.O_CLOEXEC);
         if (fd < 0) {
             int errno = LibC.errno();
-            boolean missing = errno == LibC.ENOENT || errno == LibC.ENOTDIR;
+            // A path no file can have (a loop of links, a name past NAME_MAX) is a bad CNI_NETNS.
+            DataplaneException.Kind kind =
+                    errno == LibC.ENOENT || errno == LibC.ENOTDIR
+                            ? DataplaneException.Kind.NETNS_MISSING
+                            : errno == LibC.ELOOP || errno == LibC.ENAMETOOLONG
+                                    ? DataplaneException.Kind.INVALID_NETNS
+                                    : DataplaneException.Kind.FAILED;
             throw new DataplaneException(
-                    "open netns " + path + ": " + LibC.describe(errno), missing, null);
+                    "open netns " + shown(path) + ": " + LibC.describe(errno), kind, null);
         }
         return new Netns(path, fd);
     }
@@ -81,7 +87,8 @@ final class Netns implements AutoCloseable {
      *
      * @param host the identities of the namespaces no pod may use
      * @throws DataplaneException {@code NETNS_MISSING} when the path does not exist or is no
-     *     network namespace, {@code INVALID_NETNS} when it is one of {@code host}
+     *     network namespace, {@code INVALID_NETNS} when it is one of {@code host} or no file can
+     *     have it (a loop of symbolic links, a name longer than NAME_MAX)
      */
     static Netns openPod(String path, List<Identity> host) throws DataplaneException {
         Netns netns = open(path);
@@ -90,14 +97,14 @@ final class Netns implements AutoCloseable {
             // kind of namespace) fails the ioctl or answers another type.
             if (C.ioctl(netns.fd, LibC.NS_GET_NSTYPE) != LibC.CLONE_NEWNET) {
                 throw new DataplaneException(
-                        "netns " + path + " is not a network namespace",
+                        "netns " + shown(path) + " is not a network namespace",
                         DataplaneException.Kind.NETNS_MISSING,
                         null);
             }
             Identity identity = Identity.of(Path.of("/proc/self/fd/" + netns.fd));
             if (host.contains(identity)) {
                 throw new DataplaneException(
-                        "netns " + path + " is the host's network namespace, not a pod's",
+                        "netns " + shown(path) + " is the host's network namespace, not a pod's",
                         DataplaneException.Kind.INVALID_NETNS,
                         null);
             }
@@ -105,7 +112,7 @@ final class Netns implements AutoCloseable {
         } catch (IOException e) {
             netns.close();
             throw new DataplaneException(
-                    "stat netns " + path + ": " + e, DataplaneException.Kind.FAILED, e);
+                    "stat netns " + shown(path) + ": " + e, DataplaneException.Kind.FAILED, e);
         } catch (DataplaneException e) {
             netns.close();
             throw e;
@@ -148,8 +155,22 @@ final class Netns implements AutoCloseable {
         }
     }
 
+    /** @return the path as messages show it ({@link #shown}) */
     String path() {
-        return path;
+        return shown(path);
+    }
+
+    /**
+     * A {@code CNI_NETNS} as an error message or log line shows it: cut to 64 characters, as the
+     * CNI handler cuts every value it echoes (SECURITY.md), so a 4 KiB path cannot fill a reply.
+     *
+     * @param path a namespace path
+     * @return the path, or its first 64 characters, "…" and its length
+     */
+    static String shown(String path) {
+        return path.length() <= 64
+                ? path
+                : path.substring(0, 64) + "… (" + path.length() + " characters)";
     }
 
     /** @return the fd for IFLA_NET_NS_FD; valid until {@link #close()} */
@@ -186,9 +207,9 @@ final class Netns implements AutoCloseable {
             throw new DataplaneException(cause.getMessage(), cause instanceof NotANetns, cause);
         }
         try {
-            return new Rtnetlink(NetlinkSocket.adopt(socketFd), " in netns " + path);
+            return new Rtnetlink(NetlinkSocket.adopt(socketFd), " in netns " + shown(path));
         } catch (SyscallException e) {
-            throw new DataplaneException(e.getMessage() + " in netns " + path, false, e);
+            throw new DataplaneException(e.getMessage() + " in netns " + shown(path), false, e);
         }
     }
 
@@ -217,7 +238,7 @@ final class Netns implements AutoCloseable {
                                     + LibC.describe(errno)
                                     + ")");
                 }
-                throw new SyscallException("setns " + path, errno);
+                throw new SyscallException("setns " + shown(path), errno);
             }
             int socketFd = -1;
             SyscallException failure = null;
@@ -229,7 +250,8 @@ final class Netns implements AutoCloseable {
             if (C.setns(own, LibC.CLONE_NEWNET) != 0) {
                 int errno = LibC.errno();
                 LibC.closeQuietly(socketFd);
-                throw new StrandedThread(new SyscallException("setns back from " + path, errno));
+                throw new StrandedThread(
+                        new SyscallException("setns back from " + shown(path), errno));
             }
             if (failure != null) {
                 throw failure;

@@ -526,6 +526,36 @@ class NetlinkDataplaneTest {
     }
 
     @Test
+    void aPathNoFileCanHaveIsABadNetnsShownCut() throws Exception {
+        Path dir = Files.createTempDirectory("cadtest-netns-paths");
+        try {
+            Path loop = dir.resolve("loop");
+            Files.createSymbolicLink(loop, loop);
+            String longName = dir.resolve("n".repeat(300)).toString();
+            for (String path : List.of(loop.toString(), longName)) {
+                DataplaneException e =
+                        assertThrows(
+                                DataplaneException.class,
+                                () -> dataplane.checkPodNetns(path),
+                                path);
+                assertEquals(
+                        DataplaneException.Kind.INVALID_NETNS,
+                        e.kind(),
+                        path + ": " + e.getMessage());
+            }
+            DataplaneException cut =
+                    assertThrows(DataplaneException.class, () -> dataplane.checkPodNetns(longName));
+            assertTrue(
+                    cut.getMessage().contains("… (" + longName.length() + " characters)"),
+                    cut.getMessage());
+            assertFalse(cut.getMessage().contains(longName), cut.getMessage());
+        } finally {
+            Files.deleteIfExists(dir.resolve("loop"));
+            Files.delete(dir);
+        }
+    }
+
+    @Test
     void aPreparedPairIsConfiguredByAttachAsAFreshOne() throws Exception {
         PodAttachment a = attachment(ns, "eth0", 1400, randomV4() + "/32", randomV6() + "/128");
 
@@ -543,6 +573,22 @@ class NetlinkDataplaneTest {
         WiredPod wired = dataplane.attach(a, prepared);
         assertEquals(a.addresses(), wired.addresses());
         assertEquals(List.of(), dataplane.check(a));
+    }
+
+    @Test
+    void aPreparedPairGoesWithAnAttachmentRefusedBeforeItsWiring() throws Exception {
+        // An MTU below IPv6's minimum with an IPv6 address: refused before any address is set.
+        PodAttachment a = attachment(ns, "eth0", 1279, randomV6() + "/128");
+        OptionalInt prepared =
+                dataplane.prepare(a.netnsPath(), a.hostIfname(), a.podIfname(), a.mtu());
+        assertTrue(prepared.isPresent());
+
+        DataplaneException e =
+                assertThrows(DataplaneException.class, () -> dataplane.attach(a, prepared));
+
+        assertTrue(e.getMessage().contains("below IPv6's minimum of 1280"), e.getMessage());
+        assertFalse(Ip.linkExists(null, a.hostIfname()), "the prepared host end is deleted");
+        assertFalse(Ip.linkExists(ns, "eth0"), "and the pod end with it");
     }
 
     @Test
@@ -623,9 +669,13 @@ class NetlinkDataplaneTest {
                                 "eth0",
                                 host(HostInterfaceName.of("t", ns, "c")),
                                 0,
-                                List.of(
-                                        address(randomV4() + "/32"),
-                                        address(randomV4() + "/32"))))) {
+                                List.of(address(randomV4() + "/32"), address(randomV4() + "/32"))),
+                        new PodAttachment(
+                                NETNS_DIR + ns,
+                                "eth0",
+                                host(HostInterfaceName.of("t", ns, "d")),
+                                1279,
+                                List.of(address(randomV6() + "/128"))))) {
             DataplaneException e =
                     assertThrows(DataplaneException.class, () -> dataplane.attach(bad));
             assertTrue(e.getMessage().startsWith("invalid attachment: "), e.getMessage());
