@@ -25,7 +25,8 @@ public record AttachmentId(String network, String containerId, String ifname) {
      * @return true when the handle holds more than one dot
      */
     public boolean handleMayBeShared() {
-        return handle().indexOf('.') != handle().lastIndexOf('.');
+        String handle = handle();
+        return handle.indexOf('.') != handle.lastIndexOf('.');
     }
 
     /**
